@@ -1,0 +1,18 @@
+//! Vernier's vocabulary: search spaces, assignments, objectives, trial records, observations and
+//! the `Suggester` seam. Pure data and pure functions; no I/O, no clock, no randomness.
+
+mod error;
+mod objective;
+mod observation;
+mod space;
+mod suggester;
+mod trial;
+mod value;
+
+pub use error::CoreError;
+pub use objective::{Direction, MetricStrategy, Objective};
+pub use observation::{MetricSummary, Observation, UNAVAILABLE};
+pub use space::{Distribution, Domain, Parameter, SearchSpace};
+pub use suggester::{Proposal, SuggestRequest, Suggester, Suggestions};
+pub use trial::{TrialRecord, TrialState};
+pub use value::{Assignment, ParamValue};

@@ -1,0 +1,132 @@
+//! Observation logs (one row per reported metric value) and their Katib-style reduction to
+//! `{min, max, latest}` per metric.
+
+use crate::objective::MetricStrategy;
+use serde::{Deserialize, Serialize};
+
+/// The value Katib records when a trial never reported its objective metric.
+pub const UNAVAILABLE: &str = "unavailable";
+
+/// One reported value of one metric (Katib `MetricLog`). Values stay strings, as on the wire:
+/// a trial may legitimately report a non-numeric value such as `unavailable`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Observation {
+    pub metric: String,
+    /// Microseconds since the Unix epoch (UTC). Katib's zero time is `-62135596800000000`.
+    pub timestamp_us: i64,
+    pub value: String,
+}
+
+/// Katib's `Metric {name, min, max, latest}` for one metric of one trial.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MetricSummary {
+    pub name: String,
+    pub min: Option<f64>,
+    pub max: Option<f64>,
+    /// The value with the greatest timestamp (the later log wins ties); may be non-numeric.
+    pub latest: String,
+}
+
+impl MetricSummary {
+    /// Reduces the observations of `name` as Katib's trial controller does. Observations of
+    /// other metrics are ignored. Returns `None` when `name` was never observed.
+    pub fn reduce<'a>(
+        name: &str,
+        observations: impl IntoIterator<Item = &'a Observation>,
+    ) -> Option<MetricSummary> {
+        let mut summary: Option<MetricSummary> = None;
+        let mut latest_ts = i64::MIN;
+        for obs in observations.into_iter().filter(|o| o.metric == name) {
+            let s = summary.get_or_insert_with(|| MetricSummary {
+                name: name.to_string(),
+                min: None,
+                max: None,
+                latest: UNAVAILABLE.to_string(),
+            });
+            if let Ok(v) = obs.value.trim().parse::<f64>()
+                && v.is_finite()
+            {
+                s.min = Some(s.min.map_or(v, |m| m.min(v)));
+                s.max = Some(s.max.map_or(v, |m| m.max(v)));
+            }
+            if obs.timestamp_us >= latest_ts {
+                latest_ts = obs.timestamp_us;
+                s.latest = obs.value.clone();
+            }
+        }
+        summary
+    }
+
+    /// The numeric value a strategy selects; `min`/`max` fall back to `latest` as in Katib.
+    pub fn value(&self, strategy: MetricStrategy) -> Option<f64> {
+        let latest = || {
+            self.latest
+                .trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|v| v.is_finite())
+        };
+        match strategy {
+            MetricStrategy::Min => self.min.or_else(latest),
+            MetricStrategy::Max => self.max.or_else(latest),
+            MetricStrategy::Latest => latest(),
+        }
+    }
+
+    /// Katib renders absent min/max as `unavailable`.
+    pub fn min_text(&self) -> String {
+        self.min
+            .map_or_else(|| UNAVAILABLE.to_string(), |v| v.to_string())
+    }
+
+    /// Katib renders absent min/max as `unavailable`.
+    pub fn max_text(&self) -> String {
+        self.max
+            .map_or_else(|| UNAVAILABLE.to_string(), |v| v.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn obs(metric: &str, ts: i64, value: &str) -> Observation {
+        Observation {
+            metric: metric.into(),
+            timestamp_us: ts,
+            value: value.into(),
+        }
+    }
+
+    #[test]
+    fn reduces_min_max_latest() {
+        let logs = vec![
+            obs("loss", 1, "0.5"),
+            obs("loss", 3, "0.7"),
+            obs("loss", 2, "0.2"),
+            obs("acc", 4, "0.9"),
+        ];
+        let s = MetricSummary::reduce("loss", &logs).unwrap();
+        assert_eq!(s.min, Some(0.2));
+        assert_eq!(s.max, Some(0.7));
+        assert_eq!(s.latest, "0.7");
+        assert_eq!(s.value(MetricStrategy::Min), Some(0.2));
+        assert_eq!(s.value(MetricStrategy::Latest), Some(0.7));
+    }
+
+    #[test]
+    fn later_log_wins_timestamp_ties() {
+        let logs = vec![obs("m", 0, "1"), obs("m", 0, "2")];
+        assert_eq!(MetricSummary::reduce("m", &logs).unwrap().latest, "2");
+    }
+
+    #[test]
+    fn non_numeric_values_only_count_as_latest() {
+        let logs = vec![obs("m", 0, UNAVAILABLE)];
+        let s = MetricSummary::reduce("m", &logs).unwrap();
+        assert_eq!(s.min, None);
+        assert_eq!(s.min_text(), "unavailable");
+        assert_eq!(s.value(MetricStrategy::Max), None);
+        assert!(MetricSummary::reduce("other", &logs).is_none());
+    }
+}

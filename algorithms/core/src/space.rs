@@ -1,0 +1,489 @@
+//! The search space: typed parameters with their feasible domains and prior distributions.
+
+use crate::error::CoreError;
+use crate::value::{Assignment, ParamValue};
+use serde::{Deserialize, Serialize};
+
+/// The prior a parameter is sampled from (Katib `distribution`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub enum Distribution {
+    #[default]
+    Uniform,
+    LogUniform,
+    /// Mean `(min+max)/2`, standard deviation `(max-min)/6`, truncated to `[min, max]`.
+    Normal,
+    /// Normal on `ln(x)` with the same rule applied to `ln(min)`, `ln(max)`.
+    LogNormal,
+}
+
+impl Distribution {
+    pub fn is_log(self) -> bool {
+        matches!(self, Distribution::LogUniform | Distribution::LogNormal)
+    }
+}
+
+/// Where a parameter's values may lie.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Domain {
+    /// Real values in `[min, max]`; with a step, only `min + k*step`.
+    Double {
+        min: f64,
+        max: f64,
+        step: Option<f64>,
+    },
+    /// Integers in `[min, max]`; with a step, only `min + k*step`.
+    Int {
+        min: i64,
+        max: i64,
+        step: Option<i64>,
+    },
+    /// A list of numeric values (kept as written).
+    Discrete { values: Vec<String> },
+    /// A list of labels.
+    Categorical { values: Vec<String> },
+}
+
+/// A named parameter.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Parameter {
+    pub name: String,
+    pub domain: Domain,
+    pub distribution: Distribution,
+}
+
+/// An ordered set of uniquely named parameters.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct SearchSpace {
+    parameters: Vec<Parameter>,
+}
+
+/// Relative tolerance used when checking that a stepped double lies on its grid.
+const GRID_TOLERANCE: f64 = 1e-9;
+
+/// Rounds away binary noise such as `0.30000000000000004` (12 significant digits).
+pub(crate) fn tidy(x: f64) -> f64 {
+    if x == 0.0 || !x.is_finite() {
+        return x;
+    }
+    format!("{x:.11e}").parse().unwrap_or(x)
+}
+
+impl Parameter {
+    /// Checks the invariants the rest of Vernier relies on.
+    pub fn validate(&self) -> Result<(), CoreError> {
+        let bad =
+            |reason: String| CoreError::InvalidSpace(format!("parameter {}: {reason}", self.name));
+        match &self.domain {
+            Domain::Double { min, max, step } => {
+                if !(min.is_finite() && max.is_finite()) || min >= max {
+                    return Err(bad(format!("min {min} must be less than max {max}")));
+                }
+                if let Some(s) = step
+                    && !(s.is_finite() && *s > 0.0)
+                {
+                    return Err(bad(format!("step {s} must be greater than 0")));
+                }
+                if self.distribution.is_log() && *min <= 0.0 {
+                    return Err(bad(format!(
+                        "min {min} must be greater than 0 for a log distribution"
+                    )));
+                }
+            }
+            Domain::Int { min, max, step } => {
+                if min >= max {
+                    return Err(bad(format!("min {min} must be less than max {max}")));
+                }
+                if let Some(s) = step
+                    && *s <= 0
+                {
+                    return Err(bad(format!("step {s} must be greater than 0")));
+                }
+                if self.distribution.is_log() && *min <= 0 {
+                    return Err(bad(format!(
+                        "min {min} must be greater than 0 for a log distribution"
+                    )));
+                }
+            }
+            Domain::Discrete { values } | Domain::Categorical { values } => {
+                if values.is_empty() {
+                    return Err(bad("the list of values is empty".into()));
+                }
+                for (i, v) in values.iter().enumerate() {
+                    if values[..i].contains(v) {
+                        return Err(bad(format!("value {v:?} appears twice")));
+                    }
+                }
+                if let Domain::Discrete { values } = &self.domain {
+                    for v in values {
+                        if v.trim().parse::<f64>().is_err() {
+                            return Err(bad(format!("discrete value {v:?} is not a number")));
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Number of distinct values, or `None` for a continuous double.
+    pub fn cardinality(&self) -> Option<u128> {
+        match &self.domain {
+            Domain::Double { min, max, step } => step.map(|s| {
+                let n = ((max - min) / s * (1.0 + GRID_TOLERANCE)).floor();
+                n as u128 + 1
+            }),
+            Domain::Int { min, max, step } => {
+                let s = step.unwrap_or(1) as i128;
+                Some(((*max as i128 - *min as i128) / s) as u128 + 1)
+            }
+            Domain::Discrete { values } | Domain::Categorical { values } => {
+                Some(values.len() as u128)
+            }
+        }
+    }
+
+    /// The `i`-th value of a finite domain, in ascending / list order.
+    pub fn value_at(&self, i: u128) -> Option<ParamValue> {
+        if i >= self.cardinality()? {
+            return None;
+        }
+        Some(match &self.domain {
+            Domain::Double { min, step, .. } => {
+                ParamValue::Double(tidy(min + step.unwrap_or(0.0) * i as f64))
+            }
+            Domain::Int { min, step, .. } => ParamValue::Int(min + step.unwrap_or(1) * i as i64),
+            Domain::Discrete { values } | Domain::Categorical { values } => {
+                ParamValue::Choice(values[i as usize].clone())
+            }
+        })
+    }
+
+    /// Parses a value written as a string (as stored or sent on the wire) and checks it lies
+    /// in the domain.
+    pub fn parse_value(&self, text: &str) -> Result<ParamValue, CoreError> {
+        let invalid = |reason: &str| CoreError::InvalidValue {
+            name: self.name.clone(),
+            value: text.to_string(),
+            reason: reason.to_string(),
+        };
+        let value = match &self.domain {
+            Domain::Double { .. } => {
+                let v: f64 = text.trim().parse().map_err(|_| invalid("not a number"))?;
+                ParamValue::Double(v)
+            }
+            Domain::Int { .. } => {
+                let t = text.trim();
+                // Some clients send integers as floats ("3.0"); accept those when exact.
+                let v = match t.parse::<i64>() {
+                    Ok(v) => v,
+                    Err(_) => {
+                        let f: f64 = t.parse().map_err(|_| invalid("not an integer"))?;
+                        if f.fract() != 0.0 || f.abs() > 9.0e15 {
+                            return Err(invalid("not an integer"));
+                        }
+                        f as i64
+                    }
+                };
+                ParamValue::Int(v)
+            }
+            Domain::Discrete { .. } | Domain::Categorical { .. } => {
+                ParamValue::Choice(text.to_string())
+            }
+        };
+        self.check(&value).map_err(|reason| invalid(&reason))?;
+        Ok(value)
+    }
+
+    /// Checks that a value lies in the domain; the error says why not.
+    pub fn check(&self, value: &ParamValue) -> Result<(), String> {
+        match (&self.domain, value) {
+            (Domain::Double { min, max, step }, ParamValue::Double(v)) => {
+                let tol = GRID_TOLERANCE * (max - min).abs().max(1.0);
+                if !v.is_finite() || *v < min - tol || *v > max + tol {
+                    return Err(format!("outside [{min}, {max}]"));
+                }
+                if let Some(s) = step {
+                    let k = ((v - min) / s).round();
+                    if (min + k * s - v).abs() > tol.max(GRID_TOLERANCE * s) {
+                        return Err(format!("not on the grid {min} + k*{s}"));
+                    }
+                }
+                Ok(())
+            }
+            (Domain::Int { min, max, step }, ParamValue::Int(v)) => {
+                if v < min || v > max {
+                    return Err(format!("outside [{min}, {max}]"));
+                }
+                if let Some(s) = step
+                    && (v - min) % s != 0
+                {
+                    return Err(format!("not on the grid {min} + k*{s}"));
+                }
+                Ok(())
+            }
+            (Domain::Discrete { values }, ParamValue::Choice(c)) => {
+                // Discrete values match numerically too, so "1" finds "1.0".
+                let num = c.trim().parse::<f64>().ok();
+                if values
+                    .iter()
+                    .any(|v| v == c || (num.is_some() && v.trim().parse::<f64>().ok() == num))
+                {
+                    Ok(())
+                } else {
+                    Err(format!("not one of {values:?}"))
+                }
+            }
+            (Domain::Categorical { values }, ParamValue::Choice(c)) => {
+                if values.contains(c) {
+                    Ok(())
+                } else {
+                    Err(format!("not one of {values:?}"))
+                }
+            }
+            _ => Err("has the wrong type for this parameter".into()),
+        }
+    }
+}
+
+impl SearchSpace {
+    /// Builds a space, checking every parameter and that names are unique.
+    pub fn new(parameters: Vec<Parameter>) -> Result<Self, CoreError> {
+        if parameters.is_empty() {
+            return Err(CoreError::InvalidSpace(
+                "the search space has no parameters".into(),
+            ));
+        }
+        for (i, p) in parameters.iter().enumerate() {
+            p.validate()?;
+            if parameters[..i].iter().any(|q| q.name == p.name) {
+                return Err(CoreError::InvalidSpace(format!(
+                    "parameter name {:?} appears twice",
+                    p.name
+                )));
+            }
+        }
+        Ok(SearchSpace { parameters })
+    }
+
+    pub fn parameters(&self) -> &[Parameter] {
+        &self.parameters
+    }
+
+    pub fn len(&self) -> usize {
+        self.parameters.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.parameters.is_empty()
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Parameter> {
+        self.parameters.iter().find(|p| p.name == name)
+    }
+
+    /// Number of distinct configurations, or `None` when a double has no step (or overflow).
+    pub fn cardinality(&self) -> Option<u128> {
+        self.parameters
+            .iter()
+            .try_fold(1u128, |acc, p| acc.checked_mul(p.cardinality()?))
+    }
+
+    /// Parses string name/value pairs into an assignment in space order.
+    pub fn parse_assignment<S: AsRef<str>>(
+        &self,
+        pairs: &[(S, S)],
+    ) -> Result<Assignment, CoreError> {
+        for (n, _) in pairs {
+            if self.get(n.as_ref()).is_none() {
+                return Err(CoreError::UnknownParameter(n.as_ref().to_string()));
+            }
+        }
+        let mut out = Vec::with_capacity(self.parameters.len());
+        for p in &self.parameters {
+            let (_, text) = pairs
+                .iter()
+                .find(|(n, _)| n.as_ref() == p.name)
+                .ok_or_else(|| CoreError::MissingParameter(p.name.clone()))?;
+            out.push((p.name.clone(), p.parse_value(text.as_ref())?));
+        }
+        Ok(Assignment(out))
+    }
+
+    /// Checks that an assignment has exactly this space's parameters, each inside its domain.
+    pub fn check(&self, assignment: &Assignment) -> Result<(), CoreError> {
+        if assignment.len() != self.parameters.len() {
+            return Err(CoreError::InvalidSpace(format!(
+                "assignment has {} values for {} parameters",
+                assignment.len(),
+                self.parameters.len()
+            )));
+        }
+        for p in &self.parameters {
+            let v = assignment
+                .get(&p.name)
+                .ok_or_else(|| CoreError::MissingParameter(p.name.clone()))?;
+            p.check(v).map_err(|reason| CoreError::InvalidValue {
+                name: p.name.clone(),
+                value: v.to_string(),
+                reason,
+            })?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(name: &str, domain: Domain) -> Parameter {
+        Parameter {
+            name: name.into(),
+            domain,
+            distribution: Distribution::Uniform,
+        }
+    }
+
+    #[test]
+    fn cardinality_counts_steps_and_lists() {
+        let space = SearchSpace::new(vec![
+            p(
+                "a",
+                Domain::Double {
+                    min: 0.0,
+                    max: 1.0,
+                    step: Some(0.1),
+                },
+            ),
+            p(
+                "b",
+                Domain::Int {
+                    min: 1,
+                    max: 5,
+                    step: Some(2),
+                },
+            ),
+            p(
+                "c",
+                Domain::Categorical {
+                    values: vec!["x".into(), "y".into()],
+                },
+            ),
+        ])
+        .unwrap();
+        assert_eq!(space.cardinality(), Some(11 * 3 * 2));
+        assert_eq!(
+            space.parameters()[0].value_at(3),
+            Some(ParamValue::Double(0.3))
+        );
+        assert_eq!(space.parameters()[1].value_at(2), Some(ParamValue::Int(5)));
+        assert_eq!(space.parameters()[1].value_at(3), None);
+    }
+
+    #[test]
+    fn rejects_bad_spaces() {
+        assert!(
+            p(
+                "a",
+                Domain::Double {
+                    min: 1.0,
+                    max: 1.0,
+                    step: None
+                }
+            )
+            .validate()
+            .is_err()
+        );
+        assert!(
+            p(
+                "a",
+                Domain::Int {
+                    min: 0,
+                    max: 3,
+                    step: Some(0)
+                }
+            )
+            .validate()
+            .is_err()
+        );
+        let dup = p(
+            "c",
+            Domain::Categorical {
+                values: vec!["x".into(), "x".into()],
+            },
+        );
+        assert!(dup.validate().is_err());
+        let log = Parameter {
+            distribution: Distribution::LogUniform,
+            ..p(
+                "l",
+                Domain::Double {
+                    min: 0.0,
+                    max: 1.0,
+                    step: None,
+                },
+            )
+        };
+        assert!(log.validate().is_err());
+        let a = p(
+            "a",
+            Domain::Int {
+                min: 0,
+                max: 3,
+                step: None,
+            },
+        );
+        assert!(SearchSpace::new(vec![a.clone(), a]).is_err());
+    }
+
+    #[test]
+    fn parses_and_checks_assignments() {
+        let space = SearchSpace::new(vec![
+            p(
+                "lr",
+                Domain::Double {
+                    min: 0.01,
+                    max: 0.1,
+                    step: None,
+                },
+            ),
+            p(
+                "n",
+                Domain::Int {
+                    min: 1,
+                    max: 9,
+                    step: Some(2),
+                },
+            ),
+            p(
+                "d",
+                Domain::Discrete {
+                    values: vec!["1.0".into(), "2.5".into()],
+                },
+            ),
+        ])
+        .unwrap();
+        let a = space
+            .parse_assignment(&[("n", "3"), ("lr", "0.05"), ("d", "2.5")])
+            .unwrap();
+        assert_eq!(a.to_string(), "lr=0.05, n=3, d=2.5");
+        assert!(
+            space
+                .parse_assignment(&[("n", "4"), ("lr", "0.05"), ("d", "2.5")])
+                .is_err()
+        );
+        assert!(
+            space
+                .parse_assignment(&[("n", "3"), ("lr", "0.5"), ("d", "2.5")])
+                .is_err()
+        );
+        assert!(
+            space
+                .parse_assignment(&[("n", "3"), ("lr", "0.05")])
+                .is_err()
+        );
+        assert!(space.parse_assignment(&[("x", "3")]).is_err());
+        assert!(space.check(&a).is_ok());
+    }
+}

@@ -1,0 +1,61 @@
+//! Seam 1: a suggestion algorithm is a deterministic function of the search space, the
+//! objective, the full trial history, a count, a seed and optional opaque state.
+
+use crate::error::CoreError;
+use crate::objective::Objective;
+use crate::space::SearchSpace;
+use crate::trial::TrialRecord;
+use crate::value::Assignment;
+use std::collections::BTreeMap;
+
+/// Everything an algorithm may look at when proposing.
+#[derive(Debug, Clone, Copy)]
+pub struct SuggestRequest<'a> {
+    pub space: &'a SearchSpace,
+    pub objective: &'a Objective,
+    /// Every trial of the experiment so far, in creation order, in any state.
+    pub trials: &'a [TrialRecord],
+    /// How many proposals are wanted now.
+    pub count: usize,
+    /// Seed for this call; callers derive it from the experiment seed and the history length
+    /// so that a resumed experiment proposes what an uninterrupted one would have.
+    pub seed: u64,
+    /// State returned by the previous call (e.g. Hyperband's bracket), if any.
+    pub state: Option<&'a str>,
+}
+
+/// One proposed configuration, with labels to attach to its trial.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Proposal {
+    pub assignment: Assignment,
+    pub labels: BTreeMap<String, String>,
+}
+
+impl Proposal {
+    pub fn new(assignment: Assignment) -> Self {
+        Proposal {
+            assignment,
+            labels: BTreeMap::new(),
+        }
+    }
+}
+
+/// What an algorithm returns.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Suggestions {
+    /// At most `count` proposals; fewer only when `exhausted`.
+    pub proposals: Vec<Proposal>,
+    /// Opaque state to hand back on the next call.
+    pub state: Option<String>,
+    /// True when the algorithm has nothing more to propose (e.g. the grid is done).
+    pub exhausted: bool,
+}
+
+/// A suggestion algorithm. Settings were validated when it was built.
+pub trait Suggester: Send + Sync + std::fmt::Debug {
+    /// The Katib algorithm name, e.g. `random`.
+    fn name(&self) -> &str;
+
+    /// Proposes up to `request.count` configurations.
+    fn suggest(&self, request: &SuggestRequest<'_>) -> Result<Suggestions, CoreError>;
+}

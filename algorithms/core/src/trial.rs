@@ -1,0 +1,110 @@
+//! What algorithms and the planner know about a trial: its assignment, state and objective.
+
+use crate::value::Assignment;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// A trial's lifecycle state; the terminal ones follow Katib's Trial condition types.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum TrialState {
+    /// Proposed and recorded, not yet started (Katib `Created`).
+    Created,
+    Running,
+    Succeeded,
+    Failed,
+    Killed,
+    EarlyStopped,
+    MetricsUnavailable,
+}
+
+impl TrialState {
+    /// Katib's condition type name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TrialState::Created => "Created",
+            TrialState::Running => "Running",
+            TrialState::Succeeded => "Succeeded",
+            TrialState::Failed => "Failed",
+            TrialState::Killed => "Killed",
+            TrialState::EarlyStopped => "EarlyStopped",
+            TrialState::MetricsUnavailable => "MetricsUnavailable",
+        }
+    }
+
+    /// Parses Katib's condition type name.
+    pub fn parse(s: &str) -> Option<TrialState> {
+        Some(match s {
+            "Created" => TrialState::Created,
+            "Running" => TrialState::Running,
+            "Succeeded" => TrialState::Succeeded,
+            "Failed" => TrialState::Failed,
+            "Killed" => TrialState::Killed,
+            "EarlyStopped" => TrialState::EarlyStopped,
+            "MetricsUnavailable" => TrialState::MetricsUnavailable,
+            _ => return None,
+        })
+    }
+
+    /// Katib counts these as completed.
+    pub fn is_terminal(self) -> bool {
+        !matches!(self, TrialState::Created | TrialState::Running)
+    }
+
+    /// Created or running: occupies a parallel slot.
+    pub fn is_active(self) -> bool {
+        !self.is_terminal()
+    }
+}
+
+impl std::fmt::Display for TrialState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One trial as algorithms see it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TrialRecord {
+    pub name: String,
+    pub assignment: Assignment,
+    pub state: TrialState,
+    /// The objective value selected by the objective's metric strategy, if observed.
+    pub objective: Option<f64>,
+    pub labels: BTreeMap<String, String>,
+}
+
+impl TrialRecord {
+    /// The objective of a trial algorithms may learn from: succeeded or early-stopped with a
+    /// finite objective value (Katib's suggestion services filter the same way).
+    pub fn usable_objective(&self) -> Option<f64> {
+        match self.state {
+            TrialState::Succeeded | TrialState::EarlyStopped => {
+                self.objective.filter(|v| v.is_finite())
+            }
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn state_names_round_trip() {
+        for s in [
+            TrialState::Created,
+            TrialState::Running,
+            TrialState::Succeeded,
+            TrialState::Failed,
+            TrialState::Killed,
+            TrialState::EarlyStopped,
+            TrialState::MetricsUnavailable,
+        ] {
+            assert_eq!(TrialState::parse(s.as_str()), Some(s));
+        }
+        assert_eq!(TrialState::parse("Done"), None);
+        assert!(TrialState::Killed.is_terminal());
+        assert!(TrialState::Running.is_active());
+    }
+}

@@ -1,0 +1,101 @@
+//! Parameter values and assignments (one value per parameter, in search-space order).
+
+use serde::{Deserialize, Serialize};
+
+/// A parameter's value. Discrete and categorical values keep the exact string of the list, so
+/// `"0.10"` is echoed back as `"0.10"`, as Katib does.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ParamValue {
+    Int(i64),
+    Double(f64),
+    Choice(String),
+}
+
+impl ParamValue {
+    /// The value as a number where it is one (choices that parse as numbers included).
+    pub fn as_f64(&self) -> Option<f64> {
+        match self {
+            ParamValue::Int(i) => Some(*i as f64),
+            ParamValue::Double(d) => Some(*d),
+            ParamValue::Choice(s) => s.trim().parse().ok(),
+        }
+    }
+}
+
+impl std::fmt::Display for ParamValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ParamValue::Int(i) => write!(f, "{i}"),
+            // Rust's `{}` for f64 is the shortest string that parses back to the same value.
+            ParamValue::Double(d) => write!(f, "{d}"),
+            ParamValue::Choice(s) => f.write_str(s),
+        }
+    }
+}
+
+/// One value per parameter, in the order of the search space.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Assignment(pub Vec<(String, ParamValue)>);
+
+impl Assignment {
+    pub fn get(&self, name: &str) -> Option<&ParamValue> {
+        self.0.iter().find(|(n, _)| n == name).map(|(_, v)| v)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &(String, ParamValue)> {
+        self.0.iter()
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Name/value pairs as strings, the form Katib stores and sends.
+    pub fn to_strings(&self) -> Vec<(String, String)> {
+        self.0
+            .iter()
+            .map(|(n, v)| (n.clone(), v.to_string()))
+            .collect()
+    }
+
+    /// A canonical text used to recognise identical configurations.
+    pub fn key(&self) -> String {
+        let mut pairs = self.to_strings();
+        pairs.sort();
+        pairs
+            .iter()
+            .map(|(n, v)| format!("{n}={v}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+}
+
+impl std::fmt::Display for Assignment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let parts: Vec<String> = self.0.iter().map(|(n, v)| format!("{n}={v}")).collect();
+        f.write_str(&parts.join(", "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn displays_and_keys() {
+        let a = Assignment(vec![
+            ("lr".into(), ParamValue::Double(0.1)),
+            ("layers".into(), ParamValue::Int(3)),
+            ("opt".into(), ParamValue::Choice("adam".into())),
+        ]);
+        assert_eq!(a.to_string(), "lr=0.1, layers=3, opt=adam");
+        assert_eq!(a.key(), "layers=3,lr=0.1,opt=adam");
+        assert_eq!(a.get("layers"), Some(&ParamValue::Int(3)));
+        assert_eq!(ParamValue::Choice("0.5".into()).as_f64(), Some(0.5));
+    }
+}
