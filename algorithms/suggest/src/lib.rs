@@ -1,1 +1,14 @@
-//! placeholder
+//! Vernier's suggestion algorithms under their Katib names, and the registry that builds them
+//! from an experiment's algorithm settings. Pure and synchronous: randomness comes only from
+//! the seed in each request.
+
+mod error;
+mod random;
+mod registry;
+pub mod sample;
+mod settings;
+
+pub use error::AlgorithmError;
+pub use random::RandomSearch;
+pub use registry::{KNOWN_ALGORITHMS, build, seed_setting};
+pub use settings::Settings;

@@ -1,0 +1,121 @@
+//! Builds a suggester from a Katib algorithm name and its settings, validating the settings
+//! once (the gRPC `ValidateAlgorithmSettings` is exactly this build).
+
+use crate::error::AlgorithmError;
+use crate::random::RandomSearch;
+use crate::settings::Settings;
+use vernier_core::{Objective, SearchSpace, Suggester};
+
+/// Every algorithm name Vernier accepts in `spec.algorithm.algorithmName`.
+pub const KNOWN_ALGORITHMS: &[&str] = &[
+    "random",
+    "grid",
+    "sobol",
+    "tpe",
+    "multivariate-tpe",
+    "bayesianoptimization",
+    "cmaes",
+    "hyperband",
+];
+
+/// Builds the named algorithm for this space and objective.
+pub fn build(
+    name: &str,
+    settings: &[(String, String)],
+    space: &SearchSpace,
+    objective: &Objective,
+) -> Result<Box<dyn Suggester>, AlgorithmError> {
+    let _ = (space, objective);
+    match name {
+        "random" => {
+            let s = Settings::new(name, settings, &["random_state"])?;
+            seed_from(&s)?;
+            Ok(Box::new(RandomSearch::new()))
+        }
+        _ if KNOWN_ALGORITHMS.contains(&name) => Err(AlgorithmError::NotImplemented {
+            algorithm: name.to_string(),
+        }),
+        _ => Err(AlgorithmError::UnknownAlgorithm {
+            name: name.to_string(),
+            known: KNOWN_ALGORITHMS.join(", "),
+        }),
+    }
+}
+
+fn seed_from(s: &Settings<'_>) -> Result<Option<u64>, AlgorithmError> {
+    s.get::<i64>("random_state", |v| v >= 0, "an integer >= 0")
+        .map(|v| v.map(|v| v as u64))
+}
+
+/// The experiment seed requested through the `random_state` setting, if any and valid.
+pub fn seed_setting(algorithm: &str, settings: &[(String, String)]) -> Option<u64> {
+    let accepted: Vec<&str> = settings.iter().map(|(n, _)| n.as_str()).collect();
+    let s = Settings::new(algorithm, settings, &accepted).ok()?;
+    seed_from(&s).ok().flatten()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use vernier_core::{Direction, Distribution, Domain, Parameter};
+
+    fn space() -> SearchSpace {
+        SearchSpace::new(vec![Parameter {
+            name: "x".into(),
+            domain: Domain::Double {
+                min: 0.0,
+                max: 1.0,
+                step: None,
+            },
+            distribution: Distribution::Uniform,
+        }])
+        .unwrap()
+    }
+
+    fn settings(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn validates_random_settings() {
+        let o = Objective::new("loss", Direction::Minimize);
+        assert!(build("random", &settings(&[("random_state", "10")]), &space(), &o).is_ok());
+        let err = build("random", &settings(&[("unknown_conf", "1")]), &space(), &o).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("unknown setting \"unknown_conf\" for algorithm random")
+        );
+        let err = build("random", &settings(&[("random_state", "-1")]), &space(), &o).unwrap_err();
+        assert!(err.to_string().contains("random_state"), "{err}");
+        assert!(err.to_string().contains("\"-1\""), "{err}");
+        let err = build(
+            "random",
+            &settings(&[("random_state", "abc")]),
+            &space(),
+            &o,
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("does not parse"), "{err}");
+        let err = build("nope", &[], &space(), &o).unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("unknown algorithm name \"nope\"")
+        );
+    }
+
+    #[test]
+    fn reads_the_seed_setting() {
+        assert_eq!(
+            seed_setting("random", &settings(&[("random_state", "42")])),
+            Some(42)
+        );
+        assert_eq!(
+            seed_setting("random", &settings(&[("random_state", "x")])),
+            None
+        );
+        assert_eq!(seed_setting("random", &[]), None);
+    }
+}

@@ -1,0 +1,136 @@
+//! Drawing parameter values from their prior distributions (uniform, log-uniform, normal,
+//! log-normal), always inside `[min, max]` and on the step grid. Shared by every algorithm that
+//! needs prior samples.
+
+use rand::{Rng, RngExt};
+use rand_distr::{Distribution as _, Normal};
+use vernier_core::{Assignment, Distribution, Domain, ParamValue, Parameter, SearchSpace};
+
+/// Draws truncated normals by rejection; after this many misses the draw is clamped instead.
+const MAX_REJECTIONS: usize = 64;
+
+/// Samples a whole assignment from the priors.
+pub fn sample_assignment<R: Rng + ?Sized>(space: &SearchSpace, rng: &mut R) -> Assignment {
+    Assignment(
+        space
+            .parameters()
+            .iter()
+            .map(|p| (p.name.clone(), sample_param(p, rng)))
+            .collect(),
+    )
+}
+
+/// Samples one parameter from its prior.
+pub fn sample_param<R: Rng + ?Sized>(p: &Parameter, rng: &mut R) -> ParamValue {
+    match &p.domain {
+        Domain::Double { min, max, step } => {
+            let x = sample_continuous(*min, *max, p.distribution, rng);
+            match step {
+                Some(s) => ParamValue::Double(snap(x, *min, *max, *s)),
+                None => ParamValue::Double(x.clamp(*min, *max)),
+            }
+        }
+        Domain::Int { min, max, step } => {
+            let step = step.unwrap_or(1);
+            let count = (max - min) / step + 1;
+            let index = if p.distribution == Distribution::Uniform {
+                rng.random_range(0..count)
+            } else {
+                let x = sample_continuous(*min as f64, *max as f64, p.distribution, rng);
+                (((x - *min as f64) / step as f64).round() as i64).clamp(0, count - 1)
+            };
+            ParamValue::Int(min + index * step)
+        }
+        Domain::Discrete { values } | Domain::Categorical { values } => {
+            ParamValue::Choice(values[rng.random_range(0..values.len())].clone())
+        }
+    }
+}
+
+/// A continuous draw in `[min, max]` (log distributions need `min > 0`, checked by the space).
+pub fn sample_continuous<R: Rng + ?Sized>(
+    min: f64,
+    max: f64,
+    distribution: Distribution,
+    rng: &mut R,
+) -> f64 {
+    let (lo, hi) = if distribution.is_log() {
+        (min.ln(), max.ln())
+    } else {
+        (min, max)
+    };
+    let t = match distribution {
+        Distribution::Uniform | Distribution::LogUniform => lo + rng.random::<f64>() * (hi - lo),
+        Distribution::Normal | Distribution::LogNormal => truncated_normal(lo, hi, rng),
+    };
+    let x = if distribution.is_log() { t.exp() } else { t };
+    x.clamp(min, max)
+}
+
+/// Normal with mean `(lo+hi)/2` and sd `(hi-lo)/6`, truncated to `[lo, hi]`.
+fn truncated_normal<R: Rng + ?Sized>(lo: f64, hi: f64, rng: &mut R) -> f64 {
+    let mean = (lo + hi) / 2.0;
+    let sd = (hi - lo) / 6.0;
+    let Ok(normal) = Normal::new(mean, sd) else {
+        return mean;
+    };
+    for _ in 0..MAX_REJECTIONS {
+        let x: f64 = normal.sample(rng);
+        if (lo..=hi).contains(&x) {
+            return x;
+        }
+    }
+    mean
+}
+
+/// Rounds `x` to the nearest `min + k*step` that is not above `max`.
+pub fn snap(x: f64, min: f64, max: f64, step: f64) -> f64 {
+    let last = ((max - min) / step * (1.0 + 1e-9)).floor();
+    let k = ((x - min) / step).round().clamp(0.0, last);
+    tidy(min + k * step)
+}
+
+/// Rounds away binary noise such as `0.30000000000000004` (12 significant digits).
+pub fn tidy(x: f64) -> f64 {
+    if x == 0.0 || !x.is_finite() {
+        return x;
+    }
+    format!("{x:.11e}").parse().unwrap_or(x)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+    use rand_chacha::ChaCha8Rng;
+
+    #[test]
+    fn snaps_to_grid_within_bounds() {
+        assert_eq!(snap(0.34, 0.0, 1.0, 0.1), 0.3);
+        assert_eq!(snap(0.96, 0.0, 0.95, 0.1), 0.9);
+        assert_eq!(snap(-3.0, 0.0, 1.0, 0.25), 0.0);
+    }
+
+    #[test]
+    fn normal_draws_concentrate_in_the_middle() {
+        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        let n = 2000;
+        let inner = (0..n)
+            .map(|_| sample_continuous(0.0, 6.0, Distribution::Normal, &mut rng))
+            .filter(|x| (2.0..=4.0).contains(x))
+            .count();
+        // One sd either side of the mean holds about 68% of a normal.
+        assert!(inner > n * 6 / 10 && inner < n * 76 / 100, "{inner}");
+    }
+
+    #[test]
+    fn log_uniform_covers_decades_evenly() {
+        let mut rng = ChaCha8Rng::seed_from_u64(2);
+        let n = 3000;
+        let low = (0..n)
+            .map(|_| sample_continuous(1e-4, 1.0, Distribution::LogUniform, &mut rng))
+            .filter(|x| *x < 1e-2)
+            .count();
+        assert!(low > n * 45 / 100 && low < n * 55 / 100, "{low}");
+    }
+}
