@@ -4,6 +4,7 @@
 mod error;
 mod objective;
 mod observation;
+mod regex_compat;
 mod space;
 mod suggester;
 mod trial;
@@ -12,6 +13,7 @@ mod value;
 pub use error::CoreError;
 pub use objective::{Direction, MetricStrategy, Objective};
 pub use observation::{MetricSummary, Observation, UNAVAILABLE};
+pub use regex_compat::escape_literal_braces;
 pub use space::{Distribution, Domain, Parameter, SearchSpace};
 pub use suggester::{Proposal, SuggestRequest, Suggester, Suggestions};
 pub use trial::{TrialRecord, TrialState};

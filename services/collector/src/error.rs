@@ -1,0 +1,17 @@
+//! The one error type of the collector crate.
+
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum CollectorError {
+    #[error("metricsFormat {format:?} is not a valid regular expression: {reason}")]
+    BadRegex { format: String, reason: String },
+    #[error(
+        "metricsFormat {format:?} must have two capture groups (name, value), it has {groups}\nhint: for example \"([\\w|-]+)\\s*=\\s*([+-]?\\d*(\\.\\d+)?)\""
+    )]
+    WrongGroupCount { format: String, groups: usize },
+    #[error("metrics line {line:?} is not a JSON object: {reason}")]
+    BadJson { line: String, reason: String },
+    #[error("reading metrics stream: {0}")]
+    Io(#[from] std::io::Error),
+}

@@ -1,0 +1,66 @@
+//! Katib's JSON metrics format: one JSON object per line, metric values as strings (numbers
+//! are accepted too), an optional `timestamp` (RFC 3339 text or epoch seconds).
+
+use crate::error::CollectorError;
+use crate::text::ParsedMetric;
+use serde_json::Value;
+
+/// Extracts the wanted metrics from one JSON line; blank lines yield nothing.
+pub fn parse_json_line(line: &str, wanted: &[String]) -> Result<Vec<ParsedMetric>, CollectorError> {
+    let trimmed = line.trim();
+    if trimmed.is_empty() {
+        return Ok(Vec::new());
+    }
+    let bad = |reason: String| CollectorError::BadJson {
+        line: trimmed.chars().take(200).collect(),
+        reason,
+    };
+    let value: Value = serde_json::from_str(trimmed).map_err(|e| bad(e.to_string()))?;
+    let Value::Object(map) = value else {
+        return Err(bad("expected an object".into()));
+    };
+    let timestamp_us = match map.get("timestamp") {
+        Some(Value::String(s)) => chrono::DateTime::parse_from_rfc3339(s)
+            .ok()
+            .map(|t| t.timestamp_micros()),
+        Some(Value::Number(n)) => n.as_f64().map(|secs| (secs * 1e6).round() as i64),
+        _ => None,
+    };
+    Ok(wanted
+        .iter()
+        .filter_map(|name| {
+            let value = match map.get(name)? {
+                Value::String(s) => s.clone(),
+                Value::Number(n) => n.to_string(),
+                _ => return None,
+            };
+            Some(ParsedMetric {
+                name: name.clone(),
+                value,
+                timestamp_us,
+            })
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_strings_numbers_and_timestamps() {
+        let w = vec!["loss".to_string(), "acc".to_string()];
+        let m = parse_json_line(
+            r#"{"loss": "0.5", "acc": 0.9, "timestamp": 1638422847.5}"#,
+            &w,
+        )
+        .unwrap();
+        assert_eq!(m.len(), 2);
+        assert_eq!(m[1].value, "0.9");
+        assert_eq!(m[0].timestamp_us, Some(1_638_422_847_500_000));
+        assert!(parse_json_line("  ", &w).unwrap().is_empty());
+        let err = parse_json_line("[1,2]", &w).unwrap_err();
+        assert!(err.to_string().contains("[1,2]"), "{err}");
+        assert!(parse_json_line("{oops", &w).is_err());
+    }
+}

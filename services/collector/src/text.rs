@@ -1,0 +1,191 @@
+//! Katib's TEXT metrics format: regexes whose first group is the metric name and second the
+//! value, applied to every line; an optional leading RFC 3339 timestamp dates the line.
+
+use crate::error::CollectorError;
+use regex::Regex;
+
+/// Katib's default `metricsFormat`: `name=value`.
+pub const KATIB_DEFAULT_FORMAT: &str = r"([\w|-]+)\s*=\s*([+-]?\d*(\.\d+)?([Ee][+-]?\d+)?)";
+
+/// A metric value read from a line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParsedMetric {
+    pub name: String,
+    pub value: String,
+    /// From a leading RFC 3339 timestamp on the line, if there was one.
+    pub timestamp_us: Option<i64>,
+}
+
+/// A match for a wanted metric whose value is not a number; kept so the user can be told.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RejectedMetric {
+    pub name: String,
+    pub raw: String,
+}
+
+/// Everything one line yielded.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ParsedLine {
+    pub metrics: Vec<ParsedMetric>,
+    pub rejected: Vec<RejectedMetric>,
+}
+
+/// The compiled `metricsFormat` regexes of an experiment.
+#[derive(Debug, Clone)]
+pub struct MetricsFilter {
+    regexes: Vec<Regex>,
+}
+
+impl MetricsFilter {
+    /// The filter Katib uses when `metricsFormat` is empty.
+    pub fn katib_default() -> Self {
+        match Regex::new(KATIB_DEFAULT_FORMAT) {
+            Ok(r) => MetricsFilter { regexes: vec![r] },
+            // The constant is known to compile; an empty filter would only collect nothing.
+            Err(_) => MetricsFilter { regexes: vec![] },
+        }
+    }
+
+    /// Compiles user formats; an empty list means Katib's default.
+    pub fn from_formats(formats: &[String]) -> Result<Self, CollectorError> {
+        if formats.is_empty() {
+            return Ok(Self::katib_default());
+        }
+        let regexes = formats
+            .iter()
+            .map(|f| {
+                let r = Regex::new(&vernier_core::escape_literal_braces(f)).map_err(|e| {
+                    CollectorError::BadRegex {
+                        format: f.clone(),
+                        reason: e.to_string(),
+                    }
+                })?;
+                // Katib only needs two groups; extra (nested) groups are fine as long as the
+                // first two are name and value.
+                let groups = r.captures_len() - 1;
+                if groups < 2 {
+                    return Err(CollectorError::WrongGroupCount {
+                        format: f.clone(),
+                        groups,
+                    });
+                }
+                Ok(r)
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(MetricsFilter { regexes })
+    }
+
+    /// Extracts the wanted metrics from one line. Lines mentioning no wanted metric are skipped
+    /// cheaply, as Katib does.
+    pub fn parse_line(&self, line: &str, wanted: &[String]) -> ParsedLine {
+        let mut out = ParsedLine::default();
+        if !wanted.iter().any(|w| line.contains(w.as_str())) {
+            return out;
+        }
+        let timestamp_us = leading_timestamp(line);
+        for regex in &self.regexes {
+            for caps in regex.captures_iter(line) {
+                let (Some(name), Some(value)) = (caps.get(1), caps.get(2)) else {
+                    continue;
+                };
+                let name = name.as_str().trim();
+                if !wanted.iter().any(|w| w == name) {
+                    continue;
+                }
+                let value = value.as_str().trim();
+                if value.parse::<f64>().is_ok_and(|v| v.is_finite()) {
+                    out.metrics.push(ParsedMetric {
+                        name: name.to_string(),
+                        value: value.to_string(),
+                        timestamp_us,
+                    });
+                } else {
+                    out.rejected.push(RejectedMetric {
+                        name: name.to_string(),
+                        raw: value.to_string(),
+                    });
+                }
+            }
+        }
+        out
+    }
+}
+
+/// The first whitespace-separated token as an RFC 3339 timestamp, in µs.
+pub(crate) fn leading_timestamp(line: &str) -> Option<i64> {
+    let token = line.split_whitespace().next()?;
+    chrono::DateTime::parse_from_rfc3339(token)
+        .ok()
+        .map(|t| t.timestamp_micros())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn wanted(names: &[&str]) -> Vec<String> {
+        names.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn default_format_reads_katib_examples() {
+        let f = MetricsFilter::katib_default();
+        let w = wanted(&["loss", "accuracy", "Score"]);
+        let p = f.parse_line("epoch 3: loss=0.3 accuracy=.98 Score=-7.53e-05", &w);
+        let got: Vec<_> = p
+            .metrics
+            .iter()
+            .map(|m| (m.name.as_str(), m.value.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![("loss", "0.3"), ("accuracy", ".98"), ("Score", "-7.53e-05")]
+        );
+        assert!(p.rejected.is_empty());
+        assert_eq!(f.parse_line("Score = 1E0", &w).metrics[0].value, "1E0");
+    }
+
+    #[test]
+    fn ignores_unwanted_and_reports_non_numbers() {
+        let f = MetricsFilter::katib_default();
+        let w = wanted(&["loss"]);
+        assert!(f.parse_line("lr=0.1 epoch=2", &w).metrics.is_empty());
+        let p = f.parse_line("loss=nan", &w);
+        assert!(p.metrics.is_empty());
+        assert_eq!(
+            p.rejected,
+            vec![RejectedMetric {
+                name: "loss".into(),
+                raw: "".into()
+            }]
+        );
+    }
+
+    #[test]
+    fn reads_leading_timestamps() {
+        let f = MetricsFilter::katib_default();
+        let p = f.parse_line("2021-12-02T05:27:27Z loss=1", &wanted(&["loss"]));
+        assert_eq!(p.metrics[0].timestamp_us, Some(1_638_422_847_000_000));
+        assert_eq!(
+            f.parse_line("loss=1", &wanted(&["loss"])).metrics[0].timestamp_us,
+            None
+        );
+    }
+
+    #[test]
+    fn custom_formats_need_two_groups() {
+        let f = MetricsFilter::from_formats(&[
+            r"{metricName: ([\w|-]+), metricValue: ((-?\d+)(\.\d+)?)}".to_string(),
+        ])
+        .unwrap();
+        let p = f.parse_line(
+            "{metricName: accuracy, metricValue: 0.91}",
+            &wanted(&["accuracy"]),
+        );
+        assert_eq!(p.metrics[0].value, "0.91");
+        let err = MetricsFilter::from_formats(&["loss=(\\d+)".into()]).unwrap_err();
+        assert!(err.to_string().contains("two capture groups"), "{err}");
+        let err = MetricsFilter::from_formats(&["(unclosed".into()]).unwrap_err();
+        assert!(err.to_string().contains("\"(unclosed\""), "{err}");
+    }
+}
