@@ -1,1 +1,24 @@
-//! placeholder
+//! Katib v1beta1 `Experiment` specs for Vernier: serde types, parsing with field-path errors,
+//! Katib's defaults and validation, conversion to core types, and trial-template rendering.
+
+mod convert;
+pub mod defaults;
+mod error;
+pub mod known;
+mod number;
+pub mod parse;
+pub mod plan;
+pub mod reference;
+pub mod template;
+pub mod types;
+pub mod validate;
+
+pub use defaults::apply_defaults;
+pub use error::{SpecError, SpecErrors};
+pub use parse::{parse_experiment, parse_experiment_file, parse_experiment_value};
+pub use template::{ContainerSpec, primary_container, render_trial_spec};
+pub use types::Experiment;
+pub use validate::validate;
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,184 @@
+//! From the Katib-shaped `Experiment` to Vernier's core types. Validation has already accepted
+//! anything that reaches here, so the errors below only fire on unvalidated input.
+
+use crate::error::{SpecError, SpecErrors};
+use crate::number::{parse_f64, parse_i64};
+use crate::types::{Experiment, ParameterSpec};
+use vernier_core::{
+    Direction, Distribution, Domain, MetricStrategy, Objective, Parameter, SearchSpace,
+};
+
+impl Experiment {
+    /// The experiment's name (`metadata.name`), or `""` when unnamed.
+    pub fn name(&self) -> &str {
+        self.metadata.name.as_deref().unwrap_or("")
+    }
+
+    /// The search space of `spec.parameters`, in spec order.
+    pub fn search_space(&self) -> Result<SearchSpace, SpecErrors> {
+        if self.spec.parameters.is_empty() && self.spec.nas_config.is_some() {
+            return Err(SpecError::new(
+                "spec.nasConfig",
+                "neural architecture search is not supported; hint: describe the search with spec.parameters",
+            )
+            .into());
+        }
+        let mut errors = SpecErrors::default();
+        let mut params = Vec::with_capacity(self.spec.parameters.len());
+        for (i, p) in self.spec.parameters.iter().enumerate() {
+            match convert_parameter(p, &format!("spec.parameters[{i}]")) {
+                Ok(p) => params.push(p),
+                Err(e) => errors.push(e),
+            }
+        }
+        let params = errors.into_result(params)?;
+        SearchSpace::new(params)
+            .map_err(|e| SpecError::new("spec.parameters", e.to_string()).into())
+    }
+
+    /// The objective with every metric's strategy resolved (Katib's default where unset).
+    pub fn objective(&self) -> Result<Objective, SpecErrors> {
+        let Some(obj) = &self.spec.objective else {
+            return Err(SpecError::new("spec.objective", "is required").into());
+        };
+        let direction = match obj.type_.as_deref() {
+            Some("minimize") => Direction::Minimize,
+            Some("maximize") => Direction::Maximize,
+            other => {
+                return Err(SpecError::new(
+                    "spec.objective.type",
+                    format!(
+                        "value {:?} is not supported; hint: use minimize or maximize",
+                        other.unwrap_or("")
+                    ),
+                )
+                .into());
+            }
+        };
+        let metric = obj.objective_metric_name.clone().unwrap_or_default();
+        if metric.is_empty() {
+            return Err(SpecError::new("spec.objective.objectiveMetricName", "is required").into());
+        }
+        let mut errors = SpecErrors::default();
+        let mut strategy_of = |name: &str| -> MetricStrategy {
+            let Some((i, s)) = obj
+                .metric_strategies
+                .iter()
+                .enumerate()
+                .find(|(_, s)| s.name == name)
+            else {
+                return direction.default_strategy();
+            };
+            match s.value.as_str() {
+                "min" => MetricStrategy::Min,
+                "max" => MetricStrategy::Max,
+                "latest" => MetricStrategy::Latest,
+                other => {
+                    errors.push(SpecError::new(
+                        format!("spec.objective.metricStrategies[{i}].value"),
+                        format!("value {other:?} is not supported; hint: use min, max or latest"),
+                    ));
+                    direction.default_strategy()
+                }
+            }
+        };
+        let strategy = strategy_of(&metric);
+        let additional = obj
+            .additional_metric_names
+            .iter()
+            .map(|n| (n.clone(), strategy_of(n)))
+            .collect();
+        errors.into_result(Objective {
+            metric,
+            direction,
+            goal: obj.goal,
+            strategy,
+            additional,
+        })
+    }
+
+    /// Every metric the collector must look for, objective first (empty names skipped).
+    pub fn metric_names(&self) -> Vec<String> {
+        let Some(obj) = &self.spec.objective else {
+            return Vec::new();
+        };
+        obj.objective_metric_name
+            .iter()
+            .chain(obj.additional_metric_names.iter())
+            .filter(|n| !n.is_empty())
+            .cloned()
+            .collect()
+    }
+}
+
+fn convert_parameter(p: &ParameterSpec, path: &str) -> Result<Parameter, SpecError> {
+    let fs = p.feasible_space.clone().unwrap_or_default();
+    let fs_path = format!("{path}.feasibleSpace");
+    let distribution = match fs.distribution.as_deref() {
+        None | Some("") | Some("uniform") => Distribution::Uniform,
+        Some("logUniform") => Distribution::LogUniform,
+        Some("normal") => Distribution::Normal,
+        Some("logNormal") => Distribution::LogNormal,
+        Some(other) => {
+            return Err(SpecError::new(
+                format!("{fs_path}.distribution"),
+                format!("value {other:?} is not supported"),
+            ));
+        }
+    };
+    let number = |field: &str, text: Option<&String>| -> Result<f64, SpecError> {
+        let text = text.map(String::as_str).unwrap_or("");
+        parse_f64(text).ok_or_else(|| {
+            SpecError::new(
+                format!("{fs_path}.{field}"),
+                format!("value {text:?} is not a number"),
+            )
+        })
+    };
+    let integer = |field: &str, text: Option<&String>| -> Result<i64, SpecError> {
+        let text = text.map(String::as_str).unwrap_or("");
+        parse_i64(text).ok_or_else(|| {
+            SpecError::new(
+                format!("{fs_path}.{field}"),
+                format!("value {text:?} is not an integer"),
+            )
+        })
+    };
+    let domain = match p.parameter_type.as_deref() {
+        Some("double") => Domain::Double {
+            min: number("min", fs.min.as_ref())?,
+            max: number("max", fs.max.as_ref())?,
+            step: fs
+                .step
+                .as_ref()
+                .map(|s| number("step", Some(s)))
+                .transpose()?,
+        },
+        Some("int") => Domain::Int {
+            min: integer("min", fs.min.as_ref())?,
+            max: integer("max", fs.max.as_ref())?,
+            step: fs
+                .step
+                .as_ref()
+                .map(|s| integer("step", Some(s)))
+                .transpose()?,
+        },
+        Some("discrete") => Domain::Discrete { values: fs.list },
+        Some("categorical") => Domain::Categorical { values: fs.list },
+        other => {
+            return Err(SpecError::new(
+                format!("{path}.parameterType"),
+                format!("value {:?} is not supported", other.unwrap_or("")),
+            ));
+        }
+    };
+    let parameter = Parameter {
+        name: p.name.clone(),
+        domain,
+        distribution,
+    };
+    parameter
+        .validate()
+        .map_err(|e| SpecError::new(path, e.to_string()))?;
+    Ok(parameter)
+}

@@ -1,0 +1,55 @@
+//! The names Vernier recognises (algorithms, early stopping, collectors, ...), shared with the
+//! crates that build algorithms and collectors so the lists cannot drift apart.
+
+/// Every `spec.algorithm.algorithmName` Vernier can run.
+pub const ALGORITHM_NAMES: &[&str] = &[
+    "random",
+    "grid",
+    "sobol",
+    "tpe",
+    "multivariate-tpe",
+    "bayesianoptimization",
+    "cmaes",
+    "hyperband",
+    "asha",
+];
+
+/// Every `spec.earlyStopping.algorithmName` Vernier can run.
+pub const EARLY_STOPPING_NAMES: &[&str] = &["medianstop"];
+
+/// `parameterType` values. Katib also admits `unknown`, which no algorithm can sample.
+pub const PARAMETER_TYPES: &[&str] = &["double", "int", "discrete", "categorical"];
+
+/// `feasibleSpace.distribution` values.
+pub const DISTRIBUTIONS: &[&str] = &["uniform", "logUniform", "normal", "logNormal"];
+
+/// `objective.type` values.
+pub const OBJECTIVE_TYPES: &[&str] = &["minimize", "maximize"];
+
+/// `objective.metricStrategies[].value` values.
+pub const METRIC_STRATEGIES: &[&str] = &["min", "max", "latest"];
+
+/// `resumePolicy` values.
+pub const RESUME_POLICIES: &[&str] = &["Never", "LongRunning", "FromVolume"];
+
+/// `metricsCollectorSpec.collector.kind` values.
+pub const COLLECTOR_KINDS: &[&str] = &[
+    "StdOut",
+    "File",
+    "TensorFlowEvent",
+    "PrometheusMetric",
+    "Custom",
+    "Push",
+];
+
+/// Katib's default `metricsFormat` for TEXT metrics (`name=value`).
+pub const DEFAULT_METRICS_FORMAT: &str = r"([\w|-]+)\s*=\s*([+-]?\d*(\.\d+)?([Ee][+-]?\d+)?)";
+
+/// Where the `File` and `StdOut` collectors read metrics by default.
+pub const DEFAULT_METRICS_FILE: &str = "/var/log/katib/metrics.log";
+
+/// Where the `TensorFlowEvent` collector reads event files by default.
+pub const DEFAULT_TFEVENT_DIR: &str = "/var/log/katib/tfevent/";
+
+/// Namespace used when the experiment does not name one.
+pub const DEFAULT_NAMESPACE: &str = "default";

@@ -1,0 +1,190 @@
+//! Turns YAML or JSON text into a defaulted, validated `Experiment`, reporting every problem at
+//! once: syntax (with line and column), unknown fields, type errors, then Katib's rules.
+
+use crate::error::{SpecError, SpecErrors};
+use crate::types::{API_VERSION, Experiment, FIELD_NAMES, KIND};
+use crate::{defaults, validate};
+use std::path::Path;
+
+/// Parses, defaults and validates an experiment written in YAML or JSON.
+pub fn parse_experiment(text: &str) -> Result<Experiment, SpecErrors> {
+    let mut errors = SpecErrors::default();
+    let (parsed, unknown) = deserialize(text)?;
+    errors.0.extend(unknown);
+    let mut exp = match parsed {
+        Ok(exp) => exp,
+        Err(e) => {
+            errors.push(e);
+            return Err(errors);
+        }
+    };
+    errors.0.extend(check_version(&exp));
+    defaults::apply_defaults(&mut exp);
+    if let Err(invalid) = validate::validate(&exp) {
+        errors.0.extend(invalid);
+    }
+    errors.into_result(exp)
+}
+
+/// Parses an experiment already held as JSON (e.g. a custom resource read from Kubernetes).
+/// It goes through the text parser so numbers written where Katib expects strings keep their
+/// digits, and every check runs exactly as for a file.
+pub fn parse_experiment_value(value: &serde_json::Value) -> Result<Experiment, SpecErrors> {
+    parse_experiment(&value.to_string())
+}
+
+/// Reads `path` and parses it with [`parse_experiment`].
+pub fn parse_experiment_file(path: &Path) -> Result<Experiment, SpecErrors> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        let message = match e.kind() {
+            std::io::ErrorKind::NotFound => {
+                "file not found; hint: check the path and the working directory".to_string()
+            }
+            _ => format!("cannot read the file: {e}"),
+        };
+        SpecError::Read {
+            path: path.display().to_string(),
+            message,
+        }
+    })?;
+    parse_experiment(&text)
+}
+
+/// Syntax errors end parsing at once; otherwise returns the typed result (or the first type
+/// error, which ends serde's walk) together with every unknown field seen on the way.
+#[allow(clippy::type_complexity)]
+fn deserialize(text: &str) -> Result<(Result<Experiment, SpecError>, Vec<SpecError>), SpecErrors> {
+    if text.trim().is_empty() {
+        return Err(SpecError::new("document", "the document is empty").into());
+    }
+    check_syntax(text)?;
+    // JSON is read by the YAML deserializer too (JSON is a subset of YAML): it is the one that
+    // hands any plain scalar to a string field verbatim, so `"min": 0.010` keeps its text.
+    let de = yaml_serde::Deserializer::from_str(text);
+    let mut unknown = Vec::new();
+    let mut record = |p: serde_ignored::Path<'_>| unknown.push(format_ignored(&p));
+    let ignored = serde_ignored::Deserializer::new(de, &mut record);
+    let result: Result<Experiment, _> = serde_path_to_error::deserialize(ignored);
+    let result = result.map_err(|e| {
+        let path = e.path().to_string();
+        let message = strip_inner_path(&e.inner().to_string());
+        let path = if path == "." { "document".into() } else { path };
+        SpecError::new(path, message)
+    });
+    let unknown = unknown
+        .into_iter()
+        .map(|path| {
+            let key = path.rsplit('.').next().unwrap_or(&path).to_string();
+            let mut message = format!("unknown field {key:?}");
+            match closest_field(&key) {
+                Some(near) if near == key => message
+                    .push_str("; hint: this field belongs at another level, check the indentation"),
+                Some(near) => message.push_str(&format!("; hint: did you mean {near:?}?")),
+                None => message.push_str("; hint: remove it or check the Katib v1beta1 spec"),
+            }
+            SpecError::new(path, message)
+        })
+        .collect();
+    Ok((result, unknown))
+}
+
+fn check_syntax(text: &str) -> Result<(), SpecError> {
+    // serde_json words JSON mistakes better than a YAML parser does.
+    if text.trim_start().starts_with('{')
+        && let Err(e) = serde_json::from_str::<serde::de::IgnoredAny>(text)
+    {
+        return Err(SpecError::Syntax {
+            line: e.line(),
+            column: e.column(),
+            message: format!("invalid json: {e}"),
+        });
+    }
+    if let Err(e) = yaml_serde::from_str::<serde::de::IgnoredAny>(text) {
+        let (line, column) = e.location().map_or((0, 0), |l| (l.line(), l.column()));
+        return Err(SpecError::Syntax {
+            line,
+            column,
+            message: format!("invalid yaml: {e}"),
+        });
+    }
+    Ok(())
+}
+
+fn check_version(exp: &Experiment) -> Vec<SpecError> {
+    let mut errors = Vec::new();
+    if exp.api_version != API_VERSION {
+        errors.push(SpecError::new(
+            "apiVersion",
+            format!(
+                "value {:?} is not supported; hint: set apiVersion: {API_VERSION}",
+                exp.api_version
+            ),
+        ));
+    }
+    if exp.kind != KIND {
+        errors.push(SpecError::new(
+            "kind",
+            format!(
+                "value {:?} is not supported; hint: set kind: {KIND}",
+                exp.kind
+            ),
+        ));
+    }
+    errors
+}
+
+/// Renders a `serde_ignored` path in the same `a.b[1].c` form as every other error.
+fn format_ignored(path: &serde_ignored::Path<'_>) -> String {
+    match path {
+        serde_ignored::Path::Root => String::new(),
+        serde_ignored::Path::Seq { parent, index } => {
+            format!("{}[{index}]", format_ignored(parent))
+        }
+        serde_ignored::Path::Map { parent, key } => {
+            let parent = format_ignored(parent);
+            if parent.is_empty() {
+                key.clone()
+            } else {
+                format!("{parent}.{key}")
+            }
+        }
+        serde_ignored::Path::Some { parent }
+        | serde_ignored::Path::NewtypeStruct { parent }
+        | serde_ignored::Path::NewtypeVariant { parent } => format_ignored(parent),
+    }
+}
+
+/// The YAML deserializer prefixes its own copy of the path; we print ours in front already.
+fn strip_inner_path(message: &str) -> String {
+    if let Some((head, rest)) = message.split_once(": ")
+        && !head.contains(char::is_whitespace)
+        && !rest.is_empty()
+    {
+        return rest.to_string();
+    }
+    message.to_string()
+}
+
+fn closest_field(key: &str) -> Option<&'static str> {
+    let lower = key.to_ascii_lowercase();
+    FIELD_NAMES
+        .iter()
+        .map(|f| (edit_distance(&lower, &f.to_ascii_lowercase()), *f))
+        .filter(|(d, f)| *d <= 2.max(f.len() / 5))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, f)| f)
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let cost = usize::from(ca != *cb);
+            cur[j + 1] = (prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}

@@ -1,0 +1,129 @@
+//! Katib's trial-template substitution (`manifest/generator.go`): the trial spec with every
+//! `${trialParameters.x}` replaced for one trial, plus finding the container to run locally.
+
+mod container;
+
+pub use container::{ContainerSpec, primary_container};
+
+use crate::error::SpecError;
+use crate::known::DEFAULT_NAMESPACE;
+use crate::reference::{Reference, placeholder, substitute};
+use crate::types::Experiment;
+use serde_json::Value;
+
+const T: &str = "spec.trialTemplate";
+
+/// Renders the trial spec for `trial_name` with `assignment` (parameter name → value as text).
+///
+/// Like Katib, substitution is textual on the template's JSON form. Unlike Katib, each value is
+/// JSON-escaped first: a categorical value holding `"` or `\` stays one string instead of
+/// breaking the document or injecting fields into it.
+pub fn render_trial_spec(
+    exp: &Experiment,
+    trial_name: &str,
+    assignment: &[(String, String)],
+) -> Result<Value, SpecError> {
+    let tt = exp
+        .spec
+        .trial_template
+        .as_ref()
+        .ok_or_else(|| SpecError::new(T, "is required"))?;
+    let spec = tt.trial_spec.as_ref().ok_or_else(|| {
+        SpecError::new(
+            format!("{T}.trialSpec"),
+            "is required to run a trial; hint: a configMap template must be copied inline into trialSpec",
+        )
+    })?;
+    let namespace = exp
+        .metadata
+        .namespace
+        .as_deref()
+        .filter(|n| !n.is_empty())
+        .unwrap_or(DEFAULT_NAMESPACE);
+    let mut values: Vec<(&str, String)> = Vec::with_capacity(tt.trial_parameters.len());
+    for (i, tp) in tt.trial_parameters.iter().enumerate() {
+        let path = format!("{T}.trialParameters[{i}].reference");
+        let value = match Reference::parse(&tp.reference)
+            .map_err(|why| SpecError::new(&path, format!("value {:?}: {why}", tp.reference)))?
+        {
+            Reference::Parameter(name) => assignment
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| v.clone())
+                .ok_or_else(|| {
+                    SpecError::new(
+                        &path,
+                        format!("parameter {name:?} has no value in the assignment for trial {trial_name:?}"),
+                    )
+                })?,
+            Reference::Name => trial_name.to_string(),
+            Reference::Namespace => namespace.to_string(),
+            Reference::Kind => string_at(spec, &["kind"], &path)?,
+            Reference::ApiVersion => string_at(spec, &["apiVersion"], &path)?,
+            Reference::Label(key) => string_at(spec, &["metadata", "labels", &key], &path)?,
+            Reference::Annotation(key) => {
+                string_at(spec, &["metadata", "annotations", &key], &path)?
+            }
+        };
+        values.push((tp.name.as_str(), json_escape(&value)));
+    }
+    // One pass over the template, so a value that itself looks like a placeholder is inserted
+    // as is instead of being substituted again.
+    let text = substitute(&spec.to_string(), |name| {
+        values
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| v.as_str())
+    })
+    .map_err(|name| {
+        SpecError::new(
+            format!("{T}.trialSpec"),
+            format!(
+                "placeholder {:?} is not defined in {T}.trialParameters",
+                placeholder(&name)
+            ),
+        )
+    })?;
+    let mut rendered: Value = serde_json::from_str(&text).map_err(|e| {
+        SpecError::new(
+            format!("{T}.trialSpec"),
+            format!("the rendered template is not valid JSON: {e}"),
+        )
+    })?;
+    let obj = rendered
+        .as_object_mut()
+        .ok_or_else(|| SpecError::new(format!("{T}.trialSpec"), "must be a Kubernetes object"))?;
+    let meta = obj
+        .entry("metadata")
+        .or_insert_with(|| Value::Object(Default::default()));
+    if !meta.is_object() {
+        *meta = Value::Object(Default::default());
+    }
+    if let Value::Object(meta) = meta {
+        meta.insert("name".into(), trial_name.into());
+        meta.insert("namespace".into(), namespace.into());
+    }
+    Ok(rendered)
+}
+
+/// `value` as it must appear between the quotes of a JSON string.
+fn json_escape(value: &str) -> String {
+    let quoted = Value::String(value.to_string()).to_string();
+    quoted[1..quoted.len() - 1].to_string()
+}
+
+fn string_at(spec: &Value, keys: &[&str], path: &str) -> Result<String, SpecError> {
+    let found = keys
+        .iter()
+        .try_fold(spec, |v, k| v.get(k))
+        .and_then(Value::as_str);
+    found.map(str::to_string).ok_or_else(|| {
+        SpecError::new(
+            path,
+            format!(
+                "{T}.trialSpec.{} is not set; hint: add it to the template",
+                keys.join(".")
+            ),
+        )
+    })
+}

@@ -1,0 +1,604 @@
+//! Invalid specs: each test asserts the exact field path (and the offending value) is reported.
+
+use super::{RANDOM, TFJOB, assert_error, mutated, parse_err, set};
+use crate::SpecError;
+use serde_json::{Value, json};
+
+fn err_with(fixture: &str, f: impl FnOnce(&mut Value)) -> crate::SpecErrors {
+    parse_err(&mutated(fixture, f))
+}
+
+#[test]
+fn min_not_a_number() {
+    let e = err_with(RANDOM, |v| {
+        set(v, "/spec/parameters/1/feasibleSpace/min", json!("abc"))
+    });
+    assert_error(
+        &e,
+        "spec.parameters[1].feasibleSpace.min",
+        r#"value "abc" is not a number"#,
+    );
+}
+
+#[test]
+fn misspelt_top_level_field() {
+    let text = RANDOM.replace("parallelTrialCount", "paralelTrialCount");
+    let e = parse_err(&text);
+    assert_error(
+        &e,
+        "spec.paralelTrialCount",
+        r#"unknown field "paralelTrialCount"; hint: did you mean "parallelTrialCount"?"#,
+    );
+}
+
+#[test]
+fn known_field_at_the_wrong_level() {
+    let e = err_with(RANDOM, |v| set(v, "/spec/goal", json!(0.1)));
+    assert_error(&e, "spec.goal", "belongs at another level");
+}
+
+#[test]
+fn all_unknown_fields_are_reported_with_paths() {
+    let e = err_with(RANDOM, |v| {
+        set(v, "/spec/parameters/0/feasibleSpace/mn", json!("1"));
+        set(
+            v,
+            "/spec/trialTemplate/trialParameters/1/refrence",
+            json!("x"),
+        );
+        set(v, "/spec/objective/extra", json!(1));
+        // Free-form places accept anything.
+        set(
+            v,
+            "/spec/trialTemplate/trialSpec/spec/whatever",
+            json!({"a": 1}),
+        );
+        set(v, "/metadata/uid", json!("123"));
+    });
+    assert_error(&e, "spec.parameters[0].feasibleSpace.mn", "unknown field");
+    assert_error(
+        &e,
+        "spec.trialTemplate.trialParameters[1].refrence",
+        r#"did you mean "reference""#,
+    );
+    assert_error(&e, "spec.objective.extra", "unknown field");
+    assert_eq!(e.len(), 3, "{e}");
+}
+
+#[test]
+fn bad_objective_type() {
+    let e = err_with(RANDOM, |v| {
+        set(v, "/spec/objective/type", json!("minimise"))
+    });
+    assert_error(
+        &e,
+        "spec.objective.type",
+        r#"value "minimise" is not supported; hint: use one of minimize, maximize"#,
+    );
+}
+
+#[test]
+fn max_failed_above_max_trials() {
+    let e = err_with(RANDOM, |v| set(v, "/spec/maxFailedTrialCount", json!(20)));
+    assert_error(
+        &e,
+        "spec.maxFailedTrialCount",
+        "value 20 must not be greater than spec.maxTrialCount (12)",
+    );
+}
+
+#[test]
+fn counts_must_be_positive() {
+    let e = err_with(RANDOM, |v| {
+        set(v, "/spec/maxTrialCount", json!(0));
+        set(v, "/spec/parallelTrialCount", json!(-1));
+        set(v, "/spec/maxFailedTrialCount", json!(-2));
+    });
+    assert_error(&e, "spec.maxTrialCount", "value 0 must be greater than 0");
+    assert_error(&e, "spec.parallelTrialCount", "value -1");
+    assert_error(
+        &e,
+        "spec.maxFailedTrialCount",
+        "value -2 must not be negative",
+    );
+}
+
+#[test]
+fn reference_to_unknown_parameter() {
+    let e = err_with(RANDOM, |v| {
+        set(
+            v,
+            "/spec/trialTemplate/trialParameters/0/reference",
+            json!("learning_rate"),
+        )
+    });
+    assert_error(
+        &e,
+        "spec.trialTemplate.trialParameters[0].reference",
+        r#"value "learning_rate" is not a parameter in spec.parameters; hint: use one of lr, momentum, optimizer"#,
+    );
+    // Katib would fail every trial: "lr" now has no trial parameter to land in.
+    assert_error(&e, "spec.parameters[0].name", "is not referenced");
+}
+
+#[test]
+fn undefined_placeholder() {
+    let e = err_with(RANDOM, |v| {
+        set(
+            v,
+            "/spec/trialTemplate/trialSpec/spec/template/spec/containers/0/command/6",
+            json!("--batch=${trialParameters.batchSize}"),
+        )
+    });
+    assert_error(
+        &e,
+        "spec.trialTemplate.trialSpec",
+        r#"placeholder "${trialParameters.batchSize}" is not defined"#,
+    );
+}
+
+#[test]
+fn unused_trial_parameter() {
+    let e = err_with(RANDOM, |v| {
+        set(
+            v,
+            "/spec/trialTemplate/trialParameters/3",
+            json!({"name": "trialName", "reference": "${trialSpec.Name}"}),
+        )
+    });
+    assert_error(
+        &e,
+        "spec.trialTemplate.trialParameters[3].name",
+        r#"trial parameter "trialName" is not used"#,
+    );
+}
+
+#[test]
+fn bad_metrics_format_regexes() {
+    let e = err_with(RANDOM, |v| {
+        set(
+            v,
+            "/spec/metricsCollectorSpec",
+            json!({"collector": {"kind": "File"},
+                   "source": {"filter": {"metricsFormat": ["([a-z", "(\\w+)=\\d+", "(\\w+)=(\\d+)"]}}}),
+        )
+    });
+    assert_error(
+        &e,
+        "spec.metricsCollectorSpec.source.filter.metricsFormat[0]",
+        r#"value "([a-z" is not a valid regular expression"#,
+    );
+    assert_error(
+        &e,
+        "spec.metricsCollectorSpec.source.filter.metricsFormat[1]",
+        "has 1 capture group(s)",
+    );
+    assert!(!e.to_string().contains("metricsFormat[2]"), "{e}");
+}
+
+#[test]
+fn duplicate_categorical_value() {
+    let e = err_with(RANDOM, |v| {
+        set(
+            v,
+            "/spec/parameters/2/feasibleSpace/list",
+            json!(["sgd", "adam", "sgd"]),
+        )
+    });
+    assert_error(
+        &e,
+        "spec.parameters[2].feasibleSpace.list[2]",
+        r#"value "sgd" duplicates list[0]"#,
+    );
+}
+
+#[test]
+fn log_uniform_with_min_zero() {
+    let e = err_with(RANDOM, |v| {
+        set(
+            v,
+            "/spec/parameters/0/feasibleSpace",
+            json!({"min": "0", "max": "1", "distribution": "logUniform"}),
+        )
+    });
+    assert_error(
+        &e,
+        "spec.parameters[0].feasibleSpace.min",
+        r#"value "0" must be greater than 0 for distribution logUniform"#,
+    );
+}
+
+#[test]
+fn yaml_syntax_error_has_line_and_column() {
+    let text = RANDOM.replace("    goal: 0.001\n", "    goal: 0.001\n   bad: [\n");
+    let e = parse_err(&text);
+    assert_eq!(e.len(), 1);
+    match &e.errors()[0] {
+        SpecError::Syntax { line, column, .. } => {
+            assert!(*line >= 13, "line {line}");
+            assert!(*column > 0);
+        }
+        other => panic!("expected a syntax error, got {other}"),
+    }
+    assert!(e.to_string().starts_with("invalid yaml:"), "{e}");
+    assert!(e.errors()[0].path().starts_with("line "), "{e}");
+}
+
+#[test]
+fn json_syntax_error_has_line_and_column() {
+    let e = parse_err("{\n  \"apiVersion\": \"kubeflow.org/v1beta1\",\n  \"kind\": }\n");
+    match &e.errors()[0] {
+        SpecError::Syntax { line, .. } => assert_eq!(*line, 3),
+        other => panic!("expected a syntax error, got {other}"),
+    }
+}
+
+#[test]
+fn type_error_names_the_path() {
+    let text = RANDOM.replace("parallelTrialCount: 3", "parallelTrialCount: abc");
+    let e = parse_err(&text);
+    assert_error(
+        &e,
+        "spec.parallelTrialCount",
+        r#"invalid type: string "abc", expected i32"#,
+    );
+    let nested = RANDOM.replace("    goal: 0.001", "    goal: [1]");
+    assert_error(
+        &parse_err(&nested),
+        "spec.objective.goal",
+        "invalid type: sequence",
+    );
+}
+
+#[test]
+fn wrong_api_version_and_kind() {
+    let text = RANDOM
+        .replace("kubeflow.org/v1beta1", "kubeflow.org/v1alpha3")
+        .replace("kind: Experiment", "kind: Trial");
+    let e = parse_err(&text);
+    assert_error(
+        &e,
+        "apiVersion",
+        r#"value "kubeflow.org/v1alpha3" is not supported"#,
+    );
+    assert_error(&e, "kind", r#"value "Trial" is not supported"#);
+}
+
+#[test]
+fn invalid_names() {
+    let e = err_with(RANDOM, |v| set(v, "/metadata/name", json!("1234-test")));
+    assert_error(
+        &e,
+        "metadata.name",
+        r#"value "1234-test" is not a valid name"#,
+    );
+    let long = "a".repeat(41);
+    let e = err_with(RANDOM, |v| set(v, "/metadata/name", json!(long)));
+    assert_error(&e, "metadata.name", "is 41 characters long");
+}
+
+#[test]
+fn unknown_algorithm_lists_known_ones() {
+    let e = err_with(RANDOM, |v| {
+        set(v, "/spec/algorithm/algorithmName", json!("bayesian"))
+    });
+    assert_error(
+        &e,
+        "spec.algorithm.algorithmName",
+        r#"value "bayesian" is not supported; hint: use one of random, grid, sobol, tpe, multivariate-tpe, bayesianoptimization, cmaes, hyperband, asha"#,
+    );
+}
+
+#[test]
+fn unknown_early_stopping() {
+    let e = err_with(RANDOM, |v| {
+        set(
+            v,
+            "/spec/earlyStopping",
+            json!({"algorithmName": "truncation"}),
+        )
+    });
+    assert_error(
+        &e,
+        "spec.earlyStopping.algorithmName",
+        r#"value "truncation" is not supported; hint: use one of medianstop"#,
+    );
+}
+
+#[test]
+fn int_step_must_be_a_positive_integer() {
+    let e = err_with(TFJOB, |v| {
+        set(v, "/spec/parameters/0/feasibleSpace/step", json!("0.5"))
+    });
+    assert_error(
+        &e,
+        "spec.parameters[0].feasibleSpace.step",
+        r#"value "0.5" is not an integer"#,
+    );
+    let e = err_with(TFJOB, |v| {
+        set(v, "/spec/parameters/0/feasibleSpace/step", json!("0"))
+    });
+    assert_error(
+        &e,
+        "spec.parameters[0].feasibleSpace.step",
+        r#"value "0" must be greater than 0"#,
+    );
+}
+
+#[test]
+fn min_must_be_below_max() {
+    let e = err_with(RANDOM, |v| {
+        set(v, "/spec/parameters/0/feasibleSpace/min", json!("0.05"))
+    });
+    assert_error(
+        &e,
+        "spec.parameters[0].feasibleSpace.max",
+        r#"value "0.05" must be greater than min "0.05""#,
+    );
+}
+
+#[test]
+fn shape_rules_by_parameter_type() {
+    let e = err_with(RANDOM, |v| {
+        set(v, "/spec/parameters/0/feasibleSpace/list", json!(["1"]));
+        set(v, "/spec/parameters/2/feasibleSpace/min", json!("1"));
+        set(v, "/spec/parameters/1/parameterType", json!("float"));
+    });
+    assert_error(
+        &e,
+        "spec.parameters[0].feasibleSpace.list",
+        "must not be set for a double parameter",
+    );
+    assert_error(
+        &e,
+        "spec.parameters[2].feasibleSpace.min",
+        "must not be set for a categorical parameter",
+    );
+    assert_error(&e, "spec.parameters[1].parameterType", r#"value "float""#);
+}
+
+#[test]
+fn discrete_values_must_be_numbers_and_distinct() {
+    let e = err_with(RANDOM, |v| {
+        set(
+            v,
+            "/spec/parameters/2",
+            json!({"name": "optimizer", "parameterType": "discrete",
+                   "feasibleSpace": {"list": ["1", "x", "1.0"]}}),
+        )
+    });
+    assert_error(
+        &e,
+        "spec.parameters[2].feasibleSpace.list[1]",
+        r#"value "x" is not a number"#,
+    );
+    assert_error(
+        &e,
+        "spec.parameters[2].feasibleSpace.list[2]",
+        r#"value "1.0" duplicates list[0]"#,
+    );
+}
+
+#[test]
+fn duplicate_parameter_names() {
+    let e = err_with(RANDOM, |v| set(v, "/spec/parameters/1/name", json!("lr")));
+    assert_error(
+        &e,
+        "spec.parameters[1].name",
+        r#"value "lr" is already the name of spec.parameters[0]"#,
+    );
+}
+
+#[test]
+fn metric_strategy_rules() {
+    let e = err_with(RANDOM, |v| {
+        set(
+            v,
+            "/spec/objective/metricStrategies",
+            json!([{"name": "loss", "value": "median"}, {"name": "f1", "value": "max"}]),
+        )
+    });
+    assert_error(
+        &e,
+        "spec.objective.metricStrategies[0].value",
+        r#"value "median" is not supported; hint: use one of min, max, latest"#,
+    );
+    assert_error(
+        &e,
+        "spec.objective.metricStrategies[1].name",
+        r#"value "f1" is neither"#,
+    );
+}
+
+#[test]
+fn additional_metric_equal_to_objective() {
+    let e = err_with(RANDOM, |v| {
+        set(v, "/spec/objective/additionalMetricNames/1", json!("loss"))
+    });
+    assert_error(
+        &e,
+        "spec.objective.additionalMetricNames[1]",
+        r#"value "loss" is already the objective metric"#,
+    );
+}
+
+#[test]
+fn resume_policy_and_nas_exclusivity() {
+    let e = err_with(RANDOM, |v| {
+        set(v, "/spec/resumePolicy", json!("Always"));
+        set(
+            v,
+            "/spec/nasConfig",
+            json!({"graphConfig": {"numLayers": 8}}),
+        );
+    });
+    assert_error(
+        &e,
+        "spec.resumePolicy",
+        r#"value "Always" is not supported"#,
+    );
+    assert_error(
+        &e,
+        "spec.nasConfig",
+        "must not be set together with spec.parameters",
+    );
+}
+
+#[test]
+fn trial_spec_must_not_name_itself() {
+    let e = err_with(RANDOM, |v| {
+        set(
+            v,
+            "/spec/trialTemplate/trialSpec/metadata",
+            json!({"name": "fixed"}),
+        );
+        v["spec"]["trialTemplate"]["trialSpec"]
+            .as_object_mut()
+            .unwrap()
+            .remove("apiVersion");
+    });
+    assert_error(
+        &e,
+        "spec.trialTemplate.trialSpec.metadata.name",
+        r#"value "fixed" must not be set"#,
+    );
+    assert_error(&e, "spec.trialTemplate.trialSpec.apiVersion", "is required");
+}
+
+#[test]
+fn config_map_source_is_shape_checked() {
+    let e = err_with(RANDOM, |v| {
+        let tt = v["spec"]["trialTemplate"].as_object_mut().unwrap();
+        tt.remove("trialSpec");
+        tt.insert(
+            "configMap".into(),
+            json!({"configMapName": "trial-templates", "configMapNamespace": "kubeflow"}),
+        );
+    });
+    assert_error(
+        &e,
+        "spec.trialTemplate.configMap.templatePath",
+        "is required",
+    );
+    // No default conditions for a ConfigMap template.
+    assert_error(&e, "spec.trialTemplate.successCondition", "is required");
+}
+
+#[test]
+fn file_collector_needs_absolute_path_and_no_filter_with_json() {
+    let e = err_with(RANDOM, |v| {
+        set(
+            v,
+            "/spec/metricsCollectorSpec",
+            json!({"collector": {"kind": "File"},
+                   "source": {"fileSystemPath": {"path": "logs/m.log", "format": "JSON"},
+                              "filter": {"metricsFormat": ["(\\w+)=(\\d+)"]}}}),
+        )
+    });
+    assert_error(
+        &e,
+        "spec.metricsCollectorSpec.source.fileSystemPath.path",
+        r#"value "logs/m.log" must be an absolute path"#,
+    );
+    assert_error(
+        &e,
+        "spec.metricsCollectorSpec.source.filter",
+        "must not be set with format JSON",
+    );
+}
+
+#[test]
+fn unknown_collector_kind_and_missing_custom_container() {
+    let e = err_with(RANDOM, |v| {
+        set(
+            v,
+            "/spec/metricsCollectorSpec",
+            json!({"collector": {"kind": "None"}}),
+        )
+    });
+    assert_error(
+        &e,
+        "spec.metricsCollectorSpec.collector.kind",
+        r#"value "None" is not supported"#,
+    );
+    let e = err_with(RANDOM, |v| {
+        set(
+            v,
+            "/spec/metricsCollectorSpec",
+            json!({"collector": {"kind": "Custom"}}),
+        )
+    });
+    assert_error(
+        &e,
+        "spec.metricsCollectorSpec.collector.customCollector",
+        "is required",
+    );
+}
+
+#[test]
+fn trial_parameter_name_and_meta_reference_rules() {
+    let e = err_with(RANDOM, |v| {
+        set(
+            v,
+            "/spec/trialTemplate/trialParameters/1/name",
+            json!("mo{m}"),
+        );
+        set(
+            v,
+            "/spec/trialTemplate/trialParameters/3",
+            json!({"name": "team", "reference": "${trialSpec.Labels[team]}"}),
+        );
+        set(
+            v,
+            "/spec/trialTemplate/trialParameters/4",
+            json!({"name": "bad", "reference": "${trialSpec.Uid}"}),
+        );
+    });
+    assert_error(
+        &e,
+        "spec.trialTemplate.trialParameters[1].name",
+        "must not contain",
+    );
+    assert_error(
+        &e,
+        "spec.trialTemplate.trialParameters[3].reference",
+        r#"labels key "team" is not set"#,
+    );
+    assert_error(
+        &e,
+        "spec.trialTemplate.trialParameters[4].reference",
+        "unknown meta reference",
+    );
+}
+
+#[test]
+fn missing_required_sections() {
+    let e = parse_err(
+        "apiVersion: kubeflow.org/v1beta1\nkind: Experiment\nmetadata:\n  name: x\nspec: {}\n",
+    );
+    for path in [
+        "spec.objective",
+        "spec.algorithm",
+        "spec.parameters",
+        "spec.trialTemplate",
+    ] {
+        assert_error(&e, path, "is required");
+    }
+}
+
+#[test]
+fn several_errors_are_reported_at_once() {
+    let e = err_with(RANDOM, |v| {
+        set(v, "/spec/objective/type", json!("up"));
+        set(v, "/spec/parameters/0/feasibleSpace/max", json!("x"));
+        set(v, "/spec/algorithm/algorithmName", json!("magic"));
+        set(v, "/spec/paralelTrialCount", json!(2));
+    });
+    assert!(e.len() >= 4, "{e}");
+    assert_error(&e, "spec.objective.type", "\"up\"");
+    assert_error(&e, "spec.parameters[0].feasibleSpace.max", "\"x\"");
+    assert_error(&e, "spec.algorithm.algorithmName", "\"magic\"");
+    assert_error(&e, "spec.paralelTrialCount", "unknown field");
+    // One error per line, `path: message`.
+    assert_eq!(e.to_string().lines().count(), e.len());
+}

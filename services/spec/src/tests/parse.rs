@@ -1,0 +1,210 @@
+//! Parsing valid specs: Katib's example shape, YAML numbers as written, JSON input, round trip.
+
+use super::{RANDOM, TFJOB, parse_ok};
+use crate::types::Experiment;
+use crate::{parse_experiment, parse_experiment_file};
+use serde_json::json;
+use vernier_core::{Direction, Distribution, Domain, MetricStrategy};
+
+#[test]
+fn parses_katib_random_example() {
+    let exp = parse_ok(RANDOM);
+    assert_eq!(exp.name(), "random");
+    assert_eq!(exp.metadata.namespace.as_deref(), Some("kubeflow"));
+    assert_eq!(exp.metadata.labels["team"], "ml");
+    assert_eq!(exp.spec.max_trial_count, Some(12));
+    let tt = exp.spec.trial_template.as_ref().unwrap();
+    assert_eq!(tt.trial_parameters.len(), 3);
+    assert_eq!(
+        tt.trial_spec.as_ref().unwrap()["spec"]["template"]["spec"]["containers"][0]["command"][3],
+        json!("--lr=${trialParameters.learningRate}")
+    );
+}
+
+#[test]
+fn unquoted_yaml_numbers_keep_their_text() {
+    let exp = parse_ok(RANDOM);
+    let fs = exp.spec.parameters[1].feasible_space.as_ref().unwrap();
+    assert_eq!(fs.min.as_deref(), Some("0.5"));
+    assert_eq!(fs.max.as_deref(), Some("0.90"));
+}
+
+#[test]
+fn converts_to_core_types() {
+    let exp = parse_ok(RANDOM);
+    let space = exp.search_space().unwrap();
+    assert_eq!(space.len(), 3);
+    assert_eq!(
+        space.parameters()[0].domain,
+        Domain::Double {
+            min: 0.01,
+            max: 0.05,
+            step: None
+        }
+    );
+    assert_eq!(space.parameters()[0].distribution, Distribution::Uniform);
+    assert_eq!(
+        space.parameters()[2].domain,
+        Domain::Categorical {
+            values: vec!["sgd".into(), "adam".into()]
+        }
+    );
+    let obj = exp.objective().unwrap();
+    assert_eq!(obj.direction, Direction::Minimize);
+    assert_eq!(obj.goal, Some(0.001));
+    assert_eq!(obj.strategy, MetricStrategy::Min);
+    assert_eq!(
+        obj.additional,
+        vec![("accuracy".to_string(), MetricStrategy::Min)]
+    );
+    assert_eq!(exp.metric_names(), vec!["loss", "accuracy"]);
+
+    let tf = parse_ok(TFJOB);
+    assert_eq!(
+        tf.search_space().unwrap().parameters()[0].domain,
+        Domain::Int {
+            min: 100,
+            max: 200,
+            step: Some(10)
+        }
+    );
+    assert_eq!(tf.objective().unwrap().strategy, MetricStrategy::Max);
+}
+
+#[test]
+fn int_bounds_accept_integral_floats_and_discrete_keeps_text() {
+    let text = super::mutated(RANDOM, |v| {
+        super::set(
+            v,
+            "/spec/parameters/0",
+            json!({"name": "lr", "parameterType": "int",
+                   "feasibleSpace": {"min": "1.0", "max": "8", "step": "2.0"}}),
+        );
+        super::set(
+            v,
+            "/spec/parameters/1",
+            json!({"name": "momentum", "parameterType": "discrete",
+                   "feasibleSpace": {"list": ["0.50", "1e-3", "2"]}}),
+        );
+    });
+    let exp = parse_ok(&text);
+    let space = exp.search_space().unwrap();
+    assert_eq!(
+        space.parameters()[0].domain,
+        Domain::Int {
+            min: 1,
+            max: 8,
+            step: Some(2)
+        }
+    );
+    assert_eq!(
+        space.parameters()[1].domain,
+        Domain::Discrete {
+            values: vec!["0.50".into(), "1e-3".into(), "2".into()]
+        }
+    );
+}
+
+#[test]
+fn yaml_to_types_to_json_to_types_is_identity() {
+    for fixture in [RANDOM, TFJOB] {
+        let exp = parse_ok(fixture);
+        let json = serde_json::to_string(&exp).unwrap();
+        let back: Experiment = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, exp);
+        // And through the full parser again, in both compact and pretty JSON.
+        assert_eq!(parse_ok(&json), exp);
+        assert_eq!(parse_ok(&serde_json::to_string_pretty(&exp).unwrap()), exp);
+    }
+}
+
+#[test]
+fn raw_types_round_trip_and_omit_absent_fields() {
+    // Straight deserialisation, no defaults, so absent fields stay absent.
+    let raw: Experiment = yaml_serde::from_str(RANDOM).unwrap();
+    let value = serde_json::to_value(&raw).unwrap();
+    let back: Experiment = serde_json::from_value(value.clone()).unwrap();
+    assert_eq!(back, raw);
+    let spec = value["spec"].as_object().unwrap();
+    for absent in [
+        "earlyStopping",
+        "nasConfig",
+        "resumePolicy",
+        "metricsCollectorSpec",
+    ] {
+        assert!(!spec.contains_key(absent), "{absent} was serialised");
+    }
+    let tt = spec["trialTemplate"].as_object().unwrap();
+    for absent in [
+        "retain",
+        "configMap",
+        "successCondition",
+        "primaryPodLabels",
+    ] {
+        assert!(!tt.contains_key(absent), "{absent} was serialised");
+    }
+    assert!(value.get("status").is_none());
+    assert!(
+        value["spec"]["parameters"][2]["feasibleSpace"]
+            .get("min")
+            .is_none()
+    );
+    assert_eq!(
+        serde_json::to_value(Experiment::default()).unwrap(),
+        json!({"apiVersion": "", "kind": "", "metadata": {}, "spec": {}})
+    );
+}
+
+#[test]
+fn json_input_with_numeric_bounds_is_accepted() {
+    let mut v: serde_json::Value = yaml_serde::from_str(RANDOM).unwrap();
+    v["spec"]["parameters"][0]["feasibleSpace"] = json!({"min": 0.010, "max": 0.05});
+    let compact = v.to_string().replace("0.01,", "0.010,");
+    let exp = parse_ok(&compact);
+    let fs = exp.spec.parameters[0].feasible_space.as_ref().unwrap();
+    assert_eq!(fs.max.as_deref(), Some("0.05"));
+    assert!(matches!(fs.min.as_deref(), Some("0.010") | Some("0.01")));
+}
+
+#[test]
+fn json_value_input_keeps_numeric_text() {
+    let mut v: serde_json::Value = yaml_serde::from_str(RANDOM).unwrap();
+    v["spec"]["parameters"][1]["feasibleSpace"]["max"] = json!(0.9);
+    let exp = crate::parse_experiment_value(&v).unwrap();
+    let fs = exp.spec.parameters[1].feasible_space.as_ref().unwrap();
+    assert_eq!(fs.max.as_deref(), Some("0.9"));
+}
+
+#[test]
+fn metadata_keeps_unknown_keys_and_status_is_free_form() {
+    let text = RANDOM.replace(
+        "  name: random\n",
+        "  name: random\n  uid: abc-123\n  finalizers: [x]\n",
+    ) + "status:\n  trials: 3\n  anything: {goes: here}\n";
+    let exp = parse_ok(&text);
+    assert_eq!(exp.metadata.extra["uid"], json!("abc-123"));
+    assert_eq!(exp.status.as_ref().unwrap()["anything"]["goes"], "here");
+    let back: Experiment = serde_json::from_str(&serde_json::to_string(&exp).unwrap()).unwrap();
+    assert_eq!(back, exp);
+}
+
+#[test]
+fn file_not_found_names_the_path() {
+    let err = parse_experiment_file(std::path::Path::new("/nonexistent/exp.yaml")).unwrap_err();
+    assert_eq!(err.errors()[0].path(), "/nonexistent/exp.yaml");
+    assert!(err.to_string().contains("file not found"));
+}
+
+#[test]
+fn reads_a_file() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tfjob.yaml");
+    assert_eq!(
+        parse_experiment_file(&path).unwrap().name(),
+        "tfjob-example"
+    );
+}
+
+#[test]
+fn empty_document_is_an_error() {
+    assert!(parse_experiment("  \n").is_err());
+}

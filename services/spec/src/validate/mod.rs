@@ -1,0 +1,248 @@
+//! Katib's validating-webhook rules (`validator.go`) plus the checks Katib leaves to runtime
+//! failures (numbers parse, bounds ordered, lists unique, names known). Every rule reports the
+//! field path and the offending value; all problems are collected, none short-circuits.
+
+mod collector;
+mod parameters;
+mod template;
+
+use crate::error::{SpecError, SpecErrors};
+use crate::known::{
+    ALGORITHM_NAMES, EARLY_STOPPING_NAMES, METRIC_STRATEGIES, OBJECTIVE_TYPES, RESUME_POLICIES,
+};
+use crate::types::{AlgorithmSpec, Experiment};
+
+/// Katib keeps names short so `<experiment>-<algorithm>` and trial names fit Kubernetes limits.
+pub const MAX_NAME_LEN: usize = 40;
+
+/// Checks a (defaulted) experiment; the error lists every problem found.
+pub fn validate(exp: &Experiment) -> Result<(), SpecErrors> {
+    let mut errs = Errors::default();
+    check_name(exp, &mut errs);
+    check_counts(exp, &mut errs);
+    check_objective(exp, &mut errs);
+    check_algorithm(exp, &mut errs);
+    check_resume_policy(exp, &mut errs);
+    parameters::check(exp, &mut errs);
+    template::check(exp, &mut errs);
+    collector::check(exp, &mut errs);
+    errs.0.into_result(())
+}
+
+/// Collects errors; the one place messages are assembled, so wording stays uniform.
+#[derive(Default)]
+pub(crate) struct Errors(SpecErrors);
+
+impl Errors {
+    pub(crate) fn add(&mut self, path: impl Into<String>, message: impl Into<String>) {
+        self.0.push(SpecError::new(path, message));
+    }
+
+    pub(crate) fn required(&mut self, path: impl Into<String>, hint: &str) {
+        let message = if hint.is_empty() {
+            "is required".to_string()
+        } else {
+            format!("is required; hint: {hint}")
+        };
+        self.add(path, message);
+    }
+
+    /// `value` is not among `allowed`.
+    pub(crate) fn not_one_of(&mut self, path: impl Into<String>, value: &str, allowed: &[&str]) {
+        self.add(
+            path,
+            format!(
+                "value {value:?} is not supported; hint: use one of {}",
+                allowed.join(", ")
+            ),
+        );
+    }
+}
+
+pub(crate) fn is_blank(s: &Option<String>) -> bool {
+    s.as_deref().is_none_or(|s| s.trim().is_empty())
+}
+
+fn check_name(exp: &Experiment, errs: &mut Errors) {
+    let Some(name) = exp.metadata.name.as_deref().filter(|n| !n.is_empty()) else {
+        errs.required("metadata.name", "give the experiment a name");
+        return;
+    };
+    if !is_dns_label(name) {
+        errs.add(
+            "metadata.name",
+            format!(
+                "value {name:?} is not a valid name; hint: use lowercase letters, digits and '-', \
+                 starting with a letter and ending with a letter or digit"
+            ),
+        );
+    }
+    if name.len() > MAX_NAME_LEN {
+        errs.add(
+            "metadata.name",
+            format!(
+                "value {name:?} is {} characters long; hint: use at most {MAX_NAME_LEN}",
+                name.len()
+            ),
+        );
+    }
+}
+
+/// `^[a-z]([-a-z0-9]*[a-z0-9])?$`. Katib matches only a prefix; the whole name is checked here
+/// because trial and job names are derived from it and Kubernetes checks them whole.
+fn is_dns_label(name: &str) -> bool {
+    let b = name.as_bytes();
+    let inner = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-';
+    b.first().is_some_and(u8::is_ascii_lowercase)
+        && b.iter().all(inner)
+        && b.last().is_some_and(|c| *c != b'-')
+}
+
+fn check_counts(exp: &Experiment, errs: &mut Errors) {
+    let s = &exp.spec;
+    if let Some(n) = s.max_trial_count
+        && n <= 0
+    {
+        errs.add(
+            "spec.maxTrialCount",
+            format!("value {n} must be greater than 0"),
+        );
+    }
+    if let Some(n) = s.parallel_trial_count
+        && n <= 0
+    {
+        errs.add(
+            "spec.parallelTrialCount",
+            format!("value {n} must be greater than 0"),
+        );
+    }
+    if let Some(n) = s.max_failed_trial_count
+        && n < 0
+    {
+        errs.add(
+            "spec.maxFailedTrialCount",
+            format!("value {n} must not be negative"),
+        );
+    }
+    if let Some(max) = s.max_trial_count {
+        if let Some(n) = s.max_failed_trial_count
+            && n > max
+        {
+            errs.add(
+                "spec.maxFailedTrialCount",
+                format!("value {n} must not be greater than spec.maxTrialCount ({max})"),
+            );
+        }
+        if let Some(n) = s.parallel_trial_count
+            && n > max
+        {
+            errs.add(
+                "spec.parallelTrialCount",
+                format!("value {n} must not be greater than spec.maxTrialCount ({max})"),
+            );
+        }
+    }
+}
+
+fn check_objective(exp: &Experiment, errs: &mut Errors) {
+    let Some(obj) = &exp.spec.objective else {
+        errs.required(
+            "spec.objective",
+            "set objective.type and objective.objectiveMetricName",
+        );
+        return;
+    };
+    match obj.type_.as_deref().filter(|t| !t.is_empty()) {
+        None => errs.required("spec.objective.type", "use minimize or maximize"),
+        Some(t) if !OBJECTIVE_TYPES.contains(&t) => {
+            errs.not_one_of("spec.objective.type", t, OBJECTIVE_TYPES)
+        }
+        Some(_) => {}
+    }
+    if let Some(goal) = obj.goal
+        && !goal.is_finite()
+    {
+        errs.add(
+            "spec.objective.goal",
+            format!("value {goal} is not a finite number"),
+        );
+    }
+    let objective = obj.objective_metric_name.as_deref().unwrap_or("");
+    if objective.trim().is_empty() {
+        errs.required(
+            "spec.objective.objectiveMetricName",
+            "name the metric the trials report",
+        );
+    }
+    for (i, name) in obj.additional_metric_names.iter().enumerate() {
+        let path = format!("spec.objective.additionalMetricNames[{i}]");
+        if name.trim().is_empty() {
+            errs.add(path, "value \"\" is not a metric name");
+        } else if name == objective {
+            errs.add(
+                path,
+                format!("value {name:?} is already the objective metric; hint: remove it"),
+            );
+        } else if obj.additional_metric_names[..i].contains(name) {
+            errs.add(path, format!("value {name:?} appears twice"));
+        }
+    }
+    for (i, s) in obj.metric_strategies.iter().enumerate() {
+        let path = format!("spec.objective.metricStrategies[{i}]");
+        if s.name.is_empty() {
+            errs.required(format!("{path}.name"), "");
+        } else if s.name != objective && !obj.additional_metric_names.contains(&s.name) {
+            errs.add(
+                format!("{path}.name"),
+                format!(
+                    "value {:?} is neither the objective metric nor an additional metric; \
+                     hint: add it to objective.additionalMetricNames",
+                    s.name
+                ),
+            );
+        } else if obj.metric_strategies[..i].iter().any(|o| o.name == s.name) {
+            errs.add(
+                format!("{path}.name"),
+                format!("value {:?} has a strategy already", s.name),
+            );
+        }
+        if !METRIC_STRATEGIES.contains(&s.value.as_str()) {
+            errs.not_one_of(format!("{path}.value"), &s.value, METRIC_STRATEGIES);
+        }
+    }
+}
+
+fn check_algorithm(exp: &Experiment, errs: &mut Errors) {
+    match &exp.spec.algorithm {
+        None => errs.required(
+            "spec.algorithm",
+            &format!("set algorithmName to one of {}", ALGORITHM_NAMES.join(", ")),
+        ),
+        Some(a) => check_algorithm_name(a, "spec.algorithm.algorithmName", ALGORITHM_NAMES, errs),
+    }
+    if let Some(es) = &exp.spec.early_stopping {
+        check_algorithm_name(
+            es,
+            "spec.earlyStopping.algorithmName",
+            EARLY_STOPPING_NAMES,
+            errs,
+        );
+    }
+}
+
+fn check_algorithm_name(spec: &AlgorithmSpec, path: &str, known: &[&str], errs: &mut Errors) {
+    match spec.algorithm_name.as_deref().filter(|n| !n.is_empty()) {
+        None => errs.required(path, &format!("use one of {}", known.join(", "))),
+        Some(n) if !known.contains(&n) => errs.not_one_of(path, n, known),
+        Some(_) => {}
+    }
+}
+
+fn check_resume_policy(exp: &Experiment, errs: &mut Errors) {
+    if let Some(p) = exp.spec.resume_policy.as_deref()
+        && !p.is_empty()
+        && !RESUME_POLICIES.contains(&p)
+    {
+        errs.not_one_of("spec.resumePolicy", p, RESUME_POLICIES);
+    }
+}

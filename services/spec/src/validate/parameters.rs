@@ -1,0 +1,199 @@
+//! Rules for `spec.parameters` (and the parameters inside `nasConfig.operations`): Katib's shape
+//! rules, plus the numeric checks Katib only discovers when an algorithm crashes on them.
+
+use super::Errors;
+use crate::known::{DISTRIBUTIONS, PARAMETER_TYPES};
+use crate::number::{parse_f64, parse_i64};
+use crate::types::{Experiment, FeasibleSpace, ParameterSpec};
+
+pub(super) fn check(exp: &Experiment, errs: &mut Errors) {
+    let s = &exp.spec;
+    match (s.parameters.is_empty(), &s.nas_config) {
+        (false, Some(_)) => errs.add(
+            "spec.nasConfig",
+            "must not be set together with spec.parameters; hint: keep only one of them",
+        ),
+        (true, None) => errs.required(
+            "spec.parameters",
+            "list the parameters to tune (or set spec.nasConfig)",
+        ),
+        _ => {}
+    }
+    check_list(&s.parameters, "spec.parameters", errs);
+    if let Some(nas) = &s.nas_config {
+        for (i, op) in nas.operations.iter().enumerate() {
+            let path = format!("spec.nasConfig.operations[{i}]");
+            if super::is_blank(&op.operation_type) {
+                errs.required(format!("{path}.operationType"), "");
+            }
+            check_list(&op.parameters, &format!("{path}.parameters"), errs);
+        }
+    }
+}
+
+fn check_list(params: &[ParameterSpec], list_path: &str, errs: &mut Errors) {
+    for (i, p) in params.iter().enumerate() {
+        let path = format!("{list_path}[{i}]");
+        if p.name.trim().is_empty() {
+            errs.required(format!("{path}.name"), "");
+        } else if let Some(j) = params[..i].iter().position(|q| q.name == p.name) {
+            errs.add(
+                format!("{path}.name"),
+                format!(
+                    "value {:?} is already the name of {list_path}[{j}]; hint: parameter names must be unique",
+                    p.name
+                ),
+            );
+        }
+        check_parameter(p, &path, errs);
+    }
+}
+
+fn check_parameter(p: &ParameterSpec, path: &str, errs: &mut Errors) {
+    let ty = match p.parameter_type.as_deref().filter(|t| !t.is_empty()) {
+        None => {
+            errs.required(
+                format!("{path}.parameterType"),
+                &format!("use one of {}", PARAMETER_TYPES.join(", ")),
+            );
+            None
+        }
+        Some(t) if !PARAMETER_TYPES.contains(&t) => {
+            errs.not_one_of(format!("{path}.parameterType"), t, PARAMETER_TYPES);
+            None
+        }
+        Some(t) => Some(t),
+    };
+    let fs_path = format!("{path}.feasibleSpace");
+    let Some(fs) = p.feasible_space.as_ref().filter(|fs| !fs.is_empty()) else {
+        errs.required(&fs_path, "give min and max, or a list of values");
+        return;
+    };
+    if let Some(d) = fs.distribution.as_deref()
+        && !d.is_empty()
+        && !DISTRIBUTIONS.contains(&d)
+    {
+        errs.not_one_of(format!("{fs_path}.distribution"), d, DISTRIBUTIONS);
+    }
+    match ty {
+        Some("double") => check_range(fs, &fs_path, false, errs),
+        Some("int") => check_range(fs, &fs_path, true, errs),
+        Some(t @ ("discrete" | "categorical")) => check_values(fs, &fs_path, t, errs),
+        _ => {}
+    }
+}
+
+fn check_range(fs: &FeasibleSpace, path: &str, int: bool, errs: &mut Errors) {
+    let kind = if int { "int" } else { "double" };
+    if !fs.list.is_empty() {
+        errs.add(
+            format!("{path}.list"),
+            format!(
+                "must not be set for a {kind} parameter; hint: use min and max, or make the parameter discrete"
+            ),
+        );
+    }
+    let read = |field: &str, value: &Option<String>, errs: &mut Errors| -> Option<f64> {
+        let text = value.as_deref()?;
+        let parsed = if int {
+            parse_i64(text).map(|v| v as f64)
+        } else {
+            parse_f64(text)
+        };
+        if parsed.is_none() {
+            let what = if int { "an integer" } else { "a number" };
+            errs.add(
+                format!("{path}.{field}"),
+                format!("value {text:?} is not {what}"),
+            );
+        }
+        parsed
+    };
+    let min = read("min", &fs.min, errs);
+    let max = read("max", &fs.max, errs);
+    let step = read("step", &fs.step, errs);
+    for (field, value) in [("min", &fs.min), ("max", &fs.max)] {
+        if value.is_none() {
+            errs.required(format!("{path}.{field}"), "");
+        }
+    }
+    if let (Some(lo), Some(hi)) = (min, max)
+        && lo >= hi
+    {
+        errs.add(
+            format!("{path}.max"),
+            format!(
+                "value {:?} must be greater than min {:?}",
+                fs.max.as_deref().unwrap_or(""),
+                fs.min.as_deref().unwrap_or("")
+            ),
+        );
+    }
+    if let Some(s) = step
+        && s <= 0.0
+    {
+        errs.add(
+            format!("{path}.step"),
+            format!(
+                "value {:?} must be greater than 0",
+                fs.step.as_deref().unwrap_or("")
+            ),
+        );
+    }
+    let dist = fs.distribution.as_deref().unwrap_or("");
+    if matches!(dist, "logUniform" | "logNormal")
+        && let Some(lo) = min
+        && lo <= 0.0
+    {
+        errs.add(
+            format!("{path}.min"),
+            format!(
+                "value {:?} must be greater than 0 for distribution {dist}; hint: a log scale needs positive bounds",
+                fs.min.as_deref().unwrap_or("")
+            ),
+        );
+    }
+}
+
+fn check_values(fs: &FeasibleSpace, path: &str, kind: &str, errs: &mut Errors) {
+    for (field, value) in [("min", &fs.min), ("max", &fs.max), ("step", &fs.step)] {
+        if value.is_some() {
+            errs.add(
+                format!("{path}.{field}"),
+                format!(
+                    "must not be set for a {kind} parameter; hint: list the values in feasibleSpace.list"
+                ),
+            );
+        }
+    }
+    if fs.list.is_empty() {
+        errs.required(format!("{path}.list"), "list at least one value");
+        return;
+    }
+    let discrete = kind == "discrete";
+    for (k, v) in fs.list.iter().enumerate() {
+        let item = format!("{path}.list[{k}]");
+        if v.trim().is_empty() {
+            errs.add(item, "value \"\" is empty");
+            continue;
+        }
+        let num = parse_f64(v);
+        if discrete && num.is_none() {
+            errs.add(
+                item,
+                format!(
+                    "value {v:?} is not a number; hint: use a categorical parameter for labels"
+                ),
+            );
+            continue;
+        }
+        // Discrete values compare numerically: "1" and "1.0" are the same trial.
+        let same = |w: &String| w == v || (discrete && num.is_some() && parse_f64(w) == num);
+        if let Some(j) = fs.list[..k].iter().position(same) {
+            errs.add(
+                item,
+                format!("value {v:?} duplicates list[{j}]; hint: list each value once"),
+            );
+        }
+    }
+}

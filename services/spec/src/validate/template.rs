@@ -1,0 +1,222 @@
+//! Rules for `spec.trialTemplate`: where the template comes from, the trial parameters and
+//! their references, and that placeholders and trial parameters match one to one.
+
+use super::{Errors, is_blank};
+use crate::reference::{Reference, placeholder, placeholder_names};
+use crate::types::{Experiment, TrialTemplate};
+use serde_json::Value;
+
+const T: &str = "spec.trialTemplate";
+
+pub(super) fn check(exp: &Experiment, errs: &mut Errors) {
+    let Some(tt) = &exp.spec.trial_template else {
+        errs.required(
+            T,
+            "describe the job each trial runs in trialTemplate.trialSpec",
+        );
+        return;
+    };
+    if is_blank(&tt.primary_container_name) {
+        errs.required(
+            format!("{T}.primaryContainerName"),
+            "name the container that runs the training code",
+        );
+    }
+    for (field, value) in [
+        ("successCondition", &tt.success_condition),
+        ("failureCondition", &tt.failure_condition),
+    ] {
+        if is_blank(value) {
+            errs.required(
+                format!("{T}.{field}"),
+                "it is filled in only for Job, TFJob, PyTorchJob, XGBoostJob, MPIJob and TrainJob \
+                 templates written inline; write a GJSON condition for other kinds",
+            );
+        }
+    }
+    check_source(tt, errs);
+    check_trial_parameters(exp, tt, errs);
+    if let Some(spec) = &tt.trial_spec {
+        check_trial_spec(spec, errs);
+        check_placeholders(tt, spec, errs);
+    }
+}
+
+fn check_source(tt: &TrialTemplate, errs: &mut Errors) {
+    match (&tt.trial_spec, &tt.config_map) {
+        (Some(_), Some(_)) => errs.add(
+            T,
+            "only one of trialSpec and configMap may be set; hint: remove one of them",
+        ),
+        (None, None) => errs.required(
+            format!("{T}.trialSpec"),
+            "write the job inline in trialSpec, or point configMap at a stored template",
+        ),
+        (None, Some(cm)) => {
+            for (field, value) in [
+                ("configMapName", &cm.config_map_name),
+                ("configMapNamespace", &cm.config_map_namespace),
+                ("templatePath", &cm.template_path),
+            ] {
+                if is_blank(value) {
+                    errs.required(format!("{T}.configMap.{field}"), "");
+                }
+            }
+        }
+        (Some(_), None) => {}
+    }
+}
+
+fn check_trial_parameters(exp: &Experiment, tt: &TrialTemplate, errs: &mut Errors) {
+    if tt.trial_parameters.is_empty() {
+        errs.required(
+            format!("{T}.trialParameters"),
+            "map each placeholder to a parameter, e.g. {name: learningRate, reference: lr}",
+        );
+        return;
+    }
+    let params = &exp.spec.parameters;
+    let spec = tt.trial_spec.as_ref();
+    for (i, tp) in tt.trial_parameters.iter().enumerate() {
+        let path = format!("{T}.trialParameters[{i}]");
+        let earlier = &tt.trial_parameters[..i];
+        if tp.name.is_empty() {
+            errs.required(format!("{path}.name"), "");
+        } else if tp.name.contains(['{', '}']) {
+            errs.add(
+                format!("{path}.name"),
+                format!("value {:?} must not contain '{{' or '}}'", tp.name),
+            );
+        } else if earlier.iter().any(|o| o.name == tp.name) {
+            errs.add(
+                format!("{path}.name"),
+                format!("value {:?} appears twice", tp.name),
+            );
+        }
+        let rpath = format!("{path}.reference");
+        if tp.reference.is_empty() {
+            errs.required(rpath, "name a parameter from spec.parameters");
+            continue;
+        }
+        if earlier.iter().any(|o| o.reference == tp.reference) {
+            errs.add(
+                &rpath,
+                format!("value {:?} is referenced twice", tp.reference),
+            );
+        }
+        match Reference::parse(&tp.reference) {
+            Err(why) => errs.add(rpath, format!("value {:?}: {why}", tp.reference)),
+            Ok(Reference::Parameter(name)) => {
+                if !params.is_empty() && !params.iter().any(|p| p.name == name) {
+                    let known: Vec<&str> = params.iter().map(|p| p.name.as_str()).collect();
+                    errs.add(
+                        rpath,
+                        format!(
+                            "value {name:?} is not a parameter in spec.parameters; hint: use one of {}",
+                            known.join(", ")
+                        ),
+                    );
+                }
+            }
+            Ok(Reference::Label(key)) => check_meta_key(spec, "labels", &key, &rpath, errs),
+            Ok(Reference::Annotation(key)) => {
+                check_meta_key(spec, "annotations", &key, &rpath, errs)
+            }
+            Ok(_) => {}
+        }
+    }
+    // Katib fails every trial when an assignment has no trial parameter to go to.
+    for (i, p) in params.iter().enumerate() {
+        if !p.name.is_empty() && !tt.trial_parameters.iter().any(|tp| tp.reference == p.name) {
+            errs.add(
+                format!("spec.parameters[{i}].name"),
+                format!(
+                    "parameter {:?} is not referenced by any {T}.trialParameters entry; \
+                     hint: add {{name: <placeholder>, reference: {}}}",
+                    p.name, p.name
+                ),
+            );
+        }
+    }
+}
+
+fn check_meta_key(spec: Option<&Value>, field: &str, key: &str, path: &str, errs: &mut Errors) {
+    // A ConfigMap template is not available here; it is checked when rendered.
+    let Some(spec) = spec else {
+        return;
+    };
+    let found = spec
+        .get("metadata")
+        .and_then(|m| m.get(field))
+        .and_then(|m| m.get(key));
+    if found.is_none() {
+        errs.add(
+            path,
+            format!(
+                "{field} key {key:?} is not set in {T}.trialSpec.metadata.{field}; hint: add it there"
+            ),
+        );
+    }
+}
+
+fn check_trial_spec(spec: &Value, errs: &mut Errors) {
+    let path = format!("{T}.trialSpec");
+    let Some(obj) = spec.as_object() else {
+        errs.add(
+            path,
+            "must be a Kubernetes object (a mapping with apiVersion and kind)",
+        );
+        return;
+    };
+    for field in ["apiVersion", "kind"] {
+        if obj
+            .get(field)
+            .and_then(Value::as_str)
+            .is_none_or(str::is_empty)
+        {
+            errs.required(format!("{path}.{field}"), "");
+        }
+    }
+    if let Some(meta) = obj.get("metadata") {
+        for field in ["name", "namespace"] {
+            if let Some(v) = meta.get(field) {
+                errs.add(
+                    format!("{path}.metadata.{field}"),
+                    format!(
+                        "value {v} must not be set; hint: each trial's job is named after the trial, in the experiment's namespace"
+                    ),
+                );
+            }
+        }
+    }
+}
+
+fn check_placeholders(tt: &TrialTemplate, spec: &Value, errs: &mut Errors) {
+    let text = spec.to_string();
+    let used = placeholder_names(&text);
+    let mut reported: Vec<&str> = Vec::new();
+    for name in &used {
+        if !tt.trial_parameters.iter().any(|tp| tp.name == *name) && !reported.contains(name) {
+            reported.push(name);
+            errs.add(
+                format!("{T}.trialSpec"),
+                format!(
+                    "placeholder {:?} is not defined in {T}.trialParameters; hint: add {{name: {name}, reference: <parameter>}}",
+                    placeholder(name)
+                ),
+            );
+        }
+    }
+    for (i, tp) in tt.trial_parameters.iter().enumerate() {
+        if !tp.name.is_empty() && !used.contains(&tp.name.as_str()) {
+            errs.add(
+                format!("{T}.trialParameters[{i}].name"),
+                format!(
+                    "trial parameter {:?} is not used in {T}.trialSpec; hint: write {} where the value belongs, or remove the entry",
+                    tp.name,
+                    placeholder(&tp.name)
+                ),
+            );
+        }
+    }
+}
