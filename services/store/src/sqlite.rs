@@ -1,0 +1,556 @@
+//! The SQLite backend: opening and configuring the database file, and every statement the store
+//! runs against it.
+//!
+//! Writers from several pooled connections and from other processes share one file. WAL lets
+//! readers run beside the single writer; `busy_timeout` makes a writer wait for the lock
+//! instead of failing; and every multi-statement write transaction starts with
+//! `BEGIN IMMEDIATE`, because a deferred transaction that reads before it writes can fail with
+//! `SQLITE_BUSY` at once, without the busy handler being consulted.
+
+use crate::codec;
+use crate::error::StoreError;
+use crate::model::{ExperimentRow, ExperimentStatusRow, TrialRow, TrialUpdate};
+use crate::url::SqliteTarget;
+use sqlx::error::ErrorKind;
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+};
+use std::path::Path;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::Mutex;
+use vernier_core::Observation;
+
+/// Writers are serialised by SQLite's file lock, so more connections only add readers.
+const MAX_CONNECTIONS: u32 = 4;
+/// How long a writer waits for another connection or process to release the lock.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
+/// SQLite's extended result code for "file is not a database".
+const SQLITE_NOTADB: &str = "26";
+
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
+
+#[derive(Debug, Clone)]
+pub(crate) struct SqliteBackend {
+    pool: SqlitePool,
+    /// Queues this process's writers in FIFO order. Without it they would meet at SQLite's
+    /// file lock, whose busy handler polls with sleeps of up to 100 ms; with it only writers
+    /// from other processes ever wait there.
+    write_lock: Arc<Mutex<()>>,
+}
+
+#[derive(sqlx::FromRow)]
+struct ExperimentRecord {
+    name: String,
+    spec_json: String,
+    seed: i64,
+    created_us: i64,
+    phase: String,
+    reason: String,
+    message: String,
+    started_us: Option<i64>,
+    completed_us: Option<i64>,
+    algorithm_state: Option<String>,
+    conditions_json: String,
+}
+
+impl From<ExperimentRecord> for ExperimentRow {
+    fn from(r: ExperimentRecord) -> Self {
+        ExperimentRow {
+            name: r.name,
+            spec_json: r.spec_json,
+            seed: r.seed,
+            created_us: r.created_us,
+            status: ExperimentStatusRow {
+                phase: r.phase,
+                reason: r.reason,
+                message: r.message,
+                started_us: r.started_us,
+                completed_us: r.completed_us,
+                algorithm_state: r.algorithm_state,
+                conditions_json: r.conditions_json,
+            },
+        }
+    }
+}
+
+#[derive(sqlx::FromRow)]
+struct TrialRecord {
+    experiment: String,
+    name: String,
+    seq: i64,
+    assignment_json: String,
+    labels_json: String,
+    state: String,
+    reason: String,
+    message: String,
+    created_us: i64,
+    started_us: Option<i64>,
+    completed_us: Option<i64>,
+    attempt: i64,
+}
+
+impl TryFrom<TrialRecord> for TrialRow {
+    type Error = StoreError;
+
+    fn try_from(r: TrialRecord) -> Result<Self, StoreError> {
+        Ok(TrialRow {
+            assignment: codec::decode_assignment(&r.name, &r.assignment_json)?,
+            labels: codec::decode_labels(&r.name, &r.labels_json)?,
+            state: codec::decode_state(&r.name, &r.state)?,
+            experiment: r.experiment,
+            name: r.name,
+            seq: r.seq,
+            reason: r.reason,
+            message: r.message,
+            created_us: r.created_us,
+            started_us: r.started_us,
+            completed_us: r.completed_us,
+            attempt: r.attempt,
+        })
+    }
+}
+
+// Macros rather than consts so `concat!` yields `&'static str` statements.
+macro_rules! select_experiment {
+    () => {
+        "SELECT name, spec_json, seed, created_us, phase, reason, message, started_us, \
+         completed_us, algorithm_state, conditions_json FROM experiments"
+    };
+}
+
+macro_rules! select_trial {
+    () => {
+        "SELECT experiment, name, seq, assignment_json, labels_json, state, reason, message, \
+         created_us, started_us, completed_us, attempt FROM trials"
+    };
+}
+
+fn kind_of(e: &sqlx::Error) -> Option<ErrorKind> {
+    match e {
+        sqlx::Error::Database(db) => Some(db.kind()),
+        _ => None,
+    }
+}
+
+fn is_not_a_database(e: &sqlx::Error) -> bool {
+    match e {
+        sqlx::Error::Database(db) => db.code().as_deref() == Some(SQLITE_NOTADB),
+        _ => false,
+    }
+}
+
+fn migrate_not_a_database(e: &sqlx::migrate::MigrateError) -> bool {
+    match e {
+        sqlx::migrate::MigrateError::Execute(inner)
+        | sqlx::migrate::MigrateError::ExecuteMigration(inner, _) => is_not_a_database(inner),
+        _ => false,
+    }
+}
+
+/// Checks what SQLite would report obscurely ("unable to open database file") before opening.
+fn check_path(path: &Path) -> Result<(), StoreError> {
+    let shown = path.display().to_string();
+    if path.is_dir() {
+        return Err(StoreError::IsADirectory { path: shown });
+    }
+    if let Some(dir) = path.parent()
+        && !dir.as_os_str().is_empty()
+        && !dir.is_dir()
+    {
+        return Err(StoreError::MissingDirectory {
+            path: shown,
+            dir: dir.display().to_string(),
+        });
+    }
+    Ok(())
+}
+
+impl SqliteBackend {
+    pub(crate) async fn connect(url: &str, target: &SqliteTarget) -> Result<Self, StoreError> {
+        let connect_err = |error: sqlx::Error| StoreError::Connect {
+            url: url.to_owned(),
+            error,
+        };
+        let (options, pool_options, shown) = match target {
+            SqliteTarget::File(path) => {
+                check_path(path)?;
+                let options = SqliteConnectOptions::new()
+                    .filename(path)
+                    .create_if_missing(true);
+                (
+                    options,
+                    SqlitePoolOptions::new().max_connections(MAX_CONNECTIONS),
+                    path.display().to_string(),
+                )
+            }
+            SqliteTarget::Memory => {
+                // sqlx gives each `:memory:` options value a unique shared-cache name, so the
+                // pooled connections see one database; it lives while one connection does.
+                let options =
+                    SqliteConnectOptions::from_str("sqlite::memory:").map_err(connect_err)?;
+                (
+                    options,
+                    SqlitePoolOptions::new()
+                        .max_connections(MAX_CONNECTIONS)
+                        .min_connections(1)
+                        .idle_timeout(None)
+                        .max_lifetime(None),
+                    ":memory:".to_owned(),
+                )
+            }
+        };
+        let options = options
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Normal)
+            .foreign_keys(true)
+            .busy_timeout(BUSY_TIMEOUT);
+        let pool = pool_options.connect_with(options).await.map_err(|error| {
+            if is_not_a_database(&error) {
+                StoreError::NotADatabase {
+                    path: shown.clone(),
+                }
+            } else {
+                connect_err(error)
+            }
+        })?;
+        if let Err(first) = MIGRATOR.run(&pool).await {
+            if migrate_not_a_database(&first) {
+                pool.close().await;
+                return Err(StoreError::NotADatabase { path: shown });
+            }
+            // Two processes opening a new file at once both see no schema; the loser's
+            // CREATE TABLE fails. Running again sees the winner's schema and does nothing.
+            if let Err(error) = MIGRATOR.run(&pool).await {
+                pool.close().await;
+                return Err(StoreError::Migrate {
+                    url: url.to_owned(),
+                    error,
+                });
+            }
+        }
+        Ok(SqliteBackend {
+            pool,
+            write_lock: Arc::new(Mutex::new(())),
+        })
+    }
+
+    pub(crate) async fn ping(&self) -> Result<(), StoreError> {
+        sqlx::query("SELECT 1")
+            .execute(&self.pool)
+            .await
+            .map_err(|e| StoreError::query("reach database", "ping", e))?;
+        Ok(())
+    }
+
+    pub(crate) async fn close(&self) {
+        self.pool.close().await;
+    }
+
+    pub(crate) async fn create_experiment(&self, e: &ExperimentRow) -> Result<(), StoreError> {
+        let _writer = self.write_lock.lock().await;
+        let s = &e.status;
+        sqlx::query(
+            "INSERT INTO experiments (name, spec_json, seed, created_us, phase, reason, message, \
+             started_us, completed_us, algorithm_state, conditions_json) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(&e.name)
+        .bind(&e.spec_json)
+        .bind(e.seed)
+        .bind(e.created_us)
+        .bind(&s.phase)
+        .bind(&s.reason)
+        .bind(&s.message)
+        .bind(s.started_us)
+        .bind(s.completed_us)
+        .bind(&s.algorithm_state)
+        .bind(&s.conditions_json)
+        .execute(&self.pool)
+        .await
+        .map_err(|err| match kind_of(&err) {
+            Some(ErrorKind::UniqueViolation) => StoreError::ExperimentExists(e.name.clone()),
+            _ => StoreError::query("create experiment", &e.name, err),
+        })?;
+        Ok(())
+    }
+
+    pub(crate) async fn get_experiment(
+        &self,
+        name: &str,
+    ) -> Result<Option<ExperimentRow>, StoreError> {
+        let row: Option<ExperimentRecord> =
+            sqlx::query_as(concat!(select_experiment!(), " WHERE name = ?"))
+                .bind(name)
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(|e| StoreError::query("read experiment", name, e))?;
+        Ok(row.map(ExperimentRow::from))
+    }
+
+    pub(crate) async fn list_experiments(&self) -> Result<Vec<ExperimentRow>, StoreError> {
+        let rows: Vec<ExperimentRecord> =
+            sqlx::query_as(concat!(select_experiment!(), " ORDER BY created_us, name"))
+                .fetch_all(&self.pool)
+                .await
+                .map_err(|e| StoreError::query("list experiments in", "database", e))?;
+        Ok(rows.into_iter().map(ExperimentRow::from).collect())
+    }
+
+    pub(crate) async fn update_experiment_status(
+        &self,
+        name: &str,
+        s: &ExperimentStatusRow,
+    ) -> Result<(), StoreError> {
+        let _writer = self.write_lock.lock().await;
+        let done = sqlx::query(
+            "UPDATE experiments SET phase = ?, reason = ?, message = ?, started_us = ?, \
+             completed_us = ?, algorithm_state = ?, conditions_json = ? WHERE name = ?",
+        )
+        .bind(&s.phase)
+        .bind(&s.reason)
+        .bind(&s.message)
+        .bind(s.started_us)
+        .bind(s.completed_us)
+        .bind(&s.algorithm_state)
+        .bind(&s.conditions_json)
+        .bind(name)
+        .execute(&self.pool)
+        .await
+        .map_err(|e| StoreError::query("update status of experiment", name, e))?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::not_found("experiment", name));
+        }
+        Ok(())
+    }
+
+    pub(crate) async fn delete_experiment(&self, name: &str) -> Result<bool, StoreError> {
+        let _writer = self.write_lock.lock().await;
+        let err = |e| StoreError::query("delete experiment", name, e);
+        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(err)?;
+        // Observation logs have no foreign key (Katib's table has none), so they go first,
+        // while the trial names are still there to find them by.
+        sqlx::query(
+            "DELETE FROM observation_logs WHERE trial_name IN \
+             (SELECT name FROM trials WHERE experiment = ?)",
+        )
+        .bind(name)
+        .execute(&mut *tx)
+        .await
+        .map_err(err)?;
+        let done = sqlx::query("DELETE FROM experiments WHERE name = ?")
+            .bind(name)
+            .execute(&mut *tx)
+            .await
+            .map_err(err)?;
+        tx.commit().await.map_err(err)?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    pub(crate) async fn insert_trial(&self, t: &TrialRow) -> Result<(), StoreError> {
+        let _writer = self.write_lock.lock().await;
+        let assignment = codec::encode_assignment(&t.name, &t.assignment)?;
+        let labels = codec::encode_labels(&t.name, &t.labels)?;
+        sqlx::query(
+            "INSERT INTO trials (experiment, name, seq, assignment_json, labels_json, state, \
+             reason, message, created_us, started_us, completed_us, attempt) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(&t.experiment)
+        .bind(&t.name)
+        .bind(t.seq)
+        .bind(assignment)
+        .bind(labels)
+        .bind(t.state.as_str())
+        .bind(&t.reason)
+        .bind(&t.message)
+        .bind(t.created_us)
+        .bind(t.started_us)
+        .bind(t.completed_us)
+        .bind(t.attempt)
+        .execute(&self.pool)
+        .await
+        .map_err(|err| match &err {
+            sqlx::Error::Database(db) => match db.kind() {
+                // SQLite names the columns of the violated index in the message.
+                ErrorKind::UniqueViolation if db.message().contains("trials.seq") => {
+                    StoreError::TrialSeqTaken {
+                        experiment: t.experiment.clone(),
+                        seq: t.seq,
+                    }
+                }
+                ErrorKind::UniqueViolation => StoreError::TrialExists(t.name.clone()),
+                ErrorKind::ForeignKeyViolation => {
+                    StoreError::not_found("experiment", &t.experiment)
+                }
+                _ => StoreError::query("insert trial", &t.name, err),
+            },
+            _ => StoreError::query("insert trial", &t.name, err),
+        })?;
+        Ok(())
+    }
+
+    pub(crate) async fn update_trial(&self, name: &str, u: &TrialUpdate) -> Result<(), StoreError> {
+        let _writer = self.write_lock.lock().await;
+        let done = sqlx::query(
+            "UPDATE trials SET state = ?, reason = ?, message = ?, \
+             started_us = COALESCE(?, started_us), completed_us = COALESCE(?, completed_us), \
+             attempt = COALESCE(?, attempt) WHERE name = ?",
+        )
+        .bind(u.state.as_str())
+        .bind(&u.reason)
+        .bind(&u.message)
+        .bind(u.started_us)
+        .bind(u.completed_us)
+        .bind(u.attempt)
+        .bind(name)
+        .execute(&self.pool)
+        .await
+        .map_err(|e| StoreError::query("update trial", name, e))?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::not_found("trial", name));
+        }
+        Ok(())
+    }
+
+    pub(crate) async fn get_trial(&self, name: &str) -> Result<Option<TrialRow>, StoreError> {
+        let row: Option<TrialRecord> = sqlx::query_as(concat!(select_trial!(), " WHERE name = ?"))
+            .bind(name)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(|e| StoreError::query("read trial", name, e))?;
+        row.map(TrialRow::try_from).transpose()
+    }
+
+    pub(crate) async fn list_trials(&self, experiment: &str) -> Result<Vec<TrialRow>, StoreError> {
+        let rows: Vec<TrialRecord> = sqlx::query_as(concat!(
+            select_trial!(),
+            " WHERE experiment = ? ORDER BY seq"
+        ))
+        .bind(experiment)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(|e| StoreError::query("list trials of experiment", experiment, e))?;
+        rows.into_iter().map(TrialRow::try_from).collect()
+    }
+
+    pub(crate) async fn report_observations(
+        &self,
+        trial: &str,
+        logs: &[Observation],
+    ) -> Result<(), StoreError> {
+        const INSERT: &str = "INSERT INTO observation_logs (trial_name, time, metric_name, value) VALUES (?, ?, ?, ?)";
+        let err = |e| StoreError::query("record observations of trial", trial, e);
+        if logs.is_empty() {
+            return Ok(());
+        }
+        let _writer = self.write_lock.lock().await;
+        if let [o] = logs {
+            // One statement commits on its own; no transaction round trips needed.
+            sqlx::query(INSERT)
+                .bind(trial)
+                .bind(o.timestamp_us)
+                .bind(&o.metric)
+                .bind(&o.value)
+                .execute(&self.pool)
+                .await
+                .map_err(err)?;
+            return Ok(());
+        }
+        // One single-row statement per log rather than a multi-row INSERT: SQLite runs in
+        // process, so the loop costs little, and the statement cache holds one statement
+        // instead of one per batch size.
+        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(err)?;
+        for o in logs {
+            sqlx::query(INSERT)
+                .bind(trial)
+                .bind(o.timestamp_us)
+                .bind(&o.metric)
+                .bind(&o.value)
+                .execute(&mut *tx)
+                .await
+                .map_err(err)?;
+        }
+        tx.commit().await.map_err(err)
+    }
+
+    pub(crate) async fn observations(
+        &self,
+        trial: &str,
+        metric: Option<&str>,
+        start_us: Option<i64>,
+        end_us: Option<i64>,
+    ) -> Result<Vec<Observation>, StoreError> {
+        // Open bounds become the extreme i64 values rather than `? IS NULL OR ...`, so the
+        // (trial_name, time) index serves every variant; two fixed texts keep the cache warm.
+        let sql = match metric {
+            Some(_) => {
+                "SELECT metric_name, time, value FROM observation_logs \
+                 WHERE trial_name = ? AND time >= ? AND time <= ? AND metric_name = ? \
+                 ORDER BY time, id"
+            }
+            None => {
+                "SELECT metric_name, time, value FROM observation_logs \
+                 WHERE trial_name = ? AND time >= ? AND time <= ? ORDER BY time, id"
+            }
+        };
+        let mut q = sqlx::query_as::<_, (String, i64, String)>(sql)
+            .bind(trial)
+            .bind(start_us.unwrap_or(i64::MIN))
+            .bind(end_us.unwrap_or(i64::MAX));
+        if let Some(m) = metric {
+            q = q.bind(m);
+        }
+        let rows = q
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| StoreError::query("read observations of trial", trial, e))?;
+        Ok(rows
+            .into_iter()
+            .map(|(metric, timestamp_us, value)| Observation {
+                metric,
+                timestamp_us,
+                value,
+            })
+            .collect())
+    }
+
+    pub(crate) async fn observations_for_experiment(
+        &self,
+        experiment: &str,
+    ) -> Result<Vec<(String, Observation)>, StoreError> {
+        let rows = sqlx::query_as::<_, (String, String, i64, String)>(
+            "SELECT o.trial_name, o.metric_name, o.time, o.value \
+             FROM trials t JOIN observation_logs o ON o.trial_name = t.name \
+             WHERE t.experiment = ? ORDER BY t.seq, o.time, o.id",
+        )
+        .bind(experiment)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(|e| StoreError::query("read observations of experiment", experiment, e))?;
+        Ok(rows
+            .into_iter()
+            .map(|(trial, metric, timestamp_us, value)| {
+                (
+                    trial,
+                    Observation {
+                        metric,
+                        timestamp_us,
+                        value,
+                    },
+                )
+            })
+            .collect())
+    }
+
+    pub(crate) async fn delete_observations(&self, trial: &str) -> Result<u64, StoreError> {
+        let _writer = self.write_lock.lock().await;
+        let done = sqlx::query("DELETE FROM observation_logs WHERE trial_name = ?")
+            .bind(trial)
+            .execute(&self.pool)
+            .await
+            .map_err(|e| StoreError::query("delete observations of trial", trial, e))?;
+        Ok(done.rows_affected())
+    }
+}

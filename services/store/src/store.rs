@@ -1,0 +1,144 @@
+//! `SqlStore`, the store's public face: picks the backend from the URL and forwards each call,
+//! so adding PostgreSQL or MySQL means one more `Backend` variant and module.
+
+use crate::error::StoreError;
+use crate::model::{ExperimentRow, ExperimentStatusRow, TrialRow, TrialUpdate};
+use crate::sqlite::SqliteBackend;
+use crate::url::{self, DatabaseUrl};
+use vernier_core::Observation;
+
+/// A pooled connection to the experiment database. Cheap to clone; clones share the pool.
+#[derive(Debug, Clone)]
+pub struct SqlStore {
+    backend: Backend,
+}
+
+#[derive(Debug, Clone)]
+enum Backend {
+    Sqlite(SqliteBackend),
+}
+
+/// Forwards a call to whichever backend the store was opened with.
+macro_rules! dispatch {
+    ($self:ident . $method:ident ( $($arg:expr),* )) => {
+        match &$self.backend {
+            Backend::Sqlite(b) => b.$method($($arg),*).await,
+        }
+    };
+}
+
+impl SqlStore {
+    /// Opens the database at `url` and brings its schema up to date.
+    ///
+    /// `url` is `sqlite://PATH`, `sqlite:PATH` or a bare path (taken as SQLite; no query
+    /// parameters are parsed). `:memory:` gives a private in-memory database, for tests. A
+    /// missing file is created; its directory must exist. SQLite runs with WAL,
+    /// `synchronous=NORMAL`, foreign keys on and a 30 s busy timeout, so several processes
+    /// can share one file.
+    pub async fn connect(url: &str) -> Result<SqlStore, StoreError> {
+        let backend = match url::parse(url)? {
+            DatabaseUrl::Sqlite(target) => {
+                Backend::Sqlite(SqliteBackend::connect(url, &target).await?)
+            }
+        };
+        Ok(SqlStore { backend })
+    }
+
+    /// Checks that the database answers.
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        dispatch!(self.ping())
+    }
+
+    /// Closes the pool and waits for its connections to finish; later calls fail.
+    pub async fn close(&self) {
+        dispatch!(self.close())
+    }
+
+    /// Fails with [`StoreError::ExperimentExists`] if the name is taken.
+    pub async fn create_experiment(&self, e: &ExperimentRow) -> Result<(), StoreError> {
+        dispatch!(self.create_experiment(e))
+    }
+
+    pub async fn get_experiment(&self, name: &str) -> Result<Option<ExperimentRow>, StoreError> {
+        dispatch!(self.get_experiment(name))
+    }
+
+    /// All experiments, oldest first (ties by name).
+    pub async fn list_experiments(&self) -> Result<Vec<ExperimentRow>, StoreError> {
+        dispatch!(self.list_experiments())
+    }
+
+    /// Replaces the whole status; [`StoreError::NotFound`] if there is no such experiment.
+    pub async fn update_experiment_status(
+        &self,
+        name: &str,
+        status: &ExperimentStatusRow,
+    ) -> Result<(), StoreError> {
+        dispatch!(self.update_experiment_status(name, status))
+    }
+
+    /// Deletes the experiment, its trials and their observation logs in one transaction.
+    /// Returns whether the experiment existed.
+    pub async fn delete_experiment(&self, name: &str) -> Result<bool, StoreError> {
+        dispatch!(self.delete_experiment(name))
+    }
+
+    /// Fails with [`StoreError::TrialExists`] if the name is taken (in any experiment),
+    /// [`StoreError::TrialSeqTaken`] if the experiment already has a trial with this `seq`,
+    /// and [`StoreError::NotFound`] if the experiment does not exist.
+    pub async fn insert_trial(&self, t: &TrialRow) -> Result<(), StoreError> {
+        dispatch!(self.insert_trial(t))
+    }
+
+    /// Applies `update` (see [`TrialUpdate`] for which fields overwrite);
+    /// [`StoreError::NotFound`] if there is no such trial.
+    pub async fn update_trial(&self, name: &str, update: &TrialUpdate) -> Result<(), StoreError> {
+        dispatch!(self.update_trial(name, update))
+    }
+
+    pub async fn get_trial(&self, name: &str) -> Result<Option<TrialRow>, StoreError> {
+        dispatch!(self.get_trial(name))
+    }
+
+    /// The experiment's trials in creation order (`seq`).
+    pub async fn list_trials(&self, experiment: &str) -> Result<Vec<TrialRow>, StoreError> {
+        dispatch!(self.list_trials(experiment))
+    }
+
+    /// Appends observation logs for `trial` in one transaction (Katib `ReportObservationLog`).
+    /// The trial need not be in the trials table: in Kubernetes mode trials are custom
+    /// resources. An empty slice does nothing.
+    pub async fn report_observations(
+        &self,
+        trial: &str,
+        logs: &[Observation],
+    ) -> Result<(), StoreError> {
+        dispatch!(self.report_observations(trial, logs))
+    }
+
+    /// A trial's observation logs (Katib `GetObservationLog`): optionally one metric only and
+    /// only times within `start_us..=end_us`; ordered by time, then by insertion.
+    pub async fn observations(
+        &self,
+        trial: &str,
+        metric: Option<&str>,
+        start_us: Option<i64>,
+        end_us: Option<i64>,
+    ) -> Result<Vec<Observation>, StoreError> {
+        dispatch!(self.observations(trial, metric, start_us, end_us))
+    }
+
+    /// Every observation log of every trial of the experiment, as `(trial name, observation)`,
+    /// in one query: ordered by trial `seq`, then time, then insertion.
+    pub async fn observations_for_experiment(
+        &self,
+        experiment: &str,
+    ) -> Result<Vec<(String, Observation)>, StoreError> {
+        dispatch!(self.observations_for_experiment(experiment))
+    }
+
+    /// Deletes a trial's observation logs (Katib `DeleteObservationLog`); returns how many.
+    pub async fn delete_observations(&self, trial: &str) -> Result<u64, StoreError> {
+        dispatch!(self.delete_observations(trial))
+    }
+}
