@@ -160,7 +160,12 @@ fn bad_metrics_format_regexes() {
             v,
             "/spec/metricsCollectorSpec",
             json!({"collector": {"kind": "File"},
-                   "source": {"filter": {"metricsFormat": ["([a-z", "(\\w+)=\\d+", "(\\w+)=(\\d+)"]}}}),
+                   "source": {"filter": {"metricsFormat": [
+                       "([a-z",
+                       "(\\w+)=\\d+",
+                       "(\\w+)=(\\d+)",
+                       // Katib's PyTorch example: literal braces, as Go reads them.
+                       "{metricName: ([\\w|-]+), metricValue: ((-?\\d+)(\\.\\d+)?)}"]}}}),
         )
     });
     assert_error(
@@ -174,6 +179,7 @@ fn bad_metrics_format_regexes() {
         "has 1 capture group(s)",
     );
     assert!(!e.to_string().contains("metricsFormat[2]"), "{e}");
+    assert!(!e.to_string().contains("metricsFormat[3]"), "{e}");
 }
 
 #[test]

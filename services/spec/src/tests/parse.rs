@@ -208,3 +208,19 @@ fn reads_a_file() {
 fn empty_document_is_an_error() {
     assert!(parse_experiment("  \n").is_err());
 }
+
+#[test]
+fn repository_examples_are_valid() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return;
+    };
+    for entry in entries {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "yaml")
+            && let Err(e) = parse_experiment_file(&path)
+        {
+            panic!("{}:\n{e}", path.display());
+        }
+    }
+}

@@ -118,8 +118,10 @@ fn check_http_get(mc: &MetricsCollectorSpec, errs: &mut Errors) {
 }
 
 /// Group 1 is the metric name and group 2 its value, so two capture groups are the minimum.
+/// Compiled the way the collector compiles it: Go's regexp takes a `{` that starts no repetition
+/// as a literal (Katib's PyTorch example relies on it), Rust's does not.
 fn check_format(format: &str, path: &str, errs: &mut Errors) {
-    match regex::Regex::new(format) {
+    match regex::Regex::new(&vernier_core::escape_literal_braces(format)) {
         Err(e) => {
             let first = e.to_string();
             let first = first.lines().last().unwrap_or("").trim().to_string();
