@@ -1,1 +1,10 @@
-//! e2e
+//! End-to-end tests: the real `vernier` binary on real experiment files, trial processes and
+//! SQLite databases. One test binary for the whole workspace.
+
+// Test code: a panic with the failing value is the clearest report.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod harness;
+mod interrupt;
+mod lifecycle;
+mod validation;

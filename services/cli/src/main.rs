@@ -1,1 +1,115 @@
-fn main() {}
+//! `vernier`: the command line over Vernier's library crates. Parses arguments, composes the
+//! crates, prints results; exit codes 0 succeeded, 1 experiment failed, 2 usage, validation
+//! or internal error, 130 interrupted.
+
+mod commands;
+mod progress;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Hyperparameter tuning for Katib experiments, on this machine.
+#[derive(Debug, Parser)]
+#[command(name = "vernier", version, about, propagate_version = true)]
+struct Cli {
+    /// Database URL: a SQLite path (`sqlite://vernier.db`, the default) or URL.
+    #[arg(long, global = true, env = "VERNIER_DB", default_value = "vernier.db")]
+    db: String,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run a Katib v1beta1 Experiment (YAML or JSON) with trials as local processes.
+    Run {
+        /// The experiment file.
+        file: PathBuf,
+        /// Seed for the algorithm and trial names (default: the `random_state` setting, else random).
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Directory for trial logs (default: `vernier-logs/<experiment>` beside the database).
+        #[arg(long)]
+        log_dir: Option<PathBuf>,
+    },
+    /// Continue an interrupted experiment.
+    Resume {
+        /// The experiment name.
+        name: String,
+    },
+    /// List the experiments in the database.
+    List,
+    /// Show an experiment and its trials.
+    Report {
+        /// The experiment name.
+        name: String,
+        #[arg(long, value_enum, default_value_t = ReportFormat::Table)]
+        format: ReportFormat,
+    },
+    /// Delete an experiment, its trials and their observations.
+    Delete {
+        /// The experiment name.
+        name: String,
+    },
+    /// Check an experiment file and print every problem found.
+    Validate {
+        /// The experiment file.
+        file: PathBuf,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum ReportFormat {
+    Table,
+    Json,
+}
+
+/// How a command ended, mapped to the process exit code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    Succeeded,
+    Failed,
+    Interrupted,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match runtime.block_on(dispatch(cli)) {
+        Ok(Exit::Succeeded) => ExitCode::SUCCESS,
+        Ok(Exit::Failed) => ExitCode::from(1),
+        Ok(Exit::Interrupted) => ExitCode::from(130),
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+async fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
+    match cli.command {
+        Command::Run {
+            file,
+            seed,
+            log_dir,
+        } => commands::run::run(&cli.db, &file, seed, log_dir).await,
+        Command::Resume { name } => commands::run::resume(&cli.db, &name).await,
+        Command::List => commands::list::list(&cli.db).await,
+        Command::Report { name, format } => {
+            commands::report::report(&cli.db, &name, format == ReportFormat::Json).await
+        }
+        Command::Delete { name } => commands::delete::delete(&cli.db, &name).await,
+        Command::Validate { file } => commands::validate::validate(&file),
+    }
+}

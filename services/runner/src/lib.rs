@@ -1,1 +1,14 @@
-//! placeholder
+//! Running experiments on this machine: each trial a local process group, its metrics
+//! collected from its output into the store, driven by the shared planner.
+
+pub mod driver;
+mod error;
+pub mod experiment;
+pub mod names;
+pub mod process;
+pub mod report;
+pub mod status;
+
+pub use driver::{BestSoFar, DriverEvent, Observer, Outcome, Progress};
+pub use error::RunnerError;
+pub use experiment::{LocalExperiment, LocalPaths, work_dir_of};

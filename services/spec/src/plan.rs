@@ -1,1 +1,292 @@
-//! The pure planner: how many trials to request, whether the experiment is done, which trial is best.
+//! The pure planner: how many trials to request, whether the experiment is done, which trial is
+//! best. The local driver and the operator both call it, so both behave like Katib's
+//! experiment controller (reference §8.1).
+
+use vernier_core::{Objective, TrialState};
+
+/// The experiment limits the planner needs (already defaulted).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Limits {
+    pub parallel: u32,
+    pub max_trials: Option<u32>,
+    pub max_failed: Option<u32>,
+}
+
+/// One trial as the planner sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TrialOutcome<'a> {
+    pub name: &'a str,
+    pub state: TrialState,
+    /// The objective value selected by its metric strategy, when observed.
+    pub objective: Option<f64>,
+}
+
+/// Why an experiment is over, with Katib's condition reason and message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Completion {
+    GoalReached,
+    MaxFailedReached,
+    MaxTrialsReached,
+    /// The algorithm has nothing left to propose (e.g. the grid is done).
+    SuggestionEndReached,
+}
+
+impl Completion {
+    pub fn succeeded(self) -> bool {
+        !matches!(self, Completion::MaxFailedReached)
+    }
+
+    /// Katib's condition reason.
+    pub fn reason(self) -> &'static str {
+        match self {
+            Completion::GoalReached => "ExperimentGoalReached",
+            Completion::MaxFailedReached => "ExperimentFailed",
+            Completion::MaxTrialsReached => "ExperimentMaxTrialsReached",
+            Completion::SuggestionEndReached => "ExperimentSuggestionEndReached",
+        }
+    }
+
+    /// Katib's condition message.
+    pub fn message(self) -> &'static str {
+        match self {
+            Completion::GoalReached => {
+                "Experiment has succeeded because Objective goal has reached"
+            }
+            Completion::MaxFailedReached => {
+                "Experiment has failed because max failed count has reached"
+            }
+            Completion::MaxTrialsReached => {
+                "Experiment has succeeded because max trial count has reached"
+            }
+            Completion::SuggestionEndReached => {
+                "Experiment has succeeded because the search space is exhausted"
+            }
+        }
+    }
+}
+
+/// Trial counts by Katib status field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TrialCounts {
+    pub total: u32,
+    pub pending: u32,
+    pub running: u32,
+    pub succeeded: u32,
+    pub failed: u32,
+    pub killed: u32,
+    pub early_stopped: u32,
+    pub metrics_unavailable: u32,
+}
+
+impl TrialCounts {
+    pub fn of(trials: &[TrialOutcome<'_>]) -> Self {
+        let mut c = TrialCounts::default();
+        for t in trials {
+            c.total += 1;
+            match t.state {
+                TrialState::Created => c.pending += 1,
+                TrialState::Running => c.running += 1,
+                TrialState::Succeeded => c.succeeded += 1,
+                TrialState::Failed => c.failed += 1,
+                TrialState::Killed => c.killed += 1,
+                TrialState::EarlyStopped => c.early_stopped += 1,
+                TrialState::MetricsUnavailable => c.metrics_unavailable += 1,
+            }
+        }
+        c
+    }
+
+    /// Katib's "completed" trials.
+    pub fn completed(&self) -> u32 {
+        self.succeeded + self.failed + self.killed + self.early_stopped + self.metrics_unavailable
+    }
+
+    /// Katib counts trials without metrics as failures for `maxFailedTrialCount`.
+    pub fn failed_for_limit(&self) -> u32 {
+        self.failed + self.metrics_unavailable
+    }
+
+    pub fn active(&self) -> u32 {
+        self.pending + self.running
+    }
+}
+
+/// What to do now.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    /// Set when the experiment is over; no more trials are to be started.
+    pub completion: Option<Completion>,
+    /// How many new trials to request from the algorithm now.
+    pub request: u32,
+    /// Index into the input trials of the best trial so far.
+    pub best: Option<usize>,
+    pub counts: TrialCounts,
+}
+
+/// Index of the best trial: the best objective value among succeeded and early-stopped trials
+/// (a failed trial's partial metrics never make it "best"); the earliest wins ties.
+pub fn best_trial(objective: &Objective, trials: &[TrialOutcome<'_>]) -> Option<usize> {
+    let mut best: Option<(usize, f64)> = None;
+    for (i, t) in trials.iter().enumerate() {
+        if !matches!(t.state, TrialState::Succeeded | TrialState::EarlyStopped) {
+            continue;
+        }
+        let Some(v) = t.objective.filter(|v| v.is_finite()) else {
+            continue;
+        };
+        if best.is_none_or(|(_, b)| objective.direction.is_better(v, b)) {
+            best = Some((i, v));
+        }
+    }
+    best.map(|(i, _)| i)
+}
+
+/// Decides, in Katib's order: goal reached, then max failed, then max trials; otherwise how
+/// many trials to request. `exhausted` says the algorithm has nothing left to propose.
+pub fn plan(
+    objective: &Objective,
+    limits: Limits,
+    trials: &[TrialOutcome<'_>],
+    exhausted: bool,
+) -> Plan {
+    let counts = TrialCounts::of(trials);
+    let best = best_trial(objective, trials);
+    let done = |completion| Plan {
+        completion: Some(completion),
+        request: 0,
+        best,
+        counts,
+    };
+
+    if let (Some(goal), Some(i)) = (objective.goal, best)
+        && let Some(v) = trials[i].objective
+        && objective.direction.reaches(v, goal)
+    {
+        return done(Completion::GoalReached);
+    }
+    if let Some(max_failed) = limits.max_failed {
+        let failed = counts.failed_for_limit();
+        if failed != 0 && failed >= max_failed {
+            return done(Completion::MaxFailedReached);
+        }
+    }
+    if let Some(max) = limits.max_trials
+        && counts.completed() >= max
+    {
+        return done(Completion::MaxTrialsReached);
+    }
+    if exhausted && counts.active() == 0 {
+        return done(Completion::SuggestionEndReached);
+    }
+
+    // Unlike Katib, every trial ever created counts against maxTrialCount, so a trial without
+    // metrics never lets the experiment overshoot its budget.
+    let free_slots = limits.parallel.saturating_sub(counts.active());
+    let budget = limits
+        .max_trials
+        .map_or(u32::MAX, |max| max.saturating_sub(counts.total));
+    let request = if exhausted { 0 } else { free_slots.min(budget) };
+    Plan {
+        completion: None,
+        request,
+        best,
+        counts,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use vernier_core::Direction;
+
+    fn t(state: TrialState, v: Option<f64>) -> TrialOutcome<'static> {
+        TrialOutcome {
+            name: "t",
+            state,
+            objective: v,
+        }
+    }
+
+    fn limits(parallel: u32, max: Option<u32>, failed: Option<u32>) -> Limits {
+        Limits {
+            parallel,
+            max_trials: max,
+            max_failed: failed,
+        }
+    }
+
+    #[test]
+    fn requests_up_to_parallel_within_budget() {
+        let o = Objective::new("loss", Direction::Minimize);
+        let p = plan(&o, limits(3, Some(12), None), &[], false);
+        assert_eq!((p.completion, p.request), (None, 3));
+        let trials = vec![
+            t(TrialState::Running, None),
+            t(TrialState::Succeeded, Some(1.0)),
+        ];
+        assert_eq!(
+            plan(&o, limits(3, Some(3), None), &trials, false).request,
+            1
+        );
+        assert_eq!(plan(&o, limits(3, None, None), &trials, false).request, 2);
+    }
+
+    #[test]
+    fn goal_beats_max_failed_beats_max_trials() {
+        let mut o = Objective::new("acc", Direction::Maximize);
+        o.goal = Some(0.9);
+        let trials = vec![
+            t(TrialState::Failed, None),
+            t(TrialState::Succeeded, Some(0.95)),
+            t(TrialState::MetricsUnavailable, None),
+        ];
+        let p = plan(&o, limits(1, Some(3), Some(2)), &trials, false);
+        assert_eq!(p.completion, Some(Completion::GoalReached));
+        assert_eq!(p.best, Some(1));
+        o.goal = Some(0.99);
+        let p = plan(&o, limits(1, Some(3), Some(2)), &trials, false);
+        assert_eq!(p.completion, Some(Completion::MaxFailedReached));
+        let p = plan(&o, limits(1, Some(3), Some(3)), &trials, false);
+        assert_eq!(p.completion, Some(Completion::MaxTrialsReached));
+    }
+
+    #[test]
+    fn max_failed_zero_needs_a_failure() {
+        let o = Objective::new("loss", Direction::Minimize);
+        let ok = vec![t(TrialState::Succeeded, Some(1.0))];
+        assert_eq!(
+            plan(&o, limits(1, None, Some(0)), &ok, false).completion,
+            None
+        );
+        let bad = vec![t(TrialState::Failed, None)];
+        assert_eq!(
+            plan(&o, limits(1, None, Some(0)), &bad, false).completion,
+            Some(Completion::MaxFailedReached)
+        );
+    }
+
+    #[test]
+    fn exhausted_search_ends_when_trials_finish() {
+        let o = Objective::new("loss", Direction::Minimize);
+        let running = vec![t(TrialState::Running, None)];
+        let p = plan(&o, limits(2, None, None), &running, true);
+        assert_eq!((p.completion, p.request), (None, 0));
+        let done = vec![t(TrialState::Succeeded, Some(2.0))];
+        assert_eq!(
+            plan(&o, limits(2, None, None), &done, true).completion,
+            Some(Completion::SuggestionEndReached)
+        );
+    }
+
+    #[test]
+    fn best_ignores_failed_and_prefers_earliest_tie() {
+        let o = Objective::new("loss", Direction::Minimize);
+        let trials = vec![
+            t(TrialState::Failed, Some(0.1)),
+            t(TrialState::Succeeded, Some(0.5)),
+            t(TrialState::EarlyStopped, Some(0.5)),
+            t(TrialState::Succeeded, Some(f64::NAN)),
+        ];
+        assert_eq!(best_trial(&o, &trials), Some(1));
+    }
+}

@@ -14,7 +14,10 @@ CREATE TABLE experiments (
     started_us      BIGINT,
     completed_us    BIGINT,
     algorithm_state TEXT,
-    conditions_json TEXT         NOT NULL
+    conditions_json TEXT         NOT NULL,
+    -- Local mode only: where trials run and keep their logs, so `resume` can carry on.
+    work_dir        TEXT         NOT NULL,
+    log_dir         TEXT         NOT NULL
 );
 
 CREATE INDEX experiments_created ON experiments (created_us);

@@ -12,6 +12,10 @@ pub struct ExperimentRow {
     pub seed: i64,
     /// Microseconds since the Unix epoch; `list_experiments` orders by it.
     pub created_us: i64,
+    /// Local mode: the directory trial processes start in (empty in Kubernetes mode).
+    pub work_dir: String,
+    /// Local mode: where `<trial>.log` files are kept (empty in Kubernetes mode).
+    pub log_dir: String,
     pub status: ExperimentStatusRow,
 }
 

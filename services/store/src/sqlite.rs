@@ -53,6 +53,8 @@ struct ExperimentRecord {
     completed_us: Option<i64>,
     algorithm_state: Option<String>,
     conditions_json: String,
+    work_dir: String,
+    log_dir: String,
 }
 
 impl From<ExperimentRecord> for ExperimentRow {
@@ -62,6 +64,8 @@ impl From<ExperimentRecord> for ExperimentRow {
             spec_json: r.spec_json,
             seed: r.seed,
             created_us: r.created_us,
+            work_dir: r.work_dir,
+            log_dir: r.log_dir,
             status: ExperimentStatusRow {
                 phase: r.phase,
                 reason: r.reason,
@@ -116,7 +120,7 @@ impl TryFrom<TrialRecord> for TrialRow {
 macro_rules! select_experiment {
     () => {
         "SELECT name, spec_json, seed, created_us, phase, reason, message, started_us, \
-         completed_us, algorithm_state, conditions_json FROM experiments"
+         completed_us, algorithm_state, conditions_json, work_dir, log_dir FROM experiments"
     };
 }
 
@@ -253,8 +257,8 @@ impl SqliteBackend {
         let s = &e.status;
         sqlx::query(
             "INSERT INTO experiments (name, spec_json, seed, created_us, phase, reason, message, \
-             started_us, completed_us, algorithm_state, conditions_json) \
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+             started_us, completed_us, algorithm_state, conditions_json, work_dir, log_dir) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(&e.name)
         .bind(&e.spec_json)
@@ -267,6 +271,8 @@ impl SqliteBackend {
         .bind(s.completed_us)
         .bind(&s.algorithm_state)
         .bind(&s.conditions_json)
+        .bind(&e.work_dir)
+        .bind(&e.log_dir)
         .execute(&self.pool)
         .await
         .map_err(|err| match kind_of(&err) {

@@ -30,6 +30,8 @@ fn experiment(name: &str, created_us: i64) -> ExperimentRow {
         spec_json: format!(r#"{{"metadata":{{"name":"{name}"}},"spec":{{"maxTrialCount":12}}}}"#),
         seed: 42,
         created_us,
+        work_dir: "/experiments".to_owned(),
+        log_dir: format!("/experiments/logs/{name}"),
         status: status("Created"),
     }
 }

@@ -1,0 +1,28 @@
+//! `vernier list`: the experiments in the database, newest last.
+
+use crate::Exit;
+use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
+
+pub async fn list(db: &str) -> anyhow::Result<Exit> {
+    let store = vernier_store::SqlStore::connect(db).await?;
+    let experiments = store.list_experiments().await?;
+    if experiments.is_empty() {
+        println!("no experiments in {db}");
+        return Ok(Exit::Succeeded);
+    }
+    let mut table = Table::new();
+    table.load_preset(UTF8_FULL_CONDENSED);
+    table.set_header(vec!["NAME", "STATUS", "REASON", "TRIALS", "CREATED"]);
+    for e in experiments {
+        let trials = store.list_trials(&e.name).await?.len();
+        table.add_row(vec![
+            e.name.clone(),
+            e.status.phase.clone(),
+            e.status.reason.clone(),
+            trials.to_string(),
+            vernier_runner::status::rfc3339(e.created_us),
+        ]);
+    }
+    println!("{table}");
+    Ok(Exit::Succeeded)
+}

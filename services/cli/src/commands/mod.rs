@@ -1,0 +1,7 @@
+//! One module per subcommand.
+
+pub mod delete;
+pub mod list;
+pub mod report;
+pub mod run;
+pub mod validate;

@@ -1,0 +1,43 @@
+//! The binary's usage surface: help text lists every command, and usage errors exit 2.
+
+use std::process::Command;
+
+fn vernier(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_vernier"))
+        .args(args)
+        .env_remove("VERNIER_DB")
+        .output()
+        .expect("run vernier")
+}
+
+#[test]
+fn help_lists_every_command() {
+    let out = vernier(&["--help"]);
+    assert!(out.status.success());
+    let help = String::from_utf8_lossy(&out.stdout);
+    for cmd in ["run", "resume", "list", "report", "delete", "validate"] {
+        assert!(
+            help.contains(&format!("  {cmd} ")),
+            "{cmd} missing from:\n{help}"
+        );
+    }
+}
+
+#[test]
+fn usage_errors_exit_2_and_name_the_flag() {
+    let out = vernier(&["report", "x", "--format", "yaml"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--format") && err.contains("yaml"), "{err}");
+    let out = vernier(&["run"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn a_database_in_a_missing_directory_is_a_clear_error() {
+    let out = vernier(&["list", "--db", "/nonexistent-dir/sub/vernier.db"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("/nonexistent-dir/sub"), "{err}");
+    assert!(err.contains("hint:"), "{err}");
+}

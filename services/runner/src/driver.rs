@@ -1,0 +1,595 @@
+//! The local experiment driver: asks the planner what to do, the algorithm what to try, runs
+//! trials as local processes and records everything in the store, until the experiment
+//! completes or is interrupted. The store is the source of truth, so a killed driver can be
+//! resumed from it.
+
+use crate::error::RunnerError;
+use crate::experiment::LocalExperiment;
+use crate::names::{suggest_seed, trial_name};
+use crate::process::{ProcessEnd, ProcessReport, StopLevel, now_us, run_process};
+use crate::status::{conditions_json, parse_conditions, set_condition, set_terminal};
+use std::collections::HashMap;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+use vernier_core::{
+    MetricSummary, Observation, SuggestRequest, TrialRecord, TrialState, UNAVAILABLE,
+};
+use vernier_spec::plan::{Completion, TrialCounts, TrialOutcome, plan};
+use vernier_store::{
+    ExperimentRow, ExperimentStatusRow, SqlStore, StoreError, TrialRow, TrialUpdate,
+};
+
+/// Katib's zero time (`0001-01-01T00:00:00Z`) in µs, used for the `unavailable` observation.
+const ZERO_TIME_US: i64 = -62_135_596_800_000_000;
+
+/// Something worth telling the user while the experiment runs.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DriverEvent {
+    TrialStarted {
+        name: String,
+        assignment: String,
+    },
+    TrialFinished {
+        name: String,
+        state: TrialState,
+        objective: Option<f64>,
+        message: String,
+    },
+    Warning(String),
+}
+
+/// The best trial so far.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BestSoFar {
+    pub trial: String,
+    pub value: f64,
+    pub assignment: String,
+}
+
+/// A snapshot for progress displays.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Progress {
+    pub counts: TrialCounts,
+    pub best: Option<BestSoFar>,
+    pub max_trials: Option<u32>,
+}
+
+/// How the run ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    Completed {
+        completion: Completion,
+        progress: Progress,
+    },
+    /// Stopped on request; `vernier resume` continues it.
+    Interrupted { progress: Progress },
+}
+
+/// Receives events as they happen.
+pub trait Observer: Send {
+    fn on_event(&mut self, event: &DriverEvent, progress: &Progress);
+}
+
+/// Records a new experiment; fails if the name is taken.
+pub async fn create_experiment(
+    store: &SqlStore,
+    exp: &LocalExperiment,
+    seed: u64,
+) -> Result<(), RunnerError> {
+    let now = now_us();
+    let mut conditions = Vec::new();
+    set_condition(
+        &mut conditions,
+        "Created",
+        true,
+        "ExperimentCreated",
+        "Experiment is created",
+        now,
+    );
+    let spec_json =
+        serde_json::to_string(&exp.spec).map_err(|e| RunnerError::CorruptExperiment {
+            name: exp.name.clone(),
+            reason: e.to_string(),
+        })?;
+    store
+        .create_experiment(&ExperimentRow {
+            name: exp.name.clone(),
+            spec_json,
+            seed: seed as i64,
+            created_us: now,
+            work_dir: exp.paths.work_dir.display().to_string(),
+            log_dir: exp.paths.log_dir.display().to_string(),
+            status: ExperimentStatusRow {
+                phase: "Created".into(),
+                reason: "ExperimentCreated".into(),
+                message: "Experiment is created".into(),
+                started_us: Some(now),
+                completed_us: None,
+                algorithm_state: None,
+                conditions_json: conditions_json(&conditions),
+            },
+        })
+        .await?;
+    Ok(())
+}
+
+/// Marks trials left Created or Running by a driver that died (e.g. `kill -9`) as Killed:
+/// their processes are gone, and their observations up to then stay recorded. Returns how many.
+pub async fn recover_interrupted(store: &SqlStore, experiment: &str) -> Result<usize, RunnerError> {
+    let now = now_us();
+    let mut n = 0;
+    for t in store.list_trials(experiment).await? {
+        if t.state.is_active() {
+            store
+                .update_trial(
+                    &t.name,
+                    &TrialUpdate {
+                        state: TrialState::Killed,
+                        reason: "TrialInterrupted".into(),
+                        message: "the vernier process running this trial stopped before it finished; observations recorded until then are kept".into(),
+                        started_us: None,
+                        completed_us: Some(now),
+                        attempt: None,
+                    },
+                )
+                .await?;
+            n += 1;
+        }
+    }
+    Ok(n)
+}
+
+/// One trial as the driver tracks it.
+#[derive(Debug, Clone)]
+struct Tracked {
+    record: TrialRecord,
+    assignment_text: String,
+}
+
+/// Runs the experiment until it completes or `stop` asks it to end.
+pub async fn run(
+    store: &SqlStore,
+    exp: &LocalExperiment,
+    seed: u64,
+    mut stop: watch::Receiver<StopLevel>,
+    observer: &mut dyn Observer,
+) -> Result<Outcome, RunnerError> {
+    let suggester =
+        vernier_algorithms::build(&exp.algorithm, &exp.settings, &exp.space, &exp.objective)?;
+    std::fs::create_dir_all(&exp.paths.log_dir).map_err(|source| RunnerError::LogDir {
+        path: exp.paths.log_dir.display().to_string(),
+        source,
+    })?;
+    let row = store
+        .get_experiment(&exp.name)
+        .await?
+        .ok_or_else(|| RunnerError::ExperimentNotFound(exp.name.clone()))?;
+    let mut status = row.status.clone();
+    let mut conditions = parse_conditions(&status.conditions_json);
+
+    let mut trials: Vec<Tracked> = Vec::new();
+    for t in store.list_trials(&exp.name).await? {
+        trials.push(load_trial(store, exp, t).await?);
+    }
+    let mut next_seq = trials.len() as u64;
+
+    let now = now_us();
+    set_condition(
+        &mut conditions,
+        "Running",
+        true,
+        "ExperimentRunning",
+        "Experiment is running",
+        now,
+    );
+    status.phase = "Running".into();
+    status.reason = "ExperimentRunning".into();
+    status.message = "Experiment is running".into();
+    status.conditions_json = conditions_json(&conditions);
+    status.completed_us = None;
+    store.update_experiment_status(&exp.name, &status).await?;
+
+    let mut running: HashMap<String, watch::Sender<StopLevel>> = HashMap::new();
+    let mut tasks: JoinSet<(String, ProcessReport)> = JoinSet::new();
+    let mut exhausted = false;
+    let mut stopping: Option<StopReason> = None;
+
+    loop {
+        let outcomes: Vec<TrialOutcome<'_>> = trials
+            .iter()
+            .map(|t| TrialOutcome {
+                name: &t.record.name,
+                state: t.record.state,
+                objective: t.record.objective,
+            })
+            .collect();
+        let p = plan(&exp.objective, exp.limits, &outcomes, exhausted);
+        drop(outcomes);
+
+        if stopping.is_none()
+            && let Some(completion) = p.completion
+        {
+            stopping = Some(StopReason::Completed(completion));
+            for tx in running.values() {
+                let _ = tx.send(StopLevel::Terminate);
+            }
+        }
+
+        if let Some(reason) = stopping
+            && running.is_empty()
+        {
+            let progress = progress_of(exp, &trials);
+            let now = now_us();
+            let outcome = match reason {
+                StopReason::Completed(c) => {
+                    let kind = if c.succeeded() { "Succeeded" } else { "Failed" };
+                    set_terminal(&mut conditions, kind, c.reason(), c.message(), now);
+                    status.phase = kind.into();
+                    status.reason = c.reason().into();
+                    status.message = c.message().into();
+                    status.completed_us = Some(now);
+                    Outcome::Completed {
+                        completion: c,
+                        progress,
+                    }
+                }
+                StopReason::Interrupted => {
+                    let msg = format!(
+                        "Experiment was interrupted; `vernier resume {}` continues it",
+                        exp.name
+                    );
+                    set_condition(
+                        &mut conditions,
+                        "Running",
+                        false,
+                        "ExperimentInterrupted",
+                        &msg,
+                        now,
+                    );
+                    status.phase = "Interrupted".into();
+                    status.reason = "ExperimentInterrupted".into();
+                    status.message = msg;
+                    Outcome::Interrupted { progress }
+                }
+            };
+            status.conditions_json = conditions_json(&conditions);
+            store.update_experiment_status(&exp.name, &status).await?;
+            return Ok(outcome);
+        }
+
+        if stopping.is_none() && p.request > 0 {
+            let records: Vec<TrialRecord> = trials.iter().map(|t| t.record.clone()).collect();
+            let suggestions = suggester.suggest(&SuggestRequest {
+                space: &exp.space,
+                objective: &exp.objective,
+                trials: &records,
+                count: p.request as usize,
+                seed: suggest_seed(seed, records.len()),
+                state: status.algorithm_state.as_deref(),
+            })?;
+            // An algorithm that returns nothing without saying it is done would spin forever.
+            if suggestions.exhausted || suggestions.proposals.is_empty() {
+                exhausted = true;
+            }
+            if suggestions.state.is_some() && suggestions.state != status.algorithm_state {
+                status.algorithm_state = suggestions.state.clone();
+                store.update_experiment_status(&exp.name, &status).await?;
+            }
+            for proposal in suggestions.proposals.into_iter().take(p.request as usize) {
+                let seq = next_seq;
+                next_seq += 1;
+                let row = insert_trial(store, exp, seed, seq, &proposal).await?;
+                let tracked = Tracked {
+                    assignment_text: proposal.assignment.to_string(),
+                    record: TrialRecord {
+                        name: row.name.clone(),
+                        assignment: proposal.assignment,
+                        state: TrialState::Created,
+                        objective: None,
+                        labels: proposal.labels,
+                    },
+                };
+                let name = tracked.record.name.clone();
+                trials.push(tracked);
+                let idx = trials.len() - 1;
+                match exp.command_for(&name, &row.assignment) {
+                    Ok(cmd) => {
+                        let started = now_us();
+                        store
+                            .update_trial(
+                                &name,
+                                &TrialUpdate {
+                                    state: TrialState::Running,
+                                    reason: "TrialRunning".into(),
+                                    message: "Trial is running".into(),
+                                    started_us: Some(started),
+                                    completed_us: None,
+                                    attempt: None,
+                                },
+                            )
+                            .await?;
+                        trials[idx].record.state = TrialState::Running;
+                        let (tx, rx) = watch::channel(StopLevel::Run);
+                        running.insert(name.clone(), tx);
+                        let collection = exp.collection.clone();
+                        let store = store.clone();
+                        tasks.spawn(async move {
+                            let report = run_process(cmd, collection, store, rx).await;
+                            (name, report)
+                        });
+                        let event = DriverEvent::TrialStarted {
+                            name: trials[idx].record.name.clone(),
+                            assignment: trials[idx].assignment_text.clone(),
+                        };
+                        observer.on_event(&event, &progress_of(exp, &trials));
+                    }
+                    Err(e) => {
+                        let message = e.to_string();
+                        finish_trial(
+                            store,
+                            exp,
+                            &mut trials[idx],
+                            TrialState::Failed,
+                            "TrialFailed",
+                            &message,
+                        )
+                        .await?;
+                        let event = DriverEvent::TrialFinished {
+                            name,
+                            state: TrialState::Failed,
+                            objective: None,
+                            message,
+                        };
+                        observer.on_event(&event, &progress_of(exp, &trials));
+                    }
+                }
+            }
+            continue;
+        }
+
+        if running.is_empty() {
+            // Nothing runs and nothing may start: only an algorithm that stopped proposing
+            // gets here; the planner ends the experiment on the next pass.
+            exhausted = true;
+            if stopping.is_none() && p.completion.is_none() && p.request == 0 && exhausted {
+                stopping = Some(StopReason::Completed(Completion::SuggestionEndReached));
+            }
+            continue;
+        }
+
+        tokio::select! {
+            joined = tasks.join_next() => {
+                let Some(joined) = joined else { continue };
+                let (name, report) = match joined {
+                    Ok(v) => v,
+                    Err(e) => {
+                        observer.on_event(&DriverEvent::Warning(format!("a trial task failed: {e}")), &progress_of(exp, &trials));
+                        continue;
+                    }
+                };
+                running.remove(&name);
+                let Some(idx) = trials.iter().position(|t| t.record.name == name) else { continue };
+                let (state, reason, message) = classify(exp, &report, stopping);
+                if !report.rejected.is_empty() {
+                    let shown: Vec<&str> = report.rejected.iter().take(3).map(String::as_str).collect();
+                    observer.on_event(
+                        &DriverEvent::Warning(format!(
+                            "trial {name} printed {} metric value(s) that are not numbers and were ignored: {}",
+                            report.rejected.len(),
+                            shown.join(", ")
+                        )),
+                        &progress_of(exp, &trials),
+                    );
+                }
+                if let Some(err) = &report.store_error {
+                    return Err(RunnerError::ObservationsNotRecorded { trial: name, error: err.clone() });
+                }
+                if state == TrialState::MetricsUnavailable {
+                    store
+                        .report_observations(&name, &[Observation {
+                            metric: exp.objective.metric.clone(),
+                            timestamp_us: ZERO_TIME_US,
+                            value: UNAVAILABLE.into(),
+                        }])
+                        .await?;
+                }
+                finish_trial(store, exp, &mut trials[idx], state, reason, &message).await?;
+                let event = DriverEvent::TrialFinished {
+                    name,
+                    state,
+                    objective: trials[idx].record.objective,
+                    message,
+                };
+                observer.on_event(&event, &progress_of(exp, &trials));
+            }
+            changed = stop.changed() => {
+                let level = if changed.is_err() { StopLevel::Terminate } else { *stop.borrow() };
+                if level != StopLevel::Run {
+                    if !matches!(stopping, Some(StopReason::Completed(_))) {
+                        stopping = Some(StopReason::Interrupted);
+                    }
+                    for tx in running.values() {
+                        let _ = tx.send(level);
+                    }
+                }
+                if changed.is_err() {
+                    // Nobody can ask again; stop watching.
+                    stop = watch::channel(StopLevel::Terminate).1;
+                }
+            }
+        }
+    }
+}
+
+/// Why the driver is winding down.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum StopReason {
+    Completed(Completion),
+    Interrupted,
+}
+
+/// Turns a process report into Katib's trial condition.
+fn classify(
+    exp: &LocalExperiment,
+    report: &ProcessReport,
+    stopping: Option<StopReason>,
+) -> (TrialState, &'static str, String) {
+    match &report.end {
+        ProcessEnd::Exited(0) if report.metrics_seen.contains(&exp.objective.metric) => (
+            TrialState::Succeeded,
+            "TrialSucceeded",
+            "Trial has succeeded".into(),
+        ),
+        ProcessEnd::Exited(0) => (
+            TrialState::MetricsUnavailable,
+            "MetricsUnavailable",
+            format!(
+                "the trial exited with code 0 but never reported the objective metric {:?}\nhint: print a line such as `{}=0.5`, or set spec.metricsCollectorSpec.source.filter.metricsFormat",
+                exp.objective.metric, exp.objective.metric
+            ),
+        ),
+        ProcessEnd::Exited(code) => (
+            TrialState::Failed,
+            "TrialFailed",
+            format!("the trial process exited with code {code}"),
+        ),
+        ProcessEnd::Signaled(sig) => (
+            TrialState::Failed,
+            "TrialFailed",
+            format!("the trial process was killed by signal {sig}"),
+        ),
+        ProcessEnd::SpawnFailed(msg) => (TrialState::Failed, "TrialFailed", msg.clone()),
+        ProcessEnd::Stopped => match stopping {
+            Some(StopReason::Completed(c)) => (
+                TrialState::Killed,
+                "TrialKilled",
+                format!("stopped because the experiment completed ({})", c.reason()),
+            ),
+            _ => (
+                TrialState::Killed,
+                "TrialKilled",
+                "stopped because the experiment was interrupted".into(),
+            ),
+        },
+    }
+}
+
+async fn insert_trial(
+    store: &SqlStore,
+    exp: &LocalExperiment,
+    seed: u64,
+    seq: u64,
+    proposal: &vernier_core::Proposal,
+) -> Result<TrialRow, RunnerError> {
+    let mut labels = proposal.labels.clone();
+    labels.insert("katib.kubeflow.org/experiment".into(), exp.name.clone());
+    for retry in 0.. {
+        let row = TrialRow {
+            experiment: exp.name.clone(),
+            name: trial_name(&exp.name, seed, seq, retry),
+            seq: seq as i64,
+            assignment: proposal.assignment.to_strings(),
+            labels: labels.clone(),
+            state: TrialState::Created,
+            reason: "TrialCreated".into(),
+            message: "Trial is created".into(),
+            created_us: now_us(),
+            started_us: None,
+            completed_us: None,
+            attempt: 0,
+        };
+        match store.insert_trial(&row).await {
+            Ok(()) => return Ok(row),
+            Err(StoreError::TrialExists(_)) if retry < 16 => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    unreachable!("the retry loop returns")
+}
+
+/// Records a terminal state and the objective value from the stored observations.
+async fn finish_trial(
+    store: &SqlStore,
+    exp: &LocalExperiment,
+    trial: &mut Tracked,
+    state: TrialState,
+    reason: &str,
+    message: &str,
+) -> Result<(), RunnerError> {
+    store
+        .update_trial(
+            &trial.record.name,
+            &TrialUpdate {
+                state,
+                reason: reason.into(),
+                message: message.into(),
+                started_us: None,
+                completed_us: Some(now_us()),
+                attempt: None,
+            },
+        )
+        .await?;
+    trial.record.state = state;
+    trial.record.objective = objective_of(store, exp, &trial.record.name).await?;
+    Ok(())
+}
+
+async fn objective_of(
+    store: &SqlStore,
+    exp: &LocalExperiment,
+    trial: &str,
+) -> Result<Option<f64>, RunnerError> {
+    let logs = store
+        .observations(trial, Some(&exp.objective.metric), None, None)
+        .await?;
+    Ok(MetricSummary::reduce(&exp.objective.metric, &logs)
+        .and_then(|s| s.value(exp.objective.strategy)))
+}
+
+async fn load_trial(
+    store: &SqlStore,
+    exp: &LocalExperiment,
+    row: TrialRow,
+) -> Result<Tracked, RunnerError> {
+    let assignment = exp.space.parse_assignment(&row.assignment).map_err(|e| {
+        RunnerError::CorruptExperiment {
+            name: exp.name.clone(),
+            reason: format!("trial {}: {e}", row.name),
+        }
+    })?;
+    let objective = objective_of(store, exp, &row.name).await?;
+    Ok(Tracked {
+        assignment_text: assignment.to_string(),
+        record: TrialRecord {
+            name: row.name,
+            assignment,
+            state: row.state,
+            objective,
+            labels: row.labels,
+        },
+    })
+}
+
+fn progress_of(exp: &LocalExperiment, trials: &[Tracked]) -> Progress {
+    let outcomes: Vec<TrialOutcome<'_>> = trials
+        .iter()
+        .map(|t| TrialOutcome {
+            name: &t.record.name,
+            state: t.record.state,
+            objective: t.record.objective,
+        })
+        .collect();
+    let counts = TrialCounts::of(&outcomes);
+    let best = vernier_spec::plan::best_trial(&exp.objective, &outcomes).and_then(|i| {
+        Some(BestSoFar {
+            trial: trials[i].record.name.clone(),
+            value: trials[i].record.objective?,
+            assignment: trials[i].assignment_text.clone(),
+        })
+    });
+    Progress {
+        counts,
+        best,
+        max_trials: exp.limits.max_trials,
+    }
+}

@@ -1,0 +1,43 @@
+//! The one error type of the runner crate.
+
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum RunnerError {
+    #[error(transparent)]
+    Store(#[from] vernier_store::StoreError),
+    #[error("{0}")]
+    Spec(#[from] vernier_spec::SpecErrors),
+    #[error("trial {trial}: {source}")]
+    Template {
+        trial: String,
+        source: vernier_spec::SpecError,
+    },
+    #[error("{0}")]
+    Algorithm(#[from] vernier_algorithms::AlgorithmError),
+    #[error("{0}")]
+    Suggest(#[from] vernier_core::CoreError),
+    #[error("{0}")]
+    Collector(#[from] vernier_collector::CollectorError),
+    #[error(
+        "cannot create log directory {path}: {source}\nhint: pass --log-dir with a writable directory"
+    )]
+    LogDir {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error(
+        "experiment {0:?} does not exist in the store\nhint: `vernier list` shows the experiments there"
+    )]
+    ExperimentNotFound(String),
+    #[error(
+        "experiment {name:?} has already finished ({phase})\nhint: `vernier report {name}` shows the result"
+    )]
+    AlreadyFinished { name: String, phase: String },
+    #[error(
+        "observations of trial {trial} could not be recorded: {error}\nhint: the trial's full output is kept in its log file"
+    )]
+    ObservationsNotRecorded { trial: String, error: String },
+    #[error("stored experiment {name:?} is unreadable: {reason}")]
+    CorruptExperiment { name: String, reason: String },
+}

@@ -1,0 +1,363 @@
+//! Runs one trial as a local child process in its own process group: no shell, output kept in
+//! a log file, metric lines parsed and recorded as they arrive, and a stop that reaches every
+//! process of the trial.
+
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use std::collections::HashSet;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::process::Command;
+use tokio::sync::{mpsc, watch};
+use vernier_collector::{MetricsFilter, read_lines};
+use vernier_core::Observation;
+use vernier_store::SqlStore;
+
+/// How long a trial gets between SIGTERM and SIGKILL when it is stopped.
+pub const STOP_GRACE: Duration = Duration::from_secs(5);
+
+/// How long output readers may lag behind the exit of the main process before the rest of
+/// its process group is killed (processes left behind would otherwise hold the pipes open).
+const DRAIN_GRACE: Duration = Duration::from_secs(2);
+
+/// What to run for one trial.
+#[derive(Debug, Clone)]
+pub struct TrialCommand {
+    pub trial: String,
+    pub program: String,
+    pub args: Vec<String>,
+    pub env: Vec<(String, String)>,
+    pub work_dir: PathBuf,
+    pub log_path: PathBuf,
+}
+
+/// How the collector should read metrics from the output.
+#[derive(Debug, Clone)]
+pub struct Collection {
+    pub filter: MetricsFilter,
+    /// Metric names to record, objective first.
+    pub metrics: Vec<String>,
+}
+
+/// Requests sent to a running trial.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum StopLevel {
+    Run,
+    /// SIGTERM now, SIGKILL after [`STOP_GRACE`].
+    Terminate,
+    /// SIGKILL now.
+    Kill,
+}
+
+/// How the trial's main process ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ProcessEnd {
+    Exited(i32),
+    Signaled(String),
+    /// It could not be started at all.
+    SpawnFailed(String),
+    /// Stopped on request (Ctrl-C, experiment completed).
+    Stopped,
+}
+
+/// The result of one trial process.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProcessReport {
+    pub end: ProcessEnd,
+    /// Names of the metrics recorded at least once.
+    pub metrics_seen: HashSet<String>,
+    /// Metric matches whose value was not a number, as `name=raw`.
+    pub rejected: Vec<String>,
+    /// A failure to record observations (the trial still ran).
+    pub store_error: Option<String>,
+}
+
+/// Microseconds since the Unix epoch.
+pub fn now_us() -> i64 {
+    chrono::Utc::now().timestamp_micros()
+}
+
+/// Spawns and supervises the trial until it ends, recording every metric it prints.
+pub async fn run_process(
+    cmd: TrialCommand,
+    collection: Collection,
+    store: SqlStore,
+    mut stop: watch::Receiver<StopLevel>,
+) -> ProcessReport {
+    let mut report = ProcessReport {
+        end: ProcessEnd::Stopped,
+        metrics_seen: HashSet::new(),
+        rejected: Vec::new(),
+        store_error: None,
+    };
+    let log = match std::fs::File::create(&cmd.log_path) {
+        Ok(f) => Arc::new(Mutex::new(std::io::BufWriter::new(f))),
+        Err(e) => {
+            report.end = ProcessEnd::SpawnFailed(format!(
+                "cannot create log file {}: {e}",
+                cmd.log_path.display()
+            ));
+            return report;
+        }
+    };
+    let mut child = match Command::new(&cmd.program)
+        .args(&cmd.args)
+        .envs(cmd.env.iter().map(|(k, v)| (k, v)))
+        .env("KATIB_TRIAL_NAME", &cmd.trial)
+        .current_dir(&cmd.work_dir)
+        .process_group(0)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+    {
+        Ok(c) => c,
+        Err(e) => {
+            report.end = ProcessEnd::SpawnFailed(spawn_error(&cmd, &e));
+            write_log(
+                &log,
+                format!("vernier: {}\n", spawn_error(&cmd, &e)).as_bytes(),
+            );
+            return report;
+        }
+    };
+    let pgid = child.id().map(|id| Pid::from_raw(id as i32));
+
+    let (tx, rx) = mpsc::unbounded_channel::<ParsedBatch>();
+    let recorder = tokio::spawn(record(cmd.trial.clone(), store, rx));
+    let mut readers = Vec::new();
+    if let Some(out) = child.stdout.take() {
+        readers.push(tokio::spawn(pump(
+            out,
+            log.clone(),
+            collection.clone(),
+            tx.clone(),
+        )));
+    }
+    if let Some(err) = child.stderr.take() {
+        readers.push(tokio::spawn(pump(
+            err,
+            log.clone(),
+            collection.clone(),
+            tx.clone(),
+        )));
+    }
+    drop(tx);
+
+    let mut stopped = false;
+    let status = loop {
+        if *stop.borrow() != StopLevel::Run {
+            stopped = true;
+            break stop_group(&mut child, pgid, &mut stop).await;
+        }
+        tokio::select! {
+            status = child.wait() => break status,
+            changed = stop.changed() => {
+                if changed.is_err() {
+                    // The driver went away: treat it as a stop request.
+                    stopped = true;
+                    break stop_group(&mut child, pgid, &mut stop).await;
+                }
+            }
+        }
+    };
+
+    // Let readers drain what the process wrote, then clear out anything it left running.
+    let drained = tokio::time::timeout(DRAIN_GRACE, async {
+        for reader in readers.iter_mut() {
+            let _ = reader.await;
+        }
+    })
+    .await
+    .is_ok();
+    if !drained {
+        signal_group(pgid, Signal::SIGKILL);
+        for reader in &readers {
+            reader.abort();
+        }
+    }
+    signal_group(pgid, Signal::SIGKILL);
+    if let Ok(mut f) = log.lock() {
+        let _ = f.flush();
+    }
+
+    match recorder.await {
+        Ok(rec) => {
+            report.metrics_seen = rec.seen;
+            report.rejected = rec.rejected;
+            report.store_error = rec.error;
+        }
+        Err(e) => report.store_error = Some(format!("metrics recorder stopped: {e}")),
+    }
+    report.end = if stopped {
+        ProcessEnd::Stopped
+    } else {
+        match status {
+            Ok(s) => exit_kind(s),
+            Err(e) => ProcessEnd::SpawnFailed(format!("waiting for the trial process failed: {e}")),
+        }
+    };
+    report
+}
+
+fn spawn_error(cmd: &TrialCommand, e: &std::io::Error) -> String {
+    if e.kind() == std::io::ErrorKind::NotFound {
+        format!(
+            "command {:?} was not found (working directory {})\nhint: local mode runs the primary container's command on this machine; check spec.trialTemplate.trialSpec ... command",
+            cmd.program,
+            cmd.work_dir.display()
+        )
+    } else {
+        format!("cannot start command {:?}: {e}", cmd.program)
+    }
+}
+
+fn exit_kind(status: std::process::ExitStatus) -> ProcessEnd {
+    use std::os::unix::process::ExitStatusExt;
+    if let Some(code) = status.code() {
+        ProcessEnd::Exited(code)
+    } else if let Some(sig) = status.signal() {
+        ProcessEnd::Signaled(
+            Signal::try_from(sig).map_or_else(|_| format!("signal {sig}"), |s| s.to_string()),
+        )
+    } else {
+        ProcessEnd::Exited(-1)
+    }
+}
+
+fn signal_group(pgid: Option<Pid>, signal: Signal) {
+    if let Some(pgid) = pgid {
+        // ESRCH (the group is already gone) is the common, harmless case.
+        let _ = killpg(pgid, signal);
+    }
+}
+
+/// SIGTERM the whole group, escalate to SIGKILL after the grace period or on request.
+async fn stop_group(
+    child: &mut tokio::process::Child,
+    pgid: Option<Pid>,
+    stop: &mut watch::Receiver<StopLevel>,
+) -> std::io::Result<std::process::ExitStatus> {
+    if *stop.borrow() == StopLevel::Kill {
+        signal_group(pgid, Signal::SIGKILL);
+    } else {
+        signal_group(pgid, Signal::SIGTERM);
+    }
+    let deadline = tokio::time::sleep(STOP_GRACE);
+    tokio::pin!(deadline);
+    loop {
+        tokio::select! {
+            status = child.wait() => return status,
+            _ = &mut deadline => {
+                signal_group(pgid, Signal::SIGKILL);
+                return child.wait().await;
+            }
+            changed = stop.changed() => {
+                if changed.is_err() || *stop.borrow() == StopLevel::Kill {
+                    signal_group(pgid, Signal::SIGKILL);
+                    return child.wait().await;
+                }
+            }
+        }
+    }
+}
+
+fn write_log(log: &Mutex<std::io::BufWriter<std::fs::File>>, bytes: &[u8]) {
+    if let Ok(mut f) = log.lock() {
+        // A full disk must not kill the trial; its metrics still reach the store.
+        let _ = f.write_all(bytes);
+    }
+}
+
+/// Metrics parsed from one line.
+#[derive(Debug)]
+struct ParsedBatch {
+    observations: Vec<Observation>,
+    rejected: Vec<String>,
+}
+
+/// Reads one output stream: raw bytes to the log, parsed metrics to the recorder.
+async fn pump<R: tokio::io::AsyncRead + Unpin>(
+    reader: R,
+    log: Arc<Mutex<std::io::BufWriter<std::fs::File>>>,
+    collection: Collection,
+    tx: mpsc::UnboundedSender<ParsedBatch>,
+) {
+    let _ = read_lines(
+        reader,
+        |raw| write_log(&log, raw),
+        |line| {
+            let parsed = collection.filter.parse_line(line, &collection.metrics);
+            if parsed.metrics.is_empty() && parsed.rejected.is_empty() {
+                return;
+            }
+            let now = now_us();
+            let batch = ParsedBatch {
+                observations: parsed
+                    .metrics
+                    .into_iter()
+                    .map(|m| Observation {
+                        metric: m.name,
+                        timestamp_us: m.timestamp_us.unwrap_or(now),
+                        value: m.value,
+                    })
+                    .collect(),
+                rejected: parsed
+                    .rejected
+                    .into_iter()
+                    .map(|r| format!("{}={}", r.name, r.raw))
+                    .collect(),
+            };
+            let _ = tx.send(batch);
+        },
+    )
+    .await;
+}
+
+#[derive(Debug, Default)]
+struct Recorded {
+    seen: HashSet<String>,
+    rejected: Vec<String>,
+    error: Option<String>,
+}
+
+/// Writes observations to the store in arrival order, batching whatever is queued.
+async fn record(
+    trial: String,
+    store: SqlStore,
+    mut rx: mpsc::UnboundedReceiver<ParsedBatch>,
+) -> Recorded {
+    let mut rec = Recorded::default();
+    let mut last_ts = i64::MIN;
+    while let Some(first) = rx.recv().await {
+        let mut pending = vec![first];
+        while let Ok(more) = rx.try_recv() {
+            pending.push(more);
+        }
+        let mut logs = Vec::new();
+        for batch in pending {
+            rec.rejected.extend(batch.rejected);
+            for mut o in batch.observations {
+                // Keep read order even when the clock does not advance between lines, so
+                // "latest" is the last value printed.
+                if o.timestamp_us <= last_ts {
+                    o.timestamp_us = last_ts + 1;
+                }
+                last_ts = o.timestamp_us;
+                rec.seen.insert(o.metric.clone());
+                logs.push(o);
+            }
+        }
+        if logs.is_empty() {
+            continue;
+        }
+        if let Err(e) = store.report_observations(&trial, &logs).await {
+            rec.error = Some(e.to_string());
+        }
+    }
+    rec
+}

@@ -1,0 +1,240 @@
+//! The experiment as a Katib-shaped object (`metadata`, `spec`, `status` with Katib's field
+//! names) plus its Trial objects, built from the store. `vernier report --format json` prints
+//! it; other report formats read the same structure.
+
+use crate::error::RunnerError;
+use crate::status::{Condition, parse_conditions, rfc3339};
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use vernier_core::{MetricSummary, Observation, TrialState};
+use vernier_spec::Experiment;
+use vernier_spec::plan::{TrialOutcome, best_trial};
+use vernier_store::{ExperimentRow, SqlStore, TrialRow};
+
+/// One trial with its reduced metrics.
+#[derive(Debug, Clone)]
+pub struct TrialReport {
+    pub row: TrialRow,
+    pub metrics: Vec<MetricSummary>,
+    /// The objective value its metric strategy selects.
+    pub objective: Option<f64>,
+}
+
+/// Everything a report needs.
+#[derive(Debug, Clone)]
+pub struct ExperimentReport {
+    pub row: ExperimentRow,
+    pub spec: Experiment,
+    pub trials: Vec<TrialReport>,
+    pub best: Option<usize>,
+}
+
+/// Loads an experiment, its trials and their observations (one query for all observations).
+pub async fn load(store: &SqlStore, name: &str) -> Result<ExperimentReport, RunnerError> {
+    let row = store
+        .get_experiment(name)
+        .await?
+        .ok_or_else(|| RunnerError::ExperimentNotFound(name.to_string()))?;
+    let spec = vernier_spec::parse_experiment(&row.spec_json).map_err(|e| {
+        RunnerError::CorruptExperiment {
+            name: name.to_string(),
+            reason: e.to_string(),
+        }
+    })?;
+    let objective = spec.objective()?;
+    let metric_names = objective.metric_names();
+    let mut logs: BTreeMap<String, Vec<Observation>> = BTreeMap::new();
+    for (trial, obs) in store.observations_for_experiment(name).await? {
+        logs.entry(trial).or_default().push(obs);
+    }
+    let trials: Vec<TrialReport> = store
+        .list_trials(name)
+        .await?
+        .into_iter()
+        .map(|row| {
+            let empty = Vec::new();
+            let obs = logs.get(&row.name).unwrap_or(&empty);
+            let metrics: Vec<MetricSummary> = metric_names
+                .iter()
+                .filter_map(|m| MetricSummary::reduce(m, obs))
+                .collect();
+            let objective = metrics
+                .iter()
+                .find(|m| m.name == objective.metric)
+                .and_then(|m| m.value(objective.strategy));
+            TrialReport {
+                row,
+                metrics,
+                objective,
+            }
+        })
+        .collect();
+    let outcomes: Vec<TrialOutcome<'_>> = trials
+        .iter()
+        .map(|t| TrialOutcome {
+            name: &t.row.name,
+            state: t.row.state,
+            objective: t.objective,
+        })
+        .collect();
+    let best = best_trial(&objective, &outcomes);
+    Ok(ExperimentReport {
+        row,
+        spec,
+        trials,
+        best,
+    })
+}
+
+fn assignments_json(assignment: &[(String, String)]) -> Value {
+    Value::Array(
+        assignment
+            .iter()
+            .map(|(n, v)| json!({"name": n, "value": v}))
+            .collect(),
+    )
+}
+
+fn metrics_json(metrics: &[MetricSummary]) -> Value {
+    Value::Array(
+        metrics
+            .iter()
+            .map(|m| {
+                json!({"name": m.name, "min": m.min_text(), "max": m.max_text(), "latest": m.latest})
+            })
+            .collect(),
+    )
+}
+
+/// Katib's Trial conditions, rebuilt from the trial's recorded times and state.
+fn trial_conditions(t: &TrialRow) -> Vec<Condition> {
+    let mut out = Vec::new();
+    let cond = |type_: &str, status: bool, reason: &str, message: &str, us: i64| Condition {
+        type_: type_.into(),
+        status: if status { "True" } else { "False" }.into(),
+        reason: reason.into(),
+        message: message.into(),
+        last_update_time: rfc3339(us),
+        last_transition_time: rfc3339(us),
+    };
+    out.push(cond(
+        "Created",
+        true,
+        "TrialCreated",
+        "Trial is created",
+        t.created_us,
+    ));
+    if let Some(started) = t.started_us {
+        let still = t.state == TrialState::Running;
+        let (reason, message, at) = if still {
+            ("TrialRunning", "Trial is running", started)
+        } else {
+            (
+                t.reason.as_str(),
+                t.message.as_str(),
+                t.completed_us.unwrap_or(started),
+            )
+        };
+        out.push(cond("Running", still, reason, message, at));
+    }
+    if t.state.is_terminal() {
+        out.push(cond(
+            t.state.as_str(),
+            true,
+            &t.reason,
+            &t.message,
+            t.completed_us.unwrap_or(t.created_us),
+        ));
+    }
+    out
+}
+
+impl ExperimentReport {
+    /// The experiment as Katib would show it, plus a `trials` array of Trial objects.
+    pub fn to_katib_json(&self) -> Value {
+        let status = &self.row.status;
+        let mut lists: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        for t in &self.trials {
+            let list = match t.row.state {
+                TrialState::Created => "pendingTrialList",
+                TrialState::Running => "runningTrialList",
+                TrialState::Succeeded => "succeededTrialList",
+                TrialState::Failed => "failedTrialList",
+                TrialState::Killed => "killedTrialList",
+                TrialState::EarlyStopped => "earlyStoppedTrialList",
+                TrialState::MetricsUnavailable => "metricsUnavailableTrialList",
+            };
+            lists.entry(list).or_default().push(&t.row.name);
+        }
+        let count = |s: TrialState| self.trials.iter().filter(|t| t.row.state == s).count();
+        let mut st = serde_json::Map::new();
+        st.insert("startTime".into(), json!(status.started_us.map(rfc3339)));
+        st.insert(
+            "completionTime".into(),
+            json!(status.completed_us.map(rfc3339)),
+        );
+        st.insert(
+            "conditions".into(),
+            serde_json::to_value(parse_conditions(&status.conditions_json)).unwrap_or(Value::Null),
+        );
+        if let Some(i) = self.best {
+            let t = &self.trials[i];
+            st.insert(
+                "currentOptimalTrial".into(),
+                json!({
+                    "bestTrialName": t.row.name,
+                    "parameterAssignments": assignments_json(&t.row.assignment),
+                    "observation": {"metrics": metrics_json(&t.metrics)},
+                }),
+            );
+        }
+        for (k, v) in lists {
+            st.insert(k.into(), json!(v));
+        }
+        st.insert("trials".into(), json!(self.trials.len()));
+        st.insert(
+            "trialsSucceeded".into(),
+            json!(count(TrialState::Succeeded)),
+        );
+        st.insert("trialsFailed".into(), json!(count(TrialState::Failed)));
+        st.insert("trialsKilled".into(), json!(count(TrialState::Killed)));
+        st.insert("trialsPending".into(), json!(count(TrialState::Created)));
+        st.insert("trialsRunning".into(), json!(count(TrialState::Running)));
+        st.insert(
+            "trialsEarlyStopped".into(),
+            json!(count(TrialState::EarlyStopped)),
+        );
+        st.insert(
+            "trialMetricsUnavailable".into(),
+            json!(count(TrialState::MetricsUnavailable)),
+        );
+        let mut exp = serde_json::to_value(&self.spec).unwrap_or(Value::Null);
+        if let Value::Object(map) = &mut exp {
+            map.insert("status".into(), Value::Object(st));
+            map.insert(
+                "trials".into(),
+                Value::Array(self.trials.iter().map(|t| self.trial_json(t)).collect()),
+            );
+        }
+        exp
+    }
+
+    fn trial_json(&self, t: &TrialReport) -> Value {
+        let objective = serde_json::to_value(&self.spec.spec.objective).unwrap_or(Value::Null);
+        json!({
+            "apiVersion": "kubeflow.org/v1beta1",
+            "kind": "Trial",
+            "metadata": {"name": t.row.name, "labels": t.row.labels},
+            "spec": {
+                "objective": objective,
+                "parameterAssignments": assignments_json(&t.row.assignment),
+            },
+            "status": {
+                "startTime": t.row.started_us.map(rfc3339),
+                "completionTime": t.row.completed_us.map(rfc3339),
+                "conditions": trial_conditions(&t.row),
+                "observation": {"metrics": metrics_json(&t.metrics)},
+            },
+        })
+    }
+}

@@ -1,0 +1,157 @@
+//! Shared helpers: locating the binary, writing experiment files, running commands.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The `vernier` binary built by the same `cargo test` invocation (the CLI package has its
+/// own integration tests, so cargo builds the binary before any test runs).
+pub fn vernier_bin() -> PathBuf {
+    if let Some(p) = std::env::var_os("VERNIER_BIN") {
+        return PathBuf::from(p);
+    }
+    let exe = std::env::current_exe().expect("test executable path");
+    // target/<profile>/deps/e2e-<hash> -> target/<profile>/vernier
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target profile dir");
+    let bin = profile_dir.join("vernier");
+    assert!(
+        bin.exists(),
+        "{} is missing: run `cargo test --workspace` (it builds the binary) or set VERNIER_BIN",
+        bin.display()
+    );
+    bin
+}
+
+/// A scratch directory with a database, experiment files and trial scripts.
+pub struct Sandbox {
+    pub dir: tempfile::TempDir,
+}
+
+impl Sandbox {
+    pub fn new() -> Sandbox {
+        Sandbox {
+            dir: tempfile::tempdir().expect("tempdir"),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn db(&self) -> String {
+        self.path().join("vernier.db").display().to_string()
+    }
+
+    pub fn write(&self, name: &str, text: &str) -> PathBuf {
+        let p = self.path().join(name);
+        std::fs::write(&p, text).expect("write file");
+        p
+    }
+
+    /// A `vernier` command run in the sandbox with its database.
+    pub fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(vernier_bin());
+        c.current_dir(self.path())
+            .env("VERNIER_DB", self.db())
+            .env_remove("RUST_LOG")
+            .args(args);
+        c
+    }
+
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.cmd(args).output().expect("run vernier")
+    }
+
+    /// `vernier report NAME --format json`, parsed.
+    pub fn report(&self, name: &str) -> serde_json::Value {
+        let out = self.run(&["report", name, "--format", "json"]);
+        assert!(
+            out.status.code() == Some(0) || out.status.code() == Some(1),
+            "report failed: {}",
+            text(&out)
+        );
+        serde_json::from_slice(&out.stdout).expect("report is JSON")
+    }
+}
+
+/// Stdout and stderr together, for assertion messages.
+pub fn text(out: &Output) -> String {
+    format!(
+        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// An experiment whose trial runs `python3 -c SCRIPT x`, with `x` a double in [0, 1].
+/// `extra` is inserted into `spec` (indented by 2 spaces).
+pub fn python_experiment(name: &str, script: &str, extra: &str) -> String {
+    let script = script
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n");
+    format!(
+        r#"apiVersion: kubeflow.org/v1beta1
+kind: Experiment
+metadata:
+  name: {name}
+spec:
+{extra}
+  algorithm:
+    algorithmName: random
+  parameters:
+    - name: x
+      parameterType: double
+      feasibleSpace:
+        min: "0"
+        max: "1"
+  trialTemplate:
+    primaryContainerName: training
+    trialParameters:
+      - name: x
+        reference: x
+    trialSpec:
+      apiVersion: batch/v1
+      kind: Job
+      spec:
+        template:
+          spec:
+            restartPolicy: Never
+            containers:
+              - name: training
+                image: python:3.11
+                command:
+                  - python3
+                  - -c
+                  - "{script}"
+                  - "${{trialParameters.x}}"
+"#
+    )
+}
+
+/// Trials of `report` with the given condition type as their last condition.
+pub fn trials_in(report: &serde_json::Value, state: &str) -> Vec<serde_json::Value> {
+    report["trials"]
+        .as_array()
+        .expect("trials array")
+        .iter()
+        .filter(|t| {
+            t["status"]["conditions"]
+                .as_array()
+                .and_then(|c| c.last())
+                .is_some_and(|c| c["type"] == state)
+        })
+        .cloned()
+        .collect()
+}
+
+pub fn last_condition(report: &serde_json::Value) -> serde_json::Value {
+    report["status"]["conditions"]
+        .as_array()
+        .and_then(|c| c.last())
+        .cloned()
+        .expect("experiment has conditions")
+}

@@ -1,0 +1,202 @@
+//! Interruption: Ctrl-C stops trials and records them Killed; `kill -9` of the driver loses no
+//! recorded observation and `vernier resume` finishes within maxTrialCount.
+
+use crate::harness::{Sandbox, python_experiment, text, trials_in};
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+/// Reads the child's stdout until `count` lines containing `needle` were seen.
+fn wait_for_lines(child: &mut Child, needle: &str, count: usize) -> Vec<String> {
+    let stdout = child.stdout.take().expect("piped stdout");
+    let mut reader = BufReader::new(stdout);
+    let mut seen = Vec::new();
+    let mut hits = 0;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while hits < count {
+        assert!(
+            Instant::now() < deadline,
+            "timed out waiting for {needle:?}: {seen:?}"
+        );
+        let mut line = String::new();
+        if reader.read_line(&mut line).expect("read stdout") == 0 {
+            panic!("vernier exited before {count} x {needle:?}: {seen:?}");
+        }
+        if line.contains(needle) {
+            hits += 1;
+        }
+        seen.push(line);
+    }
+    // Keep draining so the child never blocks on a full pipe.
+    std::thread::spawn(move || for _ in reader.lines() {});
+    seen
+}
+
+fn wait_exit(child: &mut Child, limit: Duration) -> Option<i32> {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            return status.code();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "vernier did not exit within {limit:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn pid_alive(pid: i32) -> bool {
+    kill(Pid::from_raw(pid), None).is_ok()
+}
+
+#[test]
+fn ctrl_c_kills_running_trials_and_records_them() {
+    let sb = Sandbox::new();
+    // Each trial records its pid, reports a metric, then trains "forever".
+    let yaml = python_experiment(
+        "sigint",
+        "import os, sys, time; open('pid-' + os.environ['KATIB_TRIAL_NAME'], 'w').write(str(os.getpid())); print('loss=0.5', flush=True); time.sleep(120)",
+        "  objective:\n    type: minimize\n    objectiveMetricName: loss\n  parallelTrialCount: 2\n  maxTrialCount: 4",
+    );
+    let file = sb.write("sigint.yaml", &yaml);
+    let mut child = sb
+        .cmd(&["run", file.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_lines(&mut child, "started", 2);
+    // Wait until both trials wrote their pid file and metric.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let pids = loop {
+        let pids: Vec<i32> = std::fs::read_dir(sb.path())
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().starts_with("pid-"))
+            .filter_map(|e| std::fs::read_to_string(e.path()).ok()?.trim().parse().ok())
+            .collect();
+        if pids.len() == 2 {
+            break pids;
+        }
+        assert!(Instant::now() < deadline, "trials did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGINT).unwrap();
+    let code = wait_exit(&mut child, Duration::from_secs(20));
+    assert_eq!(code, Some(130));
+    for pid in pids {
+        assert!(!pid_alive(pid), "trial process {pid} survived Ctrl-C");
+    }
+    let r = sb.report("sigint");
+    let killed = trials_in(&r, "Killed");
+    assert_eq!(killed.len(), 2, "{r:#}");
+    assert_eq!(r["status"]["trials"], 2, "no trial started after Ctrl-C");
+    let last = r["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(last["reason"], "ExperimentInterrupted");
+    // The metric printed before the interruption is kept.
+    assert_eq!(
+        killed[0]["status"]["observation"]["metrics"][0]["latest"],
+        "0.5"
+    );
+}
+
+#[test]
+fn kill_9_then_resume_finishes_without_losing_or_double_counting() {
+    let sb = Sandbox::new();
+    // Trials print three observations, then sleep a little so some are running at the kill.
+    let yaml = python_experiment(
+        "crash",
+        "import sys, time; x = float(sys.argv[1])\nfor i in range(3): print(f'loss={x + i}', flush=True)\ntime.sleep(0.4)",
+        "  objective:\n    type: minimize\n    objectiveMetricName: loss\n  parallelTrialCount: 2\n  maxTrialCount: 8",
+    );
+    let file = sb.write("crash.yaml", &yaml);
+    let mut child = sb
+        .cmd(&["run", file.to_str().unwrap(), "--seed", "11"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_lines(&mut child, "Succeeded", 3);
+    std::thread::sleep(Duration::from_millis(150));
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGKILL).unwrap();
+    let _ = child.wait();
+
+    let before = sb.report("crash");
+    let finished: Vec<(String, serde_json::Value)> = before["trials"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| {
+            let last = t["status"]["conditions"]
+                .as_array()
+                .unwrap()
+                .last()
+                .unwrap();
+            last["type"] == "Succeeded"
+        })
+        .map(|t| {
+            (
+                t["metadata"]["name"].as_str().unwrap().to_string(),
+                t["status"]["observation"].clone(),
+            )
+        })
+        .collect();
+    assert!(finished.len() >= 3, "{before:#}");
+    let trials_before = before["status"]["trials"].as_u64().unwrap();
+
+    // A second run of the same file is refused; resume is the way on.
+    let again = sb.run(&["run", file.to_str().unwrap()]);
+    assert_eq!(again.status.code(), Some(2), "{}", text(&again));
+
+    let out = sb.run(&["resume", "crash"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let after = sb.report("crash");
+    assert_eq!(after["status"]["trials"], 8, "maxTrialCount is respected");
+    for (name, observation) in &finished {
+        let t = after["trials"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["metadata"]["name"] == name.as_str())
+            .expect("trial survives resume");
+        assert_eq!(
+            &t["status"]["observation"], observation,
+            "observations of {name} changed"
+        );
+    }
+    // Trials that were running at the kill are Killed with a reason, never re-counted.
+    let interrupted: Vec<_> = trials_in(&after, "Killed");
+    for t in &interrupted {
+        let last = t["status"]["conditions"]
+            .as_array()
+            .unwrap()
+            .last()
+            .unwrap();
+        assert_eq!(last["reason"], "TrialInterrupted");
+    }
+    assert_eq!(
+        after["status"]["trialsSucceeded"].as_u64().unwrap() + interrupted.len() as u64,
+        8
+    );
+    assert!(trials_before <= 8);
+    let last = after["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(last["reason"], "ExperimentMaxTrialsReached");
+    // Resuming a finished experiment says so.
+    let done = sb.run(&["resume", "crash"]);
+    assert_eq!(done.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&done.stderr).contains("already finished"));
+}

@@ -1,0 +1,222 @@
+//! Invalid experiment files: every problem is reported at once, each naming its field path and
+//! the offending value, with exit code 2 and nothing recorded.
+
+use crate::harness::{Sandbox, text};
+
+const VALID: &str = r#"apiVersion: kubeflow.org/v1beta1
+kind: Experiment
+metadata:
+  name: valid-one
+spec:
+  objective:
+    type: maximize
+    goal: 0.99
+    objectiveMetricName: accuracy
+  algorithm:
+    algorithmName: random
+  parallelTrialCount: 2
+  maxTrialCount: 4
+  maxFailedTrialCount: 1
+  parameters:
+    - name: lr
+      parameterType: double
+      feasibleSpace:
+        min: "0.01"
+        max: "0.1"
+    - name: layers
+      parameterType: int
+      feasibleSpace:
+        min: "1"
+        max: "5"
+    - name: optimizer
+      parameterType: categorical
+      feasibleSpace:
+        list: [sgd, adam]
+  trialTemplate:
+    primaryContainerName: training
+    trialParameters:
+      - name: learningRate
+        reference: lr
+      - name: numLayers
+        reference: layers
+      - name: opt
+        reference: optimizer
+    trialSpec:
+      apiVersion: batch/v1
+      kind: Job
+      spec:
+        template:
+          spec:
+            restartPolicy: Never
+            containers:
+              - name: training
+                image: python:3.11
+                command: [python3, train.py, "--lr=${trialParameters.learningRate}", "--layers=${trialParameters.numLayers}", "--opt=${trialParameters.opt}"]
+"#;
+
+/// Validates `yaml` and returns stderr, asserting exit code 2.
+fn invalid(yaml: &str) -> String {
+    let sb = Sandbox::new();
+    let file = sb.write("bad.yaml", yaml);
+    let out = sb.run(&["validate", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let run = sb.run(&["run", file.to_str().unwrap()]);
+    assert_eq!(run.status.code(), Some(2), "{}", text(&run));
+    assert!(
+        !sb.path().join("vernier.db").exists() || {
+            let list = sb.run(&["list"]);
+            !String::from_utf8_lossy(&list.stdout).contains("valid-one")
+        }
+    );
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn assert_mentions(err: &str, parts: &[&str]) {
+    for p in parts {
+        assert!(err.contains(p), "expected {p:?} in:\n{err}");
+    }
+}
+
+#[test]
+fn the_base_file_is_valid() {
+    let sb = Sandbox::new();
+    let file = sb.write("ok.yaml", VALID);
+    let out = sb.run(&["validate", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("valid experiment \"valid-one\""),
+        "{stdout}"
+    );
+    assert!(stdout.contains("maximize accuracy"), "{stdout}");
+}
+
+#[test]
+fn min_that_is_not_a_number() {
+    let err = invalid(&VALID.replacen("min: \"1\"", "min: \"one\"", 1));
+    assert_mentions(&err, &["spec.parameters[1].feasibleSpace.min", "one"]);
+}
+
+#[test]
+fn min_not_below_max() {
+    let err = invalid(&VALID.replacen("min: \"0.01\"", "min: \"0.5\"", 1));
+    assert_mentions(&err, &["spec.parameters[0].feasibleSpace", "0.5"]);
+}
+
+#[test]
+fn unknown_field_is_named() {
+    let err = invalid(&VALID.replacen("parallelTrialCount: 2", "paralelTrialCount: 2", 1));
+    assert_mentions(&err, &["spec.paralelTrialCount"]);
+}
+
+#[test]
+fn objective_type_must_be_minimize_or_maximize() {
+    let err = invalid(&VALID.replacen("type: maximize", "type: maximise", 1));
+    assert_mentions(&err, &["spec.objective.type", "maximise"]);
+}
+
+#[test]
+fn max_failed_above_max_trials() {
+    let err = invalid(&VALID.replacen("maxFailedTrialCount: 1", "maxFailedTrialCount: 9", 1));
+    assert_mentions(&err, &["spec.maxFailedTrialCount", "9"]);
+}
+
+#[test]
+fn trial_parameter_references_an_unknown_parameter() {
+    let err = invalid(&VALID.replacen("reference: lr", "reference: learning_rate", 1));
+    assert_mentions(
+        &err,
+        &[
+            "spec.trialTemplate.trialParameters[0].reference",
+            "learning_rate",
+        ],
+    );
+}
+
+#[test]
+fn placeholder_without_trial_parameter() {
+    let err = invalid(&VALID.replacen(
+        "\"--opt=${trialParameters.opt}\"",
+        "\"--opt=${trialParameters.opt}\", \"--seed=${trialParameters.seed}\"",
+        1,
+    ));
+    assert_mentions(&err, &["spec.trialTemplate", "seed"]);
+}
+
+#[test]
+fn trial_parameter_never_used() {
+    let err = invalid(&VALID.replacen(", \"--opt=${trialParameters.opt}\"", "", 1));
+    assert_mentions(&err, &["spec.trialTemplate.trialParameters[2]", "opt"]);
+}
+
+#[test]
+fn duplicate_categorical_value() {
+    let err = invalid(&VALID.replacen("list: [sgd, adam]", "list: [sgd, adam, sgd]", 1));
+    assert_mentions(&err, &["spec.parameters[2].feasibleSpace.list", "sgd"]);
+}
+
+#[test]
+fn log_uniform_needs_a_positive_min() {
+    let err = invalid(&VALID.replacen(
+        "min: \"0.01\"\n        max: \"0.1\"",
+        "min: \"0\"\n        max: \"0.1\"\n        distribution: logUniform",
+        1,
+    ));
+    assert_mentions(&err, &["spec.parameters[0].feasibleSpace.min", "0"]);
+}
+
+#[test]
+fn bad_metrics_format_regex() {
+    let err = invalid(&VALID.replacen(
+        "  parallelTrialCount: 2",
+        "  parallelTrialCount: 2\n  metricsCollectorSpec:\n    source:\n      filter:\n        metricsFormat: [\"([a-z]+=(\"]",
+        1,
+    ));
+    assert_mentions(
+        &err,
+        &[
+            "spec.metricsCollectorSpec.source.filter.metricsFormat[0]",
+            "([a-z]+=(",
+        ],
+    );
+}
+
+#[test]
+fn unknown_algorithm() {
+    let err = invalid(&VALID.replacen("algorithmName: random", "algorithmName: genetic", 1));
+    assert_mentions(&err, &["spec.algorithm.algorithmName", "genetic"]);
+}
+
+#[test]
+fn yaml_syntax_error_gives_line_and_column() {
+    let err = invalid(&VALID.replacen("  maxTrialCount: 4", "  maxTrialCount: [4", 1));
+    assert_mentions(&err, &["line"]);
+    assert!(err.contains("column"), "{err}");
+}
+
+#[test]
+fn many_problems_are_reported_together() {
+    let bad = VALID
+        .replacen("type: maximize", "type: upward", 1)
+        .replacen("min: \"1\"", "min: \"x\"", 1)
+        .replacen("parallelTrialCount: 2", "parallelTrialCount: 0", 1);
+    let err = invalid(&bad);
+    assert_mentions(
+        &err,
+        &[
+            "spec.objective.type",
+            "spec.parameters[1].feasibleSpace.min",
+            "spec.parallelTrialCount",
+        ],
+    );
+}
+
+#[test]
+fn wrong_kind_and_missing_file() {
+    let err = invalid(&VALID.replacen("kind: Experiment", "kind: Trial", 1));
+    assert_mentions(&err, &["kind", "Trial"]);
+    let sb = Sandbox::new();
+    let out = sb.run(&["validate", "does-not-exist.yaml"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("does-not-exist.yaml"));
+}
