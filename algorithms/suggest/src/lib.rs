@@ -2,11 +2,19 @@
 //! from an experiment's algorithm settings. Pure and synchronous: randomness comes only from
 //! the seed in each request.
 
+mod cmaes;
+pub mod encode;
 mod error;
+mod gp;
+mod grid;
+pub mod history;
+mod hyperband;
 mod random;
 mod registry;
 pub mod sample;
 mod settings;
+mod sobol;
+mod tpe;
 
 pub use error::AlgorithmError;
 pub use random::RandomSearch;

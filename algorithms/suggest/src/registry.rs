@@ -25,16 +25,18 @@ pub fn build(
     space: &SearchSpace,
     objective: &Objective,
 ) -> Result<Box<dyn Suggester>, AlgorithmError> {
-    let _ = (space, objective);
     match name {
         "random" => {
             let s = Settings::new(name, settings, &["random_state"])?;
             seed_from(&s)?;
             Ok(Box::new(RandomSearch::new()))
         }
-        _ if KNOWN_ALGORITHMS.contains(&name) => Err(AlgorithmError::NotImplemented {
-            algorithm: name.to_string(),
-        }),
+        "grid" => crate::grid::build(name, settings, space, objective),
+        "sobol" => crate::sobol::build(name, settings, space, objective),
+        "tpe" | "multivariate-tpe" => crate::tpe::build(name, settings, space, objective),
+        "bayesianoptimization" => crate::gp::build(name, settings, space, objective),
+        "cmaes" => crate::cmaes::build(name, settings, space, objective),
+        "hyperband" => crate::hyperband::build(name, settings, space, objective),
         _ => Err(AlgorithmError::UnknownAlgorithm {
             name: name.to_string(),
             known: KNOWN_ALGORITHMS.join(", "),

@@ -267,10 +267,13 @@ pub async fn run(
                 seed: suggest_seed(seed, records.len()),
                 state: status.algorithm_state.as_deref(),
             })?;
-            // An algorithm that returns nothing without saying it is done would spin forever.
-            if suggestions.exhausted || suggestions.proposals.is_empty() {
+            // An algorithm may return fewer proposals than asked while it waits for running
+            // trials (Hyperband's rungs); with nothing running it would wait forever, so that
+            // counts as the end of the search.
+            if suggestions.exhausted || (suggestions.proposals.is_empty() && running.is_empty()) {
                 exhausted = true;
             }
+            let launched_any = !suggestions.proposals.is_empty();
             if suggestions.state.is_some() && suggestions.state != status.algorithm_state {
                 status.algorithm_state = suggestions.state.clone();
                 store.update_experiment_status(&exp.name, &status).await?;
@@ -344,7 +347,9 @@ pub async fn run(
                     }
                 }
             }
-            continue;
+            if launched_any || exhausted {
+                continue;
+            }
         }
 
         if running.is_empty() {
