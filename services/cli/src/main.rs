@@ -52,6 +52,31 @@ enum Command {
         /// The experiment name.
         name: String,
     },
+    /// Compare suggestion algorithms on analytic problems (regret and time per suggestion).
+    Benchmark {
+        /// Algorithms to compare, comma-separated (grid needs steps, so it is not in the default).
+        #[arg(
+            long,
+            value_delimiter = ',',
+            default_value = "random,sobol,tpe,multivariate-tpe,bayesianoptimization,cmaes"
+        )]
+        algorithms: Vec<String>,
+        /// Problems, comma-separated.
+        #[arg(
+            long,
+            value_delimiter = ',',
+            default_value = "branin,hartmann3,hartmann6,rosenbrock4,ackley5,styblinski-tang"
+        )]
+        problems: Vec<String>,
+        /// Trials per run (default: 100 for hartmann6, 50 otherwise).
+        #[arg(long)]
+        trials: Option<usize>,
+        /// Number of seeds (0..N).
+        #[arg(long, default_value_t = 10)]
+        seeds: usize,
+        #[arg(long, value_enum, default_value_t = ReportFormat::Table)]
+        format: ReportFormat,
+    },
     /// Check an experiment file and print every problem found.
     Validate {
         /// The experiment file.
@@ -111,5 +136,18 @@ async fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
         }
         Command::Delete { name } => commands::delete::delete(&cli.db, &name).await,
         Command::Validate { file } => commands::validate::validate(&file),
+        Command::Benchmark {
+            algorithms,
+            problems,
+            trials,
+            seeds,
+            format,
+        } => commands::benchmark::benchmark(commands::benchmark::BenchmarkArgs {
+            algorithms,
+            problems,
+            trials,
+            seeds,
+            json: format == ReportFormat::Json,
+        }),
     }
 }

@@ -1,5 +1,6 @@
 //! One module per subcommand.
 
+pub mod benchmark;
 pub mod delete;
 pub mod list;
 pub mod report;
