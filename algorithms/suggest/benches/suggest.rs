@@ -1,2 +1,89 @@
-//! placeholder
-fn main() {}
+//! Time per suggestion of every algorithm on a 6-D space with 50/100/200/500 finished trials
+//! (`cargo bench -p vernier-algorithms`). Figures go to BENCHMARKS.md, never into tests.
+
+use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use std::collections::BTreeMap;
+use std::hint::black_box;
+use vernier_core::{
+    Direction, Distribution, Domain, Objective, Parameter, SearchSpace, SuggestRequest,
+    TrialRecord, TrialState,
+};
+use vernier_testfunctions::Problem;
+
+const HISTORY_SIZES: [usize; 4] = [50, 100, 200, 500];
+const ALGORITHMS: [&str; 7] = [
+    "random",
+    "grid",
+    "sobol",
+    "tpe",
+    "multivariate-tpe",
+    "cmaes",
+    "bayesianoptimization",
+];
+
+/// Hartmann6's box; grid gets a step so that it can enumerate (11^6 points).
+fn space_for(algorithm: &str) -> SearchSpace {
+    let step = (algorithm == "grid").then_some(0.1);
+    let params = (1..=6)
+        .map(|i| Parameter {
+            name: format!("x{i}"),
+            domain: Domain::Double { min: 0.0, max: 1.0, step },
+            distribution: Distribution::Uniform,
+        })
+        .collect();
+    SearchSpace::new(params).expect("valid space")
+}
+
+/// `n` finished trials at prior draws, scored by Hartmann6.
+fn history(space: &SearchSpace, n: usize) -> Vec<TrialRecord> {
+    let problem = Problem::by_name("hartmann6").expect("hartmann6");
+    let mut rng = ChaCha8Rng::seed_from_u64(7);
+    (0..n)
+        .map(|i| {
+            let assignment = vernier_algorithms::sample::sample_assignment(space, &mut rng);
+            let value = problem.eval_assignment(&assignment);
+            TrialRecord {
+                name: format!("t{i}"),
+                assignment,
+                state: TrialState::Succeeded,
+                objective: Some(value),
+                labels: BTreeMap::new(),
+            }
+        })
+        .collect()
+}
+
+fn bench_suggest(c: &mut Criterion) {
+    let objective = Objective::new("value", Direction::Minimize);
+    for algorithm in ALGORITHMS {
+        let space = space_for(algorithm);
+        let Ok(suggester) = vernier_algorithms::build(algorithm, &[], &space, &objective) else {
+            eprintln!("skipping {algorithm}: not available");
+            continue;
+        };
+        let mut group = c.benchmark_group(format!("suggest/{algorithm}"));
+        group.sample_size(10);
+        for n in HISTORY_SIZES {
+            let trials = history(&space, n);
+            group.bench_with_input(BenchmarkId::from_parameter(n), &trials, |b, trials| {
+                b.iter(|| {
+                    let request = SuggestRequest {
+                        space: &space,
+                        objective: &objective,
+                        trials,
+                        count: 1,
+                        seed: 42,
+                        state: None,
+                    };
+                    black_box(suggester.suggest(&request))
+                })
+            });
+        }
+        group.finish();
+    }
+}
+
+criterion_group!(benches, bench_suggest);
+criterion_main!(benches);
