@@ -379,7 +379,7 @@ pub async fn run(
                     let shown: Vec<&str> = report.rejected.iter().take(3).map(String::as_str).collect();
                     observer.on_event(
                         &DriverEvent::Warning(format!(
-                            "trial {name} printed {} metric value(s) that are not numbers and were ignored: {}",
+                            "trial {name}: {} metric line(s) or value(s) could not be used and were skipped: {}",
                             report.rejected.len(),
                             shown.join(", ")
                         )),

@@ -2,7 +2,7 @@
 //! limits, algorithm, metrics collection, and how to turn an assignment into a command line.
 
 use crate::error::RunnerError;
-use crate::process::{Collection, TrialCommand};
+use crate::process::{Collection, MetricSource, TrialCommand};
 use std::path::{Path, PathBuf};
 use vernier_collector::MetricsFilter;
 use vernier_core::{Objective, SearchSpace};
@@ -30,10 +30,16 @@ pub struct LocalExperiment {
     pub settings: Vec<(String, String)>,
     pub collection: Collection,
     pub paths: LocalPaths,
+    /// The File collector's path as written in the spec (absolute, e.g.
+    /// `/var/log/katib/metrics.log`); each trial gets its own copy under its log directory.
+    pub metrics_file: Option<String>,
 }
 
 /// Metrics collector kinds the local runner reads today.
-const LOCAL_COLLECTORS: &[&str] = &["StdOut"];
+const LOCAL_COLLECTORS: &[&str] = &["StdOut", "File"];
+
+/// Environment variable telling a trial where its metrics file is (File collector).
+pub const METRICS_FILE_ENV: &str = "VERNIER_METRICS_FILE";
 
 impl LocalExperiment {
     /// Derives everything from a parsed, defaulted and validated experiment.
@@ -70,7 +76,7 @@ impl LocalExperiment {
             return Err(SpecErrors(vec![SpecError::new(
                 "spec.metricsCollectorSpec.collector.kind",
                 format!(
-                    "collector kind {kind:?} cannot run locally yet\nhint: local runs read metrics from the trial's stdout and stderr: use kind StdOut"
+                    "collector kind {kind:?} cannot run locally yet\nhint: local runs read metrics from the trial's output (kind StdOut) or a file it writes (kind File)"
                 ),
             )])
             .into());
@@ -81,12 +87,33 @@ impl LocalExperiment {
             .map(|f| f.metrics_format.clone())
             .unwrap_or_default();
         let filter = MetricsFilter::from_formats(&formats)?;
+        let file_source = collector
+            .and_then(|m| m.source.as_ref())
+            .and_then(|src| src.file_system_path.as_ref());
+        let (source, metrics_file) = if kind == "File" {
+            let json = file_source
+                .and_then(|f| f.format.as_deref())
+                .is_some_and(|f| f.eq_ignore_ascii_case("JSON"));
+            let path = file_source
+                .and_then(|f| f.path.clone())
+                .unwrap_or_else(|| vernier_spec::known::DEFAULT_METRICS_FILE.to_string());
+            let source = if json {
+                MetricSource::JsonFile
+            } else {
+                MetricSource::TextFile
+            };
+            (source, Some(path))
+        } else {
+            (MetricSource::Output, None)
+        };
         Ok(LocalExperiment {
             name: spec.name().to_string(),
             collection: Collection {
                 filter,
                 metrics: objective.metric_names(),
+                source,
             },
+            metrics_file,
             spec,
             space,
             objective,
@@ -128,15 +155,43 @@ impl LocalExperiment {
                 format!("container {primary:?} has no command or args to run locally"),
             )));
         }
+        let mut env = container.env;
+        let metrics_file = match &self.metrics_file {
+            Some(spec_path) => {
+                let local = self.local_metrics_file(trial, spec_path);
+                let local_text = local.display().to_string();
+                // The same YAML must work on a laptop: wherever the spec's absolute path appears
+                // in the command or environment, the trial's own copy is used instead.
+                for arg in argv.iter_mut() {
+                    *arg = arg.replace(spec_path.as_str(), &local_text);
+                }
+                for (_, value) in env.iter_mut() {
+                    *value = value.replace(spec_path.as_str(), &local_text);
+                }
+                env.push((METRICS_FILE_ENV.to_string(), local_text));
+                Some(local)
+            }
+            None => None,
+        };
         let program = argv.remove(0);
         Ok(TrialCommand {
             trial: trial.to_string(),
             program,
             args: argv,
-            env: container.env,
+            env,
             work_dir: self.paths.work_dir.clone(),
             log_path: self.log_path(trial),
+            metrics_file,
         })
+    }
+
+    /// The File collector's absolute spec path, mapped under the trial's own directory:
+    /// `/var/log/katib/metrics.log` becomes `<log dir>/<trial>/var/log/katib/metrics.log`.
+    pub fn local_metrics_file(&self, trial: &str, spec_path: &str) -> PathBuf {
+        self.paths
+            .log_dir
+            .join(trial)
+            .join(spec_path.trim_start_matches('/'))
     }
 
     pub fn log_path(&self, trial: &str) -> PathBuf {

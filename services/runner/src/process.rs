@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::process::Command;
 use tokio::sync::{mpsc, watch};
-use vernier_collector::{MetricsFilter, read_lines};
+use vernier_collector::{FileFollower, MetricsFilter, parse_json_line, read_lines};
 use vernier_core::Observation;
 use vernier_store::SqlStore;
 
@@ -32,7 +32,23 @@ pub struct TrialCommand {
     pub env: Vec<(String, String)>,
     pub work_dir: PathBuf,
     pub log_path: PathBuf,
+    /// Where this trial writes its metrics file, for the `File` collector.
+    pub metrics_file: Option<PathBuf>,
 }
+
+/// Where metrics are read from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MetricSource {
+    /// The trial's stdout and stderr (Katib `StdOut`).
+    Output,
+    /// A file the trial writes, TEXT lines (Katib `File`, format TEXT).
+    TextFile,
+    /// A file the trial writes, one JSON object per line (Katib `File`, format JSON).
+    JsonFile,
+}
+
+/// How often a metrics file is checked for new lines.
+const FILE_POLL: Duration = Duration::from_millis(100);
 
 /// How the collector should read metrics from the output.
 #[derive(Debug, Clone)]
@@ -40,6 +56,42 @@ pub struct Collection {
     pub filter: MetricsFilter,
     /// Metric names to record, objective first.
     pub metrics: Vec<String>,
+    pub source: MetricSource,
+}
+
+impl Collection {
+    /// Metrics in one line, with the matches that were not numbers (or a malformed JSON line).
+    fn parse(&self, line: &str, json: bool) -> Option<ParsedBatch> {
+        let now = now_us();
+        let (metrics, rejected) = if json {
+            match parse_json_line(line, &self.metrics) {
+                Ok(m) => (m, Vec::new()),
+                Err(e) => (Vec::new(), vec![e.to_string()]),
+            }
+        } else {
+            let parsed = self.filter.parse_line(line, &self.metrics);
+            let rejected = parsed
+                .rejected
+                .into_iter()
+                .map(|r| format!("{}={}", r.name, r.raw))
+                .collect();
+            (parsed.metrics, rejected)
+        };
+        if metrics.is_empty() && rejected.is_empty() {
+            return None;
+        }
+        Some(ParsedBatch {
+            observations: metrics
+                .into_iter()
+                .map(|m| Observation {
+                    metric: m.name,
+                    timestamp_us: m.timestamp_us.unwrap_or(now),
+                    value: m.value,
+                })
+                .collect(),
+            rejected,
+        })
+    }
 }
 
 /// Requests sent to a running trial.
@@ -103,6 +155,15 @@ pub async fn run_process(
             return report;
         }
     };
+    if let Some(dir) = cmd.metrics_file.as_deref().and_then(|p| p.parent())
+        && let Err(e) = std::fs::create_dir_all(dir)
+    {
+        report.end = ProcessEnd::SpawnFailed(format!(
+            "cannot create the metrics directory {}: {e}",
+            dir.display()
+        ));
+        return report;
+    }
     let mut child = match Command::new(&cmd.program)
         .args(&cmd.args)
         .envs(cmd.env.iter().map(|(k, v)| (k, v)))
@@ -146,6 +207,15 @@ pub async fn run_process(
             tx.clone(),
         )));
     }
+    let (ended_tx, ended_rx) = watch::channel(false);
+    if let Some(path) = cmd.metrics_file.clone() {
+        readers.push(tokio::spawn(follow_file(
+            path,
+            collection.clone(),
+            tx.clone(),
+            ended_rx,
+        )));
+    }
     drop(tx);
 
     let mut stopped = false;
@@ -166,6 +236,7 @@ pub async fn run_process(
         }
     };
 
+    let _ = ended_tx.send(true);
     // Let readers drain what the process wrote, then clear out anything it left running.
     let drained = tokio::time::timeout(DRAIN_GRACE, async {
         for reader in readers.iter_mut() {
@@ -280,42 +351,66 @@ struct ParsedBatch {
     rejected: Vec<String>,
 }
 
-/// Reads one output stream: raw bytes to the log, parsed metrics to the recorder.
+/// Reads one output stream: raw bytes to the log, parsed metrics to the recorder when metrics
+/// come from the output.
 async fn pump<R: tokio::io::AsyncRead + Unpin>(
     reader: R,
     log: Arc<Mutex<std::io::BufWriter<std::fs::File>>>,
     collection: Collection,
     tx: mpsc::UnboundedSender<ParsedBatch>,
 ) {
+    let parse = collection.source == MetricSource::Output;
     let _ = read_lines(
         reader,
         |raw| write_log(&log, raw),
         |line| {
-            let parsed = collection.filter.parse_line(line, &collection.metrics);
-            if parsed.metrics.is_empty() && parsed.rejected.is_empty() {
-                return;
+            if parse && let Some(batch) = collection.parse(line, false) {
+                let _ = tx.send(batch);
             }
-            let now = now_us();
-            let batch = ParsedBatch {
-                observations: parsed
-                    .metrics
-                    .into_iter()
-                    .map(|m| Observation {
-                        metric: m.name,
-                        timestamp_us: m.timestamp_us.unwrap_or(now),
-                        value: m.value,
-                    })
-                    .collect(),
-                rejected: parsed
-                    .rejected
-                    .into_iter()
-                    .map(|r| format!("{}={}", r.name, r.raw))
-                    .collect(),
-            };
-            let _ = tx.send(batch);
         },
     )
     .await;
+}
+
+/// Follows the trial's metrics file until the trial has ended, then reads what is left.
+async fn follow_file(
+    path: PathBuf,
+    collection: Collection,
+    tx: mpsc::UnboundedSender<ParsedBatch>,
+    mut ended: watch::Receiver<bool>,
+) {
+    let json = collection.source == MetricSource::JsonFile;
+    let mut follower = FileFollower::new(&path);
+    loop {
+        let last_pass = *ended.borrow();
+        let lines = match follower.poll() {
+            Ok(lines) => lines,
+            Err(e) => {
+                let _ = tx.send(ParsedBatch {
+                    observations: Vec::new(),
+                    rejected: vec![format!("cannot read metrics file {}: {e}", path.display())],
+                });
+                Vec::new()
+            }
+        };
+        for line in lines {
+            if let Some(batch) = collection.parse(&line, json) {
+                let _ = tx.send(batch);
+            }
+        }
+        if last_pass {
+            if let Some(line) = follower.finish()
+                && let Some(batch) = collection.parse(&line, json)
+            {
+                let _ = tx.send(batch);
+            }
+            return;
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(FILE_POLL) => {}
+            _ = ended.changed() => {}
+        }
+    }
 }
 
 #[derive(Debug, Default)]

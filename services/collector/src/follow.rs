@@ -1,0 +1,155 @@
+//! Following a metrics file while a trial writes it, like `tail -F`: the file may appear late,
+//! be truncated or be replaced (rotated); lines may arrive split across writes; a line may be
+//! absurdly long or not text at all.
+
+use crate::lines::MAX_LINE_BYTES;
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+/// Bytes read per `poll`, so one huge write cannot stall the caller.
+const MAX_READ_PER_POLL: usize = 8 << 20;
+
+/// Reads complete lines appended to a file since the previous call.
+#[derive(Debug)]
+pub struct FileFollower {
+    path: PathBuf,
+    file: Option<File>,
+    inode: u64,
+    offset: u64,
+    partial: Vec<u8>,
+    /// True while the current line has grown past `MAX_LINE_BYTES` and is being skipped.
+    overlong: bool,
+}
+
+impl FileFollower {
+    pub fn new(path: impl AsRef<Path>) -> Self {
+        FileFollower {
+            path: path.as_ref().to_path_buf(),
+            file: None,
+            inode: 0,
+            offset: 0,
+            partial: Vec::new(),
+            overlong: false,
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Complete lines written since the last call (terminators and invalid UTF-8 replaced).
+    /// A missing file yields nothing; a truncated or replaced file is read again from the start.
+    pub fn poll(&mut self) -> std::io::Result<Vec<String>> {
+        let meta = match std::fs::metadata(&self.path) {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(e),
+        };
+        if self.file.is_none() || meta.ino() != self.inode || meta.len() < self.offset {
+            self.file = Some(File::open(&self.path)?);
+            self.inode = meta.ino();
+            self.offset = 0;
+            self.partial.clear();
+            self.overlong = false;
+        }
+        let Some(file) = self.file.as_mut() else {
+            return Ok(Vec::new());
+        };
+        file.seek(SeekFrom::Start(self.offset))?;
+        let mut chunk = Vec::new();
+        file.take(MAX_READ_PER_POLL as u64)
+            .read_to_end(&mut chunk)?;
+        self.offset += chunk.len() as u64;
+        let mut lines = Vec::new();
+        for piece in chunk.split_inclusive(|b| *b == b'\n') {
+            let complete = piece.last() == Some(&b'\n');
+            let body = if complete {
+                &piece[..piece.len() - 1]
+            } else {
+                piece
+            };
+            if !self.overlong {
+                let room = MAX_LINE_BYTES.saturating_sub(self.partial.len());
+                self.partial
+                    .extend_from_slice(&body[..body.len().min(room)]);
+                if body.len() > room {
+                    self.overlong = true;
+                }
+            }
+            if complete {
+                lines.push(self.take_line());
+            }
+        }
+        Ok(lines)
+    }
+
+    /// The last line if the file did not end with a newline (call once the writer is done).
+    pub fn finish(&mut self) -> Option<String> {
+        if self.partial.is_empty() {
+            return None;
+        }
+        Some(self.take_line())
+    }
+
+    fn take_line(&mut self) -> String {
+        while self.partial.last() == Some(&b'\r') {
+            self.partial.pop();
+        }
+        let line = String::from_utf8_lossy(&self.partial).into_owned();
+        self.partial.clear();
+        self.overlong = false;
+        line
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn follows_appends_split_lines_truncation_and_rotation() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.log");
+        let mut f = FileFollower::new(&path);
+        assert!(
+            f.poll().unwrap().is_empty(),
+            "a missing file is not an error"
+        );
+
+        let mut w = File::create(&path).unwrap();
+        w.write_all(b"loss=1\nloss=").unwrap();
+        assert_eq!(f.poll().unwrap(), vec!["loss=1"]);
+        w.write_all(b"2\r\n").unwrap();
+        assert_eq!(f.poll().unwrap(), vec!["loss=2"]);
+
+        // Truncated in place: read again from the start.
+        w.set_len(0).unwrap();
+        drop(w);
+        std::fs::write(&path, b"loss=3\n").unwrap();
+        assert_eq!(f.poll().unwrap(), vec!["loss=3"]);
+
+        // Rotated: a new file under the same name.
+        std::fs::rename(&path, dir.path().join("m.log.1")).unwrap();
+        std::fs::write(&path, b"loss=4\nloss=5").unwrap();
+        assert_eq!(f.poll().unwrap(), vec!["loss=4"]);
+        assert_eq!(f.finish(), Some("loss=5".to_string()));
+        assert_eq!(f.finish(), None);
+    }
+
+    #[test]
+    fn overlong_lines_are_cut_and_binary_is_tolerated() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.log");
+        let mut data = vec![b'x'; MAX_LINE_BYTES * 2];
+        data.extend_from_slice(b"\n\xff\xfeloss=1\n");
+        std::fs::write(&path, &data).unwrap();
+        let mut f = FileFollower::new(&path);
+        let lines = f.poll().unwrap();
+        assert_eq!(lines.len(), 2);
+        assert_eq!(lines[0].len(), MAX_LINE_BYTES);
+        assert!(lines[1].ends_with("loss=1"));
+    }
+}
