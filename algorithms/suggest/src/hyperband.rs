@@ -1,7 +1,94 @@
-//! Placeholder until the algorithm lands: building it reports that it is not implemented.
+//! Hyperband (`hyperband`): successive halving run over every bracket, with each trial's
+//! bracket and rung kept in its labels so the schedule is rebuilt from the history alone and a
+//! restarted experiment continues where it stopped.
+//!
+//! Li, Jamieson, DeSalvo, Rostamizadeh and Talwalkar, "Hyperband: A Novel Bandit-Based
+//! Approach to Hyperparameter Optimization", JMLR 18(185), 2018, Algorithm 1.
+//!
+//! Schedule, with Katib's settings `r_l` (the most resource one configuration gets), `eta`
+//! (default 3) and `resource_name` (the parameter that carries the resource):
+//! `s_max = floor(log_eta(r_l))`, computed exactly (Katib's `int(ln r_l / ln eta)` turns
+//! `log_10(1000)` into 2). Brackets run one after another, `s = s_max` down to 0. Bracket `s`
+//! draws `n = ceil((s_max+1)/(s+1) · eta^s)` new configurations at resource `r = r_l·eta^(−s)`;
+//! rung `i` (0..=s) runs at `r_i = r·eta^i`, so the last rung of every bracket runs at `r_l`.
+//! A rung of `m` trials promotes its best `max(1, floor(m/eta))` (Li et al.'s floor; Katib
+//! uses ceil) among those with a usable objective, ranked by loss (maximisation is handled by
+//! `Direction::to_loss`, ties by creation order); failed, killed and metric-less trials are
+//! never promoted, and a rung with no usable trial ends its bracket early. With no failures
+//! the rung sizes are Li et al.'s `n_i = floor(n·eta^(−i))` (e.g. eta 3, r_l 81:
+//! 81-27-9-3-1, 34-11-3-1, 15-5-1, 8-2, 5). After bracket 0 the suggester reports
+//! `exhausted`.
+//!
+//! Asynchrony: a rung is complete when all its trials are terminal. While the current rung
+//! has nothing left to propose but trials still run, fewer proposals than asked (possibly
+//! none) come back with `exhausted: false` and the driver waits. State lives in the labels
+//! `vernier.hyperband/bracket`, `vernier.hyperband/rung` and, for promotions,
+//! `vernier.hyperband/parent` (the promoted trial's name); `req.state` is ignored and the
+//! returned state is only a human-readable position.
+//!
+//! Parameters: new configurations draw every parameter except the resource one from its
+//! prior (`sample::sample_param`: uniform, log-uniform, normal and log-normal, ints and
+//! doubles on their step grid, discrete and categorical uniformly over the list), distinct
+//! from every configuration already taken (resource value included), preferring ones whose
+//! non-resource part was never tried. Finite spaces are enumerated when random draws stop
+//! finding unused points; a bracket whose space runs out gets fewer configurations. The
+//! resource parameter must be an int or a double: an int takes Katib's `int(r)` (never below
+//! 1), a double takes `r` itself (snapped onto its step grid when it has one).
+//!
+//! Deviations from Katib (§3.3 of the Katib notes): every bracket runs (Katib's controller
+//! stalls after the first one, issues #1366/#557/#690); rung sizes use floor, not ceil;
+//! promotions wait for a rung to finish instead of erroring on unfinished trials; and the
+//! rung budgets must lie inside the resource parameter's feasible space, checked when the
+//! algorithm is built (Katib overwrites the value whatever the space says, but Vernier checks
+//! every proposal against the space). Katib's `parallelTrialCount >= ceil(eta^s_max)` check
+//! is not needed here: any parallelism works.
 
 use crate::error::AlgorithmError;
-use vernier_core::{Objective, SearchSpace, Suggester};
+use crate::history;
+use crate::sample::{sample_param, snap, tidy};
+use crate::settings::Settings;
+use rand::{Rng, RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use std::collections::{BTreeMap, HashSet};
+use vernier_core::{
+    Assignment, CoreError, Domain, Objective, ParamValue, Parameter, Proposal, SearchSpace,
+    SuggestRequest, Suggester, Suggestions, TrialRecord,
+};
+
+/// Label holding a trial's bracket `s`.
+pub const BRACKET_LABEL: &str = "vernier.hyperband/bracket";
+/// Label holding a trial's rung `i` within its bracket.
+pub const RUNG_LABEL: &str = "vernier.hyperband/rung";
+/// Label holding the name of the trial a promotion continues.
+pub const PARENT_LABEL: &str = "vernier.hyperband/parent";
+
+const ALGORITHM: &str = "hyperband";
+const ACCEPTED: &[&str] = &["r_l", "resource_name", "eta", "random_state"];
+const DEFAULT_ETA: u64 = 3;
+
+/// Random draws tried before a new configuration may share its non-resource part with an
+/// earlier trial (continuous spaces never need a second draw).
+const MAX_REDRAWS: usize = 100;
+
+/// Finite spaces (without the resource parameter) up to this size are enumerated once random
+/// draws stop finding unused points.
+const ENUMERATE_LIMIT: u128 = 100_000;
+
+/// Relative slack for budgets: they are exact quotients `r_l / eta^e`, but may have gone
+/// through text (trial storage) or need `int()` of a value that is integral in exact arithmetic.
+const BUDGET_TOLERANCE: f64 = 1e-9;
+
+/// Hyperband over the whole bracket schedule.
+#[derive(Debug, Clone)]
+pub struct Hyperband {
+    resource_name: String,
+    eta: u64,
+    /// `budgets[e]` is the resource value `r_l·eta^(−e)` of rung `i` in bracket `s` with
+    /// `e = s − i`, already rounded and checked against the resource parameter's domain.
+    budgets: Vec<ParamValue>,
+    /// `brackets[s]` is the number of new configurations bracket `s` starts with.
+    brackets: Vec<u64>,
+}
 
 pub(crate) fn build(
     name: &str,
@@ -9,8 +96,1333 @@ pub(crate) fn build(
     space: &SearchSpace,
     objective: &Objective,
 ) -> Result<Box<dyn Suggester>, AlgorithmError> {
-    let _ = (settings, space, objective);
-    Err(AlgorithmError::NotImplemented {
-        algorithm: name.to_string(),
-    })
+    let _ = objective;
+    Ok(Box::new(Hyperband::new(name, settings, space)?))
+}
+
+fn invalid(setting: &str, value: &str, reason: impl Into<String>) -> AlgorithmError {
+    AlgorithmError::InvalidSetting {
+        algorithm: ALGORITHM.to_string(),
+        setting: setting.to_string(),
+        value: value.to_string(),
+        reason: reason.into(),
+    }
+}
+
+impl Hyperband {
+    /// Validates the settings against the space and computes the schedule.
+    pub fn new(
+        name: &str,
+        settings: &[(String, String)],
+        space: &SearchSpace,
+    ) -> Result<Self, AlgorithmError> {
+        let s = Settings::new(name, settings, ACCEPTED)?;
+        s.get::<i64>("random_state", |v| v >= 0, "an integer >= 0")?;
+
+        let raw = |key: &str| {
+            settings
+                .iter()
+                .rev()
+                .find(|(n, v)| n == key && !v.trim().is_empty())
+                .map(|(_, v)| v.trim())
+        };
+        let missing = |key: &str| {
+            invalid(
+                key,
+                "",
+                "is not set: r_l and resource_name must be set.\nhint: r_l is the most resource \
+                 one configuration gets, resource_name the parameter that receives it",
+            )
+        };
+        let resource_name = raw("resource_name").ok_or_else(|| missing("resource_name"))?;
+        if raw("r_l").is_none() {
+            return Err(missing("r_l"));
+        }
+        let r_l = s
+            .get::<f64>(
+                "r_l",
+                |v| v.is_finite() && v > 0.0,
+                "r_l must be a positive float number.",
+            )?
+            .ok_or_else(|| missing("r_l"))?;
+
+        let eta = match s.get::<f64>("eta", f64::is_finite, "an integer >= 2")? {
+            None => DEFAULT_ETA,
+            Some(v) => {
+                // Katib reads `int(float(eta))` and replaces a non-positive value by 3.
+                let t = v.trunc();
+                if t <= 0.0 {
+                    DEFAULT_ETA
+                } else if t < 2.0 {
+                    let raw_eta = raw("eta").unwrap_or_default();
+                    return Err(invalid(
+                        "eta",
+                        raw_eta,
+                        "is out of range: eta must be an integer >= 2 after truncation \
+                         (int(float(eta))); a value <= 0 means the default 3",
+                    ));
+                } else {
+                    t.min(u32::MAX as f64) as u64
+                }
+            }
+        };
+
+        let Some(param) = space.get(resource_name) else {
+            let names: Vec<&str> = space.parameters().iter().map(|p| p.name.as_str()).collect();
+            return Err(invalid(
+                "resource_name",
+                resource_name,
+                format!(
+                    "is not a parameter: value of resource_name setting must be in parameters.\n\
+                     hint: the parameters are {}",
+                    names.join(", ")
+                ),
+            ));
+        };
+
+        let s_max = s_max(eta, r_l);
+        let brackets = bracket_sizes(eta, s_max).ok_or_else(|| {
+            invalid(
+                "r_l",
+                &r_l.to_string(),
+                format!(
+                    "is out of range: with eta {eta} the first bracket would need more than \
+                     {} configurations",
+                    u64::MAX
+                ),
+            )
+        })?;
+        let budgets = (0..=s_max)
+            .map(|e| budget_value(param, r_l / (eta as f64).powi(e as i32)))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|bad| {
+                let lowest = r_l / (eta as f64).powi(s_max as i32);
+                invalid(
+                    "resource_name",
+                    resource_name,
+                    format!(
+                        "names a parameter that cannot hold every rung budget: {} \
+                         parameter {:?} has {}, but with r_l {r_l} and eta {eta} the budgets \
+                         r_l·eta^(−s), s = 0..{s_max}, run from {} to {} and {bad}\n\
+                         hint: widen the feasible space of {:?} to cover [{}, {}] (or change \
+                         r_l or eta); Katib overwrites the value without looking at the space, \
+                         Vernier keeps every proposal inside it",
+                        kind(param),
+                        param.name,
+                        describe_domain(&param.domain),
+                        tidy(lowest),
+                        tidy(r_l),
+                        param.name,
+                        show_budget(param, lowest),
+                        show_budget(param, r_l),
+                    ),
+                )
+            })?;
+        Ok(Hyperband {
+            resource_name: resource_name.to_string(),
+            eta,
+            budgets,
+            brackets,
+        })
+    }
+
+    /// `s_max`: the index of the first (most aggressive) bracket.
+    pub fn s_max(&self) -> usize {
+        self.brackets.len() - 1
+    }
+
+    /// Nominal rung sizes and resource values of bracket `s`, as when no trial fails.
+    #[cfg(test)]
+    fn schedule(&self, s: usize) -> Vec<(u64, ParamValue)> {
+        let mut n = self.brackets[s];
+        (0..=s)
+            .map(|i| {
+                let rung = (n, self.budgets[s - i].clone());
+                n = (n / self.eta).max(1);
+                rung
+            })
+            .collect()
+    }
+
+    /// The (bracket, rung) a trial belongs to, if its labels and resource value fit this
+    /// schedule; other trials (another algorithm's, or older settings') only count as taken.
+    fn position(&self, t: &TrialRecord) -> Option<(usize, usize)> {
+        let s: usize = t.labels.get(BRACKET_LABEL)?.trim().parse().ok()?;
+        let i: usize = t.labels.get(RUNG_LABEL)?.trim().parse().ok()?;
+        if s >= self.brackets.len() || i > s {
+            return None;
+        }
+        let v = t.assignment.get(&self.resource_name)?.as_f64()?;
+        let b = self.budgets[s - i].as_f64()?;
+        ((v - b).abs() <= BUDGET_TOLERANCE * b.abs().max(1.0)).then_some((s, i))
+    }
+
+    fn describe(&self, s: usize, i: usize) -> String {
+        format!(
+            "bracket {s} (of {}..0), rung {i} (of 0..{s}), {}={}",
+            self.s_max(),
+            self.resource_name,
+            self.budgets[s - i]
+        )
+    }
+
+    /// An assignment in space order with the resource set to `budget` and every other value
+    /// taken from `value_of`; `None` if `value_of` has no value for a parameter.
+    fn compose(
+        &self,
+        space: &SearchSpace,
+        budget: &ParamValue,
+        mut value_of: impl FnMut(&Parameter) -> Option<ParamValue>,
+    ) -> Option<Assignment> {
+        space
+            .parameters()
+            .iter()
+            .map(|p| {
+                let v = if p.name == self.resource_name {
+                    budget.clone()
+                } else {
+                    value_of(p)?
+                };
+                Some((p.name.clone(), v))
+            })
+            .collect::<Option<Vec<_>>>()
+            .map(Assignment)
+    }
+
+    fn sub_key(&self, a: &Assignment) -> String {
+        Assignment(
+            a.iter()
+                .filter(|(n, _)| *n != self.resource_name)
+                .cloned()
+                .collect(),
+        )
+        .key()
+    }
+
+    /// Up to `want` new configurations at `budget` for a bracket's first rung.
+    fn fresh<R: Rng + ?Sized>(
+        &self,
+        space: &SearchSpace,
+        budget: &ParamValue,
+        want: usize,
+        taken: &mut Taken,
+        rng: &mut R,
+    ) -> Vec<Assignment> {
+        let others: Vec<&Parameter> = space
+            .parameters()
+            .iter()
+            .filter(|p| p.name != self.resource_name)
+            .collect();
+        let finite = others
+            .iter()
+            .try_fold(1u128, |acc, p| acc.checked_mul(p.cardinality()?))
+            .filter(|n| *n <= ENUMERATE_LIMIT);
+        let mut out = Vec::new();
+        // Once random draws miss, a finite space is listed: never-tried points first, then
+        // points tried at another resource.
+        let mut listed: Option<(Vec<Assignment>, Vec<Assignment>)> = None;
+        while out.len() < want {
+            let mut pick = None;
+            if listed.is_none() {
+                let mut fallback = None;
+                for _ in 0..MAX_REDRAWS {
+                    let Some(a) = self.compose(space, budget, |p| Some(sample_param(p, rng)))
+                    else {
+                        break;
+                    };
+                    if !taken.sub.contains(&self.sub_key(&a)) {
+                        pick = Some(a);
+                        break;
+                    }
+                    if fallback.is_none() && !taken.full.contains(&a.key()) {
+                        fallback = Some(a);
+                    }
+                }
+                if pick.is_none() {
+                    match finite {
+                        Some(size) => listed = Some(self.list(space, &others, size, budget, taken)),
+                        None => pick = fallback,
+                    }
+                }
+            }
+            if let Some((never, reused)) = listed.as_mut() {
+                let pool = if never.is_empty() { reused } else { never };
+                if !pool.is_empty() {
+                    let k = rng.random_range(0..pool.len());
+                    pick = Some(pool.swap_remove(k));
+                }
+            }
+            let Some(a) = pick else { break };
+            taken.insert(self, &a);
+            out.push(a);
+        }
+        out
+    }
+
+    /// Every unused point of a finite space at `budget`, split into those whose non-resource
+    /// part was never tried and those tried at another resource.
+    fn list(
+        &self,
+        space: &SearchSpace,
+        others: &[&Parameter],
+        size: u128,
+        budget: &ParamValue,
+        taken: &Taken,
+    ) -> (Vec<Assignment>, Vec<Assignment>) {
+        let mut never = Vec::new();
+        let mut reused = Vec::new();
+        for index in 0..size {
+            let Some(values) = point_at(others, index) else {
+                continue;
+            };
+            let Some(a) = self.compose(space, budget, |p| {
+                others
+                    .iter()
+                    .position(|q| q.name == p.name)
+                    .map(|j| values[j].clone())
+            }) else {
+                continue;
+            };
+            if !taken.sub.contains(&self.sub_key(&a)) {
+                never.push(a);
+            } else if !taken.full.contains(&a.key()) {
+                reused.push(a);
+            }
+        }
+        (never, reused)
+    }
+}
+
+/// Keys of every configuration proposed so far, whole and without the resource value.
+struct Taken {
+    full: HashSet<String>,
+    sub: HashSet<String>,
+}
+
+impl Taken {
+    fn new(hb: &Hyperband, trials: &[TrialRecord]) -> Self {
+        Taken {
+            full: history::taken(trials),
+            sub: trials.iter().map(|t| hb.sub_key(&t.assignment)).collect(),
+        }
+    }
+
+    fn insert(&mut self, hb: &Hyperband, a: &Assignment) {
+        self.full.insert(a.key());
+        self.sub.insert(hb.sub_key(a));
+    }
+}
+
+/// The `index`-th point of the product of finite parameters, in mixed-radix order.
+fn point_at(params: &[&Parameter], mut index: u128) -> Option<Vec<ParamValue>> {
+    let mut values = vec![ParamValue::Int(0); params.len()];
+    for (j, p) in params.iter().enumerate().rev() {
+        let n = p.cardinality()?;
+        values[j] = p.value_at(index % n)?;
+        index /= n;
+    }
+    Some(values)
+}
+
+/// `floor(log_eta(r_l))` in exact arithmetic (0 when `r_l < eta`).
+fn s_max(eta: u64, r_l: f64) -> usize {
+    let eta = eta as f64;
+    let mut s = 0;
+    let mut next = eta;
+    // Powers of eta are exact in f64 far beyond any sensible r_l; the slack only forgives an
+    // r_l that went through text.
+    while next <= r_l * (1.0 + BUDGET_TOLERANCE) {
+        s += 1;
+        next *= eta;
+    }
+    s
+}
+
+/// `n(s) = ceil((s_max+1)·eta^s/(s+1))` for `s = 0..=s_max`, or `None` on overflow.
+fn bracket_sizes(eta: u64, s_max: usize) -> Option<Vec<u64>> {
+    let mut power = 1u64;
+    let mut sizes = Vec::with_capacity(s_max + 1);
+    for s in 0..=s_max {
+        if s > 0 {
+            power = power.checked_mul(eta)?;
+        }
+        let top = (s_max as u64 + 1).checked_mul(power)?;
+        sizes.push(top.div_ceil(s as u64 + 1));
+    }
+    Some(sizes)
+}
+
+/// The resource parameter's value for budget `r`, or why the domain cannot hold it.
+fn budget_value(p: &Parameter, r: f64) -> Result<ParamValue, String> {
+    let value = match &p.domain {
+        Domain::Int { .. } => ParamValue::Int(int_budget(r)),
+        Domain::Double { min, max, step } => {
+            let v = ParamValue::Double(tidy(r));
+            p.check(&v).map_err(|why| format!("{r} is {why}"))?;
+            match step {
+                Some(st) => ParamValue::Double(snap(r, *min, *max, *st)),
+                None => v,
+            }
+        }
+        Domain::Discrete { .. } | Domain::Categorical { .. } => {
+            return Err("the resource parameter must be an int or a double".to_string());
+        }
+    };
+    p.check(&value).map_err(|why| format!("{value} is {why}"))?;
+    Ok(value)
+}
+
+/// Katib's `int(r)`, forgiving values a hair below an integer, and never below 1.
+fn int_budget(r: f64) -> i64 {
+    ((r * (1.0 + BUDGET_TOLERANCE)).floor() as i64).max(1)
+}
+
+fn show_budget(p: &Parameter, r: f64) -> String {
+    match p.domain {
+        Domain::Int { .. } => int_budget(r).to_string(),
+        _ => tidy(r).to_string(),
+    }
+}
+
+fn kind(p: &Parameter) -> &'static str {
+    match p.domain {
+        Domain::Double { .. } => "double",
+        Domain::Int { .. } => "int",
+        Domain::Discrete { .. } => "discrete",
+        Domain::Categorical { .. } => "categorical",
+    }
+}
+
+fn describe_domain(d: &Domain) -> String {
+    match d {
+        Domain::Double { min, max, step } => match step {
+            Some(s) => format!("min {min}, max {max}, step {s}"),
+            None => format!("min {min}, max {max}"),
+        },
+        Domain::Int { min, max, step } => match step {
+            Some(s) => format!("min {min}, max {max}, step {s}"),
+            None => format!("min {min}, max {max}"),
+        },
+        Domain::Discrete { values } | Domain::Categorical { values } => {
+            format!("values {values:?}")
+        }
+    }
+}
+
+fn labelled(a: Assignment, s: usize, i: usize, parent: Option<&str>) -> Proposal {
+    let mut p = Proposal::new(a);
+    p.labels.insert(BRACKET_LABEL.to_string(), s.to_string());
+    p.labels.insert(RUNG_LABEL.to_string(), i.to_string());
+    if let Some(parent) = parent {
+        p.labels
+            .insert(PARENT_LABEL.to_string(), parent.to_string());
+    }
+    p
+}
+
+impl Suggester for Hyperband {
+    fn name(&self) -> &str {
+        ALGORITHM
+    }
+
+    fn suggest(&self, req: &SuggestRequest<'_>) -> Result<Suggestions, CoreError> {
+        if req.space.get(&self.resource_name).is_none() {
+            return Err(CoreError::Algorithm {
+                algorithm: ALGORITHM.to_string(),
+                message: format!(
+                    "resource parameter {:?} is not in the search space",
+                    self.resource_name
+                ),
+            });
+        }
+        let trials = req.trials;
+        let mut rng = ChaCha8Rng::seed_from_u64(req.seed);
+        let mut taken = Taken::new(self, trials);
+        let mut rungs: BTreeMap<(usize, usize), Vec<usize>> = BTreeMap::new();
+        for (idx, t) in trials.iter().enumerate() {
+            if let Some(pos) = self.position(t) {
+                rungs.entry(pos).or_default().push(idx);
+            }
+        }
+        let loss = |t: &TrialRecord| {
+            history::observed(req.objective, std::slice::from_ref(t))
+                .first()
+                .map(|(_, l)| *l)
+        };
+        let waiting = |s: usize, i: usize, proposals: Vec<Proposal>| Suggestions {
+            proposals,
+            state: Some(self.describe(s, i)),
+            exhausted: false,
+        };
+
+        for s in (0..=self.s_max()).rev() {
+            // Trial indices of the previous rung's usable trials, best first, and its size.
+            let mut ranked: Vec<usize> = Vec::new();
+            let mut previous_size = 0usize;
+            for i in 0..=s {
+                let members = rungs.get(&(s, i)).map(Vec::as_slice).unwrap_or(&[]);
+                let budget = &self.budgets[s - i];
+                let mut proposals = Vec::new();
+                let mut outstanding = false;
+                if i == 0 {
+                    let missing = self.brackets[s].saturating_sub(members.len() as u64);
+                    if missing > 0 {
+                        let want = missing.min(req.count as u64) as usize;
+                        outstanding = want == 0;
+                        proposals = self
+                            .fresh(req.space, budget, want, &mut taken, &mut rng)
+                            .into_iter()
+                            .map(|a| labelled(a, s, 0, None))
+                            .collect();
+                    }
+                } else {
+                    let keep = (previous_size / self.eta as usize).max(1).min(ranked.len());
+                    let promoted: HashSet<&str> = members
+                        .iter()
+                        .filter_map(|&m| trials[m].labels.get(PARENT_LABEL))
+                        .map(String::as_str)
+                        .collect();
+                    for &p in &ranked[..keep] {
+                        let parent = &trials[p];
+                        if promoted.contains(parent.name.as_str()) {
+                            continue;
+                        }
+                        let Some(a) = self.compose(req.space, budget, |q| {
+                            parent.assignment.get(&q.name).cloned()
+                        }) else {
+                            continue;
+                        };
+                        // Only possible when a later bracket redrew this configuration in a
+                        // finite space: the result exists already, so nothing is re-run.
+                        if taken.full.contains(&a.key()) {
+                            continue;
+                        }
+                        if proposals.len() == req.count {
+                            outstanding = true;
+                            break;
+                        }
+                        taken.insert(self, &a);
+                        proposals.push(labelled(a, s, i, Some(parent.name.as_str())));
+                    }
+                }
+                if !proposals.is_empty() || outstanding {
+                    return Ok(waiting(s, i, proposals));
+                }
+                if members.iter().any(|&m| trials[m].state.is_active()) {
+                    return Ok(waiting(s, i, Vec::new()));
+                }
+                let mut scored: Vec<(f64, usize)> = members
+                    .iter()
+                    .filter_map(|&m| loss(&trials[m]).map(|l| (l, m)))
+                    .collect();
+                scored.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+                ranked = scored.into_iter().map(|(_, m)| m).collect();
+                previous_size = members.len();
+                if ranked.is_empty() {
+                    // The whole rung failed: nothing to promote, so the bracket ends here.
+                    break;
+                }
+            }
+        }
+        Ok(Suggestions {
+            proposals: Vec::new(),
+            state: Some(format!("all {} brackets done", self.brackets.len())),
+            exhausted: true,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use vernier_core::{Direction, Distribution, TrialState};
+
+    fn param(name: &str, domain: Domain, distribution: Distribution) -> Parameter {
+        Parameter {
+            name: name.into(),
+            domain,
+            distribution,
+        }
+    }
+
+    fn epochs(min: i64, max: i64, step: Option<i64>) -> Domain {
+        Domain::Int { min, max, step }
+    }
+
+    /// Every kind of parameter and distribution, plus the resource `epochs`.
+    fn space_with(resource: Domain) -> SearchSpace {
+        SearchSpace::new(vec![
+            param(
+                "lr",
+                Domain::Double {
+                    min: 1e-4,
+                    max: 0.1,
+                    step: None,
+                },
+                Distribution::LogUniform,
+            ),
+            param(
+                "layers",
+                Domain::Int {
+                    min: 1,
+                    max: 9,
+                    step: Some(2),
+                },
+                Distribution::Normal,
+            ),
+            param("epochs", resource, Distribution::Uniform),
+            param(
+                "momentum",
+                Domain::Double {
+                    min: 0.5,
+                    max: 0.95,
+                    step: Some(0.05),
+                },
+                Distribution::LogNormal,
+            ),
+            param(
+                "opt",
+                Domain::Categorical {
+                    values: vec!["sgd".into(), "adam".into()],
+                },
+                Distribution::Uniform,
+            ),
+            param(
+                "batch",
+                Domain::Discrete {
+                    values: vec!["16".into(), "32".into(), "64".into()],
+                },
+                Distribution::Uniform,
+            ),
+        ])
+        .unwrap()
+    }
+
+    fn settings(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect()
+    }
+
+    fn hb(eta: &str, r_l: &str, space: &SearchSpace) -> Hyperband {
+        Hyperband::new(
+            ALGORITHM,
+            &settings(&[("r_l", r_l), ("resource_name", "epochs"), ("eta", eta)]),
+            space,
+        )
+        .unwrap()
+    }
+
+    fn build_err(pairs: &[(&str, &str)], space: &SearchSpace) -> String {
+        let o = Objective::new("loss", Direction::Minimize);
+        build(ALGORITHM, &settings(pairs), space, &o)
+            .unwrap_err()
+            .to_string()
+    }
+
+    fn request<'a>(
+        space: &'a SearchSpace,
+        objective: &'a Objective,
+        trials: &'a [TrialRecord],
+        count: usize,
+        seed: u64,
+    ) -> SuggestRequest<'a> {
+        SuggestRequest {
+            space,
+            objective,
+            trials,
+            count,
+            seed,
+            state: None,
+        }
+    }
+
+    /// Hand-computed from `n = ceil((s_max+1)/(s+1)·eta^s)`, `n_{i+1} = max(1, floor(n_i/eta))`,
+    /// `r_i = r_l·eta^(i−s)`; `table[s]` lists `(n_i, r_i)`.
+    fn assert_schedule(h: &Hyperband, table: &[&[(u64, i64)]]) {
+        assert_eq!(h.s_max() + 1, table.len());
+        for (s, rungs) in table.iter().enumerate() {
+            let want: Vec<(u64, ParamValue)> = rungs
+                .iter()
+                .map(|(n, r)| (*n, ParamValue::Int(*r)))
+                .collect();
+            assert_eq!(h.schedule(s), want, "bracket {s}");
+        }
+    }
+
+    #[test]
+    fn schedule_eta_3_r_l_81_is_li_et_al_table_1() {
+        let h = hb("3", "81", &space_with(epochs(1, 81, None)));
+        assert_schedule(
+            &h,
+            &[
+                &[(5, 81)],
+                &[(8, 27), (2, 81)],
+                &[(15, 9), (5, 27), (1, 81)],
+                &[(34, 3), (11, 9), (3, 27), (1, 81)],
+                &[(81, 1), (27, 3), (9, 9), (3, 27), (1, 81)],
+            ],
+        );
+    }
+
+    #[test]
+    fn schedule_eta_2_r_l_8() {
+        // s_max 3; n = ceil(4/(s+1)·2^s): 4, 4, 6 (5.33), 8.
+        let h = hb("2", "8", &space_with(epochs(1, 8, None)));
+        assert_schedule(
+            &h,
+            &[
+                &[(4, 8)],
+                &[(4, 4), (2, 8)],
+                &[(6, 2), (3, 4), (1, 8)],
+                &[(8, 1), (4, 2), (2, 4), (1, 8)],
+            ],
+        );
+    }
+
+    #[test]
+    fn schedule_eta_3_r_l_9() {
+        // s_max 2; n = ceil(3/(s+1)·3^s): 3, 5 (4.5), 9.
+        let h = hb("3", "9", &space_with(epochs(1, 9, None)));
+        assert_schedule(
+            &h,
+            &[&[(3, 9)], &[(5, 3), (1, 9)], &[(9, 1), (3, 3), (1, 9)]],
+        );
+    }
+
+    #[test]
+    fn budgets_round_like_katib_for_ints_and_stay_exact_for_doubles() {
+        // r_l 10, eta 3: budgets 10/9, 10/3, 10; Katib's int() gives 1, 3, 10.
+        let h = hb("3", "10", &space_with(epochs(1, 10, None)));
+        let ints: Vec<ParamValue> = h.schedule(2).into_iter().map(|(_, r)| r).collect();
+        assert_eq!(
+            ints,
+            vec![ParamValue::Int(1), ParamValue::Int(3), ParamValue::Int(10)]
+        );
+        let doubles = space_with(Domain::Double {
+            min: 1.0,
+            max: 10.0,
+            step: None,
+        });
+        let h = hb("3", "10", &doubles);
+        let got: Vec<ParamValue> = h.schedule(2).into_iter().map(|(_, r)| r).collect();
+        assert_eq!(
+            got,
+            vec![
+                ParamValue::Double(1.11111111111),
+                ParamValue::Double(3.33333333333),
+                ParamValue::Double(10.0)
+            ]
+        );
+        // log_10(1000) is exactly 3 here (Katib's float division gives 2).
+        let h = hb("10", "1000", &space_with(epochs(1, 1000, None)));
+        assert_eq!(h.s_max(), 3);
+        // r_l below eta: a single bracket of one rung at r_l.
+        let h = hb("3", "2", &space_with(epochs(1, 2, None)));
+        assert_eq!(h.schedule(0), vec![(1, ParamValue::Int(2))]);
+    }
+
+    #[test]
+    fn eta_is_truncated_and_non_positive_means_three() {
+        let space = space_with(epochs(1, 81, None));
+        assert_eq!(hb("2.7", "81", &space).eta, 2);
+        assert_eq!(hb("0", "81", &space).eta, 3);
+        assert_eq!(hb("-2", "81", &space).eta, 3);
+        let default = Hyperband::new(
+            ALGORITHM,
+            &settings(&[("r_l", "81"), ("resource_name", "epochs")]),
+            &space,
+        )
+        .unwrap();
+        assert_eq!((default.eta, default.s_max()), (3, 4));
+    }
+
+    #[test]
+    fn settings_errors_name_the_setting_and_value() {
+        let space = space_with(epochs(1, 81, None));
+        let e = build_err(&[("resource_name", "epochs")], &space);
+        assert!(e.contains("r_l and resource_name must be set."), "{e}");
+        assert!(e.contains("setting r_l"), "{e}");
+        let e = build_err(&[("r_l", "81")], &space);
+        assert!(e.contains("r_l and resource_name must be set."), "{e}");
+        assert!(e.contains("setting resource_name"), "{e}");
+        for bad in ["abc", "-1", "0", "inf"] {
+            let e = build_err(&[("r_l", bad), ("resource_name", "epochs")], &space);
+            assert!(e.contains("setting r_l"), "{e}");
+            assert!(e.contains(&format!("{bad:?}")), "{e}");
+            assert!(e.contains("r_l must be a positive float number."), "{e}");
+        }
+        for bad in ["1", "1.9", "x"] {
+            let e = build_err(
+                &[("r_l", "81"), ("resource_name", "epochs"), ("eta", bad)],
+                &space,
+            );
+            assert!(e.contains("setting eta"), "{e}");
+            assert!(e.contains(&format!("{bad:?}")), "{e}");
+        }
+        let e = build_err(&[("r_l", "81"), ("resource_name", "nope")], &space);
+        assert!(
+            e.contains("value of resource_name setting must be in parameters."),
+            "{e}"
+        );
+        assert!(e.contains("\"nope\""), "{e}");
+        let e = build_err(&[("r_l", "81"), ("resource_name", "opt")], &space);
+        assert!(e.contains("must be an int or a double"), "{e}");
+        let e = build_err(
+            &[("r_l", "81"), ("resource_name", "epochs"), ("s_max", "4")],
+            &space,
+        );
+        assert!(
+            e.contains("unknown setting \"s_max\" for algorithm hyperband"),
+            "{e}"
+        );
+        let e = build_err(
+            &[
+                ("r_l", "81"),
+                ("resource_name", "epochs"),
+                ("random_state", "-1"),
+            ],
+            &space,
+        );
+        assert!(e.contains("random_state") && e.contains("\"-1\""), "{e}");
+        let e = build_err(
+            &[("r_l", "1e30"), ("resource_name", "epochs"), ("eta", "2")],
+            &space_with(epochs(1, i64::MAX, None)),
+        );
+        assert!(
+            e.contains("setting r_l") && e.contains("first bracket"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn budgets_must_fit_the_resource_domain() {
+        // Katib's example sets num-epochs to [1, 1] and lets Hyperband overwrite it; here the
+        // space must hold every budget (1, 2, 4 for eta 2, r_l 4).
+        let e = build_err(
+            &[("r_l", "4"), ("resource_name", "epochs"), ("eta", "2")],
+            &space_with(epochs(1, 2, None)),
+        );
+        assert!(e.contains("setting resource_name"), "{e}");
+        assert!(e.contains("\"epochs\""), "{e}");
+        assert!(e.contains("int parameter"), "{e}");
+        assert!(e.contains("min 1, max 2"), "{e}");
+        assert!(e.contains("[1, 4]"), "{e}");
+        assert!(e.contains("hint:"), "{e}");
+        // A minimum above the smallest budget.
+        let e = build_err(
+            &[("r_l", "81"), ("resource_name", "epochs")],
+            &space_with(epochs(3, 81, None)),
+        );
+        assert!(e.contains("min 3, max 81") && e.contains("[1, 81]"), "{e}");
+        // Budgets 1, 3, 9, 27, 81 are on the grid 1 + 2k but not on 1 + 4k.
+        assert!(
+            Hyperband::new(
+                ALGORITHM,
+                &settings(&[("r_l", "81"), ("resource_name", "epochs")]),
+                &space_with(epochs(1, 81, Some(2))),
+            )
+            .is_ok()
+        );
+        let e = build_err(
+            &[("r_l", "81"), ("resource_name", "epochs")],
+            &space_with(epochs(1, 81, Some(4))),
+        );
+        assert!(e.contains("step 4") && e.contains("grid"), "{e}");
+        // A double resource with a step takes budgets on its grid.
+        let h = hb(
+            "2",
+            "4",
+            &space_with(Domain::Double {
+                min: 0.5,
+                max: 4.0,
+                step: Some(0.5),
+            }),
+        );
+        assert_eq!(h.schedule(2)[0].1, ParamValue::Double(1.0));
+    }
+
+    fn from_proposal(name: String, p: Proposal) -> TrialRecord {
+        TrialRecord {
+            name,
+            assignment: p.assignment,
+            state: TrialState::Running,
+            objective: None,
+            labels: p.labels,
+        }
+    }
+
+    fn num(a: &Assignment, name: &str) -> f64 {
+        a.get(name).and_then(ParamValue::as_f64).unwrap()
+    }
+
+    #[test]
+    fn seeded_proposals_are_exact() {
+        let space = space_with(epochs(1, 9, None));
+        let o = Objective::new("loss", Direction::Minimize);
+        let h = hb("3", "9", &space);
+        let s = h.suggest(&request(&space, &o, &[], 3, 42)).unwrap();
+        let got: Vec<String> = s
+            .proposals
+            .iter()
+            .map(|p| p.assignment.to_string())
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                "lr=0.011109348145191565, layers=7, epochs=1, momentum=0.65, opt=sgd, batch=32",
+                "lr=0.0007341446485788689, layers=3, epochs=1, momentum=0.6, opt=sgd, batch=64",
+                "lr=0.0205942671629762, layers=5, epochs=1, momentum=0.7, opt=sgd, batch=64",
+            ]
+        );
+        for p in &s.proposals {
+            assert_eq!(p.labels[BRACKET_LABEL], "2");
+            assert_eq!(p.labels[RUNG_LABEL], "0");
+            assert!(!p.labels.contains_key(PARENT_LABEL));
+        }
+        assert!(!s.exhausted);
+        assert_eq!(
+            s.state.as_deref(),
+            Some("bracket 2 (of 2..0), rung 0 (of 0..2), epochs=1")
+        );
+    }
+
+    /// Nine finished first-rung trials of bracket 2 (eta 3, r_l 9) whose objective is `lr`.
+    fn first_rung(h: &Hyperband, space: &SearchSpace, o: &Objective) -> Vec<TrialRecord> {
+        let s = h.suggest(&request(space, o, &[], 9, 1)).unwrap();
+        assert_eq!(s.proposals.len(), 9);
+        s.proposals
+            .into_iter()
+            .enumerate()
+            .map(|(k, p)| {
+                let mut t = from_proposal(format!("t{k}"), p);
+                t.state = TrialState::Succeeded;
+                t.objective = Some(num(&t.assignment, "lr"));
+                t
+            })
+            .collect()
+    }
+
+    fn promoted_lrs(s: &Suggestions, trials: &[TrialRecord]) -> Vec<f64> {
+        s.proposals
+            .iter()
+            .map(|p| {
+                let parent = &p.labels[PARENT_LABEL];
+                let t = trials.iter().find(|t| &t.name == parent).unwrap();
+                assert_eq!(num(&p.assignment, "lr"), num(&t.assignment, "lr"));
+                assert_eq!(p.assignment.get("epochs"), Some(&ParamValue::Int(3)));
+                assert_eq!(p.labels[RUNG_LABEL], "1");
+                num(&t.assignment, "lr")
+            })
+            .collect()
+    }
+
+    #[test]
+    fn promotes_the_best_third_whichever_the_direction() {
+        let space = space_with(epochs(1, 9, None));
+        let h = hb("3", "9", &space);
+        let mut lrs: Vec<f64> = Vec::new();
+        for direction in [Direction::Minimize, Direction::Maximize] {
+            let o = Objective::new("acc", direction);
+            let trials = first_rung(&h, &space, &o);
+            lrs = trials.iter().map(|t| num(&t.assignment, "lr")).collect();
+            lrs.sort_by(f64::total_cmp);
+            // Asked for 5, only the 3 promotions exist yet.
+            let s = h.suggest(&request(&space, &o, &trials, 5, 2)).unwrap();
+            assert!(!s.exhausted);
+            let mut got = promoted_lrs(&s, &trials);
+            got.sort_by(f64::total_cmp);
+            let want = match direction {
+                Direction::Minimize => lrs[..3].to_vec(),
+                Direction::Maximize => lrs[6..].to_vec(),
+            };
+            assert_eq!(got, want, "{direction:?}");
+        }
+        assert!(lrs.len() == 9);
+    }
+
+    #[test]
+    fn failed_trials_are_never_promoted_and_a_failed_rung_ends_its_bracket() {
+        let space = space_with(epochs(1, 9, None));
+        let o = Objective::new("loss", Direction::Minimize);
+        let h = hb("3", "9", &space);
+        let mut trials = first_rung(&h, &space, &o);
+        let mut order: Vec<usize> = (0..9).collect();
+        order.sort_by(|a, b| {
+            num(&trials[*a].assignment, "lr").total_cmp(&num(&trials[*b].assignment, "lr"))
+        });
+        // The two best fail outright, the third has no metric: promotion takes ranks 4-6.
+        trials[order[0]].state = TrialState::Failed;
+        trials[order[1]].state = TrialState::Killed;
+        trials[order[2]].state = TrialState::MetricsUnavailable;
+        let s = h.suggest(&request(&space, &o, &trials, 9, 3)).unwrap();
+        let parents: Vec<&str> = s
+            .proposals
+            .iter()
+            .map(|p| p.labels[PARENT_LABEL].as_str())
+            .collect();
+        let want: Vec<&str> = order[3..6]
+            .iter()
+            .map(|&k| trials[k].name.as_str())
+            .collect();
+        assert_eq!(parents, want);
+
+        // Every promotion fails: bracket 2 ends, bracket 1 starts with 5 new configurations
+        // at epochs 3.
+        let n = trials.len();
+        for (k, p) in s.proposals.into_iter().enumerate() {
+            let mut t = from_proposal(format!("t{}", n + k), p);
+            t.state = TrialState::Failed;
+            trials.push(t);
+        }
+        let s = h.suggest(&request(&space, &o, &trials, 9, 4)).unwrap();
+        assert_eq!(s.proposals.len(), 5);
+        for p in &s.proposals {
+            assert_eq!(p.labels[BRACKET_LABEL], "1");
+            assert_eq!(p.labels[RUNG_LABEL], "0");
+            assert_eq!(p.assignment.get("epochs"), Some(&ParamValue::Int(3)));
+        }
+    }
+
+    #[test]
+    fn waits_for_running_trials_and_never_reproposes() {
+        let space = space_with(epochs(1, 9, None));
+        let o = Objective::new("loss", Direction::Minimize);
+        let h = hb("3", "9", &space);
+        let mut trials = first_rung(&h, &space, &o);
+        trials[4].state = TrialState::Running;
+        trials[4].objective = None;
+        // The rung is fully proposed but one trial runs: nothing to do yet.
+        let s = h.suggest(&request(&space, &o, &trials, 4, 5)).unwrap();
+        assert_eq!((s.proposals.len(), s.exhausted), (0, false));
+        trials[4].state = TrialState::Succeeded;
+        trials[4].objective = Some(num(&trials[4].assignment, "lr"));
+        // Two of the three promotions now, the third on the next call.
+        let s = h.suggest(&request(&space, &o, &trials, 2, 6)).unwrap();
+        assert_eq!(s.proposals.len(), 2);
+        let n = trials.len();
+        trials.extend(
+            s.proposals
+                .into_iter()
+                .enumerate()
+                .map(|(k, p)| from_proposal(format!("t{}", n + k), p)),
+        );
+        let s = h.suggest(&request(&space, &o, &trials, 2, 7)).unwrap();
+        assert_eq!(s.proposals.len(), 1);
+        let keys = history::taken(&trials);
+        assert!(!keys.contains(&s.proposals[0].assignment.key()));
+        let parents: HashSet<&String> = trials
+            .iter()
+            .filter_map(|t| t.labels.get(PARENT_LABEL))
+            .collect();
+        assert!(!parents.contains(&s.proposals[0].labels[PARENT_LABEL]));
+    }
+
+    /// The toy objective: best near lr 0.01, layers 5, adam; more epochs always help.
+    fn toy_loss(a: &Assignment) -> f64 {
+        let or =
+            |name: &str, default: f64| a.get(name).and_then(ParamValue::as_f64).unwrap_or(default);
+        let opt = |c: &str| matches!(a.get("opt"), Some(ParamValue::Choice(v)) if v == c);
+        (or("lr", 0.01).log10() + 2.0).powi(2)
+            + 0.05 * (or("layers", 5.0) - 5.0).abs()
+            + if opt("adam") {
+                0.0
+            } else if opt("sgd") {
+                0.1
+            } else {
+                0.2
+            }
+            + 0.01 * or("momentum", 0.5)
+            + 1.0 / num(a, "epochs")
+    }
+
+    struct Run {
+        trials: Vec<TrialRecord>,
+        /// Each call's history and reply, to replay after a "restart".
+        calls: Vec<(Vec<TrialRecord>, usize, u64, Suggestions)>,
+    }
+
+    /// Drives the suggester as the local driver does: ask for the free slots, launch what
+    /// comes back, let one running trial finish, repeat until `exhausted`.
+    fn simulate(
+        h: &Hyperband,
+        space: &SearchSpace,
+        o: &Objective,
+        parallel: usize,
+        seed: u64,
+        mut trials: Vec<TrialRecord>,
+        fails: impl Fn(usize) -> bool,
+    ) -> Run {
+        let mut calls = Vec::new();
+        for step in 0..100_000usize {
+            let active: Vec<usize> = (0..trials.len())
+                .filter(|&k| trials[k].state.is_active())
+                .collect();
+            let count = parallel - active.len();
+            if count > 0 {
+                let call_seed = seed.wrapping_add(trials.len() as u64);
+                let s = h
+                    .suggest(&request(space, o, &trials, count, call_seed))
+                    .unwrap();
+                calls.push((trials.clone(), count, call_seed, s.clone()));
+                assert!(s.proposals.len() <= count);
+                if s.exhausted {
+                    assert!(active.is_empty(), "exhausted while trials run");
+                    assert!(s.proposals.is_empty());
+                    return Run { trials, calls };
+                }
+                assert!(
+                    !s.proposals.is_empty() || !active.is_empty(),
+                    "zero proposals with nothing running would end the experiment"
+                );
+                let mut keys = history::taken(&trials);
+                for p in s.proposals {
+                    space.check(&p.assignment).unwrap();
+                    assert!(keys.insert(p.assignment.key()), "{}", p.assignment);
+                    let name = format!("t{}", trials.len());
+                    trials.push(from_proposal(name, p));
+                }
+            }
+            let active: Vec<usize> = (0..trials.len())
+                .filter(|&k| trials[k].state.is_active())
+                .collect();
+            let k = active[(step * 7 + 3) % active.len()];
+            let t = &mut trials[k];
+            if fails(k) {
+                t.state = TrialState::Failed;
+            } else {
+                t.state = TrialState::Succeeded;
+                let loss = toy_loss(&t.assignment);
+                t.objective = Some(match o.direction {
+                    Direction::Minimize => loss,
+                    Direction::Maximize => -loss,
+                });
+            }
+        }
+        panic!("the run did not end");
+    }
+
+    /// One line per rung: (bracket, rung, trials, failed, resource value).
+    type Table = Vec<(usize, usize, usize, usize, String)>;
+
+    /// Checks a finished run against the rules and returns the schedule it produced.
+    fn check_run(h: &Hyperband, o: &Objective, trials: &[TrialRecord]) -> Table {
+        let mut table = Table::new();
+        let mut last_index = 0;
+        for s in (0..=h.s_max()).rev() {
+            let mut previous: Vec<usize> = Vec::new();
+            for i in 0..=s {
+                let members: Vec<usize> = (0..trials.len())
+                    .filter(|&k| h.position(&trials[k]) == Some((s, i)))
+                    .collect();
+                if i == 0 {
+                    assert_eq!(members.len() as u64, h.brackets[s], "bracket {s} rung 0");
+                } else {
+                    let mut usable: Vec<(f64, usize)> = previous
+                        .iter()
+                        .filter_map(|&k| {
+                            trials[k]
+                                .usable_objective()
+                                .map(|v| (o.direction.to_loss(v), k))
+                        })
+                        .collect();
+                    usable.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+                    let keep = (previous.len() / h.eta as usize).max(1).min(usable.len());
+                    let want: Vec<&str> = usable[..keep]
+                        .iter()
+                        .map(|(_, k)| trials[*k].name.as_str())
+                        .collect();
+                    let got: Vec<&str> = members
+                        .iter()
+                        .map(|&k| trials[k].labels[PARENT_LABEL].as_str())
+                        .collect();
+                    let mut sorted = got.clone();
+                    sorted.sort();
+                    let mut want_sorted = want.clone();
+                    want_sorted.sort();
+                    assert_eq!(
+                        sorted, want_sorted,
+                        "bracket {s} rung {i} promotes the best"
+                    );
+                    for &k in &members {
+                        let parent = trials
+                            .iter()
+                            .find(|t| t.name == trials[k].labels[PARENT_LABEL])
+                            .unwrap();
+                        assert_eq!(
+                            h.sub_key(&parent.assignment),
+                            h.sub_key(&trials[k].assignment)
+                        );
+                    }
+                }
+                for &k in &members {
+                    assert!(k >= last_index, "rungs and brackets run in order");
+                    assert_eq!(trials[k].assignment.get("epochs"), Some(&h.budgets[s - i]));
+                }
+                last_index = members.iter().copied().max().unwrap_or(last_index);
+                let failed = members
+                    .iter()
+                    .filter(|&&k| trials[k].usable_objective().is_none())
+                    .count();
+                if !members.is_empty() {
+                    table.push((s, i, members.len(), failed, h.budgets[s - i].to_string()));
+                }
+                if members.len() == failed {
+                    break;
+                }
+                previous = members;
+            }
+        }
+        assert!(trials.iter().all(|t| t.state.is_terminal()));
+        assert!(trials.iter().all(|t| h.position(t).is_some()));
+        table
+    }
+
+    #[test]
+    fn simulation_runs_every_bracket_and_promotes_the_best() {
+        let space = space_with(epochs(1, 81, None));
+        let h = hb("3", "81", &space);
+        let mut tables = Vec::new();
+        for direction in [Direction::Minimize, Direction::Maximize] {
+            let o = Objective::new("loss", direction);
+            let run = simulate(&h, &space, &o, 5, 11, Vec::new(), |k| k % 7 == 3);
+            let table = check_run(&h, &o, &run.trials);
+            let brackets: HashSet<usize> = table.iter().map(|r| r.0).collect();
+            assert_eq!(brackets.len(), 5, "every bracket runs");
+            eprintln!(
+                "{direction:?}: {} trials in {} calls",
+                run.trials.len(),
+                run.calls.len()
+            );
+            for (s, i, n, failed, r) in &table {
+                eprintln!("bracket {s} rung {i}: {n} trials ({failed} failed) at epochs={r}");
+            }
+            tables.push((table, run.trials));
+        }
+        // Maximising -loss makes the same decisions as minimising loss.
+        let (a, b) = (&tables[0], &tables[1]);
+        assert_eq!(a.0, b.0);
+        let assignments = |t: &[TrialRecord]| -> Vec<Assignment> {
+            t.iter().map(|t| t.assignment.clone()).collect()
+        };
+        assert_eq!(assignments(&a.1), assignments(&b.1));
+    }
+
+    #[test]
+    fn restart_mid_bracket_continues_the_schedule() {
+        let space = space_with(epochs(1, 27, None));
+        let o = Objective::new("loss", Direction::Minimize);
+        let h = hb("3", "27", &space);
+        let fails = |k: usize| k % 5 == 3;
+        let full = simulate(&h, &space, &o, 4, 7, Vec::new(), fails);
+        check_run(&h, &o, &full.trials);
+
+        // A restart with the same history and seed continues exactly as the uninterrupted run
+        // (which also shows every call is deterministic).
+        for (trials, count, seed, reply) in &full.calls {
+            let again = h
+                .suggest(&request(&space, &o, trials, *count, *seed))
+                .unwrap();
+            assert_eq!(&again, reply);
+        }
+
+        // A crash kills whatever ran: first while bracket 3's first rung is being filled,
+        // then while its second rung (the promotions) is.
+        for rung in [0usize, 1] {
+            let (snapshot, ..) = full
+                .calls
+                .iter()
+                .find(|(trials, ..)| {
+                    let members = trials
+                        .iter()
+                        .filter(|t| h.position(t) == Some((3, rung)))
+                        .count();
+                    members >= 4 && trials.iter().filter(|t| t.state.is_active()).count() >= 2
+                })
+                .unwrap();
+            let mut trials = snapshot.clone();
+            let mut killed = Vec::new();
+            for t in trials.iter_mut().filter(|t| t.state.is_active()) {
+                t.state = TrialState::Killed;
+                killed.push(t.name.clone());
+            }
+            let members = trials
+                .iter()
+                .filter(|t| h.position(t) == Some((3, rung)))
+                .count();
+            // The first call after the restart goes on filling the same rung.
+            let s = h.suggest(&request(&space, &o, &trials, 4, 99)).unwrap();
+            assert!(!s.proposals.is_empty());
+            for p in &s.proposals {
+                assert_eq!(p.labels[BRACKET_LABEL], "3");
+                assert_eq!(p.labels[RUNG_LABEL], rung.to_string());
+            }
+            if rung == 0 {
+                assert_eq!(s.proposals.len(), 4.min(27 - members));
+            }
+            let resumed = simulate(&h, &space, &o, 4, 99, trials, fails);
+            let table = check_run(&h, &o, &resumed.trials);
+            assert_eq!(table.iter().map(|r| r.0).collect::<HashSet<_>>().len(), 4);
+            for t in &resumed.trials {
+                if let Some(parent) = t.labels.get(PARENT_LABEL) {
+                    assert!(!killed.contains(parent), "killed {parent} was promoted");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_small_finite_space_runs_out_gracefully() {
+        let space = SearchSpace::new(vec![
+            param(
+                "opt",
+                Domain::Categorical {
+                    values: vec!["a".into(), "b".into(), "c".into()],
+                },
+                Distribution::Uniform,
+            ),
+            param("epochs", epochs(1, 9, None), Distribution::Uniform),
+        ])
+        .unwrap();
+        let o = Objective::new("loss", Direction::Minimize);
+        let h = hb("3", "9", &space);
+        let run = simulate(&h, &space, &o, 3, 5, Vec::new(), |_| false);
+        let per_bracket = |s: &str| {
+            run.trials
+                .iter()
+                .filter(|t| t.labels[BRACKET_LABEL] == s && t.labels[RUNG_LABEL] == "0")
+                .count()
+        };
+        // Bracket 2 wanted 9 configurations but the space has 3; later brackets reuse them at
+        // their own budgets; 3 choices times 3 budgets bound the whole run.
+        assert_eq!(per_bracket("2"), 3);
+        assert!(per_bracket("1") <= 3 && per_bracket("0") <= 3);
+        assert!(run.trials.len() <= 9, "{}", run.trials.len());
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+        #[test]
+        fn runs_stay_in_space_distinct_and_deterministic(
+            seed in any::<u64>(),
+            parallel in 1usize..7,
+            fail_mod in 2usize..9,
+            maximize in any::<bool>(),
+        ) {
+            let space = space_with(epochs(1, 9, None));
+            let direction = if maximize { Direction::Maximize } else { Direction::Minimize };
+            let o = Objective::new("loss", direction);
+            let h = hb("3", "9", &space);
+            // `simulate` asserts space, distinctness and no premature end.
+            let run = simulate(&h, &space, &o, parallel, seed, Vec::new(), |k| k % fail_mod == 1);
+            check_run(&h, &o, &run.trials);
+            for (trials, count, call_seed, reply) in &run.calls {
+                let again = h.suggest(&request(&space, &o, trials, *count, *call_seed)).unwrap();
+                prop_assert_eq!(&again, reply);
+            }
+            prop_assert!(run.calls.last().is_some_and(|c| c.3.exhausted));
+        }
+    }
 }
