@@ -29,7 +29,11 @@ fn space_for(algorithm: &str) -> SearchSpace {
     let params = (1..=6)
         .map(|i| Parameter {
             name: format!("x{i}"),
-            domain: Domain::Double { min: 0.0, max: 1.0, step },
+            domain: Domain::Double {
+                min: 0.0,
+                max: 1.0,
+                step,
+            },
             distribution: Distribution::Uniform,
         })
         .collect();
