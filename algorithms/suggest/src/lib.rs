@@ -18,5 +18,5 @@ mod tpe;
 
 pub use error::AlgorithmError;
 pub use random::RandomSearch;
-pub use registry::{KNOWN_ALGORITHMS, build, seed_setting};
+pub use registry::{KNOWN_ALGORITHMS, build, seed_setting, with_random_state};
 pub use settings::Settings;

@@ -49,6 +49,20 @@ fn seed_from(s: &Settings<'_>) -> Result<Option<u64>, AlgorithmError> {
         .map(|v| v.map(|v| v as u64))
 }
 
+/// The settings with `random_state` set to the experiment's seed, so algorithms that fix their
+/// sequence when built (grid order, Sobol scramble, CMA-ES draws) follow `--seed` too.
+pub fn with_random_state(settings: &[(String, String)], seed: u64) -> Vec<(String, String)> {
+    settings
+        .iter()
+        .filter(|(n, _)| n != "random_state")
+        .cloned()
+        .chain(std::iter::once((
+            "random_state".to_string(),
+            (seed & i64::MAX as u64).to_string(),
+        )))
+        .collect()
+}
+
 /// The experiment seed requested through the `random_state` setting, if any and valid.
 pub fn seed_setting(algorithm: &str, settings: &[(String, String)]) -> Option<u64> {
     let accepted: Vec<&str> = settings.iter().map(|(n, _)| n.as_str()).collect();
@@ -106,6 +120,14 @@ mod tests {
             err.to_string()
                 .starts_with("unknown algorithm name \"nope\"")
         );
+    }
+
+    #[test]
+    fn the_experiment_seed_replaces_random_state() {
+        let s = with_random_state(&settings(&[("random_state", "1"), ("gamma", "0.2")]), 7);
+        assert_eq!(s, settings(&[("gamma", "0.2"), ("random_state", "7")]));
+        let big = with_random_state(&[], u64::MAX);
+        assert_eq!(big[0].1, i64::MAX.to_string());
     }
 
     #[test]

@@ -154,8 +154,9 @@ pub async fn run(
     mut stop: watch::Receiver<StopLevel>,
     observer: &mut dyn Observer,
 ) -> Result<Outcome, RunnerError> {
+    let settings = vernier_algorithms::with_random_state(&exp.settings, seed);
     let suggester =
-        vernier_algorithms::build(&exp.algorithm, &exp.settings, &exp.space, &exp.objective)?;
+        vernier_algorithms::build(&exp.algorithm, &settings, &exp.space, &exp.objective)?;
     std::fs::create_dir_all(&exp.paths.log_dir).map_err(|source| RunnerError::LogDir {
         path: exp.paths.log_dir.display().to_string(),
         source,

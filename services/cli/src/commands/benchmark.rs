@@ -106,8 +106,13 @@ fn run_once(
 ) -> anyhow::Result<RunResult> {
     let space = problem.space();
     let objective = Objective::new("value", Direction::Minimize);
-    let suggester = vernier_algorithms::build(algorithm, &[], &space, &objective)
-        .map_err(|e| anyhow::anyhow!("--algorithms: {e}"))?;
+    let suggester = vernier_algorithms::build(
+        algorithm,
+        &vernier_algorithms::with_random_state(&[], seed),
+        &space,
+        &objective,
+    )
+    .map_err(|e| anyhow::anyhow!("--algorithms: {e}"))?;
     let mut trials: Vec<TrialRecord> = Vec::with_capacity(budget);
     let mut state: Option<String> = None;
     let mut times = Vec::with_capacity(budget);
