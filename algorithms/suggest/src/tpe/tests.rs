@@ -1,0 +1,582 @@
+//! Seeded, property and behaviour tests of both TPE variants.
+
+use super::*;
+use proptest::prelude::*;
+use std::collections::BTreeMap;
+use vernier_core::{Direction, Distribution, Domain, ParamValue, TrialRecord, TrialState};
+use vernier_testfunctions::Problem;
+
+const BOTH: [&str; 2] = ["tpe", "multivariate-tpe"];
+
+fn mixed_space() -> SearchSpace {
+    SearchSpace::new(vec![
+        Parameter {
+            name: "lr".into(),
+            domain: Domain::Double {
+                min: 1e-4,
+                max: 0.1,
+                step: None,
+            },
+            distribution: Distribution::LogUniform,
+        },
+        Parameter {
+            name: "layers".into(),
+            domain: Domain::Int {
+                min: 1,
+                max: 9,
+                step: Some(2),
+            },
+            distribution: Distribution::Normal,
+        },
+        Parameter {
+            name: "width".into(),
+            domain: Domain::Int {
+                min: 8,
+                max: 512,
+                step: None,
+            },
+            distribution: Distribution::LogUniform,
+        },
+        Parameter {
+            name: "momentum".into(),
+            domain: Domain::Double {
+                min: 0.5,
+                max: 0.95,
+                step: Some(0.05),
+            },
+            distribution: Distribution::LogNormal,
+        },
+        Parameter {
+            name: "opt".into(),
+            domain: Domain::Categorical {
+                values: vec!["sgd".into(), "adam".into(), "rmsprop".into()],
+            },
+            distribution: Distribution::Uniform,
+        },
+        Parameter {
+            name: "batch".into(),
+            domain: Domain::Discrete {
+                values: vec!["16".into(), "32".into(), "64".into()],
+            },
+            distribution: Distribution::Uniform,
+        },
+    ])
+    .unwrap()
+}
+
+/// A loss on `mixed_space` with a known best region (lr near 0.01, 5 layers, adam, 32).
+fn mixed_loss(a: &Assignment) -> f64 {
+    let lr = a.get("lr").and_then(ParamValue::as_f64).unwrap();
+    let layers = a.get("layers").and_then(ParamValue::as_f64).unwrap();
+    let width = a.get("width").and_then(ParamValue::as_f64).unwrap();
+    let momentum = a.get("momentum").and_then(ParamValue::as_f64).unwrap();
+    let opt = if a.get("opt") == Some(&ParamValue::Choice("adam".into())) {
+        0.0
+    } else {
+        0.5
+    };
+    let batch = (a.get("batch").and_then(ParamValue::as_f64).unwrap() - 32.0).abs() / 32.0;
+    (lr.log10() + 2.0).powi(2)
+        + (layers - 5.0).powi(2) / 8.0
+        + (width.log2() - 6.0).powi(2) / 10.0
+        + (momentum - 0.9).powi(2)
+        + opt
+        + batch
+}
+
+fn space_1d(min: f64, max: f64) -> SearchSpace {
+    SearchSpace::new(vec![Parameter {
+        name: "x".into(),
+        domain: Domain::Double {
+            min,
+            max,
+            step: None,
+        },
+        distribution: Distribution::Uniform,
+    }])
+    .unwrap()
+}
+
+fn trial(
+    i: usize,
+    assignment: Assignment,
+    state: TrialState,
+    objective: Option<f64>,
+) -> TrialRecord {
+    TrialRecord {
+        name: format!("t{i}"),
+        assignment,
+        state,
+        objective,
+        labels: BTreeMap::new(),
+    }
+}
+
+/// `n` finished trials at prior draws, scored by `f`.
+fn history(
+    space: &SearchSpace,
+    n: usize,
+    seed: u64,
+    f: impl Fn(&Assignment) -> f64,
+) -> Vec<TrialRecord> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    (0..n)
+        .map(|i| {
+            let a = sample_assignment(space, &mut rng);
+            let v = f(&a);
+            trial(i, a, TrialState::Succeeded, Some(v))
+        })
+        .collect()
+}
+
+fn algorithm(name: &str, settings: &[(&str, &str)]) -> Box<dyn Suggester> {
+    let pairs: Vec<(String, String)> = settings
+        .iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect();
+    let space = space_1d(0.0, 1.0);
+    build(
+        name,
+        &pairs,
+        &space,
+        &Objective::new("loss", Direction::Minimize),
+    )
+    .unwrap()
+}
+
+fn suggest(
+    alg: &dyn Suggester,
+    space: &SearchSpace,
+    objective: &Objective,
+    trials: &[TrialRecord],
+    count: usize,
+    seed: u64,
+) -> Suggestions {
+    alg.suggest(&SuggestRequest {
+        space,
+        objective,
+        trials,
+        count,
+        seed,
+        state: None,
+    })
+    .unwrap()
+}
+
+fn texts(s: &Suggestions) -> Vec<String> {
+    s.proposals
+        .iter()
+        .map(|p| p.assignment.to_string())
+        .collect()
+}
+
+fn x_of(s: &Suggestions) -> Vec<f64> {
+    s.proposals
+        .iter()
+        .map(|p| p.assignment.get("x").and_then(ParamValue::as_f64).unwrap())
+        .collect()
+}
+
+#[test]
+fn seeded_proposals_are_exact() {
+    let space = mixed_space();
+    let o = Objective::new("loss", Direction::Minimize);
+    let trials = history(&space, 15, 1, mixed_loss);
+    let got: Vec<Vec<String>> = BOTH
+        .iter()
+        .map(|name| {
+            texts(&suggest(
+                algorithm(name, &[]).as_ref(),
+                &space,
+                &o,
+                &trials,
+                2,
+                42,
+            ))
+        })
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            vec![
+                "lr=0.0026705741874728985, layers=1, width=8, momentum=0.5, opt=adam, batch=32",
+                "lr=0.00010630374471443906, layers=9, width=200, momentum=0.5, opt=adam, batch=32",
+            ],
+            vec![
+                "lr=0.007244864816795966, layers=5, width=9, momentum=0.55, opt=adam, batch=32",
+                "lr=0.06731493454760364, layers=5, width=229, momentum=0.6, opt=adam, batch=32",
+            ],
+        ]
+    );
+}
+
+#[test]
+fn startup_proposals_are_prior_draws() {
+    let space = mixed_space();
+    let o = Objective::new("loss", Direction::Minimize);
+    for name in BOTH {
+        let alg = algorithm(name, &[("n_startup_trials", "4")]);
+        let mut rng = ChaCha8Rng::seed_from_u64(9);
+        let prior: Vec<String> = (0..4)
+            .map(|_| sample_assignment(&space, &mut rng).to_string())
+            .collect();
+        let s = suggest(alg.as_ref(), &space, &o, &[], 6, 9);
+        assert_eq!(s.proposals.len(), 6);
+        assert_eq!(texts(&s)[..4], prior[..], "{name}");
+        assert_eq!(texts(&suggest(alg.as_ref(), &space, &o, &[], 4, 9)), prior);
+
+        // Finished and pending trials both use up the startup budget; failed ones do not.
+        let mut trials = history(&space, 4, 3, mixed_loss);
+        trials[2].state = TrialState::Running;
+        trials[3].state = TrialState::Failed;
+        let s = suggest(alg.as_ref(), &space, &o, &trials, 1, 9);
+        let mut rng = ChaCha8Rng::seed_from_u64(9);
+        assert_eq!(
+            texts(&s),
+            vec![sample_assignment(&space, &mut rng).to_string()]
+        );
+    }
+}
+
+#[test]
+fn concentrates_near_the_minimiser_or_the_maximiser() {
+    let space = space_1d(-5.0, 5.0);
+    let trials = history(&space, 30, 5, |a| {
+        (a.get("x").and_then(ParamValue::as_f64).unwrap() - 2.0).powi(2)
+    });
+    for name in BOTH {
+        let alg = algorithm(name, &[]);
+        let min = Objective::new("loss", Direction::Minimize);
+        let max = Objective::new("loss", Direction::Maximize);
+        let near_min = (0..20)
+            .flat_map(|seed| x_of(&suggest(alg.as_ref(), &space, &min, &trials, 1, seed)))
+            .filter(|x| (x - 2.0).abs() < 1.0)
+            .count();
+        // Maximising (x-2)² on [-5, 5] pulls towards the far end, -5.
+        let near_max = (0..20)
+            .flat_map(|seed| x_of(&suggest(alg.as_ref(), &space, &max, &trials, 1, seed)))
+            .filter(|x| *x < -3.5)
+            .count();
+        assert!(near_min >= 15, "{name}: {near_min}/20 near the minimiser");
+        assert!(near_max >= 15, "{name}: {near_max}/20 near the maximiser");
+    }
+}
+
+#[test]
+fn learns_a_categorical_preference() {
+    let space = SearchSpace::new(vec![
+        Parameter {
+            name: "x".into(),
+            domain: Domain::Double {
+                min: 0.0,
+                max: 1.0,
+                step: None,
+            },
+            distribution: Distribution::Uniform,
+        },
+        Parameter {
+            name: "c".into(),
+            domain: Domain::Categorical {
+                values: vec!["a".into(), "b".into(), "c".into()],
+            },
+            distribution: Distribution::Uniform,
+        },
+    ])
+    .unwrap();
+    let o = Objective::new("loss", Direction::Minimize);
+    let trials = history(&space, 30, 8, |a| {
+        let x = a.get("x").and_then(ParamValue::as_f64).unwrap();
+        let penalty = if a.get("c") == Some(&ParamValue::Choice("b".into())) {
+            0.0
+        } else {
+            1.0
+        };
+        (x - 0.5).powi(2) + penalty
+    });
+    for name in BOTH {
+        let alg = algorithm(name, &[]);
+        let b = (0..20)
+            .map(|seed| suggest(alg.as_ref(), &space, &o, &trials, 1, seed))
+            .filter(|s| s.proposals[0].assignment.get("c") == Some(&ParamValue::Choice("b".into())))
+            .count();
+        assert!(b >= 16, "{name}: b proposed {b}/20 times");
+    }
+}
+
+#[test]
+fn failed_and_unscored_trials_are_ignored() {
+    let space = mixed_space();
+    let o = Objective::new("loss", Direction::Maximize);
+    let clean = history(&space, 14, 2, mixed_loss);
+    let mut noisy = clean.clone();
+    let extra = history(&space, 4, 77, |_| -1e9);
+    for (i, mut t) in extra.into_iter().enumerate() {
+        t.name = format!("bad{i}");
+        t.state = [
+            TrialState::Failed,
+            TrialState::Killed,
+            TrialState::MetricsUnavailable,
+            TrialState::Succeeded,
+        ][i];
+        if i == 3 {
+            t.objective = None;
+        }
+        noisy.insert(3 * i, t);
+    }
+    for name in BOTH {
+        let alg = algorithm(name, &[]);
+        assert_eq!(
+            suggest(alg.as_ref(), &space, &o, &clean, 3, 5),
+            suggest(alg.as_ref(), &space, &o, &noisy, 3, 5),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn exhausts_a_small_finite_space_without_repeats() {
+    let space = SearchSpace::new(vec![
+        Parameter {
+            name: "n".into(),
+            domain: Domain::Int {
+                min: 1,
+                max: 3,
+                step: None,
+            },
+            distribution: Distribution::Uniform,
+        },
+        Parameter {
+            name: "c".into(),
+            domain: Domain::Categorical {
+                values: vec!["a".into(), "b".into()],
+            },
+            distribution: Distribution::Uniform,
+        },
+    ])
+    .unwrap();
+    let o = Objective::new("loss", Direction::Minimize);
+    let trials = history(&space, 2, 4, |a| {
+        a.get("n").and_then(ParamValue::as_f64).unwrap()
+    });
+    for name in BOTH {
+        let alg = algorithm(name, &[("n_startup_trials", "0")]);
+        let s = suggest(alg.as_ref(), &space, &o, &trials, 10, 1);
+        let mut keys: HashSet<String> = trials.iter().map(|t| t.assignment.key()).collect();
+        for p in &s.proposals {
+            assert!(
+                keys.insert(p.assignment.key()),
+                "{name}: {} repeated",
+                p.assignment
+            );
+        }
+        assert_eq!(keys.len(), 6, "{name}");
+        assert!(s.exhausted, "{name}");
+    }
+}
+
+#[test]
+fn rejects_bad_settings_naming_setting_and_value() {
+    let space = space_1d(0.0, 1.0);
+    let o = Objective::new("loss", Direction::Minimize);
+    let err = |name: &str, k: &str, v: &str| {
+        build(name, &[(k.to_string(), v.to_string())], &space, &o)
+            .unwrap_err()
+            .to_string()
+    };
+    for name in BOTH {
+        let e = err(name, "n_ei_candidate", "24");
+        assert!(e.contains("unknown setting \"n_ei_candidate\""), "{e}");
+        for (k, v, why) in [
+            ("gamma", "abc", "does not parse"),
+            ("gamma", "1.5", "out of range"),
+            ("gamma", "0", "out of range"),
+            ("prior_weight", "0", "out of range"),
+            ("prior_weight", "inf", "out of range"),
+            ("n_ei_candidates", "0", "out of range"),
+            ("n_EI_candidates", "-3", "out of range"),
+            ("n_startup_trials", "-1", "out of range"),
+            ("n_startup_trials", "2.5", "does not parse"),
+            ("random_state", "-1", "out of range"),
+        ] {
+            let e = err(name, k, v);
+            assert!(
+                e.contains(k) && e.contains(&format!("{v:?}")) && e.contains(why),
+                "{e}"
+            );
+        }
+        let ok: Vec<(String, String)> = [
+            ("n_startup_trials", "0"),
+            ("n_EI_candidates", "48"),
+            ("gamma", "0.25"),
+            ("prior_weight", "2.0"),
+            ("random_state", "7"),
+        ]
+        .iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect();
+        assert!(build(name, &ok, &space, &o).is_ok());
+    }
+}
+
+#[test]
+fn beats_random_search_on_branin() {
+    let problem = Problem::by_name("branin").unwrap();
+    let random = crate::random::RandomSearch::new();
+    let random_runs: Vec<f64> = (0..9)
+        .map(|seed| run(&random, &problem, 50, seed))
+        .collect();
+    for name in BOTH {
+        let alg = algorithm(name, &[]);
+        let runs: Vec<f64> = (0..9)
+            .map(|seed| run(alg.as_ref(), &problem, 50, seed))
+            .collect();
+        assert!(
+            median(runs.clone()) < median(random_runs.clone()),
+            "{name}: {runs:?} vs random {random_runs:?}"
+        );
+    }
+}
+
+/// Runs `trials` sequential suggestions on a problem; returns the final simple regret.
+fn run(alg: &dyn Suggester, problem: &Problem, trials: usize, seed: u64) -> f64 {
+    let space = problem.space();
+    let o = Objective::new("loss", Direction::Minimize);
+    let mut history: Vec<TrialRecord> = Vec::with_capacity(trials);
+    for i in 0..trials {
+        let s = suggest(
+            alg,
+            &space,
+            &o,
+            &history,
+            1,
+            seed.wrapping_mul(1_000_003) + i as u64,
+        );
+        let a = s.proposals[0].assignment.clone();
+        let v = problem.eval_assignment(&a);
+        history.push(trial(i, a, TrialState::Succeeded, Some(v)));
+    }
+    let best = history
+        .iter()
+        .filter_map(|t| t.objective)
+        .fold(f64::INFINITY, f64::min);
+    problem.regret(best)
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        0.5 * (v[n / 2 - 1] + v[n / 2])
+    }
+}
+
+/// Median final simple regret over 10 seeds (`TPE_SEEDS` to change) on the benchmark suite,
+/// with random search for reference; prints, asserts nothing.
+/// `cargo test -p vernier-algorithms tpe::tests::quality_report -- --ignored --nocapture`
+#[test]
+#[ignore = "benchmark report, slow"]
+fn quality_report() {
+    let seeds: u64 = std::env::var("TPE_SEEDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(10);
+    let only = std::env::var("TPE_PROBLEMS").unwrap_or_default();
+    for (problem, trials) in [
+        ("branin", 50),
+        ("hartmann6", 100),
+        ("rosenbrock4", 50),
+        ("ackley5", 50),
+    ] {
+        if !only.is_empty() && !only.split(',').any(|p| p == problem) {
+            continue;
+        }
+        let p = Problem::by_name(problem).unwrap();
+        let mut algs: Vec<(&str, Box<dyn Suggester>)> =
+            BOTH.iter().map(|n| (*n, algorithm(n, &[]))).collect();
+        algs.push(("random", Box::new(crate::random::RandomSearch::new())));
+        let only_algs = std::env::var("TPE_ALGS").unwrap_or_default();
+        for (name, alg) in &algs {
+            if !only_algs.is_empty() && !only_algs.split(',').any(|a| a == *name) {
+                continue;
+            }
+            let regrets: Vec<f64> = (0..seeds)
+                .map(|seed| run(alg.as_ref(), &p, trials, seed))
+                .collect();
+            println!(
+                "{problem} ({trials}) {name}: median regret {:.4}",
+                median(regrets)
+            );
+        }
+    }
+}
+
+/// Time per suggestion with 500 finished trials on a 6-D space; prints, asserts nothing.
+#[test]
+#[ignore = "timing report, run in release"]
+fn speed_report() {
+    let p = Problem::by_name("hartmann6").unwrap();
+    let space = p.space();
+    let trials = history(&space, 500, 1, |a| p.eval_assignment(a));
+    let o = Objective::new("loss", Direction::Minimize);
+    for name in BOTH {
+        let alg = algorithm(name, &[]);
+        let start = std::time::Instant::now();
+        let reps = 20;
+        for seed in 0..reps {
+            suggest(alg.as_ref(), &space, &o, &trials, 1, seed);
+        }
+        println!(
+            "{name}: {:?} per suggestion at 500 trials",
+            start.elapsed() / reps as u32
+        );
+    }
+}
+
+fn any_history() -> impl Strategy<Value = (Vec<TrialRecord>, u64)> {
+    (0usize..30, any::<u64>(), 0usize..4).prop_map(|(n, seed, pending)| {
+        let space = mixed_space();
+        let mut trials = history(&space, n, seed, mixed_loss);
+        let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 1);
+        for i in 0..pending {
+            let state = if i % 2 == 0 {
+                TrialState::Running
+            } else {
+                TrialState::Created
+            };
+            trials.push(trial(
+                n + i,
+                sample_assignment(&space, &mut rng),
+                state,
+                None,
+            ));
+        }
+        (trials, seed)
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+    #[test]
+    fn proposals_are_valid_distinct_and_repeatable(
+        (trials, seed) in any_history(),
+        count in 1usize..8,
+        multivariate in any::<bool>(),
+        maximize in any::<bool>(),
+    ) {
+        let space = mixed_space();
+        let direction = if maximize { Direction::Maximize } else { Direction::Minimize };
+        let o = Objective::new("loss", direction);
+        let alg = algorithm(BOTH[usize::from(multivariate)], &[("n_startup_trials", "3")]);
+        let a = suggest(alg.as_ref(), &space, &o, &trials, count, seed);
+        let b = suggest(alg.as_ref(), &space, &o, &trials, count, seed);
+        prop_assert_eq!(&a, &b);
+        prop_assert_eq!(a.proposals.len(), count);
+        let mut keys: HashSet<String> = trials.iter().map(|t| t.assignment.key()).collect();
+        for p in &a.proposals {
+            prop_assert!(space.check(&p.assignment).is_ok(), "{}", p.assignment);
+            prop_assert!(keys.insert(p.assignment.key()), "{} repeated", p.assignment);
+        }
+    }
+}
