@@ -350,6 +350,12 @@ impl GpOptimizer {
         rng: &mut R,
     ) -> Option<Assignment> {
         let acqs = self.acqs();
+        // The portfolio shares the candidates; halving each member's local searches keeps
+        // GP-Hedge within the time of a single acquisition's search plus a half.
+        let mut budget = budget;
+        if acqs.len() > 1 {
+            budget.local_starts = budget.local_starts.div_ceil(2);
+        }
         let lists = optimize::maximize(post, features, &acqs, params, anchors, budget, rng);
         let mut nominees = Vec::new();
         for (acq, list) in acqs.iter().zip(lists) {

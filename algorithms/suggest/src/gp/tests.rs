@@ -227,8 +227,8 @@ fn seeded_proposals_are_exact() {
     assert_eq!(
         got,
         vec![
-            "lr=1.6342658891e-2, layers=7, momentum=0.95, opt=rmsprop, batch=32",
-            "lr=1.4642293251e-2, layers=5, momentum=0.9, opt=adam, batch=32",
+            "lr=1.6355405995e-2, layers=7, momentum=0.95, opt=rmsprop, batch=32",
+            "lr=1.4637223786e-2, layers=5, momentum=0.9, opt=adam, batch=32",
         ]
     );
 }
