@@ -4,6 +4,7 @@
 // Test code: a panic with the failing value is the clearest report.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod algorithms;
 mod collectors;
 mod harness;
 mod interrupt;
