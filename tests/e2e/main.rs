@@ -8,4 +8,5 @@ mod collectors;
 mod harness;
 mod interrupt;
 mod lifecycle;
+mod spec_fuzz;
 mod validation;
