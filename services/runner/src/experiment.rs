@@ -282,3 +282,98 @@ pub fn work_dir_of(experiment_file: &Path) -> PathBuf {
     };
     std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf())
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn experiment(collector: &str, arg: &str) -> LocalExperiment {
+        let yaml = format!(
+            r#"apiVersion: kubeflow.org/v1beta1
+kind: Experiment
+metadata:
+  name: e
+spec:
+  objective:
+    type: minimize
+    objectiveMetricName: loss
+  algorithm:
+    algorithmName: random
+  maxTrialCount: 1
+  parallelTrialCount: 1
+  metricsCollectorSpec:
+{collector}
+  parameters:
+    - name: x
+      parameterType: double
+      feasibleSpace: {{min: "0", max: "1"}}
+  trialTemplate:
+    primaryContainerName: main
+    trialParameters:
+      - name: x
+        reference: x
+    trialSpec:
+      apiVersion: batch/v1
+      kind: Job
+      spec:
+        template:
+          spec:
+            containers:
+              - name: main
+                image: none
+                command: ["train", "{arg}", "${{trialParameters.x}}"]
+"#
+        );
+        let spec = vernier_spec::parse_experiment(&yaml).unwrap();
+        let paths = LocalPaths {
+            work_dir: PathBuf::from("/w"),
+            log_dir: PathBuf::from("/logs"),
+        };
+        LocalExperiment::new(spec, paths).unwrap()
+    }
+
+    #[test]
+    fn event_directory_is_mapped_with_or_without_its_trailing_slash() {
+        let exp = experiment(
+            "    collector:\n      kind: TensorFlowEvent",
+            "--logdir=/var/log/katib/tfevent/train",
+        );
+        assert_eq!(exp.collection.source, MetricSource::TfEventDir);
+        let cmd = exp
+            .command_for("t1", &[("x".into(), "0.5".into())])
+            .unwrap();
+        assert_eq!(cmd.args[0], "--logdir=/logs/t1/var/log/katib/tfevent/train");
+        assert_eq!(
+            cmd.metrics_path,
+            Some(PathBuf::from("/logs/t1/var/log/katib/tfevent/"))
+        );
+        assert!(cmd.env.contains(&(
+            METRICS_DIR_ENV.into(),
+            "/logs/t1/var/log/katib/tfevent".into()
+        )));
+    }
+
+    #[test]
+    fn prometheus_port_and_path_come_from_http_get() {
+        let exp = experiment(
+            "    collector:\n      kind: PrometheusMetric\n    source:\n      httpGet:\n        port: \"9100\"\n        path: /m",
+            "-v",
+        );
+        assert_eq!(
+            exp.collection.source,
+            MetricSource::Prometheus {
+                port: 9100,
+                path: "/m".into()
+            }
+        );
+        let exp = experiment("    collector:\n      kind: PrometheusMetric", "-v");
+        assert_eq!(
+            exp.collection.source,
+            MetricSource::Prometheus {
+                port: 8080,
+                path: "/metrics".into()
+            }
+        );
+    }
+}
