@@ -1,7 +1,9 @@
 //! Metrics collectors other than stdout, locally: the File collector in TEXT and JSON formats
-//! with Katib's absolute default path mapped into the trial's own directory.
+//! and the TensorFlowEvent collector with Katib's absolute default paths mapped into the
+//! trial's own directory, the PrometheusMetric scraper, and what Push and Custom do locally.
 
-use crate::harness::{Sandbox, python_experiment, text};
+use crate::harness::{Sandbox, python_experiment, text, trials_in};
+use std::path::Path;
 
 const WRITE_TEXT: &str = "import os, sys, time\npath = sys.argv[2].split('=', 1)[1]\nassert path == os.environ['VERNIER_METRICS_FILE'], path\nf = open(path, 'w')\nfor i in range(3):\n    f.write(f'epoch {i}: loss=0.{3 - i}\\n'); f.flush(); time.sleep(0.15)\nf.write('loss=0.05')\nprint('loss=99')";
 
@@ -58,4 +60,154 @@ fn file_collector_reads_json_lines_and_skips_malformed_ones() {
     let m = &r["trials"][0]["status"]["observation"]["metrics"][0];
     assert_eq!(m["max"], "0.75");
     assert_eq!(m["min"], "0.5");
+}
+
+/// An example experiment from `examples/`, with its trainer paths made absolute so it runs
+/// from the sandbox.
+fn example(name: &str) -> String {
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
+    let yaml = std::fs::read_to_string(examples.join(name)).unwrap();
+    yaml.replace(
+        "\"trainers/",
+        &format!("\"{}/", examples.join("trainers").display()),
+    )
+}
+
+/// The observation of `metric` in a reported trial.
+fn metric<'a>(trial: &'a serde_json::Value, metric: &str) -> &'a serde_json::Value {
+    trial["status"]["observation"]["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == metric)
+        .unwrap_or_else(|| panic!("no {metric} in {trial}"))
+}
+
+fn number(v: &serde_json::Value) -> f64 {
+    v.as_str().unwrap().parse().unwrap()
+}
+
+#[test]
+fn tfevent_collector_runs_the_example_with_stdlib_event_files() {
+    let sb = Sandbox::new();
+    let yaml =
+        example("tfevent-metrics-collector.yaml").replace("maxTrialCount: 6", "maxTrialCount: 2");
+    let file = sb.write("tfevent.yaml", &yaml);
+    let out = sb.run(&["run", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let r = sb.report("tfevent-collector");
+    let ok = trials_in(&r, "Succeeded");
+    assert_eq!(ok.len(), 2, "{r}");
+    for t in &ok {
+        let acc = metric(t, "test/accuracy");
+        let loss = metric(t, "train/loss");
+        // The test split scores below the train split by construction, and accuracy rises
+        // while loss falls over the 5 epochs, so latest is the max for accuracy and the min
+        // for loss: the right directory's tag was read, in step order.
+        assert_eq!(acc["latest"], acc["max"], "{acc}");
+        assert_eq!(loss["latest"], loss["min"], "{loss}");
+        assert!(
+            number(&acc["max"]) < 1.0 / (1.0 + number(&loss["min"])),
+            "{acc} {loss}"
+        );
+        let name = t["metadata"]["name"].as_str().unwrap();
+        let dir = sb
+            .path()
+            .join("vernier-logs/tfevent-collector")
+            .join(name)
+            .join("var/log/katib/tfevent/train");
+        assert!(dir.is_dir(), "{} missing", dir.display());
+    }
+}
+
+#[test]
+fn tfevent_collector_skips_corrupt_records_and_reads_the_rest() {
+    let sb = Sandbox::new();
+    let trainer = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/trainers");
+    // Writes one good record, one with a broken payload checksum, then another good one.
+    let script = format!(
+        "import os, sys, time\nsys.path.insert(0, {trainer:?})\nimport tfevent_trainer as t\nd = os.environ['VERNIER_METRICS_DIR']\nos.makedirs(d, exist_ok=True)\nf = open(os.path.join(d, 'events.out.tfevents.1.test'), 'wb')\nf.write(t.tfrecord(t.event(1700000000.0, 1, scalars=[('loss', 0.5)])))\nbad = bytearray(t.tfrecord(t.event(1700000001.0, 2, scalars=[('loss', 0.25)])))\nbad[-1] ^= 0xff\nf.write(bad)\nf.write(t.tfrecord(t.event(1700000002.0, 3, scalars=[('loss', 0.75)])))\nf.close()",
+        trainer = trainer.display().to_string()
+    );
+    let yaml = python_experiment(
+        "tfcorrupt",
+        &script,
+        "  objective:\n    type: minimize\n    objectiveMetricName: loss\n  parallelTrialCount: 1\n  maxTrialCount: 1\n  metricsCollectorSpec:\n    collector:\n      kind: TensorFlowEvent",
+    );
+    let file = sb.write("tfcorrupt.yaml", &yaml);
+    let out = sb.run(&["run", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("1 corrupt event record"), "{stdout}");
+    let r = sb.report("tfcorrupt");
+    let m = metric(&r["trials"][0], "loss");
+    assert_eq!(
+        (m["min"].as_str(), m["max"].as_str()),
+        (Some("0.5"), Some("0.75")),
+        "{m}"
+    );
+    // Timestamps are the events' wall times, so latest is the last step written.
+    assert_eq!(m["latest"], "0.75");
+}
+
+/// A port nobody listens on right now (the kernel's choice, released at once).
+fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}
+
+#[test]
+fn prometheus_collector_scrapes_the_example_while_it_runs() {
+    let sb = Sandbox::new();
+    let port = free_port().to_string();
+    let yaml = example("prometheus-metrics-collector.yaml")
+        .replace("maxTrialCount: 4", "maxTrialCount: 1")
+        .replace("maxFailedTrialCount: 2", "maxFailedTrialCount: 1")
+        .replace("8080", &port);
+    let file = sb.write("prom.yaml", &yaml);
+    let out = sb.run(&["run", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let r = sb.report("prometheus-collector");
+    let t = &trials_in(&r, "Succeeded")[0];
+    let loss = metric(t, "loss");
+    let acc = metric(t, "accuracy");
+    // Loss falls every epoch and the last value is served for over a second, so the final
+    // scrape sees the minimum; several scrapes happened, so min < max.
+    assert_eq!(loss["latest"], loss["min"], "{loss}");
+    assert!(number(&loss["min"]) < number(&loss["max"]), "{loss}");
+    // accuracy only has a labelled sample, which is taken.
+    assert_eq!(acc["latest"], acc["max"], "{acc}");
+}
+
+#[test]
+fn push_collector_reads_nothing_locally_and_ends_metrics_unavailable() {
+    let sb = Sandbox::new();
+    let yaml = python_experiment(
+        "pushed",
+        "print('loss=0.5')",
+        "  objective:\n    type: minimize\n    objectiveMetricName: loss\n  parallelTrialCount: 1\n  maxTrialCount: 1\n  metricsCollectorSpec:\n    collector:\n      kind: Push",
+    );
+    let file = sb.write("pushed.yaml", &yaml);
+    let out = sb.run(&["run", file.to_str().unwrap()]);
+    let r = sb.report("pushed");
+    let t = trials_in(&r, "MetricsUnavailable");
+    assert_eq!(t.len(), 1, "{}\n{r}", text(&out));
+    let m = metric(&t[0], "loss");
+    assert_eq!(m["latest"], "unavailable", "{m}");
+}
+
+#[test]
+fn custom_collector_is_refused_locally_with_a_hint() {
+    let sb = Sandbox::new();
+    let yaml = python_experiment(
+        "custom",
+        "print('loss=0.5')",
+        "  objective:\n    type: minimize\n    objectiveMetricName: loss\n  parallelTrialCount: 1\n  maxTrialCount: 1\n  metricsCollectorSpec:\n    collector:\n      kind: Custom\n      customCollector:\n        name: my-collector\n        image: example.invalid/collector:1",
+    );
+    let file = sb.write("custom.yaml", &yaml);
+    let out = sb.run(&["run", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let all = text(&out);
+    assert!(all.contains("\"Custom\" cannot run locally"), "{all}");
+    assert!(all.contains("hint:"), "{all}");
 }

@@ -9,4 +9,5 @@ mod collectors;
 mod harness;
 mod interrupt;
 mod lifecycle;
+mod spec_fuzz;
 mod validation;

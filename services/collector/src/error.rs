@@ -12,6 +12,12 @@ pub enum CollectorError {
     WrongGroupCount { format: String, groups: usize },
     #[error("metrics line {line:?} is not a JSON object: {reason}")]
     BadJson { line: String, reason: String },
+    #[error("event record of {bytes} bytes is not a TensorFlow Event: {reason}")]
+    BadEvent { bytes: usize, reason: String },
+    #[error(
+        "scraping {url} failed: {reason}\nhint: the trial must serve Prometheus text on 127.0.0.1 at metricsCollectorSpec.source.httpGet port and path"
+    )]
+    Scrape { url: String, reason: String },
     #[error("reading metrics stream: {0}")]
     Io(#[from] std::io::Error),
 }

@@ -6,7 +6,7 @@
 use crate::error::RunnerError;
 use crate::experiment::LocalExperiment;
 use crate::names::{suggest_seed, trial_name};
-use crate::process::{ProcessEnd, ProcessReport, StopLevel, now_us, run_process};
+use crate::process::{MetricSource, ProcessEnd, ProcessReport, StopLevel, now_us, run_process};
 use crate::status::{conditions_json, parse_conditions, set_condition, set_terminal};
 use std::collections::HashMap;
 use tokio::sync::watch;
@@ -434,6 +434,25 @@ enum StopReason {
     Interrupted,
 }
 
+/// How a trial reports its objective through the experiment's collector.
+fn unavailable_hint(source: &MetricSource, metric: &str) -> String {
+    match source {
+        MetricSource::Output | MetricSource::TextFile => format!(
+            "print a line such as `{metric}=0.5`, or set spec.metricsCollectorSpec.source.filter.metricsFormat"
+        ),
+        MetricSource::JsonFile => {
+            format!("write a JSON line such as {{\"{metric}\": \"0.5\"}} to the metrics file")
+        }
+        MetricSource::TfEventDir => format!(
+            "write a scalar summary tagged {metric:?} to an events.out.tfevents.* file under $VERNIER_METRICS_DIR"
+        ),
+        MetricSource::Prometheus { port, path } => format!(
+            "serve `{metric} 0.5` at http://127.0.0.1:{port}{path} for at least a second before exiting"
+        ),
+        MetricSource::Pushed => "kind Push reads no metrics in local runs (pushing to the DBManager API is not received locally); use StdOut, File, TensorFlowEvent or PrometheusMetric".to_string(),
+    }
+}
+
 /// Turns a process report into Katib's trial condition.
 fn classify(
     exp: &LocalExperiment,
@@ -450,8 +469,9 @@ fn classify(
             TrialState::MetricsUnavailable,
             "MetricsUnavailable",
             format!(
-                "the trial exited with code 0 but never reported the objective metric {:?}\nhint: print a line such as `{}=0.5`, or set spec.metricsCollectorSpec.source.filter.metricsFormat",
-                exp.objective.metric, exp.objective.metric
+                "the trial exited with code 0 but never reported the objective metric {:?}\nhint: {}",
+                exp.objective.metric,
+                unavailable_hint(&exp.collection.source, &exp.objective.metric)
             ),
         ),
         ProcessEnd::Exited(code) => (

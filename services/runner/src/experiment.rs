@@ -6,7 +6,9 @@ use crate::process::{Collection, MetricSource, TrialCommand};
 use std::path::{Path, PathBuf};
 use vernier_collector::MetricsFilter;
 use vernier_core::{Objective, SearchSpace};
+use vernier_spec::defaults::{DEFAULT_PROMETHEUS_PATH, DEFAULT_PROMETHEUS_PORT};
 use vernier_spec::plan::Limits;
+use vernier_spec::types::SourceSpec;
 use vernier_spec::{Experiment, SpecError, SpecErrors};
 
 /// Where a local experiment runs and keeps its trial logs.
@@ -30,16 +32,17 @@ pub struct LocalExperiment {
     pub settings: Vec<(String, String)>,
     pub collection: Collection,
     pub paths: LocalPaths,
-    /// The File collector's path as written in the spec (absolute, e.g.
-    /// `/var/log/katib/metrics.log`); each trial gets its own copy under its log directory.
-    pub metrics_file: Option<String>,
+    /// The File or TensorFlowEvent collector's path as written in the spec (absolute, e.g.
+    /// `/var/log/katib/metrics.log` or `/var/log/katib/tfevent/`); each trial gets its own copy
+    /// under its log directory.
+    pub metrics_path: Option<String>,
 }
-
-/// Metrics collector kinds the local runner reads today.
-const LOCAL_COLLECTORS: &[&str] = &["StdOut", "File"];
 
 /// Environment variable telling a trial where its metrics file is (File collector).
 pub const METRICS_FILE_ENV: &str = "VERNIER_METRICS_FILE";
+
+/// Environment variable telling a trial where to write its event files (TensorFlowEvent).
+pub const METRICS_DIR_ENV: &str = "VERNIER_METRICS_DIR";
 
 impl LocalExperiment {
     /// Derives everything from a parsed, defaulted and validated experiment.
@@ -72,40 +75,14 @@ impl LocalExperiment {
             .and_then(|m| m.collector.as_ref())
             .and_then(|c| c.kind.clone())
             .unwrap_or_else(|| "StdOut".to_string());
-        if !LOCAL_COLLECTORS.contains(&kind.as_str()) {
-            return Err(SpecErrors(vec![SpecError::new(
-                "spec.metricsCollectorSpec.collector.kind",
-                format!(
-                    "collector kind {kind:?} cannot run locally yet\nhint: local runs read metrics from the trial's output (kind StdOut) or a file it writes (kind File)"
-                ),
-            )])
-            .into());
-        }
         let formats: Vec<String> = collector
             .and_then(|m| m.source.as_ref())
             .and_then(|src| src.filter.as_ref())
             .map(|f| f.metrics_format.clone())
             .unwrap_or_default();
         let filter = MetricsFilter::from_formats(&formats)?;
-        let file_source = collector
-            .and_then(|m| m.source.as_ref())
-            .and_then(|src| src.file_system_path.as_ref());
-        let (source, metrics_file) = if kind == "File" {
-            let json = file_source
-                .and_then(|f| f.format.as_deref())
-                .is_some_and(|f| f.eq_ignore_ascii_case("JSON"));
-            let path = file_source
-                .and_then(|f| f.path.clone())
-                .unwrap_or_else(|| vernier_spec::known::DEFAULT_METRICS_FILE.to_string());
-            let source = if json {
-                MetricSource::JsonFile
-            } else {
-                MetricSource::TextFile
-            };
-            (source, Some(path))
-        } else {
-            (MetricSource::Output, None)
-        };
+        let source_spec = collector.and_then(|m| m.source.as_ref());
+        let (source, metrics_path) = metric_source(&kind, source_spec)?;
         Ok(LocalExperiment {
             name: spec.name().to_string(),
             collection: Collection {
@@ -113,7 +90,7 @@ impl LocalExperiment {
                 metrics: objective.metric_names(),
                 source,
             },
-            metrics_file,
+            metrics_path,
             spec,
             space,
             objective,
@@ -156,19 +133,29 @@ impl LocalExperiment {
             )));
         }
         let mut env = container.env;
-        let metrics_file = match &self.metrics_file {
+        let metrics_path = match &self.metrics_path {
             Some(spec_path) => {
-                let local = self.local_metrics_file(trial, spec_path);
-                let local_text = local.display().to_string();
+                let local = self.local_metrics_path(trial, spec_path);
                 // The same YAML must work on a laptop: wherever the spec's absolute path appears
-                // in the command or environment, the trial's own copy is used instead.
+                // in the command or environment, the trial's own copy is used instead. A
+                // directory is matched without its trailing '/', so `/var/log/katib/tfevent/`
+                // in the spec also maps `--logdir=/var/log/katib/tfevent/train` and
+                // `/var/log/katib/tfevent` as written in the command.
+                let from = trim_dir_slash(spec_path);
+                let local_text = local.display().to_string();
+                let to = trim_dir_slash(&local_text);
                 for arg in argv.iter_mut() {
-                    *arg = arg.replace(spec_path.as_str(), &local_text);
+                    *arg = arg.replace(from, to);
                 }
                 for (_, value) in env.iter_mut() {
-                    *value = value.replace(spec_path.as_str(), &local_text);
+                    *value = value.replace(from, to);
                 }
-                env.push((METRICS_FILE_ENV.to_string(), local_text));
+                let var = if self.collection.source == MetricSource::TfEventDir {
+                    METRICS_DIR_ENV
+                } else {
+                    METRICS_FILE_ENV
+                };
+                env.push((var.to_string(), to.to_string()));
                 Some(local)
             }
             None => None,
@@ -181,13 +168,14 @@ impl LocalExperiment {
             env,
             work_dir: self.paths.work_dir.clone(),
             log_path: self.log_path(trial),
-            metrics_file,
+            metrics_path,
         })
     }
 
-    /// The File collector's absolute spec path, mapped under the trial's own directory:
-    /// `/var/log/katib/metrics.log` becomes `<log dir>/<trial>/var/log/katib/metrics.log`.
-    pub fn local_metrics_file(&self, trial: &str, spec_path: &str) -> PathBuf {
+    /// The File or TensorFlowEvent collector's absolute spec path, mapped under the trial's
+    /// own directory: `/var/log/katib/metrics.log` becomes
+    /// `<log dir>/<trial>/var/log/katib/metrics.log`.
+    pub fn local_metrics_path(&self, trial: &str, spec_path: &str) -> PathBuf {
         self.paths
             .log_dir
             .join(trial)
@@ -199,6 +187,91 @@ impl LocalExperiment {
     }
 }
 
+/// `path` without trailing slashes, unless that would leave nothing (`/`).
+fn trim_dir_slash(path: &str) -> &str {
+    let trimmed = path.trim_end_matches('/');
+    if trimmed.is_empty() { path } else { trimmed }
+}
+
+/// Where the metrics of a collector kind come from locally, and the spec path of the file or
+/// directory the trial writes, if any.
+fn metric_source(
+    kind: &str,
+    source: Option<&SourceSpec>,
+) -> Result<(MetricSource, Option<String>), RunnerError> {
+    let fsp = source.and_then(|s| s.file_system_path.as_ref());
+    let spec_path = |default: &str| {
+        fsp.and_then(|f| f.path.clone())
+            .filter(|p| !p.is_empty())
+            .unwrap_or_else(|| default.to_string())
+    };
+    let unsupported = |message: String| -> RunnerError {
+        SpecErrors(vec![SpecError::new(
+            "spec.metricsCollectorSpec.collector.kind",
+            message,
+        )])
+        .into()
+    };
+    Ok(match kind {
+        "StdOut" => (MetricSource::Output, None),
+        "File" => {
+            let json = fsp
+                .and_then(|f| f.format.as_deref())
+                .is_some_and(|f| f.eq_ignore_ascii_case("JSON"));
+            let source = if json {
+                MetricSource::JsonFile
+            } else {
+                MetricSource::TextFile
+            };
+            (
+                source,
+                Some(spec_path(vernier_spec::known::DEFAULT_METRICS_FILE)),
+            )
+        }
+        "TensorFlowEvent" => (
+            MetricSource::TfEventDir,
+            Some(spec_path(vernier_spec::known::DEFAULT_TFEVENT_DIR)),
+        ),
+        "PrometheusMetric" => {
+            let http = source.and_then(|s| s.http_get.as_ref());
+            let port = match http.and_then(|h| h.get("port")) {
+                None => u16::try_from(DEFAULT_PROMETHEUS_PORT).ok(),
+                Some(serde_json::Value::Number(n)) => {
+                    n.as_u64().and_then(|p| u16::try_from(p).ok())
+                }
+                Some(serde_json::Value::String(s)) => s.parse::<u16>().ok(),
+                Some(_) => None,
+            };
+            let Some(port) = port.filter(|p| *p > 0) else {
+                let shown = http
+                    .and_then(|h| h.get("port"))
+                    .map_or_else(String::new, |v| v.to_string());
+                return Err(unsupported(format!(
+                    "httpGet port {shown} cannot be scraped locally\nhint: local runs scrape http://127.0.0.1:<port><path> and need a numeric port (a named container port has no meaning outside Kubernetes)"
+                )));
+            };
+            let path = http
+                .and_then(|h| h.get("path"))
+                .and_then(serde_json::Value::as_str)
+                .filter(|p| !p.is_empty())
+                .unwrap_or(DEFAULT_PROMETHEUS_PATH)
+                .to_string();
+            (MetricSource::Prometheus { port, path }, None)
+        }
+        "Push" => (MetricSource::Pushed, None),
+        "Custom" => {
+            return Err(unsupported(
+                "collector kind \"Custom\" cannot run locally: its collector is a container image that Vernier does not start\nhint: have the trial print `name=value` lines (kind StdOut), write a metrics file (kind File) or event files (kind TensorFlowEvent), or serve /metrics (kind PrometheusMetric)".to_string(),
+            ));
+        }
+        other => {
+            return Err(unsupported(format!(
+                "collector kind {other:?} cannot run locally\nhint: use StdOut, File, TensorFlowEvent, PrometheusMetric or Push"
+            )));
+        }
+    })
+}
+
 /// The directory a trial runs in: the experiment file's directory (or `.` for a bare name).
 pub fn work_dir_of(experiment_file: &Path) -> PathBuf {
     let dir = experiment_file.parent().unwrap_or_else(|| Path::new("."));
@@ -208,4 +281,99 @@ pub fn work_dir_of(experiment_file: &Path) -> PathBuf {
         dir
     };
     std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn experiment(collector: &str, arg: &str) -> LocalExperiment {
+        let yaml = format!(
+            r#"apiVersion: kubeflow.org/v1beta1
+kind: Experiment
+metadata:
+  name: e
+spec:
+  objective:
+    type: minimize
+    objectiveMetricName: loss
+  algorithm:
+    algorithmName: random
+  maxTrialCount: 1
+  parallelTrialCount: 1
+  metricsCollectorSpec:
+{collector}
+  parameters:
+    - name: x
+      parameterType: double
+      feasibleSpace: {{min: "0", max: "1"}}
+  trialTemplate:
+    primaryContainerName: main
+    trialParameters:
+      - name: x
+        reference: x
+    trialSpec:
+      apiVersion: batch/v1
+      kind: Job
+      spec:
+        template:
+          spec:
+            containers:
+              - name: main
+                image: none
+                command: ["train", "{arg}", "${{trialParameters.x}}"]
+"#
+        );
+        let spec = vernier_spec::parse_experiment(&yaml).unwrap();
+        let paths = LocalPaths {
+            work_dir: PathBuf::from("/w"),
+            log_dir: PathBuf::from("/logs"),
+        };
+        LocalExperiment::new(spec, paths).unwrap()
+    }
+
+    #[test]
+    fn event_directory_is_mapped_with_or_without_its_trailing_slash() {
+        let exp = experiment(
+            "    collector:\n      kind: TensorFlowEvent",
+            "--logdir=/var/log/katib/tfevent/train",
+        );
+        assert_eq!(exp.collection.source, MetricSource::TfEventDir);
+        let cmd = exp
+            .command_for("t1", &[("x".into(), "0.5".into())])
+            .unwrap();
+        assert_eq!(cmd.args[0], "--logdir=/logs/t1/var/log/katib/tfevent/train");
+        assert_eq!(
+            cmd.metrics_path,
+            Some(PathBuf::from("/logs/t1/var/log/katib/tfevent/"))
+        );
+        assert!(cmd.env.contains(&(
+            METRICS_DIR_ENV.into(),
+            "/logs/t1/var/log/katib/tfevent".into()
+        )));
+    }
+
+    #[test]
+    fn prometheus_port_and_path_come_from_http_get() {
+        let exp = experiment(
+            "    collector:\n      kind: PrometheusMetric\n    source:\n      httpGet:\n        port: \"9100\"\n        path: /m",
+            "-v",
+        );
+        assert_eq!(
+            exp.collection.source,
+            MetricSource::Prometheus {
+                port: 9100,
+                path: "/m".into()
+            }
+        );
+        let exp = experiment("    collector:\n      kind: PrometheusMetric", "-v");
+        assert_eq!(
+            exp.collection.source,
+            MetricSource::Prometheus {
+                port: 8080,
+                path: "/metrics".into()
+            }
+        );
+    }
 }

@@ -12,7 +12,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::process::Command;
 use tokio::sync::{mpsc, watch};
-use vernier_collector::{FileFollower, MetricsFilter, parse_json_line, read_lines};
+use vernier_collector::{
+    FileFollower, MetricsFilter, ScrapeFailure, TfEventFollower, parse_exposition, parse_json_line,
+    read_lines, scrape,
+};
 use vernier_core::Observation;
 use vernier_store::SqlStore;
 
@@ -32,12 +35,13 @@ pub struct TrialCommand {
     pub env: Vec<(String, String)>,
     pub work_dir: PathBuf,
     pub log_path: PathBuf,
-    /// Where this trial writes its metrics file, for the `File` collector.
-    pub metrics_file: Option<PathBuf>,
+    /// Where this trial writes its metrics file (`File` collector) or event directory
+    /// (`TensorFlowEvent` collector).
+    pub metrics_path: Option<PathBuf>,
 }
 
 /// Where metrics are read from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MetricSource {
     /// The trial's stdout and stderr (Katib `StdOut`).
     Output,
@@ -45,7 +49,17 @@ pub enum MetricSource {
     TextFile,
     /// A file the trial writes, one JSON object per line (Katib `File`, format JSON).
     JsonFile,
+    /// TensorFlow event files under a directory the trial writes (Katib `TensorFlowEvent`).
+    TfEventDir,
+    /// Prometheus text served by the trial on `http://127.0.0.1:<port><path>`
+    /// (Katib `PrometheusMetric`), scraped every [`SCRAPE_EVERY`] while it runs.
+    Prometheus { port: u16, path: String },
+    /// Nothing is read locally: metrics are pushed to the DBManager API (Katib `Push`).
+    Pushed,
 }
+
+/// How often a Prometheus endpoint is scraped.
+pub const SCRAPE_EVERY: Duration = Duration::from_secs(1);
 
 /// How often a metrics file is checked for new lines.
 const FILE_POLL: Duration = Duration::from_millis(100);
@@ -90,6 +104,7 @@ impl Collection {
                 })
                 .collect(),
             rejected,
+            exact_time: false,
         })
     }
 }
@@ -155,7 +170,13 @@ pub async fn run_process(
             return report;
         }
     };
-    if let Some(dir) = cmd.metrics_file.as_deref().and_then(|p| p.parent())
+    // The trial may expect its metrics directory to exist, as the Katib sidecar's shared
+    // volume does: the event directory itself, or the metrics file's parent.
+    let metrics_dir = match (&collection.source, cmd.metrics_path.as_deref()) {
+        (MetricSource::TfEventDir, Some(dir)) => Some(dir),
+        (_, path) => path.and_then(|p| p.parent()),
+    };
+    if let Some(dir) = metrics_dir
         && let Err(e) = std::fs::create_dir_all(dir)
     {
         report.end = ProcessEnd::SpawnFailed(format!(
@@ -208,13 +229,33 @@ pub async fn run_process(
         )));
     }
     let (ended_tx, ended_rx) = watch::channel(false);
-    if let Some(path) = cmd.metrics_file.clone() {
-        readers.push(tokio::spawn(follow_file(
-            path,
-            collection.clone(),
-            tx.clone(),
-            ended_rx,
-        )));
+    match (&collection.source, cmd.metrics_path.clone()) {
+        (MetricSource::TfEventDir, Some(dir)) => {
+            readers.push(tokio::spawn(follow_event_dir(
+                dir,
+                collection.metrics.clone(),
+                tx.clone(),
+                ended_rx,
+            )));
+        }
+        (MetricSource::TextFile | MetricSource::JsonFile, Some(path)) => {
+            readers.push(tokio::spawn(follow_file(
+                path,
+                collection.clone(),
+                tx.clone(),
+                ended_rx,
+            )));
+        }
+        (MetricSource::Prometheus { port, path }, _) => {
+            readers.push(tokio::spawn(scrape_while_running(
+                *port,
+                path.clone(),
+                collection.metrics.clone(),
+                tx.clone(),
+                ended_rx,
+            )));
+        }
+        _ => {}
     }
     drop(tx);
 
@@ -344,11 +385,14 @@ fn write_log(log: &Mutex<std::io::BufWriter<std::fs::File>>, bytes: &[u8]) {
     }
 }
 
-/// Metrics parsed from one line.
+/// Metrics parsed from one line, event-file poll or scrape.
 #[derive(Debug)]
 struct ParsedBatch {
     observations: Vec<Observation>,
     rejected: Vec<String>,
+    /// The timestamps are the source's own (event wall times) and are kept as they are,
+    /// even when they go backwards (several event files, each in its own order).
+    exact_time: bool,
 }
 
 /// Reads one output stream: raw bytes to the log, parsed metrics to the recorder when metrics
@@ -389,6 +433,7 @@ async fn follow_file(
                 let _ = tx.send(ParsedBatch {
                     observations: Vec::new(),
                     rejected: vec![format!("cannot read metrics file {}: {e}", path.display())],
+                    exact_time: false,
                 });
                 Vec::new()
             }
@@ -409,6 +454,111 @@ async fn follow_file(
         tokio::select! {
             _ = tokio::time::sleep(FILE_POLL) => {}
             _ = ended.changed() => {}
+        }
+    }
+}
+
+/// Follows the trial's event directory until the trial has ended, then reads what is left.
+async fn follow_event_dir(
+    dir: PathBuf,
+    metrics: Vec<String>,
+    tx: mpsc::UnboundedSender<ParsedBatch>,
+    mut ended: watch::Receiver<bool>,
+) {
+    let mut follower = TfEventFollower::new(&dir, metrics);
+    loop {
+        let last_pass = *ended.borrow();
+        let polled = follower.poll();
+        let mut rejected = polled.rejected;
+        if polled.corrupt_records > 0 {
+            rejected.push(format!(
+                "{} corrupt event record(s) under {} (bad checksum or not an Event)",
+                polled.corrupt_records,
+                dir.display()
+            ));
+        }
+        rejected.extend(polled.errors);
+        if !polled.scalars.is_empty() || !rejected.is_empty() {
+            let observations = polled
+                .scalars
+                .into_iter()
+                .map(|s| Observation {
+                    metric: s.metric,
+                    timestamp_us: s.timestamp_us,
+                    value: s.value,
+                })
+                .collect();
+            let _ = tx.send(ParsedBatch {
+                observations,
+                rejected,
+                exact_time: true,
+            });
+        }
+        if last_pass {
+            return;
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(FILE_POLL) => {}
+            _ = ended.changed() => {}
+        }
+    }
+}
+
+/// Scrapes the trial's Prometheus endpoint every [`SCRAPE_EVERY`] until the trial has ended.
+/// Refused connections are expected (the server starts late, or has gone) and stay silent;
+/// any other failure is reported once per kind of failure, not once per second.
+async fn scrape_while_running(
+    port: u16,
+    path: String,
+    metrics: Vec<String>,
+    tx: mpsc::UnboundedSender<ParsedBatch>,
+    mut ended: watch::Receiver<bool>,
+) {
+    let mut reported = HashSet::new();
+    let mut ticker = tokio::time::interval(SCRAPE_EVERY);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = ticker.tick() => {}
+            _ = ended.changed() => return,
+        }
+        if *ended.borrow() {
+            return;
+        }
+        let mut rejected = Vec::new();
+        let observations = match scrape(port, &path).await {
+            Ok(page) => {
+                let now = now_us();
+                let e = parse_exposition(&page, &metrics);
+                if e.malformed > 0 {
+                    rejected.push(format!(
+                        "{} malformed line(s) in http://127.0.0.1:{port}{path}",
+                        e.malformed
+                    ));
+                }
+                rejected.extend(e.rejected);
+                e.values
+                    .into_iter()
+                    .map(|(metric, value)| Observation {
+                        metric,
+                        timestamp_us: now,
+                        value,
+                    })
+                    .collect()
+            }
+            Err(ScrapeFailure::NotListening) => Vec::new(),
+            Err(ScrapeFailure::Failed(e)) => {
+                rejected.push(e.to_string());
+                Vec::new()
+            }
+        };
+        rejected.retain(|r| reported.insert(r.clone()));
+        if !observations.is_empty() || !rejected.is_empty() {
+            let _ = tx.send(ParsedBatch {
+                observations,
+                rejected,
+                exact_time: false,
+            });
         }
     }
 }
@@ -439,10 +589,12 @@ async fn record(
             for mut o in batch.observations {
                 // Keep read order even when the clock does not advance between lines, so
                 // "latest" is the last value printed.
-                if o.timestamp_us <= last_ts {
-                    o.timestamp_us = last_ts + 1;
+                if !batch.exact_time {
+                    if o.timestamp_us <= last_ts {
+                        o.timestamp_us = last_ts + 1;
+                    }
+                    last_ts = o.timestamp_us;
                 }
-                last_ts = o.timestamp_us;
                 rec.seen.insert(o.metric.clone());
                 logs.push(o);
             }

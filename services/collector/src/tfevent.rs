@@ -1,0 +1,236 @@
+//! Following a TensorFlow event directory while a trial writes it: event files appear late and
+//! in subdirectories, grow record by record, and may end in a half-written record. Like
+//! [`crate::FileFollower`], each file keeps an offset and only complete records are consumed.
+
+use crate::event::{EventScalar, decode_event, event_scalars};
+use crate::tfrecord::{MAX_RECORD_BYTES, split_records};
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+/// Bytes read per file per `poll`, so one huge file cannot stall the caller. Larger than the
+/// biggest record accepted, so a valid record always fits in one read.
+const MAX_READ_PER_POLL: u64 = MAX_RECORD_BYTES + (4 << 20);
+
+/// Subdirectory depth searched for event files (`dir/train/`, `dir/run1/eval/`, ...).
+const MAX_DEPTH: usize = 8;
+
+/// What one poll found.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct TfEventPoll {
+    pub scalars: Vec<EventScalar>,
+    /// Matching values that are not finite scalars.
+    pub rejected: Vec<String>,
+    /// Records skipped for a bad checksum or an undecodable event.
+    pub corrupt_records: usize,
+    /// Files or directories that could not be read, with the reason.
+    pub errors: Vec<String>,
+}
+
+#[derive(Debug)]
+struct Tracked {
+    inode: u64,
+    offset: u64,
+}
+
+/// Reads the scalar summaries appended to the event files under a directory since the
+/// previous call. Files are those whose name contains `tfevents` (TensorFlow's and
+/// tensorboardX's `events.out.tfevents.*`), so checkpoints and other outputs kept alongside
+/// are not mistaken for corrupt event files.
+#[derive(Debug)]
+pub struct TfEventFollower {
+    root: PathBuf,
+    wanted: Vec<String>,
+    files: BTreeMap<PathBuf, Tracked>,
+}
+
+impl TfEventFollower {
+    pub fn new(root: impl AsRef<Path>, wanted: Vec<String>) -> Self {
+        TfEventFollower {
+            root: root.as_ref().to_path_buf(),
+            wanted,
+            files: BTreeMap::new(),
+        }
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// New scalars from every event file; a missing directory yields nothing.
+    pub fn poll(&mut self) -> TfEventPoll {
+        let mut out = TfEventPoll::default();
+        let mut paths = Vec::new();
+        collect_event_files(&self.root, 0, &mut paths, &mut out.errors);
+        paths.sort();
+        for path in paths {
+            if let Err(e) = self.read_file(&path, &mut out) {
+                out.errors.push(format!("{}: {e}", path.display()));
+            }
+        }
+        out
+    }
+
+    fn read_file(&mut self, path: &Path, out: &mut TfEventPoll) -> std::io::Result<()> {
+        let meta = std::fs::metadata(path)?;
+        let tracked = self.files.entry(path.to_path_buf()).or_insert(Tracked {
+            inode: meta.ino(),
+            offset: 0,
+        });
+        if tracked.inode != meta.ino() || meta.len() < tracked.offset {
+            // Replaced or truncated: start over, as a tail -F would.
+            *tracked = Tracked {
+                inode: meta.ino(),
+                offset: 0,
+            };
+        }
+        if meta.len() == tracked.offset {
+            return Ok(());
+        }
+        let mut file = File::open(path)?;
+        file.seek(SeekFrom::Start(tracked.offset))?;
+        let mut buf = Vec::new();
+        file.take(MAX_READ_PER_POLL).read_to_end(&mut buf)?;
+        let (records, used, corrupt) = split_records(&buf);
+        tracked.offset += used as u64;
+        out.corrupt_records += corrupt;
+        let dir = path
+            .parent()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
+        for payload in records {
+            match decode_event(payload) {
+                Ok(event) => {
+                    let found = event_scalars(&event, &dir, &self.wanted);
+                    out.scalars.extend(found.scalars);
+                    out.rejected.extend(found.rejected);
+                }
+                Err(_) => out.corrupt_records += 1,
+            }
+        }
+        Ok(())
+    }
+}
+
+fn collect_event_files(dir: &Path, depth: usize, out: &mut Vec<PathBuf>, errors: &mut Vec<String>) {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return,
+        Err(e) => {
+            errors.push(format!("{}: {e}", dir.display()));
+            return;
+        }
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        if kind.is_dir() {
+            if depth < MAX_DEPTH {
+                collect_event_files(&path, depth + 1, out, errors);
+            }
+        } else if kind.is_file() && entry.file_name().to_string_lossy().contains("tfevents") {
+            out.push(path);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::{Event, Summary, SummaryValue};
+    use crate::tfrecord::encode_record;
+    use prost::Message;
+    use std::io::Write;
+
+    fn record(tag: &str, value: f32, step: i64) -> Vec<u8> {
+        let e = Event {
+            wall_time: 1000.0 + step as f64,
+            step,
+            file_version: None,
+            summary: Some(Summary {
+                value: vec![SummaryValue {
+                    tag: tag.into(),
+                    simple_value: Some(value),
+                    tensor: None,
+                }],
+            }),
+        };
+        encode_record(&e.encode_to_vec())
+    }
+
+    fn values(p: &TfEventPoll) -> Vec<(String, String, i64)> {
+        p.scalars
+            .iter()
+            .map(|s| (s.metric.clone(), s.value.clone(), s.step))
+            .collect()
+    }
+
+    #[test]
+    fn follows_growing_files_in_subdirectories() {
+        let dir = tempfile::tempdir().unwrap();
+        let wanted = vec!["loss".to_string(), "train/accuracy".to_string()];
+        let mut f = TfEventFollower::new(dir.path().join("tfevent"), wanted);
+        assert_eq!(
+            f.poll(),
+            TfEventPoll::default(),
+            "missing dir is not an error"
+        );
+
+        let train = dir.path().join("tfevent/train");
+        std::fs::create_dir_all(&train).unwrap();
+        let path = train.join("events.out.tfevents.1.host");
+        let mut w = File::create(&path).unwrap();
+        w.write_all(&record("loss", 0.5, 1)).unwrap();
+        let second = record("accuracy", 0.75, 1);
+        w.write_all(&second[..10]).unwrap();
+        assert_eq!(values(&f.poll()), vec![("loss".into(), "0.5".into(), 1)]);
+        // The half-written record is waited for, not reported as corrupt.
+        let p = f.poll();
+        assert_eq!((p.scalars.len(), p.corrupt_records), (0, 0));
+        w.write_all(&second[10..]).unwrap();
+        assert_eq!(
+            values(&f.poll()),
+            vec![("train/accuracy".into(), "0.75".into(), 1)]
+        );
+
+        // A second file, not an event file, and a file in a directory not ending in "train".
+        std::fs::write(train.join("checkpoint"), b"not an event file").unwrap();
+        let eval = dir.path().join("tfevent/eval");
+        std::fs::create_dir_all(&eval).unwrap();
+        let mut data = record("accuracy", 0.9, 2);
+        data.extend(record("loss", 0.25, 2));
+        std::fs::write(eval.join("events.out.tfevents.2.host"), data).unwrap();
+        let p = f.poll();
+        assert_eq!(values(&p), vec![("loss".into(), "0.25".into(), 2)]);
+        assert_eq!(p.corrupt_records, 0);
+        assert_eq!(p.scalars[0].timestamp_us, 1_002_000_000);
+    }
+
+    #[test]
+    fn corrupt_records_are_skipped_and_counted() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut data = record("loss", 0.5, 1);
+        let bad_at = data.len();
+        data.extend(record("loss", 0.4, 2));
+        data.extend(record("loss", 0.3, 3));
+        data[bad_at + 14] ^= 0x55;
+        // A record with good checksums around bytes that are not an Event.
+        data.extend(encode_record(&[0xff, 0xff, 0xff]));
+        std::fs::write(dir.path().join("events.out.tfevents.x"), data).unwrap();
+        let mut f = TfEventFollower::new(dir.path(), vec!["loss".into()]);
+        let p = f.poll();
+        assert_eq!(
+            values(&p),
+            vec![
+                ("loss".into(), "0.5".into(), 1),
+                ("loss".into(), "0.3".into(), 3)
+            ]
+        );
+        assert_eq!(p.corrupt_records, 2);
+        assert_eq!(f.poll(), TfEventPoll::default(), "nothing is read twice");
+    }
+}
