@@ -34,41 +34,6 @@ fn run_problem(problem: &Problem, opt: &GpOptimizer, trials: usize, seed: u64) -
     problem.regret(best)
 }
 
-/// Median final regret over 10 seeds on the quality suite (run in release with
-/// `cargo test --release -p vernier-algorithms gp::tests::quality_report -- --ignored --nocapture`).
-#[test]
-#[ignore]
-fn quality_report() {
-    let acq = match std::env::var("GP_ACQ").as_deref() {
-        Ok("EI") => AcqFunc::Single(Acq::Ei),
-        Ok("PI") => AcqFunc::Single(Acq::Pi),
-        Ok("LCB") => AcqFunc::Single(Acq::Lcb),
-        _ => AcqFunc::Hedge,
-    };
-    let only = std::env::var("GP_PROBLEMS").unwrap_or_default();
-    let opt = GpOptimizer::with(DEFAULT_INITIAL_POINTS, acq);
-    for (name, trials) in [
-        ("branin", 50),
-        ("hartmann6", 100),
-        ("rosenbrock4", 50),
-        ("ackley5", 50),
-    ] {
-        if !only.is_empty() && !only.split(',').any(|p| p == name) {
-            continue;
-        }
-        let p = Problem::by_name(name).unwrap();
-        let t0 = std::time::Instant::now();
-        let mut r: Vec<f64> = (0..10).map(|s| run_problem(&p, &opt, trials, s)).collect();
-        println!("time {:?}", t0.elapsed());
-        r.sort_by(f64::total_cmp);
-        println!(
-            "{name} ({trials}) {acq:?}: median {:.6}  all {:?}",
-            (r[4] + r[5]) / 2.0,
-            r.iter().map(|v| format!("{v:.3e}")).collect::<Vec<_>>()
-        );
-    }
-}
-
 fn double(name: &str, min: f64, max: f64) -> vernier_core::Parameter {
     vernier_core::Parameter {
         name: name.into(),
@@ -613,65 +578,6 @@ mod props {
                 prop_assert!(space.check(&p.assignment).is_ok(), "{}", p.assignment);
                 prop_assert!(keys.insert(p.assignment.key()));
             }
-        }
-    }
-}
-
-/// CPU time of this process in milliseconds (Linux), so a busy machine does not inflate
-/// the figures.
-fn cpu_ms() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    let fields: Vec<&str> = stat
-        .rsplit(')')
-        .next()
-        .unwrap_or("")
-        .split_whitespace()
-        .collect();
-    let ticks: f64 = fields.get(11).and_then(|v| v.parse().ok()).unwrap_or(0.0)
-        + fields.get(12).and_then(|v| v.parse().ok()).unwrap_or(0.0);
-    ticks * 10.0
-}
-
-/// Rough timings per suggestion on a 6-D space (release; not an assertion):
-/// `cargo test --release -p vernier-algorithms gp::tests::speed_report -- --ignored --nocapture`.
-#[test]
-#[ignore]
-fn speed_report() {
-    let p = Problem::by_name("hartmann6").unwrap();
-    let space = p.space();
-    let o = Objective::new("loss", Direction::Minimize);
-    for n in [50, 100, 200, 500] {
-        let trials = history_of(&space, n, 1, |a| p.eval_assignment(a));
-        for (label, acq) in [
-            ("EI", AcqFunc::Single(Acq::Ei)),
-            ("gp_hedge", AcqFunc::Hedge),
-        ] {
-            let gp = GpOptimizer::with(10, acq);
-            let reps = 10;
-            let c0 = cpu_ms();
-            for s in 0..reps {
-                gp.suggest(&request(&space, &o, &trials, 1, s)).unwrap();
-            }
-            let total = (cpu_ms() - c0) / reps as f64;
-            let losses: Vec<f64> = trials.iter().map(|t| t.objective.unwrap()).collect();
-            let x: Vec<f64> = trials
-                .iter()
-                .flat_map(|t| Features::new(&space).encode(&space, &t.assignment))
-                .collect();
-            let c1 = cpu_ms();
-            for s in 0..reps {
-                let _ = fit_hyper(
-                    &x,
-                    n,
-                    6,
-                    &transform(&losses),
-                    &mut ChaCha8Rng::seed_from_u64(s),
-                );
-            }
-            println!(
-                "n={n} {label}: suggest {total:.1} ms CPU, of which fit {:.1} ms",
-                (cpu_ms() - c1) / reps as f64
-            );
         }
     }
 }

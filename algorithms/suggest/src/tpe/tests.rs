@@ -472,68 +472,6 @@ fn median(mut v: Vec<f64>) -> f64 {
     }
 }
 
-/// Median final simple regret over 10 seeds (`TPE_SEEDS` to change) on the benchmark suite,
-/// with random search for reference; prints, asserts nothing.
-/// `cargo test -p vernier-algorithms tpe::tests::quality_report -- --ignored --nocapture`
-#[test]
-#[ignore = "benchmark report, slow"]
-fn quality_report() {
-    let seeds: u64 = std::env::var("TPE_SEEDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(10);
-    let only = std::env::var("TPE_PROBLEMS").unwrap_or_default();
-    for (problem, trials) in [
-        ("branin", 50),
-        ("hartmann6", 100),
-        ("rosenbrock4", 50),
-        ("ackley5", 50),
-    ] {
-        if !only.is_empty() && !only.split(',').any(|p| p == problem) {
-            continue;
-        }
-        let p = Problem::by_name(problem).unwrap();
-        let mut algs: Vec<(&str, Box<dyn Suggester>)> =
-            BOTH.iter().map(|n| (*n, algorithm(n, &[]))).collect();
-        algs.push(("random", Box::new(crate::random::RandomSearch::new())));
-        let only_algs = std::env::var("TPE_ALGS").unwrap_or_default();
-        for (name, alg) in &algs {
-            if !only_algs.is_empty() && !only_algs.split(',').any(|a| a == *name) {
-                continue;
-            }
-            let regrets: Vec<f64> = (0..seeds)
-                .map(|seed| run(alg.as_ref(), &p, trials, seed))
-                .collect();
-            println!(
-                "{problem} ({trials}) {name}: median regret {:.4}",
-                median(regrets)
-            );
-        }
-    }
-}
-
-/// Time per suggestion with 500 finished trials on a 6-D space; prints, asserts nothing.
-#[test]
-#[ignore = "timing report, run in release"]
-fn speed_report() {
-    let p = Problem::by_name("hartmann6").unwrap();
-    let space = p.space();
-    let trials = history(&space, 500, 1, |a| p.eval_assignment(a));
-    let o = Objective::new("loss", Direction::Minimize);
-    for name in BOTH {
-        let alg = algorithm(name, &[]);
-        let start = std::time::Instant::now();
-        let reps = 20;
-        for seed in 0..reps {
-            suggest(alg.as_ref(), &space, &o, &trials, 1, seed);
-        }
-        println!(
-            "{name}: {:?} per suggestion at 500 trials",
-            start.elapsed() / reps as u32
-        );
-    }
-}
-
 fn any_history() -> impl Strategy<Value = (Vec<TrialRecord>, u64)> {
     (0usize..30, any::<u64>(), 0usize..4).prop_map(|(n, seed, pending)| {
         let space = mixed_space();
