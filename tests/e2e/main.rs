@@ -7,4 +7,5 @@
 mod harness;
 mod interrupt;
 mod lifecycle;
+mod reports;
 mod validation;
