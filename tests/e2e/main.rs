@@ -9,5 +9,6 @@ mod collectors;
 mod harness;
 mod interrupt;
 mod lifecycle;
+mod reports;
 mod spec_fuzz;
 mod validation;

@@ -40,12 +40,32 @@ enum Command {
     },
     /// List the experiments in the database.
     List,
-    /// Show an experiment and its trials.
+    /// Show an experiment and its trials: a table, Katib JSON, CSV or a self-contained HTML page.
     Report {
         /// The experiment name.
         name: String,
-        #[arg(long, value_enum, default_value_t = ReportFormat::Table)]
-        format: ReportFormat,
+        #[arg(long, value_enum, default_value_t = commands::report::Format::Table)]
+        format: commands::report::Format,
+        /// Show only the best N trials (table, and the HTML trial table).
+        #[arg(long, value_name = "N")]
+        top: Option<usize>,
+        /// Write to FILE instead of stdout.
+        #[arg(long, short, value_name = "FILE")]
+        output: Option<PathBuf>,
+        /// Rewrite the HTML file every 2 s until the experiment ends (needs --format html --output).
+        #[arg(long)]
+        watch: bool,
+    },
+    /// Compare experiments: best value, when it was reached, best so far at 10/25/50/100 trials.
+    Compare {
+        /// The experiment names.
+        #[arg(required = true, num_args = 1..)]
+        names: Vec<String>,
+        #[arg(long, value_enum, default_value_t = commands::compare::Format::Table)]
+        format: commands::compare::Format,
+        /// Write to FILE instead of stdout.
+        #[arg(long, short, value_name = "FILE")]
+        output: Option<PathBuf>,
     },
     /// Delete an experiment, its trials and their observations.
     Delete {
@@ -131,9 +151,27 @@ async fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
         } => commands::run::run(&cli.db, &file, seed, log_dir).await,
         Command::Resume { name } => commands::run::resume(&cli.db, &name).await,
         Command::List => commands::list::list(&cli.db).await,
-        Command::Report { name, format } => {
-            commands::report::report(&cli.db, &name, format == ReportFormat::Json).await
+        Command::Report {
+            name,
+            format,
+            top,
+            output,
+            watch,
+        } => {
+            let args = commands::report::ReportArgs {
+                name,
+                format,
+                top,
+                output,
+                watch,
+            };
+            commands::report::report(&cli.db, args).await
         }
+        Command::Compare {
+            names,
+            format,
+            output,
+        } => commands::compare::compare(&cli.db, &names, format, output).await,
         Command::Delete { name } => commands::delete::delete(&cli.db, &name).await,
         Command::Validate { file } => commands::validate::validate(&file),
         Command::Benchmark {

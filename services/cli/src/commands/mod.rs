@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 pub mod benchmark;
+pub mod compare;
 pub mod delete;
 pub mod list;
 pub mod report;

@@ -1,107 +1,125 @@
-//! `vernier report NAME`: the experiment as a table or as Katib-shaped JSON.
+//! `vernier report NAME`: the experiment as a table, Katib-shaped JSON, CSV or an HTML page,
+//! to stdout or a file, once or (`--watch`) rewritten until the experiment ends.
 
 use crate::Exit;
-use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
-use vernier_runner::report::{ExperimentReport, load};
-use vernier_runner::status::rfc3339;
+use anyhow::{Context, bail};
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use vernier_runner::report::analysis::phase_is_final;
+use vernier_runner::report::html::{HtmlOptions, REFRESH_SECONDS};
+use vernier_runner::report::table::TableOptions;
+use vernier_runner::report::{ExperimentReport, csv, html, load, table};
 
-pub async fn report(db: &str, name: &str, json: bool) -> anyhow::Result<Exit> {
+/// The formats of `vernier report`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Table,
+    Json,
+    Csv,
+    Html,
+}
+
+#[derive(Debug)]
+pub struct ReportArgs {
+    pub name: String,
+    pub format: Format,
+    pub top: Option<usize>,
+    pub output: Option<PathBuf>,
+    pub watch: bool,
+}
+
+pub async fn report(db: &str, args: ReportArgs) -> anyhow::Result<Exit> {
+    check(&args)?;
     let store = vernier_store::SqlStore::connect(db).await?;
-    let report = load(&store, name).await?;
-    if json {
-        println!("{}", serde_json::to_string_pretty(&report.to_katib_json())?);
-    } else {
-        print_table(&report);
+    loop {
+        let report = load(&store, &args.name).await?;
+        let text = render(&report, &args)?;
+        match &args.output {
+            Some(path) => write_atomically(path, &text)?,
+            None => print!("{text}"),
+        }
+        let phase = report.row.status.phase.as_str();
+        if !args.watch || phase_is_final(phase) {
+            if args.watch {
+                eprintln!(
+                    "experiment {} is {phase}; {} is final",
+                    args.name,
+                    args.output.as_deref().unwrap_or(Path::new("-")).display()
+                );
+            }
+            return Ok(match phase {
+                "Failed" => Exit::Failed,
+                _ => Exit::Succeeded,
+            });
+        }
+        tokio::time::sleep(Duration::from_secs(REFRESH_SECONDS.into())).await;
     }
-    Ok(match report.row.status.phase.as_str() {
-        "Failed" => Exit::Failed,
-        _ => Exit::Succeeded,
+}
+
+/// Flag combinations that cannot work, refused before touching the database.
+fn check(args: &ReportArgs) -> anyhow::Result<()> {
+    if args.watch && (args.format != Format::Html || args.output.is_none()) {
+        bail!(
+            "--watch rewrites an HTML file, so it needs --format html and --output FILE\nhint: vernier report --watch {} --format html --output {}.html",
+            args.name,
+            args.name
+        );
+    }
+    if args.top.is_some() && matches!(args.format, Format::Json | Format::Csv) {
+        bail!(
+            "--top only limits the table and the HTML trial table, not --format {}\nhint: drop --top; JSON and CSV always hold every trial",
+            if args.format == Format::Json {
+                "json"
+            } else {
+                "csv"
+            }
+        );
+    }
+    if args.top == Some(0) {
+        bail!("--top 0 would show no trials\nhint: pass --top 1 or more");
+    }
+    Ok(())
+}
+
+fn render(r: &ExperimentReport, args: &ReportArgs) -> anyhow::Result<String> {
+    Ok(match args.format {
+        Format::Json => {
+            let mut s = serde_json::to_string_pretty(&r.to_katib_json())?;
+            s.push('\n');
+            s
+        }
+        Format::Table => table::render(
+            r,
+            TableOptions {
+                top: args.top,
+                // Colour only for a person at a terminal, never in a file or a pipe.
+                highlight: args.output.is_none() && std::io::stdout().is_terminal(),
+            },
+        ),
+        Format::Csv => csv::render(r),
+        Format::Html => html::render(r, HtmlOptions { top: args.top }),
     })
 }
 
-fn print_table(r: &ExperimentReport) {
-    let s = &r.row.status;
-    println!("experiment {}: {} ({})", r.row.name, s.phase, s.reason);
-    println!("  {}", s.message);
-    println!(
-        "  started {}{}",
-        s.started_us.map(rfc3339).unwrap_or_default(),
-        s.completed_us
-            .map(|c| format!(", completed {}", rfc3339(c)))
-            .unwrap_or_default()
-    );
-    let objective = r.spec.objective().ok();
-    let metric_names = objective
-        .as_ref()
-        .map(|o| o.metric_names())
-        .unwrap_or_default();
-    let param_names: Vec<String> = r
-        .trials
-        .first()
-        .map(|t| t.row.assignment.iter().map(|(n, _)| n.clone()).collect())
-        .unwrap_or_default();
-    let mut table = Table::new();
-    table.load_preset(UTF8_FULL_CONDENSED);
-    let mut header = vec!["".to_string(), "TRIAL".to_string(), "STATUS".to_string()];
-    header.extend(param_names.iter().cloned());
-    header.extend(metric_names.iter().cloned());
-    table.set_header(header);
-    for (i, t) in r.trials.iter().enumerate() {
-        let mut row = vec![
-            if Some(i) == r.best {
-                "*".to_string()
-            } else {
-                String::new()
-            },
-            t.row.name.clone(),
-            t.row.state.as_str().to_string(),
-        ];
-        for p in &param_names {
-            row.push(
-                t.row
-                    .assignment
-                    .iter()
-                    .find(|(n, _)| n == p)
-                    .map(|(_, v)| v.clone())
-                    .unwrap_or_default(),
-            );
-        }
-        for m in &metric_names {
-            let strategy = objective.as_ref().and_then(|o| o.strategy_for(m));
-            row.push(
-                t.metrics
-                    .iter()
-                    .find(|x| &x.name == m)
-                    .map(|x| match strategy.and_then(|st| x.value(st)) {
-                        Some(v) => v.to_string(),
-                        None => x.latest.clone(),
-                    })
-                    .unwrap_or_default(),
-            );
-        }
-        table.add_row(row);
-    }
-    println!("{table}");
-    match r.best {
-        Some(i) => {
-            let t = &r.trials[i];
-            let assignment: Vec<String> = t
-                .row
-                .assignment
-                .iter()
-                .map(|(n, v)| format!("{n}={v}"))
-                .collect();
-            println!(
-                "best trial {}: {}={}  {}",
-                t.row.name,
-                objective
-                    .as_ref()
-                    .map(|o| o.metric.as_str())
-                    .unwrap_or("objective"),
-                t.objective.map(|v| v.to_string()).unwrap_or_default(),
-                assignment.join(", ")
-            );
-        }
-        None => println!("no trial has reported the objective metric yet"),
-    }
+/// Writes through a temporary file and a rename, so a browser reloading a watched report
+/// never sees half a page.
+pub fn write_atomically(path: &Path, text: &str) -> anyhow::Result<()> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    std::fs::write(&tmp, text).with_context(|| {
+        format!(
+            "cannot write the report to {}\nhint: pass --output with a path in a writable directory",
+            path.display()
+        )
+    })?;
+    std::fs::rename(&tmp, path).with_context(|| {
+        format!(
+            "cannot move {} to {}\nhint: pass --output with a path in a writable directory",
+            tmp.display(),
+            path.display()
+        )
+    })?;
+    Ok(())
 }

@@ -1,12 +1,22 @@
 //! The experiment as a Katib-shaped object (`metadata`, `spec`, `status` with Katib's field
 //! names) plus its Trial objects, built from the store. `vernier report --format json` prints
-//! it; other report formats read the same structure.
+//! it; the other formats (table, CSV, HTML, comparisons) live in the submodules and read the
+//! same structure.
+
+pub mod analysis;
+pub mod compare;
+pub mod csv;
+pub mod html;
+pub mod svg;
+pub mod table;
+#[cfg(test)]
+mod tests;
 
 use crate::error::RunnerError;
 use crate::status::{Condition, parse_conditions, rfc3339};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
-use vernier_core::{MetricSummary, Observation, TrialState};
+use vernier_core::{MetricSummary, Objective, Observation, TrialState};
 use vernier_spec::Experiment;
 use vernier_spec::plan::{TrialOutcome, best_trial};
 use vernier_store::{ExperimentRow, SqlStore, TrialRow};
@@ -18,6 +28,9 @@ pub struct TrialReport {
     pub metrics: Vec<MetricSummary>,
     /// The objective value its metric strategy selects.
     pub objective: Option<f64>,
+    /// Every numeric value of the objective metric as `(time µs, value)`, in time order: the
+    /// learning curve. Only this metric is kept so that large experiments stay small in memory.
+    pub curve: Vec<(i64, f64)>,
 }
 
 /// Everything a report needs.
@@ -27,6 +40,8 @@ pub struct ExperimentReport {
     pub spec: Experiment,
     pub trials: Vec<TrialReport>,
     pub best: Option<usize>,
+    /// The resolved objective (direction, strategies), so formats need not re-derive it.
+    pub objective: Objective,
 }
 
 /// Loads an experiment, its trials and their observations (one query for all observations).
@@ -52,20 +67,30 @@ pub async fn load(store: &SqlStore, name: &str) -> Result<ExperimentReport, Runn
         .await?
         .into_iter()
         .map(|row| {
-            let empty = Vec::new();
-            let obs = logs.get(&row.name).unwrap_or(&empty);
+            // Taken out of the map so each trial's raw logs are freed once reduced.
+            let obs = logs.remove(&row.name).unwrap_or_default();
+            let obs = &obs;
             let metrics: Vec<MetricSummary> = metric_names
                 .iter()
                 .filter_map(|m| MetricSummary::reduce(m, obs))
                 .collect();
-            let objective = metrics
+            let value = metrics
                 .iter()
                 .find(|m| m.name == objective.metric)
                 .and_then(|m| m.value(objective.strategy));
+            let curve = obs
+                .iter()
+                .filter(|o| o.metric == objective.metric)
+                .filter_map(|o| {
+                    let v = o.value.trim().parse::<f64>().ok()?;
+                    v.is_finite().then_some((o.timestamp_us, v))
+                })
+                .collect();
             TrialReport {
                 row,
                 metrics,
-                objective,
+                objective: value,
+                curve,
             }
         })
         .collect();
@@ -83,6 +108,7 @@ pub async fn load(store: &SqlStore, name: &str) -> Result<ExperimentReport, Runn
         spec,
         trials,
         best,
+        objective,
     })
 }
 

@@ -1,0 +1,49 @@
+//! `vernier compare A B ...`: several experiments' convergence side by side.
+
+use crate::Exit;
+use crate::commands::report::write_atomically;
+use anyhow::bail;
+use std::path::PathBuf;
+use vernier_runner::report::compare::{self, Convergence};
+use vernier_runner::report::load;
+
+/// The formats of `vernier compare`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Table,
+    Json,
+    Html,
+}
+
+pub async fn compare(
+    db: &str,
+    names: &[String],
+    format: Format,
+    output: Option<PathBuf>,
+) -> anyhow::Result<Exit> {
+    if let Some(dup) = names
+        .iter()
+        .enumerate()
+        .find(|(i, n)| names[..*i].contains(n))
+    {
+        bail!(
+            "experiment {:?} is named twice\nhint: name each experiment once",
+            dup.1
+        );
+    }
+    let store = vernier_store::SqlStore::connect(db).await?;
+    let mut cs = Vec::with_capacity(names.len());
+    for name in names {
+        cs.push(Convergence::of(&load(&store, name).await?));
+    }
+    let text = match format {
+        Format::Table => compare::table(&cs),
+        Format::Json => format!("{}\n", serde_json::to_string_pretty(&compare::json(&cs))?),
+        Format::Html => compare::html(&cs),
+    };
+    match output {
+        Some(path) => write_atomically(&path, &text)?,
+        None => print!("{text}"),
+    }
+    Ok(Exit::Succeeded)
+}

@@ -1,0 +1,231 @@
+//! `vernier compare A B ...`: experiments side by side — best value, when it was reached, and
+//! best-so-far after 10/25/50/100 trials — as a table, JSON, or an HTML page with the
+//! convergence curves overlaid.
+
+use super::ExperimentReport;
+use super::svg::{Chart, PALETTE, Scale, esc, num};
+use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
+use serde_json::{Value, json};
+use std::fmt::Write;
+use vernier_core::Direction;
+
+/// Trial counts at which the best-so-far value is reported.
+pub const CHECKPOINTS: [usize; 4] = [10, 25, 50, 100];
+
+/// One experiment's convergence.
+#[derive(Debug, Clone)]
+pub struct Convergence {
+    pub name: String,
+    pub algorithm: String,
+    pub metric: String,
+    pub direction: Direction,
+    pub phase: String,
+    /// Best usable objective after each trial, in creation order.
+    pub best_so_far: Vec<Option<f64>>,
+}
+
+impl Convergence {
+    pub fn of(r: &ExperimentReport) -> Convergence {
+        Convergence {
+            name: r.row.name.clone(),
+            algorithm: r
+                .spec
+                .spec
+                .algorithm
+                .as_ref()
+                .and_then(|a| a.algorithm_name.clone())
+                .unwrap_or_default(),
+            metric: r.objective.metric.clone(),
+            direction: r.objective.direction,
+            phase: r.row.status.phase.clone(),
+            best_so_far: r.best_so_far(),
+        }
+    }
+
+    pub fn best(&self) -> Option<f64> {
+        self.best_so_far.last().copied().flatten()
+    }
+
+    /// 1-based index of the trial that reached the final best value.
+    pub fn best_at(&self) -> Option<usize> {
+        let best = self.best()?;
+        self.best_so_far
+            .iter()
+            .position(|v| *v == Some(best))
+            .map(|i| i + 1)
+    }
+
+    /// Best so far after `n` trials; `None` when fewer trials ran or none succeeded by then.
+    pub fn at(&self, n: usize) -> Option<f64> {
+        self.best_so_far.get(n.checked_sub(1)?).copied().flatten()
+    }
+}
+
+fn direction_name(d: Direction) -> &'static str {
+    match d {
+        Direction::Minimize => "minimize",
+        Direction::Maximize => "maximize",
+    }
+}
+
+/// A warning when the experiments do not optimise the same metric the same way.
+pub fn mismatch(cs: &[Convergence]) -> Option<String> {
+    let first = cs.first()?;
+    cs.iter()
+        .find(|c| c.metric != first.metric || c.direction != first.direction)
+        .map(|c| {
+            format!(
+                "note: {} {}s {} but {} {}s {}; their values are not comparable",
+                first.name,
+                direction_name(first.direction),
+                first.metric,
+                c.name,
+                direction_name(c.direction),
+                c.metric
+            )
+        })
+}
+
+fn cell(v: Option<f64>) -> String {
+    v.map_or_else(|| "-".to_string(), |v| v.to_string())
+}
+
+/// The comparison as a text table (plus a mismatch note), ending with a newline.
+pub fn table(cs: &[Convergence]) -> String {
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED).force_no_tty();
+    let mut header: Vec<String> = [
+        "EXPERIMENT",
+        "ALGORITHM",
+        "OBJECTIVE",
+        "STATUS",
+        "TRIALS",
+        "BEST",
+        "BEST AT",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    header.extend(CHECKPOINTS.iter().map(|n| format!("@{n}")));
+    t.set_header(header);
+    for c in cs {
+        let mut row = vec![
+            c.name.clone(),
+            c.algorithm.clone(),
+            format!("{} {}", direction_name(c.direction), c.metric),
+            c.phase.clone(),
+            c.best_so_far.len().to_string(),
+            cell(c.best()),
+            c.best_at().map_or("-".to_string(), |i| i.to_string()),
+        ];
+        row.extend(CHECKPOINTS.iter().map(|&n| cell(c.at(n))));
+        t.add_row(row);
+    }
+    let mut out = format!("{t}\n");
+    if let Some(note) = mismatch(cs) {
+        out.push_str(&note);
+        out.push('\n');
+    }
+    out
+}
+
+/// The comparison as JSON: one object per experiment, with the full best-so-far series.
+pub fn json(cs: &[Convergence]) -> Value {
+    Value::Array(
+        cs.iter()
+            .map(|c| {
+                let at: serde_json::Map<String, Value> = CHECKPOINTS
+                    .iter()
+                    .map(|n| (n.to_string(), json!(c.at(*n))))
+                    .chain(std::iter::once(("all".to_string(), json!(c.best()))))
+                    .collect();
+                json!({
+                    "name": c.name,
+                    "algorithm": c.algorithm,
+                    "objectiveMetricName": c.metric,
+                    "type": direction_name(c.direction),
+                    "phase": c.phase,
+                    "trials": c.best_so_far.len(),
+                    "best": c.best(),
+                    "bestAtTrial": c.best_at(),
+                    "bestSoFarAt": at,
+                    "bestSoFar": c.best_so_far,
+                })
+            })
+            .collect(),
+    )
+}
+
+/// A self-contained page with the table and the overlaid convergence curves.
+pub fn html(cs: &[Convergence]) -> String {
+    let mut out = String::from(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>Vernier comparison</title><style>body{font:14px/1.4 system-ui,sans-serif;margin:24px}table{border-collapse:collapse}td,th{border:1px solid #ddd;padding:3px 8px}th{background:#f4f4f4}.plot text{font:11px system-ui,sans-serif}.note{color:#666}</style></head><body>\n<h1>Experiment comparison</h1>\n",
+    );
+    if let Some(note) = mismatch(cs) {
+        let _ = writeln!(out, "<p class=\"note\">{}</p>", esc(&note));
+    }
+    out.push_str("<table id=\"comparison\"><tr><th>experiment</th><th>algorithm</th><th>objective</th><th>status</th><th>trials</th><th>best</th><th>best at</th>");
+    for n in CHECKPOINTS {
+        let _ = write!(out, "<th>@{n}</th>");
+    }
+    out.push_str("</tr>\n");
+    for c in cs {
+        let _ = write!(
+            out,
+            "<tr class=\"experiment\"><td>{}</td><td>{}</td><td>{} {}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>",
+            esc(&c.name),
+            esc(&c.algorithm),
+            direction_name(c.direction),
+            esc(&c.metric),
+            esc(&c.phase),
+            c.best_so_far.len(),
+            cell(c.best()),
+            c.best_at().map_or("-".to_string(), |i| i.to_string())
+        );
+        for n in CHECKPOINTS {
+            let _ = write!(out, "<td>{}</td>", cell(c.at(n)));
+        }
+        out.push_str("</tr>\n");
+    }
+    out.push_str("</table>\n");
+    let longest = cs.iter().map(|c| c.best_so_far.len()).max().unwrap_or(1);
+    let x = Scale::fit([1.0, longest.max(1) as f64], false);
+    let y = Scale::fit(
+        cs.iter()
+            .flat_map(|c| c.best_so_far.iter().flatten().copied()),
+        false,
+    );
+    let mut chart = Chart::new("plot-convergence", "Best so far per trial", 900.0, 440.0);
+    let metric = cs.first().map(|c| c.metric.as_str()).unwrap_or("objective");
+    chart.axes(&x, "trial", &y, &format!("best {metric} so far"));
+    for (k, c) in cs.iter().enumerate() {
+        let colour = PALETTE[k % PALETTE.len()];
+        let pts: Vec<(f64, f64)> = c
+            .best_so_far
+            .iter()
+            .enumerate()
+            .filter_map(|(i, v)| Some((x.unit((i + 1) as f64), y.unit((*v)?))))
+            .collect();
+        chart.polyline(&pts, colour, "series", "stroke-width=\"2\"");
+        if let (Some(at), Some(best)) = (c.best_at(), c.best()) {
+            chart.circle(
+                x.unit(at as f64),
+                y.unit(best),
+                4.0,
+                colour,
+                "point",
+                &format!("{}: best {} at trial {at}", c.name, num(best)),
+            );
+        }
+        let ly = 48.0 + 16.0 * k as f64;
+        chart.raw(&format!(
+            r#"<rect x="{:.1}" y="{:.1}" width="12" height="3" fill="{colour}"/>"#,
+            chart.width - 200.0,
+            ly - 4.0
+        ));
+        chart.text(chart.width - 184.0, ly, "start", "legend", &c.name);
+    }
+    out.push_str(&chart.finish());
+    out.push_str("\n</body></html>\n");
+    out
+}

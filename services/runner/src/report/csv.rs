@@ -1,0 +1,65 @@
+//! `vernier report NAME --format csv`: one row per trial in creation order, one column per
+//! parameter and per metric (its metricStrategy value), for spreadsheets and dataframes.
+//! Quoting follows RFC 4180; written by hand because the format needs nothing more.
+
+use super::ExperimentReport;
+use super::analysis::duration_s;
+use crate::status::rfc3339;
+
+/// The CSV text, header first, each record ending with `\n`.
+pub fn render(r: &ExperimentReport) -> String {
+    let params = r.parameter_names();
+    let metrics = r.objective.metric_names();
+    let mut out = String::new();
+    let mut header: Vec<String> = ["trial", "index", "condition", "best"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    header.extend(params.iter().cloned());
+    header.extend(metrics.iter().cloned());
+    header.extend(
+        ["start_time", "completion_time", "duration_s"]
+            .iter()
+            .map(|s| s.to_string()),
+    );
+    push_record(&mut out, &header);
+    for (i, t) in r.trials.iter().enumerate() {
+        let mut rec = vec![
+            t.row.name.clone(),
+            (i + 1).to_string(),
+            t.row.state.as_str().to_string(),
+            (Some(i) == r.best).to_string(),
+        ];
+        for p in &params {
+            rec.push(r.assignment(t, p).unwrap_or_default().to_string());
+        }
+        for m in &metrics {
+            rec.push(r.metric_text(t, m));
+        }
+        rec.push(t.row.started_us.map(rfc3339).unwrap_or_default());
+        rec.push(t.row.completed_us.map(rfc3339).unwrap_or_default());
+        rec.push(
+            duration_s(&t.row)
+                .map(|d| d.to_string())
+                .unwrap_or_default(),
+        );
+        push_record(&mut out, &rec);
+    }
+    out
+}
+
+fn push_record(out: &mut String, fields: &[String]) {
+    for (i, f) in fields.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        if f.contains([',', '"', '\n', '\r']) {
+            out.push('"');
+            out.push_str(&f.replace('"', "\"\""));
+            out.push('"');
+        } else {
+            out.push_str(f);
+        }
+    }
+    out.push('\n');
+}

@@ -1,0 +1,369 @@
+//! Report formats on a fixed experiment stored in a real SQLite database: snapshot tests of
+//! the table and CSV, a structural (schema) check of the Katib JSON, and counts of the marks
+//! in the HTML plots. Set `UPDATE_SNAPSHOTS=1` to rewrite the snapshots after a deliberate
+//! change, then review the diff.
+
+use super::table::TableOptions;
+use super::*;
+use serde_json::Value;
+use vernier_store::ExperimentStatusRow;
+
+const SPEC: &str = r#"
+apiVersion: kubeflow.org/v1beta1
+kind: Experiment
+metadata:
+  name: fixture
+spec:
+  objective:
+    type: minimize
+    objectiveMetricName: loss
+    additionalMetricNames: [accuracy]
+    metricStrategies:
+      - name: accuracy
+        value: max
+  algorithm:
+    algorithmName: random
+  maxTrialCount: 5
+  parameters:
+    - name: lr
+      parameterType: double
+      feasibleSpace: {min: "0.001", max: "0.1", distribution: logUniform}
+    - name: optimizer
+      parameterType: categorical
+      feasibleSpace: {list: [sgd, adam]}
+  trialTemplate:
+    primaryContainerName: training
+    trialParameters:
+      - {name: lr, reference: lr}
+      - {name: optimizer, reference: optimizer}
+    trialSpec:
+      apiVersion: batch/v1
+      kind: Job
+      spec:
+        template:
+          spec:
+            restartPolicy: Never
+            containers:
+              - name: training
+                image: python:3.11
+                command: [python3, train.py, "${trialParameters.lr}", "${trialParameters.optimizer}"]
+"#;
+
+const T0: i64 = 1_700_000_000_000_000;
+
+/// (lr, optimizer, state, loss curve, accuracy) per trial.
+type TrialFixture = (&'static str, &'static str, TrialState, &'static [f64], f64);
+
+const TRIALS: [TrialFixture; 5] = [
+    (
+        "0.01",
+        "sgd",
+        TrialState::Succeeded,
+        &[0.9, 0.5, 0.31],
+        0.81,
+    ),
+    (
+        "0.05",
+        "adam",
+        TrialState::Succeeded,
+        &[0.8, 0.3, 0.12],
+        0.9,
+    ),
+    ("0.002", "sgd", TrialState::EarlyStopped, &[1.2, 1.1], 0.4),
+    ("0.09", "adam", TrialState::Failed, &[0.05], 0.2),
+    (
+        "0.02",
+        "adam",
+        TrialState::Succeeded,
+        &[0.7, 0.4, 0.2],
+        0.85,
+    ),
+];
+
+pub(crate) async fn fixture() -> (tempfile::TempDir, ExperimentReport) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqlStore::connect(&dir.path().join("r.db").display().to_string())
+        .await
+        .unwrap();
+    let spec = vernier_spec::parse_experiment(SPEC).unwrap();
+    store
+        .create_experiment(&ExperimentRow {
+            name: "fixture".into(),
+            spec_json: serde_json::to_string(&spec).unwrap(),
+            seed: 7,
+            created_us: T0,
+            work_dir: ".".into(),
+            log_dir: "logs".into(),
+            status: ExperimentStatusRow {
+                phase: "Succeeded".into(),
+                reason: "ExperimentMaxTrialsReached".into(),
+                message: "Experiment has succeeded because max trial count has reached".into(),
+                started_us: Some(T0),
+                completed_us: Some(T0 + 600_000_000),
+                algorithm_state: None,
+                conditions_json: "[]".into(),
+            },
+        })
+        .await
+        .unwrap();
+    for (seq, (lr, opt, state, curve, acc)) in TRIALS.iter().enumerate() {
+        let name = format!("fixture-{seq}");
+        let start = T0 + seq as i64 * 60_000_000;
+        store
+            .insert_trial(&TrialRow {
+                experiment: "fixture".into(),
+                name: name.clone(),
+                seq: seq as i64,
+                assignment: vec![
+                    ("lr".into(), lr.to_string()),
+                    ("optimizer".into(), opt.to_string()),
+                ],
+                labels: Default::default(),
+                state: *state,
+                reason: format!("Trial{}", state.as_str()),
+                message: String::new(),
+                created_us: start,
+                started_us: Some(start + 1_000_000),
+                completed_us: Some(start + 1_000_000 + (seq as i64 + 1) * 2_500_000),
+                attempt: 1,
+            })
+            .await
+            .unwrap();
+        let mut obs: Vec<Observation> = curve
+            .iter()
+            .enumerate()
+            .map(|(k, v)| Observation {
+                metric: "loss".into(),
+                timestamp_us: start + 2_000_000 + k as i64 * 1_000_000,
+                value: v.to_string(),
+            })
+            .collect();
+        obs.push(Observation {
+            metric: "accuracy".into(),
+            timestamp_us: start + 9_000_000,
+            value: acc.to_string(),
+        });
+        store.report_observations(&name, &obs).await.unwrap();
+    }
+    let report = load(&store, "fixture").await.unwrap();
+    (dir, report)
+}
+
+fn snapshot(name: &str, actual: &str) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("src/report/snapshots")
+        .join(name);
+    if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
+        std::fs::write(&path, actual).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e}; run with UPDATE_SNAPSHOTS=1", path.display()));
+    assert_eq!(
+        actual, expected,
+        "{name} changed; if intended, rerun with UPDATE_SNAPSHOTS=1 and review the diff"
+    );
+}
+
+#[tokio::test]
+async fn table_snapshot_ranks_best_first_with_strategies_and_durations() {
+    let (_dir, r) = fixture().await;
+    let plain = table::render(&r, TableOptions::default());
+    snapshot("table.txt", &plain);
+    let top = table::render(
+        &r,
+        TableOptions {
+            top: Some(2),
+            highlight: false,
+        },
+    );
+    snapshot("table_top2.txt", &top);
+    // On a terminal the best row is styled; nowhere else.
+    let styled = table::render(
+        &r,
+        TableOptions {
+            top: None,
+            highlight: true,
+        },
+    );
+    assert!(styled.contains("\u{1b}["), "{styled}");
+    assert!(!plain.contains('\u{1b}'));
+}
+
+#[tokio::test]
+async fn csv_snapshot_has_one_row_per_trial_and_a_column_per_parameter_and_metric() {
+    let (_dir, r) = fixture().await;
+    let text = csv::render(&r);
+    snapshot("report.csv", &text);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 1 + TRIALS.len());
+    assert!(lines[0].starts_with("trial,index,condition,best,lr,optimizer,loss,accuracy,"));
+}
+
+/// Checks `v` has every key with the JSON type named: `s` string, `n` number, `a` array,
+/// `o` object, `s?` string or null.
+fn require(v: &Value, path: &str, fields: &[(&str, &str)]) {
+    for (key, ty) in fields {
+        let f = &v[*key];
+        let ok = match *ty {
+            "s" => f.is_string(),
+            "s?" => f.is_string() || f.is_null(),
+            "n" => f.is_u64(),
+            "a" => f.is_array(),
+            "o" => f.is_object(),
+            _ => unreachable!(),
+        };
+        assert!(ok, "{path}.{key} should be {ty}, is {f}");
+    }
+}
+
+#[tokio::test]
+async fn json_report_has_katibs_shape() {
+    let (_dir, r) = fixture().await;
+    let j = r.to_katib_json();
+    require(
+        &j,
+        "",
+        &[
+            ("apiVersion", "s"),
+            ("kind", "s"),
+            ("metadata", "o"),
+            ("spec", "o"),
+            ("status", "o"),
+            ("trials", "a"),
+        ],
+    );
+    assert_eq!(j["kind"], "Experiment");
+    require(&j["metadata"], "metadata", &[("name", "s")]);
+    require(
+        &j["spec"],
+        "spec",
+        &[
+            ("objective", "o"),
+            ("parameters", "a"),
+            ("trialTemplate", "o"),
+        ],
+    );
+    let st = &j["status"];
+    require(
+        st,
+        "status",
+        &[
+            ("startTime", "s?"),
+            ("completionTime", "s?"),
+            ("conditions", "a"),
+            ("currentOptimalTrial", "o"),
+            ("succeededTrialList", "a"),
+            ("trials", "n"),
+            ("trialsSucceeded", "n"),
+            ("trialsFailed", "n"),
+            ("trialsKilled", "n"),
+            ("trialsPending", "n"),
+            ("trialsRunning", "n"),
+            ("trialsEarlyStopped", "n"),
+            ("trialMetricsUnavailable", "n"),
+        ],
+    );
+    let best = &st["currentOptimalTrial"];
+    require(
+        best,
+        "currentOptimalTrial",
+        &[
+            ("bestTrialName", "s"),
+            ("parameterAssignments", "a"),
+            ("observation", "o"),
+        ],
+    );
+    assert_eq!(best["bestTrialName"], "fixture-1");
+    let metric_fields = [("name", "s"), ("min", "s"), ("max", "s"), ("latest", "s")];
+    for m in best["observation"]["metrics"].as_array().unwrap() {
+        require(
+            m,
+            "currentOptimalTrial.observation.metrics[]",
+            &metric_fields,
+        );
+    }
+    let trials = j["trials"].as_array().unwrap();
+    assert_eq!(trials.len(), TRIALS.len());
+    for t in trials {
+        require(
+            t,
+            "trials[]",
+            &[
+                ("apiVersion", "s"),
+                ("kind", "s"),
+                ("metadata", "o"),
+                ("spec", "o"),
+                ("status", "o"),
+            ],
+        );
+        assert_eq!(t["kind"], "Trial");
+        for a in t["spec"]["parameterAssignments"].as_array().unwrap() {
+            require(
+                a,
+                "parameterAssignments[]",
+                &[("name", "s"), ("value", "s")],
+            );
+        }
+        for c in t["status"]["conditions"].as_array().unwrap() {
+            require(
+                c,
+                "trials[].status.conditions[]",
+                &[
+                    ("type", "s"),
+                    ("status", "s"),
+                    ("reason", "s"),
+                    ("message", "s"),
+                    ("lastUpdateTime", "s"),
+                    ("lastTransitionTime", "s"),
+                ],
+            );
+        }
+        for m in t["status"]["observation"]["metrics"].as_array().unwrap() {
+            require(m, "trials[].status.observation.metrics[]", &metric_fields);
+        }
+    }
+}
+
+#[tokio::test]
+async fn html_has_every_plot_with_one_mark_per_datum() {
+    let (_dir, r) = fixture().await;
+    let page = html::render(&r, html::HtmlOptions::default());
+    let count = |id: &str, mark: &str| {
+        let start = page
+            .find(&format!("id=\"{id}\""))
+            .unwrap_or_else(|| panic!("{id}"));
+        let end = start + page[start..].find("</svg>").unwrap();
+        page[start..end].matches(mark).count()
+    };
+    // All five trials report loss (the failed one is drawn grey); four succeeded or stopped
+    // early and count as results.
+    assert_eq!(count("plot-history", "class=\"point\""), 5);
+    assert_eq!(count("plot-parallel", "class=\"trace\""), 4);
+    assert_eq!(count("plot-slice-lr", "class=\"point\""), 4);
+    assert_eq!(count("plot-slice-optimizer", "class=\"point\""), 4);
+    assert_eq!(count("plot-importance", "class=\"bar\""), 2);
+    assert_eq!(count("plot-curves", "class=\"curve\""), 3);
+    assert_eq!(count("plot-curves", "class=\"curve early-stopped\""), 1);
+    assert!(
+        !page.contains("http-equiv=\"refresh\""),
+        "finished: no refresh"
+    );
+    assert!(!page.contains("<script"), "no scripts");
+    assert_eq!(page.matches("<tr class=\"trial").count(), TRIALS.len());
+}
+
+#[tokio::test]
+async fn comparison_reports_when_the_best_was_reached() {
+    let (_dir, r) = fixture().await;
+    let c = compare::Convergence::of(&r);
+    assert_eq!(
+        c.best_so_far,
+        vec![Some(0.31), Some(0.12), Some(0.12), Some(0.12), Some(0.12)]
+    );
+    assert_eq!(c.best_at(), Some(2));
+    assert_eq!(c.at(10), None);
+    let j = compare::json(std::slice::from_ref(&c));
+    assert_eq!(j[0]["bestAtTrial"], 2);
+    assert_eq!(j[0]["bestSoFarAt"]["all"], 0.12);
+}

@@ -1,0 +1,272 @@
+//! Reports through the real binary: CSV and table on a real run, `--watch` rewriting an HTML
+//! page until the experiment ends, `compare`, and the HTML page opened in headless Chromium
+//! (no console errors, the right number of marks per plot, a screenshot kept as an artifact).
+
+use crate::harness::{Sandbox, python_experiment, text, vernier_bin};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Each trial reports `loss` five times (a learning curve) and `accuracy` once.
+const CURVE_SCRIPT: &str = "import sys, time\nx = float(sys.argv[1])\nfor i in range(5):\n    print(f'loss={(x - 0.3) ** 2 + 1.0 / (i + 1)}', flush=True)\n    time.sleep(SLEEP)\nprint(f'accuracy={1 - x}')";
+
+fn experiment(sb: &Sandbox, name: &str, trials: u32, sleep: f64) -> PathBuf {
+    let yaml = python_experiment(
+        name,
+        &CURVE_SCRIPT.replace("SLEEP", &sleep.to_string()),
+        &format!(
+            "  objective:\n    type: minimize\n    objectiveMetricName: loss\n    additionalMetricNames: [accuracy]\n  parallelTrialCount: 1\n  maxTrialCount: {trials}"
+        ),
+    );
+    sb.write(&format!("{name}.yaml"), &yaml)
+}
+
+fn run(sb: &Sandbox, name: &str, trials: u32, seed: &str) {
+    let file = experiment(sb, name, trials, 0.0);
+    let out = sb.run(&["run", file.to_str().unwrap(), "--seed", seed]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+}
+
+#[test]
+fn csv_and_table_hold_every_trial_and_top_limits_the_table() {
+    let sb = Sandbox::new();
+    run(&sb, "rep", 6, "11");
+    let out = sb.run(&["report", "rep", "--format", "csv"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let csv = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines.len(), 7, "{csv}");
+    assert!(lines[0].starts_with("trial,index,condition,best,x,loss,accuracy,"));
+    assert_eq!(lines.iter().filter(|l| l.contains(",true,")).count(), 1);
+    let out = sb.run(&["report", "rep", "--top", "2"]);
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(table.contains("(2 of 6 trials shown)"), "{table}");
+    assert!(
+        table.contains("loss (min)") && table.contains("DURATION"),
+        "{table}"
+    );
+    // --top makes no sense for JSON; --watch needs an HTML file.
+    let out = sb.run(&["report", "rep", "--format", "json", "--top", "2"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("hint:"));
+    let out = sb.run(&["report", "rep", "--watch"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--output"));
+}
+
+#[test]
+fn watch_refreshes_the_page_while_running_and_exits_when_the_experiment_ends() {
+    let sb = Sandbox::new();
+    let file = experiment(&sb, "watched", 4, 0.25);
+    let mut runner = sb
+        .cmd(&["run", file.to_str().unwrap(), "--seed", "5"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while sb
+        .run(&["report", "watched", "--format", "json"])
+        .status
+        .code()
+        != Some(0)
+    {
+        assert!(Instant::now() < deadline, "experiment never appeared");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let page = sb.path().join("watched.html");
+    let mut watch = sb
+        .cmd(&[
+            "report",
+            "--watch",
+            "watched",
+            "--format",
+            "html",
+            "--output",
+            page.to_str().unwrap(),
+        ])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    while !page.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "the watched page was never written"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let first = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        first.contains("<meta http-equiv=\"refresh\""),
+        "a running experiment's page reloads itself"
+    );
+    assert_eq!(runner.wait().unwrap().code(), Some(0));
+    let status = loop {
+        if let Some(s) = watch.try_wait().unwrap() {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "--watch did not exit");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(status.code(), Some(0));
+    let last = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        !last.contains("http-equiv=\"refresh\""),
+        "a finished page is final"
+    );
+    assert_eq!(last.matches("<tr class=\"trial").count(), 4);
+}
+
+#[test]
+fn compare_shows_experiments_side_by_side() {
+    let sb = Sandbox::new();
+    run(&sb, "cmp-a", 5, "1");
+    run(&sb, "cmp-b", 5, "2");
+    let out = sb.run(&["compare", "cmp-a", "cmp-b"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(table.contains("cmp-a") && table.contains("cmp-b") && table.contains("BEST AT"));
+    let out = sb.run(&["compare", "cmp-a", "cmp-b", "--format", "json"]);
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(j.as_array().unwrap().len(), 2);
+    for e in j.as_array().unwrap() {
+        assert_eq!(e["trials"], 5);
+        let at = e["bestAtTrial"].as_u64().unwrap();
+        assert!((1..=5).contains(&at));
+        assert_eq!(e["bestSoFar"].as_array().unwrap().len(), 5);
+        assert!(e["bestSoFarAt"]["10"].is_null());
+    }
+    let page = sb.path().join("cmp.html");
+    let out = sb.run(&[
+        "compare",
+        "cmp-a",
+        "cmp-b",
+        "--format",
+        "html",
+        "-o",
+        page.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert_eq!(html.matches("class=\"series\"").count(), 2);
+    let out = sb.run(&["compare", "cmp-a", "nope"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("\"nope\""));
+}
+
+/// Chromium on PATH, or `None` when the environment says to skip browser tests.
+fn chromium() -> Option<PathBuf> {
+    for name in ["chromium", "chromium-browser", "google-chrome"] {
+        if let Ok(out) = Command::new("sh")
+            .args(["-c", &format!("command -v {name}")])
+            .output()
+            && out.status.success()
+        {
+            return Some(PathBuf::from(
+                String::from_utf8_lossy(&out.stdout).trim().to_string(),
+            ));
+        }
+    }
+    if std::env::var("VERNIER_SKIP_BROWSER").as_deref() == Ok("1") {
+        eprintln!("chromium not found; browser checks skipped (VERNIER_SKIP_BROWSER=1)");
+        return None;
+    }
+    panic!(
+        "chromium is not installed, and the HTML report test needs a real browser\nhint: apt-get install -y chromium, or set VERNIER_SKIP_BROWSER=1 to skip this check"
+    );
+}
+
+/// Runs headless Chromium on `page` with `extra` arguments; returns (stdout, stderr).
+fn headless(browser: &Path, page: &Path, extra: &[&str]) -> (String, String) {
+    let profile = tempfile::tempdir().unwrap();
+    let out = Command::new("timeout")
+        .arg("120")
+        .arg(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--enable-logging=stderr",
+            "--v=0",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .args(extra)
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .expect("run chromium");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    );
+    assert!(out.status.success(), "chromium failed:\n{stderr}");
+    (stdout, stderr)
+}
+
+/// How many elements of `class` lie inside the `<svg>` with `id` in a dumped DOM.
+fn marks(dom: &str, id: &str, class: &str) -> usize {
+    let start = dom
+        .find(&format!("id=\"{id}\""))
+        .unwrap_or_else(|| panic!("plot {id} missing from the rendered page"));
+    let end = start + dom[start..].find("</svg>").expect("closed svg");
+    dom[start..end]
+        .matches(&format!("class=\"{class}\""))
+        .count()
+}
+
+#[test]
+fn html_report_renders_in_a_headless_browser() {
+    let sb = Sandbox::new();
+    run(&sb, "browsed", 8, "3");
+    let page = sb.path().join("browsed.html");
+    let out = sb.run(&[
+        "report",
+        "browsed",
+        "--format",
+        "html",
+        "--output",
+        page.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let Some(browser) = chromium() else { return };
+    let (dom, log) = headless(&browser, &page, &["--dump-dom"]);
+    for line in log.lines() {
+        assert!(
+            !line.contains("Uncaught") && !line.contains("ERROR:CONSOLE"),
+            "console error while loading the report: {line}"
+        );
+    }
+    assert!(dom.contains("<h1>Experiment browsed</h1>"), "{dom}");
+    assert_eq!(marks(&dom, "plot-history", "point"), 8);
+    assert_eq!(marks(&dom, "plot-history", "best-so-far"), 1);
+    assert_eq!(marks(&dom, "plot-parallel", "trace"), 8);
+    assert_eq!(marks(&dom, "plot-slice-x", "point"), 8);
+    assert_eq!(marks(&dom, "plot-importance", "bar"), 1);
+    assert_eq!(marks(&dom, "plot-curves", "curve"), 8);
+    assert_eq!(dom.matches("<tr class=\"trial").count(), 8);
+    // The screenshot is kept beside the binary under test, for people to look at.
+    let artifacts = vernier_bin().parent().unwrap().join("e2e-artifacts");
+    std::fs::create_dir_all(&artifacts).unwrap();
+    let shot = artifacts.join("report-screenshot.png");
+    let _ = std::fs::remove_file(&shot);
+    headless(
+        &browser,
+        &page,
+        &[
+            &format!("--screenshot={}", shot.display()),
+            "--window-size=1400,2400",
+            "--hide-scrollbars",
+        ],
+    );
+    let png = std::fs::read(&shot).expect("screenshot written");
+    assert!(
+        png.starts_with(b"\x89PNG") && png.len() > 10_000,
+        "{} bytes",
+        png.len()
+    );
+    eprintln!("report screenshot: {}", shot.display());
+}
