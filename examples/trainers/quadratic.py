@@ -12,9 +12,15 @@ where loss = f + 0.8 / step + small noise, so the loss falls towards f. The
 noise is seeded from the parameter values, so the same arguments always give
 the same output. --step-seconds adds a sleep per step to make trials take
 visible wall-clock time (default 0.1 s).
+
+With --metrics-file PATH the lines go to that file instead of stdout (as with
+Katib's File metrics collector); --json writes one JSON object per line,
+{"step": "3", "loss": "0.6123", "timestamp": <epoch seconds>}, Katib's JSON
+format.
 """
 
 import argparse
+import json
 import math
 import random
 import sys
@@ -29,6 +35,10 @@ def parse_args(argv):
     parser.add_argument("--steps", type=int, default=5, help="steps to print (1..1000)")
     parser.add_argument("--step-seconds", type=float, default=0.1,
                         help="sleep per step in seconds (0..10), default 0.1")
+    parser.add_argument("--metrics-file", default=None,
+                        help="write metric lines to this file instead of stdout")
+    parser.add_argument("--json", action="store_true",
+                        help="write JSON lines (Katib's JSON metrics format)")
     args = parser.parse_args(argv)
     if not math.isfinite(args.x):
         parser.error("--x must be finite, got %r" % args.x)
@@ -45,11 +55,20 @@ def main(argv):
     args = parse_args(argv)
     f = (args.x - 1.2) ** 2 + 0.5 * (math.log10(args.lr) + 2.0) ** 2
     rng = random.Random("%r,%r" % (args.x, args.lr))
+    out = open(args.metrics_file, "w") if args.metrics_file else sys.stdout
     for step in range(1, args.steps + 1):
         if args.step_seconds:
             time.sleep(args.step_seconds)
         loss = f + 0.8 / step + rng.gauss(0.0, 0.02)
-        print("step=%d loss=%.6f" % (step, loss), flush=True)
+        if args.json:
+            line = json.dumps({"step": str(step), "loss": "%.6f" % loss,
+                               "timestamp": time.time()})
+        else:
+            line = "step=%d loss=%.6f" % (step, loss)
+        print(line, file=out, flush=True)
+    if args.metrics_file:
+        out.close()
+        print("wrote %d steps to %s" % (args.steps, args.metrics_file))
     return 0
 
 
