@@ -12,7 +12,7 @@ mod value;
 
 pub use error::CoreError;
 pub use objective::{Direction, MetricStrategy, Objective};
-pub use observation::{MetricSummary, Observation, UNAVAILABLE};
+pub use observation::{MetricReducer, MetricSummary, Observation, UNAVAILABLE};
 pub use regex_compat::escape_literal_braces;
 pub use space::{Distribution, Domain, Parameter, SearchSpace};
 pub use suggester::{Proposal, SuggestRequest, Suggester, Suggestions};

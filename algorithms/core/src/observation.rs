@@ -34,27 +34,13 @@ impl MetricSummary {
         name: &str,
         observations: impl IntoIterator<Item = &'a Observation>,
     ) -> Option<MetricSummary> {
-        let mut summary: Option<MetricSummary> = None;
-        let mut latest_ts = i64::MIN;
+        let mut reducer: Option<MetricReducer> = None;
         for obs in observations.into_iter().filter(|o| o.metric == name) {
-            let s = summary.get_or_insert_with(|| MetricSummary {
-                name: name.to_string(),
-                min: None,
-                max: None,
-                latest: UNAVAILABLE.to_string(),
-            });
-            if let Ok(v) = obs.value.trim().parse::<f64>()
-                && v.is_finite()
-            {
-                s.min = Some(s.min.map_or(v, |m| m.min(v)));
-                s.max = Some(s.max.map_or(v, |m| m.max(v)));
-            }
-            if obs.timestamp_us >= latest_ts {
-                latest_ts = obs.timestamp_us;
-                s.latest = obs.value.clone();
-            }
+            reducer
+                .get_or_insert_with(|| MetricReducer::new(name))
+                .observe(obs.timestamp_us, &obs.value);
         }
-        summary
+        reducer.map(MetricReducer::finish)
     }
 
     /// The numeric value a strategy selects; `min`/`max` fall back to `latest` as in Katib.
@@ -83,6 +69,46 @@ impl MetricSummary {
     pub fn max_text(&self) -> String {
         self.max
             .map_or_else(|| UNAVAILABLE.to_string(), |v| v.to_string())
+    }
+}
+
+/// Reduces one metric's observations as they stream by, without keeping them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MetricReducer {
+    summary: MetricSummary,
+    latest_ts: i64,
+}
+
+impl MetricReducer {
+    pub fn new(name: &str) -> Self {
+        MetricReducer {
+            summary: MetricSummary {
+                name: name.to_string(),
+                min: None,
+                max: None,
+                latest: UNAVAILABLE.to_string(),
+            },
+            latest_ts: i64::MIN,
+        }
+    }
+
+    /// Adds one observation; the later of two with the same timestamp wins `latest`.
+    pub fn observe(&mut self, timestamp_us: i64, value: &str) {
+        let s = &mut self.summary;
+        if let Ok(v) = value.trim().parse::<f64>()
+            && v.is_finite()
+        {
+            s.min = Some(s.min.map_or(v, |m| m.min(v)));
+            s.max = Some(s.max.map_or(v, |m| m.max(v)));
+        }
+        if timestamp_us >= self.latest_ts {
+            self.latest_ts = timestamp_us;
+            value.clone_into(&mut s.latest);
+        }
+    }
+
+    pub fn finish(self) -> MetricSummary {
+        self.summary
     }
 }
 

@@ -550,6 +550,32 @@ impl SqliteBackend {
             .collect())
     }
 
+    pub(crate) async fn for_each_experiment_observation(
+        &self,
+        experiment: &str,
+        f: &mut (dyn FnMut(&str, i64, &str, &str) + Send),
+    ) -> Result<(), StoreError> {
+        use futures_util::TryStreamExt;
+        use sqlx::Row;
+        // Ordered like the (trial_name, time) index, so SQLite streams rows without a sort.
+        let mut rows = sqlx::query(
+            "SELECT o.trial_name, o.time, o.metric_name, o.value \
+             FROM observation_logs o JOIN trials t ON t.name = o.trial_name \
+             WHERE t.experiment = ? ORDER BY o.trial_name, o.time, o.id",
+        )
+        .bind(experiment)
+        .fetch(&self.pool);
+        let fail = |e| StoreError::query("read observations of experiment", experiment, e);
+        while let Some(row) = rows.try_next().await.map_err(fail)? {
+            let trial: &str = row.try_get(0).map_err(fail)?;
+            let time: i64 = row.try_get(1).map_err(fail)?;
+            let metric: &str = row.try_get(2).map_err(fail)?;
+            let value: &str = row.try_get(3).map_err(fail)?;
+            f(trial, time, metric, value);
+        }
+        Ok(())
+    }
+
     pub(crate) async fn delete_observations(&self, trial: &str) -> Result<u64, StoreError> {
         let _writer = self.write_lock.lock().await;
         let done = sqlx::query("DELETE FROM observation_logs WHERE trial_name = ?")

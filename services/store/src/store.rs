@@ -137,6 +137,17 @@ impl SqlStore {
         dispatch!(self.observations_for_experiment(experiment))
     }
 
+    /// Streams every observation log of the experiment to `f` as `(trial, time µs, metric,
+    /// value)`, grouped by trial and in time order within a trial, without holding them all in
+    /// memory: reports of experiments with millions of observations reduce them on the fly.
+    pub async fn for_each_experiment_observation(
+        &self,
+        experiment: &str,
+        f: &mut (dyn FnMut(&str, i64, &str, &str) + Send),
+    ) -> Result<(), StoreError> {
+        dispatch!(self.for_each_experiment_observation(experiment, f))
+    }
+
     /// Deletes a trial's observation logs (Katib `DeleteObservationLog`); returns how many.
     pub async fn delete_observations(&self, trial: &str) -> Result<u64, StoreError> {
         dispatch!(self.delete_observations(trial))

@@ -15,8 +15,8 @@ mod tests;
 use crate::error::RunnerError;
 use crate::status::{Condition, parse_conditions, rfc3339};
 use serde_json::{Value, json};
-use std::collections::BTreeMap;
-use vernier_core::{MetricSummary, Objective, Observation, TrialState};
+use std::collections::{BTreeMap, HashMap};
+use vernier_core::{MetricReducer, MetricSummary, Objective, TrialState};
 use vernier_spec::Experiment;
 use vernier_spec::plan::{TrialOutcome, best_trial};
 use vernier_store::{ExperimentRow, SqlStore, TrialRow};
@@ -44,6 +44,49 @@ pub struct ExperimentReport {
     pub objective: Objective,
 }
 
+/// One trial's metrics being reduced while its observations stream by.
+#[derive(Debug)]
+struct TrialAccumulator {
+    /// One reducer per wanted metric, in `metric_names` order, created on first sight.
+    reducers: Vec<Option<MetricReducer>>,
+    /// The objective metric's numeric values over time.
+    curve: Vec<(i64, f64)>,
+}
+
+impl TrialAccumulator {
+    fn new(metric_names: &[String]) -> Self {
+        TrialAccumulator {
+            reducers: vec![None; metric_names.len()],
+            curve: Vec::new(),
+        }
+    }
+
+    fn observe(&mut self, names: &[String], objective: &str, time: i64, metric: &str, value: &str) {
+        let Some(i) = names.iter().position(|n| n == metric) else {
+            return;
+        };
+        self.reducers[i]
+            .get_or_insert_with(|| MetricReducer::new(metric))
+            .observe(time, value);
+        if metric == objective
+            && let Ok(v) = value.trim().parse::<f64>()
+            && v.is_finite()
+        {
+            self.curve.push((time, v));
+        }
+    }
+
+    fn finish(self) -> (Vec<MetricSummary>, Vec<(i64, f64)>) {
+        let metrics = self
+            .reducers
+            .into_iter()
+            .flatten()
+            .map(MetricReducer::finish)
+            .collect();
+        (metrics, self.curve)
+    }
+}
+
 /// Loads an experiment, its trials and their observations (one query for all observations).
 pub async fn load(store: &SqlStore, name: &str) -> Result<ExperimentReport, RunnerError> {
     let row = store
@@ -58,34 +101,39 @@ pub async fn load(store: &SqlStore, name: &str) -> Result<ExperimentReport, Runn
     })?;
     let objective = spec.objective()?;
     let metric_names = objective.metric_names();
-    let mut logs: BTreeMap<String, Vec<Observation>> = BTreeMap::new();
-    for (trial, obs) in store.observations_for_experiment(name).await? {
-        logs.entry(trial).or_default().push(obs);
+    // Observations are reduced as they stream out of the store: a 10,000-trial experiment
+    // with millions of rows never holds them all in memory.
+    let mut acc: HashMap<String, TrialAccumulator> = HashMap::new();
+    let mut current: Option<(String, TrialAccumulator)> = None;
+    store
+        .for_each_experiment_observation(name, &mut |trial, time, metric, value| {
+            if current.as_ref().is_none_or(|(t, _)| t != trial) {
+                if let Some((t, a)) = current.take() {
+                    acc.insert(t, a);
+                }
+                current = Some((trial.to_string(), TrialAccumulator::new(&metric_names)));
+            }
+            if let Some((_, a)) = current.as_mut() {
+                a.observe(&metric_names, &objective.metric, time, metric, value);
+            }
+        })
+        .await?;
+    if let Some((t, a)) = current.take() {
+        acc.insert(t, a);
     }
     let trials: Vec<TrialReport> = store
         .list_trials(name)
         .await?
         .into_iter()
         .map(|row| {
-            // Taken out of the map so each trial's raw logs are freed once reduced.
-            let obs = logs.remove(&row.name).unwrap_or_default();
-            let obs = &obs;
-            let metrics: Vec<MetricSummary> = metric_names
-                .iter()
-                .filter_map(|m| MetricSummary::reduce(m, obs))
-                .collect();
+            let (metrics, curve) = acc
+                .remove(&row.name)
+                .map(TrialAccumulator::finish)
+                .unwrap_or_default();
             let value = metrics
                 .iter()
                 .find(|m| m.name == objective.metric)
                 .and_then(|m| m.value(objective.strategy));
-            let curve = obs
-                .iter()
-                .filter(|o| o.metric == objective.metric)
-                .filter_map(|o| {
-                    let v = o.value.trim().parse::<f64>().ok()?;
-                    v.is_finite().then_some((o.timestamp_us, v))
-                })
-                .collect();
             TrialReport {
                 row,
                 metrics,

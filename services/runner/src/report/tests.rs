@@ -6,6 +6,7 @@
 use super::table::TableOptions;
 use super::*;
 use serde_json::Value;
+use vernier_core::Observation;
 use vernier_store::ExperimentStatusRow;
 
 const SPEC: &str = r#"
