@@ -557,11 +557,12 @@ impl SqliteBackend {
     ) -> Result<(), StoreError> {
         use futures_util::TryStreamExt;
         use sqlx::Row;
-        // Ordered like the (trial_name, time) index, so SQLite streams rows without a sort.
+        // Trials by (experiment, seq), then each trial's logs by (trial_name, time, rowid): both
+        // orders come straight from the indexes, so SQLite streams rows without sorting them.
         let mut rows = sqlx::query(
             "SELECT o.trial_name, o.time, o.metric_name, o.value \
-             FROM observation_logs o JOIN trials t ON t.name = o.trial_name \
-             WHERE t.experiment = ? ORDER BY o.trial_name, o.time, o.id",
+             FROM trials t JOIN observation_logs o ON o.trial_name = t.name \
+             WHERE t.experiment = ? ORDER BY t.seq, o.time, o.id",
         )
         .bind(experiment)
         .fetch(&self.pool);

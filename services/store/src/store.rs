@@ -138,8 +138,9 @@ impl SqlStore {
     }
 
     /// Streams every observation log of the experiment to `f` as `(trial, time µs, metric,
-    /// value)`, grouped by trial and in time order within a trial, without holding them all in
-    /// memory: reports of experiments with millions of observations reduce them on the fly.
+    /// value)`, grouped by trial in `seq` order and in time order within a trial, without
+    /// holding them all in memory: reports of experiments with millions of observations reduce
+    /// them on the fly.
     pub async fn for_each_experiment_observation(
         &self,
         experiment: &str,
