@@ -2,6 +2,7 @@
 //! configuration already tried or proposed in the same batch (Katib's random can repeat, its
 //! issue #1566).
 
+use crate::grid::{fingerprint, taken_fingerprints};
 use crate::sample::sample_assignment;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -32,13 +33,13 @@ impl Suggester for RandomSearch {
 
     fn suggest(&self, req: &SuggestRequest<'_>) -> Result<Suggestions, CoreError> {
         let mut rng = ChaCha8Rng::seed_from_u64(req.seed);
-        let mut seen: HashSet<String> = req.trials.iter().map(|t| t.assignment.key()).collect();
+        let mut seen: HashSet<u64> = taken_fingerprints(req.space, req.trials);
         let mut out = Suggestions::default();
 
         if let Some(size) = req.space.cardinality().filter(|n| *n <= ENUMERATE_LIMIT) {
             let mut unused: Vec<_> = (0..size)
                 .filter_map(|i| point_at(req.space, i))
-                .filter(|a| !seen.contains(&a.key()))
+                .filter(|a| !seen.contains(&fingerprint(req.space, a)))
                 .collect();
             while out.proposals.len() < req.count && !unused.is_empty() {
                 let i = rand::RngExt::random_range(&mut rng, 0..unused.len());
@@ -51,12 +52,12 @@ impl Suggester for RandomSearch {
         for _ in 0..req.count {
             let mut candidate = sample_assignment(req.space, &mut rng);
             for _ in 0..MAX_REDRAWS {
-                if !seen.contains(&candidate.key()) {
+                if !seen.contains(&fingerprint(req.space, &candidate)) {
                     break;
                 }
                 candidate = sample_assignment(req.space, &mut rng);
             }
-            seen.insert(candidate.key());
+            seen.insert(fingerprint(req.space, &candidate));
             out.proposals.push(Proposal::new(candidate));
         }
         Ok(out)
