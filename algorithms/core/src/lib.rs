@@ -14,7 +14,7 @@ pub use error::CoreError;
 pub use objective::{Direction, MetricStrategy, Objective};
 pub use observation::{MetricReducer, MetricSummary, Observation, UNAVAILABLE};
 pub use regex_compat::escape_literal_braces;
-pub use space::{Distribution, Domain, Parameter, SearchSpace};
+pub use space::{Distribution, Domain, Parameter, SearchSpace, tidy};
 pub use suggester::{Proposal, SuggestRequest, Suggester, Suggestions};
 pub use trial::{TrialRecord, TrialState};
 pub use value::{Assignment, ParamValue};

@@ -62,7 +62,7 @@ pub struct SearchSpace {
 const GRID_TOLERANCE: f64 = 1e-9;
 
 /// Rounds away binary noise such as `0.30000000000000004` (12 significant digits).
-pub(crate) fn tidy(x: f64) -> f64 {
+pub fn tidy(x: f64) -> f64 {
     if x == 0.0 || !x.is_finite() {
         return x;
     }

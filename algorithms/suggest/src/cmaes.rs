@@ -48,9 +48,8 @@
 
 use crate::encode::{from_unit, to_unit};
 use crate::error::AlgorithmError;
-use crate::grid::{
-    MAX_GRID, Shuffle, fingerprint, splitmix64, taken_fingerprints, taken_indices, value_of,
-};
+use crate::grid::{MAX_GRID, Shuffle, splitmix64, taken_indices};
+use crate::history::{fingerprint, taken_fingerprints, value_of};
 use crate::random::point_at;
 use crate::sample::{sample_assignment, sample_param};
 use crate::settings::Settings;
@@ -98,9 +97,7 @@ pub(crate) fn build(
         settings,
         &["sigma", "restart_strategy", "random_state"],
     )?;
-    let seed = s
-        .get::<i64>("random_state", |v| v >= 0, "an integer >= 0")?
-        .unwrap_or(0) as u64;
+    let seed = s.random_state()?.unwrap_or(0);
     let sigma = s
         .get::<f64>(
             "sigma",

@@ -19,6 +19,7 @@
 
 use crate::encode::choice_index;
 use crate::error::AlgorithmError;
+use crate::history::value_of;
 use crate::random::point_at;
 use crate::settings::Settings;
 use std::collections::HashSet;
@@ -38,9 +39,7 @@ pub(crate) fn build(
 ) -> Result<Box<dyn Suggester>, AlgorithmError> {
     let _ = objective;
     let s = Settings::new(name, settings, &["random_state"])?;
-    let seed = s
-        .get::<i64>("random_state", |v| v >= 0, "an integer >= 0")?
-        .unwrap_or(0) as u64;
+    let seed = s.random_state()?.unwrap_or(0);
     let invalid = |value: String, reason: String| AlgorithmError::InvalidSetting {
         algorithm: name.to_string(),
         setting: "parameters".to_string(),
@@ -163,41 +162,6 @@ pub(crate) fn taken_indices(space: &SearchSpace, trials: &[TrialRecord]) -> Hash
     trials
         .iter()
         .filter_map(|t| grid_index(space, &t.assignment))
-        .collect()
-}
-
-/// The value of parameter `name`, found directly when the assignment is in space order (as
-/// every assignment Vernier builds is) and by a search otherwise.
-pub(crate) fn value_of<'a>(a: &'a Assignment, i: usize, name: &str) -> Option<&'a ParamValue> {
-    match a.0.get(i) {
-        Some((n, v)) if n == name => Some(v),
-        _ => a.get(name),
-    }
-}
-
-/// A cheap stand-in for `Assignment::key` when checking many trials for repeats: a hash of the
-/// values in space order (doubles by bit pattern, `-0` as `0`, lists by their exact text, as the
-/// key does). Formatting every trial's key costs more than the rest of a suggestion; a hash
-/// collision would only skip one candidate.
-pub(crate) fn fingerprint(space: &SearchSpace, a: &Assignment) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    for (i, p) in space.parameters().iter().enumerate() {
-        match value_of(a, i, &p.name) {
-            Some(ParamValue::Double(x)) => (0u8, (x + 0.0).to_bits()).hash(&mut h),
-            Some(ParamValue::Int(i)) => (1u8, *i).hash(&mut h),
-            Some(ParamValue::Choice(c)) => (2u8, c).hash(&mut h),
-            None => 3u8.hash(&mut h),
-        }
-    }
-    h.finish()
-}
-
-/// Fingerprints of every configuration some trial already has, in any state.
-pub(crate) fn taken_fingerprints(space: &SearchSpace, trials: &[TrialRecord]) -> HashSet<u64> {
-    trials
-        .iter()
-        .map(|t| fingerprint(space, &t.assignment))
         .collect()
 }
 

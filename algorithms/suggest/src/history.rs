@@ -2,7 +2,7 @@
 //! is better whatever the direction), and the configurations already taken.
 
 use std::collections::HashSet;
-use vernier_core::{Assignment, Objective, TrialRecord};
+use vernier_core::{Assignment, Objective, ParamValue, SearchSpace, TrialRecord};
 
 /// Succeeded and early-stopped trials with a finite objective, as `(assignment, loss)`.
 /// Failed, killed, running and metric-less trials are ignored.
@@ -22,6 +22,41 @@ pub fn observed<'a>(
 /// Keys of every configuration already proposed, in any state, so none is proposed twice.
 pub fn taken(trials: &[TrialRecord]) -> HashSet<String> {
     trials.iter().map(|t| t.assignment.key()).collect()
+}
+
+/// The value of parameter `name`, found directly when the assignment is in space order (as
+/// every assignment Vernier builds is) and by a search otherwise.
+pub fn value_of<'a>(a: &'a Assignment, i: usize, name: &str) -> Option<&'a ParamValue> {
+    match a.0.get(i) {
+        Some((n, v)) if n == name => Some(v),
+        _ => a.get(name),
+    }
+}
+
+/// A cheap stand-in for `Assignment::key` when checking many trials for repeats: a hash of the
+/// values in space order (doubles by bit pattern, `-0` as `0`, lists by their exact text, as the
+/// key does). Formatting every trial's key costs more than the rest of a suggestion; a hash
+/// collision would only skip one candidate.
+pub fn fingerprint(space: &SearchSpace, a: &Assignment) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    for (i, p) in space.parameters().iter().enumerate() {
+        match value_of(a, i, &p.name) {
+            Some(ParamValue::Double(x)) => (0u8, (x + 0.0).to_bits()).hash(&mut h),
+            Some(ParamValue::Int(i)) => (1u8, *i).hash(&mut h),
+            Some(ParamValue::Choice(c)) => (2u8, c).hash(&mut h),
+            None => 3u8.hash(&mut h),
+        }
+    }
+    h.finish()
+}
+
+/// Fingerprints of every configuration some trial already has, in any state.
+pub fn taken_fingerprints(space: &SearchSpace, trials: &[TrialRecord]) -> HashSet<u64> {
+    trials
+        .iter()
+        .map(|t| fingerprint(space, &t.assignment))
+        .collect()
 }
 
 /// Trials proposed but not finished: model-based algorithms treat them as pending.

@@ -117,7 +117,7 @@ impl Hyperband {
         space: &SearchSpace,
     ) -> Result<Self, AlgorithmError> {
         let s = Settings::new(name, settings, ACCEPTED)?;
-        s.get::<i64>("random_state", |v| v >= 0, "an integer >= 0")?;
+        s.random_state()?;
 
         let raw = |key: &str| {
             settings

@@ -2,7 +2,7 @@
 //! configuration already tried or proposed in the same batch (Katib's random can repeat, its
 //! issue #1566).
 
-use crate::grid::{fingerprint, taken_fingerprints};
+use crate::history::{fingerprint, taken_fingerprints};
 use crate::sample::sample_assignment;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;

@@ -28,7 +28,7 @@ pub fn build(
     match name {
         "random" => {
             let s = Settings::new(name, settings, &["random_state"])?;
-            seed_from(&s)?;
+            s.random_state()?;
             Ok(Box::new(RandomSearch::new()))
         }
         "grid" => crate::grid::build(name, settings, space, objective),
@@ -42,11 +42,6 @@ pub fn build(
             known: KNOWN_ALGORITHMS.join(", "),
         }),
     }
-}
-
-fn seed_from(s: &Settings<'_>) -> Result<Option<u64>, AlgorithmError> {
-    s.get::<i64>("random_state", |v| v >= 0, "an integer >= 0")
-        .map(|v| v.map(|v| v as u64))
 }
 
 /// The settings with `random_state` set to the experiment's seed, so algorithms that fix their
@@ -67,7 +62,7 @@ pub fn with_random_state(settings: &[(String, String)], seed: u64) -> Vec<(Strin
 pub fn seed_setting(algorithm: &str, settings: &[(String, String)]) -> Option<u64> {
     let accepted: Vec<&str> = settings.iter().map(|(n, _)| n.as_str()).collect();
     let s = Settings::new(algorithm, settings, &accepted).ok()?;
-    seed_from(&s).ok().flatten()
+    s.random_state().ok().flatten()
 }
 
 #[cfg(test)]

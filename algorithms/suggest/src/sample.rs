@@ -4,6 +4,7 @@
 
 use rand::{Rng, RngExt};
 use rand_distr::{Distribution as _, Normal};
+pub use vernier_core::tidy;
 use vernier_core::{Assignment, Distribution, Domain, ParamValue, Parameter, SearchSpace};
 
 /// Draws truncated normals by rejection; after this many misses the draw is clamped instead.
@@ -88,14 +89,6 @@ pub fn snap(x: f64, min: f64, max: f64, step: f64) -> f64 {
     let last = ((max - min) / step * (1.0 + 1e-9)).floor();
     let k = ((x - min) / step).round().clamp(0.0, last);
     tidy(min + k * step)
-}
-
-/// Rounds away binary noise such as `0.30000000000000004` (12 significant digits).
-pub fn tidy(x: f64) -> f64 {
-    if x == 0.0 || !x.is_finite() {
-        return x;
-    }
-    format!("{x:.11e}").parse().unwrap_or(x)
 }
 
 #[cfg(test)]

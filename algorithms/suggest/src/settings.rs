@@ -60,4 +60,11 @@ impl<'a> Settings<'a> {
         }
         Ok(Some(value))
     }
+
+    /// `random_state`, which every algorithm accepts: an integer >= 0 (the driver passes the
+    /// experiment seed through it).
+    pub fn random_state(&self) -> Result<Option<u64>, AlgorithmError> {
+        self.get::<i64>("random_state", |v| v >= 0, "an integer >= 0")
+            .map(|v| v.map(|v| v as u64))
+    }
 }

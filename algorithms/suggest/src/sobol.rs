@@ -32,9 +32,8 @@
 
 use crate::encode::from_unit;
 use crate::error::AlgorithmError;
-use crate::grid::{
-    MAX_GRID, Shuffle, fingerprint, grid_index, splitmix64, taken_fingerprints, taken_indices,
-};
+use crate::grid::{MAX_GRID, Shuffle, grid_index, splitmix64, taken_indices};
+use crate::history::{fingerprint, taken_fingerprints};
 use crate::random::point_at;
 use crate::settings::Settings;
 use vernier_core::{
@@ -57,9 +56,7 @@ pub(crate) fn build(
 ) -> Result<Box<dyn Suggester>, AlgorithmError> {
     let _ = (space, objective);
     let s = Settings::new(name, settings, &["random_state"])?;
-    let seed = s
-        .get::<i64>("random_state", |v| v >= 0, "an integer >= 0")?
-        .unwrap_or(0) as u64;
+    let seed = s.random_state()?.unwrap_or(0);
     Ok(Box::new(SobolSearch { seed }))
 }
 

@@ -171,7 +171,7 @@ pub(crate) fn build(
     let n_initial = s
         .get::<i64>("n_initial_points", |v| v >= 0, "an integer >= 0")?
         .map_or(DEFAULT_INITIAL_POINTS, |v| v as usize);
-    s.get::<i64>("random_state", |v| v >= 0, "an integer >= 0")?;
+    s.random_state()?;
     Ok(Box::new(GpOptimizer {
         n_initial,
         acq,

@@ -110,7 +110,7 @@ pub(crate) fn build(
             "a finite number > 0",
         )?
         .unwrap_or(DEFAULT_PRIOR_WEIGHT);
-    s.get::<i64>("random_state", |v| v >= 0, "an integer >= 0")?;
+    s.random_state()?;
     Ok(Box::new(Tpe {
         multivariate: name == "multivariate-tpe",
         n_startup,
