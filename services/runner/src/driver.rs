@@ -196,16 +196,7 @@ pub async fn run(
     let mut stopping: Option<StopReason> = None;
 
     loop {
-        let outcomes: Vec<TrialOutcome<'_>> = trials
-            .iter()
-            .map(|t| TrialOutcome {
-                name: &t.record.name,
-                state: t.record.state,
-                objective: t.record.objective,
-            })
-            .collect();
-        let p = plan(&exp.objective, exp.limits, &outcomes, exhausted);
-        drop(outcomes);
+        let p = plan(&exp.objective, exp.limits, &outcomes(&trials), exhausted);
 
         if stopping.is_none()
             && let Some(completion) = p.completion
@@ -354,12 +345,9 @@ pub async fn run(
         }
 
         if running.is_empty() {
-            // Nothing runs and nothing may start: only an algorithm that stopped proposing
-            // gets here; the planner ends the experiment on the next pass.
-            exhausted = true;
-            if stopping.is_none() && p.completion.is_none() && p.request == 0 && exhausted {
-                stopping = Some(StopReason::Completed(Completion::SuggestionEndReached));
-            }
+            // Nothing runs, nothing may start and the planner has not ended the experiment:
+            // only an algorithm that stopped proposing gets here.
+            stopping = Some(StopReason::Completed(Completion::SuggestionEndReached));
             continue;
         }
 
@@ -596,15 +584,20 @@ async fn load_trial(
     })
 }
 
-fn progress_of(exp: &LocalExperiment, trials: &[Tracked]) -> Progress {
-    let outcomes: Vec<TrialOutcome<'_>> = trials
+/// The trials as the planner sees them.
+fn outcomes(trials: &[Tracked]) -> Vec<TrialOutcome<'_>> {
+    trials
         .iter()
         .map(|t| TrialOutcome {
             name: &t.record.name,
             state: t.record.state,
             objective: t.record.objective,
         })
-        .collect();
+        .collect()
+}
+
+fn progress_of(exp: &LocalExperiment, trials: &[Tracked]) -> Progress {
+    let outcomes = outcomes(trials);
     let counts = TrialCounts::of(&outcomes);
     let best = vernier_spec::plan::best_trial(&exp.objective, &outcomes).and_then(|i| {
         Some(BestSoFar {

@@ -522,34 +522,6 @@ impl SqliteBackend {
             .collect())
     }
 
-    pub(crate) async fn observations_for_experiment(
-        &self,
-        experiment: &str,
-    ) -> Result<Vec<(String, Observation)>, StoreError> {
-        let rows = sqlx::query_as::<_, (String, String, i64, String)>(
-            "SELECT o.trial_name, o.metric_name, o.time, o.value \
-             FROM trials t JOIN observation_logs o ON o.trial_name = t.name \
-             WHERE t.experiment = ? ORDER BY t.seq, o.time, o.id",
-        )
-        .bind(experiment)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(|e| StoreError::query("read observations of experiment", experiment, e))?;
-        Ok(rows
-            .into_iter()
-            .map(|(trial, metric, timestamp_us, value)| {
-                (
-                    trial,
-                    Observation {
-                        metric,
-                        timestamp_us,
-                        value,
-                    },
-                )
-            })
-            .collect())
-    }
-
     pub(crate) async fn for_each_experiment_observation(
         &self,
         experiment: &str,

@@ -134,7 +134,19 @@ impl SqlStore {
         &self,
         experiment: &str,
     ) -> Result<Vec<(String, Observation)>, StoreError> {
-        dispatch!(self.observations_for_experiment(experiment))
+        let mut out = Vec::new();
+        self.for_each_experiment_observation(experiment, &mut |trial, time, metric, value| {
+            out.push((
+                trial.to_owned(),
+                Observation {
+                    metric: metric.to_owned(),
+                    timestamp_us: time,
+                    value: value.to_owned(),
+                },
+            ));
+        })
+        .await?;
+        Ok(out)
     }
 
     /// Streams every observation log of the experiment to `f` as `(trial, time µs, metric,
