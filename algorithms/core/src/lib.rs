@@ -1,6 +1,7 @@
 //! Vernier's vocabulary: search spaces, assignments, objectives, trial records, observations and
 //! the `Suggester` seam. Pure data and pure functions; no I/O, no clock, no randomness.
 
+mod early_stopping;
 mod error;
 mod objective;
 mod observation;
@@ -10,6 +11,7 @@ mod suggester;
 mod trial;
 mod value;
 
+pub use early_stopping::{EarlyStopper, EarlyStoppingRequest, TrialProgress};
 pub use error::CoreError;
 pub use objective::{Direction, MetricStrategy, Objective};
 pub use observation::{MetricReducer, MetricSummary, Observation, UNAVAILABLE};

@@ -71,6 +71,9 @@ pub struct TrialRecord {
     /// The objective value selected by the objective's metric strategy, if observed.
     pub objective: Option<f64>,
     pub labels: BTreeMap<String, String>,
+    /// Every metric's value selected by its strategy (objective and additional metrics),
+    /// for multi-objective search and constraints; empty where the caller has none.
+    pub metrics: BTreeMap<String, f64>,
 }
 
 impl TrialRecord {

@@ -54,6 +54,7 @@ fn history(space: &SearchSpace, n: usize) -> Vec<TrialRecord> {
                 state: TrialState::Succeeded,
                 objective: Some(value),
                 labels: BTreeMap::new(),
+                metrics: BTreeMap::new(),
             }
         })
         .collect()

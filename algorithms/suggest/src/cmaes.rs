@@ -865,6 +865,7 @@ mod tests {
                     },
                     assignment: p.assignment,
                     labels: p.labels,
+                    metrics: BTreeMap::new(),
                 });
             }
         }
@@ -1102,6 +1103,7 @@ mod tests {
                     state: TrialState::Succeeded,
                     assignment: p.assignment,
                     labels: p.labels,
+                    metrics: BTreeMap::new(),
                 });
             }
             if s.exhausted {

@@ -338,6 +338,7 @@ mod tests {
             state,
             objective: Some(i as f64),
             labels: BTreeMap::new(),
+            metrics: BTreeMap::new(),
         }
     }
 

@@ -951,6 +951,7 @@ mod tests {
             state: TrialState::Running,
             objective: None,
             labels: p.labels,
+            metrics: BTreeMap::new(),
         }
     }
 

@@ -196,6 +196,7 @@ mod tests {
                 state: TrialState::Succeeded,
                 objective: Some(1.0),
                 labels: BTreeMap::new(),
+                metrics: BTreeMap::new(),
             })
             .collect();
         let s = RandomSearch

@@ -342,6 +342,7 @@ mod tests {
             state,
             objective: value,
             labels: BTreeMap::new(),
+            metrics: BTreeMap::new(),
         }
     }
 

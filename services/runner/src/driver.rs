@@ -282,6 +282,7 @@ pub async fn run(
                         state: TrialState::Created,
                         objective: None,
                         labels: proposal.labels,
+                        metrics: Default::default(),
                     },
                 };
                 let name = tracked.record.name.clone();
@@ -580,6 +581,7 @@ async fn load_trial(
             state: row.state,
             objective,
             labels: row.labels,
+            metrics: Default::default(),
         },
     })
 }

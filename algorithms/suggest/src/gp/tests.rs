@@ -29,6 +29,7 @@ fn run_problem(problem: &Problem, opt: &GpOptimizer, trials: usize, seed: u64) -
             state: TrialState::Succeeded,
             objective: Some(v),
             labels: BTreeMap::new(),
+            metrics: BTreeMap::new(),
         });
     }
     problem.regret(best)
@@ -115,6 +116,7 @@ fn record(name: String, a: Assignment, state: TrialState, objective: Option<f64>
         state,
         objective,
         labels: BTreeMap::new(),
+        metrics: BTreeMap::new(),
     }
 }
 

@@ -109,6 +109,7 @@ fn trial(
         state,
         objective,
         labels: BTreeMap::new(),
+        metrics: BTreeMap::new(),
     }
 }
 

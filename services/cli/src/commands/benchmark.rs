@@ -141,6 +141,7 @@ fn run_once(
             state: TrialState::Succeeded,
             objective: Some(value),
             labels: proposal.labels,
+            metrics: BTreeMap::new(),
         });
     }
     Ok(RunResult {
