@@ -6,6 +6,7 @@
 
 mod algorithms;
 mod collectors;
+mod distributed;
 mod harness;
 mod interrupt;
 mod lifecycle;

@@ -6,7 +6,8 @@
 use crate::error::RunnerError;
 use crate::experiment::LocalExperiment;
 use crate::names::{suggest_seed, trial_name};
-use crate::process::{MetricSource, ProcessEnd, ProcessReport, StopLevel, now_us, run_process};
+use crate::process::{MetricSource, ProcessEnd, ProcessReport, StopLevel, now_us};
+use crate::replicas::run_trial;
 use crate::status::{conditions_json, parse_conditions, set_condition, set_terminal};
 use std::collections::HashMap;
 use tokio::sync::watch;
@@ -173,6 +174,9 @@ pub async fn run(
         trials.push(load_trial(store, exp, t).await?);
     }
     let mut next_seq = trials.len() as u64;
+    for note in crate::replicas::experiment_notes(exp) {
+        observer.on_event(&DriverEvent::Warning(note), &progress_of(exp, &trials));
+    }
 
     let now = now_us();
     set_condition(
@@ -288,7 +292,7 @@ pub async fn run(
                 let name = tracked.record.name.clone();
                 trials.push(tracked);
                 let idx = trials.len() - 1;
-                match exp.command_for(&name, &row.assignment) {
+                match exp.launch_for(&name, &row.assignment) {
                     Ok(cmd) => {
                         let started = now_us();
                         store
@@ -310,7 +314,7 @@ pub async fn run(
                         let collection = exp.collection.clone();
                         let store = store.clone();
                         tasks.spawn(async move {
-                            let report = run_process(cmd, collection, store, rx).await;
+                            let report = run_trial(cmd, collection, store, rx).await;
                             (name, report)
                         });
                         let event = DriverEvent::TrialStarted {
@@ -473,7 +477,9 @@ fn classify(
             "TrialFailed",
             format!("the trial process was killed by signal {sig}"),
         ),
-        ProcessEnd::SpawnFailed(msg) => (TrialState::Failed, "TrialFailed", msg.clone()),
+        ProcessEnd::SpawnFailed(msg) | ProcessEnd::JobFailed(msg) => {
+            (TrialState::Failed, "TrialFailed", msg.clone())
+        }
         ProcessEnd::Stopped => match stopping {
             Some(StopReason::Completed(c)) => (
                 TrialState::Killed,

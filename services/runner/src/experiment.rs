@@ -47,6 +47,7 @@ pub const METRICS_DIR_ENV: &str = "VERNIER_METRICS_DIR";
 impl LocalExperiment {
     /// Derives everything from a parsed, defaulted and validated experiment.
     pub fn new(spec: Experiment, paths: LocalPaths) -> Result<Self, RunnerError> {
+        crate::replicas::launch::check_template(&spec)?;
         let space = spec.search_space()?;
         let objective = spec.objective()?;
         let s = &spec.spec;
@@ -107,20 +108,44 @@ impl LocalExperiment {
         trial: &str,
         assignment: &[(String, String)],
     ) -> Result<TrialCommand, RunnerError> {
-        let wrap = |source: SpecError| RunnerError::Template {
-            trial: trial.to_string(),
-            source,
-        };
-        let rendered =
-            vernier_spec::render_trial_spec(&self.spec, trial, assignment).map_err(wrap)?;
-        let primary = self
-            .spec
+        let rendered = self.render(trial, assignment)?;
+        let primary = self.primary_container_name();
+        let container = vernier_spec::primary_container(&rendered, &primary)
+            .map_err(|source| template_error(trial, source))?;
+        self.container_command(trial, trial, container, self.log_path(trial))
+    }
+
+    /// The trial spec with this trial's values substituted.
+    pub(crate) fn render(
+        &self,
+        trial: &str,
+        assignment: &[(String, String)],
+    ) -> Result<serde_json::Value, RunnerError> {
+        vernier_spec::render_trial_spec(&self.spec, trial, assignment)
+            .map_err(|source| template_error(trial, source))
+    }
+
+    /// `spec.trialTemplate.primaryContainerName` (empty when unset).
+    pub(crate) fn primary_container_name(&self) -> String {
+        self.spec
             .spec
             .trial_template
             .as_ref()
             .and_then(|t| t.primary_container_name.clone())
-            .unwrap_or_default();
-        let container = vernier_spec::primary_container(&rendered, &primary).map_err(wrap)?;
+            .unwrap_or_default()
+    }
+
+    /// The command for one rendered container. `metrics_key` names the directory under the log
+    /// directory that holds its copy of the collector's path (the trial, or `trial/replica`).
+    pub(crate) fn container_command(
+        &self,
+        trial: &str,
+        metrics_key: &str,
+        container: vernier_spec::ContainerSpec,
+        log_path: PathBuf,
+    ) -> Result<TrialCommand, RunnerError> {
+        let primary = container.name.clone();
+        let wrap = |source: SpecError| template_error(trial, source);
         let mut argv: Vec<String> = container
             .command
             .into_iter()
@@ -135,7 +160,7 @@ impl LocalExperiment {
         let mut env = container.env;
         let metrics_path = match &self.metrics_path {
             Some(spec_path) => {
-                let local = self.local_metrics_path(trial, spec_path);
+                let local = self.local_metrics_path(metrics_key, spec_path);
                 // The same YAML must work on a laptop: wherever the spec's absolute path appears
                 // in the command or environment, the trial's own copy is used instead. A
                 // directory is matched without its trailing '/', so `/var/log/katib/tfevent/`
@@ -167,8 +192,9 @@ impl LocalExperiment {
             args: argv,
             env,
             work_dir: self.paths.work_dir.clone(),
-            log_path: self.log_path(trial),
+            log_path,
             metrics_path,
+            append_log: false,
         })
     }
 
@@ -184,6 +210,13 @@ impl LocalExperiment {
 
     pub fn log_path(&self, trial: &str) -> PathBuf {
         self.paths.log_dir.join(format!("{trial}.log"))
+    }
+}
+
+fn template_error(trial: &str, source: SpecError) -> RunnerError {
+    RunnerError::Template {
+        trial: trial.to_string(),
+        source,
     }
 }
 

@@ -6,6 +6,7 @@ mod error;
 pub mod experiment;
 pub mod names;
 pub mod process;
+pub mod replicas;
 pub mod report;
 pub mod status;
 

@@ -38,6 +38,8 @@ pub struct TrialCommand {
     /// Where this trial writes its metrics file (`File` collector) or event directory
     /// (`TensorFlowEvent` collector).
     pub metrics_path: Option<PathBuf>,
+    /// Append to the log file instead of starting it afresh (a restarted replica).
+    pub append_log: bool,
 }
 
 /// Where metrics are read from.
@@ -128,6 +130,8 @@ pub enum ProcessEnd {
     SpawnFailed(String),
     /// Stopped on request (Ctrl-C, experiment completed).
     Stopped,
+    /// A distributed job failed by its operator's rules; the message names the replica.
+    JobFailed(String),
 }
 
 /// The result of one trial process.
@@ -160,7 +164,15 @@ pub async fn run_process(
         rejected: Vec::new(),
         store_error: None,
     };
-    let log = match std::fs::File::create(&cmd.log_path) {
+    let opened = if cmd.append_log {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&cmd.log_path)
+    } else {
+        std::fs::File::create(&cmd.log_path)
+    };
+    let log = match opened {
         Ok(f) => Arc::new(Mutex::new(std::io::BufWriter::new(f))),
         Err(e) => {
             report.end = ProcessEnd::SpawnFailed(format!(

@@ -39,6 +39,15 @@ pub fn primary_container(
             ),
         ));
     };
+    container_from(c, primary_container_name, &path)
+}
+
+/// The parts of one container object (at field path `path`) that local mode runs.
+pub(crate) fn container_from(
+    c: &Value,
+    name: &str,
+    path: &str,
+) -> Result<ContainerSpec, SpecError> {
     let strings = |field: &str| -> Result<Vec<String>, SpecError> {
         match c.get(field) {
             None | Some(Value::Null) => Ok(Vec::new()),
@@ -70,11 +79,11 @@ pub fn primary_container(
         ));
     }
     Ok(ContainerSpec {
-        name: primary_container_name.to_string(),
+        name: name.to_string(),
         image: c.get("image").and_then(Value::as_str).map(str::to_string),
         command,
         args,
-        env: env(c, &path)?,
+        env: env(c, path)?,
         working_dir: c
             .get("workingDir")
             .and_then(Value::as_str)

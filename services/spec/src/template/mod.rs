@@ -2,8 +2,10 @@
 //! `${trialParameters.x}` replaced for one trial, plus finding the container to run locally.
 
 mod container;
+pub mod replicas;
 
 pub use container::{ContainerSpec, primary_container};
+pub use replicas::{JobKind, ReplicaSet, ReplicaSpec, ReplicaType, RestartPolicy, replica_set};
 
 use crate::error::SpecError;
 use crate::known::DEFAULT_NAMESPACE;

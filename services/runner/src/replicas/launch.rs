@@ -1,0 +1,229 @@
+//! Turns one trial of a TFJob, PyTorchJob, XGBoostJob or MPIJob template into the replica
+//! processes to run: a command per replica with the operator's environment and free loopback
+//! ports, which replicas Katib would collect metrics from, and the notes the user should see.
+
+use super::env::{ReplicaId, mpi_hostfile, operator_env, operator_labels, replica_ids};
+use super::policy::SuccessRule;
+use super::resources::{GpuAssigner, gpus_requested, requested};
+use crate::error::RunnerError;
+use crate::experiment::LocalExperiment;
+use crate::process::TrialCommand;
+use std::collections::BTreeMap;
+use std::net::TcpListener;
+use std::path::PathBuf;
+use vernier_spec::SpecError;
+use vernier_spec::template::{JobKind, ReplicaSet, RestartPolicy, replica_set};
+
+/// One replica process of a trial.
+#[derive(Debug, Clone)]
+pub struct ReplicaProcess {
+    pub id: ReplicaId,
+    pub restart_policy: RestartPolicy,
+    /// `None` for an MPI worker without a command: `mpirun` starts its ranks.
+    pub command: Option<TrialCommand>,
+    /// Katib collects metrics from this replica (its labels match `primaryPodLabels`).
+    pub primary: bool,
+}
+
+/// Everything needed to run one distributed trial.
+#[derive(Debug, Clone)]
+pub struct ReplicaJob {
+    pub trial: String,
+    pub kind: JobKind,
+    pub processes: Vec<ReplicaProcess>,
+    pub backoff_limit: Option<u32>,
+    pub success: SuccessRule,
+    /// `<log dir>/<trial>.log`: what the supervisor did, replica by replica.
+    pub summary_log: PathBuf,
+    /// Lines for the top of the summary log: addresses, resources, ignored fields.
+    pub description: Vec<String>,
+    /// The MPI hostfile to write before the launcher starts.
+    pub hostfile: Option<(PathBuf, String)>,
+}
+
+/// The trial's replica set, if its template is a training-operator job.
+pub fn replica_set_of(
+    exp: &LocalExperiment,
+    trial: &str,
+    rendered: &serde_json::Value,
+) -> Result<Option<ReplicaSet>, RunnerError> {
+    replica_set(rendered, &exp.primary_container_name()).map_err(|source| RunnerError::Template {
+        trial: trial.to_string(),
+        source,
+    })
+}
+
+/// Checks the unrendered template once, so a malformed replica set is refused before any trial
+/// starts instead of failing every trial.
+pub fn check_template(exp: &vernier_spec::Experiment) -> Result<(), RunnerError> {
+    let tt = exp.spec.trial_template.as_ref();
+    let (Some(spec), primary) = (
+        tt.and_then(|t| t.trial_spec.as_ref()),
+        tt.and_then(|t| t.primary_container_name.clone())
+            .unwrap_or_default(),
+    ) else {
+        return Ok(());
+    };
+    replica_set(spec, &primary)
+        .map(|_| ())
+        .map_err(|e| vernier_spec::SpecErrors(vec![e]).into())
+}
+
+/// Builds the processes of one trial. `gpus` are this machine's GPU indices.
+pub fn build_job(
+    exp: &LocalExperiment,
+    trial: &str,
+    set: &ReplicaSet,
+    gpus: &[String],
+) -> Result<ReplicaJob, RunnerError> {
+    let wrap = |source: SpecError| RunnerError::Template {
+        trial: trial.to_string(),
+        source,
+    };
+    let ids = replica_ids(set);
+    let trial_dir = exp.paths.log_dir.join(trial);
+    std::fs::create_dir_all(&trial_dir).map_err(|source| RunnerError::LogDir {
+        path: trial_dir.display().to_string(),
+        source,
+    })?;
+    let ports = free_ports(&ids).map_err(|e| {
+        wrap(SpecError::new(
+            "spec.trialTemplate.trialSpec",
+            format!(
+                "cannot reserve loopback ports for {} replicas: {e}",
+                ids.len()
+            ),
+        ))
+    })?;
+    let hostfile =
+        (set.kind == JobKind::MpiJob).then(|| (trial_dir.join("hostfile"), mpi_hostfile(set)));
+    let primary_labels: BTreeMap<String, String> = exp
+        .spec
+        .spec
+        .trial_template
+        .as_ref()
+        .and_then(|t| t.primary_pod_labels.clone())
+        .unwrap_or_default();
+
+    let mut description = vec![format!(
+        "{} trial {trial}: {} replica(s) on 127.0.0.1; {}",
+        set.kind.name(),
+        ids.len(),
+        SuccessRule::of(set).describe()
+    )];
+    if let Some(limit) = set.backoff_limit {
+        description.push(format!(
+            "runPolicy.backoffLimit {limit}: the job fails at restart {}",
+            limit + 1
+        ));
+    }
+    for field in &set.ignored {
+        description.push(format!("note: {field} is not applied locally"));
+    }
+    let mut gpu = GpuAssigner::new(gpus.to_vec());
+    let mut processes = Vec::new();
+    for id in ids.iter().copied() {
+        let Some(spec) = set.get(id.replica_type) else {
+            continue;
+        };
+        let mut labels = spec.pod_labels.clone();
+        labels.extend(operator_labels(set, id, trial));
+        let primary = primary_labels.iter().all(|(k, v)| labels.get(k) == Some(v));
+        let port = ports.get(&id).copied().unwrap_or(0);
+        let mut line = format!(
+            "{id}: port {port}, restartPolicy {}{}",
+            spec.restart_policy.name(),
+            if primary { ", metrics collected" } else { "" }
+        );
+        if !spec.skipped_containers.is_empty() {
+            line.push_str(&format!(
+                "; containers not run locally: {}",
+                spec.skipped_containers.join(", ")
+            ));
+        }
+        let Some(container) = spec.container.clone() else {
+            line.push_str("; no command: not started (the launcher's mpirun starts its ranks)");
+            description.push(line);
+            processes.push(ReplicaProcess {
+                id,
+                restart_policy: spec.restart_policy,
+                command: None,
+                primary,
+            });
+            continue;
+        };
+        let req = requested(container.resources.as_ref());
+        let assignment = gpu.assign(&id.to_string(), gpus_requested(&req));
+        if !req.is_empty() {
+            let shown: Vec<String> = req.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+            line.push_str(&format!(
+                "; resources {{{}}} (cpu and memory are not enforced locally)",
+                shown.join(", ")
+            ));
+        }
+        if let Some(visible) = &assignment.visible {
+            line.push_str(&format!("; CUDA_VISIBLE_DEVICES={visible:?}"));
+        }
+        description.push(line);
+        if let Some(note) = assignment.note {
+            description.push(format!("note: {note}"));
+        }
+        let log_path = trial_dir.join(format!("{id}.log"));
+        let metrics_key = format!("{trial}/{id}");
+        let mut cmd = exp.container_command(trial, &metrics_key, container, log_path)?;
+        // The operator appends its variables after the container's own, and Kubernetes lets
+        // the last definition of a name win.
+        cmd.env.extend(operator_env(
+            set,
+            id,
+            &ports,
+            hostfile.as_ref().map(|(p, _)| p.as_path()),
+        ));
+        if let Some(visible) = assignment.visible {
+            cmd.env.push(("CUDA_VISIBLE_DEVICES".into(), visible));
+        }
+        processes.push(ReplicaProcess {
+            id,
+            restart_policy: spec.restart_policy,
+            command: Some(cmd),
+            primary,
+        });
+    }
+    if !processes.iter().any(|p| p.primary && p.command.is_some()) {
+        let shown: Vec<String> = primary_labels
+            .iter()
+            .map(|(k, v)| format!("{k}: {v}"))
+            .collect();
+        return Err(wrap(SpecError::new(
+            "spec.trialTemplate.primaryPodLabels",
+            format!(
+                "{{{}}} matches no replica that runs, so no metrics could be collected; hint: leave it unset for Katib's default (training.kubeflow.org/job-role: master) or match a replica's labels",
+                shown.join(", ")
+            ),
+        )));
+    }
+    Ok(ReplicaJob {
+        trial: trial.to_string(),
+        kind: set.kind,
+        processes,
+        backoff_limit: set.backoff_limit,
+        success: SuccessRule::of(set),
+        summary_log: exp.log_path(trial),
+        description,
+        hostfile,
+    })
+}
+
+/// A free loopback port for every replica. All listeners are held until every port is known,
+/// so two replicas never get the same port; a process elsewhere may still take one before the
+/// replica binds it, which is rare and shows as "address in use" in the replica's log.
+fn free_ports(ids: &[ReplicaId]) -> std::io::Result<BTreeMap<ReplicaId, u16>> {
+    let mut held = Vec::with_capacity(ids.len());
+    let mut ports = BTreeMap::new();
+    for id in ids {
+        let listener = TcpListener::bind(("127.0.0.1", 0))?;
+        ports.insert(*id, listener.local_addr()?.port());
+        held.push(listener);
+    }
+    Ok(ports)
+}

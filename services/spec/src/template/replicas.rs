@@ -1,0 +1,495 @@
+//! Reads the replica sets of a rendered Kubeflow training job (TFJob, PyTorchJob, XGBoostJob,
+//! MPIJob) the way the training operator's defaulter and validator see them, so local mode can
+//! run every replica instead of only the primary container.
+
+use super::container::{ContainerSpec, container_from};
+use crate::error::SpecError;
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+const ROOT: &str = "spec.trialTemplate.trialSpec";
+
+/// The training-operator job kinds whose replica sets run locally.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JobKind {
+    TfJob,
+    PyTorchJob,
+    XgBoostJob,
+    MpiJob,
+}
+
+impl JobKind {
+    /// The kind of a trial spec, if it is a training-operator job.
+    pub fn of(kind: &str) -> Option<JobKind> {
+        match kind {
+            "TFJob" => Some(JobKind::TfJob),
+            "PyTorchJob" => Some(JobKind::PyTorchJob),
+            "XGBoostJob" => Some(JobKind::XgBoostJob),
+            "MPIJob" => Some(JobKind::MpiJob),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            JobKind::TfJob => "TFJob",
+            JobKind::PyTorchJob => "PyTorchJob",
+            JobKind::XgBoostJob => "XGBoostJob",
+            JobKind::MpiJob => "MPIJob",
+        }
+    }
+
+    /// The field under `spec` holding the replica specs.
+    pub fn replica_specs_field(self) -> &'static str {
+        match self {
+            JobKind::TfJob => "tfReplicaSpecs",
+            JobKind::PyTorchJob => "pytorchReplicaSpecs",
+            JobKind::XgBoostJob => "xgbReplicaSpecs",
+            JobKind::MpiJob => "mpiReplicaSpecs",
+        }
+    }
+
+    /// The container the operator configures in each replica (it requires this name for TF,
+    /// PyTorch and XGBoost).
+    pub fn default_container(self) -> &'static str {
+        match self {
+            JobKind::TfJob => "tensorflow",
+            JobKind::PyTorchJob => "pytorch",
+            JobKind::XgBoostJob => "xgboost",
+            JobKind::MpiJob => "mpi",
+        }
+    }
+
+    /// Replica types in the order they are started and listed, as the operator spells them.
+    pub fn replica_types(self) -> &'static [ReplicaType] {
+        use ReplicaType::*;
+        match self {
+            JobKind::TfJob => &[Chief, Master, Ps, Worker, Evaluator],
+            JobKind::PyTorchJob | JobKind::XgBoostJob => &[Master, Worker],
+            JobKind::MpiJob => &[Launcher, Worker],
+        }
+    }
+
+    /// The operator's `restartPolicy` when a replica sets none.
+    pub fn default_restart_policy(self) -> RestartPolicy {
+        match self {
+            JobKind::PyTorchJob => RestartPolicy::OnFailure,
+            _ => RestartPolicy::Never,
+        }
+    }
+}
+
+/// A replica type of any of the four kinds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ReplicaType {
+    Chief,
+    Master,
+    Ps,
+    Worker,
+    Evaluator,
+    Launcher,
+}
+
+impl ReplicaType {
+    /// The operator's spelling (the key in the replica specs).
+    pub fn name(self) -> &'static str {
+        match self {
+            ReplicaType::Chief => "Chief",
+            ReplicaType::Master => "Master",
+            ReplicaType::Ps => "PS",
+            ReplicaType::Worker => "Worker",
+            ReplicaType::Evaluator => "Evaluator",
+            ReplicaType::Launcher => "Launcher",
+        }
+    }
+
+    /// Lowercase, as in TF_CONFIG, pod names and the `replica-type` label.
+    pub fn lower(self) -> &'static str {
+        match self {
+            ReplicaType::Chief => "chief",
+            ReplicaType::Master => "master",
+            ReplicaType::Ps => "ps",
+            ReplicaType::Worker => "worker",
+            ReplicaType::Evaluator => "evaluator",
+            ReplicaType::Launcher => "launcher",
+        }
+    }
+}
+
+/// A replica's `restartPolicy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RestartPolicy {
+    /// Restarted whenever it exits, even with code 0.
+    Always,
+    /// Restarted when it exits with a non-zero code or a signal.
+    OnFailure,
+    /// Never restarted; a non-zero exit fails the job.
+    Never,
+    /// Exit codes 1-127 fail the job, 128-255 (and signals) restart the replica.
+    ExitCode,
+}
+
+impl RestartPolicy {
+    pub const NAMES: &'static [&'static str] = &["Always", "OnFailure", "Never", "ExitCode"];
+
+    fn parse(s: &str) -> Option<RestartPolicy> {
+        match s {
+            "Always" => Some(RestartPolicy::Always),
+            "OnFailure" => Some(RestartPolicy::OnFailure),
+            "Never" => Some(RestartPolicy::Never),
+            "ExitCode" => Some(RestartPolicy::ExitCode),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            RestartPolicy::Always => "Always",
+            RestartPolicy::OnFailure => "OnFailure",
+            RestartPolicy::Never => "Never",
+            RestartPolicy::ExitCode => "ExitCode",
+        }
+    }
+}
+
+/// One replica type of the job.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReplicaSpec {
+    pub replica_type: ReplicaType,
+    pub replicas: u32,
+    pub restart_policy: RestartPolicy,
+    /// The container run for each replica; `None` for an MPI worker without a command (its
+    /// processes are started by the launcher's `mpirun`).
+    pub container: Option<ContainerSpec>,
+    /// Other containers of the replica's pod, which local mode does not run.
+    pub skipped_containers: Vec<String>,
+    /// The pod template's own labels, matched against `primaryPodLabels` with the operator's.
+    pub pod_labels: BTreeMap<String, String>,
+    /// The field path of this replica spec, for messages.
+    pub path: String,
+}
+
+/// Everything local mode needs from a training-operator job.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReplicaSet {
+    pub kind: JobKind,
+    /// In [`JobKind::replica_types`] order.
+    pub replicas: Vec<ReplicaSpec>,
+    /// `spec.runPolicy.backoffLimit`: restarts allowed across the whole job.
+    pub backoff_limit: Option<u32>,
+    /// TFJob `spec.successPolicy` (`""` or `AllWorkers`).
+    pub success_policy: Option<String>,
+    /// PyTorchJob `spec.nprocPerNode`.
+    pub nproc_per_node: Option<String>,
+    /// MPIJob `spec.slotsPerWorker` (default 1).
+    pub slots_per_worker: u32,
+    /// Fields read but not acted on locally, for a note in the trial log.
+    pub ignored: Vec<String>,
+}
+
+impl ReplicaSet {
+    pub fn get(&self, t: ReplicaType) -> Option<&ReplicaSpec> {
+        self.replicas.iter().find(|r| r.replica_type == t)
+    }
+}
+
+/// The replica sets of `rendered` when it is a TFJob, PyTorchJob, XGBoostJob or MPIJob, `None`
+/// for any other kind. In each replica the container named `primary_container_name` is run,
+/// else the operator's default container (`tensorflow`, `pytorch`, ...), else a lone container.
+pub fn replica_set(
+    rendered: &Value,
+    primary_container_name: &str,
+) -> Result<Option<ReplicaSet>, SpecError> {
+    let Some(kind) = rendered
+        .get("kind")
+        .and_then(Value::as_str)
+        .and_then(JobKind::of)
+    else {
+        return Ok(None);
+    };
+    let field = kind.replica_specs_field();
+    let specs_path = format!("{ROOT}.spec.{field}");
+    let Some(specs) = rendered
+        .get("spec")
+        .and_then(|s| s.get(field))
+        .and_then(Value::as_object)
+    else {
+        return Err(SpecError::new(
+            specs_path,
+            format!(
+                "is required for a {} trial; hint: list the replica types, e.g. {field}: {{Worker: {{replicas: 2, template: ...}}}}",
+                kind.name()
+            ),
+        ));
+    };
+    let allowed = kind.replica_types();
+    let mut replicas = Vec::new();
+    for (key, spec) in specs {
+        let path = format!("{specs_path}.{key}");
+        // The operator's defaulter accepts any letter case ("ps", "worker").
+        let Some(&rt) = allowed.iter().find(|t| t.name().eq_ignore_ascii_case(key)) else {
+            let names: Vec<&str> = allowed.iter().map(|t| t.name()).collect();
+            return Err(SpecError::new(
+                path,
+                format!(
+                    "replica type {key:?} is not one of {}; hint: use {}",
+                    kind.name(),
+                    names.join(", ")
+                ),
+            ));
+        };
+        if replicas.iter().any(|r: &ReplicaSpec| r.replica_type == rt) {
+            return Err(SpecError::new(
+                path,
+                format!("replica type {key:?} appears twice (letter case is ignored)"),
+            ));
+        }
+        replicas.push(replica(kind, rt, spec, &path, primary_container_name)?);
+    }
+    replicas.sort_by_key(|r| allowed.iter().position(|t| *t == r.replica_type));
+    check_counts(kind, &replicas, &specs_path)?;
+
+    let spec = rendered.get("spec");
+    let run_policy = spec.and_then(|s| s.get("runPolicy"));
+    let backoff_limit = match run_policy.and_then(|r| r.get("backoffLimit")) {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(non_negative(
+            v,
+            &format!("{ROOT}.spec.runPolicy.backoffLimit"),
+        )?),
+    };
+    let mut ignored = Vec::new();
+    for f in [
+        "activeDeadlineSeconds",
+        "ttlSecondsAfterFinished",
+        "schedulingPolicy",
+    ] {
+        if run_policy.and_then(|r| r.get(f)).is_some() {
+            ignored.push(format!("spec.runPolicy.{f}"));
+        }
+    }
+    if spec.and_then(|s| s.get("elasticPolicy")).is_some() {
+        ignored.push("spec.elasticPolicy (the job runs with its fixed replica counts)".into());
+    }
+    let slots_per_worker = match spec.and_then(|s| s.get("slotsPerWorker")) {
+        None | Some(Value::Null) => 1,
+        Some(v) => non_negative(v, &format!("{ROOT}.spec.slotsPerWorker"))?.max(1),
+    };
+    let text = |k: &str| {
+        spec.and_then(|s| s.get(k)).and_then(|v| match v {
+            Value::String(s) => Some(s.clone()),
+            Value::Number(n) => Some(n.to_string()),
+            _ => None,
+        })
+    };
+    Ok(Some(ReplicaSet {
+        kind,
+        replicas,
+        backoff_limit,
+        success_policy: text("successPolicy"),
+        nproc_per_node: text("nprocPerNode"),
+        slots_per_worker,
+        ignored,
+    }))
+}
+
+fn replica(
+    kind: JobKind,
+    rt: ReplicaType,
+    spec: &Value,
+    path: &str,
+    primary_container_name: &str,
+) -> Result<ReplicaSpec, SpecError> {
+    let replicas = match spec.get("replicas") {
+        None | Some(Value::Null) => 1,
+        Some(v) => non_negative(v, &format!("{path}.replicas"))?,
+    };
+    let restart_policy = match spec.get("restartPolicy") {
+        None | Some(Value::Null) => kind.default_restart_policy(),
+        Some(Value::String(s)) if s.is_empty() => kind.default_restart_policy(),
+        Some(v) => v.as_str().and_then(RestartPolicy::parse).ok_or_else(|| {
+            SpecError::new(
+                format!("{path}.restartPolicy"),
+                format!(
+                    "value {v} is not a restart policy; hint: use one of {}",
+                    RestartPolicy::NAMES.join(", ")
+                ),
+            )
+        })?,
+    };
+    let pod_path = format!("{path}.template.spec");
+    let containers = spec
+        .get("template")
+        .and_then(|t| t.get("spec"))
+        .and_then(|s| s.get("containers"))
+        .and_then(Value::as_array)
+        .filter(|c| !c.is_empty())
+        .ok_or_else(|| {
+            SpecError::new(
+                format!("{pod_path}.containers"),
+                format!(
+                    "is required: each replica needs a container (the operator looks for one named {:?})",
+                    kind.default_container()
+                ),
+            )
+        })?;
+    let names: Vec<String> = containers
+        .iter()
+        .map(|c| {
+            c.get("name")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string()
+        })
+        .collect();
+    let chosen = names
+        .iter()
+        .position(|n| n == primary_container_name)
+        .or_else(|| names.iter().position(|n| n == kind.default_container()))
+        .or(if containers.len() == 1 { Some(0) } else { None })
+        .ok_or_else(|| {
+            SpecError::new(
+                format!("{pod_path}.containers"),
+                format!(
+                    "no container named {primary_container_name:?} or {:?} in replica {}; containers found: {}; hint: name the training container after primaryContainerName",
+                    kind.default_container(),
+                    rt.name(),
+                    names.join(", ")
+                ),
+            )
+        })?;
+    let cpath = format!("{pod_path}.containers[{chosen}]");
+    let c = &containers[chosen];
+    let has_command = ["command", "args"].iter().any(|f| {
+        c.get(f)
+            .and_then(Value::as_array)
+            .is_some_and(|a| !a.is_empty())
+    });
+    // MPI workers only host the ranks mpirun starts; on a cluster they often run no command of
+    // their own (the image's sshd), which has no meaning on one machine.
+    let container = if kind == JobKind::MpiJob && rt == ReplicaType::Worker && !has_command {
+        None
+    } else {
+        Some(container_from(c, &names[chosen], &cpath)?)
+    };
+    let pod_labels = spec
+        .get("template")
+        .and_then(|t| t.get("metadata"))
+        .and_then(|m| m.get("labels"))
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string())))
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok(ReplicaSpec {
+        replica_type: rt,
+        replicas,
+        restart_policy,
+        container,
+        skipped_containers: names
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != chosen)
+            .map(|(_, n)| n.clone())
+            .collect(),
+        pod_labels,
+        path: path.to_string(),
+    })
+}
+
+/// The operator's validation of replica counts per kind.
+fn check_counts(
+    kind: JobKind,
+    replicas: &[ReplicaSpec],
+    specs_path: &str,
+) -> Result<(), SpecError> {
+    let count = |t: ReplicaType| {
+        replicas
+            .iter()
+            .find(|r| r.replica_type == t)
+            .map(|r| r.replicas)
+    };
+    let at_most_one = |t: ReplicaType| -> Result<(), SpecError> {
+        match count(t) {
+            Some(n) if n > 1 => Err(SpecError::new(
+                format!("{specs_path}.{}.replicas", t.name()),
+                format!(
+                    "value {n} is more than 1; hint: a {} job has at most one {}",
+                    kind.name(),
+                    t.name()
+                ),
+            )),
+            _ => Ok(()),
+        }
+    };
+    let required_one = |t: ReplicaType| -> Result<(), SpecError> {
+        match count(t) {
+            Some(1) => Ok(()),
+            Some(n) => Err(SpecError::new(
+                format!("{specs_path}.{}.replicas", t.name()),
+                format!(
+                    "value {n} must be 1; hint: a {} job has exactly one {}",
+                    kind.name(),
+                    t.name()
+                ),
+            )),
+            None => Err(SpecError::new(
+                format!("{specs_path}.{}", t.name()),
+                format!(
+                    "is required: a {} job needs one {} replica",
+                    kind.name(),
+                    t.name()
+                ),
+            )),
+        }
+    };
+    match kind {
+        JobKind::TfJob => {
+            at_most_one(ReplicaType::Chief)?;
+            at_most_one(ReplicaType::Master)?;
+            if count(ReplicaType::Chief).is_some() && count(ReplicaType::Master).is_some() {
+                return Err(SpecError::new(
+                    specs_path,
+                    "has both Chief and Master; hint: keep one of them",
+                ));
+            }
+            let has_leader = [ReplicaType::Chief, ReplicaType::Master, ReplicaType::Worker]
+                .iter()
+                .any(|t| count(*t).is_some_and(|n| n > 0));
+            if !has_leader {
+                return Err(SpecError::new(
+                    specs_path,
+                    "has no Chief, Master or Worker replica, so nothing can decide the job's success; hint: add a Chief or a Worker",
+                ));
+            }
+            Ok(())
+        }
+        JobKind::PyTorchJob => {
+            at_most_one(ReplicaType::Master)?;
+            if count(ReplicaType::Master).unwrap_or(0) == 0
+                && count(ReplicaType::Worker).unwrap_or(0) == 0
+            {
+                return Err(SpecError::new(
+                    specs_path,
+                    "has no Master or Worker replica; hint: add a Master",
+                ));
+            }
+            Ok(())
+        }
+        JobKind::XgBoostJob => required_one(ReplicaType::Master),
+        JobKind::MpiJob => required_one(ReplicaType::Launcher),
+    }
+}
+
+fn non_negative(v: &Value, path: &str) -> Result<u32, SpecError> {
+    v.as_u64()
+        .and_then(|n| u32::try_from(n).ok())
+        .ok_or_else(|| {
+            SpecError::new(
+                path,
+                format!("value {v} is not a non-negative whole number"),
+            )
+        })
+}

@@ -1,0 +1,156 @@
+//! Replica sets of training-operator trial templates: defaults, the container chosen per
+//! replica, and every shape the operator would refuse.
+
+use super::{TFJOB, parse_ok};
+use crate::template::{JobKind, ReplicaType, RestartPolicy, replica_set};
+use serde_json::{Value, json};
+
+fn pod(name: &str) -> Value {
+    json!({"template": {"spec": {"containers": [
+        {"name": name, "image": "python:3.11", "command": ["python3", "t.py"]}
+    ]}}})
+}
+
+fn job(kind: &str, field: &str, specs: Value) -> Value {
+    json!({"apiVersion": "kubeflow.org/v1", "kind": kind, "spec": {field: specs}})
+}
+
+#[track_caller]
+fn error(doc: Value, path: &str, needle: &str) {
+    let e = replica_set(&doc, "main").unwrap_err();
+    assert_eq!(e.path(), path, "{e}");
+    assert!(e.message().contains(needle), "{e}");
+}
+
+#[test]
+fn the_tfjob_fixture_runs_its_chief_sidecar_and_its_worker() {
+    let exp = parse_ok(TFJOB);
+    let spec = exp.spec.trial_template.unwrap().trial_spec.unwrap();
+    let set = replica_set(&spec, "tensorflow").unwrap().unwrap();
+    assert_eq!(set.kind, JobKind::TfJob);
+    let types: Vec<ReplicaType> = set.replicas.iter().map(|r| r.replica_type).collect();
+    assert_eq!(types, [ReplicaType::Chief, ReplicaType::Worker]);
+    // The chief's only container is run although it is not named "tensorflow".
+    let chief = set.get(ReplicaType::Chief).unwrap();
+    assert_eq!(chief.container.as_ref().unwrap().command, ["sleep", "1"]);
+    assert_eq!(chief.restart_policy, RestartPolicy::Never);
+    let worker = set.get(ReplicaType::Worker).unwrap();
+    assert_eq!(worker.restart_policy, RestartPolicy::OnFailure);
+    assert_eq!(worker.container.as_ref().unwrap().name, "tensorflow");
+}
+
+#[test]
+fn defaults_follow_the_operator_per_kind() {
+    let set = replica_set(
+        &job(
+            "PyTorchJob",
+            "pytorchReplicaSpecs",
+            json!({"worker": pod("pytorch"), "Master": pod("pytorch")}),
+        ),
+        "pytorch",
+    )
+    .unwrap()
+    .unwrap();
+    // Letter case is normalised and the order is master first.
+    assert_eq!(set.replicas[0].replica_type, ReplicaType::Master);
+    assert_eq!(set.replicas[1].replicas, 1);
+    assert_eq!(set.replicas[1].restart_policy, RestartPolicy::OnFailure);
+    let mut doc = job(
+        "XGBoostJob",
+        "xgbReplicaSpecs",
+        json!({"Master": pod("main")}),
+    );
+    doc["spec"]["runPolicy"] = json!({"backoffLimit": 2, "activeDeadlineSeconds": 60});
+    let set = replica_set(&doc, "main").unwrap().unwrap();
+    assert_eq!(set.backoff_limit, Some(2));
+    assert_eq!(set.replicas[0].restart_policy, RestartPolicy::Never);
+    assert_eq!(set.ignored, ["spec.runPolicy.activeDeadlineSeconds"]);
+    assert!(
+        replica_set(&json!({"kind": "Job", "spec": {}}), "main")
+            .unwrap()
+            .is_none()
+    );
+}
+
+#[test]
+fn the_primary_container_name_wins_over_the_default_name() {
+    let mut p = pod("tensorflow");
+    p["template"]["spec"]["containers"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"name": "main", "image": "x", "command": ["run-main"]}));
+    let set = replica_set(
+        &job("TFJob", "tfReplicaSpecs", json!({"Worker": p})),
+        "main",
+    )
+    .unwrap()
+    .unwrap();
+    let w = &set.replicas[0];
+    assert_eq!(w.container.as_ref().unwrap().command, ["run-main"]);
+    assert_eq!(w.skipped_containers, ["tensorflow"]);
+}
+
+#[test]
+fn malformed_replica_sets_are_refused_with_their_path() {
+    let root = "spec.trialTemplate.trialSpec.spec";
+    error(
+        json!({"kind": "TFJob", "spec": {}}),
+        &format!("{root}.tfReplicaSpecs"),
+        "is required",
+    );
+    error(
+        job("TFJob", "tfReplicaSpecs", json!({"Launcher": pod("main")})),
+        &format!("{root}.tfReplicaSpecs.Launcher"),
+        "not one of TFJob",
+    );
+    let mut bad_policy = pod("main");
+    bad_policy["restartPolicy"] = json!("Sometimes");
+    error(
+        job("TFJob", "tfReplicaSpecs", json!({"Worker": bad_policy})),
+        &format!("{root}.tfReplicaSpecs.Worker.restartPolicy"),
+        "\"Sometimes\" is not a restart policy; hint: use one of Always, OnFailure, Never, ExitCode",
+    );
+    let mut negative = pod("main");
+    negative["replicas"] = json!(-1);
+    error(
+        job("TFJob", "tfReplicaSpecs", json!({"Worker": negative})),
+        &format!("{root}.tfReplicaSpecs.Worker.replicas"),
+        "value -1 is not a non-negative whole number",
+    );
+    let mut two_chiefs = pod("main");
+    two_chiefs["replicas"] = json!(2);
+    error(
+        job("TFJob", "tfReplicaSpecs", json!({"Chief": two_chiefs})),
+        &format!("{root}.tfReplicaSpecs.Chief.replicas"),
+        "at most one Chief",
+    );
+    error(
+        job("TFJob", "tfReplicaSpecs", json!({"PS": pod("main")})),
+        &format!("{root}.tfReplicaSpecs"),
+        "no Chief, Master or Worker",
+    );
+    error(
+        job(
+            "XGBoostJob",
+            "xgbReplicaSpecs",
+            json!({"Worker": pod("main")}),
+        ),
+        &format!("{root}.xgbReplicaSpecs.Master"),
+        "needs one Master",
+    );
+    error(
+        job("MPIJob", "mpiReplicaSpecs", json!({"Worker": pod("main")})),
+        &format!("{root}.mpiReplicaSpecs.Launcher"),
+        "needs one Launcher",
+    );
+    let mut two = pod("a");
+    two["template"]["spec"]["containers"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"name": "b", "image": "x", "command": ["b"]}));
+    error(
+        job("PyTorchJob", "pytorchReplicaSpecs", json!({"Master": two})),
+        &format!("{root}.pytorchReplicaSpecs.Master.template.spec.containers"),
+        "containers found: a, b",
+    );
+}
