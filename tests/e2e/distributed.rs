@@ -467,26 +467,7 @@ fn ctrl_c_stops_every_replica() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let marks = sb.path().join("marks");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let pids: Vec<i32> = loop {
-        let found: Vec<i32> = std::fs::read_dir(&marks)
-            .into_iter()
-            .flatten()
-            .filter_map(Result::ok)
-            .flat_map(|t| std::fs::read_dir(t.path()).into_iter().flatten())
-            .filter_map(Result::ok)
-            .filter_map(|e| std::fs::read_to_string(e.path()).ok()?.trim().parse().ok())
-            .collect();
-        if found.len() == 4 {
-            break found;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the four replicas did not start: {found:?}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let pids = wait_for_replicas(&sb, 4);
     kill(Pid::from_raw(child.id() as i32), Signal::SIGINT).unwrap();
     let deadline = Instant::now() + Duration::from_secs(30);
     let code = loop {
@@ -505,6 +486,68 @@ fn ctrl_c_stops_every_replica() {
     }
     let r = sb.report("ctrlc");
     assert_eq!(trials_in(&r, "Killed").len(), 1, "{r:#}");
+}
+
+/// Waits until `count` replicas of the sandbox's trials have written their pid marks.
+fn wait_for_replicas(sb: &Sandbox, count: usize) -> Vec<i32> {
+    let marks = sb.path().join("marks");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let found: Vec<i32> = std::fs::read_dir(&marks)
+            .into_iter()
+            .flatten()
+            .filter_map(Result::ok)
+            .flat_map(|t| std::fs::read_dir(t.path()).into_iter().flatten())
+            .filter_map(Result::ok)
+            .filter_map(|e| std::fs::read_to_string(e.path()).ok()?.trim().parse().ok())
+            .collect();
+        if found.len() == count {
+            return found;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{count} replicas did not start: {found:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn resume_after_kill_9_stops_the_replicas_the_dead_driver_left_running() {
+    let sb = Sandbox::new();
+    let yaml = tfjob(
+        "orphans",
+        "",
+        &[
+            replica("Chief", 1, "Never", &[("CHIEF_WAITS", "never")]),
+            replica("PS", 1, "Never", &[("MODE", "forever")]),
+        ],
+    );
+    let file = sb.write("orphans.yaml", &yaml);
+    let mut child = sb
+        .cmd(&["run", file.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pids = wait_for_replicas(&sb, 2);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // Neither replica writes any more, so nothing tells them their driver is gone.
+    for pid in &pids {
+        assert!(
+            alive(*pid),
+            "replica {pid} should outlive the killed driver"
+        );
+    }
+    let out = sb.run(&["resume", "orphans"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    for pid in pids {
+        assert!(!alive(pid), "replica process {pid} survived the resume");
+    }
+    let r = sb.report("orphans");
+    let killed = trials_in(&r, "Killed");
+    assert_eq!(killed.len(), 1, "{r:#}");
 }
 
 #[test]
@@ -542,13 +585,22 @@ else:
             "apiVersion: kubeflow.org/v1beta1\nkind: Experiment\nmetadata:\n  name: {name}\nspec:\n  objective:\n    type: maximize\n    objectiveMetricName: {objective}\n  algorithm:\n    algorithmName: random\n  maxTrialCount: 1\n  parallelTrialCount: 1\n  parameters:\n    - name: x\n      parameterType: double\n      feasibleSpace: {{min: \"0\", max: \"1\"}}\n  trialTemplate:\n    primaryContainerName: xgboost\n    trialParameters:\n      - name: x\n        reference: x\n    trialSpec:\n      apiVersion: kubeflow.org/v1\n      kind: {kind}\n      spec:\n{body}"
         )
     };
+    // The workers ask for a GPU: read, reported, and either assigned or refused with a note.
     let body = format!(
-        "        xgbReplicaSpecs:\n          Master:\n            replicas: 1\n            template:\n              spec:\n{m}          Worker:\n            replicas: 2\n            template:\n              spec:\n{m}",
+        "        xgbReplicaSpecs:\n          Master:\n            replicas: 1\n            template:\n              spec:\n{m}          Worker:\n            replicas: 2\n            template:\n              spec:\n{m}                    resources:\n                      limits:\n                        nvidia.com/gpu: 1\n",
         m = container(xgb)
     );
-    let (code, trial, summary, _) =
-        run_one(&sb, "xgb", &spec("xgb", "rank_sum", "XGBoostJob", &body));
-    assert_eq!(code, Some(0), "{summary}");
+    let file = sb.write("xgb.yaml", &spec("xgb", "rank_sum", "XGBoostJob", &body));
+    let out = sb.run(&["run", file.to_str().unwrap()]);
+    let shown = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{shown}");
+    let trial = sb.report("xgb")["trials"][0].clone();
+    let (summary, _) = trial_logs(&sb, "xgb", &trial);
+    assert!(summary.contains("nvidia.com/gpu: 1"), "{summary}");
+    let no_gpu = shown.contains("requests GPUs (Worker × 1 GPU(s)) but this machine has none")
+        && summary.contains("worker-1 requests 1 GPU(s) but this machine has none");
+    let with_gpu = summary.contains("CUDA_VISIBLE_DEVICES=");
+    assert!(no_gpu || with_gpu, "{shown}\n{summary}");
     // Workers are ranks 1 and 2 after the master.
     assert_eq!(metric(&trial, "rank_sum")["latest"], "3", "{trial}");
 

@@ -115,12 +115,20 @@ pub async fn create_experiment(
 }
 
 /// Marks trials left Created or Running by a driver that died (e.g. `kill -9`) as Killed:
-/// their processes are gone, and their observations up to then stay recorded. Returns how many.
+/// their observations up to then stay recorded, and replica process groups of distributed
+/// trials still running are stopped. Returns how many.
 pub async fn recover_interrupted(store: &SqlStore, experiment: &str) -> Result<usize, RunnerError> {
     let now = now_us();
     let mut n = 0;
+    let log_dir = store
+        .get_experiment(experiment)
+        .await?
+        .map(|e| std::path::PathBuf::from(e.log_dir));
     for t in store.list_trials(experiment).await? {
         if t.state.is_active() {
+            if let Some(dir) = &log_dir {
+                crate::replicas::orphans::stop_orphans(dir, &t.name).await;
+            }
             store
                 .update_trial(
                     &t.name,

@@ -47,7 +47,6 @@ pub const METRICS_DIR_ENV: &str = "VERNIER_METRICS_DIR";
 impl LocalExperiment {
     /// Derives everything from a parsed, defaulted and validated experiment.
     pub fn new(spec: Experiment, paths: LocalPaths) -> Result<Self, RunnerError> {
-        crate::replicas::launch::check_template(&spec)?;
         let space = spec.search_space()?;
         let objective = spec.objective()?;
         let s = &spec.spec;
@@ -195,6 +194,7 @@ impl LocalExperiment {
             log_path,
             metrics_path,
             append_log: false,
+            pid_file: None,
         })
     }
 

@@ -40,6 +40,9 @@ pub struct TrialCommand {
     pub metrics_path: Option<PathBuf>,
     /// Append to the log file instead of starting it afresh (a restarted replica).
     pub append_log: bool,
+    /// Where to keep the process group's id while it runs, so `vernier resume` can stop what a
+    /// killed driver left behind.
+    pub pid_file: Option<PathBuf>,
 }
 
 /// Where metrics are read from.
@@ -220,6 +223,10 @@ pub async fn run_process(
         }
     };
     let pgid = child.id().map(|id| Pid::from_raw(id as i32));
+    if let (Some(path), Some(pid)) = (&cmd.pid_file, pgid) {
+        // Best effort: without the file only the resume-time cleanup is lost.
+        let _ = std::fs::write(path, pid.to_string());
+    }
 
     let (tx, rx) = mpsc::unbounded_channel::<ParsedBatch>();
     let recorder = tokio::spawn(record(cmd.trial.clone(), store, rx));
@@ -305,6 +312,9 @@ pub async fn run_process(
         }
     }
     signal_group(pgid, Signal::SIGKILL);
+    if let Some(path) = &cmd.pid_file {
+        let _ = std::fs::remove_file(path);
+    }
     if let Ok(mut f) = log.lock() {
         let _ = f.flush();
     }

@@ -53,22 +53,6 @@ pub fn replica_set_of(
     })
 }
 
-/// Checks the unrendered template once, so a malformed replica set is refused before any trial
-/// starts instead of failing every trial.
-pub fn check_template(exp: &vernier_spec::Experiment) -> Result<(), RunnerError> {
-    let tt = exp.spec.trial_template.as_ref();
-    let (Some(spec), primary) = (
-        tt.and_then(|t| t.trial_spec.as_ref()),
-        tt.and_then(|t| t.primary_container_name.clone())
-            .unwrap_or_default(),
-    ) else {
-        return Ok(());
-    };
-    replica_set(spec, &primary)
-        .map(|_| ())
-        .map_err(|e| vernier_spec::SpecErrors(vec![e]).into())
-}
-
 /// Builds the processes of one trial. `gpus` are this machine's GPU indices.
 pub fn build_job(
     exp: &LocalExperiment,
@@ -170,7 +154,9 @@ pub fn build_job(
         }
         let log_path = trial_dir.join(format!("{id}.log"));
         let metrics_key = format!("{trial}/{id}");
+        let pid_file = log_path.with_extension("pid");
         let mut cmd = exp.container_command(trial, &metrics_key, container, log_path)?;
+        cmd.pid_file = Some(pid_file);
         // The operator appends its variables after the container's own, and Kubernetes lets
         // the last definition of a name win.
         cmd.env.extend(operator_env(

@@ -4,6 +4,7 @@
 
 pub mod env;
 pub mod launch;
+pub mod orphans;
 pub mod policy;
 pub mod resources;
 pub mod supervise;

@@ -154,3 +154,21 @@ fn malformed_replica_sets_are_refused_with_their_path() {
         "containers found: a, b",
     );
 }
+
+#[test]
+fn validation_reports_a_bad_replica_set_before_any_trial_runs() {
+    use super::{assert_error, mutated, parse_err, set};
+    let text = mutated(TFJOB, |v| {
+        set(
+            v,
+            "/spec/trialTemplate/trialSpec/spec/tfReplicaSpecs/Worker/restartPolicy",
+            json!("Retry"),
+        )
+    });
+    let errors = parse_err(&text);
+    assert_error(
+        &errors,
+        "spec.trialTemplate.trialSpec.spec.tfReplicaSpecs.Worker.restartPolicy",
+        "value \"Retry\" is not a restart policy",
+    );
+}

@@ -39,6 +39,12 @@ pub(super) fn check(exp: &Experiment, errs: &mut Errors) {
     if let Some(spec) = &tt.trial_spec {
         check_trial_spec(spec, errs);
         check_placeholders(tt, spec, errs);
+        // A training-operator job runs every replica locally: its replica sets are checked
+        // here so a bad one is refused before the first trial, by `validate` too.
+        let primary = tt.primary_container_name.as_deref().unwrap_or("");
+        if let Err(e) = crate::template::replica_set(spec, primary) {
+            errs.0.push(e);
+        }
     }
 }
 
