@@ -213,3 +213,157 @@ fn free_ports(ids: &[ReplicaId]) -> std::io::Result<BTreeMap<ReplicaId, u16>> {
     }
     Ok(ports)
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::experiment::LocalPaths;
+    use crate::replicas::TrialLaunch;
+    use vernier_spec::template::ReplicaType;
+
+    fn experiment(log_dir: &std::path::Path, labels: &str) -> LocalExperiment {
+        let yaml = format!(
+            r#"apiVersion: kubeflow.org/v1beta1
+kind: Experiment
+metadata:
+  name: e
+spec:
+  objective:
+    type: minimize
+    objectiveMetricName: loss
+  algorithm:
+    algorithmName: random
+  maxTrialCount: 1
+  parallelTrialCount: 1
+  metricsCollectorSpec:
+    collector:
+      kind: File
+  parameters:
+    - name: lr
+      parameterType: double
+      feasibleSpace: {{min: "0.1", max: "1"}}
+  trialTemplate:
+    primaryContainerName: tensorflow
+{labels}    trialParameters:
+      - name: lr
+        reference: lr
+    trialSpec:
+      apiVersion: kubeflow.org/v1
+      kind: TFJob
+      spec:
+        tfReplicaSpecs:
+          PS:
+            template:
+              spec:
+                containers:
+                  - name: tensorflow
+                    image: tf
+                    command: ["serve", "--lr=${{trialParameters.lr}}"]
+          Worker:
+            replicas: 2
+            template:
+              metadata:
+                labels:
+                  team: vision
+              spec:
+                containers:
+                  - name: tensorflow
+                    image: tf
+                    command: ["train", "--lr=${{trialParameters.lr}}", "--out=/var/log/katib/metrics.log"]
+                    env:
+                      - name: TF_CONFIG
+                        value: "overridden by the operator"
+"#
+        );
+        let spec = vernier_spec::parse_experiment(&yaml).unwrap();
+        LocalExperiment::new(
+            spec,
+            LocalPaths {
+                work_dir: PathBuf::from("/w"),
+                log_dir: log_dir.to_path_buf(),
+            },
+        )
+        .unwrap()
+    }
+
+    fn job(exp: &LocalExperiment) -> ReplicaJob {
+        match exp
+            .launch_for("t1", &[("lr".into(), "0.5".into())])
+            .unwrap()
+        {
+            TrialLaunch::Replicas(job) => job,
+            TrialLaunch::Process(cmd) => panic!("expected replicas, got {cmd:?}"),
+        }
+    }
+
+    #[test]
+    fn without_a_chief_worker_zero_is_primary_and_each_replica_has_its_own_paths() {
+        let dir = tempfile::tempdir().unwrap();
+        let exp = experiment(dir.path(), "");
+        let job = job(&exp);
+        let names: Vec<(String, bool)> = job
+            .processes
+            .iter()
+            .map(|p| (p.id.to_string(), p.primary))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("ps-0".to_string(), false),
+                ("worker-0".to_string(), true),
+                ("worker-1".to_string(), false)
+            ]
+        );
+        assert_eq!(
+            job.success,
+            SuccessRule::Replica(ReplicaId {
+                replica_type: ReplicaType::Worker,
+                index: 0
+            })
+        );
+        let w1 = job.processes[2].command.as_ref().unwrap();
+        let trial_dir = dir.path().join("t1");
+        assert_eq!(w1.log_path, trial_dir.join("worker-1.log"));
+        assert_eq!(w1.pid_file, Some(trial_dir.join("worker-1.pid")));
+        let metrics = trial_dir.join("worker-1/var/log/katib/metrics.log");
+        assert_eq!(w1.metrics_path.as_deref(), Some(metrics.as_path()));
+        assert_eq!(
+            w1.args,
+            ["--lr=0.5", &format!("--out={}", metrics.display())]
+        );
+        // The operator's TF_CONFIG comes after the container's own, so it wins.
+        let tf: Vec<&str> = w1
+            .env
+            .iter()
+            .filter(|(k, _)| k == "TF_CONFIG")
+            .map(|(_, v)| v.as_str())
+            .collect();
+        assert_eq!(tf.len(), 2);
+        let cfg: serde_json::Value = serde_json::from_str(tf[1]).unwrap();
+        assert_eq!(
+            cfg["task"],
+            serde_json::json!({"type": "worker", "index": 1})
+        );
+        assert_eq!(cfg["cluster"]["worker"].as_array().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn primary_pod_labels_can_select_every_worker_and_must_match_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let exp = experiment(dir.path(), "    primaryPodLabels:\n      team: vision\n");
+        let primary: Vec<bool> = job(&exp).processes.iter().map(|p| p.primary).collect();
+        assert_eq!(primary, [false, true, true]);
+
+        let exp = experiment(dir.path(), "    primaryPodLabels:\n      team: audio\n");
+        let err = exp
+            .launch_for("t2", &[("lr".into(), "0.5".into())])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("spec.trialTemplate.primaryPodLabels")
+                && err.contains("{team: audio} matches no replica"),
+            "{err}"
+        );
+    }
+}
