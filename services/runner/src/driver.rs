@@ -301,7 +301,7 @@ pub async fn run(
                 trials.push(tracked);
                 let idx = trials.len() - 1;
                 match exp.launch_for(&name, &row.assignment) {
-                    Ok(cmd) => {
+                    Ok(launch) => {
                         let started = now_us();
                         store
                             .update_trial(
@@ -322,7 +322,7 @@ pub async fn run(
                         let collection = exp.collection.clone();
                         let store = store.clone();
                         tasks.spawn(async move {
-                            let report = run_trial(cmd, collection, store, rx).await;
+                            let report = run_trial(launch, collection, store, rx).await;
                             (name, report)
                         });
                         let event = DriverEvent::TrialStarted {
