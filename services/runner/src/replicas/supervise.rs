@@ -41,6 +41,30 @@ impl Summary {
     }
 }
 
+/// How the job ended.
+#[derive(Debug, Clone, PartialEq)]
+enum Ending {
+    Succeeded,
+    /// Why, naming the replica.
+    Failed(String),
+    /// Ctrl-C, the experiment completing, or the driver going away.
+    StopRequested,
+}
+
+/// The job while it runs: its replicas, their tasks, and what has happened so far.
+struct Supervisor {
+    job: ReplicaJob,
+    all: Vec<ReplicaId>,
+    slots: Vec<Slot>,
+    tasks: JoinSet<(usize, ProcessReport)>,
+    finished: BTreeMap<ReplicaId, Decision>,
+    restarts: u32,
+    summary: Summary,
+    collection: Collection,
+    store: SqlStore,
+    report: ProcessReport,
+}
+
 /// Runs the whole job until it succeeds, fails or `stop` asks it to end, and reports it as one
 /// process: `Exited(0)` when it succeeded, `JobFailed` naming the replica otherwise, `Stopped`
 /// when stopped on request. Metrics seen are those of the primary replicas, over all attempts.
@@ -54,192 +78,218 @@ pub async fn run_job(
         file: std::fs::File::create(&job.summary_log).ok(),
         start: Instant::now(),
     };
-    let mut report = ProcessReport {
-        end: ProcessEnd::Stopped,
-        metrics_seen: HashSet::new(),
-        rejected: Vec::new(),
-        store_error: None,
-    };
     for line in &job.description {
         summary.line(line);
     }
-    if let Some((path, text)) = &job.hostfile
+    let mut sup = Supervisor {
+        all: job.processes.iter().map(|p| p.id).collect(),
+        slots: job
+            .processes
+            .iter()
+            .cloned()
+            .map(|process| Slot {
+                process,
+                attempts: 0,
+                stop: None,
+            })
+            .collect(),
+        job,
+        tasks: JoinSet::new(),
+        finished: BTreeMap::new(),
+        restarts: 0,
+        summary,
+        collection,
+        store,
+        report: ProcessReport {
+            end: ProcessEnd::Stopped,
+            metrics_seen: HashSet::new(),
+            rejected: Vec::new(),
+            store_error: None,
+        },
+    };
+    if let Some((path, text)) = &sup.job.hostfile
         && let Err(e) = std::fs::write(path, text)
     {
         let msg = format!("cannot write the MPI hostfile {}: {e}", path.display());
-        summary.line(&msg);
-        report.end = ProcessEnd::JobFailed(msg);
-        return report;
+        sup.summary.line(&msg);
+        sup.report.end = ProcessEnd::JobFailed(msg);
+        return sup.report;
+    }
+    for i in 0..sup.slots.len() {
+        sup.start(i, None);
     }
 
-    let all: Vec<ReplicaId> = job.processes.iter().map(|p| p.id).collect();
-    let mut slots: Vec<Slot> = job
-        .processes
-        .iter()
-        .cloned()
-        .map(|process| Slot {
-            process,
-            attempts: 0,
-            stop: None,
-        })
-        .collect();
-    let mut tasks: JoinSet<(usize, ProcessReport)> = JoinSet::new();
-    for (i, slot) in slots.iter_mut().enumerate() {
-        if slot.process.command.is_some() {
-            start(&mut tasks, i, slot, &collection, &store, &mut summary, None);
-        }
-    }
-
-    let mut finished: BTreeMap<ReplicaId, Decision> = BTreeMap::new();
-    let mut restarts = 0u32;
-    let mut outcome = Verdict::Running;
-    let mut failure: Option<String> = None;
-    let mut stop_level = *stop.borrow();
     let mut stop_open = true;
-
-    // Run until the job is decided or a stop is asked for.
-    while outcome == Verdict::Running && stop_level == StopLevel::Run {
+    let ending = loop {
+        if *stop.borrow() != StopLevel::Run {
+            break Ending::StopRequested;
+        }
         tokio::select! {
-            joined = tasks.join_next() => {
-                let Some(joined) = joined else {
-                    failure = Some(format!(
+            joined = sup.tasks.join_next() => {
+                let ending = match joined {
+                    None => Some(Ending::Failed(format!(
                         "every replica has ended without meeting the success rule ({})",
-                        job.success.describe()
-                    ));
-                    break;
+                        sup.job.success.describe()
+                    ))),
+                    Some(Err(e)) => Some(Ending::Failed(format!("a replica's supervising task failed: {e}"))),
+                    Some(Ok((i, r))) => sup.on_exit(i, &r),
                 };
-                let Ok((i, r)) = joined else {
-                    failure = Some("a replica's supervising task failed".into());
-                    break;
-                };
-                merge(&mut report, &slots[i].process, &r);
-                let slot = &mut slots[i];
-                slot.stop = None;
-                let id = slot.process.id;
-                let policy = slot.process.restart_policy;
-                let decision = decide(policy, &r.end);
-                let what = describe_end(&r.end);
-                match decision {
-                    Decision::Restart => {
-                        restarts += 1;
-                        if let Some(limit) = job.backoff_limit.filter(|l| restarts > *l) {
-                            let msg = format!(
-                                "replica {id} {what} (restartPolicy {}) and the job has used its runPolicy.backoffLimit of {limit} restart(s)",
-                                policy.name()
-                            );
-                            summary.line(&msg);
-                            failure = Some(msg);
-                            break;
-                        }
-                        summary.line(&format!(
-                            "{id} {what} (attempt {}); restartPolicy {}: restarting (job restart {restarts})",
-                            slot.attempts,
-                            policy.name()
-                        ));
-                        let note = format!("{what}; restart {} (restartPolicy {})", slot.attempts, policy.name());
-                        start(&mut tasks, i, slot, &collection, &store, &mut summary, Some(note));
-                    }
-                    Decision::Succeeded | Decision::Failed => {
-                        let verb = if decision == Decision::Succeeded { "succeeded" } else { "failed" };
-                        summary.line(&format!(
-                            "{id} {what}; restartPolicy {}: {verb}",
-                            policy.name()
-                        ));
-                        if decision == Decision::Failed {
-                            failure = Some(format!(
-                                "replica {id} {what} (restartPolicy {})",
-                                policy.name()
-                            ));
-                        }
-                        finished.insert(id, decision);
-                        outcome = verdict(&job.success, &finished, &all);
-                    }
+                if let Some(ending) = ending {
+                    break ending;
                 }
             }
             changed = stop.changed(), if stop_open => {
                 if changed.is_err() {
+                    // The driver went away: treat it as a stop request.
                     stop_open = false;
-                    stop_level = StopLevel::Terminate;
-                } else {
-                    stop_level = *stop.borrow();
+                    break Ending::StopRequested;
                 }
             }
         }
-    }
-
-    let asked_to_stop =
-        stop_level != StopLevel::Run && outcome == Verdict::Running && failure.is_none();
-    let ending = if asked_to_stop {
-        "stop requested".to_string()
-    } else if outcome == Verdict::Succeeded {
-        format!("job succeeded ({})", job.success.describe())
-    } else {
-        format!("job failed: {}", failure.clone().unwrap_or_default())
     };
-    let running: Vec<String> = slots
-        .iter()
-        .filter(|s| s.stop.is_some())
-        .map(|s| s.process.id.to_string())
-        .collect();
-    summary.line(&ending);
-    if !running.is_empty() {
-        summary.line(&format!(
-            "stopping {} (SIGTERM to each process group, SIGKILL after the grace period)",
-            running.join(", ")
-        ));
-    }
-    // Replicas still running when the job ends (parameter servers, evaluators, a restarting
-    // worker) are stopped, as the operator deletes their pods.
-    let level = if stop_level == StopLevel::Kill {
+    sup.summary.line(&match &ending {
+        Ending::Succeeded => format!("job succeeded ({})", sup.job.success.describe()),
+        Ending::Failed(why) => format!("job failed: {why}"),
+        Ending::StopRequested => "stop requested".to_string(),
+    });
+    let level = if *stop.borrow() == StopLevel::Kill {
         StopLevel::Kill
     } else {
         StopLevel::Terminate
     };
-    for s in &slots {
-        if let Some(tx) = &s.stop {
-            let _ = tx.send(level);
-        }
-    }
-    loop {
-        tokio::select! {
-            joined = tasks.join_next() => {
-                let Some(joined) = joined else { break };
-                if let Ok((i, r)) = joined {
-                    merge(&mut report, &slots[i].process, &r);
-                    summary.line(&format!("{} {}", slots[i].process.id, describe_end(&r.end)));
-                    slots[i].stop = None;
+    sup.stop_the_rest(level, &mut stop, stop_open).await;
+
+    let job = &sup.job;
+    sup.report.end = match ending {
+        Ending::StopRequested => ProcessEnd::Stopped,
+        Ending::Succeeded => ProcessEnd::Exited(0),
+        Ending::Failed(why) => ProcessEnd::JobFailed(format!(
+            "{} job failed: {why}; each replica's output is in {}",
+            job.kind.name(),
+            job.summary_log
+                .with_extension("")
+                .join("<replica>.log")
+                .display()
+        )),
+    };
+    sup.report
+}
+
+impl Supervisor {
+    /// Applies the replica's restart policy to how it ended; returns the job's ending once
+    /// there is one.
+    fn on_exit(&mut self, i: usize, r: &ProcessReport) -> Option<Ending> {
+        merge(&mut self.report, &self.slots[i].process, r);
+        let slot = &mut self.slots[i];
+        slot.stop = None;
+        let (id, policy, attempt) = (slot.process.id, slot.process.restart_policy, slot.attempts);
+        let what = describe_end(&r.end);
+        match decide(policy, &r.end) {
+            Decision::Restart => {
+                self.restarts += 1;
+                if let Some(limit) = self.job.backoff_limit.filter(|l| self.restarts > *l) {
+                    return Some(Ending::Failed(format!(
+                        "replica {id} {what} (restartPolicy {}) and the job has used its runPolicy.backoffLimit of {limit} restart(s)",
+                        policy.name()
+                    )));
+                }
+                self.summary.line(&format!(
+                    "{id} {what} (attempt {attempt}); restartPolicy {}: restarting (job restart {})",
+                    policy.name(),
+                    self.restarts
+                ));
+                let note = format!(
+                    "{what}; restart {attempt} (restartPolicy {})",
+                    policy.name()
+                );
+                self.start(i, Some(note));
+                None
+            }
+            decision => {
+                let failed = decision == Decision::Failed;
+                self.summary.line(&format!(
+                    "{id} {what}; restartPolicy {}: {}",
+                    policy.name(),
+                    if failed { "failed" } else { "succeeded" }
+                ));
+                self.finished.insert(id, decision);
+                match verdict(&self.job.success, &self.finished, &self.all) {
+                    Verdict::Running => None,
+                    Verdict::Succeeded => Some(Ending::Succeeded),
+                    Verdict::Failed(_) => Some(Ending::Failed(format!(
+                        "replica {id} {what} (restartPolicy {})",
+                        policy.name()
+                    ))),
                 }
             }
-            changed = stop.changed(), if stop_open => {
-                if changed.is_err() {
-                    stop_open = false;
-                } else if *stop.borrow() == StopLevel::Kill {
-                    for s in &slots {
-                        if let Some(tx) = &s.stop {
-                            let _ = tx.send(StopLevel::Kill);
-                        }
+        }
+    }
+
+    /// Stops every replica still running (parameter servers, evaluators, a worker waiting to
+    /// restart), as the operator deletes their pods, and waits for them; a Kill request while
+    /// waiting escalates.
+    async fn stop_the_rest(
+        &mut self,
+        level: StopLevel,
+        stop: &mut watch::Receiver<StopLevel>,
+        mut stop_open: bool,
+    ) {
+        let running: Vec<String> = self
+            .slots
+            .iter()
+            .filter(|s| s.stop.is_some())
+            .map(|s| s.process.id.to_string())
+            .collect();
+        if !running.is_empty() {
+            self.summary.line(&format!(
+                "stopping {} (SIGTERM to each process group, SIGKILL after the grace period)",
+                running.join(", ")
+            ));
+        }
+        self.signal_running(level);
+        loop {
+            tokio::select! {
+                joined = self.tasks.join_next() => {
+                    let Some(joined) = joined else { break };
+                    if let Ok((i, r)) = joined {
+                        merge(&mut self.report, &self.slots[i].process, &r);
+                        let line = format!("{} {}", self.slots[i].process.id, describe_end(&r.end));
+                        self.summary.line(&line);
+                        self.slots[i].stop = None;
+                    }
+                }
+                changed = stop.changed(), if stop_open => {
+                    if changed.is_err() {
+                        stop_open = false;
+                    } else if *stop.borrow() == StopLevel::Kill {
+                        self.signal_running(StopLevel::Kill);
                     }
                 }
             }
         }
     }
 
-    report.end = if asked_to_stop {
-        ProcessEnd::Stopped
-    } else if outcome == Verdict::Succeeded {
-        ProcessEnd::Exited(0)
-    } else {
-        ProcessEnd::JobFailed(format!(
-            "{} job failed: {}; each replica's output is in {}",
-            job.kind.name(),
-            failure.unwrap_or_else(|| "a replica failed".into()),
-            job.summary_log
-                .with_extension("")
-                .join("<replica>.log")
-                .display()
-        ))
-    };
-    report
+    fn signal_running(&self, level: StopLevel) {
+        for s in &self.slots {
+            if let Some(tx) = &s.stop {
+                let _ = tx.send(level);
+            }
+        }
+    }
+
+    /// Starts (or restarts, after the back-off delay) replica `i`; replicas without a command
+    /// (MPI workers) are not started.
+    fn start(&mut self, i: usize, restart_note: Option<String>) {
+        start(
+            &mut self.tasks,
+            i,
+            &mut self.slots[i],
+            &self.collection,
+            &self.store,
+            &mut self.summary,
+            restart_note,
+        );
+    }
 }
 
 /// Starts (or restarts, after the back-off delay) the replica in `slot`.
