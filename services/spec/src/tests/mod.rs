@@ -5,6 +5,7 @@ mod defaults;
 mod invalid;
 mod parse;
 mod render;
+mod warm_start;
 
 use crate::{Experiment, SpecErrors, parse_experiment};
 use serde_json::Value;
