@@ -12,3 +12,4 @@ mod lifecycle;
 mod reports;
 mod spec_fuzz;
 mod validation;
+mod warm_start;
