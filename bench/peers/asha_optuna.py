@@ -76,6 +76,11 @@ def run(pruner_name, parallel, seed, data):
         if spent[0] >= BUDGET:
             study.stop()
 
+    if pruner_name == "hyperband" and parallel > 1:
+        # HyperbandPruner builds its brackets lazily, on the first should_prune(); a thread
+        # asking for a trial while another builds them hits "This line should be unreachable"
+        # in _get_bracket_id (Optuna 5.0.0). One trial alone first builds them.
+        study.optimize(objective, n_trials=1, n_jobs=1, callbacks=[stop_at_budget])
     study.optimize(objective, n_jobs=parallel, callbacks=[stop_at_budget])
     return log
 
@@ -84,14 +89,21 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", default="1,2,3")
     ap.add_argument("--parallel", default="1,4,8")
+    ap.add_argument("--pruners", default="successivehalving,hyperband")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "asha-optuna.json"))
     args = ap.parse_args()
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     data = census_logreg.prepare(os.path.join(ROOT, "examples", "data"))
     results = []
-    for pruner_name in ["successivehalving", "hyperband"]:
+    if os.path.exists(args.out):
+        with open(args.out) as f:
+            results = json.load(f)
+    done = {(r["algorithm"], r["parallel"], r["seed"]) for r in results}
+    for pruner_name in args.pruners.split(","):
         for parallel in [int(p) for p in args.parallel.split(",")]:
             for seed in [int(s) for s in args.seeds.split(",")]:
+                if ("optuna-" + pruner_name, parallel, seed) in done:
+                    continue
                 trials = run(pruner_name, parallel, seed, data)
                 results.append({"algorithm": "optuna-" + pruner_name, "parallel": parallel,
                                 "seed": seed, "optuna": optuna.__version__, "trials": trials})

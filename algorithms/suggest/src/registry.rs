@@ -111,6 +111,20 @@ mod tests {
     }
 
     #[test]
+    fn every_known_name_is_built_by_the_registry() {
+        let o = Objective::new("loss", Direction::Minimize);
+        for name in KNOWN_ALGORITHMS {
+            // Some need settings (hyperband, asha) or steps (grid); none may be unknown.
+            if let Err(e) = build(name, &[], &space(), &o) {
+                assert!(
+                    !matches!(e, AlgorithmError::UnknownAlgorithm { .. }),
+                    "{name}: {e}"
+                );
+            }
+        }
+    }
+
+    #[test]
     fn the_experiment_seed_replaces_random_state() {
         let s = with_random_state(&settings(&[("random_state", "1"), ("gamma", "0.2")]), 7);
         assert_eq!(s, settings(&[("gamma", "0.2"), ("random_state", "7")]));
