@@ -103,6 +103,13 @@ pub async fn load(store: &SqlStore, exp: &LocalExperiment) -> Result<WarmStart, 
             );
         }
     }
+    // Algorithms that read `metrics` (multi-objective, constraints) find the objective there
+    // too; other metrics of earlier runs are not carried over.
+    for r in &mut out.records {
+        if let Some(v) = r.objective {
+            r.metrics.insert(exp.objective.metric.clone(), v);
+        }
+    }
     Ok(out)
 }
 
