@@ -169,7 +169,7 @@ def main():
                 results.append({"algorithm": algorithm, "parallel": parallel, "seed": seed,
                                 "trials": trials})
                 with open(args.out, "w") as f:
-                    json.dump(results, f, indent=1)
+                    f.write("[\n" + ",\n".join(json.dumps(r, separators=(",", ":")) for r in results) + "\n]\n")
                 spent = sum(t["epochs"] for t in trials)
                 best = min((t["loss"] for t in trials if t["loss"] is not None), default=None)
                 print(f"{name}: {len(trials)} trials, {spent} epochs, best loss {best}",

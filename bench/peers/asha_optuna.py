@@ -112,7 +112,7 @@ def main():
                       f"{sum(t['epochs'] for t in trials)} epochs, best loss {best:.4f}",
                       flush=True)
                 with open(args.out, "w") as f:
-                    json.dump(results, f, indent=1)
+                    f.write("[\n" + ",\n".join(json.dumps(r, separators=(",", ":")) for r in results) + "\n]\n")
 
 
 if __name__ == "__main__":
