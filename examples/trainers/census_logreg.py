@@ -132,17 +132,10 @@ def evaluate(w, b, xs, ys):
     return correct / len(ys), loss / len(ys)
 
 
-def main(argv):
-    args = parse_args(argv)
-    train_rows, y_train = load(os.path.join(args.data_dir, "adult-subset.data"))
-    test_rows, y_test = load(os.path.join(args.data_dir, "adult-subset.test"))
-    featurize, dim = featurizer(train_rows)
-    x_train = [featurize(r) for r in train_rows]
-    x_test = [featurize(r) for r in test_rows]
-    print("census logreg: %d training rows, %d test rows, %d weights; lr %g, batch %d, "
-          "epochs %d" % (len(x_train), len(x_test), dim + 1, args.lr, args.batch_size,
-                         args.epochs), flush=True)
-
+def train(args, data=None):
+    """Yields (epoch, accuracy, loss) after each epoch; the Optuna peer benchmark
+    (bench/peers/asha_optuna.py) drives the same loop in-process."""
+    x_train, y_train, x_test, y_test, dim = data or prepare(args.data_dir)
     rng = random.Random(args.seed)
     w = [0.0] * dim
     b = 0.0
@@ -164,6 +157,25 @@ def main(argv):
                 w[j] -= step * (g + args.l2 * w[j])
             b -= step * grad_b
         accuracy, loss = evaluate(w, b, x_test, y_test)
+        yield epoch, accuracy, loss
+
+
+def prepare(data_dir):
+    """The featurised training and test sets and the weight dimension."""
+    train_rows, y_train = load(os.path.join(data_dir, "adult-subset.data"))
+    test_rows, y_test = load(os.path.join(data_dir, "adult-subset.test"))
+    featurize, dim = featurizer(train_rows)
+    return [featurize(r) for r in train_rows], y_train, [featurize(r) for r in test_rows], \
+        y_test, dim
+
+
+def main(argv):
+    args = parse_args(argv)
+    data = prepare(args.data_dir)
+    print("census logreg: %d training rows, %d test rows, %d weights; lr %g, batch %d, "
+          "epochs %d" % (len(data[0]), len(data[2]), data[4] + 1, args.lr, args.batch_size,
+                         args.epochs), flush=True)
+    for epoch, accuracy, loss in train(args, data):
         print("epoch %d/%d" % (epoch, args.epochs), flush=True)
         print("{metricName: accuracy, metricValue: %.4f}" % accuracy, flush=True)
         print("{metricName: loss, metricValue: %.4f}" % loss, flush=True)

@@ -13,3 +13,4 @@ mod lifecycle;
 mod reports;
 mod spec_fuzz;
 mod validation;
+mod warm_start;

@@ -3,6 +3,7 @@
 
 mod early_stopping;
 mod error;
+mod names;
 mod objective;
 mod observation;
 mod regex_compat;
@@ -13,6 +14,7 @@ mod value;
 
 pub use early_stopping::{EarlyStopper, EarlyStoppingRequest, TrialProgress};
 pub use error::CoreError;
+pub use names::ALGORITHM_NAMES;
 pub use objective::{Direction, MetricStrategy, Objective};
 pub use observation::{MetricReducer, MetricSummary, Observation, UNAVAILABLE};
 pub use regex_compat::escape_literal_braces;

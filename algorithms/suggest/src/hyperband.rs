@@ -45,14 +45,17 @@
 
 use crate::error::AlgorithmError;
 use crate::history;
-use crate::sample::{sample_param, snap, tidy};
+use crate::resource::{
+    BUDGET_TOLERANCE, Resource, Taken, budget_value, describe_domain, kind, s_max, show_budget,
+};
+use crate::sample::tidy;
 use crate::settings::Settings;
-use rand::{Rng, RngExt, SeedableRng};
+use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use std::collections::{BTreeMap, HashSet};
 use vernier_core::{
-    Assignment, CoreError, Domain, Objective, ParamValue, Parameter, Proposal, SearchSpace,
-    SuggestRequest, Suggester, Suggestions, TrialRecord,
+    Assignment, CoreError, Objective, ParamValue, Proposal, SearchSpace, SuggestRequest, Suggester,
+    Suggestions, TrialRecord,
 };
 
 /// Label holding a trial's bracket `s`.
@@ -66,22 +69,10 @@ const ALGORITHM: &str = "hyperband";
 const ACCEPTED: &[&str] = &["r_l", "resource_name", "eta", "random_state"];
 const DEFAULT_ETA: u64 = 3;
 
-/// Random draws tried before a new configuration may share its non-resource part with an
-/// earlier trial (continuous spaces never need a second draw).
-const MAX_REDRAWS: usize = 100;
-
-/// Finite spaces (without the resource parameter) up to this size are enumerated once random
-/// draws stop finding unused points.
-const ENUMERATE_LIMIT: u128 = 100_000;
-
-/// Relative slack for budgets: they are exact quotients `r_l / eta^e`, but may have gone
-/// through text (trial storage) or need `int()` of a value that is integral in exact arithmetic.
-const BUDGET_TOLERANCE: f64 = 1e-9;
-
 /// Hyperband over the whole bracket schedule.
 #[derive(Debug, Clone)]
 pub struct Hyperband {
-    resource_name: String,
+    resource: Resource,
     eta: u64,
     /// `budgets[e]` is the resource value `r_l·eta^(−e)` of rung `i` in bracket `s` with
     /// `e = s − i`, already rounded and checked against the resource parameter's domain.
@@ -219,7 +210,9 @@ impl Hyperband {
                 )
             })?;
         Ok(Hyperband {
-            resource_name: resource_name.to_string(),
+            resource: Resource {
+                name: resource_name.to_string(),
+            },
             eta,
             budgets,
             brackets,
@@ -252,7 +245,7 @@ impl Hyperband {
         if s >= self.brackets.len() || i > s {
             return None;
         }
-        let v = t.assignment.get(&self.resource_name)?.as_f64()?;
+        let v = t.assignment.get(&self.resource.name)?.as_f64()?;
         let b = self.budgets[s - i].as_f64()?;
         ((v - b).abs() <= BUDGET_TOLERANCE * b.abs().max(1.0)).then_some((s, i))
     }
@@ -261,181 +254,10 @@ impl Hyperband {
         format!(
             "bracket {s} (of {}..0), rung {i} (of 0..{s}), {}={}",
             self.s_max(),
-            self.resource_name,
+            self.resource.name,
             self.budgets[s - i]
         )
     }
-
-    /// An assignment in space order with the resource set to `budget` and every other value
-    /// taken from `value_of`; `None` if `value_of` has no value for a parameter.
-    fn compose(
-        &self,
-        space: &SearchSpace,
-        budget: &ParamValue,
-        mut value_of: impl FnMut(&Parameter) -> Option<ParamValue>,
-    ) -> Option<Assignment> {
-        space
-            .parameters()
-            .iter()
-            .map(|p| {
-                let v = if p.name == self.resource_name {
-                    budget.clone()
-                } else {
-                    value_of(p)?
-                };
-                Some((p.name.clone(), v))
-            })
-            .collect::<Option<Vec<_>>>()
-            .map(Assignment)
-    }
-
-    fn sub_key(&self, a: &Assignment) -> String {
-        Assignment(
-            a.iter()
-                .filter(|(n, _)| *n != self.resource_name)
-                .cloned()
-                .collect(),
-        )
-        .key()
-    }
-
-    /// Up to `want` new configurations at `budget` for a bracket's first rung.
-    fn fresh<R: Rng + ?Sized>(
-        &self,
-        space: &SearchSpace,
-        budget: &ParamValue,
-        want: usize,
-        taken: &mut Taken,
-        rng: &mut R,
-    ) -> Vec<Assignment> {
-        let others: Vec<&Parameter> = space
-            .parameters()
-            .iter()
-            .filter(|p| p.name != self.resource_name)
-            .collect();
-        let finite = others
-            .iter()
-            .try_fold(1u128, |acc, p| acc.checked_mul(p.cardinality()?))
-            .filter(|n| *n <= ENUMERATE_LIMIT);
-        let mut out = Vec::new();
-        // Once random draws miss, a finite space is listed: never-tried points first, then
-        // points tried at another resource.
-        let mut listed: Option<(Vec<Assignment>, Vec<Assignment>)> = None;
-        while out.len() < want {
-            let mut pick = None;
-            if listed.is_none() {
-                let mut fallback = None;
-                for _ in 0..MAX_REDRAWS {
-                    let Some(a) = self.compose(space, budget, |p| Some(sample_param(p, rng)))
-                    else {
-                        break;
-                    };
-                    if !taken.sub.contains(&self.sub_key(&a)) {
-                        pick = Some(a);
-                        break;
-                    }
-                    if fallback.is_none() && !taken.full.contains(&a.key()) {
-                        fallback = Some(a);
-                    }
-                }
-                if pick.is_none() {
-                    match finite {
-                        Some(size) => listed = Some(self.list(space, &others, size, budget, taken)),
-                        None => pick = fallback,
-                    }
-                }
-            }
-            if let Some((never, reused)) = listed.as_mut() {
-                let pool = if never.is_empty() { reused } else { never };
-                if !pool.is_empty() {
-                    let k = rng.random_range(0..pool.len());
-                    pick = Some(pool.swap_remove(k));
-                }
-            }
-            let Some(a) = pick else { break };
-            taken.insert(self, &a);
-            out.push(a);
-        }
-        out
-    }
-
-    /// Every unused point of a finite space at `budget`, split into those whose non-resource
-    /// part was never tried and those tried at another resource.
-    fn list(
-        &self,
-        space: &SearchSpace,
-        others: &[&Parameter],
-        size: u128,
-        budget: &ParamValue,
-        taken: &Taken,
-    ) -> (Vec<Assignment>, Vec<Assignment>) {
-        let mut never = Vec::new();
-        let mut reused = Vec::new();
-        for index in 0..size {
-            let Some(values) = point_at(others, index) else {
-                continue;
-            };
-            let Some(a) = self.compose(space, budget, |p| {
-                others
-                    .iter()
-                    .position(|q| q.name == p.name)
-                    .map(|j| values[j].clone())
-            }) else {
-                continue;
-            };
-            if !taken.sub.contains(&self.sub_key(&a)) {
-                never.push(a);
-            } else if !taken.full.contains(&a.key()) {
-                reused.push(a);
-            }
-        }
-        (never, reused)
-    }
-}
-
-/// Keys of every configuration proposed so far, whole and without the resource value.
-struct Taken {
-    full: HashSet<String>,
-    sub: HashSet<String>,
-}
-
-impl Taken {
-    fn new(hb: &Hyperband, trials: &[TrialRecord]) -> Self {
-        Taken {
-            full: history::taken(trials),
-            sub: trials.iter().map(|t| hb.sub_key(&t.assignment)).collect(),
-        }
-    }
-
-    fn insert(&mut self, hb: &Hyperband, a: &Assignment) {
-        self.full.insert(a.key());
-        self.sub.insert(hb.sub_key(a));
-    }
-}
-
-/// The `index`-th point of the product of finite parameters, in mixed-radix order.
-fn point_at(params: &[&Parameter], mut index: u128) -> Option<Vec<ParamValue>> {
-    let mut values = vec![ParamValue::Int(0); params.len()];
-    for (j, p) in params.iter().enumerate().rev() {
-        let n = p.cardinality()?;
-        values[j] = p.value_at(index % n)?;
-        index /= n;
-    }
-    Some(values)
-}
-
-/// `floor(log_eta(r_l))` in exact arithmetic (0 when `r_l < eta`).
-fn s_max(eta: u64, r_l: f64) -> usize {
-    let eta = eta as f64;
-    let mut s = 0;
-    let mut next = eta;
-    // Powers of eta are exact in f64 far beyond any sensible r_l; the slack only forgives an
-    // r_l that went through text.
-    while next <= r_l * (1.0 + BUDGET_TOLERANCE) {
-        s += 1;
-        next *= eta;
-    }
-    s
 }
 
 /// `n(s) = ceil((s_max+1)·eta^s/(s+1))` for `s = 0..=s_max`, or `None` on overflow.
@@ -450,63 +272,6 @@ fn bracket_sizes(eta: u64, s_max: usize) -> Option<Vec<u64>> {
         sizes.push(top.div_ceil(s as u64 + 1));
     }
     Some(sizes)
-}
-
-/// The resource parameter's value for budget `r`, or why the domain cannot hold it.
-fn budget_value(p: &Parameter, r: f64) -> Result<ParamValue, String> {
-    let value = match &p.domain {
-        Domain::Int { .. } => ParamValue::Int(int_budget(r)),
-        Domain::Double { min, max, step } => {
-            let v = ParamValue::Double(tidy(r));
-            p.check(&v).map_err(|why| format!("{r} is {why}"))?;
-            match step {
-                Some(st) => ParamValue::Double(snap(r, *min, *max, *st)),
-                None => v,
-            }
-        }
-        Domain::Discrete { .. } | Domain::Categorical { .. } => {
-            return Err("the resource parameter must be an int or a double".to_string());
-        }
-    };
-    p.check(&value).map_err(|why| format!("{value} is {why}"))?;
-    Ok(value)
-}
-
-/// Katib's `int(r)`, forgiving values a hair below an integer, and never below 1.
-fn int_budget(r: f64) -> i64 {
-    ((r * (1.0 + BUDGET_TOLERANCE)).floor() as i64).max(1)
-}
-
-fn show_budget(p: &Parameter, r: f64) -> String {
-    match p.domain {
-        Domain::Int { .. } => int_budget(r).to_string(),
-        _ => tidy(r).to_string(),
-    }
-}
-
-fn kind(p: &Parameter) -> &'static str {
-    match p.domain {
-        Domain::Double { .. } => "double",
-        Domain::Int { .. } => "int",
-        Domain::Discrete { .. } => "discrete",
-        Domain::Categorical { .. } => "categorical",
-    }
-}
-
-fn describe_domain(d: &Domain) -> String {
-    match d {
-        Domain::Double { min, max, step } => match step {
-            Some(s) => format!("min {min}, max {max}, step {s}"),
-            None => format!("min {min}, max {max}"),
-        },
-        Domain::Int { min, max, step } => match step {
-            Some(s) => format!("min {min}, max {max}, step {s}"),
-            None => format!("min {min}, max {max}"),
-        },
-        Domain::Discrete { values } | Domain::Categorical { values } => {
-            format!("values {values:?}")
-        }
-    }
 }
 
 fn labelled(a: Assignment, s: usize, i: usize, parent: Option<&str>) -> Proposal {
@@ -526,18 +291,18 @@ impl Suggester for Hyperband {
     }
 
     fn suggest(&self, req: &SuggestRequest<'_>) -> Result<Suggestions, CoreError> {
-        if req.space.get(&self.resource_name).is_none() {
+        if req.space.get(&self.resource.name).is_none() {
             return Err(CoreError::Algorithm {
                 algorithm: ALGORITHM.to_string(),
                 message: format!(
                     "resource parameter {:?} is not in the search space",
-                    self.resource_name
+                    self.resource.name
                 ),
             });
         }
         let trials = req.trials;
         let mut rng = ChaCha8Rng::seed_from_u64(req.seed);
-        let mut taken = Taken::new(self, trials);
+        let mut taken = Taken::new(&self.resource, trials);
         let mut rungs: BTreeMap<(usize, usize), Vec<usize>> = BTreeMap::new();
         for (idx, t) in trials.iter().enumerate() {
             if let Some(pos) = self.position(t) {
@@ -570,6 +335,7 @@ impl Suggester for Hyperband {
                         let want = missing.min(req.count as u64) as usize;
                         outstanding = want == 0;
                         proposals = self
+                            .resource
                             .fresh(req.space, budget, want, &mut taken, &mut rng)
                             .into_iter()
                             .map(|a| labelled(a, s, 0, None))
@@ -587,7 +353,7 @@ impl Suggester for Hyperband {
                         if promoted.contains(parent.name.as_str()) {
                             continue;
                         }
-                        let Some(a) = self.compose(req.space, budget, |q| {
+                        let Some(a) = self.resource.compose(req.space, budget, |q| {
                             parent.assignment.get(&q.name).cloned()
                         }) else {
                             continue;
@@ -601,7 +367,7 @@ impl Suggester for Hyperband {
                             outstanding = true;
                             break;
                         }
-                        taken.insert(self, &a);
+                        taken.insert(&self.resource, &a);
                         proposals.push(labelled(a, s, i, Some(parent.name.as_str())));
                     }
                 }
@@ -636,7 +402,7 @@ impl Suggester for Hyperband {
 mod tests {
     use super::*;
     use proptest::prelude::*;
-    use vernier_core::{Direction, Distribution, TrialState};
+    use vernier_core::{Direction, Distribution, Domain, Parameter, TrialState};
 
     fn param(name: &str, domain: Domain, distribution: Distribution) -> Parameter {
         Parameter {
@@ -1253,8 +1019,8 @@ mod tests {
                             .find(|t| t.name == trials[k].labels[PARENT_LABEL])
                             .unwrap();
                         assert_eq!(
-                            h.sub_key(&parent.assignment),
-                            h.sub_key(&trials[k].assignment)
+                            h.resource.sub_key(&parent.assignment),
+                            h.resource.sub_key(&trials[k].assignment)
                         );
                     }
                 }

@@ -2,6 +2,7 @@
 //! from an experiment's algorithm settings. Pure and synchronous: randomness comes only from
 //! the seed in each request.
 
+mod asha;
 mod cmaes;
 pub mod encode;
 mod error;
@@ -11,11 +12,13 @@ pub mod history;
 mod hyperband;
 mod random;
 mod registry;
+mod resource;
 pub mod sample;
 mod settings;
 mod sobol;
 mod tpe;
 
+pub use asha::{Asha, AshaPruner};
 pub use error::AlgorithmError;
 pub use random::RandomSearch;
 pub use registry::{KNOWN_ALGORITHMS, build, seed_setting, with_random_state};

@@ -6,17 +6,9 @@ use crate::random::RandomSearch;
 use crate::settings::Settings;
 use vernier_core::{Objective, SearchSpace, Suggester};
 
-/// Every algorithm name Vernier accepts in `spec.algorithm.algorithmName`.
-pub const KNOWN_ALGORITHMS: &[&str] = &[
-    "random",
-    "grid",
-    "sobol",
-    "tpe",
-    "multivariate-tpe",
-    "bayesianoptimization",
-    "cmaes",
-    "hyperband",
-];
+/// Every algorithm name Vernier accepts in `spec.algorithm.algorithmName`: core's one list,
+/// which spec validation reads too.
+pub use vernier_core::ALGORITHM_NAMES as KNOWN_ALGORITHMS;
 
 /// Builds the named algorithm for this space and objective.
 pub fn build(
@@ -37,6 +29,7 @@ pub fn build(
         "bayesianoptimization" => crate::gp::build(name, settings, space, objective),
         "cmaes" => crate::cmaes::build(name, settings, space, objective),
         "hyperband" => crate::hyperband::build(name, settings, space, objective),
+        "asha" => crate::asha::build(name, settings, space, objective),
         _ => Err(AlgorithmError::UnknownAlgorithm {
             name: name.to_string(),
             known: KNOWN_ALGORITHMS.join(", "),
@@ -115,6 +108,20 @@ mod tests {
             err.to_string()
                 .starts_with("unknown algorithm name \"nope\"")
         );
+    }
+
+    #[test]
+    fn every_known_name_is_built_by_the_registry() {
+        let o = Objective::new("loss", Direction::Minimize);
+        for name in KNOWN_ALGORITHMS {
+            // Some need settings (hyperband, asha) or steps (grid); none may be unknown.
+            if let Err(e) = build(name, &[], &space(), &o) {
+                assert!(
+                    !matches!(e, AlgorithmError::UnknownAlgorithm { .. }),
+                    "{name}: {e}"
+                );
+            }
+        }
     }
 
     #[test]

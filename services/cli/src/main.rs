@@ -67,6 +67,14 @@ enum Command {
         #[arg(long, short, value_name = "FILE")]
         output: Option<PathBuf>,
     },
+    /// Add a hand-picked configuration to an experiment; `vernier resume` runs it first.
+    Enqueue {
+        /// The experiment name.
+        name: String,
+        /// A parameter value, NAME=VALUE; give every parameter of the search space once.
+        #[arg(long = "param", value_name = "NAME=VALUE", required = true)]
+        params: Vec<String>,
+    },
     /// Delete an experiment, its trials and their observations.
     Delete {
         /// The experiment name.
@@ -172,6 +180,9 @@ async fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
             format,
             output,
         } => commands::compare::compare(&cli.db, &names, format, output).await,
+        Command::Enqueue { name, params } => {
+            commands::enqueue::enqueue(&cli.db, &name, &params).await
+        }
         Command::Delete { name } => commands::delete::delete(&cli.db, &name).await,
         Command::Validate { file } => commands::validate::validate(&file),
         Command::Benchmark {

@@ -15,7 +15,9 @@ fn help_lists_every_command() {
     let out = vernier(&["--help"]);
     assert!(out.status.success());
     let help = String::from_utf8_lossy(&out.stdout);
-    for cmd in ["run", "resume", "list", "report", "delete", "validate"] {
+    for cmd in [
+        "run", "resume", "list", "report", "delete", "validate", "enqueue",
+    ] {
         assert!(
             help.contains(&format!("  {cmd} ")),
             "{cmd} missing from:\n{help}"

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 use vernier_core::{
-    MetricSummary, Observation, SuggestRequest, TrialRecord, TrialState, UNAVAILABLE,
+    MetricSummary, Observation, SuggestRequest, Suggestions, TrialRecord, TrialState, UNAVAILABLE,
 };
 use vernier_spec::plan::{Completion, TrialCounts, TrialOutcome, plan};
 use vernier_store::{
@@ -185,6 +185,18 @@ pub async fn run(
     for note in crate::replicas::experiment_notes(exp) {
         observer.on_event(&DriverEvent::Warning(note), &progress_of(exp, &trials));
     }
+    let warm = crate::warm_start::load(store, exp).await?;
+    if warm.skipped > 0 {
+        observer.on_event(
+            &DriverEvent::Warning(format!(
+                "warm start: {} earlier trial(s) skipped (no {} value, or outside this search space); {} used",
+                warm.skipped,
+                exp.objective.metric,
+                warm.records.len()
+            )),
+            &progress_of(exp, &trials),
+        );
+    }
 
     let now = now_us();
     set_condition(
@@ -262,15 +274,32 @@ pub async fn run(
         }
 
         if stopping.is_none() && p.request > 0 {
-            let records: Vec<TrialRecord> = trials.iter().map(|t| t.record.clone()).collect();
-            let suggestions = suggester.suggest(&SuggestRequest {
-                space: &exp.space,
-                objective: &exp.objective,
-                trials: &records,
-                count: p.request as usize,
-                seed: suggest_seed(seed, records.len()),
-                state: status.algorithm_state.as_deref(),
-            })?;
+            // Warm-start results come first in the history the algorithm sees; they are not
+            // this experiment's trials, so the seed and the planner count only the real ones.
+            let records: Vec<TrialRecord> = warm
+                .records
+                .iter()
+                .cloned()
+                .chain(trials.iter().map(|t| t.record.clone()))
+                .collect();
+            let queued =
+                crate::enqueue::pending(exp, &records[warm.records.len()..], p.request as usize)?;
+            let suggestions = if !queued.is_empty() {
+                Suggestions {
+                    proposals: queued,
+                    state: status.algorithm_state.clone(),
+                    exhausted: false,
+                }
+            } else {
+                suggester.suggest(&SuggestRequest {
+                    space: &exp.space,
+                    objective: &exp.objective,
+                    trials: &records,
+                    count: p.request as usize,
+                    seed: suggest_seed(seed, trials.len()),
+                    state: status.algorithm_state.as_deref(),
+                })?
+            };
             // An algorithm may return fewer proposals than asked while it waits for running
             // trials (Hyperband's rungs); with nothing running it would wait forever, so that
             // counts as the end of the search.
@@ -563,7 +592,7 @@ async fn finish_trial(
     Ok(())
 }
 
-async fn objective_of(
+pub(crate) async fn objective_of(
     store: &SqlStore,
     exp: &LocalExperiment,
     trial: &str,

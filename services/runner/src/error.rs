@@ -38,6 +38,10 @@ pub enum RunnerError {
         "observations of trial {trial} could not be recorded: {error}\nhint: the trial's full output is kept in its log file"
     )]
     ObservationsNotRecorded { trial: String, error: String },
+    #[error("spec.warmStart: {0}")]
+    WarmStart(String),
+    #[error("spec.enqueuedTrials[{index}]: {message}")]
+    Enqueued { index: usize, message: String },
     #[error("stored experiment {name:?} is unreadable: {reason}")]
     CorruptExperiment { name: String, reason: String },
 }

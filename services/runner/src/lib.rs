@@ -2,6 +2,7 @@
 //! collected from its output into the store, driven by the shared planner.
 
 pub mod driver;
+pub mod enqueue;
 mod error;
 pub mod experiment;
 pub mod names;
@@ -9,6 +10,7 @@ pub mod process;
 pub mod replicas;
 pub mod report;
 pub mod status;
+pub mod warm_start;
 
 pub use driver::{BestSoFar, DriverEvent, Observer, Outcome, Progress};
 pub use error::RunnerError;

@@ -1,21 +1,12 @@
 //! The names Vernier recognises (algorithms, early stopping, collectors, ...), shared with the
 //! crates that build algorithms and collectors so the lists cannot drift apart.
 
-/// Every `spec.algorithm.algorithmName` Vernier can run.
-pub const ALGORITHM_NAMES: &[&str] = &[
-    "random",
-    "grid",
-    "sobol",
-    "tpe",
-    "multivariate-tpe",
-    "bayesianoptimization",
-    "cmaes",
-    "hyperband",
-    "asha",
-];
+/// Every `spec.algorithm.algorithmName` Vernier can run (the one list lives in core, where
+/// the algorithm registry reads it too).
+pub use vernier_core::ALGORITHM_NAMES;
 
 /// Every `spec.earlyStopping.algorithmName` Vernier can run.
-pub const EARLY_STOPPING_NAMES: &[&str] = &["medianstop"];
+pub const EARLY_STOPPING_NAMES: &[&str] = &["medianstop", "asha"];
 
 /// `parameterType` values. Katib also admits `unknown`, which no algorithm can sample.
 pub const PARAMETER_TYPES: &[&str] = &["double", "int", "discrete", "categorical"];

@@ -3,6 +3,7 @@
 
 mod convert;
 pub mod defaults;
+pub mod enqueue;
 mod error;
 pub mod known;
 mod number;

@@ -75,6 +75,42 @@ pub struct ExperimentSpec {
     pub nas_config: Option<NasConfig>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resume_policy: Option<String>,
+    /// Vernier extension: earlier results that seed the algorithm's history.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warm_start: Option<WarmStartSpec>,
+    /// Vernier extension: configurations to run before the algorithm proposes any.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub enqueued_trials: Vec<EnqueuedTrial>,
+}
+
+/// `spec.warmStart` (Vernier extension): results of earlier experiments in the same store
+/// and/or a file of known results, given to the algorithm as history.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WarmStartSpec {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub experiments: Vec<String>,
+    /// A CSV or JSON-lines file, relative to the experiment file's directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+}
+
+/// One entry of `spec.enqueuedTrials` (Vernier extension): a hand-picked configuration.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EnqueuedTrial {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parameter_assignments: Vec<ParameterAssignmentSpec>,
+}
+
+/// A parameter's value as Katib's Trial writes it: `{name, value}`, the value as text.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ParameterAssignmentSpec {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub value: String,
 }
 
 /// One entry of `spec.parameters` (also used inside `nasConfig.operations`).
@@ -362,4 +398,9 @@ pub(crate) const FIELD_NAMES: &[&str] = &[
     "operations",
     "operationType",
     "resumePolicy",
+    "warmStart",
+    "experiments",
+    "file",
+    "enqueuedTrials",
+    "parameterAssignments",
 ];

@@ -331,6 +331,24 @@ impl SqliteBackend {
         Ok(())
     }
 
+    pub(crate) async fn update_experiment_spec(
+        &self,
+        name: &str,
+        spec_json: &str,
+    ) -> Result<(), StoreError> {
+        let _writer = self.write_lock.lock().await;
+        let done = sqlx::query("UPDATE experiments SET spec_json = ? WHERE name = ?")
+            .bind(spec_json)
+            .bind(name)
+            .execute(&self.pool)
+            .await
+            .map_err(|e| StoreError::query("update spec of experiment", name, e))?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::not_found("experiment", name));
+        }
+        Ok(())
+    }
+
     pub(crate) async fn delete_experiment(&self, name: &str) -> Result<bool, StoreError> {
         let _writer = self.write_lock.lock().await;
         let err = |e| StoreError::query("delete experiment", name, e);

@@ -77,6 +77,16 @@ impl SqlStore {
         dispatch!(self.update_experiment_status(name, status))
     }
 
+    /// Replaces the stored spec (`vernier enqueue` appends to `spec.enqueuedTrials`);
+    /// [`StoreError::NotFound`] if there is no such experiment.
+    pub async fn update_experiment_spec(
+        &self,
+        name: &str,
+        spec_json: &str,
+    ) -> Result<(), StoreError> {
+        dispatch!(self.update_experiment_spec(name, spec_json))
+    }
+
     /// Deletes the experiment, its trials and their observation logs in one transaction.
     /// Returns whether the experiment existed.
     pub async fn delete_experiment(&self, name: &str) -> Result<bool, StoreError> {

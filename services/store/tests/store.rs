@@ -229,6 +229,25 @@ async fn trial_conflicts_and_unknown_names_are_named() {
 }
 
 #[tokio::test]
+async fn the_spec_can_be_replaced_and_nothing_else_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqlStore::connect(&url(dir.path())).await.unwrap();
+    let a = experiment("a-first", 100);
+    store.create_experiment(&a).await.unwrap();
+    let spec = r#"{"metadata":{"name":"a-first"},"spec":{"enqueuedTrials":[]}}"#;
+    store.update_experiment_spec("a-first", spec).await.unwrap();
+    let got = store.get_experiment("a-first").await.unwrap().unwrap();
+    assert_eq!(got.spec_json, spec);
+    assert_eq!(got.status, a.status);
+    assert_eq!((got.seed, got.created_us), (a.seed, a.created_us));
+    let err = store
+        .update_experiment_spec("nope", spec)
+        .await
+        .unwrap_err();
+    assert_eq!(err.to_string(), "experiment `nope` not found");
+}
+
+#[tokio::test]
 async fn duplicate_experiment_says_how_to_proceed() {
     let store = SqlStore::connect(":memory:").await.unwrap();
     store

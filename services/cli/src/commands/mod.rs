@@ -3,6 +3,7 @@
 pub mod benchmark;
 pub mod compare;
 pub mod delete;
+pub mod enqueue;
 pub mod list;
 pub mod report;
 pub mod run;

@@ -307,7 +307,7 @@ fn unknown_early_stopping() {
     assert_error(
         &e,
         "spec.earlyStopping.algorithmName",
-        r#"value "truncation" is not supported; hint: use one of medianstop"#,
+        r#"value "truncation" is not supported; hint: use one of medianstop, asha"#,
     );
 }
 

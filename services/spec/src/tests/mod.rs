@@ -6,6 +6,7 @@ mod invalid;
 mod parse;
 mod render;
 mod replicas;
+mod warm_start;
 
 use crate::{Experiment, SpecErrors, parse_experiment};
 use serde_json::Value;

@@ -3,6 +3,7 @@
 //! field path and the offending value; all problems are collected, none short-circuits.
 
 mod collector;
+mod extensions;
 mod parameters;
 mod template;
 
@@ -26,6 +27,7 @@ pub fn validate(exp: &Experiment) -> Result<(), SpecErrors> {
     parameters::check(exp, &mut errs);
     template::check(exp, &mut errs);
     collector::check(exp, &mut errs);
+    extensions::check(exp, &mut errs);
     errs.0.into_result(())
 }
 
@@ -90,7 +92,7 @@ fn check_name(exp: &Experiment, errs: &mut Errors) {
 
 /// `^[a-z]([-a-z0-9]*[a-z0-9])?$`. Katib matches only a prefix; the whole name is checked here
 /// because trial and job names are derived from it and Kubernetes checks them whole.
-fn is_dns_label(name: &str) -> bool {
+pub(crate) fn is_dns_label(name: &str) -> bool {
     let b = name.as_bytes();
     let inner = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-';
     b.first().is_some_and(u8::is_ascii_lowercase)

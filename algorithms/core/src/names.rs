@@ -1,0 +1,15 @@
+//! The suggestion algorithm names Vernier runs, in one place: spec validation accepts exactly
+//! these and the algorithm registry builds exactly these, so the two cannot drift apart.
+
+/// Every `spec.algorithm.algorithmName` Vernier can run.
+pub const ALGORITHM_NAMES: &[&str] = &[
+    "random",
+    "grid",
+    "sobol",
+    "tpe",
+    "multivariate-tpe",
+    "bayesianoptimization",
+    "cmaes",
+    "hyperband",
+    "asha",
+];

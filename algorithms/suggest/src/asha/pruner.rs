@@ -1,0 +1,144 @@
+//! ASHA as an early-stopping rule (`earlyStopping.algorithmName: asha`): successive halving
+//! over the intermediate values of long trials, as Optuna's `SuccessiveHalvingPruner` does.
+//!
+//! Rungs sit at steps `min_resource·eta^(s+k)`, k = 0, 1, ... (`s` is
+//! `min_early_stopping_rate`); step `n` is a trial's `n`-th intermediate value (an epoch, for
+//! a trial that reports once per epoch). A running trial is judged at the highest rung it has
+//! reached: it keeps running if its value at that rung's step ranks among the best
+//! `max(1, floor(n/eta))` of the `n` trials (itself included, in any state) that reported a
+//! value at that step, and is stopped otherwise — Optuna's rule, where fewer than `eta`
+//! competitors means only the best continues. Until at least `bootstrap_count` trials (itself
+//! included) have reached a rung, nobody is stopped there. Losses follow the objective's
+//! direction; a non-finite value ranks last; ties keep the earlier trial ahead.
+//!
+//! Stateless, unlike Optuna (which stores each trial's passed rungs): a trial is judged again
+//! after every new value until it reaches the next rung, so a trial that other trials overtake
+//! at its current rung is stopped then instead of carrying on to the next rung.
+
+use super::{eta_setting, invalid, rate_setting};
+use crate::error::AlgorithmError;
+use crate::settings::Settings;
+use vernier_core::{CoreError, EarlyStopper, EarlyStoppingRequest, TrialState};
+
+const ACCEPTED: &[&str] = &[
+    "min_resource",
+    "eta",
+    "min_early_stopping_rate",
+    "bootstrap_count",
+];
+
+/// ASHA's rung rule applied to the intermediate values of running trials.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AshaPruner {
+    min_resource: u64,
+    eta: u64,
+    min_early_stopping_rate: u32,
+    bootstrap_count: usize,
+}
+
+impl AshaPruner {
+    /// Builds the rule from Katib-style `earlyStopping.algorithmSettings` name/value pairs:
+    /// `min_resource` (steps before the first rung's base, an integer >= 1, default 1), `eta`
+    /// (an integer >= 2, default 3), `min_early_stopping_rate` (0 to 64, default 0) and
+    /// `bootstrap_count` (an integer >= 0, default 0).
+    pub fn from_settings(settings: &[(String, String)]) -> Result<Self, AlgorithmError> {
+        let s = Settings::new("asha", settings, ACCEPTED)?;
+        let min_resource = s
+            .get::<u64>(
+                "min_resource",
+                |v| v >= 1,
+                "min_resource must be an integer >= 1",
+            )?
+            .unwrap_or(1);
+        let eta = eta_setting(&s)?;
+        let min_early_stopping_rate = rate_setting(&s)?;
+        let bootstrap_count = s
+            .get::<usize>("bootstrap_count", |_| true, "an integer >= 0")?
+            .unwrap_or(0);
+        let pruner = AshaPruner {
+            min_resource,
+            eta,
+            min_early_stopping_rate,
+            bootstrap_count,
+        };
+        if pruner.rung_step(0).is_none() {
+            return Err(invalid(
+                "min_early_stopping_rate",
+                &min_early_stopping_rate.to_string(),
+                format!(
+                    "is out of range: the first rung, min_resource·eta^min_early_stopping_rate \
+                     = {min_resource}·{eta}^{min_early_stopping_rate}, overflows\nhint: lower \
+                     min_early_stopping_rate"
+                ),
+            ));
+        }
+        Ok(pruner)
+    }
+
+    /// The step of rung `k`, or `None` past `u64`.
+    pub fn rung_step(&self, k: u32) -> Option<u64> {
+        self.eta
+            .checked_pow(self.min_early_stopping_rate.checked_add(k)?)?
+            .checked_mul(self.min_resource)
+    }
+
+    /// The highest rung whose step is within `steps` reported values, with that step.
+    fn highest_rung(&self, steps: usize) -> Option<u64> {
+        let mut reached = None;
+        for k in 0.. {
+            match self.rung_step(k) {
+                Some(step) if step <= steps as u64 => reached = Some(step),
+                _ => break,
+            }
+        }
+        reached
+    }
+}
+
+impl EarlyStopper for AshaPruner {
+    fn name(&self) -> &str {
+        "asha"
+    }
+
+    fn trials_to_stop(&self, request: &EarlyStoppingRequest<'_>) -> Result<Vec<String>, CoreError> {
+        let direction = request.objective.direction;
+        let loss = |v: f64| {
+            if v.is_finite() {
+                direction.to_loss(v)
+            } else {
+                f64::INFINITY
+            }
+        };
+        let mut stop = Vec::new();
+        for (i, trial) in request.trials.iter().enumerate() {
+            if trial.state != TrialState::Running {
+                continue;
+            }
+            let Some(step) = self.highest_rung(trial.values.len()) else {
+                continue;
+            };
+            let at = step as usize - 1;
+            let mine = loss(trial.values[at]);
+            let mut competitors = 0usize;
+            let mut ahead = 0usize;
+            for (j, other) in request.trials.iter().enumerate() {
+                let Some(&v) = other.values.get(at) else {
+                    continue;
+                };
+                competitors += 1;
+                let theirs = loss(v);
+                if theirs < mine || (theirs == mine && j < i) {
+                    ahead += 1;
+                }
+            }
+            if competitors < self.bootstrap_count.max(1) {
+                continue;
+            }
+            let keep = (competitors / self.eta as usize).max(1);
+            if ahead >= keep {
+                stop.push(trial.name.to_string());
+            }
+        }
+        Ok(stop)
+    }
+}

@@ -1,0 +1,254 @@
+//! The resource parameter shared by the multi-fidelity algorithms (Hyperband, ASHA): rung
+//! budgets on the parameter's domain, assignments composed around a budget, and fresh
+//! configurations that avoid every one already taken.
+
+use crate::history;
+use crate::sample::{sample_param, snap, tidy};
+use rand::{Rng, RngExt};
+use std::collections::HashSet;
+use vernier_core::{Assignment, Domain, ParamValue, Parameter, SearchSpace, TrialRecord};
+
+/// Random draws tried before a new configuration may share its non-resource part with an
+/// earlier trial (continuous spaces never need a second draw).
+pub(crate) const MAX_REDRAWS: usize = 100;
+
+/// Finite spaces (without the resource parameter) up to this size are enumerated once random
+/// draws stop finding unused points.
+pub(crate) const ENUMERATE_LIMIT: u128 = 100_000;
+
+/// Relative slack for budgets: they are exact quotients `r_l / eta^e`, but may have gone
+/// through text (trial storage) or need `int()` of a value that is integral in exact arithmetic.
+pub(crate) const BUDGET_TOLERANCE: f64 = 1e-9;
+
+/// The parameter that carries each trial's resource (epochs, samples, ...).
+#[derive(Debug, Clone)]
+pub(crate) struct Resource {
+    pub(crate) name: String,
+}
+
+impl Resource {
+    /// An assignment in space order with the resource set to `budget` and every other value
+    /// taken from `value_of`; `None` if `value_of` has no value for a parameter.
+    pub(crate) fn compose(
+        &self,
+        space: &SearchSpace,
+        budget: &ParamValue,
+        mut value_of: impl FnMut(&Parameter) -> Option<ParamValue>,
+    ) -> Option<Assignment> {
+        space
+            .parameters()
+            .iter()
+            .map(|p| {
+                let v = if p.name == self.name {
+                    budget.clone()
+                } else {
+                    value_of(p)?
+                };
+                Some((p.name.clone(), v))
+            })
+            .collect::<Option<Vec<_>>>()
+            .map(Assignment)
+    }
+
+    pub(crate) fn sub_key(&self, a: &Assignment) -> String {
+        Assignment(a.iter().filter(|(n, _)| *n != self.name).cloned().collect()).key()
+    }
+
+    /// Up to `want` new configurations at `budget` for a bracket's first rung.
+    pub(crate) fn fresh<R: Rng + ?Sized>(
+        &self,
+        space: &SearchSpace,
+        budget: &ParamValue,
+        want: usize,
+        taken: &mut Taken,
+        rng: &mut R,
+    ) -> Vec<Assignment> {
+        let others: Vec<&Parameter> = space
+            .parameters()
+            .iter()
+            .filter(|p| p.name != self.name)
+            .collect();
+        let finite = others
+            .iter()
+            .try_fold(1u128, |acc, p| acc.checked_mul(p.cardinality()?))
+            .filter(|n| *n <= ENUMERATE_LIMIT);
+        let mut out = Vec::new();
+        // Once random draws miss, a finite space is listed: never-tried points first, then
+        // points tried at another resource.
+        let mut listed: Option<(Vec<Assignment>, Vec<Assignment>)> = None;
+        while out.len() < want {
+            let mut pick = None;
+            if listed.is_none() {
+                let mut fallback = None;
+                for _ in 0..MAX_REDRAWS {
+                    let Some(a) = self.compose(space, budget, |p| Some(sample_param(p, rng)))
+                    else {
+                        break;
+                    };
+                    if !taken.sub.contains(&self.sub_key(&a)) {
+                        pick = Some(a);
+                        break;
+                    }
+                    if fallback.is_none() && !taken.full.contains(&a.key()) {
+                        fallback = Some(a);
+                    }
+                }
+                if pick.is_none() {
+                    match finite {
+                        Some(size) => listed = Some(self.list(space, &others, size, budget, taken)),
+                        None => pick = fallback,
+                    }
+                }
+            }
+            if let Some((never, reused)) = listed.as_mut() {
+                let pool = if never.is_empty() { reused } else { never };
+                if !pool.is_empty() {
+                    let k = rng.random_range(0..pool.len());
+                    pick = Some(pool.swap_remove(k));
+                }
+            }
+            let Some(a) = pick else { break };
+            taken.insert(self, &a);
+            out.push(a);
+        }
+        out
+    }
+
+    /// Every unused point of a finite space at `budget`, split into those whose non-resource
+    /// part was never tried and those tried at another resource.
+    pub(crate) fn list(
+        &self,
+        space: &SearchSpace,
+        others: &[&Parameter],
+        size: u128,
+        budget: &ParamValue,
+        taken: &Taken,
+    ) -> (Vec<Assignment>, Vec<Assignment>) {
+        let mut never = Vec::new();
+        let mut reused = Vec::new();
+        for index in 0..size {
+            let Some(values) = point_at(others, index) else {
+                continue;
+            };
+            let Some(a) = self.compose(space, budget, |p| {
+                others
+                    .iter()
+                    .position(|q| q.name == p.name)
+                    .map(|j| values[j].clone())
+            }) else {
+                continue;
+            };
+            if !taken.sub.contains(&self.sub_key(&a)) {
+                never.push(a);
+            } else if !taken.full.contains(&a.key()) {
+                reused.push(a);
+            }
+        }
+        (never, reused)
+    }
+}
+
+/// Keys of every configuration proposed so far, whole and without the resource value.
+pub(crate) struct Taken {
+    pub(crate) full: HashSet<String>,
+    pub(crate) sub: HashSet<String>,
+}
+
+impl Taken {
+    pub(crate) fn new(resource: &Resource, trials: &[TrialRecord]) -> Self {
+        Taken {
+            full: history::taken(trials),
+            sub: trials
+                .iter()
+                .map(|t| resource.sub_key(&t.assignment))
+                .collect(),
+        }
+    }
+
+    pub(crate) fn insert(&mut self, resource: &Resource, a: &Assignment) {
+        self.full.insert(a.key());
+        self.sub.insert(resource.sub_key(a));
+    }
+}
+
+/// The `index`-th point of the product of finite parameters, in mixed-radix order.
+pub(crate) fn point_at(params: &[&Parameter], mut index: u128) -> Option<Vec<ParamValue>> {
+    let mut values = vec![ParamValue::Int(0); params.len()];
+    for (j, p) in params.iter().enumerate().rev() {
+        let n = p.cardinality()?;
+        values[j] = p.value_at(index % n)?;
+        index /= n;
+    }
+    Some(values)
+}
+
+/// `floor(log_eta(r_l))` in exact arithmetic (0 when `r_l < eta`).
+pub(crate) fn s_max(eta: u64, r_l: f64) -> usize {
+    let eta = eta as f64;
+    let mut s = 0;
+    let mut next = eta;
+    // Powers of eta are exact in f64 far beyond any sensible r_l; the slack only forgives an
+    // r_l that went through text.
+    while next <= r_l * (1.0 + BUDGET_TOLERANCE) {
+        s += 1;
+        next *= eta;
+    }
+    s
+}
+
+/// The resource parameter's value for budget `r`, or why the domain cannot hold it.
+pub(crate) fn budget_value(p: &Parameter, r: f64) -> Result<ParamValue, String> {
+    let value = match &p.domain {
+        Domain::Int { .. } => ParamValue::Int(int_budget(r)),
+        Domain::Double { min, max, step } => {
+            let v = ParamValue::Double(tidy(r));
+            p.check(&v).map_err(|why| format!("{r} is {why}"))?;
+            match step {
+                Some(st) => ParamValue::Double(snap(r, *min, *max, *st)),
+                None => v,
+            }
+        }
+        Domain::Discrete { .. } | Domain::Categorical { .. } => {
+            return Err("the resource parameter must be an int or a double".to_string());
+        }
+    };
+    p.check(&value).map_err(|why| format!("{value} is {why}"))?;
+    Ok(value)
+}
+
+/// Katib's `int(r)`, forgiving values a hair below an integer, and never below 1.
+pub(crate) fn int_budget(r: f64) -> i64 {
+    ((r * (1.0 + BUDGET_TOLERANCE)).floor() as i64).max(1)
+}
+
+pub(crate) fn show_budget(p: &Parameter, r: f64) -> String {
+    match p.domain {
+        Domain::Int { .. } => int_budget(r).to_string(),
+        _ => tidy(r).to_string(),
+    }
+}
+
+pub(crate) fn kind(p: &Parameter) -> &'static str {
+    match p.domain {
+        Domain::Double { .. } => "double",
+        Domain::Int { .. } => "int",
+        Domain::Discrete { .. } => "discrete",
+        Domain::Categorical { .. } => "categorical",
+    }
+}
+
+pub(crate) fn describe_domain(d: &Domain) -> String {
+    match d {
+        Domain::Double { min, max, step } => match step {
+            Some(s) => format!("min {min}, max {max}, step {s}"),
+            None => format!("min {min}, max {max}"),
+        },
+        Domain::Int { min, max, step } => match step {
+            Some(s) => format!("min {min}, max {max}, step {s}"),
+            None => format!("min {min}, max {max}"),
+        },
+        Domain::Discrete { values } | Domain::Categorical { values } => {
+            format!("values {values:?}")
+        }
+    }
+}

@@ -1,0 +1,65 @@
+//! `vernier enqueue NAME --param k=v ...`: adds a hand-picked configuration to an existing
+//! experiment's `spec.enqueuedTrials`; the next `vernier resume` runs it before the algorithm
+//! proposes anything.
+
+use crate::Exit;
+use anyhow::Context;
+use vernier_spec::enqueue::enqueued_assignment;
+use vernier_spec::types::{EnqueuedTrial, ParameterAssignmentSpec};
+use vernier_store::SqlStore;
+
+pub async fn enqueue(db: &str, name: &str, params: &[String]) -> anyhow::Result<Exit> {
+    let mut pairs = Vec::with_capacity(params.len());
+    for p in params {
+        let Some((k, v)) = p.split_once('=') else {
+            anyhow::bail!(
+                "--param {p:?} is not NAME=VALUE\nhint: write e.g. --param lr=0.01 --param optimizer=adam"
+            );
+        };
+        pairs.push((k.trim().to_string(), v.trim().to_string()));
+    }
+    let store = SqlStore::connect(db).await?;
+    let row = store.get_experiment(name).await?.ok_or_else(|| {
+        anyhow::anyhow!(
+            "experiment {name:?} does not exist in {db}\nhint: `vernier list` shows the experiments there"
+        )
+    })?;
+    if matches!(row.status.phase.as_str(), "Succeeded" | "Failed") {
+        anyhow::bail!(
+            "experiment {name:?} has already finished ({}: {}), so nothing would run the configuration\nhint: start a new experiment with spec.enqueuedTrials (and spec.warmStart.experiments: [{name}] to keep its results)",
+            row.status.phase,
+            row.status.reason
+        );
+    }
+    let mut spec = vernier_spec::parse_experiment(&row.spec_json)
+        .map_err(|e| anyhow::anyhow!("stored experiment {name:?} is unreadable: {e}"))?;
+    let space = spec
+        .search_space()
+        .map_err(|e| anyhow::anyhow!("stored experiment {name:?} is unreadable: {e}"))?;
+    let assignment = enqueued_assignment(&space, &pairs)
+        .map_err(|e| anyhow::anyhow!("--param: {}", e.replacen("; hint:", "\nhint:", 1)))?;
+    spec.spec.enqueued_trials.push(EnqueuedTrial {
+        parameter_assignments: assignment
+            .to_strings()
+            .into_iter()
+            .map(|(name, value)| ParameterAssignmentSpec { name, value })
+            .collect(),
+    });
+    let index = spec.spec.enqueued_trials.len() - 1;
+    let json = serde_json::to_string(&spec).context("cannot serialise the experiment spec")?;
+    store.update_experiment_spec(name, &json).await?;
+    let db_flag = if db == "vernier.db" {
+        String::new()
+    } else {
+        format!(" --db {db}")
+    };
+    println!("enqueued {assignment} as spec.enqueuedTrials[{index}] of experiment {name}");
+    if row.status.phase == "Running" {
+        println!(
+            "note: a `vernier run` or `resume` already driving {name} reads its spec once; the configuration runs at the next `vernier resume {name}{db_flag}`"
+        );
+    } else {
+        println!("`vernier resume {name}{db_flag}` runs it first");
+    }
+    Ok(Exit::Succeeded)
+}

@@ -1,0 +1,68 @@
+//! Hand-picked configurations (`spec.enqueuedTrials`, `vernier enqueue`) read against the
+//! search space, with errors a user can act on: which parameter, which value, what to do.
+
+use crate::types::EnqueuedTrial;
+use vernier_core::{Assignment, SearchSpace};
+
+/// Label on a trial created from `spec.enqueuedTrials[i]`, holding `i`; how a resumed
+/// experiment knows which entries already ran.
+pub const ENQUEUED_LABEL: &str = "vernier.enqueue/index";
+
+/// Reads one configuration: every parameter of the space exactly once, each value inside
+/// its feasible space. The error is one line plus a `hint:`, without a field path.
+pub fn enqueued_assignment(
+    space: &SearchSpace,
+    pairs: &[(String, String)],
+) -> Result<Assignment, String> {
+    let names: Vec<&str> = space.parameters().iter().map(|p| p.name.as_str()).collect();
+    for (i, (name, _)) in pairs.iter().enumerate() {
+        if space.get(name).is_none() {
+            return Err(format!(
+                "parameter {name:?} is not in the search space; hint: the parameters are {}",
+                names.join(", ")
+            ));
+        }
+        if pairs[..i].iter().any(|(n, _)| n == name) {
+            return Err(format!(
+                "parameter {name:?} is given more than once; hint: give each parameter once"
+            ));
+        }
+    }
+    let missing: Vec<&str> = names
+        .iter()
+        .filter(|n| !pairs.iter().any(|(p, _)| p == *n))
+        .copied()
+        .collect();
+    if !missing.is_empty() {
+        return Err(format!(
+            "parameter(s) {} missing; hint: an enqueued configuration gives every parameter a \
+             value",
+            missing.join(", ")
+        ));
+    }
+    let mut values = Vec::with_capacity(names.len());
+    for p in space.parameters() {
+        let text = pairs
+            .iter()
+            .find(|(n, _)| *n == p.name)
+            .map(|(_, v)| v.as_str())
+            .unwrap_or_default();
+        let v = p.parse_value(text).map_err(|e| {
+            format!(
+                "{e}; hint: pick a value inside the feasible space of {:?}",
+                p.name
+            )
+        })?;
+        values.push((p.name.clone(), v));
+    }
+    Ok(Assignment(values))
+}
+
+/// The `(name, value)` pairs of an entry, as written.
+pub fn pairs_of(entry: &EnqueuedTrial) -> Vec<(String, String)> {
+    entry
+        .parameter_assignments
+        .iter()
+        .map(|a| (a.name.clone(), a.value.clone()))
+        .collect()
+}

@@ -1,0 +1,121 @@
+//! The warm-start and enqueued-trial extensions: accepted when right, reported with their
+//! path when wrong, absent from a Katib spec that does not use them; and ASHA early stopping.
+
+use super::{RANDOM, assert_error, mutated, parse_err, parse_ok, set};
+use crate::enqueue::{enqueued_assignment, pairs_of};
+use serde_json::json;
+
+fn with_extensions(warm: serde_json::Value, enqueued: serde_json::Value) -> String {
+    mutated(RANDOM, |v| {
+        set(v, "/spec/warmStart", warm);
+        set(v, "/spec/enqueuedTrials", enqueued);
+    })
+}
+
+#[test]
+fn warm_start_and_enqueued_trials_parse_and_round_trip() {
+    let text = with_extensions(
+        json!({"experiments": ["first-run", "second-run"], "file": "known.csv"}),
+        json!([{"parameterAssignments": [
+            {"name": "lr", "value": "0.02"},
+            {"name": "momentum", "value": 0.6},
+            {"name": "optimizer", "value": "adam"}
+        ]}]),
+    );
+    let exp = parse_ok(&text);
+    let ws = exp.spec.warm_start.as_ref().unwrap();
+    assert_eq!(ws.experiments, ["first-run", "second-run"]);
+    assert_eq!(ws.file.as_deref(), Some("known.csv"));
+    let space = exp.search_space().unwrap();
+    let a = enqueued_assignment(&space, &pairs_of(&exp.spec.enqueued_trials[0])).unwrap();
+    assert_eq!(a.to_string(), "lr=0.02, momentum=0.6, optimizer=adam");
+    let again = parse_ok(&serde_json::to_string(&exp).unwrap());
+    assert_eq!(again, exp);
+
+    // A Katib spec without the extensions writes neither field back.
+    let plain = serde_json::to_value(parse_ok(RANDOM)).unwrap();
+    assert!(plain["spec"].get("warmStart").is_none());
+    assert!(plain["spec"].get("enqueuedTrials").is_none());
+}
+
+#[test]
+fn warm_start_errors_name_the_field() {
+    let e = parse_err(&with_extensions(json!({}), json!([])));
+    assert_error(
+        &e,
+        "spec.warmStart",
+        "is required; hint: name earlier experiments",
+    );
+    let e = parse_err(&with_extensions(
+        json!({"experiments": ["random", "Old_Run", "a", "a"], "file": " "}),
+        json!([]),
+    ));
+    assert_error(
+        &e,
+        "spec.warmStart.experiments[0]",
+        r#"value "random" is this experiment"#,
+    );
+    assert_error(
+        &e,
+        "spec.warmStart.experiments[1]",
+        r#"value "Old_Run" is not a valid experiment name"#,
+    );
+    assert_error(
+        &e,
+        "spec.warmStart.experiments[3]",
+        r#"value "a" is listed twice"#,
+    );
+    assert_error(&e, "spec.warmStart.file", "is empty; hint:");
+    let e = parse_err(&mutated(RANDOM, |v| {
+        set(v, "/spec/warmStart", json!({"experiment": ["a"]}))
+    }));
+    assert_error(&e, "spec.warmStart.experiment", "unknown field");
+}
+
+#[test]
+fn enqueued_trials_are_checked_against_the_space() {
+    let entry = |pairs: serde_json::Value| json!([{"parameterAssignments": pairs}]);
+    let cases = [
+        (
+            json!([{"name": "lr", "value": "0.02"}, {"name": "momentum", "value": "0.6"},
+                   {"name": "optimizer", "value": "adam"}, {"name": "epochs", "value": "3"}]),
+            r#"parameter "epochs" is not in the search space; hint: the parameters are lr, momentum, optimizer"#,
+        ),
+        (
+            json!([{"name": "lr", "value": "0.02"}]),
+            "parameter(s) momentum, optimizer missing; hint:",
+        ),
+        (
+            json!([{"name": "lr", "value": "0.5"}, {"name": "momentum", "value": "0.6"},
+                   {"name": "optimizer", "value": "adam"}]),
+            r#"parameter lr: value "0.5" is not valid"#,
+        ),
+        (
+            json!([{"name": "lr", "value": "0.02"}, {"name": "momentum", "value": "0.6"},
+                   {"name": "optimizer", "value": "rmsprop"}]),
+            r#"parameter optimizer: value "rmsprop" is not valid"#,
+        ),
+        (
+            json!([{"name": "lr", "value": "0.02"}, {"name": "lr", "value": "0.03"},
+                   {"name": "momentum", "value": "0.6"}, {"name": "optimizer", "value": "adam"}]),
+            r#"parameter "lr" is given more than once"#,
+        ),
+    ];
+    for (pairs, needle) in cases {
+        let e = parse_err(&mutated(RANDOM, |v| {
+            set(v, "/spec/enqueuedTrials", entry(pairs))
+        }));
+        assert_error(&e, "spec.enqueuedTrials[0].parameterAssignments", needle);
+    }
+}
+
+#[test]
+fn asha_is_an_early_stopping_algorithm() {
+    let exp = parse_ok(&mutated(RANDOM, |v| {
+        set(v, "/spec/earlyStopping", json!({"algorithmName": "asha"}))
+    }));
+    assert_eq!(
+        exp.spec.early_stopping.unwrap().algorithm_name.as_deref(),
+        Some("asha")
+    );
+}

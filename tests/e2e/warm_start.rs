@@ -1,0 +1,224 @@
+//! Warm start, enqueued configurations and ASHA through the real binary: earlier results are
+//! history (never re-run by grid, never counted), enqueued configurations run first, and
+//! `vernier enqueue` adds one to an interrupted experiment that `resume` then runs.
+
+use crate::harness::{Sandbox, last_condition, python_experiment, text};
+
+const OBJECTIVE: &str = "  objective:\n    type: minimize\n    objectiveMetricName: loss\n";
+
+/// `python_experiment` minimising `loss`, with `extra` in its spec.
+fn experiment(name: &str, script: &str, extra: &str) -> String {
+    python_experiment(name, script, &format!("{OBJECTIVE}{extra}"))
+}
+
+const LOSS: &str = "import sys; x = float(sys.argv[1]); print(f'loss={(x - 0.3) ** 2}')";
+
+/// A grid over x in {0, 0.25, 0.5, 0.75, 1}.
+fn grid_experiment(name: &str, script: &str, extra: &str) -> String {
+    experiment(name, script, extra)
+        .replace("algorithmName: random", "algorithmName: grid")
+        .replace("max: \"1\"", "max: \"1\"\n        step: \"0.25\"")
+}
+
+fn xs(report: &serde_json::Value) -> Vec<String> {
+    report["trials"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            t["spec"]["parameterAssignments"][0]["value"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect()
+}
+
+#[test]
+fn warm_start_results_are_history_and_enqueued_trials_run_first() {
+    let sb = Sandbox::new();
+    let first = sb.write(
+        "first.yaml",
+        &grid_experiment("first", LOSS, "  parallelTrialCount: 1\n  maxTrialCount: 2"),
+    );
+    let out = sb.run(&["run", first.to_str().unwrap(), "--seed", "3"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let first_xs = xs(&sb.report("first"));
+    assert_eq!(first_xs.len(), 2);
+
+    sb.write("known.jsonl", "{\"x\": 1, \"loss\": 0.49}\n");
+    let extra = "  parallelTrialCount: 1\n  maxTrialCount: 10\n  warmStart:\n    \
+                 experiments: [first]\n    file: known.jsonl\n  enqueuedTrials:\n    - \
+                 parameterAssignments:\n        - {name: x, value: \"0.75\"}";
+    let second = sb.write("second.yaml", &grid_experiment("second", LOSS, extra));
+    let out = sb.run(&["run", second.to_str().unwrap(), "--seed", "4"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let r = sb.report("second");
+    let second_xs = xs(&r);
+    // The enqueued configuration ran first, labelled with its index.
+    assert_eq!(second_xs[0], "0.75");
+    assert_eq!(
+        r["trials"][0]["metadata"]["labels"]["vernier.enqueue/index"],
+        "0"
+    );
+    // Grid never re-ran a configuration the history already had ...
+    for x in second_xs.iter().skip(1) {
+        assert!(
+            !first_xs.contains(x) && x != "1" && x != "0.75",
+            "{x} re-ran: {second_xs:?}"
+        );
+    }
+    // ... and ran out once all five points were known: warm results are not its trials.
+    let mut all: Vec<f64> = first_xs
+        .iter()
+        .chain(&second_xs)
+        .map(|x| x.parse().unwrap())
+        .chain([1.0])
+        .collect();
+    all.sort_by(f64::total_cmp);
+    all.dedup();
+    assert_eq!(all, [0.0, 0.25, 0.5, 0.75, 1.0]);
+    assert_eq!(
+        last_condition(&r)["reason"],
+        "ExperimentSuggestionEndReached"
+    );
+    assert_eq!(r["status"]["trials"], second_xs.len());
+
+    // A missing earlier experiment is named before any trial runs.
+    let bad = sb.write(
+        "third.yaml",
+        &grid_experiment("third", LOSS, "  warmStart:\n    experiments: [nope]"),
+    );
+    let out = sb.run(&["run", bad.to_str().unwrap()]);
+    assert_ne!(out.status.code(), Some(0));
+    let t = text(&out);
+    assert!(
+        t.contains("spec.warmStart: experiment \"nope\" does not exist"),
+        "{t}"
+    );
+}
+
+#[test]
+fn enqueue_adds_a_configuration_that_resume_runs_first() {
+    let sb = Sandbox::new();
+    // The first trial stops its own driver (as Ctrl-C would), leaving the experiment
+    // interrupted; later trials just report.
+    let script = "import os, signal, sys\nx = float(sys.argv[1])\nprint(f'loss={(x - 0.3) ** 2}')\n\
+                  if os.path.exists('stop-once'):\n    os.remove('stop-once')\n    \
+                  os.kill(os.getppid(), signal.SIGTERM)";
+    sb.write("stop-once", "");
+    let file = sb.write(
+        "exp.yaml",
+        &experiment(
+            "queued",
+            script,
+            "  parallelTrialCount: 1\n  maxTrialCount: 3",
+        ),
+    );
+    let out = sb.run(&["run", file.to_str().unwrap(), "--seed", "5"]);
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out));
+
+    let out = sb.run(&["enqueue", "queued", "--param", "x=1.5"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let t = text(&out);
+    assert!(
+        t.contains("--param: parameter x: value \"1.5\" is not valid"),
+        "{t}"
+    );
+    assert!(
+        t.contains("hint: pick a value inside the feasible space"),
+        "{t}"
+    );
+    let out = sb.run(&["enqueue", "queued", "--param", "y=0.5"]);
+    assert!(
+        text(&out).contains("parameter \"y\" is not in the search space"),
+        "{}",
+        text(&out)
+    );
+    let out = sb.run(&["enqueue", "queued", "--param", "x"]);
+    assert!(
+        text(&out).contains("--param \"x\" is not NAME=VALUE"),
+        "{}",
+        text(&out)
+    );
+    let out = sb.run(&["enqueue", "missing", "--param", "x=0.5"]);
+    assert!(
+        text(&out).contains("experiment \"missing\" does not exist"),
+        "{}",
+        text(&out)
+    );
+
+    let out = sb.run(&["enqueue", "queued", "--param", "x=0.125"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        text(&out).contains("enqueued x=0.125 as spec.enqueuedTrials[0] of experiment queued"),
+        "{}",
+        text(&out)
+    );
+    let before = xs(&sb.report("queued")).len();
+    let out = sb.run(&["resume", "queued"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let r = sb.report("queued");
+    let after = xs(&r);
+    assert_eq!(after[before], "0.125", "{after:?}");
+    assert_eq!(
+        r["trials"][before]["metadata"]["labels"]["vernier.enqueue/index"],
+        "0"
+    );
+    assert_eq!(after.iter().filter(|x| *x == "0.125").count(), 1);
+
+    // A finished experiment would never run it.
+    let out = sb.run(&["enqueue", "queued", "--param", "x=0.5"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("has already finished"),
+        "{}",
+        text(&out)
+    );
+}
+
+#[test]
+fn asha_runs_rungs_with_labelled_promotions() {
+    let sb = Sandbox::new();
+    let script = "import sys\nx, n = float(sys.argv[1]), int(sys.argv[2])\n\
+                  for e in range(1, n + 1):\n    print(f'loss={(x - 0.3) ** 2 + 1 / e}')";
+    let yaml = experiment("asha-run", script, "  parallelTrialCount: 3\n  maxTrialCount: 24")
+        .replace(
+            "algorithmName: random",
+            "algorithmName: asha\n    algorithmSettings:\n      - {name: resource_name, value: n}\n      \
+             - {name: max_resource, value: \"9\"}",
+        )
+        .replace(
+            "  trialTemplate:",
+            "    - name: n\n      parameterType: int\n      feasibleSpace:\n        min: \"1\"\n        \
+             max: \"9\"\n  trialTemplate:",
+        )
+        .replace(
+            "      - name: x\n        reference: x",
+            "      - name: x\n        reference: x\n      - name: n\n        reference: n",
+        )
+        .replace(
+            "                  - \"${trialParameters.x}\"",
+            "                  - \"${trialParameters.x}\"\n                  - \"${trialParameters.n}\"",
+        );
+    let file = sb.write("asha.yaml", &yaml);
+    let out = sb.run(&["run", file.to_str().unwrap(), "--seed", "2"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let r = sb.report("asha-run");
+    let trials = r["trials"].as_array().unwrap();
+    assert_eq!(trials.len(), 24);
+    let mut promoted = 0;
+    for t in trials {
+        let labels = &t["metadata"]["labels"];
+        let rung = labels["vernier.asha/rung"].as_str().unwrap();
+        let n = t["spec"]["parameterAssignments"][1]["value"]
+            .as_str()
+            .unwrap();
+        assert_eq!(n, ["1", "3", "9"][rung.parse::<usize>().unwrap()], "{t}");
+        if let Some(parent) = labels["vernier.asha/parent"].as_str() {
+            promoted += 1;
+            assert!(trials.iter().any(|p| p["metadata"]["name"] == parent));
+        }
+    }
+    assert!(promoted >= 3, "only {promoted} promotions in 24 trials");
+}
