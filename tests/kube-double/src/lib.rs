@@ -12,10 +12,12 @@
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), vernier_kube_double::DoubleError> {
-//! use vernier_kube_double::KubeDouble;
+//! use vernier_kube_double::{KubeDouble, SimulatedTrainingOperator, SimulationOptions};
 //! let double = KubeDouble::start().await?;
 //! let client: kube::Client = double.client()?; // default namespace "default"
+//! let operator = SimulatedTrainingOperator::spawn(&double, SimulationOptions::default()).await?;
 //! // ... create CRDs, Experiments, Jobs through `client`; `kubectl --server double.url()` ...
+//! operator.shutdown().await;
 //! double.shutdown().await;
 //! # Ok(()) }
 //! ```
@@ -66,6 +68,10 @@
 //!   ignored (lists are never paginated); core and `events.k8s.io` events are stored
 //!   separately; no `Table` output (kubectl prints from the objects).
 //! * Foreground deletion waits for all dependents, not only those with `blockOwnerDeletion`.
+//!
+//! # Simulated training operator
+//!
+//! See [`training`] for pod naming, labels, conditions and the fail/hang switches.
 
 pub mod apply;
 mod deletion;
@@ -80,6 +86,7 @@ mod registry;
 mod selector;
 mod status;
 mod store;
+pub mod training;
 pub mod watch;
 
 pub use deletion::Propagation;
@@ -87,6 +94,7 @@ pub use error::DoubleError;
 pub use logs::{LogSink, PodLogs};
 pub use registry::{GroupResource, Registry, ResourceType};
 pub use status::ApiStatus;
+pub use training::{JobRef, Outcome, OutcomeRule, SimulatedTrainingOperator, SimulationOptions};
 
 use std::sync::Arc;
 use store::{ChangeType, Store};
