@@ -128,3 +128,58 @@ pub fn version() -> Value {
         "platform": "linux/amd64",
     })
 }
+
+/// `/openapi/v3`: one entry per served group-version.
+pub fn openapi_root(registry: &Registry) -> Value {
+    let mut paths = serde_json::Map::new();
+    for (group, versions) in registry.groups() {
+        for version in versions {
+            let key = openapi_key(&group, &version);
+            paths.insert(
+                key.clone(),
+                json!({"serverRelativeURL": format!("/openapi/v3/{key}")}),
+            );
+        }
+    }
+    json!({"paths": paths})
+}
+
+fn openapi_key(group: &str, version: &str) -> String {
+    if group.is_empty() {
+        format!("api/{version}")
+    } else {
+        format!("apis/{group}/{version}")
+    }
+}
+
+/// `/openapi/v3/api/v1`, `/openapi/v3/apis/{g}/{v}`: not schemas, only the PATCH operations
+/// with their `fieldValidation` parameter, which is what `kubectl` reads to decide that the
+/// server validates fields itself (so it needs no client-side schema). The double accepts
+/// `fieldValidation` and validates nothing.
+pub fn openapi_group_version(registry: &Registry, group: &str, version: &str) -> Option<Value> {
+    let types = registry.resources_of(group, version);
+    if types.is_empty() {
+        return None;
+    }
+    let mut paths = serde_json::Map::new();
+    for rt in types {
+        let prefix = format!("/{}", openapi_key(group, version));
+        let path = if rt.namespaced {
+            format!("{prefix}/namespaces/{{namespace}}/{}/{{name}}", rt.plural)
+        } else {
+            format!("{prefix}/{}/{{name}}", rt.plural)
+        };
+        let gvk = json!({"group": rt.group, "version": rt.version, "kind": rt.kind});
+        let operation = json!({
+            "x-kubernetes-group-version-kind": gvk,
+            "parameters": [{"name": "fieldValidation", "in": "query", "schema": {"type": "string"}}],
+            "responses": {"200": {"description": "OK"}},
+        });
+        paths.insert(path, json!({"patch": operation, "put": operation}));
+    }
+    Some(json!({
+        "openapi": "3.0.0",
+        "info": {"title": "Kubernetes", "version": "v1.33.0"},
+        "paths": paths,
+    }))
+}

@@ -127,6 +127,17 @@ async fn route(
             return Ok((StatusCode::OK, "ok").into_response());
         }
         ["api"] => return ok(discovery::core_versions(&shared.address)),
+        ["openapi", "v3"] => return ok(discovery::openapi_root(&shared.store.lock().registry)),
+        ["openapi", "v3", "api", version] => {
+            return discovery::openapi_group_version(&shared.store.lock().registry, "", version)
+                .map(|b| json_response(StatusCode::OK, &b))
+                .ok_or_else(ApiStatus::no_route);
+        }
+        ["openapi", "v3", "apis", group, version] => {
+            return discovery::openapi_group_version(&shared.store.lock().registry, group, version)
+                .map(|b| json_response(StatusCode::OK, &b))
+                .ok_or_else(ApiStatus::no_route);
+        }
         ["apis"] => return ok(discovery::group_list(&shared.store.lock().registry)),
         ["apis", group] => {
             return discovery::group(&shared.store.lock().registry, group)
@@ -145,6 +156,18 @@ async fn route(
             .ok_or_else(ApiStatus::no_route);
     }
     let target = parse_target(shared, group, version, rest)?;
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    if matches!(*method, Method::POST | Method::PUT) && !body.is_empty() {
+        let media = content_type.split(';').next().unwrap_or_default().trim();
+        if !(media.is_empty() || media == "application/json" || media == "application/yaml") {
+            // Protobuf and CBOR bodies are not decoded here; client-go answers a 415 by
+            // switching the client to JSON, as it does against servers without them.
+            return Err(ApiStatus::unsupported_body(media));
+        }
+    }
     let presentation = Presentation::from_headers(headers);
     let dry_run = query.get("dryRun").is_some_and(|v| v == "All");
     match (method.clone(), &target.name, target.subresource.as_deref()) {
@@ -172,7 +195,7 @@ async fn route(
                     target.resource.plural
                 )));
             }
-            let body = parse_json(&body)?;
+            let body = parse_body(content_type, &body)?;
             let created = shared.store.lock().create(
                 &target.resource,
                 target.namespace.as_deref(),
@@ -182,7 +205,7 @@ async fn route(
             Ok(json_response(StatusCode::CREATED, &created))
         }
         (Method::PUT, Some(name), sub @ (None | Some("status"))) => {
-            let body = parse_json(&body)?;
+            let body = parse_body(content_type, &body)?;
             let endpoint = endpoint_of(sub);
             let written = shared.store.lock().write(
                 &target.resource,
@@ -195,10 +218,6 @@ async fn route(
             ok(written)
         }
         (Method::PATCH, Some(name), sub @ (None | Some("status"))) => {
-            let content_type = headers
-                .get(header::CONTENT_TYPE)
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or_default();
             let kind = PatchKind::from_request(
                 content_type,
                 query.get("fieldManager").map(String::as_str),
@@ -313,6 +332,17 @@ fn parse_target(
         name,
         subresource,
     })
+}
+
+fn parse_body(content_type: &str, body: &[u8]) -> Result<Value, ApiStatus> {
+    if content_type.starts_with("application/yaml") {
+        return yaml_serde::from_slice(body).map_err(|e| {
+            ApiStatus::bad_request(format!(
+                "the body of the request could not be decoded as YAML: {e}"
+            ))
+        });
+    }
+    parse_json(body)
 }
 
 fn parse_json(body: &[u8]) -> Result<Value, ApiStatus> {

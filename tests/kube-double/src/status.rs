@@ -128,6 +128,18 @@ impl ApiStatus {
         )
     }
 
+    /// 415 for a request body in a serialization the double does not decode.
+    pub fn unsupported_body(content_type: &str) -> Self {
+        Self::new(
+            415,
+            "UnsupportedMediaType",
+            format!(
+                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml; got {content_type:?}"
+            ),
+            json!({}),
+        )
+    }
+
     /// 410 for a watch or list from a `resourceVersion` older than the kept history.
     pub fn expired(requested: u64, oldest: u64) -> Self {
         Self::new(
