@@ -78,7 +78,9 @@ impl Store {
     /// An empty store serving the built-in kinds, with the `default`, `kube-system` and
     /// `kube-public` namespaces, keeping the last `history_limit` changes for watches.
     pub fn new(history_limit: usize) -> Self {
-        let (events, _) = broadcast::channel(4096);
+        // Room for bursts (a benchmark creating thousands of objects) before a slow watch lags
+        // and has to relist after its 410.
+        let (events, _) = broadcast::channel(65_536);
         let mut state = State {
             registry: Registry::with_builtins(),
             objects: BTreeMap::new(),
