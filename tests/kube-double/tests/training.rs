@@ -419,8 +419,14 @@ async fn a_hanging_job_stays_running() {
         .items
         .remove(0);
     assert_eq!(pod.status.unwrap().phase.as_deref(), Some("Running"));
-    let log = pods.logs(&pod.metadata.name.unwrap(), &Default::default()).await;
-    assert_eq!(log.unwrap(), "", "a Running pod's log can be read (it is empty while hanging)");
+    let log = pods
+        .logs(&pod.metadata.name.unwrap(), &Default::default())
+        .await;
+    assert_eq!(
+        log.unwrap(),
+        "",
+        "a Running pod's log can be read (it is empty while hanging)"
+    );
     let job = jobs.get("stuck").await.unwrap();
     assert!(
         job.data["status"].get("conditions").is_none(),
