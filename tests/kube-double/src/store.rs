@@ -399,6 +399,7 @@ impl State {
         if let Some(types) = &crd_types {
             body["status"] = crd_status(&body, types);
         }
+        crate::defaults::apply_create_defaults(rt, &mut body);
         let body = present(rt, body);
         if dry_run {
             return Ok(body);

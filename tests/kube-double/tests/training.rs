@@ -112,6 +112,12 @@ async fn batch_job_runs_its_command_and_completes() {
     );
     assert_eq!(job.data["status"]["succeeded"], 1);
     assert!(job.data["status"]["completionTime"].is_string());
+    let selector = job.data["spec"]["selector"]["matchLabels"].clone();
+    assert_eq!(
+        selector,
+        json!({"batch.kubernetes.io/controller-uid": job.metadata.uid.clone().unwrap()})
+    );
+    assert_eq!(job.data["spec"]["backoffLimit"], 6, "API server default");
 
     let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
     let list = pods
