@@ -207,6 +207,16 @@ async fn route(
         }
         (Method::PUT, Some(name), sub @ (None | Some("status"))) => {
             let body = parse_body(content_type, &body)?;
+            if !target.resource.unconditional_update
+                && crate::meta::meta_str(&body, "resourceVersion").is_empty()
+            {
+                return Err(ApiStatus::invalid(
+                    &target.resource.group_resource(),
+                    &target.resource.kind,
+                    name,
+                    "metadata.resourceVersion: Invalid value: 0x0: must be specified for an update",
+                ));
+            }
             let endpoint = endpoint_of(sub);
             let written = shared.store.lock().write(
                 &target.resource,

@@ -250,6 +250,22 @@ async fn crd_resources_are_served_with_status_subresource_and_concurrency_contro
         err.message,
         "Operation cannot be fulfilled on widgets.example.com \"w1\": the object has been modified; please apply your changes to the latest version and try again"
     );
+    let mut blind = patched.clone();
+    blind.metadata.resource_version = None;
+    let err = api_error(
+        widgets
+            .replace("w1", &PostParams::default(), &blind)
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(err.code, 422);
+    assert!(
+        err.message.ends_with(
+            "metadata.resourceVersion: Invalid value: 0x0: must be specified for an update"
+        ),
+        "{}",
+        err.message
+    );
     let mut fresh = widgets.get("w1").await.unwrap();
     fresh.data["spec"] = json!({"size": 3});
     let replaced = widgets
