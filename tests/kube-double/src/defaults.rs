@@ -1,7 +1,8 @@
 //! The few API-server defaults on create that clients of the double can observe: a batch/v1
 //! Job gets its generated `spec.selector` (the controller-uid label), those labels on its
 //! pod template, and `parallelism`, `completions`, `backoffLimit` defaults — what
-//! `kubectl logs job/<name>` and pod lookups through `job.spec.selector` rely on.
+//! `kubectl logs job/<name>` and pod lookups through `job.spec.selector` rely on; a new pod
+//! is `Pending` and a new namespace `Active`, as their create strategies set.
 
 use crate::meta::meta_str;
 use crate::registry::ResourceType;
@@ -9,8 +10,11 @@ use serde_json::{Value, json};
 
 /// Fill defaults into a new object (already carrying its `uid` and name).
 pub fn apply_create_defaults(rt: &ResourceType, object: &mut Value) {
-    if rt.group == "batch" && rt.plural == "jobs" {
-        default_job(object);
+    match (rt.group.as_str(), rt.plural.as_str()) {
+        ("batch", "jobs") => default_job(object),
+        ("", "pods") => object["status"] = json!({"phase": "Pending", "qosClass": "BestEffort"}),
+        ("", "namespaces") => object["status"] = json!({"phase": "Active"}),
+        _ => {}
     }
 }
 

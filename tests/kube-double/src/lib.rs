@@ -47,7 +47,8 @@
 //!   `generation` (bumped when anything but metadata — and status, for resources with a
 //!   status subresource — changes); no-op writes keep the resourceVersion and send no event.
 //! * **Defaults**: a batch/v1 Job gets its generated `spec.selector`, the controller-uid and
-//!   job-name labels on its pod template, and `parallelism`/`completions`/`backoffLimit`.
+//!   job-name labels on its pod template, and `parallelism`/`completions`/`backoffLimit`; a
+//!   new pod is `Pending`, a new namespace `Active`.
 //! * **Status subresource**: PUT/PATCH on `/status` change only `.status`; the main endpoint
 //!   ignores `.status` changes and create drops `.status`, for resources that have one.
 //! * **Deletion**: finalizers (`deletionTimestamp` set, object kept until they are removed;

@@ -672,6 +672,12 @@ async fn pod_logs_are_served_and_followed() {
         "a container name must be specified for pod p, choose one of: [main side]"
     );
 
+    let created = pods.get("p").await.unwrap();
+    assert_eq!(
+        created.status.unwrap().phase.as_deref(),
+        Some("Pending"),
+        "the API server's create default"
+    );
     let sink = double.pod_logs().start("default", "p", "main");
     sink.write(b"epoch=1 loss=0.5\n");
     assert_eq!(pods.logs("p", &params).await.unwrap(), "epoch=1 loss=0.5\n");
