@@ -5,6 +5,7 @@ mod early_stopping;
 mod error;
 mod objective;
 mod observation;
+pub mod pareto;
 mod regex_compat;
 mod space;
 mod suggester;
@@ -13,7 +14,9 @@ mod value;
 
 pub use early_stopping::{EarlyStopper, EarlyStoppingRequest, TrialProgress};
 pub use error::CoreError;
-pub use objective::{Direction, MetricStrategy, Objective};
+pub use objective::{
+    Constraint, ConstraintOp, Direction, MetricStrategy, Objective, ObjectiveTerm,
+};
 pub use observation::{MetricReducer, MetricSummary, Observation, UNAVAILABLE};
 pub use regex_compat::escape_literal_braces;
 pub use space::{Distribution, Domain, Parameter, SearchSpace, tidy};
