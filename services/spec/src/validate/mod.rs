@@ -3,6 +3,7 @@
 //! field path and the offending value; all problems are collected, none short-circuits.
 
 mod collector;
+mod objectives;
 mod parameters;
 mod template;
 
@@ -21,6 +22,7 @@ pub fn validate(exp: &Experiment) -> Result<(), SpecErrors> {
     check_name(exp, &mut errs);
     check_counts(exp, &mut errs);
     check_objective(exp, &mut errs);
+    objectives::check(exp, &mut errs);
     check_algorithm(exp, &mut errs);
     check_resume_policy(exp, &mut errs);
     parameters::check(exp, &mut errs);
