@@ -92,6 +92,7 @@ pub fn crowding_distance(points: &[Vec<f64>], front: &[usize]) -> Vec<f64> {
         return vec![f64::INFINITY; m];
     }
     let dims = points[front[0]].len();
+    #[allow(clippy::needless_range_loop)] // k indexes every point of the front, not one slice
     for k in 0..dims {
         let mut order: Vec<usize> = (0..m).collect();
         order.sort_by(|a, b| points[front[*a]][k].total_cmp(&points[front[*b]][k]));
