@@ -9,6 +9,7 @@ mod gp;
 mod grid;
 pub mod history;
 mod hyperband;
+mod nsga2;
 mod random;
 mod registry;
 pub mod sample;

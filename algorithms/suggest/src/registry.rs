@@ -16,6 +16,7 @@ pub const KNOWN_ALGORITHMS: &[&str] = &[
     "bayesianoptimization",
     "cmaes",
     "hyperband",
+    "nsga2",
 ];
 
 /// Builds the named algorithm for this space and objective.
@@ -37,6 +38,7 @@ pub fn build(
         "bayesianoptimization" => crate::gp::build(name, settings, space, objective),
         "cmaes" => crate::cmaes::build(name, settings, space, objective),
         "hyperband" => crate::hyperband::build(name, settings, space, objective),
+        "nsga2" => crate::nsga2::build(name, settings, space, objective),
         _ => Err(AlgorithmError::UnknownAlgorithm {
             name: name.to_string(),
             known: KNOWN_ALGORITHMS.join(", "),

@@ -31,9 +31,15 @@ enum MultiKind {
 }
 
 impl MultiProblem {
-    /// `zdt1`, `zdt2` (30 variables) or `dtlz2` (3 objectives, 12 variables).
+    /// `zdt1`, `zdt2` (30 variables) or `dtlz2` (3 objectives, 12 variables); a suffix
+    /// `-N` chooses N variables (2..=50 for ZDT, 3..=50 for DTLZ2), e.g. `zdt1-6`: the true
+    /// front and its hypervolume do not depend on the dimension.
     pub fn by_name(name: &str) -> Option<MultiProblem> {
-        let (kind, dim, objectives, true_hv) = match name {
+        let (base, dim) = match name.split_once('-') {
+            Some((base, d)) => (base, Some(d.parse::<usize>().ok()?)),
+            None => (name, None),
+        };
+        let (kind, default_dim, objectives, true_hv) = match base {
             // 1.1² minus the area above the front f2 = 1 − √f1 inside the unit square
             // (1 − 2/3), i.e. 0.21 + 2/3.
             "zdt1" => (MultiKind::Zdt1, 30, 2, 0.21 + 2.0 / 3.0),
@@ -43,6 +49,10 @@ impl MultiProblem {
             "dtlz2" => (MultiKind::Dtlz2, 12, 3, 1.331 - PI / 6.0),
             _ => return None,
         };
+        let dim = dim.unwrap_or(default_dim);
+        if !(objectives..=50).contains(&dim) {
+            return None;
+        }
         Some(MultiProblem {
             name: name.to_string(),
             dim,
@@ -203,7 +213,11 @@ mod tests {
             // A finite sample of the front dominates slightly less than the whole front.
             let gap = p.true_hypervolume - hv;
             let tol = if p.objectives == 2 { 1e-3 } else { 2e-2 };
-            assert!(gap >= 0.0 && gap < tol, "{name}: {hv} vs {}", p.true_hypervolume);
+            assert!(
+                gap >= 0.0 && gap < tol,
+                "{name}: {hv} vs {}",
+                p.true_hypervolume
+            );
         }
         let z = MultiProblem::by_name("zdt1").unwrap();
         let mut x = vec![0.0; 30];
@@ -218,6 +232,9 @@ mod tests {
         let norm: f64 = f.iter().map(|v| v * v).sum();
         assert!((norm - 1.0).abs() < 1e-12);
         assert!(MultiProblem::by_name("zdt9").is_none());
+        assert_eq!(MultiProblem::by_name("zdt1-6").unwrap().dim, 6);
+        assert!(MultiProblem::by_name("dtlz2-2").is_none());
+        assert!(MultiProblem::by_name("zdt2-x").is_none());
     }
 
     #[test]
