@@ -546,6 +546,8 @@ async fn finish_trial(
         .await?;
     trial.record.state = state;
     trial.record.objective = objective_of(store, exp, &trial.record.name).await?;
+    trial.record.metrics =
+        crate::trial_metrics::reduced_metrics(store, &exp.objective, &trial.record.name).await?;
     Ok(())
 }
 
@@ -573,6 +575,7 @@ async fn load_trial(
         }
     })?;
     let objective = objective_of(store, exp, &row.name).await?;
+    let metrics = crate::trial_metrics::reduced_metrics(store, &exp.objective, &row.name).await?;
     Ok(Tracked {
         assignment_text: assignment.to_string(),
         record: TrialRecord {
@@ -581,7 +584,7 @@ async fn load_trial(
             state: row.state,
             objective,
             labels: row.labels,
-            metrics: Default::default(),
+            metrics,
         },
     })
 }
@@ -594,6 +597,7 @@ fn outcomes(trials: &[Tracked]) -> Vec<TrialOutcome<'_>> {
             name: &t.record.name,
             state: t.record.state,
             objective: t.record.objective,
+            metrics: &t.record.metrics,
         })
         .collect()
 }

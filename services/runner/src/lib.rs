@@ -8,6 +8,7 @@ pub mod names;
 pub mod process;
 pub mod report;
 pub mod status;
+mod trial_metrics;
 
 pub use driver::{BestSoFar, DriverEvent, Observer, Outcome, Progress};
 pub use error::RunnerError;

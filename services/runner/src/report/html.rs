@@ -32,7 +32,7 @@ pub struct HtmlOptions {
 const STYLE: &str = "body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222}\
 h1{font-size:22px}h2{font-size:17px;margin-top:28px}\
 table{border-collapse:collapse}td,th{border:1px solid #ddd;padding:3px 8px;text-align:left}\
-th{background:#f4f4f4}tr.best td{background:#fff6c8;font-weight:600}\
+th{background:#f4f4f4}tr.best td{background:#fff6c8;font-weight:600}circle.infeasible{stroke:#888;stroke-width:1.2}\
 .plots{display:flex;flex-wrap:wrap;gap:12px}.plot{background:#fff;border:1px solid #eee}\
 .plot text{font:11px system-ui,sans-serif;fill:#333}.plot .plot-title{font-size:13px;font-weight:600}\
 .note{color:#666;font-size:12px;max-width:900px}";
@@ -54,6 +54,7 @@ pub fn render(r: &ExperimentReport, opts: HtmlOptions) -> String {
     let _ = writeln!(out, "<h1>Experiment {}</h1>", esc(&r.row.name));
     summary(&mut out, r);
     best(&mut out, r);
+    out.push_str(&super::pareto::section(r));
     out.push_str("<h2>Plots</h2>\n<div class=\"plots\">\n");
     let ranked = r.ranked();
     out.push_str(&history(r));
