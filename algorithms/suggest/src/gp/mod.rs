@@ -25,6 +25,15 @@
 //! keeps a few huge values (Rosenbrock-like objectives) from flattening the model near the
 //! optimum.
 //!
+//! Several objectives use ParEGO (Knowles 2006, "ParEGO: a hybrid algorithm with on-line
+//! landscape approximation for expensive multiobjective optimization problems", IEEE TEVC
+//! 10(1)): each proposal draws a weight vector uniformly from the simplex, normalises every
+//! objective's losses to `[0, 1]` over the observed trials, and models the augmented
+//! Chebyshev scalarisation `max_i(λ_i f_i) + 0.05 Σ_i λ_i f_i` with the same GP. A batch
+//! draws one weight vector per proposal, earlier proposals of the batch joining as pending.
+//! Constraints are not modelled here yet: an infeasible trial still informs the model of the
+//! objective, and the planner keeps it off the result.
+//!
 //! Batches and pending trials use the kriging believer heuristic (Ginsbourger et al. 2010):
 //! each created/running trial and each proposal already made in the batch is added to the data
 //! with the posterior mean as its value, then the acquisition is maximised again.
@@ -196,7 +205,53 @@ impl Suggester for GpOptimizer {
     }
 
     fn suggest(&self, req: &SuggestRequest<'_>) -> Result<Suggestions, CoreError> {
-        let observed = history::observed(req.objective, req.trials);
+        if req.objective.is_multi() {
+            return self.suggest_parego(req);
+        }
+        self.suggest_scalar(req, history::observed(req.objective, req.trials))
+    }
+}
+
+/// ParEGO's augmentation weight (Knowles 2006).
+const PAREGO_RHO: f64 = 0.05;
+
+impl GpOptimizer {
+    /// One proposal per weight vector; earlier proposals of the batch are pending trials.
+    fn suggest_parego(&self, req: &SuggestRequest<'_>) -> Result<Suggestions, CoreError> {
+        let mut rng = ChaCha8Rng::seed_from_u64(req.seed ^ 0x9e37_79b9_7f4a_7c15);
+        let mut trials: Vec<vernier_core::TrialRecord> = req.trials.to_vec();
+        let mut out = Suggestions::default();
+        for _ in 0..req.count {
+            let observed = parego_losses(req.objective, &trials, &mut rng);
+            let sub = SuggestRequest {
+                trials: &trials,
+                count: 1,
+                seed: rng.random(),
+                ..*req
+            };
+            let mut one = self.suggest_scalar(&sub, observed)?;
+            let Some(p) = one.proposals.pop() else {
+                out.exhausted = one.exhausted;
+                break;
+            };
+            trials.push(vernier_core::TrialRecord {
+                name: String::new(),
+                assignment: p.assignment.clone(),
+                state: vernier_core::TrialState::Created,
+                objective: None,
+                labels: Default::default(),
+                metrics: Default::default(),
+            });
+            out.proposals.push(p);
+        }
+        Ok(out)
+    }
+
+    fn suggest_scalar(
+        &self,
+        req: &SuggestRequest<'_>,
+        observed: Vec<(&Assignment, f64)>,
+    ) -> Result<Suggestions, CoreError> {
         // A GP needs two distinct values to say anything; until then, and during the
         // initial design, sample the priors.
         if observed.len() < self.n_initial.max(2) {
@@ -293,6 +348,54 @@ impl Suggester for GpOptimizer {
         }
         Ok(out)
     }
+}
+
+/// The augmented Chebyshev scalarisation of every finished trial with all objectives, for a
+/// weight vector drawn uniformly from the simplex.
+fn parego_losses<'a, R: Rng + ?Sized>(
+    objective: &Objective,
+    trials: &'a [vernier_core::TrialRecord],
+    rng: &mut R,
+) -> Vec<(&'a Assignment, f64)> {
+    let rows: Vec<(&Assignment, Vec<f64>)> = trials
+        .iter()
+        .filter_map(|t| Some((&t.assignment, t.usable_losses(objective)?)))
+        .collect();
+    let m = objective.objectives.len();
+    let exp: Vec<f64> = (0..m).map(|_| -(1.0 - rng.random::<f64>()).ln()).collect();
+    let total: f64 = exp.iter().sum();
+    let weights: Vec<f64> = exp.iter().map(|e| e / total).collect();
+    let lo: Vec<f64> = (0..m)
+        .map(|k| rows.iter().map(|r| r.1[k]).fold(f64::INFINITY, f64::min))
+        .collect();
+    let hi: Vec<f64> = (0..m)
+        .map(|k| {
+            rows.iter()
+                .map(|r| r.1[k])
+                .fold(f64::NEG_INFINITY, f64::max)
+        })
+        .collect();
+    rows.into_iter()
+        .map(|(a, l)| {
+            let f: Vec<f64> = (0..m)
+                .map(|k| {
+                    let span = hi[k] - lo[k];
+                    if span > 0.0 {
+                        (l[k] - lo[k]) / span
+                    } else {
+                        0.0
+                    }
+                })
+                .collect();
+            let worst = f
+                .iter()
+                .zip(&weights)
+                .map(|(v, w)| v * w)
+                .fold(f64::NEG_INFINITY, f64::max);
+            let sum: f64 = f.iter().zip(&weights).map(|(v, w)| v * w).sum();
+            (a, worst + PAREGO_RHO * sum)
+        })
+        .collect()
 }
 
 /// Observed points used as centres of local candidates.
