@@ -539,6 +539,7 @@ impl GpOptimizer {
         self.choose(post, nominees, rng)
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn pick_finite<R: Rng + ?Sized>(
         &self,
         space: &SearchSpace,

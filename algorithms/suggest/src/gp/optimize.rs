@@ -38,6 +38,7 @@ const KEEP: usize = 64;
 const CHUNK: usize = 512;
 
 /// For each acquisition, candidates best first (refined ones included).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn maximize<R: Rng + ?Sized>(
     post: &Posterior,
     features: &Features,
