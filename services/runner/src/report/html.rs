@@ -127,11 +127,38 @@ fn summary(out: &mut String, r: &ExperimentReport) {
                 count(TrialState::Created)
             ),
         ),
+        (
+            "Other objectives",
+            o.objectives
+                .iter()
+                .skip(1)
+                .map(|t| {
+                    let d = match t.direction {
+                        vernier_core::Direction::Minimize => "minimize",
+                        vernier_core::Direction::Maximize => "maximize",
+                    };
+                    format!("{d} {}", t.metric)
+                })
+                .collect::<Vec<_>>()
+                .join(", "),
+        ),
+        (
+            "Constraints",
+            o.constraints
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", "),
+        ),
         ("Started", s.started_us.map(rfc3339).unwrap_or_default()),
         ("Completed", s.completed_us.map(rfc3339).unwrap_or_default()),
     ];
     out.push_str("<h2>Summary</h2>\n<table id=\"summary\">");
     for (k, v) in rows {
+        // The extension rows appear only for experiments that use the extensions.
+        if v.is_empty() && matches!(k, "Other objectives" | "Constraints") {
+            continue;
+        }
         let _ = write!(out, "<tr><th>{k}</th><td>{}</td></tr>", esc(&v));
     }
     out.push_str("</table>\n");

@@ -444,6 +444,8 @@ async fn multi_objective_reports_show_the_feasible_front() {
     assert_eq!(plot.matches("class=\"front\"").count(), 3);
     assert_eq!(plot.matches("class=\"infeasible\"").count(), 2);
     assert_eq!(plot.matches("class=\"front-line\"").count(), 1);
+    assert!(page.contains("<tr><th>Other objectives</th><td>minimize accuracy</td></tr>"));
+    assert!(page.contains("<tr><th>Constraints</th><td>accuracy &gt;= 0.5</td></tr>"));
 }
 
 #[tokio::test]
@@ -451,6 +453,7 @@ async fn single_objective_reports_have_no_front_extras() {
     let (_dir, r) = fixture().await;
     assert_eq!(r.front, r.best.into_iter().collect::<Vec<_>>());
     assert!(r.to_katib_json()["status"].get("paretoFront").is_none());
-    assert!(!html::render(&r, html::HtmlOptions::default()).contains("Pareto front"));
+    let page = html::render(&r, html::HtmlOptions::default());
+    assert!(!page.contains("Pareto front") && !page.contains("Constraints"));
     assert!(!csv::render(&r).contains("pareto_front"));
 }
