@@ -263,4 +263,45 @@ mod tests {
         let counted = inside as f64 / (n * n * n) as f64;
         assert!((exact - counted).abs() < 1e-9, "{exact} vs {counted}");
     }
+
+    mod properties {
+        use super::super::*;
+        use proptest::prelude::*;
+
+        fn point_sets() -> impl Strategy<Value = Vec<Vec<f64>>> {
+            (2usize..=3).prop_flat_map(|m| {
+                prop::collection::vec(prop::collection::vec(0.0f64..1.0, m), 1..30)
+            })
+        }
+
+        proptest! {
+            #[test]
+            fn fronts_partition_the_points_and_the_first_is_non_dominated(pts in point_sets()) {
+                let fronts = non_dominated_sort(&pts, None);
+                let mut all: Vec<usize> = fronts.iter().flatten().copied().collect();
+                all.sort_unstable();
+                prop_assert_eq!(all, (0..pts.len()).collect::<Vec<_>>());
+                prop_assert_eq!(&fronts[0], &pareto_front(&pts));
+                // Every member of a later front is dominated by some member of the one before.
+                for w in fronts.windows(2) {
+                    for &j in &w[1] {
+                        prop_assert!(w[0].iter().any(|&i| dominates(&pts[i], &pts[j])));
+                    }
+                }
+            }
+
+            #[test]
+            fn hypervolume_depends_on_the_front_only_and_grows(pts in point_sets(), extra in prop::collection::vec(0.0f64..1.0, 3)) {
+                let m = pts[0].len();
+                let reference = vec![1.1; m];
+                let hv = hypervolume(&pts, &reference).unwrap();
+                let front: Vec<Vec<f64>> = pareto_front(&pts).into_iter().map(|i| pts[i].clone()).collect();
+                prop_assert!((hv - hypervolume(&front, &reference).unwrap()).abs() < 1e-12);
+                prop_assert!(hv >= 0.0 && hv <= 1.1f64.powi(m as i32));
+                let mut more = pts.clone();
+                more.push(extra[..m].to_vec());
+                prop_assert!(hypervolume(&more, &reference).unwrap() >= hv - 1e-12);
+            }
+        }
+    }
 }
