@@ -270,3 +270,90 @@ fn html_report_renders_in_a_headless_browser() {
     );
     eprintln!("report screenshot: {}", shot.display());
 }
+
+/// Two objectives that trade off along x (`f1 = x`, `f2 = (1 - x)²`), so every feasible trial
+/// is on the front, and a constraint `x <= 0.8` that some trials break.
+fn multi_objective_experiment(sb: &Sandbox, name: &str, trials: u32) -> PathBuf {
+    let yaml = python_experiment(
+        name,
+        "import sys\nx = float(sys.argv[1])\nprint(f'f1={x} f2={(1 - x) ** 2} c={x}')",
+        &format!(
+            "  objective:\n    objectives:\n      - {{metricName: f1, type: minimize}}\n      - {{metricName: f2, type: minimize}}\n    constraints:\n      - {{metricName: c, op: \"<=\", value: 0.8}}\n  parallelTrialCount: 2\n  maxTrialCount: {trials}"
+        ),
+    );
+    sb.write(&format!("{name}.yaml"), &yaml)
+}
+
+#[test]
+fn multi_objective_reports_show_the_front_in_every_format_and_the_browser() {
+    let sb = Sandbox::new();
+    let file = multi_objective_experiment(&sb, "front", 10);
+    let out = sb.run(&["run", file.to_str().unwrap(), "--seed", "5"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+
+    let out = sb.run(&["report", "front", "--format", "csv"]);
+    let csv = String::from_utf8(out.stdout).unwrap();
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let col = |n: &str| header.iter().position(|h| *h == n).unwrap();
+    let rows: Vec<Vec<&str>> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').collect())
+        .collect();
+    assert_eq!(rows.len(), 10, "{csv}");
+    let feasible = rows.iter().filter(|r| r[col("feasible")] == "true").count();
+    // Every feasible trial trades f1 against f2, so the front is exactly the feasible set.
+    for r in &rows {
+        assert_eq!(r[col("pareto_front")], r[col("feasible")], "{csv}");
+        let x: f64 = r[col("x")].parse().unwrap();
+        assert_eq!(r[col("feasible")] == "true", x <= 0.8, "{csv}");
+    }
+    assert!(
+        feasible > 0 && feasible < 10,
+        "seed 5 should give both kinds: {csv}"
+    );
+
+    let out = sb.run(&["report", "front", "--format", "json"]);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        json["status"]["paretoFront"].as_array().unwrap().len(),
+        feasible
+    );
+    let out = sb.run(&["report", "front"]);
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        table.contains(&format!("pareto front ({feasible} trials")),
+        "{table}"
+    );
+
+    let page = sb.path().join("front.html");
+    let out = sb.run(&[
+        "report",
+        "front",
+        "--format",
+        "html",
+        "--output",
+        page.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert_eq!(marks(&html, "plot-pareto-f1-f2", "front"), feasible);
+    assert_eq!(
+        marks(&html, "plot-pareto-f1-f2", "infeasible"),
+        10 - feasible
+    );
+    let Some(browser) = chromium() else { return };
+    let (dom, log) = headless(&browser, &page, &["--dump-dom"]);
+    for line in log.lines() {
+        assert!(
+            !line.contains("Uncaught") && !line.contains("ERROR:CONSOLE"),
+            "console error while loading the report: {line}"
+        );
+    }
+    assert_eq!(marks(&dom, "plot-pareto-f1-f2", "front"), feasible);
+    assert_eq!(marks(&dom, "plot-pareto-f1-f2", "front-line"), 1);
+    assert_eq!(
+        marks(&dom, "plot-pareto-f1-f2", "infeasible"),
+        10 - feasible
+    );
+}

@@ -6,6 +6,7 @@ mod error;
 mod names;
 mod objective;
 mod observation;
+pub mod pareto;
 mod regex_compat;
 mod space;
 mod suggester;
@@ -15,7 +16,9 @@ mod value;
 pub use early_stopping::{EarlyStopper, EarlyStoppingRequest, TrialProgress};
 pub use error::CoreError;
 pub use names::ALGORITHM_NAMES;
-pub use objective::{Direction, MetricStrategy, Objective};
+pub use objective::{
+    Constraint, ConstraintOp, Direction, MetricStrategy, Objective, ObjectiveTerm,
+};
 pub use observation::{MetricReducer, MetricSummary, Observation, UNAVAILABLE};
 pub use regex_compat::escape_literal_braces;
 pub use space::{Distribution, Domain, Parameter, SearchSpace, tidy};

@@ -12,4 +12,5 @@ pub const ALGORITHM_NAMES: &[&str] = &[
     "cmaes",
     "hyperband",
     "asha",
+    "nsga2",
 ];

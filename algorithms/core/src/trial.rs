@@ -1,5 +1,6 @@
 //! What algorithms and the planner know about a trial: its assignment, state and objective.
 
+use crate::objective::Objective;
 use crate::value::Assignment;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -86,6 +87,35 @@ impl TrialRecord {
             }
             _ => None,
         }
+    }
+
+    /// A metric's reduced value: from `metrics`, falling back to `objective` for the primary
+    /// metric so callers that fill only the objective still work.
+    pub fn metric(&self, objective: &Objective, name: &str) -> Option<f64> {
+        self.metrics.get(name).copied().or_else(|| {
+            (name == objective.metric)
+                .then_some(self.objective)
+                .flatten()
+        })
+    }
+
+    /// Succeeded or early-stopped: the trial's metrics may be learned from.
+    pub fn is_finished_ok(&self) -> bool {
+        matches!(self.state, TrialState::Succeeded | TrialState::EarlyStopped)
+    }
+
+    /// Every objective as a loss (smaller is better) for a finished trial with all of them
+    /// finite; `None` otherwise.
+    pub fn usable_losses(&self, objective: &Objective) -> Option<Vec<f64>> {
+        if !self.is_finished_ok() {
+            return None;
+        }
+        objective.losses(|n| self.metric(objective, n))
+    }
+
+    /// Total constraint violation (0 when feasible or unconstrained).
+    pub fn violation(&self, objective: &Objective) -> f64 {
+        objective.violation(|n| self.metric(objective, n))
     }
 }
 

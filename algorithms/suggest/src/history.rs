@@ -19,6 +19,16 @@ pub fn observed<'a>(
         .collect()
 }
 
+/// The constraint violation of each trial `observed` returns, in the same order (all 0 for
+/// an unconstrained objective).
+pub fn observed_violations(objective: &Objective, trials: &[TrialRecord]) -> Vec<f64> {
+    trials
+        .iter()
+        .filter(|t| t.usable_objective().is_some())
+        .map(|t| t.violation(objective))
+        .collect()
+}
+
 /// Keys of every configuration already proposed, in any state, so none is proposed twice.
 pub fn taken(trials: &[TrialRecord]) -> HashSet<String> {
     trials.iter().map(|t| t.assignment.key()).collect()

@@ -10,6 +10,7 @@ mod gp;
 mod grid;
 pub mod history;
 mod hyperband;
+mod nsga2;
 mod random;
 mod registry;
 mod resource;

@@ -1,6 +1,9 @@
 //! Analytic benchmark functions with known minima (BoTorch / Virtual Library of Simulation
 //! Experiments definitions), used to measure algorithm quality as simple regret.
 
+mod multi;
+
+pub use multi::{ConstrainedProblem, MultiProblem};
 use std::f64::consts::PI;
 use vernier_core::{Assignment, Distribution, Domain, Parameter, SearchSpace};
 

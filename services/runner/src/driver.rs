@@ -589,6 +589,8 @@ async fn finish_trial(
         .await?;
     trial.record.state = state;
     trial.record.objective = objective_of(store, exp, &trial.record.name).await?;
+    trial.record.metrics =
+        crate::trial_metrics::reduced_metrics(store, &exp.objective, &trial.record.name).await?;
     Ok(())
 }
 
@@ -616,6 +618,7 @@ async fn load_trial(
         }
     })?;
     let objective = objective_of(store, exp, &row.name).await?;
+    let metrics = crate::trial_metrics::reduced_metrics(store, &exp.objective, &row.name).await?;
     Ok(Tracked {
         assignment_text: assignment.to_string(),
         record: TrialRecord {
@@ -624,7 +627,7 @@ async fn load_trial(
             state: row.state,
             objective,
             labels: row.labels,
-            metrics: Default::default(),
+            metrics,
         },
     })
 }
@@ -637,6 +640,7 @@ fn outcomes(trials: &[Tracked]) -> Vec<TrialOutcome<'_>> {
             name: &t.record.name,
             state: t.record.state,
             objective: t.record.objective,
+            metrics: &t.record.metrics,
         })
         .collect()
 }

@@ -10,6 +10,7 @@ pub mod process;
 pub mod replicas;
 pub mod report;
 pub mod status;
+mod trial_metrics;
 pub mod warm_start;
 
 pub use driver::{BestSoFar, DriverEvent, Observer, Outcome, Progress};

@@ -5,7 +5,8 @@ use crate::error::{SpecError, SpecErrors};
 use crate::number::{parse_f64, parse_i64};
 use crate::types::{Experiment, ParameterSpec};
 use vernier_core::{
-    Direction, Distribution, Domain, MetricStrategy, Objective, Parameter, SearchSpace,
+    Constraint, ConstraintOp, Direction, Distribution, Domain, MetricStrategy, Objective,
+    ObjectiveTerm, Parameter, SearchSpace,
 };
 
 impl Experiment {
@@ -88,12 +89,57 @@ impl Experiment {
             .iter()
             .map(|n| (n.clone(), strategy_of(n)))
             .collect();
+        let mut objectives = vec![ObjectiveTerm {
+            metric: metric.clone(),
+            direction,
+            goal: obj.goal,
+        }];
+        for (i, t) in obj.objectives.iter().enumerate().skip(1) {
+            let direction = match t.type_.as_deref() {
+                Some("minimize") => Direction::Minimize,
+                Some("maximize") => Direction::Maximize,
+                other => {
+                    errors.push(SpecError::new(
+                        format!("spec.objective.objectives[{i}].type"),
+                        format!(
+                            "value {:?} is not supported; hint: use minimize or maximize",
+                            other.unwrap_or("")
+                        ),
+                    ));
+                    continue;
+                }
+            };
+            objectives.push(ObjectiveTerm {
+                metric: t.metric_name.clone(),
+                direction,
+                goal: t.goal,
+            });
+        }
+        let mut constraints = Vec::new();
+        for (i, c) in obj.constraints.iter().enumerate() {
+            let op = c.op.as_deref().and_then(ConstraintOp::parse);
+            match (op, c.value.filter(|v| v.is_finite())) {
+                (Some(op), Some(bound)) if !c.metric_name.is_empty() => {
+                    constraints.push(Constraint {
+                        metric: c.metric_name.clone(),
+                        op,
+                        bound,
+                    })
+                }
+                _ => errors.push(SpecError::new(
+                    format!("spec.objective.constraints[{i}]"),
+                    "needs metricName, op (<=, >=, <, >) and a finite value",
+                )),
+            }
+        }
         errors.into_result(Objective {
             metric,
             direction,
             goal: obj.goal,
             strategy,
             additional,
+            objectives,
+            constraints,
         })
     }
 

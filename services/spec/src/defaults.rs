@@ -27,6 +27,7 @@ pub fn apply_defaults(exp: &mut Experiment) {
     if spec.resume_policy.as_deref().is_none_or(str::is_empty) {
         spec.resume_policy = Some(DEFAULT_RESUME_POLICY.into());
     }
+    default_objectives(exp);
     default_metric_strategies(exp);
     default_trial_template(exp);
     default_metrics_collector(exp);
@@ -35,6 +36,60 @@ pub fn apply_defaults(exp: &mut Experiment) {
             && fs.distribution.as_deref().is_none_or(str::is_empty)
         {
             fs.distribution = Some(DEFAULT_DISTRIBUTION.into());
+        }
+    }
+}
+
+/// `objective.objectives` (Vernier extension) fills Katib's primary fields from its first
+/// entry, lists the other objectives and the constraint metrics as additional metrics (so
+/// Katib's collector records them too) and gives each its own strategy: an objective's from
+/// its own direction, a constraint's `latest` (the value the trial ended with).
+fn default_objectives(exp: &mut Experiment) {
+    let Some(obj) = &mut exp.spec.objective else {
+        return;
+    };
+    if let Some(first) = obj.objectives.first().cloned() {
+        if obj
+            .objective_metric_name
+            .as_deref()
+            .is_none_or(str::is_empty)
+        {
+            obj.objective_metric_name = Some(first.metric_name.clone());
+        }
+        if let Some(t) = first.type_.as_deref() {
+            fill(&mut obj.type_, t);
+        }
+        if obj.goal.is_none() {
+            obj.goal = first.goal;
+        }
+    }
+    let primary = obj.objective_metric_name.clone().unwrap_or_default();
+    let mut extra: Vec<(String, Option<&'static str>)> = Vec::new();
+    for t in obj.objectives.iter().skip(1) {
+        let strategy = match t.type_.as_deref() {
+            Some("minimize") => Some("min"),
+            Some("maximize") => Some("max"),
+            _ => None,
+        };
+        extra.push((t.metric_name.clone(), strategy));
+    }
+    for c in &obj.constraints {
+        extra.push((c.metric_name.clone(), Some("latest")));
+    }
+    for (name, strategy) in extra {
+        if name.is_empty() || name == primary {
+            continue;
+        }
+        if !obj.additional_metric_names.contains(&name) {
+            obj.additional_metric_names.push(name.clone());
+        }
+        if let Some(value) = strategy
+            && !obj.metric_strategies.iter().any(|s| s.name == name)
+        {
+            obj.metric_strategies.push(MetricStrategySpec {
+                name,
+                value: value.into(),
+            });
         }
     }
 }

@@ -5,6 +5,14 @@
 /// the algorithm registry reads it too).
 pub use vernier_core::ALGORITHM_NAMES;
 
+/// Algorithms that search several objectives (`objective.objectives` with more than one
+/// entry); the others optimise a single objective.
+pub const MULTI_OBJECTIVE_ALGORITHMS: &[&str] =
+    &["random", "grid", "sobol", "nsga2", "bayesianoptimization"];
+
+/// `objective.constraints[].op` values.
+pub const CONSTRAINT_OPS: &[&str] = &["<=", ">=", "<", ">"];
+
 /// Every `spec.earlyStopping.algorithmName` Vernier can run.
 pub const EARLY_STOPPING_NAMES: &[&str] = &["medianstop", "asha"];
 

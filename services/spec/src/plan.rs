@@ -2,7 +2,8 @@
 //! best. The local driver and the operator both call it, so both behave like Katib's
 //! experiment controller (reference §8.1).
 
-use vernier_core::{Objective, TrialState};
+use std::collections::BTreeMap;
+use vernier_core::{Objective, TrialState, pareto};
 
 /// The experiment limits the planner needs (already defaulted).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -19,6 +20,38 @@ pub struct TrialOutcome<'a> {
     pub state: TrialState,
     /// The objective value selected by its metric strategy, when observed.
     pub objective: Option<f64>,
+    /// Every metric's reduced value (secondary objectives, constraint metrics); may be
+    /// empty for a single-objective experiment without constraints.
+    pub metrics: &'a BTreeMap<String, f64>,
+}
+
+/// An empty metric map, for outcomes that carry only the objective.
+pub static NO_METRICS: BTreeMap<String, f64> = BTreeMap::new();
+
+impl TrialOutcome<'_> {
+    /// A metric's value, the primary objective falling back to `objective`.
+    pub fn metric(&self, objective: &Objective, name: &str) -> Option<f64> {
+        self.metrics.get(name).copied().or_else(|| {
+            (name == objective.metric)
+                .then_some(self.objective)
+                .flatten()
+        })
+    }
+
+    /// Succeeded or early-stopped and satisfying every constraint: may be a result (a failed
+    /// trial's partial metrics never are).
+    pub fn is_result_candidate(&self, objective: &Objective) -> bool {
+        matches!(self.state, TrialState::Succeeded | TrialState::EarlyStopped)
+            && objective.is_feasible(|n| self.metric(objective, n))
+    }
+
+    /// Every objective as a loss, for a result candidate with all of them finite.
+    pub fn losses(&self, objective: &Objective) -> Option<Vec<f64>> {
+        if !self.is_result_candidate(objective) {
+            return None;
+        }
+        objective.losses(|n| self.metric(objective, n))
+    }
 }
 
 /// Why an experiment is over, with Katib's condition reason and message.
@@ -118,17 +151,25 @@ pub struct Plan {
     pub completion: Option<Completion>,
     /// How many new trials to request from the algorithm now.
     pub request: u32,
-    /// Index into the input trials of the best trial so far.
+    /// Index into the input trials of the best trial so far (for several objectives: the
+    /// front member best in the primary objective, Katib's `currentOptimalTrial`).
     pub best: Option<usize>,
+    /// Indices of the feasible non-dominated trials, ascending (just `best` for one
+    /// objective).
+    pub front: Vec<usize>,
     pub counts: TrialCounts,
 }
 
 /// Index of the best trial: the best objective value among succeeded and early-stopped trials
-/// (a failed trial's partial metrics never make it "best"); the earliest wins ties.
+/// that satisfy every constraint (a failed or infeasible trial never is "best"); the earliest
+/// wins ties. With several objectives only trials reporting all of them count.
 pub fn best_trial(objective: &Objective, trials: &[TrialOutcome<'_>]) -> Option<usize> {
     let mut best: Option<(usize, f64)> = None;
     for (i, t) in trials.iter().enumerate() {
-        if !matches!(t.state, TrialState::Succeeded | TrialState::EarlyStopped) {
+        if !t.is_result_candidate(objective) {
+            continue;
+        }
+        if objective.is_multi() && t.losses(objective).is_none() {
             continue;
         }
         let Some(v) = t.objective.filter(|v| v.is_finite()) else {
@@ -141,6 +182,48 @@ pub fn best_trial(objective: &Objective, trials: &[TrialOutcome<'_>]) -> Option<
     best.map(|(i, _)| i)
 }
 
+/// Indices of the Pareto front: feasible succeeded/early-stopped trials reporting every
+/// objective that no other such trial dominates, ascending. For one objective this is the best
+/// trial alone, so the earliest of equal values stays the single result.
+pub fn pareto_front(objective: &Objective, trials: &[TrialOutcome<'_>]) -> Vec<usize> {
+    if !objective.is_multi() {
+        return best_trial(objective, trials).into_iter().collect();
+    }
+    let (index, points): (Vec<usize>, Vec<Vec<f64>>) = trials
+        .iter()
+        .enumerate()
+        .filter_map(|(i, t)| t.losses(objective).map(|l| (i, l)))
+        .unzip();
+    pareto::pareto_front(&points)
+        .into_iter()
+        .map(|k| index[k])
+        .collect()
+}
+
+/// Whether the goal is reached: one objective as Katib; several when some front member
+/// reaches every goal that is set (and at least one is).
+fn goal_reached(objective: &Objective, trials: &[TrialOutcome<'_>], front: &[usize]) -> bool {
+    if !objective.is_multi() {
+        return match (objective.goal, front.first()) {
+            (Some(goal), Some(&i)) => trials[i]
+                .objective
+                .is_some_and(|v| objective.direction.reaches(v, goal)),
+            _ => false,
+        };
+    }
+    if objective.objectives.iter().all(|t| t.goal.is_none()) {
+        return false;
+    }
+    front.iter().any(|&i| {
+        objective.objectives.iter().all(|t| match t.goal {
+            None => true,
+            Some(goal) => trials[i]
+                .metric(objective, &t.metric)
+                .is_some_and(|v| t.direction.reaches(v, goal)),
+        })
+    })
+}
+
 /// Decides, in Katib's order: goal reached, then max failed, then max trials; otherwise how
 /// many trials to request. `exhausted` says the algorithm has nothing left to propose.
 pub fn plan(
@@ -151,17 +234,16 @@ pub fn plan(
 ) -> Plan {
     let counts = TrialCounts::of(trials);
     let best = best_trial(objective, trials);
+    let front = pareto_front(objective, trials);
     let done = |completion| Plan {
         completion: Some(completion),
         request: 0,
         best,
+        front: front.clone(),
         counts,
     };
 
-    if let (Some(goal), Some(i)) = (objective.goal, best)
-        && let Some(v) = trials[i].objective
-        && objective.direction.reaches(v, goal)
-    {
+    if goal_reached(objective, trials, &front) {
         return done(Completion::GoalReached);
     }
     if let Some(max_failed) = limits.max_failed {
@@ -190,6 +272,7 @@ pub fn plan(
         completion: None,
         request,
         best,
+        front,
         counts,
     }
 }
@@ -197,13 +280,14 @@ pub fn plan(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use vernier_core::Direction;
+    use vernier_core::{Constraint, ConstraintOp, Direction, ObjectiveTerm};
 
     fn t(state: TrialState, v: Option<f64>) -> TrialOutcome<'static> {
         TrialOutcome {
             name: "t",
             state,
             objective: v,
+            metrics: &NO_METRICS,
         }
     }
 
@@ -288,5 +372,102 @@ mod tests {
             t(TrialState::Succeeded, Some(f64::NAN)),
         ];
         assert_eq!(best_trial(&o, &trials), Some(1));
+    }
+
+    fn two_objectives() -> Objective {
+        let mut o = Objective::new("loss", Direction::Minimize);
+        o.objectives.push(ObjectiveTerm {
+            metric: "acc".into(),
+            direction: Direction::Maximize,
+            goal: None,
+        });
+        o.constraints.push(Constraint {
+            metric: "ms".into(),
+            op: ConstraintOp::Le,
+            bound: 20.0,
+        });
+        o
+    }
+
+    fn metrics(pairs: &[(&str, f64)]) -> BTreeMap<String, f64> {
+        pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+    }
+
+    #[test]
+    fn front_holds_feasible_non_dominated_trials() {
+        let o = two_objectives();
+        let m = [
+            metrics(&[("loss", 1.0), ("acc", 0.9), ("ms", 10.0)]),
+            metrics(&[("loss", 0.5), ("acc", 0.8), ("ms", 10.0)]),
+            // Dominated by trial 0.
+            metrics(&[("loss", 1.2), ("acc", 0.85), ("ms", 5.0)]),
+            // Would dominate everything, but breaks the constraint.
+            metrics(&[("loss", 0.1), ("acc", 0.99), ("ms", 25.0)]),
+            // Lacks the constraint metric: infeasible.
+            metrics(&[("loss", 0.2), ("acc", 0.95)]),
+            // Failed trials never count.
+            metrics(&[("loss", 0.0), ("acc", 1.0), ("ms", 1.0)]),
+        ];
+        let states = [
+            TrialState::Succeeded,
+            TrialState::EarlyStopped,
+            TrialState::Succeeded,
+            TrialState::Succeeded,
+            TrialState::Succeeded,
+            TrialState::Failed,
+        ];
+        let trials: Vec<TrialOutcome<'_>> = m
+            .iter()
+            .zip(states)
+            .map(|(m, state)| TrialOutcome {
+                name: "t",
+                state,
+                objective: m.get("loss").copied(),
+                metrics: m,
+            })
+            .collect();
+        assert_eq!(pareto_front(&o, &trials), vec![0, 1]);
+        let p = plan(&o, limits(1, None, None), &trials, false);
+        assert_eq!((p.best, p.front.clone()), (Some(1), vec![0, 1]));
+
+        let mut goals = o.clone();
+        goals.objectives[1].goal = Some(0.85);
+        assert_eq!(
+            plan(&goals, limits(1, None, None), &trials, false).completion,
+            Some(Completion::GoalReached)
+        );
+        goals.objectives[1].goal = Some(0.95);
+        assert_eq!(
+            plan(&goals, limits(1, None, None), &trials, false).completion,
+            None
+        );
+    }
+
+    #[test]
+    fn infeasible_trial_is_never_best() {
+        let mut o = Objective::new("loss", Direction::Minimize);
+        o.constraints.push(Constraint {
+            metric: "ms".into(),
+            op: ConstraintOp::Lt,
+            bound: 20.0,
+        });
+        let slow = metrics(&[("loss", 0.1), ("ms", 20.0)]);
+        let fast = metrics(&[("loss", 0.7), ("ms", 3.0)]);
+        let trials = vec![
+            TrialOutcome {
+                name: "a",
+                state: TrialState::Succeeded,
+                objective: Some(0.1),
+                metrics: &slow,
+            },
+            TrialOutcome {
+                name: "b",
+                state: TrialState::Succeeded,
+                objective: Some(0.7),
+                metrics: &fast,
+            },
+        ];
+        assert_eq!(best_trial(&o, &trials), Some(1));
+        assert_eq!(pareto_front(&o, &trials), vec![1]);
     }
 }

@@ -168,6 +168,37 @@ pub struct ObjectiveSpec {
     pub additional_metric_names: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub metric_strategies: Vec<MetricStrategySpec>,
+    /// Vernier extension: every objective of a multi-objective experiment, the primary first
+    /// (its name and type are Katib's `objectiveMetricName` and `type`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub objectives: Vec<ObjectiveTermSpec>,
+    /// Vernier extension: metrics a trial must satisfy to be feasible.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub constraints: Vec<ConstraintSpec>,
+}
+
+/// One entry of `objective.objectives` (Vernier extension).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ObjectiveTermSpec {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub metric_name: String,
+    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
+    pub type_: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goal: Option<f64>,
+}
+
+/// One entry of `objective.constraints` (Vernier extension): `metricName op value`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConstraintSpec {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub metric_name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub op: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<f64>,
 }
 
 /// One `{name, value}` of `objective.metricStrategies`.
@@ -358,6 +389,10 @@ pub(crate) const FIELD_NAMES: &[&str] = &[
     "objectiveMetricName",
     "additionalMetricNames",
     "metricStrategies",
+    "objectives",
+    "metricName",
+    "constraints",
+    "op",
     "value",
     "algorithm",
     "algorithmName",

@@ -25,11 +25,23 @@
 //! keeps a few huge values (Rosenbrock-like objectives) from flattening the model near the
 //! optimum.
 //!
+//! Several objectives use ParEGO (Knowles 2006, "ParEGO: a hybrid algorithm with on-line
+//! landscape approximation for expensive multiobjective optimization problems", IEEE TEVC
+//! 10(1)): each proposal draws a weight vector uniformly from the simplex, normalises every
+//! objective's losses to `[0, 1]` over the observed trials, and models the augmented
+//! Chebyshev scalarisation `max_i(λ_i f_i) + 0.05 Σ_i λ_i f_i` with the same GP. A batch
+//! draws one weight vector per proposal, earlier proposals of the batch joining as pending.
+//! Constraints use constrained expected improvement (see `feasibility`): the acquisition is
+//! log-EI plus each constraint's log probability of feasibility, whatever `acq_func` says,
+//! with the best feasible trial as the incumbent; infeasible trials still inform the model of
+//! the objective.
+//!
 //! Batches and pending trials use the kriging believer heuristic (Ginsbourger et al. 2010):
 //! each created/running trial and each proposal already made in the batch is added to the data
 //! with the posterior mean as its value, then the acquisition is maximised again.
 
 mod acquisition;
+mod feasibility;
 mod features;
 mod kernel;
 mod model;
@@ -43,6 +55,7 @@ use crate::random::{RandomSearch, point_at};
 use crate::sample::sample_assignment;
 use crate::settings::Settings;
 use acquisition::{Acq, AcqParams};
+use feasibility::Feasibility;
 use features::Features;
 use model::{FitBudget, Posterior};
 use optimize::{Candidate, SearchBudget};
@@ -196,7 +209,59 @@ impl Suggester for GpOptimizer {
     }
 
     fn suggest(&self, req: &SuggestRequest<'_>) -> Result<Suggestions, CoreError> {
-        let observed = history::observed(req.objective, req.trials);
+        if req.objective.is_multi() {
+            return self.suggest_parego(req);
+        }
+        let violations = history::observed_violations(req.objective, req.trials);
+        self.suggest_scalar(
+            req,
+            history::observed(req.objective, req.trials),
+            violations,
+        )
+    }
+}
+
+/// ParEGO's augmentation weight (Knowles 2006).
+const PAREGO_RHO: f64 = 0.05;
+
+impl GpOptimizer {
+    /// One proposal per weight vector; earlier proposals of the batch are pending trials.
+    fn suggest_parego(&self, req: &SuggestRequest<'_>) -> Result<Suggestions, CoreError> {
+        let mut rng = ChaCha8Rng::seed_from_u64(req.seed ^ 0x9e37_79b9_7f4a_7c15);
+        let mut trials: Vec<vernier_core::TrialRecord> = req.trials.to_vec();
+        let mut out = Suggestions::default();
+        for _ in 0..req.count {
+            let (observed, violations) = parego_losses(req.objective, &trials, &mut rng);
+            let sub = SuggestRequest {
+                trials: &trials,
+                count: 1,
+                seed: rng.random(),
+                ..*req
+            };
+            let mut one = self.suggest_scalar(&sub, observed, violations)?;
+            let Some(p) = one.proposals.pop() else {
+                out.exhausted = one.exhausted;
+                break;
+            };
+            trials.push(vernier_core::TrialRecord {
+                name: String::new(),
+                assignment: p.assignment.clone(),
+                state: vernier_core::TrialState::Created,
+                objective: None,
+                labels: Default::default(),
+                metrics: Default::default(),
+            });
+            out.proposals.push(p);
+        }
+        Ok(out)
+    }
+
+    fn suggest_scalar(
+        &self,
+        req: &SuggestRequest<'_>,
+        observed: Vec<(&Assignment, f64)>,
+        violations: Vec<f64>,
+    ) -> Result<Suggestions, CoreError> {
         // A GP needs two distinct values to say anything; until then, and during the
         // initial design, sample the priors.
         if observed.len() < self.n_initial.max(2) {
@@ -212,7 +277,37 @@ impl Suggester for GpOptimizer {
         }
         let losses: Vec<f64> = observed.iter().map(|(_, l)| *l).collect();
         let mut y = transform(&losses);
-        let best = y.iter().copied().fold(f64::INFINITY, f64::min);
+        let best = y
+            .iter()
+            .zip(&violations)
+            .filter(|(_, v)| **v == 0.0)
+            .map(|(y, _)| *y)
+            .fold(f64::INFINITY, f64::min);
+        let feas = (!req.objective.constraints.is_empty()).then(|| {
+            let rows: Vec<(Vec<f64>, Vec<Option<f64>>)> = req
+                .trials
+                .iter()
+                .filter(|t| t.usable_objective().is_some())
+                .map(|t| {
+                    let slack = req
+                        .objective
+                        .constraints
+                        .iter()
+                        .map(|c| t.metric(req.objective, &c.metric).map(|v| c.slack(v)))
+                        .collect();
+                    (features.encode(req.space, &t.assignment), slack)
+                })
+                .collect();
+            Feasibility::fit(
+                &rows,
+                d,
+                req.objective.constraints.len(),
+                best.is_finite(),
+                &mut rng,
+            )
+        });
+        // Without a feasible incumbent EI has no reference; feasibility alone decides then.
+        let best = if best.is_finite() { best } else { 0.0 };
 
         let hyper = fit_hyper(&x, n, d, &y, &mut rng);
         let Some(mut post) = Posterior::new(x.clone(), d, &y, hyper.clone()) else {
@@ -261,11 +356,25 @@ impl Suggester for GpOptimizer {
         let budget = search_budget(y.len(), self.local_search);
         for _ in 0..req.count {
             let pick = match unused.as_mut() {
-                Some(points) => {
-                    self.pick_finite(req.space, &features, &post, &params, points, &mut rng)
-                }
+                Some(points) => self.pick_finite(
+                    req.space,
+                    &features,
+                    &post,
+                    &params,
+                    feas.as_ref(),
+                    points,
+                    &mut rng,
+                ),
                 None => self.pick_continuous(
-                    req.space, &features, &post, &params, &anchors, budget, &taken, &mut rng,
+                    req.space,
+                    &features,
+                    &post,
+                    &params,
+                    &anchors,
+                    budget,
+                    &taken,
+                    feas.as_ref(),
+                    &mut rng,
                 ),
             };
             let Some(a) = pick.or_else(|| {
@@ -295,13 +404,74 @@ impl Suggester for GpOptimizer {
     }
 }
 
+/// The augmented Chebyshev scalarisation of every finished trial with all objectives, for a
+/// weight vector drawn uniformly from the simplex.
+#[allow(clippy::type_complexity)]
+fn parego_losses<'a, R: Rng + ?Sized>(
+    objective: &Objective,
+    trials: &'a [vernier_core::TrialRecord],
+    rng: &mut R,
+) -> (Vec<(&'a Assignment, f64)>, Vec<f64>) {
+    // Only trials that the scalar path counts as observed, so the constraint models and the
+    // violations stay aligned with these rows.
+    let usable: Vec<&vernier_core::TrialRecord> = trials
+        .iter()
+        .filter(|t| t.usable_objective().is_some() && t.usable_losses(objective).is_some())
+        .collect();
+    let violations: Vec<f64> = usable.iter().map(|t| t.violation(objective)).collect();
+    let rows: Vec<(&Assignment, Vec<f64>)> = usable
+        .iter()
+        .filter_map(|t| Some((&t.assignment, t.usable_losses(objective)?)))
+        .collect();
+    let m = objective.objectives.len();
+    let exp: Vec<f64> = (0..m).map(|_| -(1.0 - rng.random::<f64>()).ln()).collect();
+    let total: f64 = exp.iter().sum();
+    let weights: Vec<f64> = exp.iter().map(|e| e / total).collect();
+    let lo: Vec<f64> = (0..m)
+        .map(|k| rows.iter().map(|r| r.1[k]).fold(f64::INFINITY, f64::min))
+        .collect();
+    let hi: Vec<f64> = (0..m)
+        .map(|k| {
+            rows.iter()
+                .map(|r| r.1[k])
+                .fold(f64::NEG_INFINITY, f64::max)
+        })
+        .collect();
+    let scalar = rows
+        .into_iter()
+        .map(|(a, l)| {
+            let f: Vec<f64> = (0..m)
+                .map(|k| {
+                    let span = hi[k] - lo[k];
+                    if span > 0.0 {
+                        (l[k] - lo[k]) / span
+                    } else {
+                        0.0
+                    }
+                })
+                .collect();
+            let worst = f
+                .iter()
+                .zip(&weights)
+                .map(|(v, w)| v * w)
+                .fold(f64::NEG_INFINITY, f64::max);
+            let sum: f64 = f.iter().zip(&weights).map(|(v, w)| v * w).sum();
+            (a, worst + PAREGO_RHO * sum)
+        })
+        .collect();
+    (scalar, violations)
+}
+
 /// Observed points used as centres of local candidates.
 const ANCHORS: usize = 5;
 /// Sharpness of GP-Hedge's choice (skopt's `eta`).
 const HEDGE_ETA: f64 = 1.0;
 
 impl GpOptimizer {
-    fn acqs(&self) -> Vec<Acq> {
+    fn acqs(&self, feas: Option<&Feasibility>) -> Vec<Acq> {
+        if feas.is_some() {
+            return vec![Acq::Ei];
+        }
         match self.acq {
             AcqFunc::Single(a) => vec![a],
             AcqFunc::Hedge => vec![Acq::Ei, Acq::Pi, Acq::Lcb],
@@ -347,31 +517,36 @@ impl GpOptimizer {
         anchors: &[Vec<f64>],
         budget: SearchBudget,
         taken: &HashSet<String>,
+        feas: Option<&Feasibility>,
         rng: &mut R,
     ) -> Option<Assignment> {
-        let acqs = self.acqs();
+        let acqs = self.acqs(feas);
         // The portfolio shares the candidates; halving each member's local searches keeps
         // GP-Hedge within the time of a single acquisition's search plus a half.
         let mut budget = budget;
         if acqs.len() > 1 {
             budget.local_starts = budget.local_starts.div_ceil(2);
         }
-        let lists = optimize::maximize(post, features, &acqs, params, anchors, budget, rng);
+        let lists = optimize::maximize(post, features, &acqs, params, anchors, budget, feas, rng);
         let mut nominees = Vec::new();
         for (acq, list) in acqs.iter().zip(lists) {
-            if let Some((xs, a)) = first_unseen(space, features, post, *acq, params, list, taken) {
+            if let Some((xs, a)) =
+                first_unseen(space, features, post, *acq, params, feas, list, taken)
+            {
                 nominees.push((*acq, xs, a));
             }
         }
         self.choose(post, nominees, rng)
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn pick_finite<R: Rng + ?Sized>(
         &self,
         space: &SearchSpace,
         features: &Features,
         post: &Posterior,
         params: &AcqParams,
+        feas: Option<&Feasibility>,
         points: &mut Vec<Assignment>,
         rng: &mut R,
     ) -> Option<Assignment> {
@@ -384,11 +559,16 @@ impl GpOptimizer {
             xs.extend(features.encode(space, a));
         }
         let pred = post.predict_batch(&xs, points.len());
+        let log_pof = feas.map(|f| f.log_pof_batch(&xs, points.len()));
         let mut nominees = Vec::new();
-        for acq in self.acqs() {
+        for acq in self.acqs(feas) {
             let mut best: Option<(f64, usize)> = None;
             for (i, (mu, s)) in pred.iter().enumerate() {
                 let v = acq.value(*mu, *s, params);
+                let v = match (feas, &log_pof) {
+                    (Some(f), Some(lp)) => f.combine(v, lp[i]),
+                    _ => v,
+                };
                 if best.is_none_or(|(b, _)| v > b) {
                     best = Some((v, i));
                 }
@@ -405,12 +585,14 @@ impl GpOptimizer {
 
 /// The best candidate whose snapped assignment is new: candidates are re-scored after
 /// snapping (ints, steps, list values), since that is the point actually proposed.
+#[allow(clippy::too_many_arguments)]
 fn first_unseen(
     space: &SearchSpace,
     features: &Features,
     post: &Posterior,
     acq: Acq,
     params: &AcqParams,
+    feas: Option<&Feasibility>,
     list: Vec<Candidate>,
     taken: &HashSet<String>,
 ) -> Option<(Vec<f64>, Assignment)> {
@@ -425,6 +607,10 @@ fn first_unseen(
         let xs = features.encode(space, &a);
         let (mu, s) = post.predict(&xs);
         let v = acq.value(mu, s, params);
+        let v = match feas {
+            Some(f) => f.combine(v, f.log_pof(&xs)),
+            None => v,
+        };
         let v = if v.is_nan() { f64::MIN } else { v };
         if best.as_ref().is_none_or(|b| v > b.0) {
             best = Some((v, xs, a));

@@ -5,6 +5,7 @@
 //! at the faces of the cube.
 
 use super::acquisition::{Acq, AcqParams};
+use super::feasibility::Feasibility;
 use super::features::Features;
 use super::model::{Memo, Posterior};
 use argmin::core::{CostFunction, Error, Executor, Gradient, State};
@@ -37,6 +38,7 @@ const KEEP: usize = 64;
 const CHUNK: usize = 512;
 
 /// For each acquisition, candidates best first (refined ones included).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn maximize<R: Rng + ?Sized>(
     post: &Posterior,
     features: &Features,
@@ -44,6 +46,7 @@ pub(crate) fn maximize<R: Rng + ?Sized>(
     params: &AcqParams,
     anchors: &[Vec<f64>],
     budget: SearchBudget,
+    feas: Option<&Feasibility>,
     rng: &mut R,
 ) -> Vec<Vec<Candidate>> {
     let d = features.dim();
@@ -66,12 +69,27 @@ pub(crate) fn maximize<R: Rng + ?Sized>(
         pred.extend(post.predict_batch(&pts[start * d..end * d], end - start));
     }
     let mask = features.continuous_mask();
+    let log_pof = feas.map(|f| {
+        let mut out = Vec::with_capacity(m);
+        for start in (0..m).step_by(CHUNK) {
+            let end = (start + CHUNK).min(m);
+            out.extend(f.log_pof_batch(&pts[start * d..end * d], end - start));
+        }
+        out
+    });
     acqs.iter()
         .map(|acq| {
             let mut order: Vec<(f64, usize)> = pred
                 .iter()
                 .enumerate()
-                .map(|(i, (mu, s))| (finite_or_min(acq.value(*mu, *s, params)), i))
+                .map(|(i, (mu, s))| {
+                    let a = acq.value(*mu, *s, params);
+                    let a = match (feas, &log_pof) {
+                        (Some(f), Some(lp)) => f.combine(a, lp[i]),
+                        _ => a,
+                    };
+                    (finite_or_min(a), i)
+                })
                 .collect();
             order.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
             let mut out: Vec<Candidate> = order
@@ -84,7 +102,8 @@ pub(crate) fn maximize<R: Rng + ?Sized>(
                 .collect();
             if mask.iter().any(|c| *c) {
                 for c in out.clone().iter().take(budget.local_starts) {
-                    if let Some(r) = refine(post, *acq, params, &mask, &c.x, budget.local_iters)
+                    if let Some(r) =
+                        refine(post, *acq, params, feas, &mask, &c.x, budget.local_iters)
                         && r.score > c.score
                     {
                         out.push(r);
@@ -112,6 +131,7 @@ struct Local<'a> {
     post: &'a Posterior,
     acq: Acq,
     params: &'a AcqParams,
+    feas: Option<&'a Feasibility>,
     dims: Vec<usize>,
     base: Vec<f64>,
     memo: Memo,
@@ -139,11 +159,26 @@ impl Local<'_> {
         let (x, slope) = point(&self.base, &self.dims, z);
         let (mu, sigma, dmu, dsigma) = self.post.predict_grad(&x);
         let (a, da_mu, da_sigma) = self.acq.eval(mu, sigma, self.params);
+        let mut dx: Vec<f64> = (0..x.len())
+            .map(|k| da_mu * dmu[k] + da_sigma * dsigma[k])
+            .collect();
+        let a = match self.feas {
+            None => a,
+            Some(f) => {
+                let (lp, dlp) = f.log_pof_grad(&x);
+                if f.only {
+                    dx = dlp;
+                } else {
+                    dx.iter_mut().zip(&dlp).for_each(|(g, h)| *g += h);
+                }
+                f.combine(a, lp)
+            }
+        };
         let grad: Vec<f64> = self
             .dims
             .iter()
             .zip(&slope)
-            .map(|(&dim, s)| -(da_mu * dmu[dim] + da_sigma * dsigma[dim]) * s)
+            .map(|(&dim, s)| -dx[dim] * s)
             .collect();
         let out = if a.is_finite() && grad.iter().all(|g| g.is_finite()) {
             (-a, grad)
@@ -175,6 +210,7 @@ fn refine(
     post: &Posterior,
     acq: Acq,
     params: &AcqParams,
+    feas: Option<&Feasibility>,
     mask: &[bool],
     start: &[f64],
     iters: u64,
@@ -185,6 +221,7 @@ fn refine(
         post,
         acq,
         params,
+        feas,
         dims: dims.clone(),
         base: start.to_vec(),
         memo: RefCell::new(None),

@@ -37,6 +37,9 @@
 //! Pending (created or running) trials and the earlier proposals of the same batch join the
 //! "above" set, Optuna's constant liar, so a batch spreads out; no proposal repeats a
 //! configuration in the history or the batch.
+//!
+//! Constraints (`objective.constraints`) follow Optuna's `constraints_func` handling: trials
+//! are ranked feasible-first by loss, then infeasible by total violation, before the split.
 
 mod normal;
 mod parzen;
@@ -307,8 +310,16 @@ impl Suggester for Tpe {
 
         let observed = history::observed(req.objective, req.trials);
         let n = observed.len();
+        // Constrained TPE as Optuna's `constraints_func`: feasible trials rank by loss ahead
+        // of every infeasible one, infeasible ones by total violation, so breaking a
+        // constraint puts a trial in the "bad" group unless too few trials are feasible.
+        let violation = history::observed_violations(req.objective, req.trials);
         let mut by_loss: Vec<usize> = (0..n).collect();
-        by_loss.sort_by(|i, j| observed[*i].1.total_cmp(&observed[*j].1));
+        by_loss.sort_by(|i, j| {
+            violation[*i]
+                .total_cmp(&violation[*j])
+                .then(observed[*i].1.total_cmp(&observed[*j].1))
+        });
         let mut good = vec![false; n];
         for i in by_loss.iter().take(self.n_below(n)) {
             good[*i] = true;

@@ -519,3 +519,45 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn constrained_tpe_puts_infeasible_trials_in_the_bad_group() {
+    use vernier_core::{Constraint, ConstraintOp, Objective};
+    // Loss falls with x, but x <= 0.5 is required: the best feasible region is just below 0.5.
+    let space = space_1d(0.0, 1.0);
+    let trials: Vec<TrialRecord> = (0..40)
+        .map(|i| {
+            let x = (i as f64 + 0.5) / 40.0;
+            TrialRecord {
+                name: format!("t{i}"),
+                assignment: Assignment(vec![("x".into(), ParamValue::Double(x))]),
+                state: TrialState::Succeeded,
+                objective: Some(-x),
+                labels: Default::default(),
+                metrics: [("loss".to_string(), -x), ("c".to_string(), x)].into(),
+            }
+        })
+        .collect();
+    let mean_proposal = |o: &Objective| {
+        let req = SuggestRequest {
+            space: &space,
+            objective: o,
+            trials: &trials,
+            count: 8,
+            seed: 5,
+            state: None,
+        };
+        let xs = x_of(&algorithm("tpe", &[]).suggest(&req).unwrap());
+        xs.iter().sum::<f64>() / xs.len() as f64
+    };
+    let plain = Objective::new("loss", Direction::Minimize);
+    let mut constrained = plain.clone();
+    constrained.constraints.push(Constraint {
+        metric: "c".into(),
+        op: ConstraintOp::Le,
+        bound: 0.5,
+    });
+    let (free, bounded) = (mean_proposal(&plain), mean_proposal(&constrained));
+    assert!(free > 0.8, "{free}");
+    assert!(bounded < 0.6, "{bounded}");
+}

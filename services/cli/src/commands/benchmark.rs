@@ -1,15 +1,16 @@
 //! `vernier benchmark`: runs suggestion algorithms on analytic problems with known optima,
 //! in-process and sequentially (one proposal per call, as a tuning service with
-//! parallelTrialCount 1), over many seeds, and reports final simple regret and the time each
+//! parallelTrialCount 1), over many seeds, and reports the final score (simple regret; for multi-objective problems the hypervolume gap to
+//! the true front; for constrained ones the best feasible regret, see `benchmark_problems`) and the time each
 //! suggestion took — a kurobako-style comparison for users choosing an algorithm.
 
+use super::benchmark_problems::BenchProblem;
 use crate::Exit;
 use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::time::Instant;
-use vernier_core::{Direction, Objective, SuggestRequest, TrialRecord, TrialState};
-use vernier_testfunctions::Problem;
+use vernier_core::{SuggestRequest, TrialRecord};
 
 /// Trial counts at which suggestion times are reported.
 const TIME_POINTS: [usize; 3] = [25, 50, 100];
@@ -54,13 +55,13 @@ struct CellSummary {
 }
 
 pub fn benchmark(args: BenchmarkArgs) -> anyhow::Result<Exit> {
-    let problems: Vec<Problem> = args
+    let problems: Vec<BenchProblem> = args
         .problems
         .iter()
         .map(|name| {
-            Problem::by_name(name).ok_or_else(|| {
+            BenchProblem::by_name(name).ok_or_else(|| {
                 anyhow::anyhow!(
-                    "--problems: unknown problem {name:?}\nhint: known problems are branin, hartmann3, hartmann6, rosenbrock4, ackley5, styblinski-tang (and rosenbrockN, ackleyN, styblinski-tangN)"
+                    "--problems: unknown problem {name:?}\nhint: known problems are branin, hartmann3, hartmann6, rosenbrock4, ackley5, styblinski-tang (and rosenbrockN, ackleyN, styblinski-tangN); multi-objective zdt1, zdt2, dtlz2 (zdt1-N... for N variables); constrained rosenbrock-disk (rosenbrock-disk:blind hides the constraint)"
                 )
             })
         })
@@ -76,7 +77,9 @@ pub fn benchmark(args: BenchmarkArgs) -> anyhow::Result<Exit> {
     let mut cells = Vec::new();
     for algorithm in &args.algorithms {
         for problem in &problems {
-            let budget = args.trials.unwrap_or_else(|| default_budget(&problem.name));
+            let budget = args
+                .trials
+                .unwrap_or_else(|| default_budget(&problem.name()));
             let mut runs = Vec::new();
             for seed in 0..args.seeds as u64 {
                 runs.push(run_once(algorithm, problem, budget, seed)?);
@@ -100,12 +103,12 @@ pub fn benchmark(args: BenchmarkArgs) -> anyhow::Result<Exit> {
 
 fn run_once(
     algorithm: &str,
-    problem: &Problem,
+    problem: &BenchProblem,
     budget: usize,
     seed: u64,
 ) -> anyhow::Result<RunResult> {
     let space = problem.space();
-    let objective = Objective::new("value", Direction::Minimize);
+    let objective = problem.objective();
     let suggester = vernier_algorithms::build(
         algorithm,
         &vernier_algorithms::with_random_state(&[], seed),
@@ -116,7 +119,6 @@ fn run_once(
     let mut trials: Vec<TrialRecord> = Vec::with_capacity(budget);
     let mut state: Option<String> = None;
     let mut times = Vec::with_capacity(budget);
-    let mut best = f64::INFINITY;
     for t in 0..budget {
         let request = SuggestRequest {
             space: &space,
@@ -133,20 +135,13 @@ fn run_once(
         let Some(proposal) = suggestions.proposals.into_iter().next() else {
             break;
         };
-        let value = problem.eval_assignment(&proposal.assignment);
-        best = best.min(value);
-        trials.push(TrialRecord {
-            name: format!("trial-{t}"),
-            assignment: proposal.assignment,
-            state: TrialState::Succeeded,
-            objective: Some(value),
-            labels: proposal.labels,
-            metrics: BTreeMap::new(),
-        });
+        let mut trial = problem.trial(format!("trial-{t}"), proposal.assignment);
+        trial.labels = proposal.labels;
+        trials.push(trial);
     }
     Ok(RunResult {
         seed,
-        final_regret: problem.regret(best),
+        final_regret: problem.score(&trials),
         suggest_ms: times,
     })
 }
@@ -160,7 +155,7 @@ fn quantile(sorted: &[f64], q: f64) -> f64 {
 
 fn summarize(
     algorithm: &str,
-    problem: &Problem,
+    problem: &BenchProblem,
     budget: usize,
     runs: Vec<RunResult>,
 ) -> CellSummary {
@@ -185,7 +180,7 @@ fn summarize(
         .collect();
     CellSummary {
         algorithm: algorithm.to_string(),
-        problem: problem.name.clone(),
+        problem: problem.name(),
         trials: budget,
         seeds: runs.len(),
         regret_median: quantile(&regrets, 0.5),
@@ -253,7 +248,7 @@ mod tests {
 
     #[test]
     fn random_search_runs_and_reports_regret() {
-        let p = Problem::by_name("branin").unwrap();
+        let p = BenchProblem::by_name("branin").unwrap();
         let r = run_once("random", &p, 20, 1).unwrap();
         assert_eq!(r.suggest_ms.len(), 20);
         assert!(r.final_regret >= 0.0 && r.final_regret.is_finite());

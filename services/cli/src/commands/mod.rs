@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 pub mod benchmark;
+pub mod benchmark_problems;
 pub mod compare;
 pub mod delete;
 pub mod enqueue;

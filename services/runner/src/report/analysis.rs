@@ -27,6 +27,17 @@ pub fn is_usable(t: &TrialReport) -> bool {
 }
 
 impl ExperimentReport {
+    /// Every constraint holds for the trial's recorded metrics (true when unconstrained).
+    pub fn is_feasible(&self, t: &TrialReport) -> bool {
+        let o = &self.objective;
+        o.is_feasible(|n| {
+            t.values
+                .get(n)
+                .copied()
+                .or(if n == o.metric { t.objective } else { None })
+        })
+    }
+
     /// Parameter names in spec order (falling back to the first trial's assignment).
     pub fn parameter_names(&self) -> Vec<String> {
         let from_spec: Vec<String> = self

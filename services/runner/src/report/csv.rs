@@ -17,6 +17,16 @@ pub fn render(r: &ExperimentReport) -> String {
         .collect();
     header.extend(params.iter().cloned());
     header.extend(metrics.iter().cloned());
+    // Only experiments that use the extensions get their columns, so Katib-shaped exports
+    // keep their shape.
+    let multi = r.objective.is_multi();
+    let constrained = !r.objective.constraints.is_empty();
+    if multi {
+        header.push("pareto_front".to_string());
+    }
+    if constrained {
+        header.push("feasible".to_string());
+    }
     header.extend(
         ["start_time", "completion_time", "duration_s"]
             .iter()
@@ -35,6 +45,12 @@ pub fn render(r: &ExperimentReport) -> String {
         }
         for m in &metrics {
             rec.push(r.metric_text(t, m));
+        }
+        if multi {
+            rec.push(r.front.contains(&i).to_string());
+        }
+        if constrained {
+            rec.push(r.is_feasible(t).to_string());
         }
         rec.push(t.row.started_us.map(rfc3339).unwrap_or_default());
         rec.push(t.row.completed_us.map(rfc3339).unwrap_or_default());

@@ -32,7 +32,7 @@ pub struct HtmlOptions {
 const STYLE: &str = "body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222}\
 h1{font-size:22px}h2{font-size:17px;margin-top:28px}\
 table{border-collapse:collapse}td,th{border:1px solid #ddd;padding:3px 8px;text-align:left}\
-th{background:#f4f4f4}tr.best td{background:#fff6c8;font-weight:600}\
+th{background:#f4f4f4}tr.best td{background:#fff6c8;font-weight:600}circle.infeasible{stroke:#888;stroke-width:1.2}\
 .plots{display:flex;flex-wrap:wrap;gap:12px}.plot{background:#fff;border:1px solid #eee}\
 .plot text{font:11px system-ui,sans-serif;fill:#333}.plot .plot-title{font-size:13px;font-weight:600}\
 .note{color:#666;font-size:12px;max-width:900px}";
@@ -54,6 +54,7 @@ pub fn render(r: &ExperimentReport, opts: HtmlOptions) -> String {
     let _ = writeln!(out, "<h1>Experiment {}</h1>", esc(&r.row.name));
     summary(&mut out, r);
     best(&mut out, r);
+    out.push_str(&super::pareto::section(r));
     out.push_str("<h2>Plots</h2>\n<div class=\"plots\">\n");
     let ranked = r.ranked();
     out.push_str(&history(r));
@@ -126,11 +127,38 @@ fn summary(out: &mut String, r: &ExperimentReport) {
                 count(TrialState::Created)
             ),
         ),
+        (
+            "Other objectives",
+            o.objectives
+                .iter()
+                .skip(1)
+                .map(|t| {
+                    let d = match t.direction {
+                        vernier_core::Direction::Minimize => "minimize",
+                        vernier_core::Direction::Maximize => "maximize",
+                    };
+                    format!("{d} {}", t.metric)
+                })
+                .collect::<Vec<_>>()
+                .join(", "),
+        ),
+        (
+            "Constraints",
+            o.constraints
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", "),
+        ),
         ("Started", s.started_us.map(rfc3339).unwrap_or_default()),
         ("Completed", s.completed_us.map(rfc3339).unwrap_or_default()),
     ];
     out.push_str("<h2>Summary</h2>\n<table id=\"summary\">");
     for (k, v) in rows {
+        // The extension rows appear only for experiments that use the extensions.
+        if v.is_empty() && matches!(k, "Other objectives" | "Constraints") {
+            continue;
+        }
         let _ = write!(out, "<tr><th>{k}</th><td>{}</td></tr>", esc(&v));
     }
     out.push_str("</table>\n");

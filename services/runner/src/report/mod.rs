@@ -7,6 +7,7 @@ pub mod analysis;
 pub mod compare;
 pub mod csv;
 pub mod html;
+pub mod pareto;
 pub mod svg;
 pub mod table;
 #[cfg(test)]
@@ -18,7 +19,7 @@ use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap};
 use vernier_core::{MetricReducer, MetricSummary, Objective, TrialState};
 use vernier_spec::Experiment;
-use vernier_spec::plan::{TrialOutcome, best_trial};
+use vernier_spec::plan::{TrialOutcome, best_trial, pareto_front};
 use vernier_store::{ExperimentRow, SqlStore, TrialRow};
 
 /// One trial with its reduced metrics.
@@ -31,6 +32,8 @@ pub struct TrialReport {
     /// Every numeric value of the objective metric as `(time µs, value)`, in time order: the
     /// learning curve. Only this metric is kept so that large experiments stay small in memory.
     pub curve: Vec<(i64, f64)>,
+    /// Every recorded metric's value by its strategy (objectives, constraint metrics).
+    pub values: BTreeMap<String, f64>,
 }
 
 /// Everything a report needs.
@@ -40,6 +43,8 @@ pub struct ExperimentReport {
     pub spec: Experiment,
     pub trials: Vec<TrialReport>,
     pub best: Option<usize>,
+    /// The feasible non-dominated trials, ascending (just `best` for one objective).
+    pub front: Vec<usize>,
     /// The resolved objective (direction, strategies), so formats need not re-derive it.
     pub objective: Objective,
 }
@@ -134,11 +139,16 @@ pub async fn load(store: &SqlStore, name: &str) -> Result<ExperimentReport, Runn
                 .iter()
                 .find(|m| m.name == objective.metric)
                 .and_then(|m| m.value(objective.strategy));
+            let values = metrics
+                .iter()
+                .filter_map(|m| Some((m.name.clone(), m.value(objective.strategy_for(&m.name)?)?)))
+                .collect();
             TrialReport {
                 row,
                 metrics,
                 objective: value,
                 curve,
+                values,
             }
         })
         .collect();
@@ -148,14 +158,17 @@ pub async fn load(store: &SqlStore, name: &str) -> Result<ExperimentReport, Runn
             name: &t.row.name,
             state: t.row.state,
             objective: t.objective,
+            metrics: &t.values,
         })
         .collect();
     let best = best_trial(&objective, &outcomes);
+    let front = pareto_front(&objective, &outcomes);
     Ok(ExperimentReport {
         row,
         spec,
         trials,
         best,
+        front,
         objective,
     })
 }
@@ -261,6 +274,22 @@ impl ExperimentReport {
                     "observation": {"metrics": metrics_json(&t.metrics)},
                 }),
             );
+        }
+        if self.objective.is_multi() {
+            // Vernier extension: Katib's status has room for one optimal trial only.
+            let front: Vec<Value> = self
+                .front
+                .iter()
+                .map(|&i| {
+                    let t = &self.trials[i];
+                    json!({
+                        "trialName": t.row.name,
+                        "parameterAssignments": assignments_json(&t.row.assignment),
+                        "observation": {"metrics": metrics_json(&t.metrics)},
+                    })
+                })
+                .collect();
+            st.insert("paretoFront".into(), Value::Array(front));
         }
         for (k, v) in lists {
             st.insert(k.into(), json!(v));

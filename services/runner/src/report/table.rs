@@ -58,9 +58,25 @@ pub fn render(r: &ExperimentReport, opts: TableOptions) -> String {
     let shown = opts.top.unwrap_or(ranked.len()).min(ranked.len());
     for (rank, &i) in ranked.iter().take(shown).enumerate() {
         let t = &r.trials[i];
-        let best = Some(i) == r.best;
+        // One objective: `*` marks the best trial. Several: `*` marks every front member.
+        // `!` marks a trial that breaks a constraint.
+        let best = if r.objective.is_multi() {
+            r.front.contains(&i)
+        } else {
+            Some(i) == r.best
+        };
+        let marker = if best {
+            "*"
+        } else if !r.objective.constraints.is_empty()
+            && t.row.state.is_terminal()
+            && !r.is_feasible(t)
+        {
+            "!"
+        } else {
+            ""
+        };
         let mut row = vec![
-            if best { "*" } else { "" }.to_string(),
+            marker.to_string(),
             (rank + 1).to_string(),
             t.row.name.clone(),
             t.row.state.as_str().to_string(),
@@ -89,6 +105,30 @@ pub fn render(r: &ExperimentReport, opts: TableOptions) -> String {
     let _ = writeln!(out, "{table}");
     if shown < ranked.len() {
         let _ = writeln!(out, "({} of {} trials shown)", shown, ranked.len());
+    }
+    if r.objective.is_multi() {
+        let names: Vec<String> = r
+            .objective
+            .objectives
+            .iter()
+            .map(|o| o.metric.clone())
+            .collect();
+        let _ = writeln!(
+            out,
+            "pareto front ({} trial{}, marked *; objectives {}):",
+            r.front.len(),
+            if r.front.len() == 1 { "" } else { "s" },
+            names.join(", ")
+        );
+        for &i in &r.front {
+            let t = &r.trials[i];
+            let values: Vec<String> = names
+                .iter()
+                .map(|m| format!("{m}={}", r.metric_text(t, m)))
+                .collect();
+            let _ = writeln!(out, "  {}: {}", t.row.name, values.join("  "));
+        }
+        return out;
     }
     match r.best {
         Some(i) => {

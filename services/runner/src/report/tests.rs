@@ -82,11 +82,16 @@ const TRIALS: [TrialFixture; 5] = [
 ];
 
 pub(crate) async fn fixture() -> (tempfile::TempDir, ExperimentReport) {
+    fixture_from(SPEC).await
+}
+
+/// The fixture's trials under another objective section.
+async fn fixture_from(spec_text: &str) -> (tempfile::TempDir, ExperimentReport) {
     let dir = tempfile::tempdir().unwrap();
     let store = SqlStore::connect(&dir.path().join("r.db").display().to_string())
         .await
         .unwrap();
-    let spec = vernier_spec::parse_experiment(SPEC).unwrap();
+    let spec = vernier_spec::parse_experiment(spec_text).unwrap();
     store
         .create_experiment(&ExperimentRow {
             name: "fixture".into(),
@@ -367,4 +372,88 @@ async fn comparison_reports_when_the_best_was_reached() {
     let j = compare::json(std::slice::from_ref(&c));
     assert_eq!(j[0]["bestAtTrial"], 2);
     assert_eq!(j[0]["bestSoFarAt"]["all"], 0.12);
+}
+
+/// Two objectives (loss and, for the test's sake, accuracy both minimised) and a constraint
+/// `accuracy >= 0.5`: trials 0, 1 and 4 trade one off against the other; trial 2 would join
+/// them with the lowest accuracy but breaks the constraint; trial 3 failed.
+fn multi_objective_spec() -> String {
+    SPEC.replace(
+        "    type: minimize\n    objectiveMetricName: loss\n    additionalMetricNames: [accuracy]\n    metricStrategies:\n      - name: accuracy\n        value: max\n",
+        "    objectives:\n      - {metricName: loss, type: minimize}\n      - {metricName: accuracy, type: minimize}\n    constraints:\n      - {metricName: accuracy, op: \">=\", value: 0.5}\n    metricStrategies:\n      - name: accuracy\n        value: max\n",
+    )
+    .replace("algorithmName: random", "algorithmName: nsga2")
+}
+
+#[tokio::test]
+async fn multi_objective_reports_show_the_feasible_front() {
+    let spec = multi_objective_spec();
+    assert!(
+        spec.contains("objectives:"),
+        "the fixture's objective section moved"
+    );
+    let (_dir, r) = fixture_from(&spec).await;
+    assert!(r.objective.is_multi());
+    assert_eq!(r.front, vec![0, 1, 4]);
+    assert_eq!(r.best, Some(1));
+
+    let text = table::render(&r, TableOptions::default());
+    snapshot("table_multi.txt", &text);
+    let marked = text.lines().filter(|l| l.starts_with("│ * ")).count();
+    assert_eq!(marked, 3, "{text}");
+    // The early-stopped and the failed trial both break the accuracy constraint.
+    assert_eq!(
+        text.lines().filter(|l| l.starts_with("│ ! ")).count(),
+        2,
+        "{text}"
+    );
+
+    let csv_text = csv::render(&r);
+    snapshot("report_multi.csv", &csv_text);
+    let header: Vec<&str> = csv_text.lines().next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let rows: Vec<Vec<&str>> = csv_text
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').collect())
+        .collect();
+    let on_front: Vec<&str> = rows.iter().map(|r| r[col("pareto_front")]).collect();
+    assert_eq!(on_front, ["true", "true", "false", "false", "true"]);
+    assert_eq!(rows[2][col("feasible")], "false");
+
+    let json = r.to_katib_json();
+    let front: Vec<&str> = json["status"]["paretoFront"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["trialName"].as_str().unwrap())
+        .collect();
+    assert_eq!(front, ["fixture-0", "fixture-1", "fixture-4"]);
+    assert_eq!(
+        json["status"]["currentOptimalTrial"]["bestTrialName"],
+        "fixture-1"
+    );
+
+    let page = html::render(&r, html::HtmlOptions::default());
+    let start = page
+        .find("id=\"plot-pareto-loss-accuracy\"")
+        .expect("front plot");
+    let end = start + page[start..].find("</svg>").unwrap();
+    let plot = &page[start..end];
+    // Every finished trial with both values: the failed one too (it reported both).
+    assert_eq!(plot.matches("class=\"front\"").count(), 3);
+    assert_eq!(plot.matches("class=\"infeasible\"").count(), 2);
+    assert_eq!(plot.matches("class=\"front-line\"").count(), 1);
+    assert!(page.contains("<tr><th>Other objectives</th><td>minimize accuracy</td></tr>"));
+    assert!(page.contains("<tr><th>Constraints</th><td>accuracy &gt;= 0.5</td></tr>"));
+}
+
+#[tokio::test]
+async fn single_objective_reports_have_no_front_extras() {
+    let (_dir, r) = fixture().await;
+    assert_eq!(r.front, r.best.into_iter().collect::<Vec<_>>());
+    assert!(r.to_katib_json()["status"].get("paretoFront").is_none());
+    let page = html::render(&r, html::HtmlOptions::default());
+    assert!(!page.contains("Pareto front") && !page.contains("Constraints"));
+    assert!(!csv::render(&r).contains("pareto_front"));
 }

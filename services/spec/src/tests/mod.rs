@@ -3,6 +3,7 @@
 
 mod defaults;
 mod invalid;
+mod objectives;
 mod parse;
 mod render;
 mod replicas;

@@ -4,6 +4,7 @@
 
 mod collector;
 mod extensions;
+mod objectives;
 mod parameters;
 mod template;
 
@@ -22,6 +23,7 @@ pub fn validate(exp: &Experiment) -> Result<(), SpecErrors> {
     check_name(exp, &mut errs);
     check_counts(exp, &mut errs);
     check_objective(exp, &mut errs);
+    objectives::check(exp, &mut errs);
     check_algorithm(exp, &mut errs);
     check_resume_policy(exp, &mut errs);
     parameters::check(exp, &mut errs);
