@@ -6,14 +6,13 @@
 use crate::error::RunnerError;
 use crate::experiment::LocalExperiment;
 use crate::names::{suggest_seed, trial_name};
+use crate::observed::trial_metrics;
 use crate::process::{MetricSource, ProcessEnd, ProcessReport, StopLevel, now_us, run_process};
 use crate::status::{conditions_json, parse_conditions, set_condition, set_terminal};
 use std::collections::HashMap;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
-use vernier_core::{
-    MetricSummary, Observation, SuggestRequest, TrialRecord, TrialState, UNAVAILABLE,
-};
+use vernier_core::{Observation, SuggestRequest, TrialRecord, TrialState, UNAVAILABLE};
 use vernier_spec::plan::{Completion, TrialCounts, TrialOutcome, plan};
 use vernier_store::{
     ExperimentRow, ExperimentStatusRow, SqlStore, StoreError, TrialRow, TrialUpdate,
@@ -545,20 +544,10 @@ async fn finish_trial(
         )
         .await?;
     trial.record.state = state;
-    trial.record.objective = objective_of(store, exp, &trial.record.name).await?;
+    let observed = trial_metrics(store, &exp.objective, &trial.record.name).await?;
+    trial.record.objective = observed.objective;
+    trial.record.metrics = observed.metrics;
     Ok(())
-}
-
-async fn objective_of(
-    store: &SqlStore,
-    exp: &LocalExperiment,
-    trial: &str,
-) -> Result<Option<f64>, RunnerError> {
-    let logs = store
-        .observations(trial, Some(&exp.objective.metric), None, None)
-        .await?;
-    Ok(MetricSummary::reduce(&exp.objective.metric, &logs)
-        .and_then(|s| s.value(exp.objective.strategy)))
 }
 
 async fn load_trial(
@@ -572,16 +561,16 @@ async fn load_trial(
             reason: format!("trial {}: {e}", row.name),
         }
     })?;
-    let objective = objective_of(store, exp, &row.name).await?;
+    let observed = trial_metrics(store, &exp.objective, &row.name).await?;
     Ok(Tracked {
         assignment_text: assignment.to_string(),
         record: TrialRecord {
             name: row.name,
             assignment,
             state: row.state,
-            objective,
+            objective: observed.objective,
             labels: row.labels,
-            metrics: Default::default(),
+            metrics: observed.metrics,
         },
     })
 }

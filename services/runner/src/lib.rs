@@ -5,6 +5,7 @@ pub mod driver;
 mod error;
 pub mod experiment;
 pub mod names;
+pub mod observed;
 pub mod process;
 pub mod report;
 pub mod status;
