@@ -61,7 +61,9 @@ async fn drop_database(backend: &str, admin: &str, name: &str) {
         }
     } else if let Ok(mut c) = sqlx::MySqlConnection::connect(admin).await {
         let _ = c
-            .execute(sqlx::AssertSqlSafe(format!("DROP DATABASE IF EXISTS {name}")))
+            .execute(sqlx::AssertSqlSafe(format!(
+                "DROP DATABASE IF EXISTS {name}"
+            )))
             .await;
     }
 }

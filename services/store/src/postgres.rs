@@ -325,7 +325,7 @@ impl PostgresBackend {
                     .push_bind(&o.metric)
                     .push_bind(&o.value);
             });
-            q.build().persistent(false).execute(&mut *tx).await?;
+            q.build().execute(&mut *tx).await?;
         }
         let mut q = QueryBuilder::<Postgres>::new(
             "INSERT INTO observation_summaries AS s (trial_name, metric_name, min_value, \
@@ -350,7 +350,7 @@ impl PostgresBackend {
              latest_time = GREATEST(s.latest_time, EXCLUDED.latest_time), \
              numeric_count = s.numeric_count + EXCLUDED.numeric_count",
         );
-        q.build().persistent(false).execute(&mut *tx).await?;
+        q.build().execute(&mut *tx).await?;
         tx.commit().await
     }
 
