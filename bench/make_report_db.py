@@ -2,7 +2,11 @@
 """Fills a Vernier SQLite database with one large synthetic experiment, for timing reports.
 
 The schema comes from Vernier itself (`vernier --db FILE list` runs the migrations), so the
-rows go through the real tables; only the contents are synthetic. Deterministic for a seed.
+rows go through the real tables; only the contents are synthetic. Like the store's
+`report_observations`, it writes each trial's reduced observation (min, max, latest and the
+count of numeric values per metric) to `observation_summaries` beside the raw logs; with
+`--no-summaries` it leaves them out and marks the trials pending instead, as a database
+written before summaries existed looks after migration. Deterministic for a seed.
 
     python3 bench/make_report_db.py --vernier target/release/vernier --db big.db \
         --trials 10000 --metrics 5 --values 100
@@ -71,6 +75,8 @@ def main():
     ap.add_argument("--metrics", type=int, default=5)
     ap.add_argument("--values", type=int, default=100)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--no-summaries", action="store_true",
+                    help="write raw logs only, as an older database has them")
     a = ap.parse_args()
     subprocess.run([a.vernier, "--db", a.db, "list"], check=True, stdout=subprocess.DEVNULL)
     rng = random.Random(a.seed)
@@ -87,6 +93,7 @@ def main():
     )
     metric_names = ["loss"] + [f"m{i}" for i in range(1, a.metrics)]
     batch = []
+    summaries = []
     for seq in range(a.trials):
         name = f"{a.name}-{seq:06d}"
         lr = 10 ** rng.uniform(-4, -1)
@@ -110,13 +117,21 @@ def main():
                          {"name": "optimizer", "value": opt}]),
              "{}", state, "Trial" + state, "", created, started, completed),
         )
+        reduced = {m: [math.inf, -math.inf, None, None] for m in metric_names}
         for step in range(a.values):
             t = started + step * 500_000
             decay = math.exp(-5.0 * step / a.values)
             loss = final + 2.0 * decay + rng.gauss(0, 0.01)
             for k, m in enumerate(metric_names):
                 v = loss if k == 0 else 1.0 / (1.0 + loss * k)
-                batch.append((name, t, m, repr(round(v, 6))))
+                text = repr(round(v, 6))
+                batch.append((name, t, m, text))
+                r = reduced[m]
+                r[0], r[1] = min(r[0], float(text)), max(r[1], float(text))
+                r[2], r[3] = text, t
+        if a.values > 0:
+            summaries.extend((name, m, r[0], r[1], r[2], r[3], a.values)
+                             for m, r in reduced.items())
         if len(batch) >= 200_000:
             db.executemany(
                 "INSERT INTO observation_logs (trial_name, time, metric_name, value) VALUES (?,?,?,?)",
@@ -124,6 +139,13 @@ def main():
             batch.clear()
     db.executemany(
         "INSERT INTO observation_logs (trial_name, time, metric_name, value) VALUES (?,?,?,?)", batch)
+    if a.no_summaries:
+        db.executemany("INSERT INTO observation_summaries_pending (trial_name) VALUES (?)",
+                       sorted({s[0] for s in summaries}, key=str))
+    else:
+        db.executemany(
+            "INSERT INTO observation_summaries (trial_name, metric_name, min_value, max_value,"
+            " latest_value, latest_time, numeric_count) VALUES (?,?,?,?,?,?,?)", summaries)
     db.commit()
     n = db.execute("SELECT count(*) FROM observation_logs").fetchone()[0]
     print(f"{a.db}: experiment {a.name}, {a.trials} trials, {n} observation rows")

@@ -6,6 +6,7 @@
 use crate::error::RunnerError;
 use crate::experiment::LocalExperiment;
 use crate::names::{suggest_seed, trial_name};
+use crate::observed::trial_metrics;
 use crate::process::{MetricSource, ProcessEnd, ProcessReport, StopLevel, now_us};
 use crate::replicas::run_trial;
 use crate::status::{conditions_json, parse_conditions, set_condition, set_terminal};
@@ -13,7 +14,7 @@ use std::collections::HashMap;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 use vernier_core::{
-    MetricSummary, Observation, SuggestRequest, Suggestions, TrialRecord, TrialState, UNAVAILABLE,
+    Observation, SuggestRequest, Suggestions, TrialRecord, TrialState, UNAVAILABLE,
 };
 use vernier_spec::plan::{Completion, TrialCounts, TrialOutcome, plan};
 use vernier_store::{
@@ -588,22 +589,10 @@ async fn finish_trial(
         )
         .await?;
     trial.record.state = state;
-    trial.record.objective = objective_of(store, exp, &trial.record.name).await?;
-    trial.record.metrics =
-        crate::trial_metrics::reduced_metrics(store, &exp.objective, &trial.record.name).await?;
+    let observed = trial_metrics(store, &exp.objective, &trial.record.name).await?;
+    trial.record.objective = observed.objective;
+    trial.record.metrics = observed.metrics;
     Ok(())
-}
-
-pub(crate) async fn objective_of(
-    store: &SqlStore,
-    exp: &LocalExperiment,
-    trial: &str,
-) -> Result<Option<f64>, RunnerError> {
-    let logs = store
-        .observations(trial, Some(&exp.objective.metric), None, None)
-        .await?;
-    Ok(MetricSummary::reduce(&exp.objective.metric, &logs)
-        .and_then(|s| s.value(exp.objective.strategy)))
 }
 
 async fn load_trial(
@@ -617,17 +606,16 @@ async fn load_trial(
             reason: format!("trial {}: {e}", row.name),
         }
     })?;
-    let objective = objective_of(store, exp, &row.name).await?;
-    let metrics = crate::trial_metrics::reduced_metrics(store, &exp.objective, &row.name).await?;
+    let observed = trial_metrics(store, &exp.objective, &row.name).await?;
     Ok(Tracked {
         assignment_text: assignment.to_string(),
         record: TrialRecord {
             name: row.name,
             assignment,
             state: row.state,
-            objective,
+            objective: observed.objective,
             labels: row.labels,
-            metrics,
+            metrics: observed.metrics,
         },
     })
 }

@@ -6,11 +6,11 @@ pub mod enqueue;
 mod error;
 pub mod experiment;
 pub mod names;
+pub mod observed;
 pub mod process;
 pub mod replicas;
 pub mod report;
 pub mod status;
-mod trial_metrics;
 pub mod warm_start;
 
 pub use driver::{BestSoFar, DriverEvent, Observer, Outcome, Progress};

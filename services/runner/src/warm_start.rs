@@ -27,9 +27,9 @@
 //! A file row whose parameters are missing or outside the space is an error naming the line,
 //! since a hand-written file is meant to fit.
 
-use crate::driver::objective_of;
 use crate::error::RunnerError;
 use crate::experiment::LocalExperiment;
+use crate::observed::trial_metrics;
 use std::collections::BTreeMap;
 use std::path::Path;
 use vernier_core::{Assignment, SearchSpace, TrialRecord, TrialState};
@@ -74,8 +74,9 @@ pub async fn load(store: &SqlStore, exp: &LocalExperiment) -> Result<WarmStart, 
             if !matches!(row.state, TrialState::Succeeded | TrialState::EarlyStopped) {
                 continue;
             }
-            let objective = objective_of(store, exp, &row.name)
+            let objective = trial_metrics(store, &exp.objective, &row.name)
                 .await?
+                .objective
                 .filter(|v| v.is_finite());
             let fitting: Vec<(String, String)> = row
                 .assignment

@@ -1,13 +1,20 @@
 //! Vernier's persistent store: experiments, trials and Katib-compatible observation logs,
-//! behind one async [`SqlStore`] (SQLite today; the backend is chosen by the URL).
+//! behind one async [`SqlStore`] (SQLite, PostgreSQL or MySQL/MariaDB, chosen by the URL).
 
 mod codec;
 mod error;
 mod model;
+mod mysql;
+mod postgres;
+mod records;
 mod sqlite;
 mod store;
+mod summary;
 mod url;
 
 pub use error::StoreError;
-pub use model::{ExperimentRow, ExperimentStatusRow, TrialRow, TrialUpdate};
-pub use store::SqlStore;
+pub use model::{
+    ExperimentRow, ExperimentStatusRow, ExperimentSummaries, StoredMetric, TrialRow, TrialUpdate,
+};
+pub use store::{SqlStore, StoreOptions};
+pub use url::redact as redact_url;

@@ -67,3 +67,22 @@ pub struct TrialUpdate {
     pub completed_us: Option<i64>,
     pub attempt: Option<i64>,
 }
+
+/// One metric of one trial as the store keeps it reduced: Katib's `Metric {name, min, max,
+/// latest}` and how many of its values were numbers (a learning curve needs two).
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredMetric {
+    pub trial: String,
+    pub summary: vernier_core::MetricSummary,
+    pub numeric_count: i64,
+}
+
+/// The reduced observations of an experiment's trials.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ExperimentSummaries {
+    /// Grouped by trial in `seq` order, metrics by name within a trial.
+    pub metrics: Vec<StoredMetric>,
+    /// Trials whose logs were recorded before the store kept summaries (an older database):
+    /// their entries in `metrics` may be missing or partial, so callers reduce their raw logs.
+    pub unreduced: Vec<String>,
+}

@@ -8,8 +8,14 @@
 //! `SQLITE_BUSY` at once, without the busy handler being consulted.
 
 use crate::codec;
-use crate::error::StoreError;
-use crate::model::{ExperimentRow, ExperimentStatusRow, TrialRow, TrialUpdate};
+use crate::error::{Dialect, ErrorContext, StoreError};
+use crate::model::{
+    ExperimentRow, ExperimentStatusRow, ExperimentSummaries, StoredMetric, TrialRow, TrialUpdate,
+};
+use crate::records::{
+    ExperimentRecord, SummaryRecord, TrialRecord, select_experiment, select_trial, summary_columns,
+};
+use crate::summary::reduce_batch;
 use crate::url::SqliteTarget;
 use sqlx::error::ErrorKind;
 use sqlx::sqlite::{
@@ -24,8 +30,6 @@ use vernier_core::Observation;
 
 /// Writers are serialised by SQLite's file lock, so more connections only add readers.
 const MAX_CONNECTIONS: u32 = 4;
-/// How long a writer waits for another connection or process to release the lock.
-const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 /// SQLite's extended result code for "file is not a database".
 const SQLITE_NOTADB: &str = "26";
 
@@ -38,97 +42,7 @@ pub(crate) struct SqliteBackend {
     /// file lock, whose busy handler polls with sleeps of up to 100 ms; with it only writers
     /// from other processes ever wait there.
     write_lock: Arc<Mutex<()>>,
-}
-
-#[derive(sqlx::FromRow)]
-struct ExperimentRecord {
-    name: String,
-    spec_json: String,
-    seed: i64,
-    created_us: i64,
-    phase: String,
-    reason: String,
-    message: String,
-    started_us: Option<i64>,
-    completed_us: Option<i64>,
-    algorithm_state: Option<String>,
-    conditions_json: String,
-    work_dir: String,
-    log_dir: String,
-}
-
-impl From<ExperimentRecord> for ExperimentRow {
-    fn from(r: ExperimentRecord) -> Self {
-        ExperimentRow {
-            name: r.name,
-            spec_json: r.spec_json,
-            seed: r.seed,
-            created_us: r.created_us,
-            work_dir: r.work_dir,
-            log_dir: r.log_dir,
-            status: ExperimentStatusRow {
-                phase: r.phase,
-                reason: r.reason,
-                message: r.message,
-                started_us: r.started_us,
-                completed_us: r.completed_us,
-                algorithm_state: r.algorithm_state,
-                conditions_json: r.conditions_json,
-            },
-        }
-    }
-}
-
-#[derive(sqlx::FromRow)]
-struct TrialRecord {
-    experiment: String,
-    name: String,
-    seq: i64,
-    assignment_json: String,
-    labels_json: String,
-    state: String,
-    reason: String,
-    message: String,
-    created_us: i64,
-    started_us: Option<i64>,
-    completed_us: Option<i64>,
-    attempt: i64,
-}
-
-impl TryFrom<TrialRecord> for TrialRow {
-    type Error = StoreError;
-
-    fn try_from(r: TrialRecord) -> Result<Self, StoreError> {
-        Ok(TrialRow {
-            assignment: codec::decode_assignment(&r.name, &r.assignment_json)?,
-            labels: codec::decode_labels(&r.name, &r.labels_json)?,
-            state: codec::decode_state(&r.name, &r.state)?,
-            experiment: r.experiment,
-            name: r.name,
-            seq: r.seq,
-            reason: r.reason,
-            message: r.message,
-            created_us: r.created_us,
-            started_us: r.started_us,
-            completed_us: r.completed_us,
-            attempt: r.attempt,
-        })
-    }
-}
-
-// Macros rather than consts so `concat!` yields `&'static str` statements.
-macro_rules! select_experiment {
-    () => {
-        "SELECT name, spec_json, seed, created_us, phase, reason, message, started_us, \
-         completed_us, algorithm_state, conditions_json, work_dir, log_dir FROM experiments"
-    };
-}
-
-macro_rules! select_trial {
-    () => {
-        "SELECT experiment, name, seq, assignment_json, labels_json, state, reason, message, \
-         created_us, started_us, completed_us, attempt FROM trials"
-    };
+    errors: ErrorContext,
 }
 
 fn kind_of(e: &sqlx::Error) -> Option<ErrorKind> {
@@ -141,6 +55,16 @@ fn kind_of(e: &sqlx::Error) -> Option<ErrorKind> {
 fn is_not_a_database(e: &sqlx::Error) -> bool {
     match e {
         sqlx::Error::Database(db) => db.code().as_deref() == Some(SQLITE_NOTADB),
+        _ => false,
+    }
+}
+
+/// How often opening a new database is tried while other processes create it at once.
+const OPEN_ATTEMPTS: u32 = 10;
+
+fn is_busy(e: &sqlx::Error) -> bool {
+    match e {
+        sqlx::Error::Database(db) => matches!(db.code().as_deref(), Some("5" | "6")),
         _ => false,
     }
 }
@@ -172,7 +96,12 @@ fn check_path(path: &Path) -> Result<(), StoreError> {
 }
 
 impl SqliteBackend {
-    pub(crate) async fn connect(url: &str, target: &SqliteTarget) -> Result<Self, StoreError> {
+    pub(crate) async fn connect(
+        url: &str,
+        target: &SqliteTarget,
+        lock_timeout: Duration,
+    ) -> Result<Self, StoreError> {
+        let url = &crate::url::redact(url);
         let connect_err = |error: sqlx::Error| StoreError::Connect {
             url: url.to_owned(),
             error,
@@ -209,34 +138,54 @@ impl SqliteBackend {
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Normal)
             .foreign_keys(true)
-            .busy_timeout(BUSY_TIMEOUT);
-        let pool = pool_options.connect_with(options).await.map_err(|error| {
-            if is_not_a_database(&error) {
-                StoreError::NotADatabase {
-                    path: shown.clone(),
+            .busy_timeout(lock_timeout);
+        // Processes opening a new file at once race: one may find the file locked while
+        // another switches it to WAL, and each sees no schema, so the loser's CREATE TABLE
+        // fails (every migration runs in its own transaction, so a failed one leaves nothing
+        // behind). Trying again, a little later each time, sees the winner's work.
+        let mut attempt = 0u32;
+        let pool = loop {
+            attempt += 1;
+            let pool = match pool_options.clone().connect_with(options.clone()).await {
+                Ok(pool) => pool,
+                Err(error) if is_not_a_database(&error) => {
+                    return Err(StoreError::NotADatabase {
+                        path: shown.clone(),
+                    });
                 }
-            } else {
-                connect_err(error)
+                Err(error) if attempt < OPEN_ATTEMPTS && is_busy(&error) => {
+                    tokio::time::sleep(Duration::from_millis(20 * u64::from(attempt))).await;
+                    continue;
+                }
+                Err(error) => return Err(connect_err(error)),
+            };
+            match MIGRATOR.run(&pool).await {
+                Ok(()) => break pool,
+                Err(error) if migrate_not_a_database(&error) => {
+                    pool.close().await;
+                    return Err(StoreError::NotADatabase { path: shown });
+                }
+                Err(_) if attempt < OPEN_ATTEMPTS => {
+                    pool.close().await;
+                    tokio::time::sleep(Duration::from_millis(20 * u64::from(attempt))).await;
+                }
+                Err(error) => {
+                    pool.close().await;
+                    return Err(StoreError::Migrate {
+                        url: url.to_owned(),
+                        error,
+                    });
+                }
             }
-        })?;
-        if let Err(first) = MIGRATOR.run(&pool).await {
-            if migrate_not_a_database(&first) {
-                pool.close().await;
-                return Err(StoreError::NotADatabase { path: shown });
-            }
-            // Two processes opening a new file at once both see no schema; the loser's
-            // CREATE TABLE fails. Running again sees the winner's schema and does nothing.
-            if let Err(error) = MIGRATOR.run(&pool).await {
-                pool.close().await;
-                return Err(StoreError::Migrate {
-                    url: url.to_owned(),
-                    error,
-                });
-            }
-        }
+        };
         Ok(SqliteBackend {
             pool,
             write_lock: Arc::new(Mutex::new(())),
+            errors: ErrorContext {
+                url: url.clone(),
+                lock_timeout,
+                dialect: Dialect::Sqlite,
+            },
         })
     }
 
@@ -244,7 +193,7 @@ impl SqliteBackend {
         sqlx::query("SELECT 1")
             .execute(&self.pool)
             .await
-            .map_err(|e| StoreError::query("reach database", "ping", e))?;
+            .map_err(|e| self.errors.query("reach database", "ping", e))?;
         Ok(())
     }
 
@@ -277,7 +226,7 @@ impl SqliteBackend {
         .await
         .map_err(|err| match kind_of(&err) {
             Some(ErrorKind::UniqueViolation) => StoreError::ExperimentExists(e.name.clone()),
-            _ => StoreError::query("create experiment", &e.name, err),
+            _ => self.errors.query("create experiment", &e.name, err),
         })?;
         Ok(())
     }
@@ -291,7 +240,7 @@ impl SqliteBackend {
                 .bind(name)
                 .fetch_optional(&self.pool)
                 .await
-                .map_err(|e| StoreError::query("read experiment", name, e))?;
+                .map_err(|e| self.errors.query("read experiment", name, e))?;
         Ok(row.map(ExperimentRow::from))
     }
 
@@ -300,7 +249,7 @@ impl SqliteBackend {
             sqlx::query_as(concat!(select_experiment!(), " ORDER BY created_us, name"))
                 .fetch_all(&self.pool)
                 .await
-                .map_err(|e| StoreError::query("list experiments in", "database", e))?;
+                .map_err(|e| self.errors.query("list experiments in", "database", e))?;
         Ok(rows.into_iter().map(ExperimentRow::from).collect())
     }
 
@@ -324,7 +273,7 @@ impl SqliteBackend {
         .bind(name)
         .execute(&self.pool)
         .await
-        .map_err(|e| StoreError::query("update status of experiment", name, e))?;
+        .map_err(|e| self.errors.query("update status of experiment", name, e))?;
         if done.rows_affected() == 0 {
             return Err(StoreError::not_found("experiment", name));
         }
@@ -342,7 +291,7 @@ impl SqliteBackend {
             .bind(name)
             .execute(&self.pool)
             .await
-            .map_err(|e| StoreError::query("update spec of experiment", name, e))?;
+            .map_err(|e| self.errors.query("update spec of experiment", name, e))?;
         if done.rows_affected() == 0 {
             return Err(StoreError::not_found("experiment", name));
         }
@@ -351,18 +300,24 @@ impl SqliteBackend {
 
     pub(crate) async fn delete_experiment(&self, name: &str) -> Result<bool, StoreError> {
         let _writer = self.write_lock.lock().await;
-        let err = |e| StoreError::query("delete experiment", name, e);
+        let err = |e| self.errors.query("delete experiment", name, e);
         let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(err)?;
-        // Observation logs have no foreign key (Katib's table has none), so they go first,
+        // Logs and summaries have no foreign key (Katib's table has none), so they go first,
         // while the trial names are still there to find them by.
-        sqlx::query(
+        for sql in [
             "DELETE FROM observation_logs WHERE trial_name IN \
              (SELECT name FROM trials WHERE experiment = ?)",
-        )
-        .bind(name)
-        .execute(&mut *tx)
-        .await
-        .map_err(err)?;
+            "DELETE FROM observation_summaries WHERE trial_name IN \
+             (SELECT name FROM trials WHERE experiment = ?)",
+            "DELETE FROM observation_summaries_pending WHERE trial_name IN \
+             (SELECT name FROM trials WHERE experiment = ?)",
+        ] {
+            sqlx::query(sql)
+                .bind(name)
+                .execute(&mut *tx)
+                .await
+                .map_err(err)?;
+        }
         let done = sqlx::query("DELETE FROM experiments WHERE name = ?")
             .bind(name)
             .execute(&mut *tx)
@@ -408,9 +363,9 @@ impl SqliteBackend {
                 ErrorKind::ForeignKeyViolation => {
                     StoreError::not_found("experiment", &t.experiment)
                 }
-                _ => StoreError::query("insert trial", &t.name, err),
+                _ => self.errors.query("insert trial", &t.name, err),
             },
-            _ => StoreError::query("insert trial", &t.name, err),
+            _ => self.errors.query("insert trial", &t.name, err),
         })?;
         Ok(())
     }
@@ -431,7 +386,7 @@ impl SqliteBackend {
         .bind(name)
         .execute(&self.pool)
         .await
-        .map_err(|e| StoreError::query("update trial", name, e))?;
+        .map_err(|e| self.errors.query("update trial", name, e))?;
         if done.rows_affected() == 0 {
             return Err(StoreError::not_found("trial", name));
         }
@@ -443,7 +398,7 @@ impl SqliteBackend {
             .bind(name)
             .fetch_optional(&self.pool)
             .await
-            .map_err(|e| StoreError::query("read trial", name, e))?;
+            .map_err(|e| self.errors.query("read trial", name, e))?;
         row.map(TrialRow::try_from).transpose()
     }
 
@@ -455,7 +410,10 @@ impl SqliteBackend {
         .bind(experiment)
         .fetch_all(&self.pool)
         .await
-        .map_err(|e| StoreError::query("list trials of experiment", experiment, e))?;
+        .map_err(|e| {
+            self.errors
+                .query("list trials of experiment", experiment, e)
+        })?;
         rows.into_iter().map(TrialRow::try_from).collect()
     }
 
@@ -465,23 +423,26 @@ impl SqliteBackend {
         logs: &[Observation],
     ) -> Result<(), StoreError> {
         const INSERT: &str = "INSERT INTO observation_logs (trial_name, time, metric_name, value) VALUES (?, ?, ?, ?)";
-        let err = |e| StoreError::query("record observations of trial", trial, e);
+        // Merges a batch's reduction into the stored one; every right-hand side reads the row
+        // as it was before this statement.
+        const MERGE: &str = "INSERT INTO observation_summaries (trial_name, metric_name, \
+             min_value, max_value, latest_value, latest_time, numeric_count) \
+             VALUES (?, ?, ?, ?, ?, ?, ?) \
+             ON CONFLICT (trial_name, metric_name) DO UPDATE SET \
+             min_value = CASE WHEN min_value IS NULL OR excluded.min_value < min_value \
+                 THEN COALESCE(excluded.min_value, min_value) ELSE min_value END, \
+             max_value = CASE WHEN max_value IS NULL OR excluded.max_value > max_value \
+                 THEN COALESCE(excluded.max_value, max_value) ELSE max_value END, \
+             latest_value = CASE WHEN excluded.latest_time >= latest_time \
+                 THEN excluded.latest_value ELSE latest_value END, \
+             latest_time = MAX(latest_time, excluded.latest_time), \
+             numeric_count = numeric_count + excluded.numeric_count";
+        let err = |e| self.errors.query("record observations of trial", trial, e);
         if logs.is_empty() {
             return Ok(());
         }
+        let summaries = reduce_batch(logs);
         let _writer = self.write_lock.lock().await;
-        if let [o] = logs {
-            // One statement commits on its own; no transaction round trips needed.
-            sqlx::query(INSERT)
-                .bind(trial)
-                .bind(o.timestamp_us)
-                .bind(&o.metric)
-                .bind(&o.value)
-                .execute(&self.pool)
-                .await
-                .map_err(err)?;
-            return Ok(());
-        }
         // One single-row statement per log rather than a multi-row INSERT: SQLite runs in
         // process, so the loop costs little, and the statement cache holds one statement
         // instead of one per batch size.
@@ -492,6 +453,19 @@ impl SqliteBackend {
                 .bind(o.timestamp_us)
                 .bind(&o.metric)
                 .bind(&o.value)
+                .execute(&mut *tx)
+                .await
+                .map_err(err)?;
+        }
+        for m in &summaries {
+            sqlx::query(MERGE)
+                .bind(trial)
+                .bind(&m.metric)
+                .bind(m.min)
+                .bind(m.max)
+                .bind(&m.latest)
+                .bind(m.latest_time)
+                .bind(m.numeric_count)
                 .execute(&mut *tx)
                 .await
                 .map_err(err)?;
@@ -529,7 +503,7 @@ impl SqliteBackend {
         let rows = q
             .fetch_all(&self.pool)
             .await
-            .map_err(|e| StoreError::query("read observations of trial", trial, e))?;
+            .map_err(|e| self.errors.query("read observations of trial", trial, e))?;
         Ok(rows
             .into_iter()
             .map(|(metric, timestamp_us, value)| Observation {
@@ -556,7 +530,10 @@ impl SqliteBackend {
         )
         .bind(experiment)
         .fetch(&self.pool);
-        let fail = |e| StoreError::query("read observations of experiment", experiment, e);
+        let fail = |e| {
+            self.errors
+                .query("read observations of experiment", experiment, e)
+        };
         while let Some(row) = rows.try_next().await.map_err(fail)? {
             let trial: &str = row.try_get(0).map_err(fail)?;
             let time: i64 = row.try_get(1).map_err(fail)?;
@@ -569,11 +546,87 @@ impl SqliteBackend {
 
     pub(crate) async fn delete_observations(&self, trial: &str) -> Result<u64, StoreError> {
         let _writer = self.write_lock.lock().await;
+        let err = |e| self.errors.query("delete observations of trial", trial, e);
+        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(err)?;
         let done = sqlx::query("DELETE FROM observation_logs WHERE trial_name = ?")
             .bind(trial)
-            .execute(&self.pool)
+            .execute(&mut *tx)
             .await
-            .map_err(|e| StoreError::query("delete observations of trial", trial, e))?;
+            .map_err(err)?;
+        for sql in [
+            "DELETE FROM observation_summaries WHERE trial_name = ?",
+            "DELETE FROM observation_summaries_pending WHERE trial_name = ?",
+        ] {
+            sqlx::query(sql)
+                .bind(trial)
+                .execute(&mut *tx)
+                .await
+                .map_err(err)?;
+        }
+        tx.commit().await.map_err(err)?;
         Ok(done.rows_affected())
+    }
+
+    pub(crate) async fn experiment_summaries(
+        &self,
+        experiment: &str,
+    ) -> Result<ExperimentSummaries, StoreError> {
+        let err = |e| {
+            self.errors
+                .query("read observation summaries of experiment", experiment, e)
+        };
+        let metrics: Vec<SummaryRecord> = sqlx::query_as(concat!(
+            "SELECT ",
+            summary_columns!(),
+            " FROM trials t JOIN observation_summaries s ON s.trial_name = t.name \
+             WHERE t.experiment = ? ORDER BY t.seq, s.metric_name"
+        ))
+        .bind(experiment)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(err)?;
+        let unreduced: Vec<(String,)> = sqlx::query_as(
+            "SELECT p.trial_name FROM trials t \
+             JOIN observation_summaries_pending p ON p.trial_name = t.name \
+             WHERE t.experiment = ? ORDER BY t.seq",
+        )
+        .bind(experiment)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(err)?;
+        Ok(ExperimentSummaries {
+            metrics: metrics.into_iter().map(StoredMetric::from).collect(),
+            unreduced: unreduced.into_iter().map(|(t,)| t).collect(),
+        })
+    }
+
+    pub(crate) async fn trial_summary(
+        &self,
+        trial: &str,
+    ) -> Result<(Vec<StoredMetric>, bool), StoreError> {
+        let err = |e| {
+            self.errors
+                .query("read observation summary of trial", trial, e)
+        };
+        let metrics: Vec<SummaryRecord> = sqlx::query_as(concat!(
+            "SELECT ",
+            summary_columns!(),
+            " FROM observation_summaries s WHERE s.trial_name = ? ORDER BY s.metric_name"
+        ))
+        .bind(trial)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(err)?;
+        let pending: Option<(String,)> = sqlx::query_as(
+            "SELECT trial_name FROM observation_summaries_pending WHERE trial_name = ?",
+        )
+        .bind(trial)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(err)?;
+        Ok((
+            metrics.into_iter().map(StoredMetric::from).collect(),
+            pending.is_none(),
+        ))
     }
 }

@@ -1,11 +1,34 @@
 //! `SqlStore`, the store's public face: picks the backend from the URL and forwards each call,
-//! so adding PostgreSQL or MySQL means one more `Backend` variant and module.
+//! so each database is one `Backend` variant and module with the same methods.
 
 use crate::error::StoreError;
-use crate::model::{ExperimentRow, ExperimentStatusRow, TrialRow, TrialUpdate};
+use crate::model::{
+    ExperimentRow, ExperimentStatusRow, ExperimentSummaries, StoredMetric, TrialRow, TrialUpdate,
+};
+use crate::mysql::MySqlBackend;
+use crate::postgres::PostgresBackend;
 use crate::sqlite::SqliteBackend;
 use crate::url::{self, DatabaseUrl};
+use std::time::Duration;
 use vernier_core::Observation;
+
+/// How a store waits for other sessions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StoreOptions {
+    /// How long one statement waits for a lock another session or process holds before
+    /// failing with [`StoreError::Locked`] (SQLite's busy timeout, PostgreSQL's
+    /// `lock_timeout`, MySQL's `innodb_lock_wait_timeout` and `lock_wait_timeout`; whole
+    /// seconds on MySQL).
+    pub lock_timeout: Duration,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        StoreOptions {
+            lock_timeout: Duration::from_secs(30),
+        }
+    }
+}
 
 /// A pooled connection to the experiment database. Cheap to clone; clones share the pool.
 #[derive(Debug, Clone)]
@@ -16,6 +39,8 @@ pub struct SqlStore {
 #[derive(Debug, Clone)]
 enum Backend {
     Sqlite(SqliteBackend),
+    Postgres(PostgresBackend),
+    MySql(MySqlBackend),
 }
 
 /// Forwards a call to whichever backend the store was opened with.
@@ -23,25 +48,50 @@ macro_rules! dispatch {
     ($self:ident . $method:ident ( $($arg:expr),* )) => {
         match &$self.backend {
             Backend::Sqlite(b) => b.$method($($arg),*).await,
+            Backend::Postgres(b) => b.$method($($arg),*).await,
+            Backend::MySql(b) => b.$method($($arg),*).await,
         }
     };
 }
 
 impl SqlStore {
-    /// Opens the database at `url` and brings its schema up to date.
+    /// Opens the database at `url` with default options and brings its schema up to date.
     ///
-    /// `url` is `sqlite://PATH`, `sqlite:PATH` or a bare path (taken as SQLite; no query
-    /// parameters are parsed). `:memory:` gives a private in-memory database, for tests. A
-    /// missing file is created; its directory must exist. SQLite runs with WAL,
-    /// `synchronous=NORMAL`, foreign keys on and a 30 s busy timeout, so several processes
-    /// can share one file.
+    /// `url` is one of
+    /// - `sqlite://PATH`, `sqlite:PATH` or a bare path (no query parameters are parsed).
+    ///   `:memory:` gives a private in-memory database, for tests. A missing file is created;
+    ///   its directory must exist. SQLite runs with WAL, `synchronous=NORMAL` and foreign keys
+    ///   on, so several processes can share one file;
+    /// - `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?OPTIONS]` (also `postgresql://`);
+    /// - `mysql://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?OPTIONS]` (also `mariadb://`).
+    ///
+    /// Server databases must exist; the store creates its tables in them.
     pub async fn connect(url: &str) -> Result<SqlStore, StoreError> {
+        Self::connect_with(url, StoreOptions::default()).await
+    }
+
+    /// [`SqlStore::connect`] with explicit options.
+    pub async fn connect_with(url: &str, options: StoreOptions) -> Result<SqlStore, StoreError> {
+        let wait = options.lock_timeout;
         let backend = match url::parse(url)? {
             DatabaseUrl::Sqlite(target) => {
-                Backend::Sqlite(SqliteBackend::connect(url, &target).await?)
+                Backend::Sqlite(SqliteBackend::connect(url, &target, wait).await?)
             }
+            DatabaseUrl::Postgres(u) => {
+                Backend::Postgres(PostgresBackend::connect(&u, wait).await?)
+            }
+            DatabaseUrl::MySql(u) => Backend::MySql(MySqlBackend::connect(&u, wait).await?),
         };
         Ok(SqlStore { backend })
+    }
+
+    /// Which database this store talks to: `sqlite`, `postgres` or `mysql`.
+    pub fn backend_name(&self) -> &'static str {
+        match &self.backend {
+            Backend::Sqlite(_) => "sqlite",
+            Backend::Postgres(_) => "postgres",
+            Backend::MySql(_) => "mysql",
+        }
     }
 
     /// Checks that the database answers.
@@ -115,9 +165,10 @@ impl SqlStore {
         dispatch!(self.list_trials(experiment))
     }
 
-    /// Appends observation logs for `trial` in one transaction (Katib `ReportObservationLog`).
-    /// The trial need not be in the trials table: in Kubernetes mode trials are custom
-    /// resources. An empty slice does nothing.
+    /// Appends observation logs for `trial` in one transaction (Katib `ReportObservationLog`)
+    /// and merges them into the trial's reduced observation in the same transaction, so the
+    /// two never disagree. The trial need not be in the trials table: in Kubernetes mode
+    /// trials are custom resources. An empty slice does nothing.
     pub async fn report_observations(
         &self,
         trial: &str,
@@ -171,8 +222,27 @@ impl SqlStore {
         dispatch!(self.for_each_experiment_observation(experiment, f))
     }
 
-    /// Deletes a trial's observation logs (Katib `DeleteObservationLog`); returns how many.
+    /// Deletes a trial's observation logs and its reduced observation (Katib
+    /// `DeleteObservationLog`); returns how many logs.
     pub async fn delete_observations(&self, trial: &str) -> Result<u64, StoreError> {
         dispatch!(self.delete_observations(trial))
+    }
+
+    /// The reduced observations (min, max, latest per metric) of the experiment's trials, in
+    /// two queries whatever the number of logs: what reports read instead of the raw logs.
+    pub async fn experiment_summaries(
+        &self,
+        experiment: &str,
+    ) -> Result<ExperimentSummaries, StoreError> {
+        dispatch!(self.experiment_summaries(experiment))
+    }
+
+    /// One trial's reduced observation, metrics by name, and whether it is complete (false
+    /// for a trial whose logs predate the summaries: reduce its raw logs instead).
+    pub async fn trial_summary(
+        &self,
+        trial: &str,
+    ) -> Result<(Vec<StoredMetric>, bool), StoreError> {
+        dispatch!(self.trial_summary(trial))
     }
 }

@@ -1,5 +1,6 @@
 //! Turns the user's database URL into a backend and a target, so each backend sees only inputs
-//! it can open and unsupported URLs fail before anything touches the disk.
+//! it can open and unsupported URLs fail before anything touches the disk or the network; and
+//! redacts passwords so no error message or log line ever repeats one.
 
 use crate::error::StoreError;
 use std::path::PathBuf;
@@ -12,30 +13,27 @@ pub(crate) enum SqliteTarget {
     Memory,
 }
 
-/// A parsed database URL. PostgreSQL and MySQL are recognised so their URLs get a precise
-/// error until their backends exist.
+/// A parsed database URL. Server URLs are kept whole: sqlx parses their options.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum DatabaseUrl {
     Sqlite(SqliteTarget),
+    /// `postgres://` or `postgresql://`.
+    Postgres(String),
+    /// `mysql://` or `mariadb://` (rewritten to `mysql://`, the scheme sqlx reads).
+    MySql(String),
 }
 
 pub(crate) fn parse(url: &str) -> Result<DatabaseUrl, StoreError> {
-    let unsupported = || StoreError::UnsupportedUrl {
-        url: url.to_owned(),
-    };
+    let unsupported = || StoreError::UnsupportedUrl { url: redact(url) };
     let lower = url.to_ascii_lowercase();
-    for (scheme, backend) in [
-        ("postgres://", "PostgreSQL"),
-        ("postgresql://", "PostgreSQL"),
-        ("mysql://", "MySQL"),
-        ("mariadb://", "MySQL"),
-    ] {
-        if lower.starts_with(scheme) {
-            return Err(StoreError::UnsupportedBackend {
-                url: url.to_owned(),
-                backend,
-            });
-        }
+    if lower.starts_with("postgres://") || lower.starts_with("postgresql://") {
+        check_server_url(url)?;
+        return Ok(DatabaseUrl::Postgres(url.to_owned()));
+    }
+    if lower.starts_with("mysql://") || lower.starts_with("mariadb://") {
+        check_server_url(url)?;
+        let rest = &url[url.find("://").map_or(0, |i| i + 3)..];
+        return Ok(DatabaseUrl::MySql(format!("mysql://{rest}")));
     }
     let path = if let Some(rest) = url.strip_prefix("sqlite://") {
         rest
@@ -53,6 +51,50 @@ pub(crate) fn parse(url: &str) -> Result<DatabaseUrl, StoreError> {
         return Ok(DatabaseUrl::Sqlite(SqliteTarget::Memory));
     }
     Ok(DatabaseUrl::Sqlite(SqliteTarget::File(PathBuf::from(path))))
+}
+
+/// A server URL must name its database: connecting to the server's default database would
+/// put Vernier's tables wherever the user's account happens to land.
+fn check_server_url(url: &str) -> Result<(), StoreError> {
+    let parsed = ::url::Url::parse(url).map_err(|e| StoreError::InvalidUrl {
+        url: redact(url),
+        reason: e.to_string(),
+    })?;
+    if parsed.host_str().is_none_or(str::is_empty) {
+        return Err(StoreError::InvalidUrl {
+            url: redact(url),
+            reason: "it names no host".to_owned(),
+        });
+    }
+    if parsed.path().trim_start_matches('/').is_empty() {
+        return Err(StoreError::InvalidUrl {
+            url: redact(url),
+            reason: "it names no database".to_owned(),
+        });
+    }
+    Ok(())
+}
+
+/// The URL with any password replaced by `***`, for messages. Text that does not parse as a
+/// URL is returned unchanged unless it looks like it holds credentials.
+pub fn redact(url: &str) -> String {
+    match ::url::Url::parse(url) {
+        Ok(mut parsed) if parsed.password().is_some() => {
+            if parsed.set_password(Some("***")).is_ok() {
+                parsed.to_string()
+            } else {
+                "<database url with a password>".to_owned()
+            }
+        }
+        Ok(_) => url.to_owned(),
+        // `user:secret@host` that did not parse: hide everything before the `@`.
+        Err(_) if url.contains('@') && url.contains("://") => {
+            let scheme_end = url.find("://").map_or(0, |i| i + 3);
+            let at = url.rfind('@').unwrap_or(scheme_end);
+            format!("{}***{}", &url[..scheme_end], &url[at..])
+        }
+        Err(_) => url.to_owned(),
+    }
 }
 
 #[cfg(test)]
@@ -79,22 +121,57 @@ mod tests {
     }
 
     #[test]
-    fn rejects_other_schemes_and_empty_paths() {
-        let e = parse("postgres://katib@db/katib").unwrap_err();
-        assert!(e.to_string().contains("PostgreSQL"), "{e}");
-        assert!(e.to_string().contains("postgres://katib@db/katib"), "{e}");
+    fn server_forms() {
+        assert_eq!(
+            parse("postgres://katib@db/katib").unwrap(),
+            DatabaseUrl::Postgres("postgres://katib@db/katib".to_owned())
+        );
         assert!(matches!(
-            parse("MySQL://root@db/katib"),
-            Err(StoreError::UnsupportedBackend {
-                backend: "MySQL",
-                ..
-            })
+            parse("postgresql://db:5433/x?sslmode=disable").unwrap(),
+            DatabaseUrl::Postgres(_)
         ));
+        assert_eq!(
+            parse("mariadb://root@db:3306/katib").unwrap(),
+            DatabaseUrl::MySql("mysql://root@db:3306/katib".to_owned())
+        );
+        assert_eq!(
+            parse("MySQL://root@db/katib").unwrap(),
+            DatabaseUrl::MySql("mysql://root@db/katib".to_owned())
+        );
+    }
+
+    #[test]
+    fn server_urls_must_name_host_and_database() {
+        let e = parse("postgres://u:pw@db:5432").unwrap_err();
+        let text = e.to_string();
+        assert!(text.contains("names no database"), "{text}");
+        assert!(text.contains("postgres://u:***@db:5432"), "{text}");
+        assert!(!text.contains("pw"), "{text}");
+        let e = parse("mysql:///katib").unwrap_err();
+        assert!(e.to_string().contains("names no host"), "{e}");
+    }
+
+    #[test]
+    fn rejects_other_schemes_and_empty_paths() {
         for u in ["redis://x", "", "sqlite:", "sqlite://"] {
             assert!(
                 matches!(parse(u), Err(StoreError::UnsupportedUrl { .. })),
                 "{u}"
             );
         }
+    }
+
+    #[test]
+    fn redacts_passwords_only() {
+        assert_eq!(
+            redact("postgres://katib:s3cret@db:5432/katib?sslmode=disable"),
+            "postgres://katib:***@db:5432/katib?sslmode=disable"
+        );
+        assert_eq!(
+            redact("mysql://root@127.0.0.1:3306/test"),
+            "mysql://root@127.0.0.1:3306/test"
+        );
+        assert_eq!(redact("runs/a.db"), "runs/a.db");
+        assert_eq!(redact("sqlite:///tmp/a.db"), "sqlite:///tmp/a.db");
     }
 }

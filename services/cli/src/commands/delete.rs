@@ -9,7 +9,8 @@ pub async fn delete(db: &str, name: &str) -> anyhow::Result<Exit> {
         Ok(Exit::Succeeded)
     } else {
         anyhow::bail!(
-            "experiment {name:?} does not exist in {db}\nhint: `vernier list` shows the experiments there"
+            "experiment {name:?} does not exist in {}\nhint: `vernier list` shows the experiments there",
+            vernier_store::redact_url(db)
         )
     }
 }

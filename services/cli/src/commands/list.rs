@@ -7,7 +7,7 @@ pub async fn list(db: &str) -> anyhow::Result<Exit> {
     let store = vernier_store::SqlStore::connect(db).await?;
     let experiments = store.list_experiments().await?;
     if experiments.is_empty() {
-        println!("no experiments in {db}");
+        println!("no experiments in {}", vernier_store::redact_url(db));
         return Ok(Exit::Succeeded);
     }
     let mut table = Table::new();

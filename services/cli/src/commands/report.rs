@@ -9,7 +9,7 @@ use std::time::Duration;
 use vernier_runner::report::analysis::phase_is_final;
 use vernier_runner::report::html::{HtmlOptions, REFRESH_SECONDS};
 use vernier_runner::report::table::TableOptions;
-use vernier_runner::report::{ExperimentReport, csv, html, load, table};
+use vernier_runner::report::{ExperimentReport, csv, html, load, load_curves, table};
 
 /// The formats of `vernier report`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -33,7 +33,10 @@ pub async fn report(db: &str, args: ReportArgs) -> anyhow::Result<Exit> {
     check(&args)?;
     let store = vernier_store::SqlStore::connect(db).await?;
     loop {
-        let report = load(&store, &args.name).await?;
+        let mut report = load(&store, &args.name).await?;
+        if args.format == Format::Html {
+            load_curves(&store, &mut report, html::MAX_CURVES).await?;
+        }
         let text = render(&report, &args)?;
         match &args.output {
             Some(path) => write_atomically(path, &text)?,

@@ -29,7 +29,8 @@ pub async fn run(
     let name = spec.name().to_string();
     if store.get_experiment(&name).await?.is_some() {
         anyhow::bail!(
-            "experiment {name:?} already exists in {db}\nhint: continue it with `vernier resume {name}`, remove it with `vernier delete {name}`, or change metadata.name"
+            "experiment {name:?} already exists in {}\nhint: continue it with `vernier resume {name}`, remove it with `vernier delete {name}`, or change metadata.name",
+            vernier_store::redact_url(db)
         );
     }
     let log_dir = match log_dir {
@@ -64,7 +65,8 @@ pub async fn resume(db: &str, name: &str) -> anyhow::Result<Exit> {
     let store = SqlStore::connect(db).await?;
     let row = store.get_experiment(name).await?.ok_or_else(|| {
         anyhow::anyhow!(
-            "experiment {name:?} does not exist in {db}\nhint: `vernier list` shows the experiments there"
+            "experiment {name:?} does not exist in {}\nhint: `vernier list` shows the experiments there",
+            vernier_store::redact_url(db)
         )
     })?;
     if matches!(row.status.phase.as_str(), "Succeeded" | "Failed") {
@@ -111,7 +113,7 @@ async fn drive(
     let db_flag = if db == "vernier.db" {
         String::new()
     } else {
-        format!(" --db {db}")
+        format!(" --db {}", vernier_store::redact_url(db))
     };
     match outcome {
         Outcome::Completed {

@@ -456,10 +456,12 @@ fn thin(curve: &[(i64, f64)], max: usize) -> Vec<(usize, f64)> {
 
 fn curves(out: &mut String, r: &ExperimentReport, ranked: &[usize]) {
     out.push_str("<h2>Intermediate values</h2>\n");
+    // Counted from the stored summaries; only the drawn trials' values were read
+    // (`report::load_curves`).
     let with_curve: Vec<&TrialReport> = ranked
         .iter()
         .map(|&i| &r.trials[i])
-        .filter(|t| t.curve.len() >= 2)
+        .filter(|t| t.curve_points >= 2)
         .collect();
     if with_curve.is_empty() {
         out.push_str(
@@ -467,7 +469,12 @@ fn curves(out: &mut String, r: &ExperimentReport, ranked: &[usize]) {
         );
         return;
     }
-    let shown = &with_curve[..with_curve.len().min(MAX_CURVES)];
+    let shown: Vec<&TrialReport> = with_curve
+        .iter()
+        .take(MAX_CURVES)
+        .filter(|t| t.curve.len() >= 2)
+        .copied()
+        .collect();
     let max_len = shown.iter().map(|t| t.curve.len()).max().unwrap_or(2);
     let x = Scale::fit([1.0, max_len as f64], false);
     let y = Scale::fit(

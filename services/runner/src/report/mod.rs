@@ -16,7 +16,7 @@ mod tests;
 use crate::error::RunnerError;
 use crate::status::{Condition, parse_conditions, rfc3339};
 use serde_json::{Value, json};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use vernier_core::{MetricReducer, MetricSummary, Objective, TrialState};
 use vernier_spec::Experiment;
 use vernier_spec::plan::{TrialOutcome, best_trial, pareto_front};
@@ -30,10 +30,13 @@ pub struct TrialReport {
     /// The objective value its metric strategy selects.
     pub objective: Option<f64>,
     /// Every numeric value of the objective metric as `(time µs, value)`, in time order: the
-    /// learning curve. Only this metric is kept so that large experiments stay small in memory.
+    /// learning curve. Empty until [`load_curves`] fills it, and only for the trials whose
+    /// curves the HTML page draws, so large experiments never read every raw value.
     pub curve: Vec<(i64, f64)>,
     /// Every recorded metric's value by its strategy (objectives, constraint metrics).
     pub values: BTreeMap<String, f64>,
+    /// How many numeric values of the objective metric the trial logged (its curve's length).
+    pub curve_points: i64,
 }
 
 /// Everything a report needs.
@@ -49,20 +52,20 @@ pub struct ExperimentReport {
     pub objective: Objective,
 }
 
-/// One trial's metrics being reduced while its observations stream by.
+/// One trial's metrics being reduced while its raw observations stream by.
 #[derive(Debug)]
 struct TrialAccumulator {
     /// One reducer per wanted metric, in `metric_names` order, created on first sight.
     reducers: Vec<Option<MetricReducer>>,
-    /// The objective metric's numeric values over time.
-    curve: Vec<(i64, f64)>,
+    /// How many numeric values the objective metric had.
+    curve_points: i64,
 }
 
 impl TrialAccumulator {
     fn new(metric_names: &[String]) -> Self {
         TrialAccumulator {
             reducers: vec![None; metric_names.len()],
-            curve: Vec::new(),
+            curve_points: 0,
         }
     }
 
@@ -73,26 +76,79 @@ impl TrialAccumulator {
         self.reducers[i]
             .get_or_insert_with(|| MetricReducer::new(metric))
             .observe(time, value);
-        if metric == objective
-            && let Ok(v) = value.trim().parse::<f64>()
-            && v.is_finite()
-        {
-            self.curve.push((time, v));
+        if metric == objective && numeric(value).is_some() {
+            self.curve_points += 1;
         }
     }
 
-    fn finish(self) -> (Vec<MetricSummary>, Vec<(i64, f64)>) {
+    fn finish(self) -> (Vec<MetricSummary>, i64) {
         let metrics = self
             .reducers
             .into_iter()
             .flatten()
             .map(MetricReducer::finish)
             .collect();
-        (metrics, self.curve)
+        (metrics, self.curve_points)
     }
 }
 
-/// Loads an experiment, its trials and their observations (one query for all observations).
+/// The rule by which a logged value counts as a number (as `MetricReducer` applies it).
+fn numeric(value: &str) -> Option<f64> {
+    value.trim().parse::<f64>().ok().filter(|v| v.is_finite())
+}
+
+/// Each trial's reduced metrics (in `metric_names` order) and objective curve length, from the
+/// store's summaries; trials logged before the store kept summaries are reduced from their
+/// raw logs instead, in one streaming pass.
+async fn reduced_metrics(
+    store: &SqlStore,
+    name: &str,
+    metric_names: &[String],
+    objective: &str,
+) -> Result<HashMap<String, (Vec<MetricSummary>, i64)>, RunnerError> {
+    let summaries = store.experiment_summaries(name).await?;
+    let mut out: HashMap<String, (Vec<MetricSummary>, i64)> = HashMap::new();
+    for m in summaries.metrics {
+        let entry = out.entry(m.trial).or_default();
+        if m.summary.name == objective {
+            entry.1 = m.numeric_count;
+        }
+        if metric_names.contains(&m.summary.name) {
+            entry.0.push(m.summary);
+        }
+    }
+    for metrics in out.values_mut() {
+        metrics
+            .0
+            .sort_by_key(|s| metric_names.iter().position(|n| *n == s.name));
+    }
+    if summaries.unreduced.is_empty() {
+        return Ok(out);
+    }
+    let unreduced: HashSet<String> = summaries.unreduced.into_iter().collect();
+    let mut acc: HashMap<String, TrialAccumulator> = HashMap::new();
+    store
+        .for_each_experiment_observation(name, &mut |trial, time, metric, value| {
+            if !unreduced.contains(trial) {
+                return;
+            }
+            if !acc.contains_key(trial) {
+                acc.insert(trial.to_string(), TrialAccumulator::new(metric_names));
+            }
+            if let Some(a) = acc.get_mut(trial) {
+                a.observe(metric_names, objective, time, metric, value);
+            }
+        })
+        .await?;
+    for (trial, a) in acc {
+        out.insert(trial, a.finish());
+    }
+    Ok(out)
+}
+
+/// Loads an experiment, its trials and their reduced observations: a few queries whose size
+/// follows the number of trials, not of logged values. Curves are left empty
+/// ([`load_curves`] reads the ones the HTML page draws).
 pub async fn load(store: &SqlStore, name: &str) -> Result<ExperimentReport, RunnerError> {
     let row = store
         .get_experiment(name)
@@ -106,35 +162,13 @@ pub async fn load(store: &SqlStore, name: &str) -> Result<ExperimentReport, Runn
     })?;
     let objective = spec.objective()?;
     let metric_names = objective.metric_names();
-    // Observations are reduced as they stream out of the store: a 10,000-trial experiment
-    // with millions of rows never holds them all in memory.
-    let mut acc: HashMap<String, TrialAccumulator> = HashMap::new();
-    let mut current: Option<(String, TrialAccumulator)> = None;
-    store
-        .for_each_experiment_observation(name, &mut |trial, time, metric, value| {
-            if current.as_ref().is_none_or(|(t, _)| t != trial) {
-                if let Some((t, a)) = current.take() {
-                    acc.insert(t, a);
-                }
-                current = Some((trial.to_string(), TrialAccumulator::new(&metric_names)));
-            }
-            if let Some((_, a)) = current.as_mut() {
-                a.observe(&metric_names, &objective.metric, time, metric, value);
-            }
-        })
-        .await?;
-    if let Some((t, a)) = current.take() {
-        acc.insert(t, a);
-    }
+    let mut reduced = reduced_metrics(store, name, &metric_names, &objective.metric).await?;
     let trials: Vec<TrialReport> = store
         .list_trials(name)
         .await?
         .into_iter()
         .map(|row| {
-            let (metrics, curve) = acc
-                .remove(&row.name)
-                .map(TrialAccumulator::finish)
-                .unwrap_or_default();
+            let (metrics, curve_points) = reduced.remove(&row.name).unwrap_or_default();
             let value = metrics
                 .iter()
                 .find(|m| m.name == objective.metric)
@@ -147,7 +181,8 @@ pub async fn load(store: &SqlStore, name: &str) -> Result<ExperimentReport, Runn
                 row,
                 metrics,
                 objective: value,
-                curve,
+                curve: Vec::new(),
+                curve_points,
                 values,
             }
         })
@@ -171,6 +206,33 @@ pub async fn load(store: &SqlStore, name: &str) -> Result<ExperimentReport, Runn
         front,
         objective,
     })
+}
+
+/// Reads the learning curves (every numeric objective value, in time order) of the first
+/// `max` trials in rank order that logged at least two: the ones the HTML page draws. One
+/// query per such trial, so at most `max` small queries.
+pub async fn load_curves(
+    store: &SqlStore,
+    report: &mut ExperimentReport,
+    max: usize,
+) -> Result<(), RunnerError> {
+    let metric = report.objective.metric.clone();
+    let wanted: Vec<usize> = report
+        .ranked()
+        .into_iter()
+        .filter(|&i| report.trials[i].curve_points >= 2)
+        .take(max)
+        .collect();
+    for i in wanted {
+        let t = &mut report.trials[i];
+        t.curve = store
+            .observations(&t.row.name, Some(&metric), None, None)
+            .await?
+            .into_iter()
+            .filter_map(|o| numeric(&o.value).map(|v| (o.timestamp_us, v)))
+            .collect();
+    }
+    Ok(())
 }
 
 fn assignments_json(assignment: &[(String, String)]) -> Value {

@@ -151,7 +151,10 @@ async fn fixture_from(spec_text: &str) -> (tempfile::TempDir, ExperimentReport) 
         });
         store.report_observations(&name, &obs).await.unwrap();
     }
-    let report = load(&store, "fixture").await.unwrap();
+    let mut report = load(&store, "fixture").await.unwrap();
+    load_curves(&store, &mut report, html::MAX_CURVES)
+        .await
+        .unwrap();
     (dir, report)
 }
 
@@ -456,4 +459,47 @@ async fn single_objective_reports_have_no_front_extras() {
     let page = html::render(&r, html::HtmlOptions::default());
     assert!(!page.contains("Pareto front") && !page.contains("Constraints"));
     assert!(!csv::render(&r).contains("pareto_front"));
+}
+
+/// A database written before the store kept observation summaries (simulated: the summaries
+/// removed and every trial marked pending, as migration 0002 leaves such a database) gives
+/// the same report, reduced from the raw logs.
+#[tokio::test]
+async fn databases_without_summaries_report_the_same_from_raw_logs() {
+    use sqlx::{Connection, Executor};
+    let (dir, from_summaries) = fixture().await;
+    let path = dir.path().join("r.db").display().to_string();
+    let mut raw = sqlx::SqliteConnection::connect(&format!("sqlite://{path}"))
+        .await
+        .unwrap();
+    raw.execute(
+        "DELETE FROM observation_summaries; \
+         INSERT INTO observation_summaries_pending (trial_name) \
+         SELECT DISTINCT trial_name FROM observation_logs;",
+    )
+    .await
+    .unwrap();
+    let _ = raw.close().await;
+    let store = SqlStore::connect(&path).await.unwrap();
+    assert_eq!(
+        store
+            .experiment_summaries("fixture")
+            .await
+            .unwrap()
+            .unreduced
+            .len(),
+        TRIALS.len()
+    );
+    let mut from_raw = load(&store, "fixture").await.unwrap();
+    load_curves(&store, &mut from_raw, html::MAX_CURVES)
+        .await
+        .unwrap();
+    assert_eq!(from_raw.to_katib_json(), from_summaries.to_katib_json());
+    assert_eq!(csv::render(&from_raw), csv::render(&from_summaries));
+    assert_eq!(
+        html::render(&from_raw, Default::default()),
+        html::render(&from_summaries, Default::default())
+    );
+    let points: Vec<i64> = from_raw.trials.iter().map(|t| t.curve_points).collect();
+    assert_eq!(points, vec![3, 3, 2, 1, 3]);
 }

@@ -1,0 +1,177 @@
+//! How the server backends (PostgreSQL, MySQL/MariaDB) fail: a server that refuses the
+//! connection, a database that does not exist, a refused login, and connections killed
+//! mid-run. Every message names the URL with its password redacted and says what to do, and
+//! no recorded row is lost. Skipped loudly where the servers are not configured.
+
+#![allow(clippy::unwrap_used)] // test bodies are plain async fns run by `per_server!`
+
+mod support;
+
+use std::sync::Arc;
+use support::fixtures::{experiment, obs, trial};
+use support::{Backend, TestDb};
+use vernier_store::{SqlStore, StoreError};
+
+macro_rules! per_server {
+    ($($test:ident),* $(,)?) => {
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $test() {
+                    $crate::support::run($crate::support::Backend::Postgres, stringify!($test), super::$test).await;
+                }
+            )*
+        }
+        mod mysql {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $test() {
+                    $crate::support::run($crate::support::Backend::MySql, stringify!($test), super::$test).await;
+                }
+            )*
+        }
+    };
+}
+
+per_server!(
+    a_server_that_refuses_connections_is_named_with_a_hint,
+    a_missing_database_is_named_with_how_to_create_it,
+    a_refused_login_is_named_without_the_password,
+    killed_connections_are_replaced_and_lose_nothing,
+);
+
+/// `url` with user, password, host and port replaced.
+fn with_login(url: &str, user: &str, password: Option<&str>, port: Option<u16>) -> String {
+    let mut u = url::Url::parse(url).unwrap();
+    u.set_username(user).unwrap();
+    u.set_password(password).unwrap();
+    if port.is_some() {
+        u.set_port(port).unwrap();
+    }
+    u.to_string()
+}
+
+fn user_of(url: &str) -> String {
+    url::Url::parse(url).unwrap().username().to_owned()
+}
+
+async fn a_server_that_refuses_connections_is_named_with_a_hint(db: Arc<TestDb>) {
+    // Port 1 on the loopback interface: nothing listens there, so the kernel refuses at once.
+    let url = with_login(&db.url, &user_of(&db.url), Some("hunter2"), Some(1));
+    let err = SqlStore::connect(&url).await.unwrap_err();
+    assert!(matches!(err, StoreError::Unreachable { .. }), "{err:?}");
+    let text = err.to_string();
+    assert!(text.contains(&vernier_store::redact_url(&url)), "{text}");
+    assert!(text.contains(":***@"), "{text}");
+    assert!(!text.contains("hunter2"), "{text}");
+    assert!(
+        text.contains("hint: check that the database server is running"),
+        "{text}"
+    );
+}
+
+async fn a_missing_database_is_named_with_how_to_create_it(db: Arc<TestDb>) {
+    let missing = format!("{}_missing", db.name());
+    let url = db.url_for_database(&missing);
+    let err = SqlStore::connect(&url).await.unwrap_err();
+    assert!(
+        matches!(&err, StoreError::DatabaseMissing { database, .. } if *database == missing),
+        "{err:?}"
+    );
+    let text = err.to_string();
+    assert!(
+        text.contains(&format!("database `{missing}` does not exist")),
+        "{text}"
+    );
+    assert!(text.contains(&url), "{text}");
+    assert!(text.contains("hint: create it first"), "{text}");
+}
+
+async fn a_refused_login_is_named_without_the_password(db: Arc<TestDb>) {
+    // PostgreSQL here trusts every existing role, so refuse by naming one that does not
+    // exist; MariaDB checks the password.
+    let url = match db.backend {
+        Backend::Postgres => with_login(&db.url, "vernier_no_such_role", Some("hunter2"), None),
+        _ => with_login(&db.url, &user_of(&db.url), Some("hunter2"), None),
+    };
+    let err = SqlStore::connect(&url).await.unwrap_err();
+    assert!(matches!(err, StoreError::LoginRefused { .. }), "{err:?}");
+    let text = err.to_string();
+    assert!(!text.contains("hunter2"), "{text}");
+    assert!(text.contains(":***@"), "{text}");
+    assert!(
+        text.contains("hint: check the user name and password"),
+        "{text}"
+    );
+}
+
+/// Ends every session on the test database from an admin connection, as a server restart or
+/// a proxy timeout would.
+async fn kill_sessions(db: &TestDb) -> u64 {
+    use sqlx::{Connection, Row};
+    match db.backend {
+        Backend::Postgres => {
+            let mut admin = sqlx::PgConnection::connect(db.admin_url()).await.unwrap();
+            let rows = sqlx::query(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+                 WHERE datname = $1 AND pid <> pg_backend_pid()",
+            )
+            .bind(db.name())
+            .fetch_all(&mut admin)
+            .await
+            .unwrap();
+            rows.len() as u64
+        }
+        _ => {
+            let mut admin = sqlx::MySqlConnection::connect(db.admin_url())
+                .await
+                .unwrap();
+            let ids = sqlx::query(
+                "SELECT id FROM information_schema.processlist WHERE db = ? AND id <> CONNECTION_ID()",
+            )
+            .bind(db.name())
+            .fetch_all(&mut admin)
+            .await
+            .unwrap();
+            for row in &ids {
+                let id: i64 = row.try_get(0).unwrap();
+                let _ = sqlx::query(sqlx::AssertSqlSafe(format!("KILL {id}")))
+                    .execute(&mut admin)
+                    .await;
+            }
+            ids.len() as u64
+        }
+    }
+}
+
+async fn killed_connections_are_replaced_and_lose_nothing(db: Arc<TestDb>) {
+    let store = SqlStore::connect(&db.url).await.unwrap();
+    store.create_experiment(&experiment("e", 1)).await.unwrap();
+    store.insert_trial(&trial("e", "e-1", 1)).await.unwrap();
+    store
+        .report_observations("e-1", &[obs("loss", 1, "0.9"), obs("loss", 2, "0.8")])
+        .await
+        .unwrap();
+    assert!(
+        kill_sessions(&db).await >= 1,
+        "the store had a session to kill"
+    );
+    // The pool checks a connection before handing it out, so the next calls get a new one.
+    store
+        .report_observations("e-1", &[obs("loss", 3, "0.7")])
+        .await
+        .unwrap();
+    kill_sessions(&db).await;
+    let logs = store.observations("e-1", None, None, None).await.unwrap();
+    assert_eq!(
+        logs,
+        vec![
+            obs("loss", 1, "0.9"),
+            obs("loss", 2, "0.8"),
+            obs("loss", 3, "0.7")
+        ]
+    );
+    let (summary, _) = store.trial_summary("e-1").await.unwrap();
+    assert_eq!(summary[0].summary.min, Some(0.7));
+    assert_eq!(summary[0].numeric_count, 3);
+}
