@@ -9,6 +9,7 @@ mod gp;
 mod grid;
 pub mod history;
 mod hyperband;
+pub mod medianstop;
 mod random;
 mod registry;
 pub mod sample;
@@ -17,6 +18,7 @@ mod sobol;
 mod tpe;
 
 pub use error::AlgorithmError;
+pub use medianstop::{KNOWN_EARLY_STOPPERS, MedianStop, build_early_stopper};
 pub use random::RandomSearch;
 pub use registry::{KNOWN_ALGORITHMS, build, seed_setting, with_random_state};
 pub use settings::Settings;
