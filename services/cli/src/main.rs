@@ -97,6 +97,12 @@ enum Command {
         #[arg(long, value_enum, default_value_t = ReportFormat::Table)]
         format: ReportFormat,
     },
+    /// Serve Katib's gRPC API (Suggestion, EarlyStopping, DBManager, health) over the database.
+    Serve {
+        /// Address to listen on; other interfaces than loopback must be asked for explicitly.
+        #[arg(long, default_value = commands::serve::DEFAULT_LISTEN, value_name = "ADDR")]
+        listen: String,
+    },
     /// Check an experiment file and print every problem found.
     Validate {
         /// The experiment file.
@@ -173,6 +179,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
             output,
         } => commands::compare::compare(&cli.db, &names, format, output).await,
         Command::Delete { name } => commands::delete::delete(&cli.db, &name).await,
+        Command::Serve { listen } => commands::serve::serve(&cli.db, &listen).await,
         Command::Validate { file } => commands::validate::validate(&file),
         Command::Benchmark {
             algorithms,

@@ -6,4 +6,5 @@ pub mod delete;
 pub mod list;
 pub mod report;
 pub mod run;
+pub mod serve;
 pub mod validate;
