@@ -2,8 +2,10 @@
 //! collected from its output into the store, driven by the shared planner.
 
 pub mod driver;
+pub mod early_stop;
 mod error;
 pub mod experiment;
+pub mod hooks;
 pub mod names;
 pub mod process;
 pub mod report;
@@ -12,3 +14,4 @@ pub mod status;
 pub use driver::{BestSoFar, DriverEvent, Observer, Outcome, Progress};
 pub use error::RunnerError;
 pub use experiment::{LocalExperiment, LocalPaths, work_dir_of};
+pub use hooks::{RunHooks, SourceError, SourceRequest, SuggestionSource};

@@ -4,6 +4,8 @@ pub mod benchmark;
 pub mod compare;
 pub mod delete;
 pub mod list;
+pub mod plugins;
+pub mod push;
 pub mod report;
 pub mod run;
 pub mod serve;
