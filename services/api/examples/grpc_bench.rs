@@ -41,9 +41,9 @@ fn experiment(algorithm: &str) -> Experiment {
         spec: Some(ExperimentSpec {
             parameter_specs: Some(ParameterSpecs {
                 parameters: vec![
-                    double("x1", "0.001"),
-                    double("x2", "0.001"),
-                    double("x3", "0.001"),
+                    double("x1", "0.02"),
+                    double("x2", "0.02"),
+                    double("x3", "0.02"),
                     ParameterSpec {
                         name: "epochs".into(),
                         parameter_type: ParameterType::Int as i32,
@@ -85,7 +85,7 @@ fn trials(exp: &Experiment, n: usize) -> Result<Vec<Trial>, Error> {
         state ^= state << 13;
         state ^= state >> 7;
         state ^= state << 17;
-        (state % 1000) as f64 / 1000.0
+        (state % 51) as f64 / 50.0
     };
     Ok((0..n)
         .map(|i| {
