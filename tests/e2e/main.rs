@@ -7,8 +7,10 @@
 mod algorithms;
 mod collectors;
 mod distributed;
+mod early_stopping;
 mod harness;
 mod interrupt;
+mod katib_interop;
 mod lifecycle;
 mod reports;
 mod spec_fuzz;

@@ -15,7 +15,7 @@ mod value;
 
 pub use early_stopping::{EarlyStopper, EarlyStoppingRequest, TrialProgress};
 pub use error::CoreError;
-pub use names::ALGORITHM_NAMES;
+pub use names::{ALGORITHM_NAMES, EARLY_STOPPING_NAMES};
 pub use objective::{
     Constraint, ConstraintOp, Direction, MetricStrategy, Objective, ObjectiveTerm,
 };

@@ -14,3 +14,6 @@ pub const ALGORITHM_NAMES: &[&str] = &[
     "asha",
     "nsga2",
 ];
+
+/// Every `spec.earlyStopping.algorithmName` Vernier can run.
+pub const EARLY_STOPPING_NAMES: &[&str] = &["medianstop", "asha"];

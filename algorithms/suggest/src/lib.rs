@@ -4,12 +4,14 @@
 
 mod asha;
 mod cmaes;
+mod early_stopping;
 pub mod encode;
 mod error;
 mod gp;
 mod grid;
 pub mod history;
 mod hyperband;
+pub mod medianstop;
 mod nsga2;
 mod random;
 mod registry;
@@ -20,7 +22,9 @@ mod sobol;
 mod tpe;
 
 pub use asha::{Asha, AshaPruner};
+pub use early_stopping::{KNOWN_EARLY_STOPPERS, build_early_stopper};
 pub use error::AlgorithmError;
+pub use medianstop::MedianStop;
 pub use random::RandomSearch;
 pub use registry::{KNOWN_ALGORITHMS, build, seed_setting, with_random_state};
 pub use settings::Settings;

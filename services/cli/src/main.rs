@@ -32,11 +32,15 @@ enum Command {
         /// Directory for trial logs (default: `vernier-logs/<experiment>` beside the database).
         #[arg(long)]
         log_dir: Option<PathBuf>,
+        #[command(flatten)]
+        plugins: PluginArgs,
     },
     /// Continue an interrupted experiment.
     Resume {
         /// The experiment name.
         name: String,
+        #[command(flatten)]
+        plugins: PluginArgs,
     },
     /// List the experiments in the database.
     List,
@@ -105,11 +109,34 @@ enum Command {
         #[arg(long, value_enum, default_value_t = ReportFormat::Table)]
         format: ReportFormat,
     },
+    /// Serve Katib's gRPC API (Suggestion, EarlyStopping, DBManager, health) over the database.
+    Serve {
+        /// Address to listen on; other interfaces than loopback must be asked for explicitly.
+        #[arg(long, default_value = commands::serve::DEFAULT_LISTEN, value_name = "ADDR")]
+        listen: String,
+    },
     /// Check an experiment file and print every problem found.
     Validate {
         /// The experiment file.
         file: PathBuf,
     },
+}
+
+/// External suggestion plugins (Katib `api.v1.beta1.Suggestion` servers).
+#[derive(Debug, Clone, clap::Args)]
+struct PluginArgs {
+    /// Ask the gRPC service at ADDR for algorithm NAME's suggestions (repeatable).
+    #[arg(long = "suggestion-plugin", value_name = "NAME=ADDR")]
+    suggestion_plugin: Vec<String>,
+    /// A file mapping algorithm names to plugin addresses (katib-config `suggestions` style).
+    #[arg(long = "suggestion-config", value_name = "FILE")]
+    suggestion_config: Option<PathBuf>,
+}
+
+impl PluginArgs {
+    fn load(&self) -> anyhow::Result<commands::plugins::Plugins> {
+        commands::plugins::Plugins::load(self.suggestion_config.as_deref(), &self.suggestion_plugin)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -156,8 +183,11 @@ async fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
             file,
             seed,
             log_dir,
-        } => commands::run::run(&cli.db, &file, seed, log_dir).await,
-        Command::Resume { name } => commands::run::resume(&cli.db, &name).await,
+            plugins,
+        } => commands::run::run(&cli.db, &file, seed, log_dir, &plugins.load()?).await,
+        Command::Resume { name, plugins } => {
+            commands::run::resume(&cli.db, &name, &plugins.load()?).await
+        }
         Command::List => commands::list::list(&cli.db).await,
         Command::Report {
             name,
@@ -184,6 +214,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
             commands::enqueue::enqueue(&cli.db, &name, &params).await
         }
         Command::Delete { name } => commands::delete::delete(&cli.db, &name).await,
+        Command::Serve { listen } => commands::serve::serve(&cli.db, &listen).await,
         Command::Validate { file } => commands::validate::validate(&file),
         Command::Benchmark {
             algorithms,

@@ -3,8 +3,12 @@
 //! completes or is interrupted. The store is the source of truth, so a killed driver can be
 //! resumed from it.
 
+use crate::early_stop::{CHECK_EVERY, EarlyStopMonitor, classify_with};
 use crate::error::RunnerError;
 use crate::experiment::LocalExperiment;
+use crate::hooks::{
+    RunHooks, SourceRequest, apply_push_env, note_pushed_metrics, suggest_with_retry,
+};
 use crate::names::{suggest_seed, trial_name};
 use crate::observed::trial_metrics;
 use crate::process::{MetricSource, ProcessEnd, ProcessReport, StopLevel, now_us};
@@ -161,12 +165,31 @@ pub async fn run(
     store: &SqlStore,
     exp: &LocalExperiment,
     seed: u64,
-    mut stop: watch::Receiver<StopLevel>,
+    stop: watch::Receiver<StopLevel>,
     observer: &mut dyn Observer,
 ) -> Result<Outcome, RunnerError> {
+    run_with(store, exp, seed, stop, observer, &RunHooks::default()).await
+}
+
+/// [`run`] with optional parts plugged in (push endpoint, external suggestion source).
+pub async fn run_with(
+    store: &SqlStore,
+    exp: &LocalExperiment,
+    seed: u64,
+    mut stop: watch::Receiver<StopLevel>,
+    observer: &mut dyn Observer,
+    hooks: &RunHooks,
+) -> Result<Outcome, RunnerError> {
     let settings = vernier_algorithms::with_random_state(&exp.settings, seed);
-    let suggester =
-        vernier_algorithms::build(&exp.algorithm, &settings, &exp.space, &exp.objective)?;
+    let suggester = match &hooks.suggestion_source {
+        Some(_) => None,
+        None => Some(vernier_algorithms::build(
+            &exp.algorithm,
+            &settings,
+            &exp.space,
+            &exp.objective,
+        )?),
+    };
     std::fs::create_dir_all(&exp.paths.log_dir).map_err(|source| RunnerError::LogDir {
         path: exp.paths.log_dir.display().to_string(),
         source,
@@ -215,6 +238,8 @@ pub async fn run(
     status.completed_us = None;
     store.update_experiment_status(&exp.name, &status).await?;
 
+    let mut monitor = EarlyStopMonitor::for_experiment(exp)?;
+    let mut early_stop_tick = tokio::time::interval(CHECK_EVERY);
     let mut running: HashMap<String, watch::Sender<StopLevel>> = HashMap::new();
     let mut tasks: JoinSet<(String, ProcessReport)> = JoinSet::new();
     let mut exhausted = false;
@@ -292,14 +317,44 @@ pub async fn run(
                     exhausted: false,
                 }
             } else {
-                suggester.suggest(&SuggestRequest {
-                    space: &exp.space,
-                    objective: &exp.objective,
-                    trials: &records,
-                    count: p.request as usize,
-                    seed: suggest_seed(seed, trials.len()),
-                    state: status.algorithm_state.as_deref(),
-                })?
+                match (&suggester, &hooks.suggestion_source) {
+                    (Some(suggester), _) => suggester.suggest(&SuggestRequest {
+                        space: &exp.space,
+                        objective: &exp.objective,
+                        trials: &records,
+                        count: p.request as usize,
+                        seed: suggest_seed(seed, trials.len()),
+                        state: status.algorithm_state.as_deref(),
+                    })?,
+                    (None, Some(source)) => {
+                        let request = SourceRequest {
+                            experiment: exp,
+                            trials: &records,
+                            count: p.request as usize,
+                            total: trials.len() + p.request as usize,
+                            state: status.algorithm_state.as_deref(),
+                        };
+                        let mut warn = |message: String| {
+                            observer.on_event(
+                                &DriverEvent::Warning(message),
+                                &progress_of(exp, &trials),
+                            );
+                        };
+                        match suggest_with_retry(source.as_ref(), request, &mut stop, &mut warn)
+                            .await?
+                        {
+                            Some(s) => s,
+                            None => {
+                                stopping = Some(StopReason::Interrupted);
+                                for tx in running.values() {
+                                    let _ = tx.send(*stop.borrow());
+                                }
+                                continue;
+                            }
+                        }
+                    }
+                    (None, None) => unreachable!("a run has a built-in algorithm or a source"),
+                }
             };
             // An algorithm may return fewer proposals than asked while it waits for running
             // trials (Hyperband's rungs); with nothing running it would wait forever, so that
@@ -331,7 +386,8 @@ pub async fn run(
                 trials.push(tracked);
                 let idx = trials.len() - 1;
                 match exp.launch_for(&name, &row.assignment) {
-                    Ok(launch) => {
+                    Ok(mut launch) => {
+                        apply_push_env(&mut launch, hooks);
                         let started = now_us();
                         store
                             .update_trial(
@@ -397,7 +453,7 @@ pub async fn run(
         tokio::select! {
             joined = tasks.join_next() => {
                 let Some(joined) = joined else { continue };
-                let (name, report) = match joined {
+                let (name, mut report) = match joined {
                     Ok(v) => v,
                     Err(e) => {
                         observer.on_event(&DriverEvent::Warning(format!("a trial task failed: {e}")), &progress_of(exp, &trials));
@@ -406,7 +462,9 @@ pub async fn run(
                 };
                 running.remove(&name);
                 let Some(idx) = trials.iter().position(|t| t.record.name == name) else { continue };
-                let (state, reason, message) = classify(exp, &report, stopping);
+                note_pushed_metrics(store, &exp.collection.source, &name, &mut report).await?;
+                let (state, reason, message) =
+                    classify_with(monitor.as_ref(), &name, classify(exp, &report, stopping));
                 if !report.rejected.is_empty() {
                     let shown: Vec<&str> = report.rejected.iter().take(3).map(String::as_str).collect();
                     observer.on_event(
@@ -438,6 +496,17 @@ pub async fn run(
                     message,
                 };
                 observer.on_event(&event, &progress_of(exp, &trials));
+            }
+            _ = early_stop_tick.tick(), if monitor.is_some() && stopping.is_none() => {
+                if let Some(m) = monitor.as_mut() {
+                    let states: Vec<(String, TrialState)> =
+                        trials.iter().map(|t| (t.record.name.clone(), t.record.state)).collect();
+                    for name in m.check(store, exp, &states).await? {
+                        if let Some(tx) = running.get(&name) {
+                            let _ = tx.send(StopLevel::Terminate);
+                        }
+                    }
+                }
             }
             changed = stop.changed() => {
                 let level = if changed.is_err() { StopLevel::Terminate } else { *stop.borrow() };
@@ -480,7 +549,10 @@ fn unavailable_hint(source: &MetricSource, metric: &str) -> String {
         MetricSource::Prometheus { port, path } => format!(
             "serve `{metric} 0.5` at http://127.0.0.1:{port}{path} for at least a second before exiting"
         ),
-        MetricSource::Pushed => "kind Push reads no metrics in local runs (pushing to the DBManager API is not received locally); use StdOut, File, TensorFlowEvent or PrometheusMetric".to_string(),
+        MetricSource::Pushed => format!(
+            "call report_metrics({{\"{metric}\": 0.5}}, db_manager_address=os.environ[\"{}\"]) from the Katib SDK, or send DBManager.ReportObservationLog to that address",
+            crate::hooks::PUSH_ADDRESS_ENV
+        ),
     }
 }
 

@@ -7,6 +7,13 @@ pub enum RunnerError {
     #[error(transparent)]
     Store(#[from] vernier_store::StoreError),
     #[error("{0}")]
+    EarlyStopping(String),
+    #[error("{source_name} rejected the request: {message}")]
+    SuggestionSource {
+        source_name: String,
+        message: String,
+    },
+    #[error("{0}")]
     Spec(#[from] vernier_spec::SpecErrors),
     #[error("trial {trial}: {source}")]
     Template {

@@ -2,9 +2,11 @@
 //! collected from its output into the store, driven by the shared planner.
 
 pub mod driver;
+pub mod early_stop;
 pub mod enqueue;
 mod error;
 pub mod experiment;
+pub mod hooks;
 pub mod names;
 pub mod observed;
 pub mod process;
@@ -16,3 +18,4 @@ pub mod warm_start;
 pub use driver::{BestSoFar, DriverEvent, Observer, Outcome, Progress};
 pub use error::RunnerError;
 pub use experiment::{LocalExperiment, LocalPaths, work_dir_of};
+pub use hooks::{RunHooks, SourceError, SourceRequest, SuggestionSource};

@@ -13,8 +13,9 @@ pub const MULTI_OBJECTIVE_ALGORITHMS: &[&str] =
 /// `objective.constraints[].op` values.
 pub const CONSTRAINT_OPS: &[&str] = &["<=", ">=", "<", ">"];
 
-/// Every `spec.earlyStopping.algorithmName` Vernier can run.
-pub const EARLY_STOPPING_NAMES: &[&str] = &["medianstop", "asha"];
+/// Every `spec.earlyStopping.algorithmName` Vernier can run (core's one list, which the
+/// early-stopping registry reads too).
+pub use vernier_core::EARLY_STOPPING_NAMES;
 
 /// `parameterType` values. Katib also admits `unknown`, which no algorithm can sample.
 pub const PARAMETER_TYPES: &[&str] = &["double", "int", "discrete", "categorical"];

@@ -2,13 +2,14 @@
 //! progress display, stopping cleanly on Ctrl-C.
 
 use crate::Exit;
+use crate::commands::plugins::Plugins;
 use crate::progress::Display;
 use anyhow::Context;
 use std::path::{Path, PathBuf};
 use tokio::sync::watch;
 use vernier_runner::driver::{self, Outcome};
 use vernier_runner::process::StopLevel;
-use vernier_runner::{LocalExperiment, LocalPaths, work_dir_of};
+use vernier_runner::{LocalExperiment, LocalPaths, RunHooks, SourceError, work_dir_of};
 use vernier_store::SqlStore;
 
 pub async fn run(
@@ -16,6 +17,7 @@ pub async fn run(
     file: &Path,
     seed: Option<u64>,
     log_dir: Option<PathBuf>,
+    plugins: &Plugins,
 ) -> anyhow::Result<Exit> {
     let spec = match vernier_spec::parse_experiment_file(file) {
         Ok(spec) => spec,
@@ -46,8 +48,26 @@ pub async fn run(
     };
     let exp = LocalExperiment::new(spec, paths)?;
     // Bad algorithm settings are reported before anything is recorded.
-    vernier_algorithms::build(&exp.algorithm, &exp.settings, &exp.space, &exp.objective)
-        .map_err(|e| anyhow::anyhow!("spec.algorithm: {e}"))?;
+    match plugins.source_for(&exp)? {
+        None => {
+            vernier_algorithms::build(&exp.algorithm, &exp.settings, &exp.space, &exp.objective)
+                .map_err(|e| anyhow::anyhow!("spec.algorithm: {e}"))?;
+        }
+        Some(source) => match source.validate(&exp).await {
+            Ok(()) => {}
+            Err(SourceError::Rejected(m)) => {
+                anyhow::bail!(
+                    "spec.algorithm: {} rejected the settings: {m}",
+                    source.describe()
+                )
+            }
+            Err(SourceError::Unavailable(m)) => eprintln!(
+                "warning: {} is not reachable yet ({m}); its settings are checked when it answers",
+                source.describe()
+            ),
+        },
+    }
+    vernier_runner::early_stop::EarlyStopMonitor::for_experiment(&exp)?;
     let seed = seed
         .or_else(|| vernier_algorithms::seed_setting(&exp.algorithm, &exp.settings))
         .unwrap_or_else(random_seed);
@@ -58,10 +78,10 @@ pub async fn run(
         exp.space.len(),
         exp.paths.log_dir.display()
     );
-    drive(&store, db, &exp, seed).await
+    drive(&store, db, &exp, seed, plugins).await
 }
 
-pub async fn resume(db: &str, name: &str) -> anyhow::Result<Exit> {
+pub async fn resume(db: &str, name: &str, plugins: &Plugins) -> anyhow::Result<Exit> {
     let store = SqlStore::connect(db).await?;
     let row = store.get_experiment(name).await?.ok_or_else(|| {
         anyhow::anyhow!(
@@ -93,7 +113,7 @@ pub async fn resume(db: &str, name: &str) -> anyhow::Result<Exit> {
             String::new()
         }
     );
-    drive(&store, db, &exp, row.seed as u64).await
+    drive(&store, db, &exp, row.seed as u64, plugins).await
 }
 
 /// Runs the driver with Ctrl-C / SIGTERM handling and prints the result.
@@ -102,13 +122,23 @@ async fn drive(
     db: &str,
     exp: &LocalExperiment,
     seed: u64,
+    plugins: &Plugins,
 ) -> anyhow::Result<Exit> {
     let (stop_tx, stop_rx) = watch::channel(StopLevel::Run);
     let signals = tokio::spawn(watch_signals(stop_tx));
+    let push = crate::commands::push::PushEndpoint::start(store.clone()).await?;
+    let hooks = RunHooks {
+        push_address: Some(push.address.clone()),
+        suggestion_source: plugins.source_for(exp)?,
+    };
+    if let Some(source) = &hooks.suggestion_source {
+        println!("suggestions come from {}", source.describe());
+    }
     let mut display = Display::new(&exp.objective.metric, exp.limits.max_trials);
-    let result = driver::run(store, exp, seed, stop_rx, &mut display).await;
+    let result = driver::run_with(store, exp, seed, stop_rx, &mut display, &hooks).await;
     display.finish();
     signals.abort();
+    push.stop().await;
     let outcome = result?;
     let db_flag = if db == "vernier.db" {
         String::new()

@@ -1,0 +1,235 @@
+//! Medianstop (`medianstop`), Katib's early-stopping rule, with Katib's setting checks.
+//!
+//! Katib (`pkg/earlystopping/v1beta1/medianstop/service.py` and the metrics collector that
+//! applies its rules): for every succeeded trial, average its first `start_step` objective
+//! values; once at least `min_trials_required` trials are averaged, the rule's value is the
+//! arithmetic mean of those averages (not a median, despite the name). A running trial is
+//! checked from its `start_step`-th value on: its best value so far (max when maximising, min
+//! when minimising) is compared with the rule's value, and the trial stops when it is strictly
+//! worse (`LESS` for maximise, `GREATER` for minimise). Trials that succeeded with no values
+//! are skipped. Settings: `min_trials_required` (integer > 0, default 3) and `start_step`
+//! (integer >= 1, default 4).
+
+use crate::error::AlgorithmError;
+use crate::settings::Settings;
+use vernier_core::{
+    CoreError, Direction, EarlyStopper, EarlyStoppingRequest, Objective, TrialProgress, TrialState,
+};
+
+pub(crate) const NAME: &str = "medianstop";
+const DEFAULT_MIN_TRIALS_REQUIRED: usize = 3;
+const DEFAULT_START_STEP: usize = 4;
+
+/// Katib's rule for a running trial: stop when its best value so far compares as
+/// `comparison` with `value`, checked from step `start_step` on.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MedianRule {
+    pub value: f64,
+    /// Strictly-worse comparison: `Less` when maximising, `Greater` when minimising.
+    pub comparison: Comparison,
+    pub start_step: usize,
+}
+
+/// How a trial's value is compared with a rule's value (Katib `ComparisonType`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Comparison {
+    Less,
+    Greater,
+}
+
+/// The medianstop rule with validated settings.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MedianStop {
+    pub min_trials_required: usize,
+    pub start_step: usize,
+}
+
+impl MedianStop {
+    /// Reads `min_trials_required` and `start_step`, rejecting anything else.
+    pub fn from_settings(settings: &[(String, String)]) -> Result<Self, AlgorithmError> {
+        let s = Settings::new(NAME, settings, &["min_trials_required", "start_step"])?;
+        let min_trials_required = s
+            .get::<i64>(
+                "min_trials_required",
+                |v| v > 0,
+                "min_trials_required must be greater than zero (>0)",
+            )?
+            .map_or(DEFAULT_MIN_TRIALS_REQUIRED, |v| v as usize);
+        let start_step = s
+            .get::<i64>(
+                "start_step",
+                |v| v >= 1,
+                "start_step must be greater or equal than one (>=1)",
+            )?
+            .map_or(DEFAULT_START_STEP, |v| v as usize);
+        Ok(MedianStop {
+            min_trials_required,
+            start_step,
+        })
+    }
+
+    /// The rule running trials are held to, or `None` while too few trials have succeeded.
+    pub fn rule(&self, objective: &Objective, trials: &[TrialProgress<'_>]) -> Option<MedianRule> {
+        let averages: Vec<f64> = trials
+            .iter()
+            .filter(|t| t.state == TrialState::Succeeded && !t.values.is_empty())
+            .map(|t| {
+                let head = &t.values[..t.values.len().min(self.start_step)];
+                head.iter().sum::<f64>() / head.len() as f64
+            })
+            .collect();
+        if averages.len() < self.min_trials_required {
+            return None;
+        }
+        Some(MedianRule {
+            value: averages.iter().sum::<f64>() / averages.len() as f64,
+            comparison: match objective.direction {
+                Direction::Maximize => Comparison::Less,
+                Direction::Minimize => Comparison::Greater,
+            },
+            start_step: self.start_step,
+        })
+    }
+}
+
+impl MedianRule {
+    /// Whether a trial that reported `values` so far breaks the rule now.
+    pub fn breaks(&self, values: &[f64]) -> bool {
+        if values.len() < self.start_step.max(1) {
+            return false;
+        }
+        let best = match self.comparison {
+            Comparison::Less => values.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            Comparison::Greater => values.iter().copied().fold(f64::INFINITY, f64::min),
+        };
+        match self.comparison {
+            Comparison::Less => best < self.value,
+            Comparison::Greater => best > self.value,
+        }
+    }
+}
+
+impl EarlyStopper for MedianStop {
+    fn name(&self) -> &str {
+        NAME
+    }
+
+    fn trials_to_stop(&self, request: &EarlyStoppingRequest<'_>) -> Result<Vec<String>, CoreError> {
+        let Some(rule) = self.rule(request.objective, request.trials) else {
+            return Ok(Vec::new());
+        };
+        Ok(request
+            .trials
+            .iter()
+            .filter(|t| t.state == TrialState::Running && rule.breaks(t.values))
+            .map(|t| t.name.to_string())
+            .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect()
+    }
+
+    fn progress<'a>(name: &'a str, state: TrialState, values: &'a [f64]) -> TrialProgress<'a> {
+        TrialProgress {
+            name,
+            state,
+            values,
+        }
+    }
+
+    #[test]
+    fn validates_settings_like_katib() {
+        assert_eq!(
+            MedianStop::from_settings(&[]).unwrap(),
+            MedianStop {
+                min_trials_required: 3,
+                start_step: 4
+            }
+        );
+        let e = MedianStop::from_settings(&settings(&[("min_trials_required", "0")]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("min_trials_required must be greater than zero (>0)") && e.contains("\"0\""),
+            "{e}"
+        );
+        let e = MedianStop::from_settings(&settings(&[("start_step", "0")]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("start_step must be greater or equal than one (>=1)"),
+            "{e}"
+        );
+        let e = MedianStop::from_settings(&settings(&[("start_step", "two")]))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("does not parse") && e.contains("\"two\""), "{e}");
+        let e = MedianStop::from_settings(&settings(&[("window", "2")]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("unknown setting \"window\" for algorithm medianstop"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn rule_is_the_mean_of_the_first_steps_of_succeeded_trials() {
+        let m = MedianStop {
+            min_trials_required: 2,
+            start_step: 2,
+        };
+        let o = Objective::new("acc", Direction::Maximize);
+        let a = [0.5, 0.7, 0.9];
+        let b = [0.1, 0.3];
+        let running = [0.1, 0.35];
+        let one = [progress("a", TrialState::Succeeded, &a)];
+        assert_eq!(m.rule(&o, &one), None, "one succeeded trial is too few");
+        let trials = [
+            progress("a", TrialState::Succeeded, &a),
+            progress("b", TrialState::Succeeded, &b),
+            progress("c", TrialState::Failed, &[0.0]),
+            progress("r", TrialState::Running, &running),
+        ];
+        let rule = m.rule(&o, &trials).unwrap();
+        // (0.6 + 0.2) / 2
+        assert!((rule.value - 0.4).abs() < 1e-12, "{}", rule.value);
+        assert_eq!(rule.comparison, Comparison::Less);
+        let req = EarlyStoppingRequest {
+            objective: &o,
+            trials: &trials,
+        };
+        assert_eq!(m.trials_to_stop(&req).unwrap(), vec!["r".to_string()]);
+    }
+
+    #[test]
+    fn waits_for_start_step_and_uses_the_best_value_so_far() {
+        let rule = MedianRule {
+            value: 1.0,
+            comparison: Comparison::Greater,
+            start_step: 3,
+        };
+        assert!(!rule.breaks(&[5.0, 5.0]), "before start_step nothing stops");
+        assert!(rule.breaks(&[5.0, 5.0, 5.0]));
+        assert!(
+            !rule.breaks(&[5.0, 0.5, 5.0]),
+            "minimising: best so far 0.5 is better"
+        );
+        let rule = MedianRule {
+            value: 1.0,
+            comparison: Comparison::Less,
+            start_step: 1,
+        };
+        assert!(!rule.breaks(&[1.0]), "equal is not worse");
+        assert!(rule.breaks(&[0.99]));
+    }
+}

@@ -1,0 +1,627 @@
+//! Conversions between Katib's wire messages and Vernier's core types. Wire values are strings
+//! (feasible spaces, assignments, metrics); every one that does not parse is reported with the
+//! path of its field in the request, so a client can find it.
+
+use crate::api::{
+    self, AlgorithmSetting, AlgorithmSpec, EarlyStoppingSetting, EarlyStoppingSpec, Experiment,
+    ExperimentSpec, FeasibleSpace, Metric, ObjectiveSpec, ObjectiveType, ParameterAssignment,
+    ParameterSpec, ParameterType, Trial, TrialSpec, TrialStatus, get_suggestions_reply, trial_spec,
+    trial_status::TrialConditionType,
+};
+use crate::error::ProtoError;
+use std::collections::BTreeMap;
+use vernier_core::{
+    Assignment, Direction, Distribution, Domain, Objective, Parameter, Proposal, SearchSpace,
+    TrialRecord, TrialState,
+};
+
+/// An experiment as a suggestion or early-stopping service needs it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExperimentView {
+    pub name: String,
+    pub space: SearchSpace,
+    pub objective: Objective,
+    pub algorithm: String,
+    pub settings: Vec<(String, String)>,
+    /// Early-stopping algorithm name and settings, if the experiment has them.
+    pub early_stopping: Option<(String, Vec<(String, String)>)>,
+    pub parallel_trial_count: i32,
+    pub max_trial_count: i32,
+}
+
+/// Reads the request's `experiment` field (`field` is its path, e.g. `experiment`).
+pub fn experiment_from_wire(
+    field: &str,
+    experiment: Option<&Experiment>,
+) -> Result<ExperimentView, ProtoError> {
+    let e = experiment.ok_or_else(|| {
+        ProtoError::missing(
+            field,
+            "send the experiment with its spec in every request, as Katib's controller does",
+        )
+    })?;
+    let spec_field = format!("{field}.spec");
+    let spec = e
+        .spec
+        .as_ref()
+        .ok_or_else(|| ProtoError::missing(&spec_field, "set the experiment spec"))?;
+    let space = space_from_wire(&spec_field, spec)?;
+    let objective =
+        objective_from_wire(&format!("{spec_field}.objective"), spec.objective.as_ref())?;
+    let algorithm = spec.algorithm.as_ref().ok_or_else(|| {
+        ProtoError::missing(
+            format!("{spec_field}.algorithm"),
+            "set algorithm_name, e.g. random",
+        )
+    })?;
+    Ok(ExperimentView {
+        name: e.name.clone(),
+        space,
+        objective,
+        algorithm: algorithm.algorithm_name.clone(),
+        settings: settings_from_wire(&algorithm.algorithm_settings),
+        early_stopping: spec.early_stopping.as_ref().map(|es| {
+            (
+                es.algorithm_name.clone(),
+                es.algorithm_settings
+                    .iter()
+                    .map(|s| (s.name.clone(), s.value.clone()))
+                    .collect(),
+            )
+        }),
+        parallel_trial_count: spec.parallel_trial_count,
+        max_trial_count: spec.max_trial_count,
+    })
+}
+
+/// Algorithm settings as name/value pairs, in wire order.
+pub fn settings_from_wire(settings: &[AlgorithmSetting]) -> Vec<(String, String)> {
+    settings
+        .iter()
+        .map(|s| (s.name.clone(), s.value.clone()))
+        .collect()
+}
+
+/// The search space of `spec.parameter_specs`.
+pub fn space_from_wire(spec_field: &str, spec: &ExperimentSpec) -> Result<SearchSpace, ProtoError> {
+    let field = format!("{spec_field}.parameter_specs.parameters");
+    let params = spec
+        .parameter_specs
+        .as_ref()
+        .map(|p| p.parameters.as_slice())
+        .unwrap_or_default();
+    if params.is_empty() {
+        return Err(ProtoError::missing(
+            &field,
+            "an experiment needs at least one parameter",
+        ));
+    }
+    let parameters = params
+        .iter()
+        .enumerate()
+        .map(|(i, p)| parameter_from_wire(&format!("{field}[{i}]"), p))
+        .collect::<Result<Vec<_>, _>>()?;
+    SearchSpace::new(parameters).map_err(|e| ProtoError::Core {
+        field,
+        reason: e.to_string(),
+    })
+}
+
+fn parse_number<T: std::str::FromStr>(
+    field: &str,
+    text: &str,
+    what: &str,
+) -> Result<T, ProtoError> {
+    text.trim()
+        .parse()
+        .map_err(|_| ProtoError::invalid(field, text, format!("is not {what}")))
+}
+
+fn optional<T: std::str::FromStr>(
+    field: &str,
+    text: &str,
+    what: &str,
+) -> Result<Option<T>, ProtoError> {
+    if text.trim().is_empty() {
+        Ok(None)
+    } else {
+        parse_number(field, text, what).map(Some)
+    }
+}
+
+fn parameter_from_wire(field: &str, p: &ParameterSpec) -> Result<Parameter, ProtoError> {
+    if p.name.is_empty() {
+        return Err(ProtoError::missing(
+            format!("{field}.name"),
+            "name every parameter",
+        ));
+    }
+    let type_field = format!("{field}.parameter_type");
+    let kind = ParameterType::try_from(p.parameter_type).map_err(|_| {
+        ProtoError::invalid(&type_field, p.parameter_type.to_string(), "is not a ParameterType\nhint: use DOUBLE (1), INT (2), DISCRETE (3) or CATEGORICAL (4)")
+    })?;
+    let default_space = FeasibleSpace::default();
+    let fs = p.feasible_space.as_ref().unwrap_or(&default_space);
+    let fs_field = format!("{field}.feasible_space");
+    let dist_field = format!("{fs_field}.distribution");
+    let distribution = match api::Distribution::try_from(fs.distribution) {
+        Ok(api::Distribution::Unspecified | api::Distribution::Uniform) => Distribution::Uniform,
+        Ok(api::Distribution::LogUniform) => Distribution::LogUniform,
+        Ok(api::Distribution::Normal) => Distribution::Normal,
+        Ok(api::Distribution::LogNormal) => Distribution::LogNormal,
+        Err(_) => {
+            return Err(ProtoError::invalid(
+                dist_field,
+                fs.distribution.to_string(),
+                "is not a Distribution\nhint: use UNIFORM (1), LOG_UNIFORM (2), NORMAL (3) or LOG_NORMAL (4)",
+            ));
+        }
+    };
+    let min_field = format!("{fs_field}.min");
+    let max_field = format!("{fs_field}.max");
+    let step_field = format!("{fs_field}.step");
+    let domain = match kind {
+        ParameterType::UnknownType => {
+            return Err(ProtoError::invalid(
+                type_field,
+                "UNKNOWN_TYPE",
+                format!(
+                    "is not a usable type for parameter {:?}\nhint: use DOUBLE, INT, DISCRETE or CATEGORICAL",
+                    p.name
+                ),
+            ));
+        }
+        ParameterType::Double => {
+            let min: f64 = parse_number(&min_field, &fs.min, "a number")?;
+            let max: f64 = parse_number(&max_field, &fs.max, "a number")?;
+            check_order(&fs_field, &p.name, min > max, fs)?;
+            Domain::Double {
+                min,
+                max,
+                step: optional(&step_field, &fs.step, "a number")?,
+            }
+        }
+        ParameterType::Int => {
+            let min: i64 = parse_number(&min_field, &fs.min, "an integer")?;
+            let max: i64 = parse_number(&max_field, &fs.max, "an integer")?;
+            check_order(&fs_field, &p.name, min > max, fs)?;
+            Domain::Int {
+                min,
+                max,
+                step: optional(&step_field, &fs.step, "an integer")?,
+            }
+        }
+        ParameterType::Discrete | ParameterType::Categorical => {
+            if fs.list.is_empty() {
+                return Err(ProtoError::missing(
+                    format!("{fs_field}.list"),
+                    format!("list the values of parameter {:?}", p.name),
+                ));
+            }
+            if kind == ParameterType::Discrete {
+                for (i, v) in fs.list.iter().enumerate() {
+                    parse_number::<f64>(
+                        &format!("{fs_field}.list[{i}]"),
+                        v,
+                        "a number (DISCRETE values are numbers; use CATEGORICAL for labels)",
+                    )?;
+                }
+                Domain::Discrete {
+                    values: fs.list.clone(),
+                }
+            } else {
+                Domain::Categorical {
+                    values: fs.list.clone(),
+                }
+            }
+        }
+    };
+    let parameter = Parameter {
+        name: p.name.clone(),
+        domain,
+        distribution,
+    };
+    parameter.validate().map_err(|e| ProtoError::Core {
+        field: field.to_string(),
+        reason: e.to_string(),
+    })?;
+    Ok(parameter)
+}
+
+fn check_order(
+    field: &str,
+    name: &str,
+    reversed: bool,
+    fs: &FeasibleSpace,
+) -> Result<(), ProtoError> {
+    if reversed {
+        return Err(ProtoError::Core {
+            field: field.to_string(),
+            reason: format!(
+                "min {:?} is greater than max {:?} for parameter {name:?}\nhint: swap min and max",
+                fs.min, fs.max
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// The objective of `spec.objective`. Katib has no metric strategies on the wire (trials
+/// arrive already reduced), so the direction's default strategy is used; a zero goal is
+/// indistinguishable from no goal in proto3 and is read as none.
+pub fn objective_from_wire(
+    field: &str,
+    o: Option<&ObjectiveSpec>,
+) -> Result<Objective, ProtoError> {
+    let o = o.ok_or_else(|| ProtoError::missing(field, "set type and objective_metric_name"))?;
+    let direction = match ObjectiveType::try_from(o.r#type) {
+        Ok(ObjectiveType::Minimize) => Direction::Minimize,
+        Ok(ObjectiveType::Maximize) => Direction::Maximize,
+        _ => {
+            return Err(ProtoError::invalid(
+                format!("{field}.type"),
+                o.r#type.to_string(),
+                "is not MINIMIZE (1) or MAXIMIZE (2)",
+            ));
+        }
+    };
+    if o.objective_metric_name.is_empty() {
+        return Err(ProtoError::missing(
+            format!("{field}.objective_metric_name"),
+            "name the metric to optimise",
+        ));
+    }
+    let mut objective = Objective::new(o.objective_metric_name.clone(), direction);
+    objective.goal = (o.goal != 0.0).then_some(o.goal);
+    objective.additional = o
+        .additional_metric_names
+        .iter()
+        .map(|m| (m.clone(), direction.default_strategy()))
+        .collect();
+    Ok(objective)
+}
+
+/// Katib's condition enum as a core state; `UNKNOWN` (what Katib sends for MetricsUnavailable)
+/// becomes MetricsUnavailable, so algorithms never learn from it.
+pub fn state_from_wire(field: &str, condition: i32) -> Result<TrialState, ProtoError> {
+    Ok(match TrialConditionType::try_from(condition) {
+        Ok(TrialConditionType::Created) => TrialState::Created,
+        Ok(TrialConditionType::Running) => TrialState::Running,
+        Ok(TrialConditionType::Succeeded) => TrialState::Succeeded,
+        Ok(TrialConditionType::Killed) => TrialState::Killed,
+        Ok(TrialConditionType::Failed) => TrialState::Failed,
+        Ok(TrialConditionType::Metricsunavailable | TrialConditionType::Unknown) => {
+            TrialState::MetricsUnavailable
+        }
+        Ok(TrialConditionType::Earlystopped) => TrialState::EarlyStopped,
+        Err(_) => {
+            return Err(ProtoError::invalid(
+                field,
+                condition.to_string(),
+                "is not a TrialConditionType (0..=7)",
+            ));
+        }
+    })
+}
+
+/// The core condition enum value Katib's controller sends for a state.
+pub fn state_to_wire(state: TrialState) -> TrialConditionType {
+    match state {
+        TrialState::Created => TrialConditionType::Created,
+        TrialState::Running => TrialConditionType::Running,
+        TrialState::Succeeded => TrialConditionType::Succeeded,
+        TrialState::Failed => TrialConditionType::Failed,
+        TrialState::Killed => TrialConditionType::Killed,
+        TrialState::EarlyStopped => TrialConditionType::Earlystopped,
+        TrialState::MetricsUnavailable => TrialConditionType::Metricsunavailable,
+    }
+}
+
+/// The request's trials as core records. `extra_labels` adds labels by trial name (labels a
+/// Katib controller does not echo back, carried in algorithm settings instead). Empty metric
+/// values (Katib sends them for metrics without a strategy) are skipped; any other value must
+/// be a number.
+pub fn trials_from_wire(
+    trials: &[Trial],
+    space: &SearchSpace,
+    objective: &Objective,
+    extra_labels: &BTreeMap<String, BTreeMap<String, String>>,
+) -> Result<Vec<TrialRecord>, ProtoError> {
+    trials
+        .iter()
+        .enumerate()
+        .map(|(i, t)| trial_from_wire(&format!("trials[{i}]"), t, space, objective, extra_labels))
+        .collect()
+}
+
+fn trial_from_wire(
+    field: &str,
+    t: &Trial,
+    space: &SearchSpace,
+    objective: &Objective,
+    extra_labels: &BTreeMap<String, BTreeMap<String, String>>,
+) -> Result<TrialRecord, ProtoError> {
+    let default_spec = TrialSpec::default();
+    let spec = t.spec.as_ref().unwrap_or(&default_spec);
+    let pairs: Vec<(&str, &str)> = spec
+        .parameter_assignments
+        .as_ref()
+        .map(|a| {
+            a.assignments
+                .iter()
+                .map(|p| (p.name.as_str(), p.value.as_str()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let assignment = space
+        .parse_assignment(&pairs)
+        .map_err(|e| ProtoError::Core {
+            field: format!("{field}.spec.parameter_assignments (trial {:?})", t.name),
+            reason: e.to_string(),
+        })?;
+    let default_status = TrialStatus::default();
+    let status = t.status.as_ref().unwrap_or(&default_status);
+    let state = state_from_wire(&format!("{field}.status.condition"), status.condition)?;
+    let mut metrics = BTreeMap::new();
+    if let Some(obs) = &status.observation {
+        for (j, m) in obs.metrics.iter().enumerate() {
+            if m.value.trim().is_empty() {
+                continue;
+            }
+            let v: f64 = m.value.trim().parse().map_err(|_| {
+                ProtoError::invalid(
+                    format!("{field}.status.observation.metrics[{j}].value"),
+                    &m.value,
+                    format!(
+                        "of metric {:?} (trial {:?}) is not a number",
+                        m.name, t.name
+                    ),
+                )
+            })?;
+            metrics.insert(m.name.clone(), v);
+        }
+    }
+    let mut labels: BTreeMap<String, String> = spec
+        .labels
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    if let Some(extra) = extra_labels.get(&t.name) {
+        labels.extend(extra.iter().map(|(k, v)| (k.clone(), v.clone())));
+    }
+    Ok(TrialRecord {
+        name: t.name.clone(),
+        assignment,
+        state,
+        objective: metrics.get(&objective.metric).copied(),
+        labels,
+        metrics,
+    })
+}
+
+/// Name/value assignment pairs on the wire.
+pub fn assignment_to_wire(a: &Assignment) -> Vec<ParameterAssignment> {
+    a.to_strings()
+        .into_iter()
+        .map(|(name, value)| ParameterAssignment { name, value })
+        .collect()
+}
+
+/// Proposals as a reply's assignment list; `names` are optional trial names, one per proposal.
+pub fn proposals_to_wire(
+    proposals: &[Proposal],
+    names: &[String],
+) -> Vec<get_suggestions_reply::ParameterAssignments> {
+    proposals
+        .iter()
+        .enumerate()
+        .map(|(i, p)| get_suggestions_reply::ParameterAssignments {
+            assignments: assignment_to_wire(&p.assignment),
+            trial_name: names.get(i).cloned().unwrap_or_default(),
+            labels: p
+                .labels
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+        })
+        .collect()
+}
+
+/// Reads a plugin's reply back into proposals, checking every assignment against the space.
+pub fn proposals_from_wire(
+    reply: &[get_suggestions_reply::ParameterAssignments],
+    space: &SearchSpace,
+) -> Result<Vec<Proposal>, ProtoError> {
+    reply
+        .iter()
+        .enumerate()
+        .map(|(i, pa)| {
+            let pairs: Vec<(&str, &str)> = pa
+                .assignments
+                .iter()
+                .map(|a| (a.name.as_str(), a.value.as_str()))
+                .collect();
+            let assignment = space
+                .parse_assignment(&pairs)
+                .map_err(|e| ProtoError::Core {
+                    field: format!("parameter_assignments[{i}]"),
+                    reason: e.to_string(),
+                })?;
+            Ok(Proposal {
+                assignment,
+                labels: pa
+                    .labels
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect(),
+            })
+        })
+        .collect()
+}
+
+fn trim_number(x: f64) -> String {
+    format!("{x}")
+}
+
+/// The wire form of a parameter, as Katib's controller builds it from the Experiment.
+pub fn parameter_to_wire(p: &Parameter) -> ParameterSpec {
+    let distribution = match p.distribution {
+        Distribution::Uniform => api::Distribution::Uniform,
+        Distribution::LogUniform => api::Distribution::LogUniform,
+        Distribution::Normal => api::Distribution::Normal,
+        Distribution::LogNormal => api::Distribution::LogNormal,
+    };
+    let (kind, fs) = match &p.domain {
+        Domain::Double { min, max, step } => (
+            ParameterType::Double,
+            FeasibleSpace {
+                min: trim_number(*min),
+                max: trim_number(*max),
+                step: step.map(trim_number).unwrap_or_default(),
+                ..Default::default()
+            },
+        ),
+        Domain::Int { min, max, step } => (
+            ParameterType::Int,
+            FeasibleSpace {
+                min: min.to_string(),
+                max: max.to_string(),
+                step: step.map(|s| s.to_string()).unwrap_or_default(),
+                ..Default::default()
+            },
+        ),
+        Domain::Discrete { values } => (
+            ParameterType::Discrete,
+            FeasibleSpace {
+                list: values.clone(),
+                ..Default::default()
+            },
+        ),
+        Domain::Categorical { values } => (
+            ParameterType::Categorical,
+            FeasibleSpace {
+                list: values.clone(),
+                ..Default::default()
+            },
+        ),
+    };
+    ParameterSpec {
+        name: p.name.clone(),
+        parameter_type: kind as i32,
+        feasible_space: Some(FeasibleSpace {
+            distribution: distribution as i32,
+            ..fs
+        }),
+    }
+}
+
+/// The wire objective (no strategies: Katib sends none).
+pub fn objective_to_wire(o: &Objective) -> ObjectiveSpec {
+    ObjectiveSpec {
+        r#type: match o.direction {
+            Direction::Minimize => ObjectiveType::Minimize,
+            Direction::Maximize => ObjectiveType::Maximize,
+        } as i32,
+        goal: o.goal.unwrap_or(0.0),
+        objective_metric_name: o.metric.clone(),
+        additional_metric_names: o.additional.iter().map(|(n, _)| n.clone()).collect(),
+    }
+}
+
+/// The experiment as Katib's controller sends it to a suggestion service.
+pub fn experiment_to_wire(view: &ExperimentView) -> Experiment {
+    Experiment {
+        name: view.name.clone(),
+        spec: Some(ExperimentSpec {
+            parameter_specs: Some(api::experiment_spec::ParameterSpecs {
+                parameters: view
+                    .space
+                    .parameters()
+                    .iter()
+                    .map(parameter_to_wire)
+                    .collect(),
+            }),
+            objective: Some(objective_to_wire(&view.objective)),
+            algorithm: Some(AlgorithmSpec {
+                algorithm_name: view.algorithm.clone(),
+                algorithm_settings: view
+                    .settings
+                    .iter()
+                    .map(|(name, value)| AlgorithmSetting {
+                        name: name.clone(),
+                        value: value.clone(),
+                    })
+                    .collect(),
+            }),
+            early_stopping: view.early_stopping.as_ref().map(|(name, settings)| {
+                EarlyStoppingSpec {
+                    algorithm_name: name.clone(),
+                    algorithm_settings: settings
+                        .iter()
+                        .map(|(name, value)| EarlyStoppingSetting {
+                            name: name.clone(),
+                            value: value.clone(),
+                        })
+                        .collect(),
+                }
+            }),
+            parallel_trial_count: view.parallel_trial_count,
+            max_trial_count: view.max_trial_count,
+            nas_config: None,
+        }),
+    }
+}
+
+/// A trial as Katib's controller sends it: the objective value and every other metric as the
+/// strategy-selected value, times at second precision (`completion` absent while running is
+/// Katib's zero time).
+pub fn trial_to_wire(
+    record: &TrialRecord,
+    objective: &Objective,
+    start_us: Option<i64>,
+    completion_us: Option<i64>,
+) -> Trial {
+    let zero = "0001-01-01T00:00:00Z".to_string();
+    let mut metrics: Vec<Metric> = Vec::new();
+    if let Some(v) = record.objective {
+        metrics.push(Metric {
+            name: objective.metric.clone(),
+            value: v.to_string(),
+        });
+    }
+    for (name, v) in &record.metrics {
+        if *name != objective.metric {
+            metrics.push(Metric {
+                name: name.clone(),
+                value: v.to_string(),
+            });
+        }
+    }
+    Trial {
+        name: record.name.clone(),
+        spec: Some(TrialSpec {
+            objective: Some(objective_to_wire(objective)),
+            parameter_assignments: Some(trial_spec::ParameterAssignments {
+                assignments: assignment_to_wire(&record.assignment),
+            }),
+            labels: record
+                .labels
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+        }),
+        status: Some(TrialStatus {
+            start_time: start_us
+                .map(crate::time::format_rfc3339_seconds)
+                .unwrap_or_else(|| zero.clone()),
+            completion_time: completion_us
+                .map(crate::time::format_rfc3339_seconds)
+                .unwrap_or(zero),
+            condition: state_to_wire(record.state) as i32,
+            observation: Some(api::Observation { metrics }),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests;

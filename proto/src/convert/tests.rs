@@ -1,0 +1,273 @@
+//! Conversion tests: good requests round-trip, each kind of bad field is named in the error.
+
+use super::*;
+use crate::api::{Observation, experiment_spec::ParameterSpecs};
+
+fn param(name: &str, kind: ParameterType, min: &str, max: &str, step: &str) -> ParameterSpec {
+    ParameterSpec {
+        name: name.into(),
+        parameter_type: kind as i32,
+        feasible_space: Some(FeasibleSpace {
+            min: min.into(),
+            max: max.into(),
+            step: step.into(),
+            ..Default::default()
+        }),
+    }
+}
+
+fn experiment(params: Vec<ParameterSpec>) -> Experiment {
+    Experiment {
+        name: "e".into(),
+        spec: Some(ExperimentSpec {
+            parameter_specs: Some(ParameterSpecs { parameters: params }),
+            objective: Some(ObjectiveSpec {
+                r#type: ObjectiveType::Maximize as i32,
+                goal: 0.9,
+                objective_metric_name: "acc".into(),
+                additional_metric_names: vec!["loss".into()],
+            }),
+            algorithm: Some(AlgorithmSpec {
+                algorithm_name: "random".into(),
+                algorithm_settings: vec![AlgorithmSetting {
+                    name: "random_state".into(),
+                    value: "3".into(),
+                }],
+            }),
+            ..Default::default()
+        }),
+    }
+}
+
+fn good() -> Experiment {
+    experiment(vec![
+        param("lr", ParameterType::Double, "0.01", "0.1", ""),
+        param("layers", ParameterType::Int, "1", "5", "2"),
+        ParameterSpec {
+            name: "opt".into(),
+            parameter_type: ParameterType::Categorical as i32,
+            feasible_space: Some(FeasibleSpace {
+                list: vec!["sgd".into(), "adam".into()],
+                distribution: api::Distribution::LogUniform as i32,
+                ..Default::default()
+            }),
+        },
+    ])
+}
+
+#[test]
+fn reads_an_experiment_and_writes_it_back() {
+    let view = experiment_from_wire("experiment", Some(&good())).unwrap();
+    assert_eq!(view.space.len(), 3);
+    assert_eq!(
+        view.space.get("layers").unwrap().domain,
+        Domain::Int {
+            min: 1,
+            max: 5,
+            step: Some(2)
+        }
+    );
+    assert_eq!(view.objective.direction, Direction::Maximize);
+    assert_eq!(view.objective.goal, Some(0.9));
+    assert_eq!(
+        view.settings,
+        vec![("random_state".to_string(), "3".to_string())]
+    );
+    let back = experiment_from_wire("experiment", Some(&experiment_to_wire(&view))).unwrap();
+    assert_eq!(back, view);
+}
+
+#[test]
+fn names_the_bad_field() {
+    let err = |e: Experiment| {
+        experiment_from_wire("experiment", Some(&e))
+            .unwrap_err()
+            .to_string()
+    };
+    assert_eq!(
+        experiment_from_wire("experiment", None)
+            .unwrap_err()
+            .to_string(),
+        "experiment is missing\nhint: send the experiment with its spec in every request, as Katib's controller does"
+    );
+    let e = err(experiment(vec![param(
+        "x",
+        ParameterType::Double,
+        "5",
+        "1",
+        "",
+    )]));
+    assert_eq!(
+        e,
+        "experiment.spec.parameter_specs.parameters[0].feasible_space: min \"5\" is greater than max \"1\" for parameter \"x\"\nhint: swap min and max"
+    );
+    let e = err(experiment(vec![param(
+        "x",
+        ParameterType::Int,
+        "1",
+        "ten",
+        "",
+    )]));
+    assert_eq!(
+        e,
+        "experiment.spec.parameter_specs.parameters[0].feasible_space.max: value \"ten\" is not an integer"
+    );
+    let e = err(experiment(vec![ParameterSpec {
+        name: "x".into(),
+        parameter_type: 9,
+        feasible_space: None,
+    }]));
+    assert!(e.starts_with("experiment.spec.parameter_specs.parameters[0].parameter_type: value \"9\" is not a ParameterType"), "{e}");
+    let e = err(experiment(vec![param(
+        "x",
+        ParameterType::UnknownType,
+        "1",
+        "2",
+        "",
+    )]));
+    assert!(
+        e.contains("value \"UNKNOWN_TYPE\" is not a usable type for parameter \"x\""),
+        "{e}"
+    );
+    let mut no_objective = good();
+    no_objective
+        .spec
+        .as_mut()
+        .unwrap()
+        .objective
+        .as_mut()
+        .unwrap()
+        .r#type = 0;
+    assert_eq!(
+        err(no_objective),
+        "experiment.spec.objective.type: value \"0\" is not MINIMIZE (1) or MAXIMIZE (2)"
+    );
+}
+
+fn trial(name: &str, lr: &str, condition: TrialConditionType, acc: &str) -> Trial {
+    Trial {
+        name: name.into(),
+        spec: Some(TrialSpec {
+            objective: None,
+            parameter_assignments: Some(trial_spec::ParameterAssignments {
+                assignments: vec![
+                    ParameterAssignment {
+                        name: "lr".into(),
+                        value: lr.into(),
+                    },
+                    ParameterAssignment {
+                        name: "layers".into(),
+                        value: "3".into(),
+                    },
+                    ParameterAssignment {
+                        name: "opt".into(),
+                        value: "adam".into(),
+                    },
+                ],
+            }),
+            labels: Default::default(),
+        }),
+        status: Some(TrialStatus {
+            condition: condition as i32,
+            observation: Some(Observation {
+                metrics: vec![
+                    Metric {
+                        name: "acc".into(),
+                        value: acc.into(),
+                    },
+                    Metric {
+                        name: "loss".into(),
+                        value: String::new(),
+                    },
+                ],
+            }),
+            ..Default::default()
+        }),
+    }
+}
+
+#[test]
+fn reads_trials_and_rejects_non_numeric_metrics() {
+    let view = experiment_from_wire("experiment", Some(&good())).unwrap();
+    let mut extra = BTreeMap::new();
+    extra.insert(
+        "t1".to_string(),
+        BTreeMap::from([("k".to_string(), "v".to_string())]),
+    );
+    let records = trials_from_wire(
+        &[trial("t1", "0.05", TrialConditionType::Succeeded, "0.75")],
+        &view.space,
+        &view.objective,
+        &extra,
+    )
+    .unwrap();
+    assert_eq!(records[0].objective, Some(0.75));
+    assert_eq!(records[0].state, TrialState::Succeeded);
+    assert_eq!(records[0].labels.get("k").map(String::as_str), Some("v"));
+    assert_eq!(records[0].metrics.len(), 1, "empty values are skipped");
+    let back = trial_to_wire(&records[0], &view.objective, Some(0), None);
+    assert_eq!(
+        back.status.as_ref().unwrap().start_time,
+        "1970-01-01T00:00:00Z"
+    );
+    assert_eq!(
+        back.status.as_ref().unwrap().completion_time,
+        "0001-01-01T00:00:00Z"
+    );
+
+    let e = trials_from_wire(
+        &[
+            trial("t1", "0.05", TrialConditionType::Succeeded, "0.75"),
+            trial("t2", "0.05", TrialConditionType::Succeeded, "high"),
+        ],
+        &view.space,
+        &view.objective,
+        &BTreeMap::new(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert_eq!(
+        e,
+        "trials[1].status.observation.metrics[0].value: value \"high\" of metric \"acc\" (trial \"t2\") is not a number"
+    );
+    let e = trials_from_wire(
+        &[trial("t3", "7", TrialConditionType::Running, "1")],
+        &view.space,
+        &view.objective,
+        &BTreeMap::new(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.starts_with("trials[0].spec.parameter_assignments (trial \"t3\"): parameter lr"),
+        "{e}"
+    );
+}
+
+#[test]
+fn reads_proposals_back_from_a_plugin_reply() {
+    let view = experiment_from_wire("experiment", Some(&good())).unwrap();
+    let records = trials_from_wire(
+        &[trial("t1", "0.05", TrialConditionType::Running, "")],
+        &view.space,
+        &view.objective,
+        &BTreeMap::new(),
+    )
+    .unwrap();
+    let proposal = Proposal::new(records[0].assignment.clone());
+    let wire = proposals_to_wire(std::slice::from_ref(&proposal), &["n1".to_string()]);
+    assert_eq!(wire[0].trial_name, "n1");
+    assert_eq!(
+        proposals_from_wire(&wire, &view.space).unwrap(),
+        vec![proposal]
+    );
+    let mut bad = wire.clone();
+    bad[0].assignments[0].value = "2".into();
+    let e = proposals_from_wire(&bad, &view.space)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with("parameter_assignments[0]: parameter lr"),
+        "{e}"
+    );
+}

@@ -1,0 +1,183 @@
+//! `api.v1.beta1.EarlyStopping` for `medianstop` (reference §4): rules from the objective
+//! observation logs of succeeded trials, read from Vernier's own store (Katib's service asks
+//! the DB manager at `db_manager_address`; here the store is that DB manager's), settings
+//! validation, and `SetTrialStatus`, which marks a trial recorded by `vernier run` EarlyStopped.
+
+use crate::error::ApiError;
+use tonic::{Request, Response, Status};
+use vernier_algorithms::medianstop::{Comparison, MedianStop};
+use vernier_core::{TrialProgress, TrialState};
+use vernier_proto::ProtoError;
+use vernier_proto::api::{
+    ComparisonType, EarlyStoppingRule, GetEarlyStoppingRulesReply, GetEarlyStoppingRulesRequest,
+    SetTrialStatusReply, SetTrialStatusRequest, ValidateEarlyStoppingSettingsReply,
+    ValidateEarlyStoppingSettingsRequest, early_stopping_server::EarlyStopping,
+};
+use vernier_proto::convert::{experiment_from_wire, state_from_wire};
+use vernier_store::{SqlStore, TrialUpdate};
+
+/// Katib's reason and message for an early-stopped trial.
+pub const EARLY_STOPPED_REASON: &str = "TrialEarlyStopped";
+pub const EARLY_STOPPED_MESSAGE: &str = "Trial is early stopped";
+
+#[derive(Debug, Clone)]
+pub struct EarlyStoppingService {
+    store: SqlStore,
+}
+
+impl EarlyStoppingService {
+    pub fn new(store: SqlStore) -> Self {
+        EarlyStoppingService { store }
+    }
+
+    async fn rules(
+        &self,
+        req: &GetEarlyStoppingRulesRequest,
+    ) -> Result<Vec<EarlyStoppingRule>, ApiError> {
+        let view = experiment_from_wire("experiment", req.experiment.as_ref())?;
+        let (name, settings) = view
+            .early_stopping
+            .clone()
+            .ok_or_else(|| ProtoError::Missing {
+                field: "experiment.spec.early_stopping".into(),
+                hint: "set early_stopping.algorithm_name to medianstop".into(),
+            })?;
+        let rule = build_medianstop(&name, &settings)?;
+        let metric = &view.objective.metric;
+        let mut names = Vec::new();
+        let mut values = Vec::new();
+        for (i, t) in req.trials.iter().enumerate() {
+            let condition = t.status.as_ref().map_or(0, |s| s.condition);
+            let state = state_from_wire(&format!("trials[{i}].status.condition"), condition)?;
+            if state != TrialState::Succeeded {
+                continue;
+            }
+            let logs = self
+                .store
+                .observations(&t.name, Some(metric), None, None)
+                .await?;
+            names.push(t.name.clone());
+            values.push(
+                logs.iter()
+                    .filter_map(|o| o.value.trim().parse::<f64>().ok().filter(|v| v.is_finite()))
+                    .collect::<Vec<f64>>(),
+            );
+        }
+        let progress: Vec<TrialProgress<'_>> = names
+            .iter()
+            .zip(&values)
+            .map(|(name, values)| TrialProgress {
+                name,
+                state: TrialState::Succeeded,
+                values,
+            })
+            .collect();
+        Ok(rule
+            .rule(&view.objective, &progress)
+            .map(|r| EarlyStoppingRule {
+                name: metric.clone(),
+                value: r.value.to_string(),
+                comparison: match r.comparison {
+                    Comparison::Less => ComparisonType::Less,
+                    Comparison::Greater => ComparisonType::Greater,
+                } as i32,
+                start_step: r.start_step as i32,
+            })
+            .into_iter()
+            .collect())
+    }
+
+    async fn set_trial_status(&self, trial: &str) -> Result<(), ApiError> {
+        if trial.is_empty() {
+            return Err(ProtoError::Missing {
+                field: "trial_name".into(),
+                hint: "name the trial to mark EarlyStopped".into(),
+            }
+            .into());
+        }
+        let row = self
+            .store
+            .get_trial(trial)
+            .await?
+            .ok_or_else(|| ApiError::TrialNotFound(trial.to_string()))?;
+        match row.state {
+            TrialState::EarlyStopped => return Ok(()),
+            s if s.is_terminal() => {
+                return Err(ApiError::TrialAlreadyEnded {
+                    name: trial.to_string(),
+                    state: s.to_string(),
+                });
+            }
+            _ => {}
+        }
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_micros() as i64);
+        self.store
+            .update_trial(
+                trial,
+                &TrialUpdate {
+                    state: TrialState::EarlyStopped,
+                    reason: EARLY_STOPPED_REASON.into(),
+                    message: EARLY_STOPPED_MESSAGE.into(),
+                    started_us: None,
+                    completed_us: Some(now),
+                    attempt: None,
+                },
+            )
+            .await?;
+        Ok(())
+    }
+}
+
+/// Medianstop from wire settings; any other name is Katib's "unknown algorithm name". ASHA
+/// ranks trials against each other at every rung, which Katib's fixed per-metric rules cannot
+/// express, so it is applied by `vernier run` and the operator but not served as rules.
+fn build_medianstop(name: &str, settings: &[(String, String)]) -> Result<MedianStop, ApiError> {
+    vernier_algorithms::build_early_stopper(name, settings)?;
+    if name != "medianstop" {
+        return Err(ApiError::RulesUnsupported(name.to_string()));
+    }
+    Ok(MedianStop::from_settings(settings)?)
+}
+
+#[tonic::async_trait]
+impl EarlyStopping for EarlyStoppingService {
+    async fn get_early_stopping_rules(
+        &self,
+        request: Request<GetEarlyStoppingRulesRequest>,
+    ) -> Result<Response<GetEarlyStoppingRulesReply>, Status> {
+        let early_stopping_rules = self.rules(request.get_ref()).await?;
+        Ok(Response::new(GetEarlyStoppingRulesReply {
+            early_stopping_rules,
+        }))
+    }
+
+    async fn set_trial_status(
+        &self,
+        request: Request<SetTrialStatusRequest>,
+    ) -> Result<Response<SetTrialStatusReply>, Status> {
+        self.set_trial_status(&request.get_ref().trial_name).await?;
+        Ok(Response::new(SetTrialStatusReply {}))
+    }
+
+    async fn validate_early_stopping_settings(
+        &self,
+        request: Request<ValidateEarlyStoppingSettingsRequest>,
+    ) -> Result<Response<ValidateEarlyStoppingSettingsReply>, Status> {
+        let spec = request.get_ref().early_stopping.as_ref().ok_or_else(|| {
+            ApiError::from(ProtoError::Missing {
+                field: "early_stopping".into(),
+                hint: "set early_stopping.algorithm_name to medianstop".into(),
+            })
+        })?;
+        let settings: Vec<(String, String)> = spec
+            .algorithm_settings
+            .iter()
+            .map(|s| (s.name.clone(), s.value.clone()))
+            .collect();
+        vernier_algorithms::build_early_stopper(&spec.algorithm_name, &settings)
+            .map_err(ApiError::from)?;
+        Ok(Response::new(ValidateEarlyStoppingSettingsReply {}))
+    }
+}

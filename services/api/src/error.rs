@@ -1,0 +1,67 @@
+//! The one error type of the API crate, and how each kind maps to a gRPC status code.
+
+use thiserror::Error;
+use tonic::{Code, Status};
+use vernier_algorithms::AlgorithmError;
+use vernier_core::CoreError;
+use vernier_proto::ProtoError;
+use vernier_store::StoreError;
+
+#[derive(Debug, Error)]
+pub enum ApiError {
+    /// A request field that cannot be used.
+    #[error(transparent)]
+    Request(#[from] ProtoError),
+    /// Bad algorithm name or settings (`ValidateAlgorithmSettings` is exactly this check).
+    #[error(transparent)]
+    Algorithm(#[from] AlgorithmError),
+    /// The algorithm rejected the request's trials or space.
+    #[error("{0}")]
+    Suggest(CoreError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(
+        "trial {0:?} not found\nhint: in local mode only trials recorded by `vernier run` can change status"
+    )]
+    TrialNotFound(String),
+    #[error(
+        "trial {name:?} already ended as {state}; only a created or running trial can be early-stopped"
+    )]
+    TrialAlreadyEnded { name: String, state: String },
+    #[error(
+        "cannot listen on {addr}: {source}\nhint: pick a free port with --listen 127.0.0.1:PORT"
+    )]
+    Bind {
+        addr: String,
+        source: std::io::Error,
+    },
+    #[error(
+        "early stopping algorithm {0:?} cannot be expressed as Katib early stopping rules\nhint: use medianstop with a Katib controller; {0} works in `vernier run` and `vernier operator`"
+    )]
+    RulesUnsupported(String),
+    #[error("gRPC server failed: {0}")]
+    Transport(#[from] tonic::transport::Error),
+    #[error("reflection descriptor cannot be loaded: {0}")]
+    Reflection(String),
+    #[error("the algorithm task stopped unexpectedly: {0}")]
+    Task(String),
+}
+
+impl From<ApiError> for Status {
+    fn from(e: ApiError) -> Status {
+        let code = match &e {
+            ApiError::Request(_) | ApiError::Algorithm(_) | ApiError::Suggest(_) => {
+                Code::InvalidArgument
+            }
+            ApiError::TrialNotFound(_) => Code::NotFound,
+            ApiError::RulesUnsupported(_) => Code::Unimplemented,
+            ApiError::TrialAlreadyEnded { .. } => Code::FailedPrecondition,
+            ApiError::Store(StoreError::Connect { .. } | StoreError::Query { .. }) => {
+                Code::Unavailable
+            }
+            ApiError::Store(StoreError::NotFound { .. }) => Code::NotFound,
+            _ => Code::Internal,
+        };
+        Status::new(code, e.to_string())
+    }
+}

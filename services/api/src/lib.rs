@@ -1,0 +1,20 @@
+//! Vernier's Katib-compatible gRPC services: Suggestion (every built-in algorithm),
+//! EarlyStopping (medianstop), DBManager (observation logs over the store), health and
+//! reflection, all behind one [`router`] used by `vernier serve`, `vernier run` and the tests;
+//! plus a client for external suggestion plugins.
+
+mod db_manager;
+mod early_stopping;
+mod error;
+mod health;
+pub mod plugin;
+mod server;
+mod suggestion;
+
+pub use db_manager::DbManagerService;
+pub use early_stopping::EarlyStoppingService;
+pub use error::ApiError;
+pub use health::HealthService;
+pub use server::{MAX_MESSAGE_BYTES, bind, db_manager_router, router, serve};
+pub use suggestion::{LABELS_SETTING, STATE_SETTING, SuggestionService};
+pub use vernier_proto as proto;

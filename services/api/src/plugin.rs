@@ -1,0 +1,107 @@
+//! A client for external suggestion plugins: any server speaking `api.v1.beta1.Suggestion`
+//! (a Katib suggestion image, or one written with Katib's stubs), called as Katib's controller
+//! calls it, with a per-call deadline (Katib uses 60 s).
+
+use std::time::Duration;
+use tonic::transport::{Channel, Endpoint};
+use tonic::{Code, Status};
+use vernier_proto::api::{
+    GetSuggestionsReply, GetSuggestionsRequest, ValidateAlgorithmSettingsRequest,
+    suggestion_client::SuggestionClient,
+};
+
+use crate::error::ApiError;
+
+/// Katib's per-call deadline for suggestion calls.
+pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(60);
+
+/// A lazily connected plugin; cheap to clone.
+#[derive(Debug, Clone)]
+pub struct PluginClient {
+    address: String,
+    client: SuggestionClient<Channel>,
+}
+
+/// What a failed call means for the caller.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CallFailure {
+    /// Not reachable, or no answer within the deadline: try again later.
+    Unavailable(String),
+    /// The plugin answered with an error.
+    Rejected(String),
+}
+
+impl CallFailure {
+    fn from_status(address: &str, s: &Status) -> CallFailure {
+        let text = format!("{:?}: {}", s.code(), s.message());
+        match s.code() {
+            Code::Unavailable | Code::DeadlineExceeded | Code::Cancelled => {
+                CallFailure::Unavailable(format!("{address}: {text}"))
+            }
+            _ => CallFailure::Rejected(text),
+        }
+    }
+}
+
+impl PluginClient {
+    /// `address` is `host:port` (or a full `http://` URI); nothing is dialled until the
+    /// first call, so a plugin that starts later is picked up then.
+    pub fn new(address: &str, deadline: Duration) -> Result<PluginClient, ApiError> {
+        let uri = if address.contains("://") {
+            address.to_string()
+        } else {
+            format!("http://{address}")
+        };
+        let endpoint = Endpoint::from_shared(uri.clone())
+            .map_err(|e| {
+                ApiError::Request(vernier_proto::ProtoError::Invalid {
+                    field: "suggestion plugin address".into(),
+                    value: address.into(),
+                    reason: format!(
+                        "is not a valid address ({e})\nhint: write host:port, e.g. 127.0.0.1:6789"
+                    ),
+                })
+            })?
+            .connect_timeout(deadline.min(Duration::from_secs(5)))
+            .timeout(deadline);
+        Ok(PluginClient {
+            address: address.to_string(),
+            client: SuggestionClient::new(endpoint.connect_lazy())
+                .max_decoding_message_size(crate::MAX_MESSAGE_BYTES)
+                .max_encoding_message_size(crate::MAX_MESSAGE_BYTES),
+        })
+    }
+
+    pub fn address(&self) -> &str {
+        &self.address
+    }
+
+    /// `ValidateAlgorithmSettings`; `UNIMPLEMENTED` counts as valid, as in Katib.
+    pub async fn validate(
+        &self,
+        request: ValidateAlgorithmSettingsRequest,
+    ) -> Result<(), CallFailure> {
+        match self
+            .client
+            .clone()
+            .validate_algorithm_settings(request)
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(s) if s.code() == Code::Unimplemented => Ok(()),
+            Err(s) => Err(CallFailure::from_status(&self.address, &s)),
+        }
+    }
+
+    pub async fn get_suggestions(
+        &self,
+        request: GetSuggestionsRequest,
+    ) -> Result<GetSuggestionsReply, CallFailure> {
+        self.client
+            .clone()
+            .get_suggestions(request)
+            .await
+            .map(tonic::Response::into_inner)
+            .map_err(|s| CallFailure::from_status(&self.address, &s))
+    }
+}

@@ -1,0 +1,110 @@
+//! One router hosting every service, used alike by `vernier serve`, the push-metrics endpoint
+//! of `vernier run` and the tests, plus binding and serving with graceful shutdown.
+
+use crate::db_manager::DbManagerService;
+use crate::early_stopping::EarlyStoppingService;
+use crate::error::ApiError;
+use crate::health::HealthService;
+use crate::suggestion::SuggestionService;
+use tokio::net::TcpListener;
+use tokio_stream::StreamExt;
+use tokio_stream::wrappers::TcpListenerStream;
+use tonic::transport::Server;
+use tonic::transport::server::Router;
+use vernier_proto::FILE_DESCRIPTOR_SET;
+use vernier_proto::api::db_manager_server::DbManagerServer;
+use vernier_proto::api::early_stopping_server::EarlyStoppingServer;
+use vernier_proto::api::suggestion_server::SuggestionServer;
+use vernier_proto::health::health_server::HealthServer;
+use vernier_store::SqlStore;
+
+/// Largest request or reply message accepted, in bytes. Larger requests are refused (tonic answers
+/// `OUT_OF_RANGE` with both sizes in the message) before they are decoded, so a huge message costs no memory beyond
+/// the transport's buffers. A `GetSuggestions` request with 10,000 trials is about 2 MB.
+pub const MAX_MESSAGE_BYTES: usize = 4 * 1024 * 1024;
+
+fn reflection() -> Result<
+    (
+        tonic_reflection::server::v1::ServerReflectionServer<
+            impl tonic_reflection::server::v1::ServerReflection,
+        >,
+        tonic_reflection::server::v1alpha::ServerReflectionServer<
+            impl tonic_reflection::server::v1alpha::ServerReflection,
+        >,
+    ),
+    ApiError,
+> {
+    let v1 = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(FILE_DESCRIPTOR_SET)
+        .build_v1()
+        .map_err(|e| ApiError::Reflection(e.to_string()))?;
+    let v1alpha = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(FILE_DESCRIPTOR_SET)
+        .build_v1alpha()
+        .map_err(|e| ApiError::Reflection(e.to_string()))?;
+    Ok((v1, v1alpha))
+}
+
+/// Suggestion, EarlyStopping, DBManager, Health and reflection over `store`.
+pub fn router(store: SqlStore) -> Result<Router, ApiError> {
+    let (v1, v1alpha) = reflection()?;
+    Ok(Server::builder()
+        .add_service(
+            SuggestionServer::new(SuggestionService)
+                .max_decoding_message_size(MAX_MESSAGE_BYTES)
+                .max_encoding_message_size(MAX_MESSAGE_BYTES),
+        )
+        .add_service(
+            EarlyStoppingServer::new(EarlyStoppingService::new(store.clone()))
+                .max_decoding_message_size(MAX_MESSAGE_BYTES)
+                .max_encoding_message_size(MAX_MESSAGE_BYTES),
+        )
+        .add_service(
+            DbManagerServer::new(DbManagerService::new(store.clone()))
+                .max_decoding_message_size(MAX_MESSAGE_BYTES)
+                .max_encoding_message_size(MAX_MESSAGE_BYTES),
+        )
+        .add_service(HealthServer::new(HealthService::new(store)))
+        .add_service(v1)
+        .add_service(v1alpha))
+}
+
+/// Only DBManager and Health: what a trial of a local run may push its metrics to.
+pub fn db_manager_router(store: SqlStore) -> Router {
+    Server::builder()
+        .add_service(
+            DbManagerServer::new(DbManagerService::new(store.clone()))
+                .max_decoding_message_size(MAX_MESSAGE_BYTES),
+        )
+        .add_service(HealthServer::new(HealthService::new(store)))
+}
+
+/// Binds `addr` (`host:port`; port 0 picks a free one).
+pub async fn bind(addr: &str) -> Result<TcpListener, ApiError> {
+    TcpListener::bind(addr)
+        .await
+        .map_err(|source| ApiError::Bind {
+            addr: addr.to_string(),
+            source,
+        })
+}
+
+/// Serves `router` on `listener` until `shutdown` resolves, then finishes in-flight calls.
+pub async fn serve(
+    router: Router,
+    listener: TcpListener,
+    shutdown: impl std::future::Future<Output = ()> + Send,
+) -> Result<(), ApiError> {
+    // Without TCP_NODELAY a reply written in two segments waits for the client's delayed ACK
+    // (about 40 ms per call on Linux); tonic's own nodelay option only covers listeners it binds.
+    let incoming = TcpListenerStream::new(listener).map(|conn| {
+        conn.and_then(|stream| {
+            stream.set_nodelay(true)?;
+            Ok(stream)
+        })
+    });
+    router
+        .serve_with_incoming_shutdown(incoming, shutdown)
+        .await?;
+    Ok(())
+}

@@ -1,0 +1,214 @@
+//! `api.v1.beta1.Suggestion` over every algorithm of `vernier_algorithms::build`, with Katib's
+//! request semantics: each request carries the experiment and all its trials, and asks for
+//! `current_request_number` new assignments.
+//!
+//! Vernier's algorithms are stateless functions of the history; what they keep between calls
+//! lives in trial labels (Hyperband's bracket and rung) and in an opaque state string. Katib's
+//! controller puts reply labels on the Trial's metadata but never sends them back, so both are
+//! returned in the reply's `algorithm` settings, which the controller merges into the next
+//! request (reference §8.3): [`LABELS_SETTING`] maps trial names (chosen here, via the reply's
+//! `trial_name`) to their labels, [`STATE_SETTING`] holds the state. Both are removed from the
+//! settings before the algorithm is built.
+
+use crate::error::ApiError;
+use std::collections::BTreeMap;
+use tonic::{Request, Response, Status};
+use vernier_core::{SuggestRequest, TrialRecord};
+use vernier_proto::ProtoError;
+use vernier_proto::api::{
+    AlgorithmSetting, AlgorithmSpec, GetSuggestionsReply, GetSuggestionsRequest,
+    ValidateAlgorithmSettingsReply, ValidateAlgorithmSettingsRequest,
+    suggestion_server::Suggestion,
+};
+use vernier_proto::convert::{experiment_from_wire, proposals_to_wire, trials_from_wire};
+
+/// Setting carrying the labels of trials this service named, as JSON `{trial: {key: value}}`.
+pub const LABELS_SETTING: &str = "vernier/trial-labels";
+/// Setting carrying the algorithm's opaque state between calls.
+pub const STATE_SETTING: &str = "vernier/state";
+
+/// Most assignments one request may ask for; bounds the work a single call can cause.
+const MAX_REQUEST_NUMBER: i32 = 10_000;
+
+/// The Suggestion service. Stateless: everything comes with each request.
+#[derive(Debug, Clone, Default)]
+pub struct SuggestionService;
+
+/// The settings split into the algorithm's own, the carried labels and the carried state.
+struct CarriedSettings {
+    algorithm: Vec<(String, String)>,
+    labels: BTreeMap<String, BTreeMap<String, String>>,
+    state: Option<String>,
+}
+
+fn split_settings(settings: Vec<(String, String)>) -> Result<CarriedSettings, ApiError> {
+    let mut carried = CarriedSettings {
+        algorithm: Vec::new(),
+        labels: BTreeMap::new(),
+        state: None,
+    };
+    for (name, value) in settings {
+        if name == LABELS_SETTING {
+            carried.labels = serde_json::from_str(&value).map_err(|e| {
+                ProtoError::Invalid {
+                    field: format!("experiment.spec.algorithm.algorithm_settings[{LABELS_SETTING}]"),
+                    value: value.chars().take(80).collect(),
+                    reason: format!("is not a JSON map of trial labels ({e})\nhint: send back the value an earlier reply returned"),
+                }
+            })?;
+        } else if name == STATE_SETTING {
+            carried.state = Some(value);
+        } else {
+            carried.algorithm.push((name, value));
+        }
+    }
+    Ok(carried)
+}
+
+/// A seed that depends only on the request: the `random_state` setting (else the experiment
+/// name) mixed with the history length, so a retried request gets the same answer.
+fn request_seed(
+    experiment: &str,
+    algorithm: &str,
+    settings: &[(String, String)],
+    history: usize,
+) -> u64 {
+    let base = vernier_algorithms::seed_setting(algorithm, settings).unwrap_or_else(|| {
+        // FNV-1a: stable across platforms and releases, unlike `DefaultHasher`.
+        experiment.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        })
+    });
+    base.wrapping_add((history as u64).wrapping_mul(0xD1B5_4A32_D192_ED03))
+}
+
+/// Answers one `GetSuggestions` request; public for benchmarks and the plugin tests.
+pub fn get_suggestions(req: &GetSuggestionsRequest) -> Result<GetSuggestionsReply, ApiError> {
+    let view = experiment_from_wire("experiment", req.experiment.as_ref())?;
+    if req.current_request_number <= 0 || req.current_request_number > MAX_REQUEST_NUMBER {
+        return Err(ProtoError::Invalid {
+            field: "current_request_number".into(),
+            value: req.current_request_number.to_string(),
+            reason: format!("must be between 1 and {MAX_REQUEST_NUMBER}\nhint: ask for the number of new trials wanted now"),
+        }
+        .into());
+    }
+    let carried = split_settings(view.settings.clone())?;
+    let suggester = vernier_algorithms::build(
+        &view.algorithm,
+        &carried.algorithm,
+        &view.space,
+        &view.objective,
+    )?;
+    let trials: Vec<TrialRecord> =
+        trials_from_wire(&req.trials, &view.space, &view.objective, &carried.labels)?;
+    let seed = request_seed(
+        &view.name,
+        &view.algorithm,
+        &carried.algorithm,
+        trials.len(),
+    );
+    let suggestions = suggester
+        .suggest(&SuggestRequest {
+            space: &view.space,
+            objective: &view.objective,
+            trials: &trials,
+            count: req.current_request_number as usize,
+            seed,
+            state: carried.state.as_deref(),
+        })
+        .map_err(ApiError::Suggest)?;
+    let proposals: Vec<_> = suggestions
+        .proposals
+        .into_iter()
+        .take(req.current_request_number as usize)
+        .collect();
+
+    let mut labels = carried.labels;
+    let mut names = Vec::with_capacity(proposals.len());
+    for (i, p) in proposals.iter().enumerate() {
+        if p.labels.is_empty() {
+            names.push(String::new());
+            continue;
+        }
+        let name = trial_name(&view.name, seed, trials.len() + i);
+        labels.insert(name.clone(), p.labels.clone());
+        names.push(name);
+    }
+    let mut settings = Vec::new();
+    if !labels.is_empty() {
+        settings.push(AlgorithmSetting {
+            name: LABELS_SETTING.into(),
+            value: serde_json::to_string(&labels).map_err(|e| ApiError::Task(e.to_string()))?,
+        });
+    }
+    if let Some(state) = suggestions.state {
+        settings.push(AlgorithmSetting {
+            name: STATE_SETTING.into(),
+            value: state,
+        });
+    }
+    Ok(GetSuggestionsReply {
+        parameter_assignments: proposals_to_wire(&proposals, &names),
+        algorithm: (!settings.is_empty()).then(|| AlgorithmSpec {
+            algorithm_name: view.algorithm.clone(),
+            algorithm_settings: settings,
+        }),
+        early_stopping_rules: Vec::new(),
+    })
+}
+
+/// Katib's `<experiment>-<8 characters>` trial name, derived from the request seed and index.
+fn trial_name(experiment: &str, seed: u64, index: usize) -> String {
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    let mut x = seed ^ (index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    let suffix: String = (0..8)
+        .map(|_| {
+            // splitmix64 step
+            x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = x;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^= z >> 31;
+            ALPHABET[(z % ALPHABET.len() as u64) as usize] as char
+        })
+        .collect();
+    format!("{experiment}-{suffix}")
+}
+
+/// Answers `ValidateAlgorithmSettings`: building the algorithm is the validation.
+pub fn validate_algorithm_settings(req: &ValidateAlgorithmSettingsRequest) -> Result<(), ApiError> {
+    let view = experiment_from_wire("experiment", req.experiment.as_ref())?;
+    let carried = split_settings(view.settings)?;
+    vernier_algorithms::build(
+        &view.algorithm,
+        &carried.algorithm,
+        &view.space,
+        &view.objective,
+    )?;
+    Ok(())
+}
+
+#[tonic::async_trait]
+impl Suggestion for SuggestionService {
+    async fn get_suggestions(
+        &self,
+        request: Request<GetSuggestionsRequest>,
+    ) -> Result<Response<GetSuggestionsReply>, Status> {
+        let req = request.into_inner();
+        // Model-based algorithms are CPU-bound for hundreds of trials; keep them off the
+        // async workers so health checks and other calls are served meanwhile.
+        let reply = tokio::task::spawn_blocking(move || get_suggestions(&req))
+            .await
+            .map_err(|e| ApiError::Task(e.to_string()))??;
+        Ok(Response::new(reply))
+    }
+
+    async fn validate_algorithm_settings(
+        &self,
+        request: Request<ValidateAlgorithmSettingsRequest>,
+    ) -> Result<Response<ValidateAlgorithmSettingsReply>, Status> {
+        validate_algorithm_settings(request.get_ref())?;
+        Ok(Response::new(ValidateAlgorithmSettingsReply {}))
+    }
+}

@@ -1,0 +1,722 @@
+//! Every RPC of the router, called through a real gRPC connection to an in-process server,
+//! with good and malformed requests.
+
+// Helpers outside #[test] functions unwrap too: a failure there is a test failure.
+#![allow(clippy::unwrap_used)]
+
+use std::collections::BTreeMap;
+use tonic::Code;
+use tonic::transport::Channel;
+use vernier_api::proto::api::{
+    self, AlgorithmSetting, AlgorithmSpec, DeleteObservationLogRequest, EarlyStoppingSetting,
+    EarlyStoppingSpec, Experiment, ExperimentSpec, FeasibleSpace, GetEarlyStoppingRulesRequest,
+    GetObservationLogRequest, GetSuggestionsRequest, Metric, MetricLog, ObjectiveSpec,
+    ObjectiveType, ObservationLog, ParameterSpec, ParameterType, ReportObservationLogRequest,
+    SetTrialStatusRequest, Trial, ValidateAlgorithmSettingsRequest,
+    ValidateEarlyStoppingSettingsRequest, db_manager_client::DbManagerClient,
+    early_stopping_client::EarlyStoppingClient, experiment_spec::ParameterSpecs,
+    suggestion_client::SuggestionClient, trial_status::TrialConditionType,
+};
+use vernier_api::proto::convert::{experiment_from_wire, proposals_from_wire, trial_to_wire};
+use vernier_api::proto::health::{
+    HealthCheckRequest, health_check_response::ServingStatus, health_client::HealthClient,
+};
+use vernier_core::{TrialRecord, TrialState};
+use vernier_store::{ExperimentRow, ExperimentStatusRow, SqlStore, TrialRow};
+
+struct Server {
+    channel: Channel,
+    store: SqlStore,
+    _shutdown: tokio::sync::oneshot::Sender<()>,
+}
+
+async fn start() -> Server {
+    let store = SqlStore::connect(":memory:").await.unwrap();
+    let router = vernier_api::router(store.clone()).unwrap();
+    let listener = vernier_api::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(vernier_api::serve(router, listener, async {
+        let _ = rx.await;
+    }));
+    let channel = Channel::from_shared(format!("http://{addr}"))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    Server {
+        channel,
+        store,
+        _shutdown: tx,
+    }
+}
+
+fn param(
+    name: &str,
+    kind: ParameterType,
+    min: &str,
+    max: &str,
+    step: &str,
+    list: &[&str],
+) -> ParameterSpec {
+    ParameterSpec {
+        name: name.into(),
+        parameter_type: kind as i32,
+        feasible_space: Some(FeasibleSpace {
+            min: min.into(),
+            max: max.into(),
+            step: step.into(),
+            list: list.iter().map(|s| s.to_string()).collect(),
+            distribution: 0,
+        }),
+    }
+}
+
+fn experiment(algorithm: &str, settings: &[(&str, &str)]) -> Experiment {
+    Experiment {
+        name: "rpc".into(),
+        spec: Some(ExperimentSpec {
+            parameter_specs: Some(ParameterSpecs {
+                parameters: vec![
+                    param("lr", ParameterType::Double, "0.0", "1.0", "0.25", &[]),
+                    param("units", ParameterType::Int, "1", "8", "", &[]),
+                    param("epochs", ParameterType::Int, "1", "9", "", &[]),
+                    param(
+                        "opt",
+                        ParameterType::Categorical,
+                        "",
+                        "",
+                        "",
+                        &["sgd", "adam"],
+                    ),
+                ],
+            }),
+            objective: Some(ObjectiveSpec {
+                r#type: ObjectiveType::Maximize as i32,
+                goal: 0.0,
+                objective_metric_name: "acc".into(),
+                additional_metric_names: vec![],
+            }),
+            algorithm: Some(AlgorithmSpec {
+                algorithm_name: algorithm.into(),
+                algorithm_settings: settings
+                    .iter()
+                    .map(|(n, v)| AlgorithmSetting {
+                        name: n.to_string(),
+                        value: v.to_string(),
+                    })
+                    .collect(),
+            }),
+            early_stopping: Some(EarlyStoppingSpec {
+                algorithm_name: "medianstop".into(),
+                algorithm_settings: vec![
+                    EarlyStoppingSetting {
+                        name: "min_trials_required".into(),
+                        value: "2".into(),
+                    },
+                    EarlyStoppingSetting {
+                        name: "start_step".into(),
+                        value: "2".into(),
+                    },
+                ],
+            }),
+            parallel_trial_count: 3,
+            max_trial_count: 12,
+            nas_config: None,
+        }),
+    }
+}
+
+fn settings_for(algorithm: &str) -> Vec<(&'static str, &'static str)> {
+    match algorithm {
+        "hyperband" => vec![("r_l", "9"), ("resource_name", "epochs"), ("eta", "3")],
+        "asha" => vec![("resource_name", "epochs"), ("max_resource", "9"), ("eta", "3")],
+        _ => vec![("random_state", "7")],
+    }
+}
+
+/// Trials the way Katib's controller sends them: earlier replies' assignments with results.
+fn succeeded(exp: &Experiment, reply: &api::GetSuggestionsReply, offset: usize) -> Vec<Trial> {
+    let view = experiment_from_wire("experiment", Some(exp)).unwrap();
+    let proposals = proposals_from_wire(&reply.parameter_assignments, &view.space).unwrap();
+    proposals
+        .into_iter()
+        .zip(&reply.parameter_assignments)
+        .enumerate()
+        .map(|(i, (p, wire))| {
+            let acc = 0.1 * (i + offset) as f64;
+            let record = TrialRecord {
+                name: if wire.trial_name.is_empty() {
+                    format!("t{}", i + offset)
+                } else {
+                    wire.trial_name.clone()
+                },
+                assignment: p.assignment,
+                state: TrialState::Succeeded,
+                objective: Some(acc),
+                labels: BTreeMap::new(),
+                metrics: BTreeMap::from([("acc".to_string(), acc)]),
+            };
+            trial_to_wire(&record, &view.objective, Some(0), Some(1_000_000))
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn every_algorithm_suggests_inside_the_space_twice() {
+    let server = start().await;
+    let mut client = SuggestionClient::new(server.channel.clone());
+    for algorithm in vernier_algorithms::KNOWN_ALGORITHMS {
+        let mut exp = experiment(algorithm, &settings_for(algorithm));
+        let first = client
+            .get_suggestions(GetSuggestionsRequest {
+                experiment: Some(exp.clone()),
+                trials: vec![],
+                current_request_number: 3,
+                total_request_number: 3,
+            })
+            .await
+            .unwrap_or_else(|e| panic!("{algorithm}: {e}"))
+            .into_inner();
+        assert_eq!(first.parameter_assignments.len(), 3, "{algorithm}");
+        // Katib merges the returned settings into the next request.
+        if let Some(returned) = &first.algorithm {
+            let spec = exp.spec.as_mut().unwrap().algorithm.as_mut().unwrap();
+            for s in &returned.algorithm_settings {
+                spec.algorithm_settings.retain(|x| x.name != s.name);
+                spec.algorithm_settings.push(s.clone());
+            }
+        }
+        let trials = succeeded(&exp, &first, 0);
+        let second = client
+            .get_suggestions(GetSuggestionsRequest {
+                experiment: Some(exp.clone()),
+                trials,
+                current_request_number: 2,
+                total_request_number: 5,
+            })
+            .await
+            .unwrap_or_else(|e| panic!("{algorithm} second call: {e}"))
+            .into_inner();
+        let view = experiment_from_wire("experiment", Some(&exp)).unwrap();
+        let proposals = proposals_from_wire(&second.parameter_assignments, &view.space).unwrap();
+        for p in &proposals {
+            view.space.check(&p.assignment).unwrap();
+        }
+        if *algorithm == "hyperband" {
+            // Rung 0 of bracket 2 holds 9 configurations; the labels that place the first
+            // three came back through the settings, so the next ones continue the rung.
+            assert!(
+                first
+                    .parameter_assignments
+                    .iter()
+                    .all(|a| !a.trial_name.is_empty())
+            );
+            let carried = first
+                .algorithm
+                .as_ref()
+                .unwrap()
+                .algorithm_settings
+                .iter()
+                .find(|s| s.name == vernier_api::LABELS_SETTING)
+                .unwrap();
+            assert!(
+                carried.value.contains("vernier.hyperband/bracket"),
+                "{}",
+                carried.value
+            );
+            assert_eq!(proposals.len(), 2);
+            assert!(
+                second.parameter_assignments.iter().all(|a| a
+                    .labels
+                    .get("vernier.hyperband/rung")
+                    .map(String::as_str)
+                    == Some("0"))
+            );
+        } else {
+            assert_eq!(proposals.len(), 2, "{algorithm}");
+        }
+    }
+}
+
+fn status_of<T: std::fmt::Debug>(r: Result<tonic::Response<T>, tonic::Status>) -> tonic::Status {
+    r.expect_err("the call should fail")
+}
+
+#[tokio::test]
+async fn bad_settings_and_malformed_requests_get_invalid_argument() {
+    let server = start().await;
+    let mut client = SuggestionClient::new(server.channel.clone());
+    let s = status_of(
+        client
+            .validate_algorithm_settings(ValidateAlgorithmSettingsRequest {
+                experiment: Some(experiment("tpe", &[("gamma", "1.5")])),
+            })
+            .await,
+    );
+    assert_eq!(s.code(), Code::InvalidArgument);
+    assert!(
+        s.message().contains("gamma") && s.message().contains("\"1.5\""),
+        "{}",
+        s.message()
+    );
+    let s = status_of(
+        client
+            .validate_algorithm_settings(ValidateAlgorithmSettingsRequest {
+                experiment: Some(experiment("random", &[("unknown_conf", "1")])),
+            })
+            .await,
+    );
+    assert!(
+        s.message()
+            .starts_with("unknown setting \"unknown_conf\" for algorithm random"),
+        "{}",
+        s.message()
+    );
+    let s = status_of(
+        client
+            .validate_algorithm_settings(ValidateAlgorithmSettingsRequest {
+                experiment: Some(experiment("nope", &[])),
+            })
+            .await,
+    );
+    assert!(
+        s.message().starts_with("unknown algorithm name \"nope\""),
+        "{}",
+        s.message()
+    );
+    client
+        .validate_algorithm_settings(ValidateAlgorithmSettingsRequest {
+            experiment: Some(experiment("random", &[("random_state", "3")])),
+        })
+        .await
+        .unwrap();
+
+    let ask = |exp: Option<Experiment>, trials: Vec<Trial>| GetSuggestionsRequest {
+        experiment: exp,
+        trials,
+        current_request_number: 1,
+        total_request_number: 1,
+    };
+    let s = status_of(client.get_suggestions(ask(None, vec![])).await);
+    assert_eq!(s.code(), Code::InvalidArgument);
+    assert!(
+        s.message().starts_with("experiment is missing"),
+        "{}",
+        s.message()
+    );
+
+    let mut unknown_type = experiment("random", &[]);
+    unknown_type
+        .spec
+        .as_mut()
+        .unwrap()
+        .parameter_specs
+        .as_mut()
+        .unwrap()
+        .parameters[1]
+        .parameter_type = 42;
+    let s = status_of(
+        client
+            .get_suggestions(ask(Some(unknown_type), vec![]))
+            .await,
+    );
+    assert_eq!(s.code(), Code::InvalidArgument);
+    assert!(
+        s.message().starts_with(
+            "experiment.spec.parameter_specs.parameters[1].parameter_type: value \"42\""
+        ),
+        "{}",
+        s.message()
+    );
+
+    let mut reversed = experiment("random", &[]);
+    let fs = reversed
+        .spec
+        .as_mut()
+        .unwrap()
+        .parameter_specs
+        .as_mut()
+        .unwrap()
+        .parameters[0]
+        .feasible_space
+        .as_mut()
+        .unwrap();
+    fs.min = "0.9".into();
+    fs.max = "0.1".into();
+    let s = status_of(client.get_suggestions(ask(Some(reversed), vec![])).await);
+    assert!(
+        s.message()
+            .contains("min \"0.9\" is greater than max \"0.1\" for parameter \"lr\""),
+        "{}",
+        s.message()
+    );
+
+    let exp = experiment("random", &[("random_state", "1")]);
+    let reply = client
+        .get_suggestions(ask(Some(exp.clone()), vec![]))
+        .await
+        .unwrap()
+        .into_inner();
+    let mut trials = succeeded(&exp, &reply, 0);
+    trials[0]
+        .status
+        .as_mut()
+        .unwrap()
+        .observation
+        .as_mut()
+        .unwrap()
+        .metrics[0]
+        .value = "NaN-ish".into();
+    let s = status_of(client.get_suggestions(ask(Some(exp.clone()), trials)).await);
+    assert_eq!(s.code(), Code::InvalidArgument);
+    assert!(
+        s.message().contains("value \"NaN-ish\" of metric \"acc\""),
+        "{}",
+        s.message()
+    );
+
+    let mut zero = ask(Some(exp.clone()), vec![]);
+    zero.current_request_number = 0;
+    let s = status_of(client.get_suggestions(zero).await);
+    assert!(
+        s.message()
+            .starts_with("current_request_number: value \"0\""),
+        "{}",
+        s.message()
+    );
+
+    // 10 MB of trials: refused before decoding, and the server keeps serving.
+    let mut huge = experiment("random", &[]);
+    huge.name = "x".repeat(10 * 1024 * 1024);
+    let mut big_client =
+        SuggestionClient::new(server.channel.clone()).max_encoding_message_size(64 * 1024 * 1024);
+    let s = status_of(big_client.get_suggestions(ask(Some(huge), vec![])).await);
+    // tonic reports an oversized message as OUT_OF_RANGE with the sizes in the text.
+    assert_eq!(s.code(), Code::OutOfRange, "{s:?}");
+    assert!(
+        s.message().contains("message length too large"),
+        "{}",
+        s.message()
+    );
+    let again = client
+        .get_suggestions(ask(Some(exp), vec![]))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(again.parameter_assignments.len(), 1);
+}
+
+fn log(metric: &str, value: &str, time: &str) -> MetricLog {
+    MetricLog {
+        time_stamp: time.into(),
+        metric: Some(Metric {
+            name: metric.into(),
+            value: value.into(),
+        }),
+    }
+}
+
+#[tokio::test]
+async fn db_manager_reports_filters_and_deletes_observation_logs() {
+    let server = start().await;
+    let mut db = DbManagerClient::new(server.channel.clone());
+    db.report_observation_log(ReportObservationLogRequest {
+        trial_name: "t1".into(),
+        observation_log: Some(ObservationLog {
+            metric_logs: vec![
+                log("loss", "0.9", "2024-01-01T00:00:01Z"),
+                log("acc", "0.5", "2024-01-01T00:00:02Z"),
+                log("loss", "0.4", "2024-01-01T00:00:03.5Z"),
+                log("loss", "skipped", ""),
+            ],
+        }),
+    })
+    .await
+    .unwrap();
+    let all = db
+        .get_observation_log(GetObservationLogRequest {
+            trial_name: "t1".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .observation_log
+        .unwrap();
+    assert_eq!(all.metric_logs.len(), 3);
+    let loss = db
+        .get_observation_log(GetObservationLogRequest {
+            trial_name: "t1".into(),
+            metric_name: "loss".into(),
+            start_time: "2024-01-01T00:00:02Z".into(),
+            end_time: "2024-01-01T00:00:04Z".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .observation_log
+        .unwrap();
+    assert_eq!(
+        loss.metric_logs,
+        vec![log("loss", "0.4", "2024-01-01T00:00:03.500Z")]
+    );
+
+    let s = status_of(
+        db.report_observation_log(ReportObservationLogRequest {
+            trial_name: "t1".into(),
+            observation_log: Some(ObservationLog {
+                metric_logs: vec![log("loss", "1", "last tuesday")],
+            }),
+        })
+        .await,
+    );
+    assert_eq!(s.code(), Code::InvalidArgument);
+    assert!(
+        s.message()
+            .starts_with("observation_log.metric_logs[0].time_stamp: value \"last tuesday\""),
+        "{}",
+        s.message()
+    );
+    let s = status_of(
+        db.report_observation_log(ReportObservationLogRequest {
+            trial_name: String::new(),
+            observation_log: None,
+        })
+        .await,
+    );
+    assert!(
+        s.message().starts_with("trial_name is missing"),
+        "{}",
+        s.message()
+    );
+    let s = status_of(
+        db.get_observation_log(GetObservationLogRequest {
+            trial_name: "t1".into(),
+            start_time: "soon".into(),
+            ..Default::default()
+        })
+        .await,
+    );
+    assert!(
+        s.message().starts_with("start_time: value \"soon\""),
+        "{}",
+        s.message()
+    );
+
+    db.delete_observation_log(DeleteObservationLogRequest {
+        trial_name: "t1".into(),
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        server
+            .store
+            .observations("t1", None, None, None)
+            .await
+            .unwrap(),
+        vec![]
+    );
+}
+
+async fn record_trial(store: &SqlStore, name: &str, state: TrialState) {
+    if store.get_experiment("rpc").await.unwrap().is_none() {
+        store
+            .create_experiment(&ExperimentRow {
+                name: "rpc".into(),
+                spec_json: "{}".into(),
+                seed: 0,
+                created_us: 0,
+                work_dir: String::new(),
+                log_dir: String::new(),
+                status: ExperimentStatusRow {
+                    phase: "Running".into(),
+                    reason: String::new(),
+                    message: String::new(),
+                    started_us: None,
+                    completed_us: None,
+                    algorithm_state: None,
+                    conditions_json: "[]".into(),
+                },
+            })
+            .await
+            .unwrap();
+    }
+    let seq = store.list_trials("rpc").await.unwrap().len() as i64;
+    store
+        .insert_trial(&TrialRow {
+            experiment: "rpc".into(),
+            name: name.into(),
+            seq,
+            assignment: vec![],
+            labels: BTreeMap::new(),
+            state,
+            reason: String::new(),
+            message: String::new(),
+            created_us: 0,
+            started_us: None,
+            completed_us: None,
+            attempt: 0,
+        })
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn early_stopping_rules_validation_and_trial_status() {
+    let server = start().await;
+    let mut es = EarlyStoppingClient::new(server.channel.clone());
+    let mut db = DbManagerClient::new(server.channel.clone());
+    for (trial, values) in [("a", ["0.5", "0.7", "0.9"]), ("b", ["0.1", "0.3", "0.2"])] {
+        db.report_observation_log(ReportObservationLogRequest {
+            trial_name: trial.into(),
+            observation_log: Some(ObservationLog {
+                metric_logs: values
+                    .iter()
+                    .enumerate()
+                    .map(|(i, v)| log("acc", v, &format!("2024-01-01T00:00:0{i}Z")))
+                    .collect(),
+            }),
+        })
+        .await
+        .unwrap();
+    }
+    let exp = experiment("random", &[]);
+    let trial = |name: &str, condition: TrialConditionType| Trial {
+        name: name.into(),
+        spec: None,
+        status: Some(api::TrialStatus {
+            condition: condition as i32,
+            ..Default::default()
+        }),
+    };
+    let ask = |trials: Vec<Trial>| GetEarlyStoppingRulesRequest {
+        experiment: Some(exp.clone()),
+        trials,
+        db_manager_address: String::new(),
+    };
+    let none = es
+        .get_early_stopping_rules(ask(vec![trial("a", TrialConditionType::Succeeded)]))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(
+        none.early_stopping_rules.is_empty(),
+        "one succeeded trial is below min_trials_required"
+    );
+    let rules = es
+        .get_early_stopping_rules(ask(vec![
+            trial("a", TrialConditionType::Succeeded),
+            trial("b", TrialConditionType::Succeeded),
+            trial("c", TrialConditionType::Running),
+        ]))
+        .await
+        .unwrap()
+        .into_inner()
+        .early_stopping_rules;
+    assert_eq!(rules.len(), 1);
+    assert_eq!(rules[0].name, "acc");
+    // mean of (0.5+0.7)/2 and (0.1+0.3)/2
+    assert!(
+        (rules[0].value.parse::<f64>().unwrap() - 0.4).abs() < 1e-12,
+        "{}",
+        rules[0].value
+    );
+    assert_eq!(rules[0].comparison, api::ComparisonType::Less as i32);
+    assert_eq!(rules[0].start_step, 2);
+
+    let s = status_of(
+        es.validate_early_stopping_settings(ValidateEarlyStoppingSettingsRequest {
+            early_stopping: Some(EarlyStoppingSpec {
+                algorithm_name: "medianstop".into(),
+                algorithm_settings: vec![EarlyStoppingSetting {
+                    name: "start_step".into(),
+                    value: "0".into(),
+                }],
+            }),
+        })
+        .await,
+    );
+    assert_eq!(s.code(), Code::InvalidArgument);
+    assert!(
+        s.message()
+            .contains("start_step must be greater or equal than one (>=1)"),
+        "{}",
+        s.message()
+    );
+    let s = status_of(
+        es.validate_early_stopping_settings(ValidateEarlyStoppingSettingsRequest {
+            early_stopping: None,
+        })
+        .await,
+    );
+    assert!(
+        s.message().starts_with("early_stopping is missing"),
+        "{}",
+        s.message()
+    );
+
+    record_trial(&server.store, "running-one", TrialState::Running).await;
+    record_trial(&server.store, "done-one", TrialState::Succeeded).await;
+    es.set_trial_status(SetTrialStatusRequest {
+        trial_name: "running-one".into(),
+    })
+    .await
+    .unwrap();
+    let row = server
+        .store
+        .get_trial("running-one")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(row.state, TrialState::EarlyStopped);
+    assert_eq!(row.reason, "TrialEarlyStopped");
+    assert_eq!(row.message, "Trial is early stopped");
+    let s = status_of(
+        es.set_trial_status(SetTrialStatusRequest {
+            trial_name: "ghost".into(),
+        })
+        .await,
+    );
+    assert_eq!(s.code(), Code::NotFound);
+    let s = status_of(
+        es.set_trial_status(SetTrialStatusRequest {
+            trial_name: "done-one".into(),
+        })
+        .await,
+    );
+    assert_eq!(s.code(), Code::FailedPrecondition);
+}
+
+#[tokio::test]
+async fn health_follows_the_store() {
+    let server = start().await;
+    let mut health = HealthClient::new(server.channel.clone());
+    for service in ["", "grpc.health.v1.Health", "manager.v1beta1.Suggestion"] {
+        let r = health
+            .check(HealthCheckRequest {
+                service: service.into(),
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(r.status, ServingStatus::Serving as i32, "{service:?}");
+    }
+    let s = status_of(
+        health
+            .check(HealthCheckRequest {
+                service: "grpc.health.v1.1.Health".into(),
+            })
+            .await,
+    );
+    assert_eq!(s.code(), Code::NotFound);
+    server.store.close().await;
+    let r = health
+        .check(HealthCheckRequest {
+            service: String::new(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(r.status, ServingStatus::NotServing as i32);
+}

@@ -1,0 +1,234 @@
+//! External suggestion plugins for local runs: which algorithm is served by which gRPC
+//! address (a file modelled on katib-config's `suggestions` section, and/or
+//! `--suggestion-plugin NAME=ADDR` flags), and the runner's `SuggestionSource` over them.
+//!
+//! The file is YAML or JSON:
+//! ```yaml
+//! suggestions:            # also accepted under `runtime:` as in katib-config
+//!   - algorithmName: random
+//!     address: 127.0.0.1:7000
+//!     timeoutSeconds: 60  # optional per-call deadline, Katib's 60 s by default
+//! ```
+
+use anyhow::{Context, bail};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+use vernier_api::plugin::{CallFailure, DEFAULT_DEADLINE, PluginClient};
+use vernier_api::proto::api::{
+    AlgorithmSetting, GetSuggestionsRequest, ValidateAlgorithmSettingsRequest,
+};
+use vernier_api::proto::convert::{
+    ExperimentView, experiment_to_wire, proposals_from_wire, trial_to_wire,
+};
+use vernier_core::Suggestions;
+use vernier_runner::{LocalExperiment, SourceError, SourceRequest, SuggestionSource};
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct PluginEntry {
+    algorithm_name: String,
+    address: String,
+    #[serde(default)]
+    timeout_seconds: Option<u64>,
+    /// Katib's entries carry an image and resources; they mean nothing locally.
+    #[serde(default)]
+    image: Option<String>,
+}
+
+#[derive(Debug, Deserialize, Default)]
+struct PluginFile {
+    #[serde(default)]
+    suggestions: Vec<PluginEntry>,
+    #[serde(default)]
+    runtime: Option<Box<PluginFile>>,
+}
+
+/// Algorithm name → (address, deadline).
+#[derive(Debug, Clone, Default)]
+pub struct Plugins {
+    by_algorithm: BTreeMap<String, (String, Duration)>,
+}
+
+impl Plugins {
+    /// Reads the optional file, then the flags (which win for the same algorithm).
+    pub fn load(file: Option<&Path>, flags: &[String]) -> anyhow::Result<Plugins> {
+        let mut plugins = Plugins::default();
+        if let Some(path) = file {
+            let text = std::fs::read_to_string(path).with_context(|| {
+                format!("cannot read suggestion plugin file {}", path.display())
+            })?;
+            let parsed: PluginFile = yaml_serde::from_str(&text).with_context(|| {
+                format!("{}: not a suggestions file\nhint: write `suggestions: [{{algorithmName: random, address: 127.0.0.1:7000}}]`", path.display())
+            })?;
+            let entries = parsed
+                .suggestions
+                .into_iter()
+                .chain(parsed.runtime.map(|r| r.suggestions).unwrap_or_default());
+            for (i, e) in entries.enumerate() {
+                if e.address.trim().is_empty() {
+                    bail!(
+                        "{}: suggestions[{i}].address is empty{}\nhint: give the host:port the plugin listens on",
+                        path.display(),
+                        e.image
+                            .map(|img| format!(" (image {img} cannot run locally)"))
+                            .unwrap_or_default()
+                    );
+                }
+                let deadline = e
+                    .timeout_seconds
+                    .map_or(DEFAULT_DEADLINE, Duration::from_secs);
+                plugins
+                    .by_algorithm
+                    .insert(e.algorithm_name, (e.address, deadline));
+            }
+        }
+        for flag in flags {
+            let Some((name, addr)) = flag
+                .split_once('=')
+                .filter(|(n, a)| !n.is_empty() && !a.is_empty())
+            else {
+                bail!(
+                    "--suggestion-plugin {flag:?} is not NAME=ADDR\nhint: e.g. --suggestion-plugin random=127.0.0.1:7000"
+                );
+            };
+            plugins
+                .by_algorithm
+                .insert(name.to_string(), (addr.to_string(), DEFAULT_DEADLINE));
+        }
+        Ok(plugins)
+    }
+
+    /// The source serving this experiment's algorithm, if a plugin is configured for it.
+    pub fn source_for(
+        &self,
+        exp: &LocalExperiment,
+    ) -> anyhow::Result<Option<Arc<dyn SuggestionSource>>> {
+        let Some((address, deadline)) = self.by_algorithm.get(&exp.algorithm) else {
+            return Ok(None);
+        };
+        Ok(Some(Arc::new(PluginSource {
+            algorithm: exp.algorithm.clone(),
+            client: PluginClient::new(address, *deadline)?,
+        })))
+    }
+}
+
+/// A Katib suggestion service used as the experiment's algorithm.
+#[derive(Debug)]
+struct PluginSource {
+    algorithm: String,
+    client: PluginClient,
+}
+
+/// The experiment as Katib's controller sends it, with the settings the plugin returned
+/// earlier (kept as the run's algorithm state) merged over the spec's, as Katib does.
+fn wire_experiment(
+    exp: &LocalExperiment,
+    state: Option<&str>,
+) -> vernier_api::proto::api::Experiment {
+    let mut settings = exp.settings.clone();
+    if let Some(returned) =
+        state.and_then(|s| serde_json::from_str::<Vec<(String, String)>>(s).ok())
+    {
+        for (name, value) in returned {
+            match settings.iter_mut().find(|(n, _)| *n == name) {
+                Some(slot) => slot.1 = value,
+                None => settings.push((name, value)),
+            }
+        }
+    }
+    let early_stopping = exp.spec.spec.early_stopping.as_ref().map(|es| {
+        (
+            es.algorithm_name.clone().unwrap_or_default(),
+            es.algorithm_settings
+                .iter()
+                .map(|s| (s.name.clone(), s.value.clone()))
+                .collect(),
+        )
+    });
+    experiment_to_wire(&ExperimentView {
+        name: exp.name.clone(),
+        space: exp.space.clone(),
+        objective: exp.objective.clone(),
+        algorithm: exp.algorithm.clone(),
+        settings,
+        early_stopping,
+        parallel_trial_count: exp.limits.parallel as i32,
+        max_trial_count: exp.limits.max_trials.map_or(0, |m| m as i32),
+    })
+}
+
+fn source_error(f: CallFailure) -> SourceError {
+    match f {
+        CallFailure::Unavailable(m) => SourceError::Unavailable(m),
+        CallFailure::Rejected(m) => SourceError::Rejected(m),
+    }
+}
+
+#[async_trait::async_trait]
+impl SuggestionSource for PluginSource {
+    fn describe(&self) -> String {
+        format!(
+            "suggestion plugin {} at {}",
+            self.algorithm,
+            self.client.address()
+        )
+    }
+
+    async fn validate(&self, exp: &LocalExperiment) -> Result<(), SourceError> {
+        self.client
+            .validate(ValidateAlgorithmSettingsRequest {
+                experiment: Some(wire_experiment(exp, None)),
+            })
+            .await
+            .map_err(source_error)
+    }
+
+    async fn suggest(&self, request: SourceRequest<'_>) -> Result<Suggestions, SourceError> {
+        let exp = request.experiment;
+        let reply = self
+            .client
+            .get_suggestions(GetSuggestionsRequest {
+                experiment: Some(wire_experiment(exp, request.state)),
+                trials: request
+                    .trials
+                    .iter()
+                    .map(|t| trial_to_wire(t, &exp.objective, None, None))
+                    .collect(),
+                current_request_number: request.count as i32,
+                total_request_number: request.total as i32,
+            })
+            .await
+            .map_err(source_error)?;
+        if reply.parameter_assignments.len() > request.count {
+            return Err(SourceError::Rejected(format!(
+                "the reply contains {} assignments, {} were asked for",
+                reply.parameter_assignments.len(),
+                request.count
+            )));
+        }
+        let proposals = proposals_from_wire(&reply.parameter_assignments, &exp.space)
+            .map_err(|e| SourceError::Rejected(format!("the reply's {e}")))?;
+        let mut returned: Vec<(String, String)> = request
+            .state
+            .and_then(|s| serde_json::from_str(s).ok())
+            .unwrap_or_default();
+        for AlgorithmSetting { name, value } in reply
+            .algorithm
+            .map(|a| a.algorithm_settings)
+            .unwrap_or_default()
+        {
+            returned.retain(|(n, _)| *n != name);
+            returned.push((name, value));
+        }
+        Ok(Suggestions {
+            proposals,
+            state: (!returned.is_empty())
+                .then(|| serde_json::to_string(&returned).unwrap_or_default()),
+            exhausted: false,
+        })
+    }
+}

@@ -1,0 +1,47 @@
+//! `vernier serve`: the Katib-compatible gRPC server (Suggestion, EarlyStopping, DBManager,
+//! health, reflection) over one database, until SIGTERM or Ctrl-C.
+
+use crate::Exit;
+use anyhow::Context;
+use vernier_store::SqlStore;
+
+/// The default listen address: loopback only, Katib's port. Other interfaces need `--listen`.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:6789";
+
+pub async fn serve(db: &str, listen: &str) -> anyhow::Result<Exit> {
+    let store = SqlStore::connect(db).await?;
+    let router = vernier_api::router(store.clone())?;
+    let listener = vernier_api::bind(listen).await?;
+    let local = listener
+        .local_addr()
+        .context("cannot read the bound address")?;
+    println!(
+        "vernier serve: api.v1.beta1 Suggestion, EarlyStopping, DBManager, health and reflection on {local} (database {db})"
+    );
+    vernier_api::serve(router, listener, shutdown_signal()).await?;
+    store.close().await;
+    println!("vernier serve: stopped");
+    Ok(Exit::Succeeded)
+}
+
+/// Resolves on the first SIGTERM or Ctrl-C; in-flight calls then finish before exit.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {}
+        _ = term => {}
+    }
+}

@@ -1,0 +1,118 @@
+//! Early stopping in local runs (`spec.earlyStopping`): every [`CHECK_EVERY`] the rule sees
+//! each trial's intermediate objective values from the store and names running trials to
+//! stop; the driver then signals their process groups as it does on Ctrl-C and records them
+//! EarlyStopped with Katib's reason and message. Katib applies medianstop inside each trial's
+//! metrics-collector sidecar as values arrive; polling the store gives the same decisions a
+//! moment later, with one place that sees every trial.
+
+use crate::error::RunnerError;
+use crate::experiment::LocalExperiment;
+use std::collections::HashSet;
+use std::time::Duration;
+use vernier_core::{EarlyStopper, EarlyStoppingRequest, TrialProgress, TrialState};
+use vernier_store::SqlStore;
+
+/// How often running trials are checked.
+pub const CHECK_EVERY: Duration = Duration::from_secs(1);
+
+/// Katib's condition reason and message for an early-stopped trial.
+pub const EARLY_STOPPED_REASON: &str = "TrialEarlyStopped";
+pub const EARLY_STOPPED_MESSAGE: &str = "Trial is early stopped";
+
+/// The experiment's early-stopping rule and the trials it has stopped.
+#[derive(Debug)]
+pub struct EarlyStopMonitor {
+    stopper: Box<dyn EarlyStopper>,
+    stopped: HashSet<String>,
+}
+
+impl EarlyStopMonitor {
+    /// The monitor for `spec.earlyStopping`, or `None` when the experiment has none.
+    pub fn for_experiment(exp: &LocalExperiment) -> Result<Option<EarlyStopMonitor>, RunnerError> {
+        let Some(es) = &exp.spec.spec.early_stopping else {
+            return Ok(None);
+        };
+        let name = es.algorithm_name.clone().unwrap_or_default();
+        let settings: Vec<(String, String)> = es
+            .algorithm_settings
+            .iter()
+            .map(|s| (s.name.clone(), s.value.clone()))
+            .collect();
+        let stopper = vernier_algorithms::build_early_stopper(&name, &settings)
+            .map_err(|e| RunnerError::EarlyStopping(format!("spec.earlyStopping: {e}")))?;
+        Ok(Some(EarlyStopMonitor {
+            stopper,
+            stopped: HashSet::new(),
+        }))
+    }
+
+    /// Running trials (of `trials`, name and state in creation order) the rule stops now;
+    /// each is named once.
+    pub async fn check(
+        &mut self,
+        store: &SqlStore,
+        exp: &LocalExperiment,
+        trials: &[(String, TrialState)],
+    ) -> Result<Vec<String>, RunnerError> {
+        let metric = &exp.objective.metric;
+        let mut values: Vec<Vec<f64>> = Vec::with_capacity(trials.len());
+        for (name, state) in trials {
+            if !matches!(state, TrialState::Running | TrialState::Succeeded) {
+                values.push(Vec::new());
+                continue;
+            }
+            let logs = store.observations(name, Some(metric), None, None).await?;
+            values.push(
+                logs.iter()
+                    .filter_map(|o| o.value.trim().parse::<f64>().ok().filter(|v| v.is_finite()))
+                    .collect(),
+            );
+        }
+        let progress: Vec<TrialProgress<'_>> = trials
+            .iter()
+            .zip(&values)
+            .map(|((name, state), values)| TrialProgress {
+                name,
+                state: if self.stopped.contains(name) {
+                    TrialState::EarlyStopped
+                } else {
+                    *state
+                },
+                values,
+            })
+            .collect();
+        let names = self
+            .stopper
+            .trials_to_stop(&EarlyStoppingRequest {
+                objective: &exp.objective,
+                trials: &progress,
+            })
+            .map_err(|e| RunnerError::EarlyStopping(e.to_string()))?;
+        let fresh: Vec<String> = names
+            .into_iter()
+            .filter(|n| self.stopped.insert(n.clone()))
+            .collect();
+        Ok(fresh)
+    }
+
+    /// Whether the rule stopped `trial`: its end is then EarlyStopped, whatever its exit.
+    pub fn stopped(&self, trial: &str) -> bool {
+        self.stopped.contains(trial)
+    }
+}
+
+/// The driver's classification, with early-stopped trials overriding it.
+pub fn classify_with(
+    monitor: Option<&EarlyStopMonitor>,
+    trial: &str,
+    classified: (TrialState, &'static str, String),
+) -> (TrialState, &'static str, String) {
+    match monitor {
+        Some(m) if m.stopped(trial) => (
+            TrialState::EarlyStopped,
+            EARLY_STOPPED_REASON,
+            EARLY_STOPPED_MESSAGE.to_string(),
+        ),
+        _ => classified,
+    }
+}

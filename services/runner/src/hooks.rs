@@ -1,0 +1,141 @@
+//! What the composition root (the CLI) may plug into a local run without the runner knowing
+//! about gRPC: a DBManager endpoint trials push metrics to, and a suggestion source that
+//! replaces the built-in algorithm (an external Katib suggestion plugin). The driver calls
+//! these through small hooks; implementations live in `vernier-api`, composed in the CLI.
+
+use crate::error::RunnerError;
+use crate::experiment::LocalExperiment;
+use crate::process::{MetricSource, ProcessReport, TrialCommand};
+use crate::replicas::TrialLaunch;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::watch;
+use vernier_core::{Suggestions, TrialRecord};
+use vernier_store::SqlStore;
+
+/// Environment variable through which a trial learns the `host:port` of the DBManager
+/// endpoint it may push metrics to (pass it as `db_manager_address` to the Katib SDK's
+/// `report_metrics`). Katib's SDK has no such variable: in Kubernetes it uses the fixed
+/// service address `katib-db-manager.kubeflow:6789`.
+pub const PUSH_ADDRESS_ENV: &str = "VERNIER_DB_MANAGER_ADDRESS";
+
+/// Optional parts of a local run.
+#[derive(Debug, Clone, Default)]
+pub struct RunHooks {
+    /// Where trials may push metrics (`ReportObservationLog`), told to each trial.
+    pub push_address: Option<String>,
+    /// Where proposals come from instead of the built-in algorithm.
+    pub suggestion_source: Option<Arc<dyn SuggestionSource>>,
+}
+
+/// One request for proposals, with Katib's controller semantics: the whole history, how many
+/// are wanted now and how many were wanted in total so far.
+#[derive(Debug, Clone, Copy)]
+pub struct SourceRequest<'a> {
+    pub experiment: &'a LocalExperiment,
+    pub trials: &'a [TrialRecord],
+    /// Katib `current_request_number`.
+    pub count: usize,
+    /// Katib `total_request_number`: trials so far plus `count`.
+    pub total: usize,
+    /// State the source returned last time, if any.
+    pub state: Option<&'a str>,
+}
+
+/// Why a source gave no proposals.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SourceError {
+    /// Down, unreachable or too slow: worth waiting for.
+    #[error("{0}")]
+    Unavailable(String),
+    /// It answered, and the answer is an error (bad settings, bad request, bad reply).
+    #[error("{0}")]
+    Rejected(String),
+}
+
+/// A source of proposals other than the built-in algorithms.
+#[async_trait::async_trait]
+pub trait SuggestionSource: Send + Sync + std::fmt::Debug {
+    /// Names the source in messages, e.g. `suggestion plugin random at 127.0.0.1:7000`.
+    fn describe(&self) -> String;
+    /// Checks the experiment's algorithm settings once, before anything is recorded.
+    async fn validate(&self, experiment: &LocalExperiment) -> Result<(), SourceError>;
+    /// Asks for proposals once.
+    async fn suggest(&self, request: SourceRequest<'_>) -> Result<Suggestions, SourceError>;
+}
+
+/// First wait after a failed call; doubled up to [`MAX_BACKOFF`].
+const FIRST_BACKOFF: Duration = Duration::from_millis(500);
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+
+/// Asks `source` until it answers, waiting with exponential backoff while it is unavailable
+/// and telling `on_wait` each time. Returns `None` if `stop` asks the run to end meanwhile.
+pub async fn suggest_with_retry(
+    source: &dyn SuggestionSource,
+    request: SourceRequest<'_>,
+    stop: &mut watch::Receiver<crate::process::StopLevel>,
+    on_wait: &mut dyn FnMut(String),
+) -> Result<Option<Suggestions>, RunnerError> {
+    let mut backoff = FIRST_BACKOFF;
+    loop {
+        match source.suggest(request).await {
+            Ok(s) => return Ok(Some(s)),
+            Err(SourceError::Rejected(message)) => {
+                return Err(RunnerError::SuggestionSource {
+                    source_name: source.describe(),
+                    message,
+                });
+            }
+            Err(SourceError::Unavailable(message)) => {
+                on_wait(format!(
+                    "{} is unavailable ({message}); the experiment waits and retries in {:.1} s",
+                    source.describe(),
+                    backoff.as_secs_f64()
+                ));
+                tokio::select! {
+                    _ = tokio::time::sleep(backoff) => {}
+                    changed = stop.changed() => {
+                        if changed.is_err() || *stop.borrow() != crate::process::StopLevel::Run {
+                            return Ok(None);
+                        }
+                    }
+                }
+                backoff = (backoff * 2).min(MAX_BACKOFF);
+            }
+        }
+    }
+}
+
+/// Tells the trial (every replica of a distributed one) where to push metrics.
+pub fn apply_push_env(launch: &mut TrialLaunch, hooks: &RunHooks) {
+    let Some(addr) = &hooks.push_address else {
+        return;
+    };
+    let commands: Vec<&mut TrialCommand> = match launch {
+        TrialLaunch::Process(cmd) => vec![cmd],
+        TrialLaunch::Replicas(job) => job
+            .processes
+            .iter_mut()
+            .filter_map(|p| p.command.as_mut())
+            .collect(),
+    };
+    for cmd in commands {
+        cmd.env.push((PUSH_ADDRESS_ENV.to_string(), addr.clone()));
+    }
+}
+
+/// With the `Push` collector nothing is parsed locally: the metrics a trial reported are the
+/// ones that reached the store through the DBManager endpoint.
+pub async fn note_pushed_metrics(
+    store: &SqlStore,
+    source: &MetricSource,
+    trial: &str,
+    report: &mut ProcessReport,
+) -> Result<(), RunnerError> {
+    if *source == MetricSource::Pushed {
+        for o in store.observations(trial, None, None, None).await? {
+            report.metrics_seen.insert(o.metric);
+        }
+    }
+    Ok(())
+}

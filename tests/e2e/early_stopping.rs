@@ -1,0 +1,55 @@
+//! `spec.earlyStopping` (medianstop) in a local run: trials whose running best is below the
+//! rule's value are stopped and recorded EarlyStopped with Katib's reason and message.
+
+use crate::harness::{Sandbox, python_experiment, text, trials_in};
+
+#[test]
+fn medianstop_stops_trials_worse_than_the_succeeded_ones() {
+    let sb = Sandbox::new();
+    // Five epochs, one second apart, each reporting acc = x: a trial's best value is x.
+    let yaml = python_experiment(
+        "median",
+        "import sys, time\nx = float(sys.argv[1])\nfor e in range(5):\n    print(f'acc={x}', flush=True)\n    time.sleep(1)",
+        "  objective:\n    type: maximize\n    objectiveMetricName: acc\n  earlyStopping:\n    algorithmName: medianstop\n    algorithmSettings:\n      - name: min_trials_required\n        value: \"2\"\n      - name: start_step\n        value: \"1\"\n  parallelTrialCount: 1\n  maxTrialCount: 6",
+    );
+    let file = sb.write("median.yaml", &yaml);
+    let out = sb.run(&["run", file.to_str().unwrap(), "--seed", "11"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let r = sb.report("median");
+    let x = |t: &serde_json::Value| -> f64 {
+        t["spec"]["parameterAssignments"][0]["value"]
+            .as_str()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    let trials = r["trials"].as_array().unwrap();
+    // The rule: mean of the first value (= x) of every trial that succeeded before.
+    let mut succeeded_xs: Vec<f64> = Vec::new();
+    let mut stopped = 0;
+    for t in trials {
+        let last = t["status"]["conditions"]
+            .as_array()
+            .unwrap()
+            .last()
+            .unwrap()
+            .clone();
+        match last["type"].as_str().unwrap() {
+            "Succeeded" => succeeded_xs.push(x(t)),
+            "EarlyStopped" => {
+                stopped += 1;
+                assert_eq!(last["reason"], "TrialEarlyStopped", "{last}");
+                assert_eq!(last["message"], "Trial is early stopped", "{last}");
+                assert!(
+                    succeeded_xs.len() >= 2,
+                    "stopped before min_trials_required: {r:#}"
+                );
+                let mean = succeeded_xs.iter().sum::<f64>() / succeeded_xs.len() as f64;
+                assert!(x(t) < mean, "x {} not below the rule's {mean}", x(t));
+            }
+            other => panic!("unexpected trial state {other}: {r:#}"),
+        }
+    }
+    assert!(stopped >= 1, "seed 11 stops at least one trial: {r:#}");
+    assert_eq!(trials_in(&r, "EarlyStopped").len(), stopped);
+}

@@ -1,0 +1,234 @@
+//! Interoperability with code no one here wrote: the api.v1.beta1 stubs and `report_metrics`
+//! shipped in the PyPI package `kubeflow-katib`, driven with grpcio against `vernier serve`,
+//! inside trials of `vernier run`, and as an external suggestion plugin. The Python scripts
+//! exit 3 with a hint when the package is missing, which fails these tests (CI installs it).
+
+use crate::harness::{Sandbox, python_experiment, text, trials_in};
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+
+fn script(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("e2e")
+        .join("python")
+        .join(name)
+}
+
+/// A child process killed when the test ends, pass or fail.
+struct Guard(Child);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `vernier serve` on a free loopback port and returns it with its address.
+fn serve(sb: &Sandbox) -> (Guard, String) {
+    let mut child = sb
+        .cmd(&["serve", "--listen", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start vernier serve");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("read the serve banner");
+    let addr = line
+        .split(" on ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .to_string();
+    (Guard(child), addr)
+}
+
+fn python(args: &[&str]) -> std::process::Output {
+    Command::new("python3")
+        .args(args)
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .output()
+        .expect("run python3")
+}
+
+#[test]
+fn katib_stubs_call_every_service_of_vernier_serve() {
+    let sb = Sandbox::new();
+    let (_server, addr) = serve(&sb);
+    let algorithms = "random,grid,sobol,tpe,multivariate-tpe,bayesianoptimization,cmaes,hyperband";
+    let checks = script("katib_client_checks.py");
+    let out = python(&[checks.to_str().unwrap(), &addr, algorithms]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for algorithm in algorithms.split(',') {
+        assert!(
+            stdout.contains(&format!("GetSuggestions {algorithm}: ok (2 then 1)")),
+            "{stdout}"
+        );
+    }
+    assert!(stdout.contains("DBManager report/get: ok"), "{stdout}");
+    assert!(stdout.contains("health: SERVING"), "{stdout}");
+    assert_eq!(stdout.matches("INVALID_ARGUMENT").count(), 5, "{stdout}");
+}
+
+#[test]
+fn katib_sdk_report_metrics_in_a_local_trial_lands_in_the_store() {
+    let sb = Sandbox::new();
+    let trial = script("report_metrics_trial.py");
+    let python_dir = trial.parent().unwrap().display().to_string();
+    let yaml = python_experiment(
+        "pushed",
+        &format!(
+            "import sys, runpy; sys.path.insert(0, {python_dir:?}); sys.argv = ['t', sys.argv[1]]; runpy.run_path({:?}, run_name='__main__')",
+            trial.display().to_string()
+        ),
+        "  objective:\n    type: minimize\n    objectiveMetricName: loss\n    additionalMetricNames: [epoch]\n  metricsCollectorSpec:\n    collector:\n      kind: Push\n  parallelTrialCount: 2\n  maxTrialCount: 3",
+    );
+    let file = sb.write("pushed.yaml", &yaml);
+    let out = sb.run(&["run", file.to_str().unwrap(), "--seed", "4"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let r = sb.report("pushed");
+    let succeeded = trials_in(&r, "Succeeded");
+    assert_eq!(succeeded.len(), 3, "{r:#}");
+    for t in &succeeded {
+        let x: f64 = t["spec"]["parameterAssignments"][0]["value"]
+            .as_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        let metrics = t["status"]["observation"]["metrics"].as_array().unwrap();
+        let loss = metrics
+            .iter()
+            .find(|m| m["name"] == "loss")
+            .expect("loss pushed");
+        let min: f64 = loss["min"].as_str().unwrap().parse().unwrap();
+        // The last of three reports is (1 - x) + 0 and the smallest.
+        assert!((min - (1.0 - x)).abs() < 1e-9, "x {x}, min {min}");
+        let epoch = metrics
+            .iter()
+            .find(|m| m["name"] == "epoch")
+            .expect("epoch pushed");
+        assert_eq!(epoch["latest"], "2");
+    }
+}
+
+#[test]
+fn a_python_suggestion_plugin_drives_vernier_run_to_the_end() {
+    let sb = Sandbox::new();
+    let log = sb.path().join("plugin.log");
+    let mut child = Command::new("python3")
+        .arg(script("suggestion_plugin.py"))
+        .arg(&log)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the plugin");
+    let mut port = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut port)
+        .unwrap();
+    let mut plugin = Guard(child);
+    if port.trim().is_empty() {
+        let mut err = String::new();
+        use std::io::Read;
+        plugin
+            .0
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut err)
+            .unwrap();
+        panic!("the plugin did not start:\n{err}");
+    }
+    let yaml = python_experiment(
+        "plugged",
+        "import sys; print('score=' + sys.argv[1])",
+        "  objective:\n    type: maximize\n    objectiveMetricName: score\n  parallelTrialCount: 2\n  maxTrialCount: 5",
+    );
+    let file = sb.write("plugged.yaml", &yaml);
+    let flag = format!("random=127.0.0.1:{}", port.trim());
+    let out = sb.run(&["run", file.to_str().unwrap(), "--suggestion-plugin", &flag]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout)
+            .contains("suggestions come from suggestion plugin random at 127.0.0.1:"),
+        "{}",
+        text(&out)
+    );
+    let r = sb.report("plugged");
+    let mut xs: Vec<String> = trials_in(&r, "Succeeded")
+        .iter()
+        .map(|t| {
+            t["spec"]["parameterAssignments"][0]["value"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    xs.sort();
+    assert_eq!(xs, ["0.1", "0.2", "0.3", "0.4", "0.5"], "{r:#}");
+    let requests = std::fs::read_to_string(&log).unwrap();
+    // Katib's semantics: the first request has no trials and asks for the parallel count.
+    assert!(
+        requests.starts_with("plugged trials=0 current=2 total=2 names=x\n"),
+        "{requests}"
+    );
+    assert!(requests.lines().count() >= 3, "{requests}");
+}
+
+#[test]
+fn a_plugin_that_is_down_makes_the_experiment_wait_and_say_so() {
+    let sb = Sandbox::new();
+    // A port nobody listens on: bind, note it, close.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let yaml = python_experiment(
+        "waiting",
+        "import sys; print('score=' + sys.argv[1])",
+        "  objective:\n    type: maximize\n    objectiveMetricName: score\n  parallelTrialCount: 1\n  maxTrialCount: 2",
+    );
+    let file = sb.write("waiting.yaml", &yaml);
+    let flag = format!("random=127.0.0.1:{port}");
+    let mut child = sb
+        .cmd(&["run", file.to_str().unwrap(), "--suggestion-plugin", &flag])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    // Progress lines, warnings included, go to stdout when it is not a terminal.
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut seen = String::new();
+    let mut line = String::new();
+    // Read until the driver reports the wait (the warning comes within the first backoff).
+    while stdout.read_line(&mut line).unwrap() > 0 {
+        seen.push_str(&line);
+        if line.contains("is unavailable") {
+            break;
+        }
+        line.clear();
+    }
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let status = child.wait().unwrap();
+    assert!(
+        seen.contains(&format!(
+            "suggestion plugin random at 127.0.0.1:{port} is unavailable"
+        )),
+        "{seen}"
+    );
+    assert!(seen.contains("the experiment waits and retries"), "{seen}");
+    assert_eq!(
+        status.code(),
+        Some(130),
+        "interrupted while waiting; {seen}"
+    );
+}
