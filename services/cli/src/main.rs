@@ -97,6 +97,8 @@ enum Command {
         #[arg(long, value_enum, default_value_t = ReportFormat::Table)]
         format: ReportFormat,
     },
+    /// Run the Kubernetes operator: Experiment and Trial controllers with leader election.
+    Operator(commands::operator::OperatorArgs),
     /// Check an experiment file and print every problem found.
     Validate {
         /// The experiment file.
@@ -173,6 +175,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
             output,
         } => commands::compare::compare(&cli.db, &names, format, output).await,
         Command::Delete { name } => commands::delete::delete(&cli.db, &name).await,
+        Command::Operator(args) => commands::operator::operator(&cli.db, args).await,
         Command::Validate { file } => commands::validate::validate(&file),
         Command::Benchmark {
             algorithms,

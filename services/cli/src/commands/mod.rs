@@ -4,6 +4,7 @@ pub mod benchmark;
 pub mod compare;
 pub mod delete;
 pub mod list;
+pub mod operator;
 pub mod report;
 pub mod run;
 pub mod validate;
