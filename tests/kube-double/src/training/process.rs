@@ -1,0 +1,233 @@
+//! Running a container's `command` + `args` as a local process, the part of a kubelet the
+//! simulation needs: no shell, environment from the container spec (values, and `fieldRef`s
+//! to the pod's metadata), `$(VAR)` references expanded as Kubernetes does, stdout and stderr
+//! into the pod log. The process is killed when its task is dropped (job deleted).
+
+use crate::logs::LogSink;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::process::Stdio;
+use tokio::io::AsyncReadExt;
+
+/// How a container ended, as its `state.terminated` reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Termination {
+    /// Exit code (128 + signal for a killed process).
+    pub exit_code: i32,
+    /// `Completed`, `Error`, `StartError`, `ContainerCannotRun`.
+    pub reason: String,
+    /// Extra text for the container status.
+    pub message: String,
+}
+
+impl Termination {
+    /// Did the container succeed?
+    pub fn succeeded(&self) -> bool {
+        self.exit_code == 0
+    }
+
+    /// A termination with the reason the kubelet gives an exit code.
+    pub fn from_exit_code(exit_code: i32, message: String) -> Self {
+        Termination {
+            exit_code,
+            reason: if exit_code == 0 { "Completed" } else { "Error" }.to_owned(),
+            message,
+        }
+    }
+}
+
+/// Run `container` of `pod` to completion, writing its output to `sink`.
+pub async fn run_container(container: &Value, pod: &Value, sink: LogSink) -> Termination {
+    let env = environment(container, pod);
+    let words: Vec<String> = ["command", "args"]
+        .iter()
+        .flat_map(|field| {
+            container
+                .get(*field)
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default()
+        })
+        .filter_map(|v| v.as_str().map(|s| expand(s, &env)))
+        .collect();
+    let name = container.get("name").and_then(Value::as_str).unwrap_or("?");
+    let Some((program, args)) = words.split_first() else {
+        let message = format!(
+            "kube double: container {name} has no command; the simulated kubelet cannot run an image's entrypoint (hint: set command in the pod template)\n"
+        );
+        sink.write(message.as_bytes());
+        sink.finish();
+        return Termination {
+            exit_code: 128,
+            reason: "ContainerCannotRun".to_owned(),
+            message,
+        };
+    };
+    let mut command = tokio::process::Command::new(program);
+    command
+        .args(args)
+        .envs(&env)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    if let Some(dir) = container.get("workingDir").and_then(Value::as_str)
+        && std::path::Path::new(dir).is_dir()
+    {
+        command.current_dir(dir);
+    }
+    let mut child = match command.spawn() {
+        Ok(child) => child,
+        Err(e) => {
+            let message = format!("exec: {program:?}: {e}\n");
+            sink.write(message.as_bytes());
+            sink.finish();
+            return Termination {
+                exit_code: 128,
+                reason: "StartError".to_owned(),
+                message,
+            };
+        }
+    };
+    let stdout = child.stdout.take();
+    let stderr = child.stderr.take();
+    let copy = |stream: Option<Box<dyn tokio::io::AsyncRead + Unpin + Send>>| {
+        let sink = sink.clone();
+        async move {
+            let Some(mut stream) = stream else { return };
+            let mut buffer = vec![0u8; 8192];
+            while let Ok(n) = stream.read(&mut buffer).await {
+                if n == 0 {
+                    break;
+                }
+                sink.write(&buffer[..n]);
+            }
+        }
+    };
+    let (_, _, status) = tokio::join!(
+        copy(stdout.map(|s| Box::new(s) as Box<dyn tokio::io::AsyncRead + Unpin + Send>)),
+        copy(stderr.map(|s| Box::new(s) as Box<dyn tokio::io::AsyncRead + Unpin + Send>)),
+        child.wait()
+    );
+    sink.finish();
+    match status {
+        Ok(status) => {
+            use std::os::unix::process::ExitStatusExt;
+            let code = status
+                .code()
+                .or_else(|| status.signal().map(|s| 128 + s))
+                .unwrap_or(1);
+            Termination::from_exit_code(code, String::new())
+        }
+        Err(e) => Termination::from_exit_code(1, format!("waiting for the process failed: {e}")),
+    }
+}
+
+/// The container's environment: the simulation's own (so `PATH` finds interpreters), then
+/// the spec's `env` in order, later entries seeing earlier ones in `$(VAR)`.
+fn environment(container: &Value, pod: &Value) -> BTreeMap<String, String> {
+    let mut env = BTreeMap::new();
+    for entry in container
+        .get("env")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let Some(name) = entry.get("name").and_then(Value::as_str) else {
+            continue;
+        };
+        let value = if let Some(value) = entry.get("value").and_then(Value::as_str) {
+            Some(expand(value, &env))
+        } else {
+            entry
+                .pointer("/valueFrom/fieldRef/fieldPath")
+                .and_then(Value::as_str)
+                .and_then(|path| field_ref(pod, path))
+        };
+        if let Some(value) = value {
+            env.insert(name.to_owned(), value);
+        }
+    }
+    env
+}
+
+/// Resolve a downward-API `fieldPath` against the pod.
+fn field_ref(pod: &Value, path: &str) -> Option<String> {
+    for (prefix, map) in [
+        ("metadata.labels['", "labels"),
+        ("metadata.annotations['", "annotations"),
+    ] {
+        if let Some(key) = path.strip_prefix(prefix).and_then(|k| k.strip_suffix("']")) {
+            return pod
+                .pointer(&format!("/metadata/{map}"))
+                .and_then(|m| m.get(key))
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+        }
+    }
+    let pointer = format!("/{}", path.replace('.', "/"));
+    pod.pointer(&pointer)
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+}
+
+/// Kubernetes' `$(VAR)` expansion: defined variables are replaced, `$$` is a literal `$`,
+/// undefined references stay as written.
+fn expand(text: &str, env: &BTreeMap<String, String>) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find('$') {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 1..];
+        if let Some(stripped) = after.strip_prefix('$') {
+            out.push('$');
+            rest = stripped;
+        } else if let Some(inner) = after.strip_prefix('(') {
+            match inner.find(')') {
+                Some(close) if env.contains_key(&inner[..close]) => {
+                    out.push_str(&env[&inner[..close]]);
+                    rest = &inner[close + 1..];
+                }
+                _ => {
+                    out.push('$');
+                    rest = after;
+                }
+            }
+        } else {
+            out.push('$');
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn variable_references_expand_like_kubernetes() {
+        let env = BTreeMap::from([("LR".to_owned(), "0.1".to_owned())]);
+        assert_eq!(expand("--lr=$(LR)", &env), "--lr=0.1");
+        assert_eq!(expand("$$(LR) $(MISSING) $", &env), "$(LR) $(MISSING) $");
+    }
+
+    #[test]
+    fn env_takes_values_and_downward_api_fields() {
+        let pod = json!({"metadata": {"name": "p", "namespace": "ns", "labels": {"a": "b"}}});
+        let container = json!({"env": [
+            {"name": "BASE", "value": "x"},
+            {"name": "DERIVED", "value": "$(BASE)-y"},
+            {"name": "POD", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+            {"name": "LABEL", "valueFrom": {"fieldRef": {"fieldPath": "metadata.labels['a']"}}},
+            {"name": "SECRET", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}
+        ]});
+        let env = environment(&container, &pod);
+        assert_eq!(env["DERIVED"], "x-y");
+        assert_eq!(env["POD"], "p");
+        assert_eq!(env["LABEL"], "b");
+        assert!(!env.contains_key("SECRET"));
+    }
+}
