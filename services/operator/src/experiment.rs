@@ -676,7 +676,12 @@ async fn early_stop(
             now,
         );
         status.completion_time = Some(now_rfc3339());
-        patch_status(&api, &name, &status, &[]).await?;
+        match crate::objects::replace_status(&api, &l.obj, &status).await {
+            Ok(()) => {}
+            // The trial changed since it was listed; the next reconcile decides again.
+            Err(kube::Error::Api(e)) if e.code == 409 => continue,
+            Err(e) => return Err(e.into()),
+        }
         publish(
             ctx,
             &l.obj,

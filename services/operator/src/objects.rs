@@ -134,6 +134,31 @@ pub async fn patch_status<S: Serialize>(
     Ok(())
 }
 
+/// Replaces the status of `obj` as read, so that a write based on a stale read fails with
+/// 409 Conflict instead of undoing another writer's change (the trial reconciler and the
+/// early-stopping hook both write trial conditions).
+pub async fn replace_status<S: Serialize>(
+    api: &Api<DynamicObject>,
+    obj: &DynamicObject,
+    status: &S,
+) -> Result<(), kube::Error> {
+    let mut updated = obj.clone();
+    let status = serde_json::to_value(status).map_err(kube::Error::SerdeError)?;
+    if let Value::Object(map) = &mut updated.data {
+        map.insert("status".into(), status);
+    } else {
+        updated.data = serde_json::json!({ "status": status });
+    }
+    api.replace_status(&obj.name_any(), &kube::api::PostParams::default(), &updated)
+        .await?;
+    Ok(())
+}
+
+/// Whether `error` is a 409 Conflict: another writer was first, so read again and retry.
+pub fn is_conflict(error: &crate::error::OperatorError) -> bool {
+    matches!(error, crate::error::OperatorError::Kube(kube::Error::Api(e)) if e.code == 409)
+}
+
 /// Publishes an event about `obj` (of `resource`); failures are only reported, never fatal
 /// to a reconcile.
 pub async fn publish(

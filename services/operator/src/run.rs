@@ -61,6 +61,9 @@ pub async fn run_controllers(
         trial_resource(),
     );
     for kind in &ctx.config.trial_kinds {
+        if !served(&client, &ns, kind).await {
+            continue;
+        }
         trials = trials.owns_with(
             api_for(&client, &ns, &kind.api_resource()),
             kind.api_resource(),
@@ -81,6 +84,24 @@ pub async fn run_controllers(
         let _ = stop_tx.send(true);
     };
     tokio::join!(experiments, trials, stop);
+}
+
+/// Whether the API server serves `kind`; a kind whose CRD is not installed is not watched
+/// (its trials fail with a hint when they try to create a job).
+async fn served(client: &Client, ns: &Option<String>, kind: &crate::jobs::TrialKind) -> bool {
+    let api = api_for(client, ns, &kind.api_resource());
+    match api.list(&kube::api::ListParams::default().limit(1)).await {
+        Ok(_) => true,
+        Err(kube::Error::Api(e)) if e.code == 404 => {
+            eprintln!(
+                "note: {}.{}.{} is not served by the API server (CRD not installed?); its jobs are not watched",
+                kind.kind, kind.version, kind.group
+            );
+            false
+        }
+        // Forbidden or unreachable: watch anyway, the watcher reports and retries.
+        Err(_) => true,
+    }
 }
 
 fn report(controller: &str, e: &dyn std::fmt::Display) {

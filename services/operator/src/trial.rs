@@ -9,7 +9,7 @@ use crate::experiment::RENDER_ERROR_ANNOTATION;
 use crate::jobs::{JobOutcome, evaluate};
 use crate::logs::{FollowState, FollowTarget};
 use crate::objects::{
-    namespaced, now_rfc3339, now_us, owner_reference, patch_status, publish, state_of,
+    namespaced, now_rfc3339, now_us, owner_reference, publish, replace_status, state_of,
     trial_resource, trial_status,
 };
 use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
@@ -32,7 +32,13 @@ const ZERO_TIME_US: i64 = -62_135_596_800_000_000;
 
 pub async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Context>) -> Result<Action> {
     let started = Instant::now();
-    let result = reconcile_trial(&obj, &ctx).await;
+    let result = match reconcile_trial(&obj, &ctx).await {
+        // Another writer changed the trial since it was read: read it again.
+        Err(e) if crate::objects::is_conflict(&e) => {
+            Ok(Action::requeue(std::time::Duration::from_millis(100)))
+        }
+        other => other,
+    };
     ctx.metrics.reconciled("trial", started.elapsed());
     if result.is_ok() {
         ctx.backoff.reset(&key(&obj));
@@ -178,6 +184,22 @@ async fn reconcile_trial(obj: &DynamicObject, ctx: &Context) -> Result<Action> {
             match job_api.create(&PostParams::default(), &job).await {
                 Ok(_) => {}
                 Err(kube::Error::Api(e)) if e.code == 409 => {}
+                Err(kube::Error::Api(e)) if e.code == 404 => {
+                    let message = format!(
+                        "Trial has failed. Job message: the API server does not serve {kind} ({}); hint: install the operator that provides it",
+                        e.message
+                    );
+                    return fail(
+                        ctx,
+                        obj,
+                        &api,
+                        status,
+                        &old,
+                        "TrialFailed. Job reason: KindNotServed",
+                        message,
+                    )
+                    .await;
+                }
                 Err(e) => return Err(e.into()),
             }
             status.start_time.get_or_insert_with(now_rfc3339);
@@ -198,7 +220,7 @@ async fn reconcile_trial(obj: &DynamicObject, ctx: &Context) -> Result<Action> {
                 format!("{kind} {name} created"),
             )
             .await;
-            update(&api, &name, &mut status, &old).await?;
+            update(&api, obj, &mut status, &old).await?;
             return Ok(Action::requeue(ctx.config.observation_interval));
         }
         None => {
@@ -273,7 +295,7 @@ async fn reconcile_trial(obj: &DynamicObject, ctx: &Context) -> Result<Action> {
                 )
                 .await;
             }
-            update(&api, &name, &mut status, &old).await?;
+            update(&api, obj, &mut status, &old).await?;
             Ok(Action::requeue(ctx.config.observation_interval))
         }
         JobOutcome::Failed { reason, message } => {
@@ -286,7 +308,7 @@ async fn reconcile_trial(obj: &DynamicObject, ctx: &Context) -> Result<Action> {
             set_terminal(&mut status.conditions, "Failed", &reason, &message, now);
             status.completion_time = Some(now_rfc3339());
             publish(ctx, obj, &trial_resource(), true, "JobFailed", message).await;
-            update(&api, &name, &mut status, &old).await?;
+            update(&api, obj, &mut status, &old).await?;
             Ok(Action::await_change())
         }
         JobOutcome::Succeeded { .. } => {
@@ -378,7 +400,7 @@ async fn reconcile_trial(obj: &DynamicObject, ctx: &Context) -> Result<Action> {
             }
             ctx.followers.stop(&follow_key(obj));
             status.completion_time = Some(now_rfc3339());
-            update(&api, &name, &mut status, &old).await?;
+            update(&api, obj, &mut status, &old).await?;
             Ok(Action::await_change())
         }
     }
@@ -515,13 +537,13 @@ async fn observation(
 /// Patches the status when it changed (an unchanged patch would only wake the experiment).
 async fn update(
     api: &kube::Api<DynamicObject>,
-    name: &str,
+    obj: &DynamicObject,
     status: &mut TrialStatus,
     old: &TrialStatus,
 ) -> Result<()> {
     if status != old {
         status.last_reconcile_time = Some(now_rfc3339());
-        patch_status(api, name, status, &["observation"]).await?;
+        replace_status(api, obj, status).await?;
     }
     Ok(())
 }
@@ -538,7 +560,7 @@ async fn fail(
     set_terminal(&mut status.conditions, "Failed", reason, &message, now_us());
     if status != *old {
         status.completion_time = Some(now_rfc3339());
-        update(api, &obj.name_any(), &mut status, old).await?;
+        update(api, obj, &mut status, old).await?;
         publish(ctx, obj, &trial_resource(), true, "JobFailed", message).await;
     }
     Ok(Action::await_change())

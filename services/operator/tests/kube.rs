@@ -18,7 +18,7 @@ use vernier_kube_double::KubeDouble;
 use vernier_kube_double::training::{Outcome, SimulatedTrainingOperator, SimulationOptions};
 use vernier_operator::metrics::Metrics;
 use vernier_operator::objects::{experiment_resource, trial_resource};
-use vernier_operator::{Context, LeaseConfig, OperatorConfig};
+use vernier_operator::{Context, EarlyStopperFactory, LeaseConfig, OperatorConfig};
 use vernier_store::SqlStore;
 
 const DEADLINE: Duration = Duration::from_secs(120);
@@ -71,6 +71,14 @@ impl Env {
     }
 
     fn operator(&self, identity: &str) -> Operator {
+        self.operator_with(identity, None)
+    }
+
+    fn operator_with(
+        &self,
+        identity: &str,
+        early_stopping: Option<EarlyStopperFactory>,
+    ) -> Operator {
         let metrics = Arc::new(Metrics::new());
         let config = OperatorConfig {
             concurrency: 4,
@@ -78,12 +86,16 @@ impl Env {
             identity: identity.to_string(),
             ..OperatorConfig::default()
         };
-        let ctx = Arc::new(Context::new(
+        let mut ctx = Context::new(
             self.client.clone(),
             self.store.clone(),
             config,
             metrics.clone(),
-        ));
+        );
+        if let Some(factory) = early_stopping {
+            ctx = ctx.with_early_stopping(factory);
+        }
+        let ctx = Arc::new(ctx);
         let lease = LeaseConfig {
             name: "vernier-operator".into(),
             namespace: "default".into(),
@@ -600,4 +612,145 @@ async fn invalid_experiments_fail_with_field_and_value_and_an_event() {
     assert!(condition(&ok, "Succeeded").is_some(), "{ok:#}");
     op.stop().await;
     env.shutdown().await;
+}
+
+/// Stops every running trial that has reported its objective at least twice.
+#[derive(Debug)]
+struct StopAfterTwo;
+
+impl vernier_core::EarlyStopper for StopAfterTwo {
+    fn name(&self) -> &str {
+        "stop-after-two"
+    }
+
+    fn trials_to_stop(
+        &self,
+        request: &vernier_core::EarlyStoppingRequest<'_>,
+    ) -> Result<Vec<String>, vernier_core::CoreError> {
+        Ok(request
+            .trials
+            .iter()
+            .filter(|t| t.state == vernier_core::TrialState::Running && t.values.len() >= 2)
+            .map(|t| t.name.to_string())
+            .collect())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn early_stopping_deletes_the_job_and_marks_the_trial() {
+    let env = Env::start(SimulationOptions::default()).await;
+    let factory: EarlyStopperFactory = Arc::new(|name, _settings| {
+        assert_eq!(name, "medianstop");
+        Ok(Box::new(StopAfterTwo) as Box<dyn vernier_core::EarlyStopper>)
+    });
+    let op = env.operator_with("replica-a", Some(factory));
+    // The trainer prints two epochs, then waits long enough to be stopped while running.
+    let yaml = experiment_yaml(
+        "stopped",
+        "Job",
+        1,
+        2,
+        "  earlyStopping:\n    algorithmName: medianstop\n",
+    )
+    .replace(
+        "for e in range(3):",
+        "import time\n                        for e in range(2):",
+    )
+    .replace(
+        "flush=True)",
+        "flush=True)\n                        time.sleep(600)",
+    );
+    env.create(&yaml).await;
+    let exp = finished(&env, "stopped").await;
+    assert!(condition(&exp, "Succeeded").is_some(), "{exp:#}");
+    assert_eq!(exp["status"]["trialsEarlyStopped"], 2, "{exp:#}");
+    let jobs: Api<DynamicObject> = Api::namespaced_with(
+        env.client.clone(),
+        "default",
+        &kube::api::ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk("batch", "v1", "Job")),
+    );
+    let selector = ListParams::default().labels("katib.kubeflow.org/experiment=stopped");
+    wait_until(
+        "stopped jobs deleted",
+        || async { jobs.list(&selector).await.expect("jobs").items.len() },
+        |n| *n == 0,
+    )
+    .await;
+    for t in env.trials_of("stopped").await {
+        let t = serde_json::to_value(&t).expect("json");
+        let c = condition(&t, "EarlyStopped").unwrap_or_else(|| panic!("{t:#}"));
+        assert_eq!(c["reason"], "TrialEarlyStopped");
+    }
+    // Early-stopped trials with observations count for the optimal trial, as in Katib.
+    assert!(
+        exp["status"]["currentOptimalTrial"]["bestTrialName"].is_string(),
+        "{exp:#}"
+    );
+    op.stop().await;
+    env.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn long_running_experiment_resumes_when_max_trials_is_raised() {
+    let env = Env::start(SimulationOptions::default()).await;
+    let op = env.operator("replica-a");
+    let yaml = experiment_yaml("resumable", "Job", 1, 2, "  resumePolicy: LongRunning\n")
+        .replace("maxFailedTrialCount: 2", "maxFailedTrialCount: 1");
+    env.create(&yaml).await;
+    let exp = finished(&env, "resumable").await;
+    assert_eq!(exp["status"]["trials"], 2, "{exp:#}");
+    let patch = serde_json::json!({"spec": {"maxTrialCount": 3}});
+    env.experiments()
+        .patch(
+            "resumable",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(&patch),
+        )
+        .await
+        .expect("patched");
+    let exp = wait_until(
+        "the experiment to run a third trial and finish",
+        || experiment_json(&env, "resumable"),
+        |e| e["status"]["trials"] == 3 && condition(e, "Succeeded").is_some(),
+    )
+    .await;
+    assert_eq!(exp["status"]["trialsSucceeded"], 3);
+    // resumePolicy Never (the default) keeps a finished experiment finished.
+    env.create(&experiment_yaml("final", "Job", 1, 2, "")).await;
+    finished(&env, "final").await;
+    let before = experiment_reconciles(&op.metrics);
+    env.experiments()
+        .patch(
+            "final",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(&patch),
+        )
+        .await
+        .expect("patched");
+    // The edit wakes the reconciler; once it has run, nothing may have been created.
+    wait_until(
+        "a reconcile after the edit",
+        || async { experiment_reconciles(&op.metrics) },
+        |n| *n > before,
+    )
+    .await;
+    let final_exp = experiment_json(&env, "final").await;
+    assert!(
+        condition(&final_exp, "Succeeded").is_some(),
+        "{final_exp:#}"
+    );
+    assert_eq!(env.trials_of("final").await.len(), 2);
+    op.stop().await;
+    env.shutdown().await;
+}
+
+fn experiment_reconciles(metrics: &Metrics) -> u64 {
+    metrics
+        .encode()
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix(r#"vernier_operator_reconciles_total{controller="experiment"} "#)
+        })
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0)
 }
