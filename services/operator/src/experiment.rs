@@ -619,10 +619,17 @@ async fn early_stop(
     let Some(es) = exp.spec.spec.early_stopping.as_ref() else {
         return Ok(());
     };
+    let algorithm = es.algorithm_name.clone().unwrap_or_default();
     let Some(factory) = ctx.early_stopping.as_ref() else {
+        let experiment = listed
+            .first()
+            .and_then(|l| l.obj.owner_references().first().map(|o| o.name.clone()))
+            .unwrap_or_default();
+        eprintln!(
+            "warning: experiment {ns}/{experiment}: early stopping {algorithm:?} is not available in this operator; trials run to completion"
+        );
         return Ok(());
     };
-    let algorithm = es.algorithm_name.clone().unwrap_or_default();
     let settings: Vec<(String, String)> = es
         .algorithm_settings
         .iter()

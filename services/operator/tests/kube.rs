@@ -754,3 +754,51 @@ fn experiment_reconciles(metrics: &Metrics) -> u64 {
         .and_then(|n| n.trim().parse().ok())
         .unwrap_or(0)
 }
+
+/// GETs `path` from the HTTP server at `addr` with a plain HTTP/1.1 request.
+async fn http_get(addr: std::net::SocketAddr, path: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let request = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.expect("write");
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.expect("read");
+    response
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn health_readiness_and_metrics_endpoints() {
+    let env = Env::start(SimulationOptions::default()).await;
+    let op = env.operator("replica-a");
+    env.create(&experiment_yaml("observed", "Job", 1, 2, ""))
+        .await;
+    finished(&env, "observed").await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let app = vernier_operator::http::router(op.metrics.clone(), env.store.clone());
+    let server = tokio::spawn(async move { axum::serve(listener, app).await });
+    assert!(http_get(addr, "/healthz").await.starts_with("HTTP/1.1 200"));
+    assert!(http_get(addr, "/readyz").await.starts_with("HTTP/1.1 200"));
+    let metrics = http_get(addr, "/metrics").await;
+    assert!(
+        metrics.contains("vernier_operator_trials_created_total 2"),
+        "{metrics}"
+    );
+    assert!(
+        metrics
+            .contains(r#"vernier_operator_reconcile_duration_seconds_count{controller="trial"}"#),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains(r#"vernier_operator_reconciles_total{controller="experiment"}"#),
+        "{metrics}"
+    );
+    env.store.close().await;
+    let not_ready = http_get(addr, "/readyz").await;
+    assert!(not_ready.starts_with("HTTP/1.1 503"), "{not_ready}");
+    server.abort();
+    op.stop().await;
+    env.shutdown().await;
+}
