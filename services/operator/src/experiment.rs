@@ -14,6 +14,7 @@ use crate::objects::{
     publish, state_of, trial_resource, trial_status,
 };
 use crate::trial::FINALIZER;
+use futures_util::StreamExt;
 use kube::api::{DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
@@ -59,6 +60,9 @@ const CLEARABLE: &[&str] = &[
     "trialsEarlyStopped",
     "trialMetricsUnavailable",
 ];
+
+/// Trial objects created at once within one reconcile.
+const CREATE_CONCURRENCY: usize = 16;
 
 /// Katib's condition reason for an experiment that fails validation.
 pub const INVALID_REASON: &str = "ExperimentInvalid";
@@ -201,20 +205,30 @@ async fn reconcile_experiment(obj: &DynamicObject, ctx: &Context) -> Result<Acti
         }
         let active = p.counts.active();
         let exhausted = suggestions.exhausted || (suggestions.proposals.is_empty() && active == 0);
-        for proposal in suggestions.proposals.into_iter().take(p.request as usize) {
-            let seq = listed.len() as u64;
-            let created = create_trial(
+        // Creates run concurrently (API round trips dominate); results come back in sequence
+        // order, and the first error stops the batch after the trials already created.
+        let first_seq = listed.len() as u64;
+        let mut creates = Vec::new();
+        for (i, proposal) in suggestions
+            .proposals
+            .iter()
+            .take(p.request as usize)
+            .enumerate()
+        {
+            creates.push(create_trial(
                 ctx,
                 obj,
                 &exp,
                 &ns,
                 seed,
-                seq,
+                first_seq + i as u64,
                 &proposal.assignment,
                 &proposal.labels,
-            )
-            .await?;
-            listed.push(created);
+            ));
+        }
+        let mut created = futures_util::stream::iter(creates).buffered(CREATE_CONCURRENCY);
+        while let Some(trial) = created.next().await {
+            listed.push(trial?);
         }
         p = plan(&exp.objective, exp.limits, &outcomes(&listed), exhausted);
     }

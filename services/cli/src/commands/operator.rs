@@ -76,8 +76,14 @@ pub async fn operator(db: &str, args: OperatorArgs) -> anyhow::Result<Exit> {
         lease_duration: Duration::from_secs(15),
         renew_every: Duration::from_secs(2),
     };
-    vernier_operator::run::run_with_leader_election(ctx, lease, async {
-        let _ = tokio::signal::ctrl_c().await;
+    // Kubernetes stops pods with SIGTERM; Ctrl-C stops a local run.
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .context("cannot listen for SIGTERM")?;
+    vernier_operator::run::run_with_leader_election(ctx, lease, async move {
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
     })
     .await;
     http.abort();
