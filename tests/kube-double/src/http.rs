@@ -163,8 +163,9 @@ async fn route(
     if matches!(*method, Method::POST | Method::PUT) && !body.is_empty() {
         let media = content_type.split(';').next().unwrap_or_default().trim();
         if !(media.is_empty() || media == "application/json" || media == "application/yaml") {
-            // Protobuf and CBOR bodies are not decoded here; client-go answers a 415 by
-            // switching the client to JSON, as it does against servers without them.
+            // Protobuf and CBOR bodies are not decoded here (that needs every built-in
+            // type's protobuf schema). `kubectl create -f`/`apply` send JSON; only kubectl's
+            // typed generators (`kubectl create configmap ...`) send protobuf and get this.
             return Err(ApiStatus::unsupported_body(media));
         }
     }
@@ -206,6 +207,16 @@ async fn route(
         }
         (Method::PUT, Some(name), sub @ (None | Some("status"))) => {
             let body = parse_body(content_type, &body)?;
+            if !target.resource.unconditional_update
+                && crate::meta::meta_str(&body, "resourceVersion").is_empty()
+            {
+                return Err(ApiStatus::invalid(
+                    &target.resource.group_resource(),
+                    &target.resource.kind,
+                    name,
+                    "metadata.resourceVersion: Invalid value: 0x0: must be specified for an update",
+                ));
+            }
             let endpoint = endpoint_of(sub);
             let written = shared.store.lock().write(
                 &target.resource,

@@ -46,6 +46,9 @@
 //! * **Metadata**: `uid`, `resourceVersion` (one global counter), `creationTimestamp`,
 //!   `generation` (bumped when anything but metadata — and status, for resources with a
 //!   status subresource — changes); no-op writes keep the resourceVersion and send no event.
+//! * **Defaults**: a batch/v1 Job gets its generated `spec.selector`, the controller-uid and
+//!   job-name labels on its pod template, and `parallelism`/`completions`/`backoffLimit`; a
+//!   new pod is `Pending`, a new namespace `Active`.
 //! * **Status subresource**: PUT/PATCH on `/status` change only `.status`; the main endpoint
 //!   ignores `.status` changes and create drops `.status`, for resources that have one.
 //! * **Deletion**: finalizers (`deletionTimestamp` set, object kept until they are removed;
@@ -53,6 +56,14 @@
 //!   (batch/v1 Jobs orphan by default, as on a cluster), preconditions, owner-reference garbage
 //!   collection (an object whose every owner is gone is deleted, immediately rather than by a
 //!   separate controller), namespaces delete their contents.
+//! * **Logs**: `GET .../pods/{name}/log` with `container`, `follow=true` (streams until the
+//!   container exits or the pod is deleted), `tailLines`, `limitBytes`; 400 with the kubelet's
+//!   wording while the container has not started or when the container is ambiguous. Logs are
+//!   written through [`KubeDouble::pod_logs`] (the simulated operator does this).
+//! * **kubectl**: `kubectl --server <url>` (with `KUBECONFIG=/dev/null`) works for get, create
+//!   `-f`, apply (client- and server-side), patch, label, wait, logs and delete; a minimal
+//!   `/openapi/v3` tells it the server validates fields, so it needs no schemas. kubectl's typed
+//!   generators (`kubectl create configmap ...`) send protobuf, which gets 415.
 //! * **Errors**: `Status` objects with `reason`, `code`, `message`, `details` as the API server
 //!   words them (see [`ApiStatus`]).
 //!
@@ -68,12 +79,16 @@
 //!   ignored (lists are never paginated); core and `events.k8s.io` events are stored
 //!   separately; no `Table` output (kubectl prints from the objects).
 //! * Foreground deletion waits for all dependents, not only those with `blockOwnerDeletion`.
+//!   Pods have no grace period (deleted at once). Deleting a CRD removes its objects without
+//!   waiting for their finalizers. `timestamps`, `previous` and `sinceSeconds` of pods/log
+//!   are ignored.
 //!
 //! # Simulated training operator
 //!
 //! See [`training`] for pod naming, labels, conditions and the fail/hang switches.
 
 pub mod apply;
+mod defaults;
 mod deletion;
 mod discovery;
 mod error;

@@ -73,14 +73,25 @@ pub fn apply_patch(current: &Value, kind: &PatchKind, patch: &Value) -> Result<V
         PatchKind::Json => {
             let operations: json_patch::Patch = serde_json::from_value(patch.clone())
                 .map_err(|e| ApiStatus::bad_request(format!("error decoding JSON patch: {e}")))?;
-            json_patch::patch(&mut next, &operations).map_err(|e| ApiStatus {
-                code: 422,
-                reason: "Invalid",
-                message: format!(
-                    "the server rejected our request due to an error in our request: {e}"
-                ),
-                details: serde_json::json!({}),
-            })?;
+            for operation in operations.0 {
+                // The API server's JSON patch library treats a missing path as null in
+                // `test`; kube-rs' finalizer helper relies on that ("test finalizers is
+                // null, then add").
+                if let json_patch::PatchOperation::Test(test) = &operation
+                    && test.value.is_null()
+                    && next.pointer(test.path.as_str()).is_none()
+                {
+                    continue;
+                }
+                json_patch::patch(&mut next, &[operation]).map_err(|e| ApiStatus {
+                    code: 422,
+                    reason: "Invalid",
+                    message: format!(
+                        "the server rejected our request due to an error in our request: {e}"
+                    ),
+                    details: serde_json::json!({}),
+                })?;
+            }
         }
         PatchKind::Apply { .. } => {
             return Err(ApiStatus::internal("apply patches go through apply::apply"));

@@ -55,6 +55,9 @@ pub struct ResourceType {
     pub orphans_by_default: bool,
     /// Field-selector labels besides `metadata.name` and `metadata.namespace`.
     pub selectable_fields: Vec<String>,
+    /// PUT without `metadata.resourceVersion` is accepted (built-ins); custom resources
+    /// require it, as the API server's custom-resource strategy does.
+    pub unconditional_update: bool,
 }
 
 impl ResourceType {
@@ -74,6 +77,7 @@ impl ResourceType {
             categories: Vec::new(),
             orphans_by_default: false,
             selectable_fields: Vec::new(),
+            unconditional_update: true,
         }
     }
 
@@ -242,6 +246,7 @@ pub fn types_from_crd(crd: &Value) -> Result<Vec<ResourceType>, String> {
             categories: strings(&["names", "categories"]),
             orphans_by_default: false,
             selectable_fields: Vec::new(),
+            unconditional_update: false,
         });
     }
     Ok(types)

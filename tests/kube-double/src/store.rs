@@ -9,7 +9,7 @@ use crate::registry::{GroupResource, Registry, ResourceType, types_from_crd};
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::status::ApiStatus;
 use serde_json::{Value, json};
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::broadcast;
 
@@ -60,6 +60,8 @@ pub struct State {
     pub registry: Registry,
     objects: BTreeMap<GroupResource, Objects>,
     uids: HashMap<String, (GroupResource, String, String)>,
+    /// Owner uid → dependents, so garbage collection does not scan every object.
+    dependents: HashMap<String, BTreeSet<(GroupResource, String, String)>>,
     resource_version: u64,
     history: VecDeque<Arc<ChangeEvent>>,
     history_limit: usize,
@@ -78,11 +80,14 @@ impl Store {
     /// An empty store serving the built-in kinds, with the `default`, `kube-system` and
     /// `kube-public` namespaces, keeping the last `history_limit` changes for watches.
     pub fn new(history_limit: usize) -> Self {
-        let (events, _) = broadcast::channel(4096);
+        // Room for bursts (a benchmark creating thousands of objects) before a slow watch lags
+        // and has to relist after its 410.
+        let (events, _) = broadcast::channel(65_536);
         let mut state = State {
             registry: Registry::with_builtins(),
             objects: BTreeMap::new(),
             uids: HashMap::new(),
+            dependents: HashMap::new(),
             resource_version: 0,
             history: VecDeque::new(),
             history_limit: history_limit.max(1),
@@ -234,15 +239,24 @@ impl State {
 
     /// Objects whose `ownerReferences` name `uid`, as (resource, namespace, name).
     pub fn dependents_of(&self, uid: &str) -> Vec<(GroupResource, String, String)> {
-        let mut found = Vec::new();
-        for (gr, objects) in &self.objects {
-            for ((ns, name), object) in objects {
-                if meta::owner_uids(object).iter().any(|u| u == uid) {
-                    found.push((gr.clone(), ns.clone(), name.clone()));
+        self.dependents
+            .get(uid)
+            .map(|set| set.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    fn index_owners(&mut self, object: &Value, key: &(GroupResource, String, String), add: bool) {
+        for owner in meta::owner_uids(object) {
+            let set = self.dependents.entry(owner.clone()).or_default();
+            if add {
+                set.insert(key.clone());
+            } else {
+                set.remove(key);
+                if set.is_empty() {
+                    self.dependents.remove(&owner);
                 }
             }
         }
-        found
     }
 
     /// A registered type of `gr` to present objects through (any served version).
@@ -271,15 +285,24 @@ impl State {
         let name = meta_str(&object, "name").to_owned();
         let uid = meta_str(&object, "uid").to_owned();
         let objects = self.objects.entry(gr.clone()).or_default();
-        match change {
+        let key = (gr.clone(), namespace.clone(), name.clone());
+        let replaced = match change {
             ChangeType::Added | ChangeType::Modified => {
-                objects.insert((namespace.clone(), name.clone()), object.clone());
-                self.uids.insert(uid, (gr.clone(), namespace.clone(), name));
+                let old = objects.insert((namespace.clone(), name.clone()), object.clone());
+                self.uids.insert(uid, key.clone());
+                old
             }
             ChangeType::Deleted => {
-                objects.remove(&(namespace.clone(), name));
+                let old = objects.remove(&(namespace.clone(), name));
                 self.uids.remove(&uid);
+                old
             }
+        };
+        if let Some(old) = replaced {
+            self.index_owners(&old, &key, false);
+        }
+        if change != ChangeType::Deleted {
+            self.index_owners(&object, &key, true);
         }
         let event = Arc::new(ChangeEvent {
             resource_version: rv,
@@ -376,6 +399,7 @@ impl State {
         if let Some(types) = &crd_types {
             body["status"] = crd_status(&body, types);
         }
+        crate::defaults::apply_create_defaults(rt, &mut body);
         let body = present(rt, body);
         if dry_run {
             return Ok(body);

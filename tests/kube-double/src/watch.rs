@@ -106,7 +106,10 @@ pub fn start(
         let mut ticker = tokio::time::interval(BOOKMARK_EVERY);
         ticker.tick().await;
         loop {
+            // Biased: pending changes first, then a due bookmark, and only then the timeout,
+            // so a watch that outlives one bookmark period always delivers one.
             let line = tokio::select! {
+                biased;
                 received = live.recv() => match received {
                     Ok(change) => {
                         if change.resource_version <= seen {

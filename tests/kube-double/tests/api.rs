@@ -250,6 +250,22 @@ async fn crd_resources_are_served_with_status_subresource_and_concurrency_contro
         err.message,
         "Operation cannot be fulfilled on widgets.example.com \"w1\": the object has been modified; please apply your changes to the latest version and try again"
     );
+    let mut blind = patched.clone();
+    blind.metadata.resource_version = None;
+    let err = api_error(
+        widgets
+            .replace("w1", &PostParams::default(), &blind)
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(err.code, 422);
+    assert!(
+        err.message.ends_with(
+            "metadata.resourceVersion: Invalid value: 0x0: must be specified for an update"
+        ),
+        "{}",
+        err.message
+    );
     let mut fresh = widgets.get("w1").await.unwrap();
     fresh.data["spec"] = json!({"size": 3});
     let replaced = widgets
@@ -656,6 +672,12 @@ async fn pod_logs_are_served_and_followed() {
         "a container name must be specified for pod p, choose one of: [main side]"
     );
 
+    let created = pods.get("p").await.unwrap();
+    assert_eq!(
+        created.status.unwrap().phase.as_deref(),
+        Some("Pending"),
+        "the API server's create default"
+    );
     let sink = double.pod_logs().start("default", "p", "main");
     sink.write(b"epoch=1 loss=0.5\n");
     assert_eq!(pods.logs("p", &params).await.unwrap(), "epoch=1 loss=0.5\n");
@@ -684,5 +706,70 @@ async fn pod_logs_are_served_and_followed() {
         ..params
     };
     assert_eq!(pods.logs("p", &tail).await.unwrap(), "epoch=2 loss=0.25\n");
+    double.shutdown().await;
+}
+
+#[tokio::test]
+async fn raw_watches_resume_from_a_resource_version_send_bookmarks_and_time_out() {
+    use kube::api::WatchEvent;
+    let double = KubeDouble::start().await.unwrap();
+    let cms: Api<ConfigMap> = Api::namespaced(double.client().unwrap(), "default");
+    cms.create(&PostParams::default(), &config_map("one", json!({})))
+        .await
+        .unwrap();
+    let rv = cms
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
+    cms.create(&PostParams::default(), &config_map("two", json!({})))
+        .await
+        .unwrap();
+    cms.patch(
+        "one",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"data": {"k": "changed"}})),
+    )
+    .await
+    .unwrap();
+    let params = kube::api::WatchParams {
+        bookmarks: true,
+        ..kube::api::WatchParams::default().timeout(2)
+    };
+    let mut stream = cms.watch(&params, &rv).await.unwrap().boxed();
+    let mut seen = Vec::new();
+    let mut bookmarks = 0;
+    while let Some(event) = stream.try_next().await.unwrap() {
+        match event {
+            WatchEvent::Added(cm) => seen.push(format!("ADDED {}", cm.metadata.name.unwrap())),
+            WatchEvent::Modified(cm) => {
+                seen.push(format!("MODIFIED {}", cm.metadata.name.unwrap()))
+            }
+            WatchEvent::Deleted(cm) => seen.push(format!("DELETED {}", cm.metadata.name.unwrap())),
+            WatchEvent::Bookmark(mark) => {
+                let current = cms
+                    .list(&ListParams::default())
+                    .await
+                    .unwrap()
+                    .metadata
+                    .resource_version
+                    .unwrap();
+                assert_eq!(mark.metadata.resource_version, current);
+                bookmarks += 1;
+            }
+            WatchEvent::Error(e) => panic!("{e:?}"),
+        }
+    }
+    assert_eq!(
+        seen,
+        vec!["ADDED two", "MODIFIED one"],
+        "only changes after the resourceVersion, then the timeout ends it"
+    );
+    assert!(
+        bookmarks >= 1,
+        "an idle watch with bookmarks allowed gets them"
+    );
     double.shutdown().await;
 }

@@ -112,6 +112,12 @@ async fn batch_job_runs_its_command_and_completes() {
     );
     assert_eq!(job.data["status"]["succeeded"], 1);
     assert!(job.data["status"]["completionTime"].is_string());
+    let selector = job.data["spec"]["selector"]["matchLabels"].clone();
+    assert_eq!(
+        selector,
+        json!({"batch.kubernetes.io/controller-uid": job.metadata.uid.clone().unwrap()})
+    );
+    assert_eq!(job.data["spec"]["backoffLimit"], 6, "API server default");
 
     let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
     let list = pods
@@ -419,12 +425,89 @@ async fn a_hanging_job_stays_running() {
         .items
         .remove(0);
     assert_eq!(pod.status.unwrap().phase.as_deref(), Some("Running"));
+    let log = pods
+        .logs(&pod.metadata.name.unwrap(), &Default::default())
+        .await;
+    assert_eq!(
+        log.unwrap(),
+        "",
+        "a Running pod's log can be read (it is empty while hanging)"
+    );
     let job = jobs.get("stuck").await.unwrap();
     assert!(
         job.data["status"].get("conditions").is_none(),
         "{:?}",
         job.data["status"]
     );
+    operator.shutdown().await;
+    double.shutdown().await;
+}
+
+#[tokio::test]
+async fn xgboost_and_mpi_jobs_run_their_master_and_launcher() {
+    let (double, operator, client) = start(SimulationOptions::default()).await;
+    let cases = [
+        (
+            JobKind::XgBoostJob,
+            "XGBoostJob",
+            "xgbReplicaSpecs",
+            "Master",
+            "xgboost",
+            "xgb-master-0",
+        ),
+        (
+            JobKind::MpiJob,
+            "MPIJob",
+            "mpiReplicaSpecs",
+            "Launcher",
+            "mpi",
+            "mpi-launcher-0",
+        ),
+    ];
+    for (kind, kind_name, field, primary, container_name, _) in cases {
+        let api = job_api(&client, kind);
+        let name = if kind == JobKind::MpiJob {
+            "mpi"
+        } else {
+            "xgb"
+        };
+        create(
+            &api,
+            json!({"apiVersion": "kubeflow.org/v1", "kind": kind_name, "metadata": {"name": name},
+            "spec": {field: {
+                primary: {"replicas": 1, "template": template(container_name, 0)},
+                "Worker": {"replicas": 1, "template": template(container_name, 0)}}}}),
+        )
+        .await;
+    }
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    for (kind, kind_name, _, _, _, primary_pod) in cases {
+        let name = if kind == JobKind::MpiJob {
+            "mpi"
+        } else {
+            "xgb"
+        };
+        let job = finished(&job_api(&client, kind), name, &["Succeeded", "Failed"]).await;
+        let last = condition_summary(&job).pop().unwrap();
+        assert_eq!(
+            last,
+            (
+                "Succeeded".into(),
+                "True".into(),
+                format!("{kind_name}Succeeded")
+            )
+        );
+        let primary = pods
+            .list(&ListParams::default().labels(&format!(
+                "training.kubeflow.org/job-name={name},training.kubeflow.org/job-role=master"
+            )))
+            .await
+            .unwrap();
+        assert_eq!(primary.items.len(), 1);
+        assert_eq!(primary.items[0].metadata.name.as_deref(), Some(primary_pod));
+        let log = pods.logs(primary_pod, &Default::default()).await.unwrap();
+        assert!(log.starts_with("trial t1\nepoch=0"), "{log}");
+    }
     operator.shutdown().await;
     double.shutdown().await;
 }

@@ -4,7 +4,7 @@
 use super::kinds::{JobKind, Replica, batch_condition, condition, set_condition};
 use super::process::{Termination, run_container};
 use super::{JobRef, Outcome, SimulationOptions};
-use crate::logs::PodLogs;
+use crate::logs::{LogSink, PodLogs};
 use crate::meta;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
@@ -40,6 +40,9 @@ struct PodRun {
     object: Value,
     replica: Replica,
     started_at: String,
+    /// One log per container, opened before the pod is reported Running so a client that
+    /// follows the log as soon as it sees Running never gets "waiting to start".
+    sinks: Vec<LogSink>,
 }
 
 /// Run a job to its end; API failures (typically: the job was deleted meanwhile) end it
@@ -121,7 +124,7 @@ async fn run_batch(
     .await?;
     loop {
         let pod = create_pod(context, apis, job, &replica).await?;
-        let pod = mark_running(apis, pod).await?;
+        let pod = mark_running(context, apis, pod).await?;
         patch_job_status(apis, name, json!({"active": 1, "ready": 1})).await?;
         let ended = run_pod(context, &pod, outcome, true).await;
         finish_pod(apis, &pod, &ended).await?;
@@ -188,7 +191,7 @@ async fn run_training(
     }
     let mut running = Vec::new();
     for pod in pods {
-        running.push(mark_running(apis, pod).await?);
+        running.push(mark_running(context, apis, pod).await?);
     }
     set_condition(
         &mut conditions,
@@ -332,6 +335,7 @@ async fn create_pod(
         object,
         replica: replica.clone(),
         started_at: String::new(),
+        sinks: Vec::new(),
     })
 }
 
@@ -342,7 +346,22 @@ fn containers(pod: &Value) -> Vec<Value> {
         .unwrap_or_default()
 }
 
-async fn mark_running(apis: &Apis, mut pod: PodRun) -> Result<PodRun, kube::Error> {
+async fn mark_running(
+    context: &Context,
+    apis: &Apis,
+    mut pod: PodRun,
+) -> Result<PodRun, kube::Error> {
+    let namespace = meta::meta_str(&pod.object, "namespace").to_owned();
+    pod.sinks = containers(&pod.object)
+        .iter()
+        .map(|c| {
+            context.logs.start(
+                &namespace,
+                &pod.name,
+                c["name"].as_str().unwrap_or_default(),
+            )
+        })
+        .collect();
     let now = meta::now();
     let statuses: Vec<Value> = containers(&pod.object)
         .iter()
@@ -383,7 +402,6 @@ fn pod_conditions(ready: bool, now: &str) -> Value {
 /// Start every container's log and run the training container (when `execute`), returning
 /// how the training container ended.
 async fn run_pod(context: &Context, pod: &PodRun, outcome: &Outcome, execute: bool) -> Termination {
-    let namespace = meta::meta_str(&pod.object, "namespace");
     let containers = containers(&pod.object);
     let main = context
         .kind
@@ -391,14 +409,9 @@ async fn run_pod(context: &Context, pod: &PodRun, outcome: &Outcome, execute: bo
         .and_then(|name| containers.iter().position(|c| c["name"] == name))
         .unwrap_or(0);
     let mut main_sink = None;
-    for (i, container) in containers.iter().enumerate() {
-        let sink = context.logs.start(
-            namespace,
-            &pod.name,
-            container["name"].as_str().unwrap_or_default(),
-        );
+    for (i, sink) in pod.sinks.iter().enumerate() {
         if i == main && execute {
-            main_sink = Some(sink);
+            main_sink = Some(sink.clone());
         } else {
             sink.finish();
         }
