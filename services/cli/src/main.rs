@@ -115,6 +115,8 @@ enum Command {
         #[arg(long, default_value = commands::serve::DEFAULT_LISTEN, value_name = "ADDR")]
         listen: String,
     },
+    /// Run the Kubernetes operator: Experiment and Trial controllers with leader election.
+    Operator(commands::operator::OperatorArgs),
     /// Check an experiment file and print every problem found.
     Validate {
         /// The experiment file.
@@ -215,6 +217,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
         }
         Command::Delete { name } => commands::delete::delete(&cli.db, &name).await,
         Command::Serve { listen } => commands::serve::serve(&cli.db, &listen).await,
+        Command::Operator(args) => commands::operator::operator(&cli.db, args).await,
         Command::Validate { file } => commands::validate::validate(&file),
         Command::Benchmark {
             algorithms,

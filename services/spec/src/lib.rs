@@ -1,6 +1,7 @@
 //! Katib v1beta1 `Experiment` specs for Vernier: serde types, parsing with field-path errors,
 //! Katib's defaults and validation, conversion to core types, and trial-template rendering.
 
+pub mod conditions;
 mod convert;
 pub mod defaults;
 pub mod enqueue;
@@ -10,7 +11,9 @@ mod number;
 pub mod parse;
 pub mod plan;
 pub mod reference;
+pub mod status;
 pub mod template;
+pub mod trial;
 pub mod types;
 pub mod validate;
 
@@ -18,7 +21,11 @@ pub use defaults::apply_defaults;
 pub use error::{SpecError, SpecErrors};
 pub use parse::{parse_experiment, parse_experiment_file, parse_experiment_value};
 pub use template::{ContainerSpec, primary_container, render_trial_spec};
+#[cfg(feature = "crd")]
+pub use trial::TrialResource;
 pub use types::Experiment;
+#[cfg(feature = "crd")]
+pub use types::ExperimentResource;
 pub use validate::validate;
 
 #[cfg(test)]

@@ -49,9 +49,30 @@ pub struct ObjectMeta {
     pub extra: Map<String, Value>,
 }
 
-/// `Experiment.spec`.
+/// `Experiment.spec`. With the `crd` feature it also defines the `ExperimentResource` custom
+/// resource (schema-less, like Katib's CRD: every check is done by validation, with paths).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(
+    feature = "crd",
+    derive(kube_derive::CustomResource),
+    kube(
+        group = "kubeflow.org",
+        version = "v1beta1",
+        kind = "Experiment",
+        root = "ExperimentResource",
+        namespaced,
+        status = "crate::status::ExperimentStatus",
+        schema = "disabled",
+        category = "all",
+        category = "kubeflow",
+        category = "katib",
+        printcolumn = r#"{"name":"Type","type":"string","jsonPath":".status.conditions[-1:].type"}"#,
+        printcolumn = r#"{"name":"Status","type":"string","jsonPath":".status.conditions[-1:].status"}"#,
+        printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#,
+        crates(kube_core = "::kube_core")
+    )
+)]
 pub struct ExperimentSpec {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub parameters: Vec<ParameterSpec>,

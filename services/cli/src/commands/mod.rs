@@ -6,6 +6,7 @@ pub mod compare;
 pub mod delete;
 pub mod enqueue;
 pub mod list;
+pub mod operator;
 pub mod plugins;
 pub mod push;
 pub mod report;

@@ -1,0 +1,111 @@
+//! `vernier operator`: runs the Kubernetes operator (Experiment and Trial controllers, leader
+//! election, `/healthz`, `/readyz`, `/metrics`) against a cluster or the `--kube-url` given.
+
+use crate::Exit;
+use anyhow::Context as _;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+use vernier_operator::jobs::{DEFAULT_TRIAL_RESOURCES, parse_trial_kinds};
+use vernier_operator::{Context, LeaseConfig, OperatorConfig};
+
+/// Options of `vernier operator`.
+#[derive(Debug, clap::Args)]
+pub struct OperatorArgs {
+    /// Kubernetes API URL without credentials (e.g. `kubectl proxy`'s); default: kubeconfig or in-cluster.
+    #[arg(long, env = "VERNIER_KUBE_URL")]
+    pub kube_url: Option<String>,
+    /// Watch only this namespace (for the namespaced RBAC variant); default: all namespaces.
+    #[arg(long, env = "VERNIER_WATCH_NAMESPACE")]
+    pub watch_namespace: Option<String>,
+    /// Reconciles run at once per controller.
+    #[arg(long, default_value_t = 8)]
+    pub concurrency: u16,
+    /// Job kinds trials may create, as Kind.version.group (katib-config's trialResources).
+    #[arg(long, value_delimiter = ',', default_values_t = DEFAULT_TRIAL_RESOURCES.iter().map(|s| s.to_string()).collect::<Vec<_>>())]
+    pub trial_resources: Vec<String>,
+    /// Address of /healthz, /readyz and /metrics.
+    #[arg(long, default_value = "0.0.0.0:8080")]
+    pub http_addr: SocketAddr,
+    /// Address of the Katib-compatible gRPC API (DBManager for pushed metrics, Suggestion,
+    /// EarlyStopping); loopback unless asked otherwise, as for `vernier serve`.
+    #[arg(long, default_value = crate::commands::serve::DEFAULT_LISTEN, value_name = "ADDR")]
+    pub grpc_listen: String,
+    /// Seconds between refreshes of a running trial's observation.
+    #[arg(long, default_value_t = 5)]
+    pub observation_interval: u64,
+    /// Name of the leader-election Lease.
+    #[arg(long, default_value = "vernier-operator")]
+    pub lease_name: String,
+    /// Namespace of the leader-election Lease.
+    #[arg(long, env = "POD_NAMESPACE", default_value = "vernier-system")]
+    pub lease_namespace: String,
+    /// This replica's identity in the Lease (default: the host name).
+    #[arg(long, env = "POD_NAME")]
+    pub identity: Option<String>,
+}
+
+pub async fn operator(db: &str, args: OperatorArgs) -> anyhow::Result<Exit> {
+    let trial_kinds = parse_trial_kinds(&args.trial_resources)?;
+    let identity = args.identity.clone().unwrap_or_else(|| {
+        std::env::var("HOSTNAME")
+            .unwrap_or_else(|_| format!("vernier-operator-{}", std::process::id()))
+    });
+    let store = vernier_store::SqlStore::connect(db)
+        .await
+        .with_context(|| format!("cannot open the store {db}"))?;
+    let client = vernier_operator::client::connect(args.kube_url.as_deref()).await?;
+    let config = OperatorConfig {
+        concurrency: args.concurrency.max(1),
+        trial_kinds,
+        namespace: args.watch_namespace.clone(),
+        observation_interval: Duration::from_secs(args.observation_interval.max(1)),
+        identity: identity.clone(),
+    };
+    let metrics = Arc::new(vernier_operator::metrics::Metrics::new());
+    let ctx = Arc::new(
+        Context::new(client, store.clone(), config, metrics.clone()).with_early_stopping(Arc::new(
+            |name, settings| {
+                vernier_algorithms::build_early_stopper(name, settings).map_err(|e| e.to_string())
+            },
+        )),
+    );
+    // Trials push metrics to the same DBManager as `vernier serve` offers; the operator and
+    // the gRPC API share only the store (neither crate depends on the other).
+    let grpc_router = vernier_api::router(store.clone())?;
+    let grpc_listener = vernier_api::bind(&args.grpc_listen).await?;
+    let (grpc_stop, grpc_stopped) = tokio::sync::oneshot::channel::<()>();
+    let grpc = tokio::spawn(vernier_api::serve(grpc_router, grpc_listener, async move {
+        let _ = grpc_stopped.await;
+    }));
+    let listener = tokio::net::TcpListener::bind(args.http_addr)
+        .await
+        .with_context(|| format!("cannot listen on --http-addr {}", args.http_addr))?;
+    let app = vernier_operator::http::router(metrics, store);
+    let http = tokio::spawn(async move { axum::serve(listener, app).await });
+    eprintln!(
+        "vernier operator {identity}: serving /healthz /readyz /metrics on {} and the gRPC API on {}",
+        args.http_addr, args.grpc_listen
+    );
+    let lease = LeaseConfig {
+        name: args.lease_name,
+        namespace: args.lease_namespace,
+        identity,
+        lease_duration: Duration::from_secs(15),
+        renew_every: Duration::from_secs(2),
+    };
+    // Kubernetes stops pods with SIGTERM; Ctrl-C stops a local run.
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .context("cannot listen for SIGTERM")?;
+    vernier_operator::run::run_with_leader_election(ctx, lease, async move {
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+    })
+    .await;
+    http.abort();
+    let _ = grpc_stop.send(());
+    let _ = grpc.await;
+    Ok(Exit::Interrupted)
+}

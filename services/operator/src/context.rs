@@ -1,0 +1,158 @@
+//! What every reconcile shares: the Kubernetes client, the store, the configuration, metrics,
+//! the event recorder and the running pod-log followers.
+
+use crate::jobs::TrialKind;
+use crate::logs::Followers;
+use crate::metrics::Metrics;
+use kube::Client;
+use kube::runtime::events::{Recorder, Reporter};
+use std::sync::Arc;
+use std::time::Duration;
+use vernier_store::SqlStore;
+
+/// How the operator behaves.
+#[derive(Debug, Clone)]
+pub struct OperatorConfig {
+    /// Reconciles run at once per controller.
+    pub concurrency: u16,
+    /// Job kinds trials may create.
+    pub trial_kinds: Vec<TrialKind>,
+    /// Watch this namespace only (for the namespaced RBAC variant); all when `None`.
+    pub namespace: Option<String>,
+    /// How often a running trial's observation is refreshed.
+    pub observation_interval: Duration,
+    /// This replica's name in events and in the leader Lease.
+    pub identity: String,
+}
+
+impl Default for OperatorConfig {
+    fn default() -> Self {
+        OperatorConfig {
+            concurrency: 8,
+            trial_kinds: crate::jobs::parse_trial_kinds(crate::jobs::DEFAULT_TRIAL_RESOURCES)
+                .unwrap_or_default(),
+            namespace: None,
+            observation_interval: Duration::from_secs(5),
+            identity: "vernier-operator".into(),
+        }
+    }
+}
+
+/// Shared by both controllers.
+pub struct Context {
+    pub client: Client,
+    pub store: SqlStore,
+    pub config: OperatorConfig,
+    pub metrics: Arc<Metrics>,
+    pub recorder: Recorder,
+    pub followers: Followers,
+    pub backoff: Backoff,
+    /// Builds the early-stopping rule named in an experiment; `None` leaves early stopping off.
+    pub early_stopping: Option<EarlyStopperFactory>,
+}
+
+/// Builds an early-stopping rule from its Katib name and settings (e.g. medianstop).
+pub type EarlyStopperFactory = Arc<
+    dyn Fn(&str, &[(String, String)]) -> Result<Box<dyn vernier_core::EarlyStopper>, String>
+        + Send
+        + Sync,
+>;
+
+/// Per-object retry delays for `error_policy`: doubling from half a second to five minutes,
+/// reset by the next successful reconcile.
+#[derive(Debug, Default)]
+pub struct Backoff {
+    failures: std::sync::Mutex<std::collections::HashMap<String, u32>>,
+}
+
+impl Backoff {
+    pub fn next(&self, key: &str) -> Duration {
+        let mut f = self.failures.lock().unwrap_or_else(|e| e.into_inner());
+        let n = f.entry(key.to_string()).or_insert(0);
+        *n = n.saturating_add(1);
+        let ms = 500u64.saturating_mul(1u64 << (*n - 1).min(10));
+        Duration::from_millis(ms.min(300_000))
+    }
+
+    pub fn reset(&self, key: &str) {
+        let mut f = self.failures.lock().unwrap_or_else(|e| e.into_inner());
+        f.remove(key);
+    }
+}
+
+impl Context {
+    pub fn new(
+        client: Client,
+        store: SqlStore,
+        config: OperatorConfig,
+        metrics: Arc<Metrics>,
+    ) -> Self {
+        let recorder = Recorder::new(
+            client.clone(),
+            Reporter {
+                controller: "vernier-operator".into(),
+                instance: Some(config.identity.clone()),
+            },
+        );
+        Context {
+            client,
+            store,
+            config,
+            metrics,
+            recorder,
+            followers: Followers::default(),
+            backoff: Backoff::default(),
+            early_stopping: None,
+        }
+    }
+
+    /// Uses `factory` for experiments that name an early-stopping rule.
+    pub fn with_early_stopping(mut self, factory: EarlyStopperFactory) -> Self {
+        self.early_stopping = Some(factory);
+        self
+    }
+
+    pub fn trial_kind(&self, api_version: &str, kind: &str) -> Option<&TrialKind> {
+        self.config
+            .trial_kinds
+            .iter()
+            .find(|k| k.matches(api_version, kind))
+    }
+
+    pub fn allowed_kinds(&self) -> String {
+        self.config
+            .trial_kinds
+            .iter()
+            .map(|k| format!("{}.{}.{}", k.kind, k.version, k.group))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+impl std::fmt::Debug for Context {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Context")
+            .field("config", &self.config)
+            .field("early_stopping", &self.early_stopping.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_caps_and_resets() {
+        let b = Backoff::default();
+        assert_eq!(b.next("a"), Duration::from_millis(500));
+        assert_eq!(b.next("a"), Duration::from_millis(1000));
+        assert_eq!(b.next("b"), Duration::from_millis(500));
+        for _ in 0..20 {
+            b.next("a");
+        }
+        assert_eq!(b.next("a"), Duration::from_secs(300));
+        b.reset("a");
+        assert_eq!(b.next("a"), Duration::from_millis(500));
+    }
+}

@@ -1,0 +1,32 @@
+//! The operator crate's one error type.
+
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum OperatorError {
+    #[error("kubernetes api: {0}")]
+    Kube(#[from] kube::Error),
+    #[error("store: {0}")]
+    Store(#[from] vernier_store::StoreError),
+    #[error("algorithm: {0}")]
+    Algorithm(String),
+    /// A Trial or Experiment object that cannot be read; `object` names it.
+    #[error("{object}: {message}")]
+    Malformed { object: String, message: String },
+    #[error(
+        "--trial-resources value {value:?}: {message}; hint: write Kind.version.group, e.g. TFJob.v1.kubeflow.org or Job.v1.batch"
+    )]
+    TrialResource { value: String, message: String },
+    #[error("--kube-url value {url:?}: {message}")]
+    KubeUrl { url: String, message: String },
+    #[error(
+        "kubernetes client configuration: {0}; hint: set KUBECONFIG, run in a cluster, or pass --kube-url"
+    )]
+    KubeConfig(String),
+    #[error("cannot serve http on {addr}: {message}")]
+    Http { addr: String, message: String },
+    #[error("finalizer: {0}")]
+    Finalizer(String),
+}
+
+pub type Result<T, E = OperatorError> = std::result::Result<T, E>;

@@ -1,0 +1,258 @@
+//! Metrics on the cluster without a sidecar: one task per running trial follows the log of the
+//! primary container of the trial's primary pod and parses every line with the same collector
+//! as local mode, recording observations in the store as they are read.
+//!
+//! The log is always read from its beginning. A follower started after an operator restart
+//! therefore first drops what an earlier follower recorded for the trial, and a follower whose
+//! stream broke skips the lines it has already read, so no observation is recorded twice.
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, ListParams, LogParams};
+use kube::{Client, ResourceExt};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::task::JoinHandle;
+use vernier_collector::{MetricsFilter, read_lines};
+use vernier_core::Observation;
+use vernier_spec::trial::TRIAL_LABEL;
+use vernier_store::SqlStore;
+
+/// How long a follower looks for the trial's primary pod before giving up.
+const POD_WAIT: Duration = Duration::from_secs(120);
+const RETRY: Duration = Duration::from_millis(300);
+
+/// Which log to follow and what to look for in it.
+#[derive(Debug, Clone)]
+pub struct FollowTarget {
+    pub namespace: String,
+    pub trial: String,
+    /// `primaryPodLabels`; the trial label is always added.
+    pub pod_labels: BTreeMap<String, String>,
+    pub container: String,
+    /// Metric names to record, objective first.
+    pub metrics: Vec<String>,
+    /// `metricsFormat` regexes; empty means Katib's default.
+    pub formats: Vec<String>,
+}
+
+/// Whether a trial's log has been read to its end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FollowState {
+    Following,
+    Done,
+}
+
+#[derive(Debug)]
+struct Follower {
+    done: Arc<AtomicBool>,
+    handle: JoinHandle<()>,
+}
+
+/// The running followers, by trial UID.
+#[derive(Debug, Default)]
+pub struct Followers {
+    inner: Mutex<HashMap<String, Follower>>,
+}
+
+impl Followers {
+    /// Starts a follower for `key` unless one exists; reports whether the log is fully read.
+    pub fn ensure(
+        &self,
+        key: &str,
+        client: Client,
+        store: SqlStore,
+        target: FollowTarget,
+    ) -> FollowState {
+        let mut map = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(f) = map.get(key) {
+            return if f.done.load(Ordering::SeqCst) {
+                FollowState::Done
+            } else {
+                FollowState::Following
+            };
+        }
+        let done = Arc::new(AtomicBool::new(false));
+        let flag = done.clone();
+        let handle = tokio::spawn(async move {
+            if let Err(e) = follow(client, store, &target).await {
+                eprintln!(
+                    "warning: trial {}: metrics from the pod log: {e}",
+                    target.trial
+                );
+            }
+            flag.store(true, Ordering::SeqCst);
+        });
+        map.insert(key.to_string(), Follower { done, handle });
+        FollowState::Following
+    }
+
+    /// Stops and forgets the follower of `key`, if any.
+    pub fn stop(&self, key: &str) {
+        let mut map = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(f) = map.remove(key) {
+            f.handle.abort();
+        }
+    }
+
+    /// How many followers are running (for tests and metrics).
+    pub fn len(&self) -> usize {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl Drop for Followers {
+    fn drop(&mut self) {
+        let map = self.inner.get_mut().unwrap_or_else(|e| e.into_inner());
+        for f in map.values() {
+            f.handle.abort();
+        }
+    }
+}
+
+/// The label selector of the trial's primary pod.
+pub fn pod_selector(target: &FollowTarget) -> String {
+    let mut labels = target.pod_labels.clone();
+    labels.insert(TRIAL_LABEL.into(), target.trial.clone());
+    labels
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+async fn follow(client: Client, store: SqlStore, target: &FollowTarget) -> Result<(), String> {
+    let filter = MetricsFilter::from_formats(&target.formats).map_err(|e| e.to_string())?;
+    let pods: Api<Pod> = Api::namespaced(client, &target.namespace);
+    let selector = pod_selector(target);
+    let mut waited = Duration::ZERO;
+    let mut lines_read: usize = 0;
+    let mut cleared = false;
+    loop {
+        let found = pods
+            .list(&ListParams::default().labels(&selector))
+            .await
+            .map_err(|e| format!("cannot list pods {selector}: {e}"))?;
+        let Some(pod) = found.items.into_iter().next() else {
+            if waited >= POD_WAIT {
+                return Err(format!("no pod matches {selector} after {POD_WAIT:?}"));
+            }
+            tokio::time::sleep(RETRY).await;
+            waited += RETRY;
+            continue;
+        };
+        let pod_name = pod.name_any();
+        let params = LogParams {
+            container: (!target.container.is_empty()).then(|| target.container.clone()),
+            follow: true,
+            ..LogParams::default()
+        };
+        let stream = match pods.log_stream(&pod_name, &params).await {
+            Ok(s) => s,
+            Err(_) if !finished(&pods, &pod_name).await => {
+                // The container may not have started yet.
+                tokio::time::sleep(RETRY).await;
+                continue;
+            }
+            Err(e) => return Err(format!("cannot read the log of pod {pod_name}: {e}")),
+        };
+        if !cleared {
+            store
+                .delete_observations(&target.trial)
+                .await
+                .map_err(|e| e.to_string())?;
+            cleared = true;
+        }
+        let skip = lines_read;
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Vec<Observation>>();
+        let filter = &filter;
+        let read = async move {
+            let mut seen = 0usize;
+            // A broken stream is retried below; the lines read so far are skipped next time.
+            let _ = read_lines(
+                tokio_util::compat::FuturesAsyncReadCompatExt::compat(stream),
+                |_| {},
+                |line| {
+                    seen += 1;
+                    if seen <= skip {
+                        return;
+                    }
+                    let parsed = filter.parse_line(line, &target.metrics);
+                    if parsed.metrics.is_empty() {
+                        return;
+                    }
+                    let now = chrono::Utc::now().timestamp_micros();
+                    let _ = tx.send(
+                        parsed
+                            .metrics
+                            .into_iter()
+                            .map(|m| Observation {
+                                metric: m.name,
+                                timestamp_us: m.timestamp_us.unwrap_or(now),
+                                value: m.value,
+                            })
+                            .collect(),
+                    );
+                },
+            )
+            .await;
+            drop(tx);
+            seen
+        };
+        let write = async {
+            while let Some(batch) = rx.recv().await {
+                store.report_observations(&target.trial, &batch).await?;
+            }
+            Ok::<(), vernier_store::StoreError>(())
+        };
+        let (seen, written) = tokio::join!(read, write);
+        written.map_err(|e| e.to_string())?;
+        lines_read = lines_read.max(seen);
+        if finished(&pods, &pod_name).await {
+            return Ok(());
+        }
+        tokio::time::sleep(RETRY).await;
+    }
+}
+
+/// Whether the pod is gone or has ended, so its log will not grow.
+async fn finished(pods: &Api<Pod>, name: &str) -> bool {
+    match pods.get_opt(name).await {
+        Ok(Some(pod)) => pod
+            .status
+            .as_ref()
+            .and_then(|s| s.phase.as_deref())
+            .is_some_and(|p| p == "Succeeded" || p == "Failed"),
+        Ok(None) => true,
+        Err(_) => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn selector_adds_the_trial_label() {
+        let target = FollowTarget {
+            namespace: "ns".into(),
+            trial: "exp-abc".into(),
+            pod_labels: BTreeMap::from([(
+                "training.kubeflow.org/job-role".to_string(),
+                "master".to_string(),
+            )]),
+            container: "pytorch".into(),
+            metrics: vec!["loss".into()],
+            formats: vec![],
+        };
+        assert_eq!(
+            pod_selector(&target),
+            "katib.kubeflow.org/trial=exp-abc,training.kubeflow.org/job-role=master"
+        );
+    }
+}

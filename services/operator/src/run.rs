@@ -1,0 +1,150 @@
+//! Composes the operator: the two controllers, started only while this replica holds the
+//! leader lease, plus the HTTP endpoints. The binary and the tests both call [`run`].
+
+use crate::context::Context;
+use crate::leader::{LeaseConfig, elect};
+use crate::objects::{experiment_resource, trial_resource};
+use crate::{experiment, trial};
+use futures_util::StreamExt;
+use kube::Client;
+use kube::api::{Api, DynamicObject};
+use kube::runtime::controller::{Config, Controller};
+use kube::runtime::watcher;
+use std::future::Future;
+use std::sync::Arc;
+use tokio::sync::watch;
+
+fn api_for(
+    client: &Client,
+    ns: &Option<String>,
+    resource: &kube::api::ApiResource,
+) -> Api<DynamicObject> {
+    match ns {
+        Some(ns) => Api::namespaced_with(client.clone(), ns, resource),
+        None => Api::all_with(client.clone(), resource),
+    }
+}
+
+/// Runs both controllers until `shutdown` completes.
+pub async fn run_controllers(
+    ctx: Arc<Context>,
+    shutdown: impl Future<Output = ()> + Send + Sync + 'static,
+) {
+    let client = ctx.client.clone();
+    let ns = ctx.config.namespace.clone();
+    let config = Config::default().concurrency(ctx.config.concurrency);
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let stopped = |mut rx: watch::Receiver<bool>| async move {
+        let _ = rx.wait_for(|s| *s).await;
+    };
+    let experiments = Controller::new_with(
+        api_for(&client, &ns, &experiment_resource()),
+        watcher::Config::default(),
+        experiment_resource(),
+    )
+    .owns_with(
+        api_for(&client, &ns, &trial_resource()),
+        trial_resource(),
+        watcher::Config::default(),
+    )
+    .with_config(config.clone())
+    .graceful_shutdown_on(stopped(stop_rx.clone()))
+    .run(experiment::reconcile, experiment::error_policy, ctx.clone())
+    .for_each(|r| async move {
+        if let Err(e) = r {
+            report("experiment", &e);
+        }
+    });
+    let mut trials = Controller::new_with(
+        api_for(&client, &ns, &trial_resource()),
+        watcher::Config::default(),
+        trial_resource(),
+    );
+    for kind in &ctx.config.trial_kinds {
+        if !served(&client, &ns, kind).await {
+            continue;
+        }
+        trials = trials.owns_with(
+            api_for(&client, &ns, &kind.api_resource()),
+            kind.api_resource(),
+            watcher::Config::default(),
+        );
+    }
+    let trials = trials
+        .with_config(config)
+        .graceful_shutdown_on(stopped(stop_rx))
+        .run(trial::reconcile, trial::error_policy, ctx.clone())
+        .for_each(|r| async move {
+            if let Err(e) = r {
+                report("trial", &e);
+            }
+        });
+    let stop = async move {
+        shutdown.await;
+        let _ = stop_tx.send(true);
+    };
+    tokio::join!(experiments, trials, stop);
+}
+
+/// Whether the API server serves `kind`; a kind whose CRD is not installed is not watched
+/// (its trials fail with a hint when they try to create a job).
+async fn served(client: &Client, ns: &Option<String>, kind: &crate::jobs::TrialKind) -> bool {
+    let api = api_for(client, ns, &kind.api_resource());
+    match api.list(&kube::api::ListParams::default().limit(1)).await {
+        Ok(_) => true,
+        Err(kube::Error::Api(e)) if e.code == 404 => {
+            eprintln!(
+                "note: {}.{}.{} is not served by the API server (CRD not installed?); its jobs are not watched",
+                kind.kind, kind.version, kind.group
+            );
+            false
+        }
+        // Forbidden or unreachable: watch anyway, the watcher reports and retries.
+        Err(_) => true,
+    }
+}
+
+fn report(controller: &str, e: &dyn std::fmt::Display) {
+    // Reconcile errors were already reported by error_policy; these are watch failures and
+    // objects that vanished, worth a line but not a stop.
+    eprintln!("warning: {controller} controller: {e}");
+}
+
+/// Runs the controllers whenever this replica leads, until `shutdown` completes. Losing the
+/// lease stops the controllers at once; regaining it starts them again.
+pub async fn run_with_leader_election(
+    ctx: Arc<Context>,
+    lease: LeaseConfig,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) {
+    let (leading_tx, mut leading) = watch::channel(false);
+    let election = tokio::spawn(elect(ctx.client.clone(), lease, leading_tx));
+    let mut shutdown = Box::pin(shutdown);
+    loop {
+        tokio::select! {
+            _ = &mut shutdown => break,
+            changed = leading.wait_for(|l| *l) => {
+                if changed.is_err() { break; }
+            }
+        }
+        let mut lost = leading.clone();
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let controllers = tokio::spawn(run_controllers(ctx.clone(), async move {
+            let _ = stop_rx.await;
+        }));
+        let done = tokio::select! {
+            _ = &mut shutdown => true,
+            _ = lost.wait_for(|l| !*l) => false,
+        };
+        let _ = stop_tx.send(());
+        // Losing the lease must stop reconciling now, not after in-flight work drains.
+        if !done {
+            controllers.abort();
+        }
+        let _ = controllers.await;
+        if done {
+            break;
+        }
+    }
+    election.abort();
+}

@@ -1,0 +1,804 @@
+//! End to end through the Kubernetes API test double: the operator talks to it with the
+//! ordinary kube client, and the simulated training operator runs each job's primary
+//! container as a local process whose output is the pod log the operator follows.
+//!
+//! Waits poll the API until a condition holds, with a generous deadline only so that a broken
+//! build fails instead of hanging; nothing here asserts on time.
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, DeleteParams, DynamicObject, ListParams, PostParams};
+use kube::{Client, ResourceExt};
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+use vernier_kube_double::KubeDouble;
+use vernier_kube_double::training::{Outcome, SimulatedTrainingOperator, SimulationOptions};
+use vernier_operator::metrics::Metrics;
+use vernier_operator::objects::{experiment_resource, trial_resource};
+use vernier_operator::{Context, EarlyStopperFactory, LeaseConfig, OperatorConfig};
+use vernier_store::SqlStore;
+
+const DEADLINE: Duration = Duration::from_secs(120);
+
+/// A trainer for the simulated pods: accuracy peaks at lr = 0.03; prints three epochs.
+const TRAINER: &str = "import sys\n\
+a = dict(x.lstrip('-').split('=', 1) for x in sys.argv[1:])\n\
+lr = float(a['lr'])\n\
+for e in range(3):\n    acc = round(1 - abs(lr - 0.03) * 10 / (e + 1), 6)\n    print(f'epoch={e} accuracy={acc} loss={round(1 - acc, 6)}', flush=True)\n";
+
+/// The accuracy the trainer reports last for `lr`.
+fn final_accuracy(lr: f64) -> f64 {
+    ((1.0 - (lr - 0.03).abs() * 10.0 / 3.0) * 1e6).round() / 1e6
+}
+
+struct Env {
+    double: Option<KubeDouble>,
+    sim: Option<SimulatedTrainingOperator>,
+    client: Client,
+    store: SqlStore,
+    _db: tempfile::TempDir,
+}
+
+impl Env {
+    async fn start(options: SimulationOptions) -> Env {
+        let double = KubeDouble::start().await.expect("double starts");
+        let client = double.client().expect("client");
+        let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+        for crd in [
+            vernier_operator::crd::experiment_crd(),
+            vernier_operator::crd::trial_crd(),
+        ] {
+            crds.create(&PostParams::default(), &crd)
+                .await
+                .expect("crd created");
+        }
+        let sim = SimulatedTrainingOperator::spawn(&double, options)
+            .await
+            .expect("simulator");
+        let db = tempfile::tempdir().expect("tempdir");
+        let url = format!("sqlite://{}", db.path().join("vernier.db").display());
+        let store = SqlStore::connect(&url).await.expect("store");
+        Env {
+            double: Some(double),
+            sim: Some(sim),
+            client,
+            store,
+            _db: db,
+        }
+    }
+
+    fn operator(&self, identity: &str) -> Operator {
+        self.operator_with(identity, None)
+    }
+
+    fn operator_with(
+        &self,
+        identity: &str,
+        early_stopping: Option<EarlyStopperFactory>,
+    ) -> Operator {
+        let metrics = Arc::new(Metrics::new());
+        let config = OperatorConfig {
+            concurrency: 4,
+            observation_interval: Duration::from_millis(200),
+            identity: identity.to_string(),
+            ..OperatorConfig::default()
+        };
+        let mut ctx = Context::new(
+            self.client.clone(),
+            self.store.clone(),
+            config,
+            metrics.clone(),
+        );
+        if let Some(factory) = early_stopping {
+            ctx = ctx.with_early_stopping(factory);
+        }
+        let ctx = Arc::new(ctx);
+        let lease = LeaseConfig {
+            name: "vernier-operator".into(),
+            namespace: "default".into(),
+            identity: identity.into(),
+            lease_duration: Duration::from_secs(15),
+            renew_every: Duration::from_millis(500),
+        };
+        let (stop, stopped) = oneshot::channel::<()>();
+        let task = tokio::spawn(vernier_operator::run::run_with_leader_election(
+            ctx,
+            lease,
+            async move {
+                let _ = stopped.await;
+            },
+        ));
+        Operator {
+            stop: Some(stop),
+            task: Some(task),
+            metrics,
+        }
+    }
+
+    fn experiments(&self) -> Api<DynamicObject> {
+        Api::namespaced_with(self.client.clone(), "default", &experiment_resource())
+    }
+
+    fn trials(&self) -> Api<DynamicObject> {
+        Api::namespaced_with(self.client.clone(), "default", &trial_resource())
+    }
+
+    async fn create(&self, yaml: &str) -> DynamicObject {
+        let obj: DynamicObject = yaml_serde::from_str(yaml).expect("experiment yaml");
+        self.experiments()
+            .create(&PostParams::default(), &obj)
+            .await
+            .expect("experiment created")
+    }
+
+    async fn trials_of(&self, experiment: &str) -> Vec<DynamicObject> {
+        let lp =
+            ListParams::default().labels(&format!("katib.kubeflow.org/experiment={experiment}"));
+        self.trials().list(&lp).await.expect("trials").items
+    }
+
+    async fn shutdown(mut self) {
+        if let Some(sim) = self.sim.take() {
+            sim.shutdown().await;
+        }
+        if let Some(d) = self.double.take() {
+            d.shutdown().await;
+        }
+    }
+}
+
+struct Operator {
+    stop: Option<oneshot::Sender<()>>,
+    task: Option<JoinHandle<()>>,
+    metrics: Arc<Metrics>,
+}
+
+impl Operator {
+    async fn stop(mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        if let Some(t) = self.task.take() {
+            t.await.expect("operator task ends cleanly");
+        }
+    }
+}
+
+/// Polls `get` until `done` holds for its result.
+async fn wait_until<T, F, Fut>(what: &str, mut get: F, done: impl Fn(&T) -> bool) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = T>,
+    T: std::fmt::Debug,
+{
+    let start = tokio::time::Instant::now();
+    loop {
+        let v = get().await;
+        if done(&v) {
+            return v;
+        }
+        if start.elapsed() > DEADLINE {
+            panic!("gave up waiting for {what}; last seen: {v:#?}");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn condition<'a>(obj: &'a Value, type_: &str) -> Option<&'a Value> {
+    obj.pointer("/status/conditions")?
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == type_ && c["status"] == "True")
+}
+
+async fn experiment_json(env: &Env, name: &str) -> Value {
+    let obj = env
+        .experiments()
+        .get(name)
+        .await
+        .expect("experiment exists");
+    serde_json::to_value(obj).expect("json")
+}
+
+async fn finished(env: &Env, name: &str) -> Value {
+    wait_until(
+        &format!("experiment {name} to finish"),
+        || experiment_json(env, name),
+        |e| condition(e, "Succeeded").is_some() || condition(e, "Failed").is_some(),
+    )
+    .await
+}
+
+fn experiment_yaml(name: &str, kind: &str, parallel: u32, max: u32, extra_spec: &str) -> String {
+    let (api, replicas, container) = match kind {
+        "TFJob" => (
+            "kubeflow.org/v1",
+            "tfReplicaSpecs:\n          Chief",
+            "tensorflow",
+        ),
+        "PyTorchJob" => (
+            "kubeflow.org/v1",
+            "pytorchReplicaSpecs:\n          Master",
+            "pytorch",
+        ),
+        _ => ("batch/v1", "", "trainer"),
+    };
+    let script = TRAINER
+        .trim_end()
+        .replace('\n', "\n                        ");
+    let container_block = format!(
+        "containers:
+                  - name: {container}
+                    image: docker.io/kubeflowkatib/pytorch-mnist-cpu:latest
+                    command:
+                      - python3
+                      - -c
+                      - |
+                        {script}
+                      - --lr=${{trialParameters.learningRate}}
+                      - --batch-size=${{trialParameters.batchSize}}"
+    );
+    let trial_spec = if kind == "Job" {
+        format!(
+            "apiVersion: batch/v1
+      kind: Job
+      spec:
+        backoffLimit: 0
+        template:
+              spec:
+                restartPolicy: Never
+                {container_block}"
+        )
+    } else {
+        format!(
+            "apiVersion: {api}
+      kind: {kind}
+      spec:
+        {replicas}:
+            replicas: 1
+            restartPolicy: OnFailure
+            template:
+              metadata:
+                annotations:
+                  sidecar.istio.io/inject: \"false\"
+              spec:
+                {container_block}
+          Worker:
+            replicas: 1
+            restartPolicy: OnFailure
+            template:
+              spec:
+                {container_block}"
+        )
+    };
+    format!(
+        "apiVersion: kubeflow.org/v1beta1
+kind: Experiment
+metadata:
+  name: {name}
+  namespace: default
+spec:
+  parallelTrialCount: {parallel}
+  maxTrialCount: {max}
+  maxFailedTrialCount: 2
+  objective:
+    type: maximize
+    objectiveMetricName: accuracy
+    additionalMetricNames:
+      - loss
+  algorithm:
+    algorithmName: random
+{extra_spec}  parameters:
+    - name: lr
+      parameterType: double
+      feasibleSpace:
+        min: \"0.01\"
+        max: \"0.05\"
+    - name: batch_size
+      parameterType: int
+      feasibleSpace:
+        min: \"100\"
+        max: \"200\"
+  trialTemplate:
+    primaryContainerName: {container}
+    trialParameters:
+      - name: learningRate
+        description: Learning rate for the training model
+        reference: lr
+      - name: batchSize
+        description: Batch Size
+        reference: batch_size
+    trialSpec:
+      {trial_spec}
+"
+    )
+}
+
+/// Runs a Katib-style experiment of `kind` to Succeeded and checks every trial's observation
+/// against what its trainer printed, and the optimal trial against all of them.
+async fn runs_to_success(kind: &str, name: &str) {
+    let env = Env::start(SimulationOptions::default()).await;
+    let op = env.operator("replica-a");
+    env.create(&experiment_yaml(name, kind, 2, 4, "")).await;
+    let exp = finished(&env, name).await;
+    let ok =
+        condition(&exp, "Succeeded").unwrap_or_else(|| panic!("{name} did not succeed: {exp:#}"));
+    assert_eq!(ok["reason"], "ExperimentMaxTrialsReached");
+    assert_eq!(exp["status"]["trials"], 4);
+    assert_eq!(exp["status"]["trialsSucceeded"], 4);
+
+    let trials = env.trials_of(name).await;
+    assert_eq!(trials.len(), 4);
+    let mut best = (String::new(), f64::MIN);
+    for t in &trials {
+        let t = serde_json::to_value(t).expect("json");
+        let trial = t["metadata"]["name"].as_str().expect("name").to_string();
+        assert!(trial.starts_with(&format!("{name}-")), "{trial}");
+        assert!(condition(&t, "Succeeded").is_some(), "{t:#}");
+        let lr: f64 = t["spec"]["parameterAssignments"]
+            .as_array()
+            .and_then(|a| a.iter().find(|p| p["name"] == "lr"))
+            .and_then(|p| p["value"].as_str())
+            .and_then(|v| v.parse().ok())
+            .expect("lr assignment");
+        let metrics = t["status"]["observation"]["metrics"]
+            .as_array()
+            .expect("observation");
+        let acc = metrics
+            .iter()
+            .find(|m| m["name"] == "accuracy")
+            .expect("accuracy observed");
+        let latest: f64 = acc["latest"]
+            .as_str()
+            .and_then(|v| v.parse().ok())
+            .expect("latest");
+        assert!(
+            (latest - final_accuracy(lr)).abs() < 1e-6,
+            "trial {trial} lr {lr}: {latest}"
+        );
+        let max: f64 = acc["max"]
+            .as_str()
+            .and_then(|v| v.parse().ok())
+            .expect("max");
+        if max > best.1 {
+            best = (trial.clone(), max);
+        }
+        assert!(
+            metrics.iter().any(|m| m["name"] == "loss"),
+            "loss observed too"
+        );
+        // Three epochs were read from the pod log into the store.
+        let logs = env
+            .store
+            .observations(&trial, Some("accuracy"), None, None)
+            .await
+            .expect("logs");
+        assert_eq!(logs.len(), 3, "trial {trial}");
+    }
+    assert_eq!(
+        exp["status"]["currentOptimalTrial"]["bestTrialName"],
+        best.0.as_str()
+    );
+    assert_eq!(
+        exp["status"]["currentOptimalTrial"]["parameterAssignments"]
+            .as_array()
+            .map(Vec::len),
+        Some(2)
+    );
+    op.stop().await;
+    env.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tfjob_experiment_succeeds_with_observations() {
+    runs_to_success("TFJob", "tfjob-quadratic").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pytorchjob_experiment_succeeds_with_observations() {
+    runs_to_success("PyTorchJob", "pytorch-quadratic").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failing_jobs_fail_the_experiment_at_max_failed() {
+    let options = SimulationOptions {
+        default_outcome: Outcome::Fail {
+            exit_code: 3,
+            message: "out of memory".into(),
+        },
+        ..SimulationOptions::default()
+    };
+    let env = Env::start(options).await;
+    let op = env.operator("replica-a");
+    env.create(&experiment_yaml("failing", "Job", 1, 6, ""))
+        .await;
+    let exp = finished(&env, "failing").await;
+    let failed = condition(&exp, "Failed").unwrap_or_else(|| panic!("not failed: {exp:#}"));
+    assert_eq!(failed["reason"], "ExperimentFailed");
+    assert_eq!(exp["status"]["trialsFailed"], 2);
+    for t in env.trials_of("failing").await {
+        let t = serde_json::to_value(&t).expect("json");
+        let c = condition(&t, "Failed").unwrap_or_else(|| panic!("trial not failed: {t:#}"));
+        let reason = c["reason"].as_str().unwrap_or_default();
+        assert!(reason.starts_with("TrialFailed. Job reason: "), "{reason}");
+    }
+    op.stop().await;
+    env.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleting_the_experiment_removes_trials_jobs_and_observations() {
+    let options = SimulationOptions {
+        default_outcome: Outcome::Hang,
+        ..SimulationOptions::default()
+    };
+    let env = Env::start(options).await;
+    let op = env.operator("replica-a");
+    env.create(&experiment_yaml("doomed", "Job", 2, 4, ""))
+        .await;
+    let jobs: Api<DynamicObject> = Api::namespaced_with(
+        env.client.clone(),
+        "default",
+        &kube::api::ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk("batch", "v1", "Job")),
+    );
+    let selector = ListParams::default().labels("katib.kubeflow.org/experiment=doomed");
+    wait_until(
+        "two running jobs",
+        || async { jobs.list(&selector).await.expect("jobs").items.len() },
+        |n| *n == 2,
+    )
+    .await;
+    let trial_names: Vec<String> = env
+        .trials_of("doomed")
+        .await
+        .iter()
+        .map(ResourceExt::name_any)
+        .collect();
+    // Something for the finalizer to delete.
+    env.store
+        .report_observations(
+            &trial_names[0],
+            &[vernier_core::Observation {
+                metric: "accuracy".into(),
+                timestamp_us: 0,
+                value: "0.5".into(),
+            }],
+        )
+        .await
+        .expect("observation");
+    env.experiments()
+        .delete("doomed", &DeleteParams::background())
+        .await
+        .expect("deleted");
+    wait_until("trials gone", || env.trials_of("doomed"), |t| t.is_empty()).await;
+    wait_until(
+        "jobs gone",
+        || async { jobs.list(&selector).await.expect("jobs").items.len() },
+        |n| *n == 0,
+    )
+    .await;
+    for t in &trial_names {
+        assert!(
+            env.store
+                .observations(t, None, None, None)
+                .await
+                .expect("logs")
+                .is_empty(),
+            "{t}"
+        );
+    }
+    op.stop().await;
+    env.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn restarted_operator_finishes_without_duplicate_trials() {
+    let env = Env::start(SimulationOptions::default()).await;
+    let first = env.operator("replica-a");
+    env.create(&experiment_yaml("restarted", "Job", 1, 5, ""))
+        .await;
+    wait_until(
+        "two trials",
+        || env.trials_of("restarted"),
+        |t| t.len() >= 2,
+    )
+    .await;
+    first.stop().await;
+    // A new process: nothing carried over in memory, only the API server and the store.
+    let second = env.operator("replica-a");
+    let exp = finished(&env, "restarted").await;
+    assert!(condition(&exp, "Succeeded").is_some(), "{exp:#}");
+    let trials = env.trials_of("restarted").await;
+    assert_eq!(trials.len(), 5);
+    let seqs: BTreeSet<String> = trials
+        .iter()
+        .filter_map(|t| t.annotations().get("vernier/trial-seq").cloned())
+        .collect();
+    assert_eq!(seqs, (0..5).map(|i| i.to_string()).collect());
+    let assignments: BTreeSet<String> = trials
+        .iter()
+        .map(|t| t.data["spec"]["parameterAssignments"].to_string())
+        .collect();
+    assert_eq!(assignments.len(), 5, "no configuration proposed twice");
+    second.stop().await;
+    env.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_the_leader_creates_trials() {
+    let env = Env::start(SimulationOptions::default()).await;
+    let a = env.operator("replica-a");
+    let b = env.operator("replica-b");
+    env.create(&experiment_yaml("two-replicas", "Job", 2, 4, ""))
+        .await;
+    let exp = finished(&env, "two-replicas").await;
+    assert!(condition(&exp, "Succeeded").is_some(), "{exp:#}");
+    assert_eq!(env.trials_of("two-replicas").await.len(), 4);
+    let created = (a.metrics.trials_created(), b.metrics.trials_created());
+    assert!(
+        created == (4, 0) || created == (0, 4),
+        "both replicas created trials: {created:?}"
+    );
+    a.stop().await;
+    b.stop().await;
+    env.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn invalid_experiments_fail_with_field_and_value_and_an_event() {
+    let env = Env::start(SimulationOptions::default()).await;
+    let op = env.operator("replica-a");
+    let bad =
+        experiment_yaml("bad-bounds", "Job", 1, 2, "").replace("min: \"0.01\"", "min: \"0.9\"");
+    env.create(&bad).await;
+    // Malformed objects: wrong types where the schema-less CRD lets anything in.
+    env.create("apiVersion: kubeflow.org/v1beta1\nkind: Experiment\nmetadata:\n  name: garbage\nspec: 42\n").await;
+    env.create("apiVersion: kubeflow.org/v1beta1\nkind: Experiment\nmetadata:\n  name: wrong-types\nspec:\n  parameters: {a: 1}\n  parallelTrialCount: many\n").await;
+    let exp = finished(&env, "bad-bounds").await;
+    let failed = condition(&exp, "Failed").unwrap_or_else(|| panic!("{exp:#}"));
+    let message = failed["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("spec.parameters[0].feasibleSpace"),
+        "{message}"
+    );
+    assert!(message.contains("0.9"), "{message}");
+    for name in ["garbage", "wrong-types"] {
+        let e = finished(&env, name).await;
+        assert!(condition(&e, "Failed").is_some(), "{e:#}");
+    }
+    let events: Api<DynamicObject> = Api::namespaced_with(
+        env.client.clone(),
+        "default",
+        &kube::api::ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk(
+            "events.k8s.io",
+            "v1",
+            "Event",
+        )),
+    );
+    let found = wait_until(
+        "a ValidationFailed event",
+        || async {
+            events
+                .list(&ListParams::default())
+                .await
+                .expect("events")
+                .items
+        },
+        |items| {
+            items.iter().any(|e| {
+                e.data["reason"] == "ValidationFailed"
+                    && e.data["regarding"]["name"] == "bad-bounds"
+            })
+        },
+    )
+    .await;
+    let event = found
+        .iter()
+        .find(|e| e.data["regarding"]["name"] == "bad-bounds")
+        .expect("event");
+    assert!(
+        event.data["note"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("0.9")
+    );
+    // The operator survived them all: a valid experiment still runs.
+    env.create(&experiment_yaml("still-works", "Job", 1, 2, ""))
+        .await;
+    let ok = finished(&env, "still-works").await;
+    assert!(condition(&ok, "Succeeded").is_some(), "{ok:#}");
+    op.stop().await;
+    env.shutdown().await;
+}
+
+/// Stops every running trial that has reported its objective at least twice.
+#[derive(Debug)]
+struct StopAfterTwo;
+
+impl vernier_core::EarlyStopper for StopAfterTwo {
+    fn name(&self) -> &str {
+        "stop-after-two"
+    }
+
+    fn trials_to_stop(
+        &self,
+        request: &vernier_core::EarlyStoppingRequest<'_>,
+    ) -> Result<Vec<String>, vernier_core::CoreError> {
+        Ok(request
+            .trials
+            .iter()
+            .filter(|t| t.state == vernier_core::TrialState::Running && t.values.len() >= 2)
+            .map(|t| t.name.to_string())
+            .collect())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn early_stopping_deletes_the_job_and_marks_the_trial() {
+    let env = Env::start(SimulationOptions::default()).await;
+    let factory: EarlyStopperFactory = Arc::new(|name, _settings| {
+        assert_eq!(name, "medianstop");
+        Ok(Box::new(StopAfterTwo) as Box<dyn vernier_core::EarlyStopper>)
+    });
+    let op = env.operator_with("replica-a", Some(factory));
+    // The trainer prints two epochs, then waits long enough to be stopped while running.
+    let yaml = experiment_yaml(
+        "stopped",
+        "Job",
+        1,
+        2,
+        "  earlyStopping:\n    algorithmName: medianstop\n",
+    )
+    .replace(
+        "for e in range(3):",
+        "import time\n                        for e in range(2):",
+    )
+    .replace(
+        "flush=True)",
+        "flush=True)\n                        time.sleep(600)",
+    );
+    env.create(&yaml).await;
+    let exp = finished(&env, "stopped").await;
+    assert!(condition(&exp, "Succeeded").is_some(), "{exp:#}");
+    assert_eq!(exp["status"]["trialsEarlyStopped"], 2, "{exp:#}");
+    let jobs: Api<DynamicObject> = Api::namespaced_with(
+        env.client.clone(),
+        "default",
+        &kube::api::ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk("batch", "v1", "Job")),
+    );
+    let selector = ListParams::default().labels("katib.kubeflow.org/experiment=stopped");
+    wait_until(
+        "stopped jobs deleted",
+        || async { jobs.list(&selector).await.expect("jobs").items.len() },
+        |n| *n == 0,
+    )
+    .await;
+    for t in env.trials_of("stopped").await {
+        let t = serde_json::to_value(&t).expect("json");
+        let c = condition(&t, "EarlyStopped").unwrap_or_else(|| panic!("{t:#}"));
+        assert_eq!(c["reason"], "TrialEarlyStopped");
+    }
+    // Early-stopped trials with observations count for the optimal trial, as in Katib.
+    assert!(
+        exp["status"]["currentOptimalTrial"]["bestTrialName"].is_string(),
+        "{exp:#}"
+    );
+    op.stop().await;
+    env.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn long_running_experiment_resumes_when_max_trials_is_raised() {
+    let env = Env::start(SimulationOptions::default()).await;
+    let op = env.operator("replica-a");
+    let yaml = experiment_yaml("resumable", "Job", 1, 2, "  resumePolicy: LongRunning\n")
+        .replace("maxFailedTrialCount: 2", "maxFailedTrialCount: 1");
+    env.create(&yaml).await;
+    let exp = finished(&env, "resumable").await;
+    assert_eq!(exp["status"]["trials"], 2, "{exp:#}");
+    let patch = serde_json::json!({"spec": {"maxTrialCount": 3}});
+    env.experiments()
+        .patch(
+            "resumable",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(&patch),
+        )
+        .await
+        .expect("patched");
+    let exp = wait_until(
+        "the experiment to run a third trial and finish",
+        || experiment_json(&env, "resumable"),
+        |e| e["status"]["trials"] == 3 && condition(e, "Succeeded").is_some(),
+    )
+    .await;
+    assert_eq!(exp["status"]["trialsSucceeded"], 3);
+    // resumePolicy Never (the default) keeps a finished experiment finished.
+    env.create(&experiment_yaml("final", "Job", 1, 2, "")).await;
+    finished(&env, "final").await;
+    let before = experiment_reconciles(&op.metrics);
+    env.experiments()
+        .patch(
+            "final",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(&patch),
+        )
+        .await
+        .expect("patched");
+    // The edit wakes the reconciler; once it has run, nothing may have been created.
+    wait_until(
+        "a reconcile after the edit",
+        || async { experiment_reconciles(&op.metrics) },
+        |n| *n > before,
+    )
+    .await;
+    let final_exp = experiment_json(&env, "final").await;
+    assert!(
+        condition(&final_exp, "Succeeded").is_some(),
+        "{final_exp:#}"
+    );
+    assert_eq!(env.trials_of("final").await.len(), 2);
+    op.stop().await;
+    env.shutdown().await;
+}
+
+fn experiment_reconciles(metrics: &Metrics) -> u64 {
+    metrics
+        .encode()
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix(r#"vernier_operator_reconciles_total{controller="experiment"} "#)
+        })
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// GETs `path` from the HTTP server at `addr` with a plain HTTP/1.1 request.
+async fn http_get(addr: std::net::SocketAddr, path: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let request = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.expect("write");
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.expect("read");
+    response
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn health_readiness_and_metrics_endpoints() {
+    let env = Env::start(SimulationOptions::default()).await;
+    let op = env.operator("replica-a");
+    env.create(&experiment_yaml("observed", "Job", 1, 2, ""))
+        .await;
+    finished(&env, "observed").await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let app = vernier_operator::http::router(op.metrics.clone(), env.store.clone());
+    let server = tokio::spawn(async move { axum::serve(listener, app).await });
+    assert!(http_get(addr, "/healthz").await.starts_with("HTTP/1.1 200"));
+    assert!(http_get(addr, "/readyz").await.starts_with("HTTP/1.1 200"));
+    let metrics = http_get(addr, "/metrics").await;
+    assert!(
+        metrics.contains("vernier_operator_trials_created_total 2"),
+        "{metrics}"
+    );
+    assert!(
+        metrics
+            .contains(r#"vernier_operator_reconcile_duration_seconds_count{controller="trial"}"#),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains(r#"vernier_operator_reconciles_total{controller="experiment"}"#),
+        "{metrics}"
+    );
+    env.store.close().await;
+    let not_ready = http_get(addr, "/readyz").await;
+    assert!(not_ready.starts_with("HTTP/1.1 503"), "{not_ready}");
+    server.abort();
+    op.stop().await;
+    env.shutdown().await;
+}

@@ -1,0 +1,139 @@
+//! Katib-style condition lists (`type`, `status`, `reason`, `message`, times) with Katib's
+//! mechanics: a change removes the old entry of that type and appends the new one, so the last
+//! condition is the most recent. Shared by the local driver and the operator.
+
+use serde::{Deserialize, Serialize};
+
+/// One Katib condition.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Condition {
+    #[serde(rename = "type")]
+    pub type_: String,
+    pub status: String,
+    #[serde(default)]
+    pub reason: String,
+    #[serde(default)]
+    pub message: String,
+    #[serde(default)]
+    pub last_update_time: String,
+    #[serde(default)]
+    pub last_transition_time: String,
+}
+
+/// RFC 3339 with second precision, as Katib writes times.
+pub fn rfc3339(us: i64) -> String {
+    chrono::DateTime::from_timestamp_micros(us)
+        .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
+        .unwrap_or_else(|| "0001-01-01T00:00:00Z".to_string())
+}
+
+/// Sets a condition the way Katib's `setCondition` does.
+pub fn set_condition(
+    conditions: &mut Vec<Condition>,
+    type_: &str,
+    status: bool,
+    reason: &str,
+    message: &str,
+    now_us: i64,
+) {
+    let status = if status { "True" } else { "False" };
+    let now = rfc3339(now_us);
+    let mut transition = now.clone();
+    if let Some(pos) = conditions.iter().position(|c| c.type_ == type_) {
+        let old = &conditions[pos];
+        if old.status == status && old.reason == reason {
+            return;
+        }
+        if old.status == status {
+            transition = old.last_transition_time.clone();
+        }
+        conditions.remove(pos);
+    }
+    conditions.push(Condition {
+        type_: type_.to_string(),
+        status: status.to_string(),
+        reason: reason.to_string(),
+        message: message.to_string(),
+        last_update_time: now,
+        last_transition_time: transition,
+    });
+}
+
+/// Marks a terminal condition; like Katib, `Running` first flips to `False`.
+pub fn set_terminal(
+    conditions: &mut Vec<Condition>,
+    type_: &str,
+    reason: &str,
+    message: &str,
+    now_us: i64,
+) {
+    if conditions.iter().any(|c| c.type_ == "Running") {
+        set_condition(conditions, "Running", false, reason, message, now_us);
+    }
+    set_condition(conditions, type_, true, reason, message, now_us);
+}
+
+pub fn parse_conditions(json: &str) -> Vec<Condition> {
+    serde_json::from_str(json).unwrap_or_default()
+}
+
+pub fn conditions_json(conditions: &[Condition]) -> String {
+    serde_json::to_string(conditions).unwrap_or_else(|_| "[]".to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn follows_katib_condition_mechanics() {
+        let mut c = Vec::new();
+        set_condition(
+            &mut c,
+            "Created",
+            true,
+            "ExperimentCreated",
+            "Experiment is created",
+            0,
+        );
+        set_condition(
+            &mut c,
+            "Running",
+            true,
+            "ExperimentRunning",
+            "Experiment is running",
+            1,
+        );
+        set_condition(
+            &mut c,
+            "Running",
+            true,
+            "ExperimentRunning",
+            "again",
+            2_000_000,
+        );
+        assert_eq!(c.len(), 2);
+        assert_eq!(c[1].message, "Experiment is running");
+        set_terminal(
+            &mut c,
+            "Succeeded",
+            "ExperimentGoalReached",
+            "done",
+            3_000_000,
+        );
+        let types: Vec<_> = c
+            .iter()
+            .map(|x| (x.type_.as_str(), x.status.as_str()))
+            .collect();
+        assert_eq!(
+            types,
+            vec![
+                ("Created", "True"),
+                ("Running", "False"),
+                ("Succeeded", "True")
+            ]
+        );
+        assert_eq!(c[2].last_update_time, "1970-01-01T00:00:03Z");
+    }
+}

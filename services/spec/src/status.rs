@@ -1,0 +1,117 @@
+//! Katib's `Experiment.status` and `Trial.status` (reference §2.4, §2.5) with Katib's JSON field
+//! names, so Katib's SDK and UI read what Vernier's operator writes.
+
+use crate::conditions::Condition;
+use serde::{Deserialize, Serialize};
+
+/// One `{name, value}` parameter assignment as Katib writes it in trials and statuses.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ParameterAssignment {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub value: String,
+}
+
+/// Katib's `Metric {name, min, max, latest}`; absent values are the text `unavailable`.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MetricValues {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub min: String,
+    #[serde(default)]
+    pub max: String,
+    #[serde(default)]
+    pub latest: String,
+}
+
+/// Katib's `Observation`.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Observation {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub metrics: Vec<MetricValues>,
+}
+
+/// `status.currentOptimalTrial`.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OptimalTrial {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub best_trial_name: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parameter_assignments: Vec<ParameterAssignment>,
+    #[serde(default)]
+    pub observation: Observation,
+}
+
+/// `Experiment.status`. Counters and lists are omitted when zero or empty, as Katib's
+/// `omitempty` does.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExperimentStatus {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_time: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completion_time: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_reconcile_time: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub current_optimal_trial: Option<OptimalTrial>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub running_trial_list: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pending_trial_list: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failed_trial_list: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub succeeded_trial_list: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub killed_trial_list: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub early_stopped_trial_list: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub metrics_unavailable_trial_list: Vec<String>,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub trials: i32,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub trials_succeeded: i32,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub trials_failed: i32,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub trials_killed: i32,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub trials_pending: i32,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub trials_running: i32,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub trials_early_stopped: i32,
+    /// Katib's name really lacks the `s`: `trialMetricsUnavailable`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub trial_metrics_unavailable: i32,
+}
+
+/// `Trial.status`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TrialStatus {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_time: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completion_time: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_reconcile_time: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observation: Option<Observation>,
+}
+
+fn is_zero(n: &i32) -> bool {
+    *n == 0
+}
