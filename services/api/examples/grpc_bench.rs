@@ -34,6 +34,11 @@ fn experiment(algorithm: &str) -> Experiment {
     };
     let settings: Vec<(&str, &str)> = match algorithm {
         "hyperband" => vec![("r_l", "9"), ("resource_name", "epochs"), ("eta", "3")],
+        "asha" => vec![
+            ("resource_name", "epochs"),
+            ("max_resource", "9"),
+            ("eta", "3"),
+        ],
         _ => vec![("random_state", "1")],
     };
     Experiment {
@@ -115,7 +120,13 @@ async fn suggestion_latency(channel: Channel, repeats: usize) -> Result<(), Erro
     for algorithm in vernier_algorithms::KNOWN_ALGORITHMS {
         for n in [100, 500] {
             let exp = experiment(algorithm);
-            let history = if *algorithm == "hyperband" { 0 } else { n };
+            // Hyperband's and ASHA's trials need the rung labels they hand out, so a
+            // synthetic history is not meaningful for them.
+            let history = if matches!(*algorithm, "hyperband" | "asha") {
+                0
+            } else {
+                n
+            };
             let request = GetSuggestionsRequest {
                 experiment: Some(exp.clone()),
                 trials: trials(&exp, history)?,
