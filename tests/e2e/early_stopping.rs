@@ -1,5 +1,5 @@
-//! `spec.earlyStopping` (medianstop) in a local run: trials whose running best is below the
-//! rule's value are stopped and recorded EarlyStopped with Katib's reason and message.
+//! `spec.earlyStopping` (medianstop and ASHA) in a local run: trials that break the rule are
+//! stopped and recorded EarlyStopped with Katib's reason and message.
 
 use crate::harness::{Sandbox, python_experiment, text, trials_in};
 
@@ -52,4 +52,51 @@ fn medianstop_stops_trials_worse_than_the_succeeded_ones() {
     }
     assert!(stopped >= 1, "seed 11 stops at least one trial: {r:#}");
     assert_eq!(trials_in(&r, "EarlyStopped").len(), stopped);
+}
+
+#[test]
+fn asha_stops_trials_outranked_at_a_rung() {
+    let sb = Sandbox::new();
+    // Six epochs each reporting acc = x: at every rung a trial ranks by x against all earlier
+    // trials that reached the same step.
+    let yaml = python_experiment(
+        "asha-es",
+        "import sys, time\nx = float(sys.argv[1])\nfor e in range(6):\n    print(f'acc={x}', flush=True)\n    time.sleep(0.7)",
+        "  objective:\n    type: maximize\n    objectiveMetricName: acc\n  earlyStopping:\n    algorithmName: asha\n    algorithmSettings:\n      - name: min_resource\n        value: \"1\"\n      - name: eta\n        value: \"2\"\n  parallelTrialCount: 1\n  maxTrialCount: 6",
+    );
+    let file = sb.write("asha-es.yaml", &yaml);
+    let out = sb.run(&["run", file.to_str().unwrap(), "--seed", "11"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let r = sb.report("asha-es");
+    let trials = r["trials"].as_array().unwrap();
+    let mut earlier_best = f64::NEG_INFINITY;
+    let mut stopped = 0;
+    for (i, t) in trials.iter().enumerate() {
+        let x: f64 = t["spec"]["parameterAssignments"][0]["value"]
+            .as_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        let last = t["status"]["conditions"]
+            .as_array()
+            .unwrap()
+            .last()
+            .unwrap()
+            .clone();
+        match last["type"].as_str().unwrap() {
+            "Succeeded" => {}
+            "EarlyStopped" => {
+                stopped += 1;
+                assert!(i > 0, "the first trial has no one to rank against: {r:#}");
+                assert_eq!(last["reason"], "TrialEarlyStopped", "{last}");
+                assert!(
+                    x < earlier_best,
+                    "x {x} was stopped though no earlier trial beat it ({earlier_best})"
+                );
+            }
+            other => panic!("unexpected trial state {other}: {r:#}"),
+        }
+        earlier_best = earlier_best.max(x);
+    }
+    assert!(stopped >= 1, "seed 11 stops at least one trial: {r:#}");
 }
