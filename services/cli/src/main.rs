@@ -59,6 +59,8 @@ enum Command {
         /// Rewrite the HTML file every 2 s until the experiment ends (needs --format html --output).
         #[arg(long)]
         watch: bool,
+        #[command(flatten)]
+        kube: commands::report::KubeArgs,
     },
     /// Compare experiments: best value, when it was reached, best so far at 10/25/50/100 trials.
     Compare {
@@ -70,6 +72,8 @@ enum Command {
         /// Write to FILE instead of stdout.
         #[arg(long, short, value_name = "FILE")]
         output: Option<PathBuf>,
+        #[command(flatten)]
+        kube: commands::report::KubeArgs,
     },
     /// Add a hand-picked configuration to an experiment; `vernier resume` runs it first.
     Enqueue {
@@ -197,6 +201,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
             top,
             output,
             watch,
+            kube,
         } => {
             let args = commands::report::ReportArgs {
                 name,
@@ -205,13 +210,14 @@ async fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
                 output,
                 watch,
             };
-            commands::report::report(&cli.db, args).await
+            commands::report::report(&cli.db, &kube, args).await
         }
         Command::Compare {
             names,
             format,
             output,
-        } => commands::compare::compare(&cli.db, &names, format, output).await,
+            kube,
+        } => commands::compare::compare(&cli.db, &kube, &names, format, output).await,
         Command::Enqueue { name, params } => {
             commands::enqueue::enqueue(&cli.db, &name, &params).await
         }

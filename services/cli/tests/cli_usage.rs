@@ -36,6 +36,16 @@ fn usage_errors_exit_2_and_name_the_flag() {
 }
 
 #[test]
+fn kube_options_need_kube() {
+    let out = vernier(&["report", "x", "--namespace", "team-a"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--kube"), "{err}");
+    let out = vernier(&["compare", "x", "y", "--namespace", "team-a"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
 fn a_database_in_a_missing_directory_is_a_clear_error() {
     let out = vernier(&["list", "--db", "/nonexistent-dir/sub/vernier.db"]);
     assert_eq!(out.status.code(), Some(2));

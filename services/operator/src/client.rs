@@ -2,7 +2,9 @@
 //! and `kubectl proxy`), else from the kubeconfig or the in-cluster service account.
 
 use crate::error::OperatorError;
-use kube::{Client, Config};
+/// Re-exported so callers (the cli) need no kube dependency of their own.
+pub use kube::Client;
+use kube::Config;
 
 pub async fn connect(kube_url: Option<&str>) -> Result<Client, OperatorError> {
     let config = match kube_url {

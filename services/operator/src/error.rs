@@ -17,6 +17,11 @@ pub enum OperatorError {
         "--trial-resources value {value:?}: {message}; hint: write Kind.version.group, e.g. TFJob.v1.kubeflow.org or Job.v1.batch"
     )]
     TrialResource { value: String, message: String },
+    /// The API server did not answer at all (as opposed to answering with an error status).
+    #[error(
+        "cannot reach the kubernetes api: {0}; hint: check --kube-url (or KUBECONFIG) and that the cluster or kubectl proxy is up"
+    )]
+    Unreachable(String),
     #[error("--kube-url value {url:?}: {message}")]
     KubeUrl { url: String, message: String },
     #[error(

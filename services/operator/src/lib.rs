@@ -13,6 +13,7 @@ pub mod leader;
 pub mod logs;
 pub mod metrics;
 pub mod objects;
+pub mod report_source;
 pub mod run;
 pub mod trial;
 

@@ -802,3 +802,110 @@ async fn health_readiness_and_metrics_endpoints() {
     op.stop().await;
     env.shutdown().await;
 }
+
+/// `vernier report --kube`: the report read back from the Experiment and Trial objects the
+/// operator wrote agrees with them, and every format renders it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn report_reads_the_cluster_objects() {
+    use vernier_runner::report::html::{self, HtmlOptions};
+    use vernier_runner::report::table::{self, TableOptions};
+    let env = Env::start(SimulationOptions::default()).await;
+    let op = env.operator("replica-a");
+    env.create(&experiment_yaml("reported", "Job", 2, 4, ""))
+        .await;
+    let exp = finished(&env, "reported").await;
+    op.stop().await;
+    let optimal = exp["status"]["currentOptimalTrial"]["bestTrialName"]
+        .as_str()
+        .expect("optimal trial")
+        .to_string();
+
+    let r = vernier_operator::report_source::load_report(&env.client, "default", "reported")
+        .await
+        .expect("report loads");
+    assert_eq!(r.row.status.phase, "Succeeded");
+    assert_eq!(r.trials.len(), 4);
+    let mut seqs: Vec<i64> = r.trials.iter().map(|t| t.row.seq).collect();
+    seqs.dedup();
+    assert_eq!(seqs.len(), 4, "each trial keeps its own sequence number");
+    let best = &r.trials[r.best.expect("a best trial")];
+    assert_eq!(best.row.name, optimal);
+    let lr: f64 = best
+        .row
+        .assignment
+        .iter()
+        .find(|(n, _)| n == "lr")
+        .and_then(|(_, v)| v.parse().ok())
+        .expect("lr assignment");
+    // The objective is the max of the accuracies printed, the last one for this trainer.
+    let acc = best.objective.expect("objective value");
+    assert!((acc - final_accuracy(lr)).abs() < 1e-6, "{acc} for lr {lr}");
+    assert!(best.values.contains_key("loss"), "{:?}", best.values);
+
+    let json = r.to_katib_json();
+    assert_eq!(json["status"]["trials"], 4);
+    assert_eq!(json["status"]["trialsSucceeded"], 4);
+    assert_eq!(
+        json["status"]["currentOptimalTrial"]["bestTrialName"],
+        optimal.as_str()
+    );
+    assert_eq!(json["trials"].as_array().map(Vec::len), Some(4));
+
+    let text = table::render(
+        &r,
+        TableOptions {
+            top: None,
+            highlight: false,
+        },
+    );
+    let at = |name: &str| {
+        text.find(name)
+            .unwrap_or_else(|| panic!("{name} in\n{text}"))
+    };
+    let mut by_value: Vec<_> = r.trials.iter().collect();
+    by_value.sort_by(|a, b| b.objective.partial_cmp(&a.objective).expect("numbers"));
+    assert_eq!(by_value[0].row.name, optimal);
+    let rows: Vec<usize> = by_value.iter().map(|t| at(&t.row.name)).collect();
+    assert!(rows.is_sorted(), "trials best first:\n{text}");
+    assert!(text.contains("Succeeded"), "{text}");
+    let csv = vernier_runner::report::csv::render(&r);
+    assert_eq!(
+        csv.lines().count(),
+        5,
+        "a header and one row per trial:\n{csv}"
+    );
+    let page = html::render(&r, HtmlOptions { top: None });
+    assert!(
+        page.contains("keep only each metric's min, max and latest value"),
+        "the page says why there are no curves"
+    );
+    let missing = vernier_operator::report_source::load_report(&env.client, "default", "nope")
+        .await
+        .expect_err("no such experiment")
+        .to_string();
+    assert!(
+        missing.contains("default/nope") && missing.contains("hint:"),
+        "{missing}"
+    );
+    env.shutdown().await;
+}
+
+#[tokio::test]
+async fn report_from_an_unreachable_cluster_says_where_to_look() {
+    // A port that was free a moment ago: nothing answers there.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("free port")
+        .port();
+    let client = vernier_operator::client::connect(Some(&format!("http://127.0.0.1:{port}")))
+        .await
+        .expect("client");
+    let err = vernier_operator::report_source::load_report(&client, "default", "x")
+        .await
+        .expect_err("nothing listens")
+        .to_string();
+    assert!(
+        err.starts_with("cannot reach the kubernetes api") && err.contains("--kube-url"),
+        "{err}"
+    );
+}

@@ -1,11 +1,10 @@
 //! `vernier compare A B ...`: several experiments' convergence side by side.
 
 use crate::Exit;
-use crate::commands::report::write_atomically;
+use crate::commands::report::{KubeArgs, Source, write_atomically};
 use anyhow::bail;
 use std::path::PathBuf;
 use vernier_runner::report::compare::{self, Convergence};
-use vernier_runner::report::load;
 
 /// The formats of `vernier compare`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -17,6 +16,7 @@ pub enum Format {
 
 pub async fn compare(
     db: &str,
+    kube: &KubeArgs,
     names: &[String],
     format: Format,
     output: Option<PathBuf>,
@@ -31,10 +31,10 @@ pub async fn compare(
             dup.1
         );
     }
-    let store = vernier_store::SqlStore::connect(db).await?;
+    let source = Source::open(db, kube).await?;
     let mut cs = Vec::with_capacity(names.len());
     for name in names {
-        cs.push(Convergence::of(&load(&store, name).await?));
+        cs.push(Convergence::of(&source.load(name, false).await?));
     }
     let text = match format {
         Format::Table => compare::table(&cs),

@@ -1,5 +1,6 @@
 //! `vernier report NAME`: the experiment as a table, Katib-shaped JSON, CSV or an HTML page,
-//! to stdout or a file, once or (`--watch`) rewritten until the experiment ends.
+//! to stdout or a file, once or (`--watch`) rewritten until the experiment ends; read from
+//! the database, or (`--kube`) from a cluster's Experiment and Trial objects.
 
 use crate::Exit;
 use anyhow::{Context, bail};
@@ -20,6 +21,62 @@ pub enum Format {
     Html,
 }
 
+/// Where reports are read from instead of the database (`report` and `compare`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct KubeArgs {
+    /// Read the Experiment and Trial objects of a cluster (as `vernier operator` writes them)
+    /// instead of the database; they keep only reduced metrics, so no learning curves.
+    #[arg(long)]
+    pub kube: bool,
+    /// The namespace of the experiments (with --kube).
+    #[arg(long, requires = "kube", default_value = "default", value_name = "NS")]
+    pub namespace: String,
+    /// Kubernetes API URL without credentials (e.g. `kubectl proxy`'s), with --kube; default:
+    /// kubeconfig or in-cluster.
+    // Not `requires = "kube"`: the variable is shared with `vernier operator`, and having it
+    // set must not break reports from the database.
+    #[arg(long, env = "VERNIER_KUBE_URL", value_name = "URL")]
+    pub kube_url: Option<String>,
+}
+
+/// An opened report source.
+pub enum Source {
+    Db(vernier_store::SqlStore),
+    Kube {
+        client: vernier_operator::client::Client,
+        namespace: String,
+    },
+}
+
+impl Source {
+    pub async fn open(db: &str, kube: &KubeArgs) -> anyhow::Result<Source> {
+        Ok(if kube.kube {
+            Source::Kube {
+                client: vernier_operator::client::connect(kube.kube_url.as_deref()).await?,
+                namespace: kube.namespace.clone(),
+            }
+        } else {
+            Source::Db(vernier_store::SqlStore::connect(db).await?)
+        })
+    }
+
+    /// The report of `name`, with learning curves for the HTML page when the source has them.
+    pub async fn load(&self, name: &str, curves: bool) -> anyhow::Result<ExperimentReport> {
+        Ok(match self {
+            Source::Db(store) => {
+                let mut report = load(store, name).await?;
+                if curves {
+                    load_curves(store, &mut report, html::MAX_CURVES).await?;
+                }
+                report
+            }
+            Source::Kube { client, namespace } => {
+                vernier_operator::report_source::load_report(client, namespace, name).await?
+            }
+        })
+    }
+}
+
 #[derive(Debug)]
 pub struct ReportArgs {
     pub name: String,
@@ -29,14 +86,11 @@ pub struct ReportArgs {
     pub watch: bool,
 }
 
-pub async fn report(db: &str, args: ReportArgs) -> anyhow::Result<Exit> {
+pub async fn report(db: &str, kube: &KubeArgs, args: ReportArgs) -> anyhow::Result<Exit> {
     check(&args)?;
-    let store = vernier_store::SqlStore::connect(db).await?;
+    let source = Source::open(db, kube).await?;
     loop {
-        let mut report = load(&store, &args.name).await?;
-        if args.format == Format::Html {
-            load_curves(&store, &mut report, html::MAX_CURVES).await?;
-        }
+        let report = source.load(&args.name, args.format == Format::Html).await?;
         let text = render(&report, &args)?;
         match &args.output {
             Some(path) => write_atomically(path, &text)?,

@@ -463,6 +463,12 @@ fn curves(out: &mut String, r: &ExperimentReport, ranked: &[usize]) {
         .map(|&i| &r.trials[i])
         .filter(|t| t.curve_points >= 2)
         .collect();
+    if !r.curves_recorded {
+        out.push_str(
+            "<p id=\"plot-curves\" class=\"note\">This report was read from the cluster's Experiment and Trial objects, which keep only each metric's min, max and latest value, so there are no learning curves.</p>\n",
+        );
+        return;
+    }
     if with_curve.is_empty() {
         out.push_str(
             "<p id=\"plot-curves\" class=\"note\">No trial reported the objective metric more than once, so there are no learning curves.</p>\n",

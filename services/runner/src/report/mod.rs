@@ -50,6 +50,9 @@ pub struct ExperimentReport {
     pub front: Vec<usize>,
     /// The resolved objective (direction, strategies), so formats need not re-derive it.
     pub objective: Objective,
+    /// False when the source holds only reduced observations (a cluster's Trial objects),
+    /// so there are no intermediate values to draw whatever the trials logged.
+    pub curves_recorded: bool,
 }
 
 /// One trial's metrics being reduced while its raw observations stream by.
@@ -163,12 +166,33 @@ pub async fn load(store: &SqlStore, name: &str) -> Result<ExperimentReport, Runn
     let objective = spec.objective()?;
     let metric_names = objective.metric_names();
     let mut reduced = reduced_metrics(store, name, &metric_names, &objective.metric).await?;
-    let trials: Vec<TrialReport> = store
+    let trials = store
         .list_trials(name)
         .await?
         .into_iter()
         .map(|row| {
             let (metrics, curve_points) = reduced.remove(&row.name).unwrap_or_default();
+            (row, metrics, curve_points)
+        })
+        .collect();
+    Ok(assemble(row, spec, objective, trials, true))
+}
+
+/// Builds the report from an experiment and its trials with their reduced metrics and
+/// objective curve lengths, whatever they were read from (the store, or a cluster's
+/// Experiment and Trial objects): objective values by strategy, then the best trial and the
+/// front by the same planner rules the runs use. `curves_recorded` says whether the source
+/// keeps raw intermediate values at all, so a page without curves can say why.
+pub fn assemble(
+    row: ExperimentRow,
+    spec: Experiment,
+    objective: Objective,
+    trials: Vec<(TrialRow, Vec<MetricSummary>, i64)>,
+    curves_recorded: bool,
+) -> ExperimentReport {
+    let trials: Vec<TrialReport> = trials
+        .into_iter()
+        .map(|(row, metrics, curve_points)| {
             let value = metrics
                 .iter()
                 .find(|m| m.name == objective.metric)
@@ -198,14 +222,15 @@ pub async fn load(store: &SqlStore, name: &str) -> Result<ExperimentReport, Runn
         .collect();
     let best = best_trial(&objective, &outcomes);
     let front = pareto_front(&objective, &outcomes);
-    Ok(ExperimentReport {
+    ExperimentReport {
         row,
         spec,
         trials,
         best,
         front,
         objective,
-    })
+        curves_recorded,
+    }
 }
 
 /// Reads the learning curves (every numeric objective value, in time order) of the first
