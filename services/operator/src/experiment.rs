@@ -10,12 +10,12 @@
 use crate::context::Context;
 use crate::error::{OperatorError, Result};
 use crate::objects::{
-    experiment_resource, namespaced, now_rfc3339, objective_of, owner_reference, patch_status,
-    publish, state_of, trial_resource, trial_status,
+    experiment_resource, namespaced, now_rfc3339, objective_of, owned_trials, owner_reference,
+    patch_status, publish, state_of, trial_resource, trial_status,
 };
 use crate::trial::FINALIZER;
 use futures_util::StreamExt;
-use kube::api::{DynamicObject, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{DynamicObject, Patch, PatchParams, PostParams};
 use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
 use serde_json::{Value, json};
@@ -391,18 +391,8 @@ async fn list_trials(
     exp: &LocalExperiment,
 ) -> Result<Vec<Listed>> {
     let api = namespaced(ctx, &trial_resource(), ns);
-    let selector = format!("{EXPERIMENT_LABEL}={name}");
-    let list = api.list(&ListParams::default().labels(&selector)).await?;
-    let uid = obj.uid();
     let mut listed: Vec<(u64, Listed)> = Vec::new();
-    for t in list.items {
-        let owned = t
-            .owner_references()
-            .iter()
-            .any(|o| o.kind == "Experiment" && Some(&o.uid) == uid.as_ref());
-        if !owned {
-            continue;
-        }
+    for t in owned_trials(&api, obj, name).await? {
         let seq = t
             .annotations()
             .get(SEQ_ANNOTATION)

@@ -4,7 +4,7 @@
 
 use crate::context::Context;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams};
 use kube::core::crd::v1::CustomResourceExt;
 use kube::runtime::events::{Event, EventType};
 use kube::{Resource, ResourceExt};
@@ -72,6 +72,34 @@ pub fn trial_status(obj: &DynamicObject) -> TrialStatus {
         .unwrap_or_default()
 }
 
+/// A finite number from a status metric field; Katib writes `unavailable` and the like as
+/// text, which counts as no value.
+pub fn metric_number(s: &str) -> Option<f64> {
+    s.trim().parse::<f64>().ok().filter(|v| v.is_finite())
+}
+
+/// The Trials labelled with the experiment's name that this Experiment object owns: a
+/// same-named experiment deleted and re-created may leave the old one's trials behind until
+/// garbage collection, and only the current one's count.
+pub async fn owned_trials(
+    api: &Api<DynamicObject>,
+    experiment: &DynamicObject,
+    name: &str,
+) -> kube::Result<Vec<DynamicObject>> {
+    let selector = format!("{}={name}", vernier_spec::trial::EXPERIMENT_LABEL);
+    let uid = experiment.uid();
+    let list = api.list(&ListParams::default().labels(&selector)).await?;
+    Ok(list
+        .items
+        .into_iter()
+        .filter(|t| {
+            t.owner_references()
+                .iter()
+                .any(|o| o.kind == "Experiment" && Some(&o.uid) == uid.as_ref())
+        })
+        .collect())
+}
+
 /// The value a metric strategy selects from an observation (Katib: min/max fall back to
 /// latest when unavailable).
 pub fn metric_value(
@@ -80,11 +108,10 @@ pub fn metric_value(
     strategy: MetricStrategy,
 ) -> Option<f64> {
     let m = observation.metrics.iter().find(|m| m.name == metric)?;
-    let parse = |s: &str| s.trim().parse::<f64>().ok().filter(|v| v.is_finite());
-    let latest = || parse(&m.latest);
+    let latest = || metric_number(&m.latest);
     match strategy {
-        MetricStrategy::Min => parse(&m.min).or_else(latest),
-        MetricStrategy::Max => parse(&m.max).or_else(latest),
+        MetricStrategy::Min => metric_number(&m.min).or_else(latest),
+        MetricStrategy::Max => metric_number(&m.max).or_else(latest),
         MetricStrategy::Latest => latest(),
     }
 }

@@ -4,15 +4,17 @@
 
 use crate::error::OperatorError;
 use crate::experiment::SEQ_ANNOTATION;
-use crate::objects::{experiment_resource, state_of, trial_resource, trial_status};
-use kube::api::{Api, DynamicObject, ListParams};
+use crate::objects::{
+    experiment_resource, metric_number, owned_trials, state_of, trial_resource, trial_status,
+};
+use kube::api::{Api, DynamicObject};
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
 use vernier_core::{MetricSummary, TrialState};
 use vernier_runner::report::{ExperimentReport, assemble};
 use vernier_spec::conditions::Condition;
 use vernier_spec::status::{ExperimentStatus, MetricValues};
-use vernier_spec::trial::{EXPERIMENT_LABEL, TrialSpec};
+use vernier_spec::trial::TrialSpec;
 use vernier_spec::types::API_VERSION;
 use vernier_store::{ExperimentRow, ExperimentStatusRow, TrialRow};
 
@@ -79,24 +81,11 @@ pub async fn load_report(
 
     let trials: Api<DynamicObject> =
         Api::namespaced_with(client.clone(), namespace, &trial_resource());
-    let selector = format!("{EXPERIMENT_LABEL}={name}");
-    let uid = obj.uid();
-    let mut rows = Vec::new();
-    for t in trials
-        .list(&ListParams::default().labels(&selector))
+    let mut rows: Vec<_> = owned_trials(&trials, &obj, name)
         .await?
-        .items
-    {
-        // A same-named experiment deleted and re-created may leave trials of the old one
-        // behind until garbage collection; only the current one's count.
-        let owned = t
-            .owner_references()
-            .iter()
-            .any(|o| o.kind == "Experiment" && Some(&o.uid) == uid.as_ref());
-        if owned {
-            rows.push(trial_row(name, &t));
-        }
-    }
+        .iter()
+        .map(|t| trial_row(name, t))
+        .collect();
     // Creation order, as the operator numbers its trials; the name breaks ties.
     rows.sort_by(|a, b| a.0.seq.cmp(&b.0.seq).then_with(|| a.0.name.cmp(&b.0.name)));
     Ok(assemble(row, spec, objective, rows, false))
@@ -179,11 +168,10 @@ fn last_condition(conditions: &[Condition], state: TrialState) -> Option<&Condit
 
 /// Katib writes unavailable min/max as text; only finite numbers count.
 fn summary(m: &MetricValues) -> MetricSummary {
-    let number = |s: &str| s.trim().parse::<f64>().ok().filter(|v| v.is_finite());
     MetricSummary {
         name: m.name.clone(),
-        min: number(&m.min),
-        max: number(&m.max),
+        min: metric_number(&m.min),
+        max: metric_number(&m.max),
         latest: m.latest.clone(),
     }
 }
