@@ -2,7 +2,7 @@
 //! their replicas and finish; each restart policy, the backoff limit, a parameter server that
 //! never exits and Ctrl-C behave as the training operator would.
 
-use crate::harness::{Sandbox, text, trials_in};
+use crate::harness::{Sandbox, pid_alive, text, trials_in, wait_exit};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use std::path::{Path, PathBuf};
@@ -251,10 +251,6 @@ fn pids(sb: &Sandbox, trial: &serde_json::Value) -> Vec<i32> {
         .collect()
 }
 
-fn alive(pid: i32) -> bool {
-    kill(Pid::from_raw(pid), None).is_ok()
-}
-
 #[test]
 fn on_failure_restarts_a_worker_that_crashes_once() {
     let sb = Sandbox::new();
@@ -317,7 +313,7 @@ fn never_fails_the_job_on_the_first_error_and_stops_the_chief() {
     // The chief, waiting for a worker that will never finish, was stopped.
     assert!(summary.contains("stopping chief-0"), "{summary}");
     for pid in pids(&sb, &trial) {
-        assert!(!alive(pid), "replica process {pid} survived the job");
+        assert!(!pid_alive(pid), "replica process {pid} survived the job");
     }
 }
 
@@ -444,7 +440,7 @@ fn a_parameter_server_that_never_exits_is_stopped_when_the_chief_finishes() {
         "{summary}"
     );
     for pid in pids(&sb, &trial) {
-        assert!(!alive(pid), "replica process {pid} survived the job");
+        assert!(!pid_alive(pid), "replica process {pid} survived the job");
     }
 }
 
@@ -469,20 +465,9 @@ fn ctrl_c_stops_every_replica() {
         .unwrap();
     let pids = wait_for_replicas(&sb, 4);
     kill(Pid::from_raw(child.id() as i32), Signal::SIGINT).unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let code = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s.code();
-        }
-        assert!(
-            Instant::now() < deadline,
-            "vernier did not exit after Ctrl-C"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    assert_eq!(code, Some(130));
+    assert_eq!(wait_exit(&mut child, Duration::from_secs(30)), Some(130));
     for pid in pids {
-        assert!(!alive(pid), "replica process {pid} survived Ctrl-C");
+        assert!(!pid_alive(pid), "replica process {pid} survived Ctrl-C");
     }
     let r = sb.report("ctrlc");
     assert_eq!(trials_in(&r, "Killed").len(), 1, "{r:#}");
@@ -536,14 +521,14 @@ fn resume_after_kill_9_stops_the_replicas_the_dead_driver_left_running() {
     // Neither replica writes any more, so nothing tells them their driver is gone.
     for pid in &pids {
         assert!(
-            alive(*pid),
+            pid_alive(*pid),
             "replica {pid} should outlive the killed driver"
         );
     }
     let out = sb.run(&["resume", "orphans"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     for pid in pids {
-        assert!(!alive(pid), "replica process {pid} survived the resume");
+        assert!(!pid_alive(pid), "replica process {pid} survived the resume");
     }
     let r = sb.report("orphans");
     let killed = trials_in(&r, "Killed");

@@ -1,7 +1,8 @@
 //! Shared helpers: locating the binary, writing experiment files, running commands.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output};
+use std::time::{Duration, Instant};
 
 /// The `vernier` binary built by the same `cargo test` invocation (the CLI package has its
 /// own integration tests, so cargo builds the binary before any test runs).
@@ -154,4 +155,24 @@ pub fn last_condition(report: &serde_json::Value) -> serde_json::Value {
         .and_then(|c| c.last())
         .cloned()
         .expect("experiment has conditions")
+}
+
+/// Waits for a `vernier` child to exit, failing the test after `limit`; its exit code.
+pub fn wait_exit(child: &mut Child, limit: Duration) -> Option<i32> {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            return status.code();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "vernier did not exit within {limit:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Whether a process exists (signal 0 reaches it).
+pub fn pid_alive(pid: i32) -> bool {
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok()
 }

@@ -1,7 +1,7 @@
 //! Interruption: Ctrl-C stops trials and records them Killed; `kill -9` of the driver loses no
 //! recorded observation and `vernier resume` finishes within maxTrialCount.
 
-use crate::harness::{Sandbox, python_experiment, text, trials_in};
+use crate::harness::{Sandbox, pid_alive, python_experiment, text, trials_in, wait_exit};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use std::io::{BufRead, BufReader};
@@ -32,24 +32,6 @@ fn wait_for_lines(child: &mut Child, needle: &str, count: usize) -> Vec<String> 
     // Keep draining so the child never blocks on a full pipe.
     std::thread::spawn(move || for _ in reader.lines() {});
     seen
-}
-
-fn wait_exit(child: &mut Child, limit: Duration) -> Option<i32> {
-    let deadline = Instant::now() + limit;
-    loop {
-        if let Some(status) = child.try_wait().expect("wait") {
-            return status.code();
-        }
-        assert!(
-            Instant::now() < deadline,
-            "vernier did not exit within {limit:?}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-fn pid_alive(pid: i32) -> bool {
-    kill(Pid::from_raw(pid), None).is_ok()
 }
 
 #[test]
