@@ -10,8 +10,8 @@
 use crate::context::Context;
 use crate::error::{OperatorError, Result};
 use crate::objects::{
-    experiment_resource, namespaced, now_rfc3339, objective_of, owned_trials, owner_reference,
-    patch_status, publish, state_of, trial_resource, trial_status,
+    experiment_resource, namespaced, now_rfc3339, owned_trials, owner_reference, patch_status,
+    publish, state_of, trial_resource, trial_status,
 };
 use crate::trial::FINALIZER;
 use futures_util::StreamExt;
@@ -407,8 +407,8 @@ async fn list_trials(
             .unwrap_or_default();
         let status = trial_status(&t);
         let state = state_of(&status.conditions);
-        let objective = objective_of(&status, &exp.objective);
         let metrics = metrics_of(&status, &exp.objective);
+        let objective = metrics.get(&exp.objective.metric).copied();
         listed.push((
             seq,
             Listed {
@@ -571,8 +571,8 @@ async fn create_trial(
                     if same_owner && same_seq {
                         let status = trial_status(&existing);
                         let state = state_of(&status.conditions);
-                        let objective = objective_of(&status, &exp.objective);
                         let metrics = metrics_of(&status, &exp.objective);
+                        let objective = metrics.get(&exp.objective.metric).copied();
                         return Ok(Listed {
                             obj: existing,
                             spec,

@@ -10,7 +10,7 @@ use kube::runtime::events::{Event, EventType};
 use kube::{Resource, ResourceExt};
 use serde::Serialize;
 use serde_json::Value;
-use vernier_core::{MetricStrategy, Objective, TrialState};
+use vernier_core::{MetricStrategy, TrialState};
 use vernier_spec::conditions::Condition;
 use vernier_spec::status::{Observation, TrialStatus};
 use vernier_spec::{ExperimentResource, TrialResource};
@@ -114,15 +114,6 @@ pub fn metric_value(
         MetricStrategy::Max => metric_number(&m.max).or_else(latest),
         MetricStrategy::Latest => latest(),
     }
-}
-
-/// The objective value of a trial as its status records it.
-pub fn objective_of(status: &TrialStatus, objective: &Objective) -> Option<f64> {
-    metric_value(
-        status.observation.as_ref()?,
-        &objective.metric,
-        objective.strategy,
-    )
 }
 
 /// A controller owner reference to `owner`.
