@@ -1,9 +1,10 @@
 //! What every reconcile shares: the Kubernetes client, the store, the configuration, metrics,
-//! the event recorder and the running pod-log followers.
+//! the event recorder, the running pod-log followers and the trial cache.
 
 use crate::jobs::TrialKind;
 use crate::logs::Followers;
 use crate::metrics::Metrics;
+use crate::shared::Shared;
 use kube::Client;
 use kube::runtime::events::{Recorder, Reporter};
 use std::sync::Arc;
@@ -19,7 +20,9 @@ pub struct OperatorConfig {
     pub trial_kinds: Vec<TrialKind>,
     /// Watch this namespace only (for the namespaced RBAC variant); all when `None`.
     pub namespace: Option<String>,
-    /// How often a running trial's observation is refreshed.
+    /// A running trial's observation is written to its status at most this often: its log
+    /// follower wakes the trial's reconcile after recording new lines, no sooner than this
+    /// after the last wake-up. Trials with pushed metrics are re-read at this interval.
     pub observation_interval: Duration,
     /// This replica's name in events and in the leader Lease.
     pub identity: String,
@@ -47,6 +50,8 @@ pub struct Context {
     pub recorder: Recorder,
     pub followers: Followers,
     pub backoff: Backoff,
+    /// The trial cache and wake-ups, while the controllers run.
+    pub shared: Arc<Shared>,
     /// Builds the early-stopping rule named in an experiment; `None` leaves early stopping off.
     pub early_stopping: Option<EarlyStopperFactory>,
 }
@@ -102,6 +107,7 @@ impl Context {
             recorder,
             followers: Followers::default(),
             backoff: Backoff::default(),
+            shared: Arc::new(Shared::default()),
             early_stopping: None,
         }
     }

@@ -3,9 +3,11 @@
 //! status (conditions, counters, trial lists, `currentOptimalTrial`).
 //!
 //! Trials are named `<experiment>-<suffix>` from the experiment's seed and the trial's sequence
-//! number, and every reconcile lists the trials from the API server: a restarted operator (or a
-//! retried reconcile) continues the sequence where the existing trials end and never creates a
-//! trial twice.
+//! number, and every reconcile lists the trials (from the operator's Trial cache, which a
+//! change reaches before the reconcile it causes): a restarted operator (or a retried
+//! reconcile) continues the sequence where the existing trials end and never creates a trial
+//! twice. A cache that lags behind a create only makes the next create of that sequence
+//! number meet the existing trial (a 409), which is then taken as it is.
 
 use crate::context::Context;
 use crate::error::{OperatorError, Result};
@@ -18,6 +20,7 @@ use futures_util::StreamExt;
 use kube::api::{DynamicObject, Patch, PatchParams, PostParams};
 use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
+use serde::Deserialize;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -96,9 +99,9 @@ fn key(obj: &DynamicObject) -> String {
     )
 }
 
-/// One trial of the experiment as read from the API server.
+/// One trial of the experiment as listed.
 struct Listed {
-    obj: DynamicObject,
+    obj: Arc<DynamicObject>,
     spec: TrialSpec,
     status: TrialStatus,
     state: TrialState,
@@ -231,7 +234,11 @@ async fn reconcile_experiment(obj: &DynamicObject, ctx: &Context) -> Result<Acti
         }
         let mut created = futures_util::stream::iter(creates).buffered(CREATE_CONCURRENCY);
         while let Some(trial) = created.next().await {
-            listed.push(trial?);
+            let trial = trial?;
+            // Met an existing trial the cache did not show yet: count it once.
+            if !listed.iter().any(|l| l.obj.uid() == trial.obj.uid()) {
+                listed.push(trial);
+            }
         }
         p = plan(&exp.objective, exp.limits, &outcomes(&listed), exhausted);
     }
@@ -390,9 +397,26 @@ async fn list_trials(
     name: &str,
     exp: &LocalExperiment,
 ) -> Result<Vec<Listed>> {
-    let api = namespaced(ctx, &trial_resource(), ns);
-    let mut listed: Vec<(u64, Listed)> = Vec::new();
-    for t in owned_trials(&api, obj, name).await? {
+    let trials: Vec<Arc<DynamicObject>> = match ctx.shared.trials().await {
+        Some(cache) => {
+            let uid = obj.uid();
+            cache.state_filter(|t| {
+                t.namespace().as_deref() == Some(ns)
+                    && t.labels().get(EXPERIMENT_LABEL).map(String::as_str) == Some(name)
+                    && crate::objects::owned_by(t, uid.as_deref())
+            })
+        }
+        None => {
+            let api = namespaced(ctx, &trial_resource(), ns);
+            owned_trials(&api, obj, name)
+                .await?
+                .into_iter()
+                .map(Arc::new)
+                .collect()
+        }
+    };
+    let mut listed: Vec<(u64, Listed)> = Vec::with_capacity(trials.len());
+    for t in trials {
         let seq = t
             .annotations()
             .get(SEQ_ANNOTATION)
@@ -402,8 +426,7 @@ async fn list_trials(
         let spec: TrialSpec = t
             .data
             .get("spec")
-            .cloned()
-            .and_then(|s| serde_json::from_value(s).ok())
+            .and_then(|s| TrialSpec::deserialize(s).ok())
             .unwrap_or_default();
         let status = trial_status(&t);
         let state = state_of(&status.conditions);
@@ -551,7 +574,7 @@ async fn create_trial(
             Ok(created) => {
                 ctx.metrics.trial_created();
                 return Ok(Listed {
-                    obj: created,
+                    obj: Arc::new(created),
                     spec,
                     status: TrialStatus::default(),
                     state: TrialState::Created,
@@ -574,7 +597,7 @@ async fn create_trial(
                         let metrics = metrics_of(&status, &exp.objective);
                         let objective = metrics.get(&exp.objective.metric).copied();
                         return Ok(Listed {
-                            obj: existing,
+                            obj: Arc::new(existing),
                             spec,
                             status,
                             state,
@@ -656,6 +679,11 @@ async fn early_stop(
     let stopper = factory(&algorithm, &settings).map_err(OperatorError::Algorithm)?;
     let mut values: Vec<Vec<f64>> = Vec::with_capacity(listed.len());
     for l in listed {
+        // A trial not started yet has no log to read.
+        if l.state == TrialState::Created {
+            values.push(Vec::new());
+            continue;
+        }
         let logs = ctx
             .store
             .observations(&l.obj.name_any(), Some(&exp.objective.metric), None, None)

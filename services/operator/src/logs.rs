@@ -5,6 +5,10 @@
 //! The log is always read from its beginning. A follower started after an operator restart
 //! therefore first drops what an earlier follower recorded for the trial, and a follower whose
 //! stream broke skips the lines it has already read, so no observation is recorded twice.
+//!
+//! A follower wakes its trial's reconcile after recording new observations (at most once per
+//! interval) and once more when the log ends, so a running trial whose log is silent costs no
+//! reconciles at all.
 
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams, LogParams};
@@ -37,6 +41,22 @@ pub struct FollowTarget {
     pub formats: Vec<String>,
 }
 
+/// How a follower tells its trial that there is something new to reconcile.
+#[derive(Clone)]
+pub struct Wake {
+    /// Wake-ups for new observations are at least this far apart.
+    pub interval: Duration,
+    pub wake: Arc<dyn Fn() + Send + Sync>,
+}
+
+impl std::fmt::Debug for Wake {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Wake")
+            .field("interval", &self.interval)
+            .finish_non_exhaustive()
+    }
+}
+
 /// Whether a trial's log has been read to its end.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FollowState {
@@ -64,6 +84,7 @@ impl Followers {
         client: Client,
         store: SqlStore,
         target: FollowTarget,
+        wake: Wake,
     ) -> FollowState {
         let mut map = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(f) = map.get(key) {
@@ -76,13 +97,14 @@ impl Followers {
         let done = Arc::new(AtomicBool::new(false));
         let flag = done.clone();
         let handle = tokio::spawn(async move {
-            if let Err(e) = follow(client, store, &target).await {
+            if let Err(e) = follow(client, store, &target, &wake).await {
                 eprintln!(
                     "warning: trial {}: metrics from the pod log: {e}",
                     target.trial
                 );
             }
             flag.store(true, Ordering::SeqCst);
+            (wake.wake)();
         });
         map.insert(key.to_string(), Follower { done, handle });
         FollowState::Following
@@ -126,7 +148,12 @@ pub fn pod_selector(target: &FollowTarget) -> String {
         .join(",")
 }
 
-async fn follow(client: Client, store: SqlStore, target: &FollowTarget) -> Result<(), String> {
+async fn follow(
+    client: Client,
+    store: SqlStore,
+    target: &FollowTarget,
+    wake: &Wake,
+) -> Result<(), String> {
     let filter = MetricsFilter::from_formats(&target.formats).map_err(|e| e.to_string())?;
     let pods: Api<Pod> = Api::namespaced(client, &target.namespace);
     let selector = pod_selector(target);
@@ -205,8 +232,25 @@ async fn follow(client: Client, store: SqlStore, target: &FollowTarget) -> Resul
             seen
         };
         let write = async {
-            while let Some(batch) = rx.recv().await {
-                store.report_observations(&target.trial, &batch).await?;
+            let mut last_wake: Option<tokio::time::Instant> = None;
+            let mut unannounced = false;
+            loop {
+                let due = last_wake.map_or_else(tokio::time::Instant::now, |t| t + wake.interval);
+                tokio::select! {
+                    batch = rx.recv() => {
+                        let Some(batch) = batch else { break };
+                        store.report_observations(&target.trial, &batch).await?;
+                        unannounced = true;
+                    }
+                    _ = tokio::time::sleep_until(due), if unannounced => {
+                        (wake.wake)();
+                        last_wake = Some(tokio::time::Instant::now());
+                        unannounced = false;
+                    }
+                }
+            }
+            if unannounced {
+                (wake.wake)();
             }
             Ok::<(), vernier_store::StoreError>(())
         };

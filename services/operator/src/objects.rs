@@ -67,8 +67,7 @@ pub fn state_of(conditions: &[Condition]) -> TrialState {
 pub fn trial_status(obj: &DynamicObject) -> TrialStatus {
     obj.data
         .get("status")
-        .cloned()
-        .and_then(|s| serde_json::from_value(s).ok())
+        .and_then(|s| serde::Deserialize::deserialize(s).ok())
         .unwrap_or_default()
 }
 
@@ -92,12 +91,16 @@ pub async fn owned_trials(
     Ok(list
         .items
         .into_iter()
-        .filter(|t| {
-            t.owner_references()
-                .iter()
-                .any(|o| o.kind == "Experiment" && Some(&o.uid) == uid.as_ref())
-        })
+        .filter(|t| owned_by(t, uid.as_deref()))
         .collect())
+}
+
+/// Whether `trial` names the Experiment with `uid` among its owners.
+pub fn owned_by(trial: &DynamicObject, uid: Option<&str>) -> bool {
+    trial
+        .owner_references()
+        .iter()
+        .any(|o| o.kind == "Experiment" && Some(o.uid.as_str()) == uid)
 }
 
 /// The value a metric strategy selects from an observation (Katib: min/max fall back to

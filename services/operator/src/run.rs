@@ -8,11 +8,13 @@ use crate::{experiment, trial};
 use futures_util::StreamExt;
 use kube::Client;
 use kube::api::{Api, DynamicObject};
+use kube::ResourceExt;
 use kube::runtime::controller::{Config, Controller};
-use kube::runtime::watcher;
+use kube::runtime::reflector::{self, ObjectRef};
+use kube::runtime::{WatchStreamExt, watcher};
 use std::future::Future;
 use std::sync::Arc;
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
 
 fn api_for(
     client: &Client,
@@ -37,16 +39,34 @@ pub async fn run_controllers(
     let stopped = |mut rx: watch::Receiver<bool>| async move {
         let _ = rx.wait_for(|s| *s).await;
     };
+    // One watch of all Trials fills the cache the experiment reconciler lists from; each
+    // change, once in the cache, wakes the owning experiment, so a reconcile never sees a
+    // cache older than the change that caused it.
+    let trial_cache = reflector::store::Writer::new(trial_resource());
+    let (wake_tx, mut wake_rx) = mpsc::unbounded_channel();
+    ctx.shared.start(trial_cache.as_reader(), wake_tx);
+    let trial_changes = watcher::watcher(
+        api_for(&client, &ns, &trial_resource()),
+        watcher::Config::default(),
+    )
+    .default_backoff()
+    .reflect(trial_cache)
+    .touched_objects()
+    .filter_map(|t| async move {
+        match t {
+            Ok(trial) => owning_experiment(&trial),
+            Err(e) => {
+                report("trial cache", &e);
+                None
+            }
+        }
+    });
     let experiments = Controller::new_with(
         api_for(&client, &ns, &experiment_resource()),
         watcher::Config::default(),
         experiment_resource(),
     )
-    .owns_with(
-        api_for(&client, &ns, &trial_resource()),
-        trial_resource(),
-        watcher::Config::default(),
-    )
+    .reconcile_on(trial_changes)
     .with_config(config.clone())
     .graceful_shutdown_on(stopped(stop_rx.clone()))
     .run(experiment::reconcile, experiment::error_policy, ctx.clone())
@@ -59,7 +79,10 @@ pub async fn run_controllers(
         api_for(&client, &ns, &trial_resource()),
         watcher::Config::default(),
         trial_resource(),
-    );
+    )
+    .reconcile_on(futures_util::stream::poll_fn(move |cx| {
+        wake_rx.poll_recv(cx)
+    }));
     for kind in &ctx.config.trial_kinds {
         if !served(&client, &ns, kind).await {
             continue;
@@ -84,6 +107,17 @@ pub async fn run_controllers(
         let _ = stop_tx.send(true);
     };
     tokio::join!(experiments, trials, stop);
+    ctx.shared.stop();
+}
+
+/// The Experiment that owns `trial`, by its controller owner reference.
+fn owning_experiment(trial: &DynamicObject) -> Option<ObjectRef<DynamicObject>> {
+    let owner = trial
+        .owner_references()
+        .iter()
+        .find(|o| o.kind == "Experiment")?;
+    let ns = trial.namespace()?;
+    Some(ObjectRef::new_with(&owner.name, experiment_resource()).within(&ns))
 }
 
 /// Whether the API server serves `kind`; a kind whose CRD is not installed is not watched

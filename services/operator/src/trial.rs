@@ -7,7 +7,7 @@ use crate::context::Context;
 use crate::error::{OperatorError, Result};
 use crate::experiment::RENDER_ERROR_ANNOTATION;
 use crate::jobs::{JobOutcome, evaluate};
-use crate::logs::{FollowState, FollowTarget};
+use crate::logs::{FollowState, FollowTarget, Wake};
 use crate::objects::{
     namespaced, now_rfc3339, now_us, owner_reference, publish, replace_status, state_of,
     trial_resource, trial_status,
@@ -18,7 +18,7 @@ use kube::{Resource, ResourceExt};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Instant;
-use vernier_core::{MetricSummary, Objective, Observation as Log, TrialState, UNAVAILABLE};
+use vernier_core::{Objective, Observation as Log, TrialState, UNAVAILABLE};
 use vernier_spec::conditions::{set_condition, set_terminal};
 use vernier_spec::status::{MetricValues, Observation, TrialStatus};
 use vernier_spec::trial::{EXPERIMENT_LABEL, TRIAL_LABEL, TrialSpec};
@@ -26,6 +26,10 @@ use vernier_spec::types::{API_VERSION, ExperimentSpec};
 
 /// Katib's finalizer name: the trial's observation logs are deleted before it goes.
 pub const FINALIZER: &str = "clean-metrics-in-db";
+
+/// How often a running trial whose log is followed is reconciled when nothing wakes it: a
+/// backstop for missed wake-ups, not the way observations arrive.
+const RESYNC: std::time::Duration = std::time::Duration::from_secs(300);
 
 /// Katib's zero time (`0001-01-01T00:00:00Z`) in µs, the time of the `unavailable` log.
 const ZERO_TIME_US: i64 = -62_135_596_800_000_000;
@@ -263,6 +267,14 @@ async fn reconcile_trial(obj: &DynamicObject, ctx: &Context) -> Result<Action> {
             .map(|f| f.metrics_format.clone())
             .unwrap_or_default(),
     };
+    let wake = || {
+        let shared = ctx.shared.clone();
+        let (ns, name) = (ns.clone(), name.clone());
+        Wake {
+            interval: ctx.config.observation_interval,
+            wake: Arc::new(move || shared.wake_trial(&ns, &name)),
+        }
+    };
     match evaluate(&job_json, &success, &failure) {
         JobOutcome::Running => {
             if collects_log {
@@ -271,6 +283,7 @@ async fn reconcile_trial(obj: &DynamicObject, ctx: &Context) -> Result<Action> {
                     ctx.client.clone(),
                     ctx.store.clone(),
                     target(),
+                    wake(),
                 );
             }
             set_condition(
@@ -296,7 +309,13 @@ async fn reconcile_trial(obj: &DynamicObject, ctx: &Context) -> Result<Action> {
                 .await;
             }
             update(&api, obj, &mut status, &old).await?;
-            Ok(Action::requeue(ctx.config.observation_interval))
+            // The log follower wakes the trial when it records something; pushed metrics
+            // arrive through the gRPC server, which does not, so those are re-read.
+            Ok(if collects_log && ctx.shared.is_running() {
+                Action::requeue(RESYNC)
+            } else {
+                Action::requeue(ctx.config.observation_interval)
+            })
         }
         JobOutcome::Failed { reason, message } => {
             if let Some(objective) = &objective {
@@ -318,11 +337,13 @@ async fn reconcile_trial(obj: &DynamicObject, ctx: &Context) -> Result<Action> {
                     ctx.client.clone(),
                     ctx.store.clone(),
                     target(),
+                    wake(),
                 ) {
                     FollowState::Done => {}
                     FollowState::Following => {
-                        // The log is still being read; the trial is judged on all of it.
-                        return Ok(Action::requeue(std::time::Duration::from_millis(300)));
+                        // The log is still being read; the trial is judged on all of it. The
+                        // follower wakes the trial when the log ends; the requeue is a backstop.
+                        return Ok(Action::requeue(std::time::Duration::from_secs(5)));
                     }
                 }
             }
@@ -510,27 +531,25 @@ fn label_pod_templates(value: &mut Value, labels: &serde_json::Map<String, Value
     }
 }
 
-/// Katib's observation: `{name, min, max, latest}` for every metric with observations.
+/// Katib's observation: `{name, min, max, latest}` for every metric with observations, from
+/// the store's reduced observation (one query however long the log).
 async fn observation(
     ctx: &Context,
     trial: &str,
     objective: &Objective,
 ) -> Result<Option<Observation>> {
-    let mut metrics = Vec::new();
-    for name in objective.metric_names() {
-        let logs = ctx
-            .store
-            .observations(trial, Some(&name), None, None)
-            .await?;
-        if let Some(s) = MetricSummary::reduce(&name, &logs) {
-            metrics.push(MetricValues {
-                name: s.name.clone(),
-                min: s.min_text(),
-                max: s.max_text(),
-                latest: s.latest.clone(),
-            });
-        }
-    }
+    let metrics: Vec<MetricValues> = ctx
+        .store
+        .trial_metric_summaries(trial, &objective.metric_names())
+        .await?
+        .into_iter()
+        .map(|s| MetricValues {
+            min: s.min_text(),
+            max: s.max_text(),
+            latest: s.latest,
+            name: s.name,
+        })
+        .collect();
     Ok((!metrics.is_empty()).then_some(Observation { metrics }))
 }
 

@@ -23,17 +23,9 @@ pub async fn trial_metrics(
     objective: &Objective,
     trial: &str,
 ) -> Result<TrialMetrics, RunnerError> {
-    let (stored, complete) = store.trial_summary(trial).await?;
-    let summaries: Vec<MetricSummary> = if complete {
-        stored.into_iter().map(|m| m.summary).collect()
-    } else {
-        let logs = store.observations(trial, None, None, None).await?;
-        objective
-            .metric_names()
-            .iter()
-            .filter_map(|name| MetricSummary::reduce(name, &logs))
-            .collect()
-    };
+    let summaries = store
+        .trial_metric_summaries(trial, &objective.metric_names())
+        .await?;
     Ok(select(objective, &summaries))
 }
 

@@ -245,4 +245,30 @@ impl SqlStore {
     ) -> Result<(Vec<StoredMetric>, bool), StoreError> {
         dispatch!(self.trial_summary(trial))
     }
+
+    /// The trial's metrics reduced to min, max and latest, from its stored summary, or from its
+    /// raw logs when they predate the summaries; only the metrics in `names` that have logs,
+    /// in the order of `names`.
+    pub async fn trial_metric_summaries(
+        &self,
+        trial: &str,
+        names: &[String],
+    ) -> Result<Vec<vernier_core::MetricSummary>, StoreError> {
+        let (stored, complete) = self.trial_summary(trial).await?;
+        if complete {
+            let mut stored: Vec<_> = stored.into_iter().map(|m| m.summary).collect();
+            return Ok(names
+                .iter()
+                .filter_map(|n| {
+                    let i = stored.iter().position(|s| &s.name == n)?;
+                    Some(stored.swap_remove(i))
+                })
+                .collect());
+        }
+        let logs = self.observations(trial, None, None, None).await?;
+        Ok(names
+            .iter()
+            .filter_map(|n| vernier_core::MetricSummary::reduce(n, &logs))
+            .collect())
+    }
 }

@@ -31,7 +31,8 @@ pub struct OperatorArgs {
     /// EarlyStopping); loopback unless asked otherwise, as for `vernier serve`.
     #[arg(long, default_value = crate::commands::serve::DEFAULT_LISTEN, value_name = "ADDR")]
     pub grpc_listen: String,
-    /// Seconds between refreshes of a running trial's observation.
+    /// At most how often, in seconds, a running trial's observation is written to its status
+    /// (its log follower wakes it when new metrics arrive); pushed metrics are re-read this often.
     #[arg(long, default_value_t = 5)]
     pub observation_interval: u64,
     /// Name of the leader-election Lease.
