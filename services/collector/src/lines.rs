@@ -19,7 +19,7 @@ where
     F: FnMut(&str),
     G: FnMut(&[u8]),
 {
-    let mut reader = BufReader::with_capacity(64 * 1024, reader);
+    let mut reader = BufReader::with_capacity(8 * 1024, reader);
     let mut buf = Vec::with_capacity(1024);
     loop {
         buf.clear();

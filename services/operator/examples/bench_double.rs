@@ -14,6 +14,9 @@
 //! one `loss=` line and exits, so trials go the whole way (job, pod log, observation,
 //! Succeeded, the next trial) until every experiment has `--trials` trials and succeeds.
 //!
+//! `--collector push` makes the trials' collector `Push`: no pod log is followed, which shows
+//! what following the logs costs.
+//!
 //! Without `--operator` the operator runs in this process, beside the double and the simulated
 //! training operator, and the RSS printed is of all three. With `--operator BIN` the operator
 //! is `BIN operator` in its own process, and the RSS is that process's alone (from /proc) and
@@ -36,6 +39,7 @@ struct Args {
     parallel: usize,
     trials: usize,
     run: bool,
+    push: bool,
     operator: Option<String>,
 }
 
@@ -45,6 +49,7 @@ fn args() -> Result<Args, Error> {
         parallel: 1000,
         trials: 0,
         run: false,
+        push: false,
         operator: None,
     };
     let mut it = std::env::args().skip(1);
@@ -62,6 +67,17 @@ fn args() -> Result<Args, Error> {
                 }
             }
             "--operator" => a.operator = Some(value()?),
+            "--collector" => {
+                a.push = match value()?.as_str() {
+                    "push" => true,
+                    "stdout" => false,
+                    other => {
+                        return Err(
+                            format!("--collector: value {other:?}; hint: stdout or push").into()
+                        );
+                    }
+                }
+            }
             other => return Err(format!("unknown flag {other:?}").into()),
         }
     }
@@ -192,7 +208,8 @@ async fn http_get(addr: &str, path: &str) -> Option<String> {
     Some(out.split_once("\r\n\r\n")?.1.to_string())
 }
 
-fn experiment_yaml(name: &str, parallel: usize, trials: usize, run: bool) -> String {
+fn experiment_yaml(name: &str, parallel: usize, trials: usize, run: bool, push: bool) -> String {
+    let collector = if push { "Push" } else { "StdOut" };
     let command = if run {
         r#"["sh", "-c", "echo loss=${trialParameters.x}"]"#
     } else {
@@ -207,6 +224,7 @@ spec:
   maxTrialCount: {trials}
   objective: {{type: minimize, objectiveMetricName: loss}}
   algorithm: {{algorithmName: random}}
+  metricsCollectorSpec: {{collector: {{kind: {collector}}}}}
   parameters:
     - {{name: x, parameterType: double, feasibleSpace: {{min: \"0\", max: \"1\"}}}}
   trialTemplate:
@@ -312,7 +330,7 @@ async fn main() -> Result<(), Error> {
     );
     let start = Instant::now();
     for e in 0..a.experiments {
-        let yaml = experiment_yaml(&format!("bench-{e}"), a.parallel, a.trials, a.run);
+        let yaml = experiment_yaml(&format!("bench-{e}"), a.parallel, a.trials, a.run, a.push);
         let exp: DynamicObject = yaml_serde::from_str(&yaml)?;
         experiments.create(&PostParams::default(), &exp).await?;
     }
