@@ -145,14 +145,30 @@ fn report(controller: &str, e: &dyn std::fmt::Display) {
 }
 
 /// Runs the controllers whenever this replica leads, until `shutdown` completes. Losing the
-/// lease stops the controllers at once; regaining it starts them again.
+/// lease stops the controllers at once; regaining it starts them again. On `shutdown` the
+/// controllers finish what they are doing, then the lease is released so that another replica
+/// takes over without waiting for it to expire. Dropping the returned future instead (an
+/// aborted task, a crash) releases nothing: the others take over when the lease expires.
 pub async fn run_with_leader_election(
     ctx: Arc<Context>,
     lease: LeaseConfig,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) {
     let (leading_tx, mut leading) = watch::channel(false);
-    let election = tokio::spawn(elect(ctx.client.clone(), lease, leading_tx));
+    let (release_tx, release_rx) = tokio::sync::oneshot::channel::<()>();
+    let mut election = AbortOnDrop(tokio::spawn(elect(
+        ctx.client.clone(),
+        lease,
+        leading_tx,
+        async move {
+            // Only an explicit send releases. A dropped sender means that this run was
+            // dropped (an abort, a crash): then `AbortOnDrop` ends the election and nothing
+            // may be released, so the dropped sender must not pass for a request.
+            if release_rx.await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        },
+    )));
     let mut shutdown = Box::pin(shutdown);
     loop {
         tokio::select! {
@@ -163,9 +179,9 @@ pub async fn run_with_leader_election(
         }
         let mut lost = leading.clone();
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-        let controllers = tokio::spawn(run_controllers(ctx.clone(), async move {
+        let mut controllers = AbortOnDrop(tokio::spawn(run_controllers(ctx.clone(), async move {
             let _ = stop_rx.await;
-        }));
+        })));
         let done = tokio::select! {
             _ = &mut shutdown => true,
             _ = lost.wait_for(|l| !*l) => false,
@@ -173,12 +189,28 @@ pub async fn run_with_leader_election(
         let _ = stop_tx.send(());
         // Losing the lease must stop reconciling now, not after in-flight work drains.
         if !done {
-            controllers.abort();
+            controllers.0.abort();
         }
-        let _ = controllers.await;
+        let _ = (&mut controllers.0).await;
         if done {
             break;
         }
     }
-    election.abort();
+    // The controllers have stopped; the release comes after them so that two replicas never
+    // reconcile at once. Our handle on the context goes first: if it is the last one, that
+    // stops this replica's pod-log followers before the next leader starts its own.
+    drop(ctx);
+    let _ = release_tx.send(());
+    let _ = (&mut election.0).await;
+}
+
+/// Aborts the task when dropped, so that a `run_with_leader_election` that is itself dropped
+/// or aborted leaves no election renewing the lease (which would keep every other replica
+/// from ever taking over) and no controllers reconciling without it.
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }

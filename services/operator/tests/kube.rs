@@ -3,8 +3,11 @@
 //! container as a local process whose output is the pod log the operator follows.
 //!
 //! Waits poll the API until a condition holds, with a generous deadline only so that a broken
-//! build fails instead of hanging; nothing here asserts on time.
+//! build fails instead of hanging; nothing here asserts on time. The one use of the deadline
+//! as a bound is the graceful handover test: its lease is five times longer than the deadline,
+//! so finishing at all shows that the lease was released rather than left to expire.
 
+use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, PostParams};
 use kube::{Client, ResourceExt};
@@ -22,6 +25,19 @@ use vernier_operator::{Context, EarlyStopperFactory, LeaseConfig, OperatorConfig
 use vernier_store::SqlStore;
 
 const DEADLINE: Duration = Duration::from_secs(120);
+
+/// How long the test operators' leader lease lasts and how often its holder renews it.
+#[derive(Debug, Clone, Copy)]
+struct LeaseTiming {
+    duration: Duration,
+    renew_every: Duration,
+}
+
+/// The lease of [`Env::operator`] and [`Env::operator_with`].
+const DEFAULT_LEASE: LeaseTiming = LeaseTiming {
+    duration: Duration::from_secs(15),
+    renew_every: Duration::from_millis(500),
+};
 
 /// A trainer for the simulated pods: accuracy peaks at lr = 0.03; prints three epochs.
 const TRAINER: &str = "import sys\n\
@@ -79,6 +95,20 @@ impl Env {
         identity: &str,
         early_stopping: Option<EarlyStopperFactory>,
     ) -> Operator {
+        self.spawn_operator(identity, early_stopping, DEFAULT_LEASE)
+    }
+
+    /// An operator whose leader lease is timed by `lease`.
+    fn operator_leased(&self, identity: &str, lease: LeaseTiming) -> Operator {
+        self.spawn_operator(identity, None, lease)
+    }
+
+    fn spawn_operator(
+        &self,
+        identity: &str,
+        early_stopping: Option<EarlyStopperFactory>,
+        timing: LeaseTiming,
+    ) -> Operator {
         let metrics = Arc::new(Metrics::new());
         let config = OperatorConfig {
             concurrency: 4,
@@ -100,8 +130,8 @@ impl Env {
             name: "vernier-operator".into(),
             namespace: "default".into(),
             identity: identity.into(),
-            lease_duration: Duration::from_secs(15),
-            renew_every: Duration::from_millis(500),
+            lease_duration: timing.duration,
+            renew_every: timing.renew_every,
         };
         let (stop, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(vernier_operator::run::run_with_leader_election(
@@ -112,6 +142,7 @@ impl Env {
             },
         ));
         Operator {
+            identity: identity.to_string(),
             stop: Some(stop),
             task: Some(task),
             metrics,
@@ -151,6 +182,7 @@ impl Env {
 }
 
 struct Operator {
+    identity: String,
     stop: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<()>>,
     metrics: Arc<Metrics>,
@@ -165,6 +197,54 @@ impl Operator {
             t.await.expect("operator task ends cleanly");
         }
     }
+
+    /// Ends the operator as a crash would: its task is aborted wherever it is, and nothing of
+    /// it runs afterwards, so in particular it does not release the lease it holds.
+    async fn crash(mut self) {
+        if let Some(t) = self.task.take() {
+            t.abort();
+            let ended = t.await;
+            assert!(
+                ended.as_ref().is_err_and(|e| e.is_cancelled()),
+                "the operator task was running until aborted: {ended:?}"
+            );
+        }
+    }
+}
+
+/// The holder of the operators' leader Lease, "" for none.
+async fn lease_holder(env: &Env) -> String {
+    let leases: Api<Lease> = Api::namespaced(env.client.clone(), "default");
+    leases
+        .get_opt("vernier-operator")
+        .await
+        .expect("lease readable")
+        .and_then(|l| l.spec)
+        .and_then(|s| s.holder_identity)
+        .unwrap_or_default()
+}
+
+/// The experiment `name` has exactly `n` trials, numbered 0..n by their sequence annotation
+/// with no gap or repeat, and no two with the same parameter assignments.
+async fn assert_trials_exactly_once(env: &Env, name: &str, n: usize) {
+    let trials = env.trials_of(name).await;
+    assert_eq!(trials.len(), n, "trials of {name}");
+    let mut seqs: Vec<usize> = trials
+        .iter()
+        .map(|t| {
+            t.annotations()
+                .get("vernier/trial-seq")
+                .and_then(|s| s.parse().ok())
+                .unwrap_or_else(|| panic!("trial {} has a sequence number", t.name_any()))
+        })
+        .collect();
+    seqs.sort_unstable();
+    assert_eq!(seqs, (0..n).collect::<Vec<_>>());
+    let assignments: BTreeSet<String> = trials
+        .iter()
+        .map(|t| t.data["spec"]["parameterAssignments"].to_string())
+        .collect();
+    assert_eq!(assignments.len(), n, "no configuration proposed twice");
 }
 
 /// Polls `get` until `done` holds for its result.
@@ -511,18 +591,7 @@ async fn restarted_operator_finishes_without_duplicate_trials() {
     let second = env.operator("replica-a");
     let exp = finished(&env, "restarted").await;
     assert!(condition(&exp, "Succeeded").is_some(), "{exp:#}");
-    let trials = env.trials_of("restarted").await;
-    assert_eq!(trials.len(), 5);
-    let seqs: BTreeSet<String> = trials
-        .iter()
-        .filter_map(|t| t.annotations().get("vernier/trial-seq").cloned())
-        .collect();
-    assert_eq!(seqs, (0..5).map(|i| i.to_string()).collect());
-    let assignments: BTreeSet<String> = trials
-        .iter()
-        .map(|t| t.data["spec"]["parameterAssignments"].to_string())
-        .collect();
-    assert_eq!(assignments.len(), 5, "no configuration proposed twice");
+    assert_trials_exactly_once(&env, "restarted", 5).await;
     second.stop().await;
     env.shutdown().await;
 }
@@ -545,6 +614,93 @@ async fn only_the_leader_creates_trials() {
     a.stop().await;
     b.stop().await;
     env.shutdown().await;
+}
+
+/// Two replicas with the given lease timing run an experiment of `max` trials one at a time;
+/// once the leader has created two of them it crashes (`crash`) or is stopped gracefully, and
+/// the other replica must finish the experiment with every trial created exactly once between
+/// the two.
+async fn failover(name: &str, max: usize, lease: LeaseTiming, crash: bool) {
+    let env = Env::start(SimulationOptions::default()).await;
+    let a = env.operator_leased("replica-a", lease);
+    let b = env.operator_leased("replica-b", lease);
+    env.create(&experiment_yaml(name, "Job", 1, max as u32, ""))
+        .await;
+    wait_until(
+        "the leader to create two trials",
+        || async { a.metrics.trials_created() + b.metrics.trials_created() },
+        |n| *n >= 2,
+    )
+    .await;
+    let (leader, survivor) = match lease_holder(&env).await.as_str() {
+        "replica-a" => (a, b),
+        "replica-b" => (b, a),
+        other => panic!("the lease is held by {other:?}, not by a replica"),
+    };
+    assert!(
+        leader.metrics.trials_created() >= 2,
+        "the lease holder is the replica that created the trials"
+    );
+    assert_eq!(survivor.metrics.trials_created(), 0, "only the leader did");
+    let leader_metrics = leader.metrics.clone();
+    let leader_identity = leader.identity.clone();
+    if crash {
+        leader.crash().await;
+    } else {
+        leader.stop().await;
+        // The graceful stop returns only after the release: the lease is free or already
+        // the survivor's, never still the stopped leader's.
+        let holder = lease_holder(&env).await;
+        assert!(
+            holder.is_empty() || holder == survivor.identity,
+            "after the graceful stop of {leader_identity} the lease is held by {holder:?}"
+        );
+    }
+    let exp = finished(&env, name).await;
+    let ok = condition(&exp, "Succeeded").unwrap_or_else(|| panic!("not succeeded: {exp:#}"));
+    assert_eq!(ok["reason"], "ExperimentMaxTrialsReached", "{exp:#}");
+    assert_eq!(exp["status"]["trials"], max, "{exp:#}");
+    assert_trials_exactly_once(&env, name, max).await;
+    let by_survivor = survivor.metrics.trials_created();
+    assert!(by_survivor > 0, "{} took over", survivor.identity);
+    // Each successful create counts once; a re-create of an existing trial is a 409 that
+    // does not count. So the two counts add up to the trials only if none was made twice.
+    assert_eq!(
+        leader_metrics.trials_created() + by_survivor,
+        max as u64,
+        "trials created by {leader_identity} and {}",
+        survivor.identity
+    );
+    assert_eq!(lease_holder(&env).await, survivor.identity);
+    survivor.stop().await;
+    env.shutdown().await;
+}
+
+/// The leader crashes holding its lease: the other replica takes over once the lease has
+/// expired (2 s here, so that this comes within seconds) and finishes the experiment.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leader_failover_finishes_the_experiment_without_duplicates() {
+    let lease = LeaseTiming {
+        duration: Duration::from_secs(2),
+        renew_every: Duration::from_millis(300),
+    };
+    failover("failover", 6, lease, true).await;
+}
+
+/// A lease far longer than [`DEADLINE`], so that the graceful handover test can only pass if
+/// the stopped leader released its lease: waiting for it to expire would outlast every wait.
+const HANDOVER_LEASE: Duration = Duration::from_secs(600);
+const _: () = assert!(DEADLINE.as_secs() < HANDOVER_LEASE.as_secs());
+
+/// The leader is stopped gracefully: it releases its lease on the way out and the other
+/// replica takes over at its next round, long before the lease could have expired.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gracefully_stopped_leader_releases_the_lease_to_the_other_replica() {
+    let lease = LeaseTiming {
+        duration: HANDOVER_LEASE,
+        renew_every: Duration::from_millis(300),
+    };
+    failover("handover", 6, lease, false).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
