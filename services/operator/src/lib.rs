@@ -15,6 +15,7 @@ pub mod metrics;
 pub mod objects;
 pub mod report_source;
 pub mod run;
+pub mod sidecar;
 pub mod trial;
 
 pub use context::{Context, EarlyStopperFactory, OperatorConfig};
