@@ -121,6 +121,9 @@ enum Command {
     },
     /// Run the Kubernetes operator: Experiment and Trial controllers with leader election.
     Operator(commands::operator::OperatorArgs),
+    /// Metrics-collector sidecar: follow a trial's metrics file or event directory and report
+    /// what it reads to the DBManager (the operator injects it for File and TensorFlowEvent).
+    Collect(commands::collect::CollectArgs),
     /// Check an experiment file and print every problem found.
     Validate {
         /// The experiment file.
@@ -224,6 +227,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
         Command::Delete { name } => commands::delete::delete(&cli.db, &name).await,
         Command::Serve { listen } => commands::serve::serve(&cli.db, &listen).await,
         Command::Operator(args) => commands::operator::operator(&cli.db, args).await,
+        Command::Collect(args) => commands::collect::collect(args).await,
         Command::Validate { file } => commands::validate::validate(&file),
         Command::Benchmark {
             algorithms,

@@ -26,6 +26,10 @@ pub struct OperatorConfig {
     pub observation_interval: Duration,
     /// This replica's name in events and in the leader Lease.
     pub identity: String,
+    /// Image of the File/TensorFlowEvent metrics-collector sidecar (`vernier collect`).
+    pub collector_image: String,
+    /// Where that sidecar reports metrics: this operator's DBManager, HOST:PORT.
+    pub db_manager_address: String,
 }
 
 impl Default for OperatorConfig {
@@ -37,6 +41,8 @@ impl Default for OperatorConfig {
             namespace: None,
             observation_interval: Duration::from_secs(5),
             identity: "vernier-operator".into(),
+            collector_image: crate::sidecar::DEFAULT_COLLECTOR_IMAGE.into(),
+            db_manager_address: crate::sidecar::DEFAULT_DB_MANAGER_ADDRESS.into(),
         }
     }
 }

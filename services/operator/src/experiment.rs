@@ -332,9 +332,9 @@ fn checked_experiment(
         .and_then(|m| m.collector.as_ref())
         .and_then(|c| c.kind.clone())
         .unwrap_or_else(|| "StdOut".into());
-    if collector != "StdOut" && collector != "Push" {
+    if !["StdOut", "Push", "File", "TensorFlowEvent"].contains(&collector.as_str()) {
         return Err(format!(
-            "spec.metricsCollectorSpec.collector.kind: value {collector:?} is not supported by the operator; hint: use StdOut (the primary container's log is followed) or Push"
+            "spec.metricsCollectorSpec.collector.kind: value {collector:?} is not supported by the operator; hint: use StdOut (the primary container's log is followed), File or TensorFlowEvent (read by an injected sidecar) or Push"
         ));
     }
     let paths = LocalPaths {

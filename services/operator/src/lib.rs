@@ -16,6 +16,7 @@ pub mod objects;
 pub mod report_source;
 pub mod run;
 pub mod shared;
+pub mod sidecar;
 pub mod trial;
 
 pub use context::{Context, EarlyStopperFactory, OperatorConfig};

@@ -184,6 +184,7 @@ async fn reconcile_trial(obj: &DynamicObject, ctx: &Context) -> Result<Action> {
         None if state == TrialState::Created
             && !status.conditions.iter().any(|c| c.type_ == "Running") =>
         {
+            let run_spec = crate::sidecar::inject(&ctx.config, &spec, &name, run_spec);
             let job = job_object(obj, &spec, run_spec, &name, &ns);
             match job_api.create(&PostParams::default(), &job).await {
                 Ok(_) => {}

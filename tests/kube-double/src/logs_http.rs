@@ -35,8 +35,17 @@ pub async fn pod_log(
                 .collect()
         })
         .unwrap_or_default();
+    // Init containers (native sidecars among them) have logs too, but only a named one is
+    // served, as the API server's default is chosen among the regular containers.
+    let init_containers: Vec<String> = object
+        .pointer("/spec/initContainers")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c.get("name").and_then(Value::as_str).map(str::to_owned))
+        .collect();
     let container = match query.get("container").filter(|c| !c.is_empty()) {
-        Some(c) if containers.contains(c) => c.clone(),
+        Some(c) if containers.contains(c) || init_containers.contains(c) => c.clone(),
         Some(c) => {
             return Err(ApiStatus::bad_request(format!(
                 "container {c} is not valid for pod {pod}"

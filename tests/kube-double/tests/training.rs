@@ -511,3 +511,85 @@ async fn xgboost_and_mpi_jobs_run_their_master_and_launcher() {
     operator.shutdown().await;
     double.shutdown().await;
 }
+
+#[tokio::test]
+async fn native_sidecars_run_beside_the_main_container_and_share_its_empty_dir() {
+    let out = tempfile::tempdir().unwrap();
+    let bin = tempfile::tempdir().unwrap();
+    // A sidecar program found through `program_dirs`, as an image's binary would be: it
+    // announces itself on the shared volume, and on SIGTERM copies what the main container
+    // wrote there (and where "there" really was) out of the pod. It is slow to get ready, so
+    // a main container started without waiting for its startup probe would find no `ready`.
+    let tool = bin.path().join("collector-tool");
+    std::fs::write(
+        &tool,
+        "#!/bin/sh\ntrap 'cp \"$1/metrics\" \"$OUT/copied\"; echo \"$1\" > \"$OUT/dir\"; echo got TERM; exit 0' TERM\nsleep 0.2\ntouch \"$1/ready\"\nwhile :; do sleep 0.05; done\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&tool, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let options = SimulationOptions {
+        run_sidecars: true,
+        program_dirs: vec![bin.path().to_path_buf()],
+        ..SimulationOptions::default()
+    };
+    let (double, operator, client) = start(options).await;
+    let jobs = job_api(&client, JobKind::BatchJob);
+    let mount = json!([{"name": "shared", "mountPath": "/var/log/katib"}]);
+    let out_dir = out.path().display().to_string();
+    create(
+        &jobs,
+        json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "with-sidecar"},
+        "spec": {"template": {"spec": {
+            "restartPolicy": "Never",
+            "terminationGracePeriodSeconds": 1,
+            "volumes": [{"name": "shared", "emptyDir": {}}],
+            "initContainers": [
+                // Its startup probe holds the main container back until it is ready.
+                {"name": "collector", "restartPolicy": "Always",
+                 "command": ["collector-tool", "/var/log/katib"],
+                 "startupProbe": {"exec": {"command": ["test", "-e", "/var/log/katib/ready"]},
+                                  "periodSeconds": 1, "failureThreshold": 60},
+                 "env": [{"name": "OUT", "value": out_dir}], "volumeMounts": mount},
+                // Ignores SIGTERM: the simulated kubelet kills it after the grace period.
+                {"name": "stubborn", "restartPolicy": "Always",
+                 "command": ["sh", "-c", "trap '' TERM; while :; do sleep 0.05; done"]}
+            ],
+            "containers": [{"name": "main", "volumeMounts": mount, "command": ["sh", "-c",
+                "test -e /var/log/katib/ready || { echo started too early; exit 3; }; echo loss=0.25 > /var/log/katib/metrics; echo main done"]}]
+        }}}}),
+    )
+    .await;
+    let job = finished(&jobs, "with-sidecar", &["Complete", "Failed"]).await;
+    assert_eq!(condition_summary(&job).pop().unwrap().1, "True");
+    assert_eq!(job.data["status"]["succeeded"], 1);
+    assert_eq!(
+        std::fs::read_to_string(out.path().join("copied")).unwrap(),
+        "loss=0.25\n",
+        "the sidecar read the main container's file after it exited, before the job completed"
+    );
+    let host_dir = std::fs::read_to_string(out.path().join("dir")).unwrap();
+    assert_ne!(host_dir.trim(), "/var/log/katib");
+    assert!(
+        !std::path::Path::new(host_dir.trim()).exists(),
+        "the emptyDir is removed with the pod"
+    );
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let pod = pods
+        .list(&ListParams::default().labels("job-name=with-sidecar"))
+        .await
+        .unwrap()
+        .items
+        .remove(0);
+    let name = pod.metadata.name.clone().unwrap();
+    let log = |container: &str| kube::api::LogParams {
+        container: Some(container.to_owned()),
+        ..Default::default()
+    };
+    assert_eq!(pods.logs(&name, &log("main")).await.unwrap(), "main done\n");
+    assert_eq!(
+        pods.logs(&name, &log("collector")).await.unwrap(),
+        "got TERM\n"
+    );
+    operator.shutdown().await;
+    double.shutdown().await;
+}

@@ -2,6 +2,7 @@
 
 pub mod benchmark;
 pub mod benchmark_problems;
+pub mod collect;
 pub mod compare;
 pub mod delete;
 pub mod enqueue;

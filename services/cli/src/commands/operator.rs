@@ -31,6 +31,14 @@ pub struct OperatorArgs {
     /// EarlyStopping); loopback unless asked otherwise, as for `vernier serve`.
     #[arg(long, default_value = crate::commands::serve::DEFAULT_LISTEN, value_name = "ADDR")]
     pub grpc_listen: String,
+    /// Image of the metrics-collector sidecar injected for the File and TensorFlowEvent
+    /// collectors; it must provide the `vernier` binary on its PATH.
+    #[arg(long, env = "VERNIER_COLLECTOR_IMAGE", default_value = vernier_operator::sidecar::DEFAULT_COLLECTOR_IMAGE)]
+    pub collector_image: String,
+    /// Where those sidecars report metrics (HOST:PORT): this operator's gRPC API as the
+    /// trials' pods reach it, usually its Service.
+    #[arg(long, env = "VERNIER_DB_MANAGER_ADDRESS", default_value = vernier_operator::sidecar::DEFAULT_DB_MANAGER_ADDRESS)]
+    pub db_manager_address: String,
     /// At most how often, in seconds, a running trial's observation is written to its status
     /// (its log follower wakes it when new metrics arrive); pushed metrics are re-read this often.
     #[arg(long, default_value_t = 5)]
@@ -48,6 +56,17 @@ pub struct OperatorArgs {
 
 pub async fn operator(db: &str, args: OperatorArgs) -> anyhow::Result<Exit> {
     let trial_kinds = parse_trial_kinds(&args.trial_resources)?;
+    if !args
+        .db_manager_address
+        .rsplit_once(':')
+        .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok_and(|p| p > 0))
+    {
+        anyhow::bail!(
+            "--db-manager-address value {:?} is not HOST:PORT; hint: give the address trial pods reach the operator's gRPC API at, e.g. {}",
+            args.db_manager_address,
+            vernier_operator::sidecar::DEFAULT_DB_MANAGER_ADDRESS
+        );
+    }
     let identity = args.identity.clone().unwrap_or_else(|| {
         std::env::var("HOSTNAME")
             .unwrap_or_else(|_| format!("vernier-operator-{}", std::process::id()))
@@ -62,6 +81,8 @@ pub async fn operator(db: &str, args: OperatorArgs) -> anyhow::Result<Exit> {
         namespace: args.watch_namespace.clone(),
         observation_interval: Duration::from_secs(args.observation_interval.max(1)),
         identity: identity.clone(),
+        collector_image: args.collector_image.clone(),
+        db_manager_address: args.db_manager_address.clone(),
     };
     let metrics = Arc::new(vernier_operator::metrics::Metrics::new());
     let ctx = Arc::new(

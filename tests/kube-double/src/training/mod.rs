@@ -17,6 +17,13 @@
 //!   is the pod log served at `pods/{name}/log`. Other containers and non-primary replicas are
 //!   not executed (unless [`SimulationOptions::run_all_replicas`]): their pods run while the
 //!   primary runs and end as it ends, with empty logs;
+//! * with [`SimulationOptions::run_sidecars`], also runs an executed pod's native sidecars
+//!   (`initContainers` with `restartPolicy: Always`) as local processes: started before the
+//!   training container, sent SIGTERM after it exits, the pod ending once they have exited;
+//!   their output is the log of their container name. Each `emptyDir` volume becomes a
+//!   private temp directory substituted for its mount path in the containers' command, args
+//!   and env values ([`volumes`]). A sidecar that cannot start fails the pod (a kubelet
+//!   would retry forever); one that exits early is not restarted;
 //! * moves pods Pending → Running → Succeeded/Failed with container states and exit codes,
 //!   and the job's status as the real controller does: batch Jobs `active`/`ready`/
 //!   `succeeded`/`failed`, then `SuccessCriteriaMet` + `Complete` (reason
@@ -40,6 +47,7 @@ mod crds;
 mod kinds;
 pub mod process;
 mod runner;
+pub mod volumes;
 
 pub use kinds::JobKind;
 
@@ -101,6 +109,12 @@ pub struct SimulationOptions {
     pub min_running: Duration,
     /// Create the Kubeflow CRDs on spawn (as installing the training operator does).
     pub install_crds: bool,
+    /// Also run the executed pods' native sidecars (`initContainers` with `restartPolicy:
+    /// Always`), with each `emptyDir` volume a private directory (see [`volumes`]).
+    pub run_sidecars: bool,
+    /// Directories searched first for a container command without a `/` (the binaries an
+    /// image would provide, e.g. the `vernier` under test); then the test process's `PATH`.
+    pub program_dirs: Vec<std::path::PathBuf>,
 }
 
 impl Default for SimulationOptions {
@@ -111,6 +125,8 @@ impl Default for SimulationOptions {
             run_all_replicas: false,
             min_running: Duration::ZERO,
             install_crds: true,
+            run_sidecars: false,
+            program_dirs: Vec::new(),
         }
     }
 }
@@ -123,6 +139,8 @@ impl std::fmt::Debug for SimulationOptions {
             .field("run_all_replicas", &self.run_all_replicas)
             .field("min_running", &self.min_running)
             .field("install_crds", &self.install_crds)
+            .field("run_sidecars", &self.run_sidecars)
+            .field("program_dirs", &self.program_dirs)
             .finish()
     }
 }

@@ -6,8 +6,11 @@
 use crate::logs::LogSink;
 use serde_json::Value;
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::process::Stdio;
+use std::time::Duration;
 use tokio::io::AsyncReadExt;
+use tokio::sync::watch;
 
 /// How a container ended, as its `state.terminated` reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,6 +41,28 @@ impl Termination {
 
 /// Run `container` of `pod` to completion, writing its output to `sink`.
 pub async fn run_container(container: &Value, pod: &Value, sink: LogSink) -> Termination {
+    match start_container(container, pod, sink, &[]) {
+        Ok(started) => started.wait(None).await,
+        Err(ended) => ended,
+    }
+}
+
+/// A container whose process has been spawned.
+#[derive(Debug)]
+pub struct Started {
+    child: tokio::process::Child,
+    sink: LogSink,
+}
+
+/// Spawn `container`'s process; a program without a `/` is looked for in `program_dirs`
+/// first (the image's binaries), then on the test process's `PATH`. A container that cannot
+/// start ends at once, its reason in the log.
+pub fn start_container(
+    container: &Value,
+    pod: &Value,
+    sink: LogSink,
+    program_dirs: &[PathBuf],
+) -> Result<Started, Termination> {
     let env = environment(container, pod);
     let words: Vec<String> = ["command", "args"]
         .iter()
@@ -57,13 +82,22 @@ pub async fn run_container(container: &Value, pod: &Value, sink: LogSink) -> Ter
         );
         sink.write(message.as_bytes());
         sink.finish();
-        return Termination {
+        return Err(Termination {
             exit_code: 128,
             reason: "ContainerCannotRun".to_owned(),
             message,
-        };
+        });
     };
-    let mut command = tokio::process::Command::new(program);
+    let resolved = (!program.contains('/'))
+        .then(|| {
+            program_dirs
+                .iter()
+                .map(|d| d.join(program))
+                .find(|p| p.is_file())
+        })
+        .flatten()
+        .unwrap_or_else(|| PathBuf::from(program));
+    let mut command = tokio::process::Command::new(resolved);
     command
         .args(args)
         .envs(&env)
@@ -76,51 +110,123 @@ pub async fn run_container(container: &Value, pod: &Value, sink: LogSink) -> Ter
     {
         command.current_dir(dir);
     }
-    let mut child = match command.spawn() {
-        Ok(child) => child,
+    match command.spawn() {
+        Ok(child) => Ok(Started { child, sink }),
         Err(e) => {
             let message = format!("exec: {program:?}: {e}\n");
             sink.write(message.as_bytes());
             sink.finish();
-            return Termination {
+            Err(Termination {
                 exit_code: 128,
                 reason: "StartError".to_owned(),
                 message,
-            };
+            })
         }
-    };
-    let stdout = child.stdout.take();
-    let stderr = child.stderr.take();
-    let copy = |stream: Option<Box<dyn tokio::io::AsyncRead + Unpin + Send>>| {
-        let sink = sink.clone();
-        async move {
-            let Some(mut stream) = stream else { return };
-            let mut buffer = vec![0u8; 8192];
-            while let Ok(n) = stream.read(&mut buffer).await {
-                if n == 0 {
-                    break;
+    }
+}
+
+impl Started {
+    /// Copy the output to the log until the process exits. When `stop` turns true the process
+    /// gets SIGTERM, as the kubelet stops a sidecar; a process still there after `grace`
+    /// gets SIGKILL.
+    pub async fn wait(self, stop: Option<(watch::Receiver<bool>, Duration)>) -> Termination {
+        let Started { mut child, sink } = self;
+        let stdout = child.stdout.take();
+        let stderr = child.stderr.take();
+        let copy = |stream: Option<Box<dyn tokio::io::AsyncRead + Unpin + Send>>| {
+            let sink = sink.clone();
+            async move {
+                let Some(mut stream) = stream else { return };
+                let mut buffer = vec![0u8; 8192];
+                while let Ok(n) = stream.read(&mut buffer).await {
+                    if n == 0 {
+                        break;
+                    }
+                    sink.write(&buffer[..n]);
                 }
-                sink.write(&buffer[..n]);
+            }
+        };
+        let exited = async {
+            let Some((mut stop, grace)) = stop else {
+                return child.wait().await;
+            };
+            tokio::select! {
+                status = child.wait() => return status,
+                _ = stop.wait_for(|s| *s) => {}
+            }
+            if let Some(pid) = child.id().and_then(|id| i32::try_from(id).ok()) {
+                // ESRCH: it exited meanwhile, which `wait` below reports.
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(pid),
+                    nix::sys::signal::Signal::SIGTERM,
+                );
+            }
+            match tokio::time::timeout(grace, child.wait()).await {
+                Ok(status) => status,
+                Err(_) => {
+                    let _ = child.start_kill();
+                    child.wait().await
+                }
+            }
+        };
+        let (_, _, status) = tokio::join!(
+            copy(stdout.map(|s| Box::new(s) as Box<dyn tokio::io::AsyncRead + Unpin + Send>)),
+            copy(stderr.map(|s| Box::new(s) as Box<dyn tokio::io::AsyncRead + Unpin + Send>)),
+            exited
+        );
+        sink.finish();
+        match status {
+            Ok(status) => {
+                use std::os::unix::process::ExitStatusExt;
+                let code = status
+                    .code()
+                    .or_else(|| status.signal().map(|s| 128 + s))
+                    .unwrap_or(1);
+                Termination::from_exit_code(code, String::new())
+            }
+            Err(e) => {
+                Termination::from_exit_code(1, format!("waiting for the process failed: {e}"))
             }
         }
-    };
-    let (_, _, status) = tokio::join!(
-        copy(stdout.map(|s| Box::new(s) as Box<dyn tokio::io::AsyncRead + Unpin + Send>)),
-        copy(stderr.map(|s| Box::new(s) as Box<dyn tokio::io::AsyncRead + Unpin + Send>)),
-        child.wait()
-    );
-    sink.finish();
-    match status {
-        Ok(status) => {
-            use std::os::unix::process::ExitStatusExt;
-            let code = status
-                .code()
-                .or_else(|| status.signal().map(|s| 128 + s))
-                .unwrap_or(1);
-            Termination::from_exit_code(code, String::new())
-        }
-        Err(e) => Termination::from_exit_code(1, format!("waiting for the process failed: {e}")),
     }
+}
+
+/// Run a container's `startupProbe.exec` command once (with the container's environment, and
+/// its `volumeMounts` so the caller can rewrite paths); did it exit 0?
+pub async fn probe_once(container: &Value, pod: &Value, program_dirs: &[PathBuf]) -> bool {
+    let Some(command) = container
+        .pointer("/startupProbe/exec/command")
+        .and_then(Value::as_array)
+    else {
+        return true;
+    };
+    let env = environment(container, pod);
+    let words: Vec<String> = command
+        .iter()
+        .filter_map(|v| v.as_str().map(|s| expand(s, &env)))
+        .collect();
+    let Some((program, args)) = words.split_first() else {
+        return false;
+    };
+    let resolved = (!program.contains('/'))
+        .then(|| {
+            program_dirs
+                .iter()
+                .map(|d| d.join(program))
+                .find(|p| p.is_file())
+        })
+        .flatten()
+        .unwrap_or_else(|| PathBuf::from(program));
+    tokio::process::Command::new(resolved)
+        .args(args)
+        .envs(&env)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .status()
+        .await
+        .is_ok_and(|s| s.success())
 }
 
 /// The container's environment: the simulation's own (so `PATH` finds interpreters), then

@@ -2,7 +2,8 @@
 //! pod and job status as the real controllers do, all through the API.
 
 use super::kinds::{JobKind, Replica, batch_condition, condition, set_condition};
-use super::process::{Termination, run_container};
+use super::process::{Termination, probe_once, start_container};
+use super::volumes::PodVolumes;
 use super::{JobRef, Outcome, SimulationOptions};
 use crate::logs::{LogSink, PodLogs};
 use crate::meta;
@@ -421,7 +422,7 @@ async fn run_pod(context: &Context, pod: &PodRun, outcome: &Outcome, execute: bo
             match (main_sink, outcome) {
                 (None, _) => Termination::from_exit_code(0, String::new()),
                 (Some(sink), Outcome::Run) => match containers.get(main) {
-                    Some(container) => run_container(container, &pod.object, sink).await,
+                    Some(container) => run_main(context, pod, container, sink).await,
                     None => Termination::from_exit_code(0, String::new()),
                 },
                 (Some(sink), Outcome::Fail { exit_code, message }) => {
@@ -438,6 +439,122 @@ async fn run_pod(context: &Context, pod: &PodRun, outcome: &Outcome, execute: bo
             std::time::Duration::ZERO
         })
     );
+    ended
+}
+
+/// The pod's native sidecars: `initContainers` with `restartPolicy: Always`.
+fn native_sidecars(pod: &Value) -> Vec<Value> {
+    pod.pointer("/spec/initContainers")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|c| c["restartPolicy"] == "Always")
+        .cloned()
+        .collect()
+}
+
+/// Run the training container; with [`SimulationOptions::run_sidecars`], its pod's native
+/// sidecars run too: started first, sent SIGTERM once it has exited, and waited for (up to
+/// the pod's `terminationGracePeriodSeconds`, then SIGKILL) before the pod ends. Each
+/// `emptyDir` volume is a private directory for the pod's lifetime (see [`PodVolumes`]).
+async fn run_main(
+    context: &Context,
+    pod: &PodRun,
+    container: &Value,
+    sink: LogSink,
+) -> Termination {
+    let dirs = &context.options.program_dirs;
+    if !context.options.run_sidecars {
+        return match start_container(container, &pod.object, sink, dirs) {
+            Ok(started) => started.wait(None).await,
+            Err(ended) => ended,
+        };
+    }
+    let volumes = match PodVolumes::create(&pod.object) {
+        Ok(v) => v,
+        Err(e) => {
+            let message = format!("kube double: cannot create the pod's emptyDir volumes: {e}\n");
+            sink.write(message.as_bytes());
+            sink.finish();
+            return Termination {
+                exit_code: 128,
+                reason: "ContainerCannotRun".to_owned(),
+                message,
+            };
+        }
+    };
+    let namespace = meta::meta_str(&pod.object, "namespace");
+    let grace = std::time::Duration::from_secs(
+        pod.object
+            .pointer("/spec/terminationGracePeriodSeconds")
+            .and_then(Value::as_u64)
+            .unwrap_or(30),
+    );
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    // Dropped with this future (the job deleted): the sidecar processes are killed.
+    let mut sidecars = tokio::task::JoinSet::new();
+    let cannot_start = |message: String, ended: Termination| {
+        sink.write(message.as_bytes());
+        sink.finish();
+        let _ = stop.send(true);
+        Termination { message, ..ended }
+    };
+    for sidecar in native_sidecars(&pod.object) {
+        let name = sidecar["name"].as_str().unwrap_or_default().to_owned();
+        let log = context.logs.start(namespace, &pod.name, &name);
+        let sidecar = volumes.rewrite(&sidecar);
+        match start_container(&sidecar, &pod.object, log, dirs) {
+            Ok(started) => {
+                sidecars.spawn(started.wait(Some((stopped.clone(), grace))));
+            }
+            // A kubelet would retry it and never start the training container; a test is
+            // better served by a pod that fails and says why.
+            Err(ended) => {
+                let message = format!(
+                    "kube double: sidecar {name} cannot start: {}",
+                    ended.message
+                );
+                let ended = cannot_start(message, ended);
+                sidecars.join_all().await;
+                return ended;
+            }
+        }
+        // As the kubelet does, the next container starts only once the sidecar's startup
+        // probe has succeeded (polled more often than `periodSeconds`, to keep tests quick).
+        let probe = sidecar.pointer("/startupProbe/exec").is_some();
+        let attempts = sidecar
+            .pointer("/startupProbe/failureThreshold")
+            .and_then(Value::as_u64)
+            .unwrap_or(3)
+            * sidecar
+                .pointer("/startupProbe/periodSeconds")
+                .and_then(Value::as_u64)
+                .unwrap_or(10)
+            * 20;
+        let mut tried = 0;
+        while probe && !probe_once(&sidecar, &pod.object, dirs).await {
+            tried += 1;
+            if tried >= attempts {
+                let message = format!("kube double: sidecar {name}: startup probe failed\n");
+                let ended = cannot_start(message, Termination::from_exit_code(1, String::new()));
+                sidecars.join_all().await;
+                return ended;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    }
+    let main = async {
+        let ended =
+            match start_container(&volumes.rewrite(container), &pod.object, sink.clone(), dirs) {
+                Ok(started) => started.wait(None).await,
+                Err(ended) => ended,
+            };
+        let _ = stop.send(true);
+        ended
+    };
+    let ended = main.await;
+    sidecars.join_all().await;
+    drop(volumes);
     ended
 }
 

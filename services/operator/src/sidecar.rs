@@ -1,0 +1,569 @@
+//! The metrics-collector sidecar for the File and TensorFlowEvent collectors, added by the
+//! operator when it renders a trial's job (Katib adds it with a mutating pod webhook; Vernier
+//! has no webhook, so the job's pod templates carry it from the start).
+//!
+//! The sidecar is a Kubernetes native sidecar: an `initContainers` entry with
+//! `restartPolicy: Always` (Kubernetes 1.29+), so it starts before the training container,
+//! keeps running beside it, and gets SIGTERM once the training container has exited; it then
+//! reads what is left of the metrics and reports everything to the DBManager
+//! (`vernier collect`). The pod, and so the job, completes only after it exits, which is why
+//! the trial can be judged from the store as soon as the job has succeeded.
+//!
+//! The metrics directory is shared through an `emptyDir` volume mounted at the same path in
+//! both containers (or, when the training container already mounts a volume there, through
+//! that volume).
+
+use crate::context::OperatorConfig;
+use serde_json::{Value, json};
+use vernier_spec::known::{DEFAULT_METRICS_FILE, DEFAULT_TFEVENT_DIR};
+use vernier_spec::trial::TrialSpec;
+use vernier_spec::types::ExperimentSpec;
+
+/// The image with the `vernier` binary, as `deploy/` builds and tags it.
+pub const DEFAULT_COLLECTOR_IMAGE: &str = "vernier:latest";
+
+/// The operator's DBManager Service (`deploy/base/service.yaml`) in its namespace.
+pub const DEFAULT_DB_MANAGER_ADDRESS: &str = "vernier-db-manager.vernier-system:6789";
+
+/// The volume Katib's webhook uses for the same purpose.
+const METRICS_VOLUME: &str = "metrics-volume";
+
+/// Katib's name for the File collector's container (it also logs stdout there for StdOut).
+const FILE_COLLECTOR_NAME: &str = "metrics-logger-and-collector";
+
+/// Katib's name for the other collectors' container.
+const COLLECTOR_NAME: &str = "metrics-collector";
+
+/// The label the Kubeflow training operator puts on the primary pod only; Katib's default
+/// `primaryPodLabels` for Kubeflow kinds.
+const JOB_ROLE_LABEL: &str = "training.kubeflow.org/job-role";
+
+/// Replica types whose index-0 pod gets `job-role: master`, in the training operator's order
+/// of preference (TFJob Chief/Master, PyTorchJob and XGBoostJob Master, MPIJob Launcher;
+/// Worker when none of those is present).
+const PRIMARY_REPLICA_TYPES: [&str; 4] = ["Chief", "Master", "Launcher", "Worker"];
+
+/// Environment variable prefix carrying the pod's own value of a primary label.
+const LABEL_ENV_PREFIX: &str = "VERNIER_PRIMARY_LABEL_";
+
+/// What the sidecar collects for one trial.
+#[derive(Debug, Clone, PartialEq)]
+struct Collection {
+    kind: &'static str,
+    /// The file (File) or directory (TensorFlowEvent) as the training container sees it.
+    path: String,
+    /// `JSON` or `TEXT` (File only).
+    format: Option<String>,
+    metrics_formats: Vec<String>,
+    metrics: Vec<String>,
+}
+
+impl Collection {
+    fn of(spec: &TrialSpec) -> Option<Collection> {
+        let mc = spec.metrics_collector.as_ref()?;
+        let kind = match mc.collector.as_ref()?.kind.as_deref()? {
+            "File" => "File",
+            "TensorFlowEvent" => "TensorFlowEvent",
+            _ => return None,
+        };
+        let fsp = mc.source.as_ref().and_then(|s| s.file_system_path.as_ref());
+        let default = if kind == "File" {
+            DEFAULT_METRICS_FILE
+        } else {
+            DEFAULT_TFEVENT_DIR
+        };
+        let path = fsp
+            .and_then(|f| f.path.clone())
+            .filter(|p| !p.is_empty())
+            .unwrap_or_else(|| default.to_string());
+        let format = (kind == "File").then(|| {
+            fsp.and_then(|f| f.format.clone())
+                .filter(|f| !f.is_empty())
+                .unwrap_or_else(|| "TEXT".into())
+                .to_uppercase()
+        });
+        let metrics_formats = mc
+            .source
+            .as_ref()
+            .and_then(|s| s.filter.as_ref())
+            .map(|f| f.metrics_format.clone())
+            .unwrap_or_default();
+        let exp = vernier_spec::Experiment {
+            spec: ExperimentSpec {
+                objective: spec.objective.clone(),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let metrics = exp.objective().ok()?.metric_names();
+        Some(Collection {
+            kind,
+            path,
+            format,
+            metrics_formats,
+            metrics,
+        })
+    }
+
+    /// The directory the shared volume is mounted at: the file's directory, or the event
+    /// directory itself (as Katib's webhook mounts them).
+    fn mount_dir(&self) -> String {
+        let trimmed = self.path.trim_end_matches('/');
+        if self.kind == "File" {
+            match trimmed.rsplit_once('/') {
+                Some(("", _)) | None => "/".into(),
+                Some((dir, _)) => dir.into(),
+            }
+        } else if trimmed.is_empty() {
+            "/".into()
+        } else {
+            trimmed.into()
+        }
+    }
+}
+
+/// `run_spec` with the collector sidecar in its primary pod templates when the trial's
+/// collector is File or TensorFlowEvent; unchanged otherwise.
+pub fn inject(
+    config: &OperatorConfig,
+    spec: &TrialSpec,
+    trial: &str,
+    mut run_spec: Value,
+) -> Value {
+    let Some(collection) = Collection::of(spec) else {
+        return run_spec;
+    };
+    let wanted = spec.primary_pod_labels.clone().unwrap_or_default();
+    let mut templates = Vec::new();
+    find_templates(&mut run_spec, None, &mut templates);
+    // Which templates can make the primary pod, and which primary labels the job's
+    // controller adds to the pod itself (so the sidecar has to check them at run time).
+    let mut chosen: Vec<(&mut Value, Vec<(String, String)>)> = Vec::new();
+    let replica_types: Vec<String> = templates.iter().filter_map(|(_, t)| t.clone()).collect();
+    let primary_type = PRIMARY_REPLICA_TYPES
+        .iter()
+        .find(|t| replica_types.iter().any(|r| r == *t));
+    for (template, replica_type) in templates {
+        let own = template
+            .pointer("/metadata/labels")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        let mut runtime = Vec::new();
+        let mut primary = true;
+        for (k, v) in &wanted {
+            match own.get(k) {
+                Some(Value::String(have)) if have == v => {}
+                // The template sets the label to something else: never the primary pod.
+                Some(_) => primary = false,
+                // Only the primary replica type's first pod gets `job-role: master`.
+                None if k == JOB_ROLE_LABEL && replica_type.is_some() => {
+                    if replica_type.as_deref() == primary_type.copied() && v == "master" {
+                        runtime.push((k.clone(), v.clone()));
+                    } else {
+                        primary = false;
+                    }
+                }
+                // Set by the job's controller on the pod, if at all: checked by the sidecar.
+                None => runtime.push((k.clone(), v.clone())),
+            }
+        }
+        if primary {
+            chosen.push((template, runtime));
+        }
+    }
+    for (template, runtime) in chosen {
+        add_sidecar(config, spec, trial, &collection, template, &runtime);
+    }
+    run_spec
+}
+
+/// Every pod template (an object with `spec.containers` under a `template` key) with the
+/// replica type it belongs to (the key above `template` in a `...ReplicaSpecs` map).
+fn find_templates<'a>(
+    value: &'a mut Value,
+    replica_type: Option<&str>,
+    out: &mut Vec<(&'a mut Value, Option<String>)>,
+) {
+    match value {
+        Value::Object(map) => {
+            for (k, v) in map.iter_mut() {
+                if k == "template" && v.pointer("/spec/containers").is_some_and(Value::is_array) {
+                    out.push((v, replica_type.map(str::to_owned)));
+                } else if k.ends_with("ReplicaSpecs")
+                    && let Value::Object(specs) = v
+                {
+                    for (t, s) in specs.iter_mut() {
+                        find_templates(s, Some(t), out);
+                    }
+                } else {
+                    find_templates(v, None, out);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|v| find_templates(v, None, out)),
+        _ => {}
+    }
+}
+
+/// The training container's index: `primaryContainerName`, else the only container, else the
+/// Kubeflow kind's training container name, else the first.
+fn primary_container(containers: &[Value], name: Option<&str>) -> usize {
+    let named = |n: &str| containers.iter().position(|c| c["name"] == n);
+    name.filter(|n| !n.is_empty())
+        .and_then(named)
+        .or_else(|| {
+            ["tensorflow", "pytorch", "xgboost", "mpi"]
+                .iter()
+                .find_map(|n| named(n))
+        })
+        .unwrap_or(0)
+}
+
+/// Is `dir` at or under `mount`, on a path-component boundary?
+fn covers(mount: &str, dir: &str) -> bool {
+    let mount = mount.trim_end_matches('/');
+    mount.is_empty()
+        || dir == mount
+        || dir
+            .strip_prefix(mount)
+            .is_some_and(|rest| rest.starts_with('/'))
+}
+
+fn add_sidecar(
+    config: &OperatorConfig,
+    spec: &TrialSpec,
+    trial: &str,
+    collection: &Collection,
+    template: &mut Value,
+    runtime_labels: &[(String, String)],
+) {
+    let name = if collection.kind == "File" {
+        FILE_COLLECTOR_NAME
+    } else {
+        COLLECTOR_NAME
+    };
+    let Some(pod) = template.get_mut("spec").and_then(Value::as_object_mut) else {
+        return;
+    };
+    let already = pod
+        .get("initContainers")
+        .and_then(Value::as_array)
+        .is_some_and(|a| a.iter().any(|c| c["name"] == name));
+    if already {
+        return;
+    }
+    let dir = collection.mount_dir();
+    let containers = pod
+        .get("containers")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let main = primary_container(&containers, spec.primary_container_name.as_deref());
+    // A volume the training container already mounts over the metrics directory is shared
+    // as it is; otherwise an emptyDir is added and mounted at the directory in both.
+    let existing = containers
+        .get(main)
+        .and_then(|c| c.get("volumeMounts"))
+        .and_then(Value::as_array)
+        .and_then(|mounts| {
+            mounts
+                .iter()
+                .filter(|m| m["mountPath"].as_str().is_some_and(|p| covers(p, &dir)))
+                .max_by_key(|m| m["mountPath"].as_str().map_or(0, str::len))
+                .cloned()
+        });
+    let mount = match existing {
+        Some(mut m) => {
+            if let Some(m) = m.as_object_mut() {
+                m.remove("readOnly");
+            }
+            m
+        }
+        None => {
+            let volumes = pod
+                .entry("volumes")
+                .or_insert_with(|| json!([]))
+                .as_array_mut();
+            let Some(volumes) = volumes else { return };
+            let taken = |n: &str| volumes.iter().any(|v| v["name"] == n);
+            let mut volume = METRICS_VOLUME.to_string();
+            let mut i = 1;
+            while taken(&volume) {
+                volume = format!("{METRICS_VOLUME}-{i}");
+                i += 1;
+            }
+            volumes.push(json!({"name": volume, "emptyDir": {}}));
+            let mount = json!({"name": volume, "mountPath": dir});
+            if let Some(c) = pod
+                .get_mut("containers")
+                .and_then(Value::as_array_mut)
+                .and_then(|cs| cs.get_mut(main))
+                .and_then(Value::as_object_mut)
+            {
+                let mounts = c.entry("volumeMounts").or_insert_with(|| json!([]));
+                if let Some(mounts) = mounts.as_array_mut() {
+                    mounts.push(mount.clone());
+                }
+            }
+            mount
+        }
+    };
+
+    let mut args: Vec<String> = vec![
+        "vernier".into(),
+        "collect".into(),
+        "--trial".into(),
+        trial.into(),
+        "--metric-names".into(),
+        collection.metrics.join(","),
+        "--kind".into(),
+        collection.kind.into(),
+        "--path".into(),
+        collection.path.clone(),
+        "--db-manager-address".into(),
+        config.db_manager_address.clone(),
+    ];
+    if let Some(format) = &collection.format {
+        args.extend(["--file-format".into(), format.clone()]);
+    }
+    if collection.format.as_deref() != Some("JSON") {
+        for f in &collection.metrics_formats {
+            args.extend(["--metrics-format".into(), f.clone()]);
+        }
+    }
+    // Katib's sidecar waits for the training process instead; a native sidecar is told to
+    // stop, so the training container must not start (and possibly end) before the
+    // collector handles SIGTERM.
+    let started = format!(
+        "{}/.vernier-collect-{trial}.started",
+        dir.trim_end_matches('/')
+    );
+    args.extend(["--started-file".into(), started.clone()]);
+    let mut env = Vec::new();
+    for (i, (k, v)) in runtime_labels.iter().enumerate() {
+        let var = format!("{LABEL_ENV_PREFIX}{i}");
+        env.push(json!({"name": var, "valueFrom": {"fieldRef": {
+            "fieldPath": format!("metadata.labels['{k}']")}}}));
+        args.extend([
+            "--primary-label".into(),
+            format!("{k}={v}"),
+            "--pod-label".into(),
+            // Expanded by the kubelet from the pod's own label.
+            format!("{k}=$({var})"),
+        ]);
+    }
+    let mut sidecar = json!({
+        "name": name,
+        "image": config.collector_image,
+        "imagePullPolicy": "IfNotPresent",
+        "restartPolicy": "Always",
+        "command": args,
+        "startupProbe": {
+            "exec": {"command": ["test", "-e", started]},
+            "periodSeconds": 1,
+            "failureThreshold": 120,
+        },
+        "volumeMounts": [mount],
+        // Katib's default collector resources.
+        "resources": {
+            "requests": {"cpu": "50m", "memory": "10Mi"},
+            "limits": {"cpu": "500m", "memory": "100Mi"},
+        },
+    });
+    if !env.is_empty() {
+        sidecar["env"] = Value::Array(env);
+    }
+    let init = pod.entry("initContainers").or_insert_with(|| json!([]));
+    if let Some(init) = init.as_array_mut() {
+        init.push(sidecar);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn trial(collector: Value, pod_labels: Option<Value>) -> TrialSpec {
+        let mut spec = json!({
+            "objective": {"type": "minimize", "objectiveMetricName": "loss",
+                          "additionalMetricNames": ["accuracy"]},
+            "primaryContainerName": "training-container",
+            "metricsCollector": collector,
+        });
+        if let Some(labels) = pod_labels {
+            spec["primaryPodLabels"] = labels;
+        }
+        serde_json::from_value(spec).unwrap()
+    }
+
+    fn config() -> OperatorConfig {
+        OperatorConfig {
+            collector_image: "reg.example/vernier:1".into(),
+            db_manager_address: "dbm.ns:6789".into(),
+            ..OperatorConfig::default()
+        }
+    }
+
+    fn job() -> Value {
+        json!({"apiVersion": "batch/v1", "kind": "Job", "spec": {"template": {"spec": {
+            "containers": [
+                {"name": "helper", "command": ["sleep", "1"]},
+                {"name": "training-container", "command": ["python", "train.py"]}
+            ],
+            "restartPolicy": "Never"}}}})
+    }
+
+    #[test]
+    fn file_collector_gets_a_native_sidecar_and_a_shared_empty_dir() {
+        let spec = trial(
+            json!({"collector": {"kind": "File"}, "source": {
+                "fileSystemPath": {"path": "/var/log/katib/metrics.log", "kind": "File", "format": "TEXT"},
+                "filter": {"metricsFormat": ["([\\w]+):([\\d.]+)"]}}}),
+            None,
+        );
+        let out = inject(&config(), &spec, "exp-abc", job());
+        let pod = &out["spec"]["template"]["spec"];
+        assert_eq!(
+            pod["volumes"],
+            json!([{"name": "metrics-volume", "emptyDir": {}}])
+        );
+        let mount = json!([{"name": "metrics-volume", "mountPath": "/var/log/katib"}]);
+        assert_eq!(pod["containers"][1]["volumeMounts"], mount);
+        assert!(pod["containers"][0].get("volumeMounts").is_none());
+        let sidecar = &pod["initContainers"][0];
+        assert_eq!(sidecar["name"], FILE_COLLECTOR_NAME);
+        assert_eq!(sidecar["restartPolicy"], "Always");
+        assert_eq!(sidecar["image"], "reg.example/vernier:1");
+        assert_eq!(sidecar["volumeMounts"], mount);
+        assert_eq!(
+            sidecar["command"],
+            json!([
+                "vernier",
+                "collect",
+                "--trial",
+                "exp-abc",
+                "--metric-names",
+                "loss,accuracy",
+                "--kind",
+                "File",
+                "--path",
+                "/var/log/katib/metrics.log",
+                "--db-manager-address",
+                "dbm.ns:6789",
+                "--file-format",
+                "TEXT",
+                "--metrics-format",
+                "([\\w]+):([\\d.]+)",
+                "--started-file",
+                "/var/log/katib/.vernier-collect-exp-abc.started"
+            ])
+        );
+        // Rendering twice (a retried create) does not add a second sidecar.
+        let again = inject(&config(), &spec, "exp-abc", out.clone());
+        assert_eq!(again, out);
+    }
+
+    #[test]
+    fn an_existing_mount_over_the_directory_is_shared_instead() {
+        let spec = trial(
+            json!({"collector": {"kind": "TensorFlowEvent"}, "source": {
+                "fileSystemPath": {"path": "/data/logs/tfevent/", "kind": "Directory"}}}),
+            None,
+        );
+        let mut job = job();
+        job["spec"]["template"]["spec"]["containers"][1]["volumeMounts"] = json!([{"name": "data", "mountPath": "/data", "readOnly": true},
+                   {"name": "other", "mountPath": "/data/log"}]);
+        job["spec"]["template"]["spec"]["volumes"] =
+            json!([{"name": "data", "persistentVolumeClaim": {"claimName": "c"}}]);
+        let out = inject(&config(), &spec, "t", job);
+        let pod = &out["spec"]["template"]["spec"];
+        assert_eq!(pod["volumes"].as_array().unwrap().len(), 1);
+        let sidecar = &pod["initContainers"][0];
+        assert_eq!(sidecar["name"], COLLECTOR_NAME);
+        assert_eq!(
+            sidecar["volumeMounts"],
+            json!([{"name": "data", "mountPath": "/data"}])
+        );
+        let command: Vec<&str> = sidecar["command"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        assert!(
+            command.ends_with(&[
+                "--started-file",
+                "/data/logs/tfevent/.vernier-collect-t.started"
+            ]),
+            "{command:?}"
+        );
+        assert_eq!(
+            sidecar["startupProbe"]["exec"]["command"],
+            json!([
+                "test",
+                "-e",
+                "/data/logs/tfevent/.vernier-collect-t.started"
+            ])
+        );
+        assert!(command.contains(&"TensorFlowEvent") && command.contains(&"/data/logs/tfevent/"));
+    }
+
+    #[test]
+    fn kubeflow_jobs_get_it_on_the_primary_replica_with_a_runtime_label_check() {
+        let spec = trial(
+            json!({"collector": {"kind": "File"}, "source": {"fileSystemPath": {
+                "path": "/m/metrics.json", "kind": "File", "format": "JSON"}}}),
+            Some(json!({"training.kubeflow.org/job-role": "master"})),
+        );
+        let template = json!({"spec": {"containers": [{"name": "pytorch", "command": ["train"]}]}});
+        let job = json!({"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "spec": {
+            "pytorchReplicaSpecs": {
+                "Master": {"replicas": 1, "template": template},
+                "Worker": {"replicas": 2, "template": template}}}});
+        let out = inject(&config(), &spec, "t", job);
+        let specs = &out["spec"]["pytorchReplicaSpecs"];
+        assert!(
+            specs["Worker"]["template"]["spec"]
+                .get("initContainers")
+                .is_none()
+        );
+        let pod = &specs["Master"]["template"]["spec"];
+        assert_eq!(
+            pod["containers"][0]["volumeMounts"],
+            json!([{"name": "metrics-volume", "mountPath": "/m"}])
+        );
+        let sidecar = &pod["initContainers"][0];
+        assert_eq!(
+            sidecar["env"],
+            json!([{"name": "VERNIER_PRIMARY_LABEL_0", "valueFrom": {"fieldRef": {
+                "fieldPath": "metadata.labels['training.kubeflow.org/job-role']"}}}])
+        );
+        let command = sidecar["command"].as_array().unwrap();
+        let tail: Vec<&str> = command[command.len() - 5..]
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        assert_eq!(
+            tail,
+            vec![
+                "/m/.vernier-collect-t.started",
+                "--primary-label",
+                "training.kubeflow.org/job-role=master",
+                "--pod-label",
+                "training.kubeflow.org/job-role=$(VERNIER_PRIMARY_LABEL_0)"
+            ]
+        );
+    }
+
+    #[test]
+    fn other_collectors_leave_the_job_alone() {
+        for collector in [
+            json!({"collector": {"kind": "StdOut"}}),
+            json!({"collector": {"kind": "Push"}}),
+        ] {
+            let spec = trial(collector, None);
+            assert_eq!(inject(&config(), &spec, "t", job()), job());
+        }
+    }
+}
