@@ -63,7 +63,9 @@ fn args() -> Result<Args, Error> {
                 a.run = match value()?.as_str() {
                     "run" => true,
                     "hang" => false,
-                    other => return Err(format!("--outcome: value {other:?}; hint: run or hang").into()),
+                    other => {
+                        return Err(format!("--outcome: value {other:?}; hint: run or hang").into());
+                    }
                 }
             }
             "--operator" => a.operator = Some(value()?),
@@ -73,7 +75,7 @@ fn args() -> Result<Args, Error> {
                     "stdout" => false,
                     other => {
                         return Err(
-                            format!("--collector: value {other:?}; hint: stdout or push").into()
+                            format!("--collector: value {other:?}; hint: stdout or push").into(),
                         );
                     }
                 }
@@ -127,7 +129,12 @@ impl Operator {
             identity: "bench".into(),
             ..OperatorConfig::default()
         };
-        let ctx = Arc::new(Context::new(double.client()?, store, config, metrics.clone()));
+        let ctx = Arc::new(Context::new(
+            double.client()?,
+            store,
+            config,
+            metrics.clone(),
+        ));
         let lease = LeaseConfig {
             name: "bench".into(),
             namespace: "default".into(),
@@ -291,9 +298,10 @@ fn latency(text: &str, controller: &str) -> (f64, f64, f64, f64) {
 }
 
 fn is_true(t: &DynamicObject, type_: &str) -> bool {
-    t.data["status"]["conditions"]
-        .as_array()
-        .is_some_and(|cs| cs.iter().any(|c| c["type"] == type_ && c["status"] == "True"))
+    t.data["status"]["conditions"].as_array().is_some_and(|cs| {
+        cs.iter()
+            .any(|c| c["type"] == type_ && c["status"] == "True")
+    })
 }
 
 #[tokio::main]

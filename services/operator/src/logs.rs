@@ -118,6 +118,14 @@ impl Followers {
         }
     }
 
+    /// Stops every follower (this replica no longer leads).
+    pub fn stop_all(&self) {
+        let mut map = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        for (_, f) in map.drain() {
+            f.handle.abort();
+        }
+    }
+
     /// How many followers are running (for tests and metrics).
     pub fn len(&self) -> usize {
         self.inner.lock().unwrap_or_else(|e| e.into_inner()).len()

@@ -7,8 +7,8 @@ use crate::objects::{experiment_resource, trial_resource};
 use crate::{experiment, trial};
 use futures_util::StreamExt;
 use kube::Client;
-use kube::api::{Api, DynamicObject};
 use kube::ResourceExt;
+use kube::api::{Api, DynamicObject};
 use kube::runtime::controller::{Config, Controller};
 use kube::runtime::reflector::{self, ObjectRef};
 use kube::runtime::{WatchStreamExt, watcher};
@@ -192,13 +192,16 @@ pub async fn run_with_leader_election(
             controllers.0.abort();
         }
         let _ = (&mut controllers.0).await;
+        // An aborted run_controllers did not get to clear these. Followers left running
+        // would append to the observations the next leader's followers re-record.
+        ctx.shared.stop();
+        ctx.followers.stop_all();
         if done {
             break;
         }
     }
-    // The controllers have stopped; the release comes after them so that two replicas never
-    // reconcile at once. Our handle on the context goes first: if it is the last one, that
-    // stops this replica's pod-log followers before the next leader starts its own.
+    // The controllers and followers have stopped; the release comes after them so that two
+    // replicas never work at once.
     drop(ctx);
     let _ = release_tx.send(());
     let _ = (&mut election.0).await;
