@@ -139,7 +139,14 @@ async fn reconcile_experiment(obj: &DynamicObject, ctx: &Context) -> Result<Acti
         );
     }
 
-    let exp = match checked_experiment(obj, ctx) {
+    let spec = obj.data.get("spec").cloned().unwrap_or(Value::Null);
+    let spec = match crate::template_source::resolve(&ctx.client, spec).await? {
+        crate::template_source::Resolved::Spec(spec) => spec,
+        crate::template_source::Resolved::Invalid(message) => {
+            return invalid(ctx, obj, &api, status, &old_status, message).await;
+        }
+    };
+    let exp = match checked_experiment(obj, spec, ctx) {
         Ok(exp) => exp,
         Err(message) => return invalid(ctx, obj, &api, status, &old_status, message).await,
     };
@@ -293,6 +300,7 @@ async fn reconcile_experiment(obj: &DynamicObject, ctx: &Context) -> Result<Acti
 /// Parses, defaults and validates the experiment, then checks what the operator itself needs.
 fn checked_experiment(
     obj: &DynamicObject,
+    spec: Value,
     ctx: &Context,
 ) -> std::result::Result<LocalExperiment, String> {
     let doc = json!({
@@ -304,12 +312,12 @@ fn checked_experiment(
             "labels": obj.labels(),
             "annotations": {},
         },
-        "spec": obj.data.get("spec").cloned().unwrap_or(Value::Null),
+        "spec": spec,
     });
     let spec: Experiment = parse_experiment_value(&doc).map_err(|e| e.to_string())?;
     let tt = spec.spec.trial_template.as_ref();
     let Some(run_spec) = tt.and_then(|t| t.trial_spec.as_ref()) else {
-        return Err("spec.trialTemplate.trialSpec: is required by the operator; hint: copy the configMap template inline into trialSpec".into());
+        return Err("spec.trialTemplate.trialSpec: is required; hint: write the job inline in trialSpec or point configMap at a stored template".into());
     };
     let api_version = run_spec
         .get("apiVersion")

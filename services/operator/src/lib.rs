@@ -17,6 +17,7 @@ pub mod report_source;
 pub mod run;
 pub mod shared;
 pub mod sidecar;
+pub mod template_source;
 pub mod trial;
 
 pub use context::{Context, EarlyStopperFactory, OperatorConfig};

@@ -1065,3 +1065,97 @@ async fn report_from_an_unreachable_cluster_says_where_to_look() {
         "{err}"
     );
 }
+
+/// The experiment `name` with its Job template moved into ConfigMap `trial-templates` under
+/// `key` (Katib's `trial-configmap-source` example); returns the experiment.
+fn with_config_map_template(name: &str, key: &str) -> (DynamicObject, String) {
+    let mut exp: Value =
+        yaml_serde::from_str(&experiment_yaml(name, "Job", 2, 3, "")).expect("experiment yaml");
+    let tt = exp["spec"]["trialTemplate"]
+        .as_object_mut()
+        .expect("trialTemplate");
+    let template = tt.remove("trialSpec").expect("trialSpec");
+    tt.insert(
+        "configMap".into(),
+        serde_json::json!({
+            "configMapName": "trial-templates",
+            "configMapNamespace": "default",
+            "templatePath": key,
+        }),
+    );
+    let template = yaml_serde::to_string(&template).expect("template yaml");
+    (serde_json::from_value(exp).expect("experiment"), template)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn config_map_trial_templates_are_read_from_the_cluster() {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    let env = Env::start(SimulationOptions::default()).await;
+    let op = env.operator("replica-a");
+    let (exp, template) = with_config_map_template("cm-template", "job-template.yaml");
+    let config_maps: Api<ConfigMap> = Api::namespaced(env.client.clone(), "default");
+    let cm: ConfigMap = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "trial-templates", "namespace": "default"},
+        "data": {"job-template.yaml": template},
+    }))
+    .expect("configmap");
+    config_maps
+        .create(&PostParams::default(), &cm)
+        .await
+        .expect("configmap created");
+    env.experiments()
+        .create(&PostParams::default(), &exp)
+        .await
+        .expect("experiment created");
+    let done = finished(&env, "cm-template").await;
+    assert!(condition(&done, "Succeeded").is_some(), "{done:#}");
+    let trials = env.trials_of("cm-template").await;
+    assert_eq!(trials.len(), 3);
+    for t in &trials {
+        assert_eq!(t.data["spec"]["runSpec"]["kind"], "Job", "{:#}", t.data);
+        assert!(
+            t.data["status"]["observation"]["metrics"]
+                .as_array()
+                .is_some_and(|m| !m.is_empty()),
+            "{:#}",
+            t.data
+        );
+    }
+    // The experiment object keeps its configMap source; nothing was written back.
+    let stored = experiment_json(&env, "cm-template").await;
+    assert!(
+        stored["spec"]["trialTemplate"].get("trialSpec").is_none(),
+        "{stored:#}"
+    );
+
+    // A missing key and a missing ConfigMap fail the experiment naming field and value.
+    let (exp, _) = with_config_map_template("cm-missing-key", "no-such.yaml");
+    env.experiments()
+        .create(&PostParams::default(), &exp)
+        .await
+        .expect("experiment created");
+    let (mut gone, _) = with_config_map_template("cm-missing-map", "job-template.yaml");
+    gone.data["spec"]["trialTemplate"]["configMap"]["configMapName"] = "nowhere".into();
+    env.experiments()
+        .create(&PostParams::default(), &gone)
+        .await
+        .expect("experiment created");
+    for (name, needle) in [
+        (
+            "cm-missing-key",
+            "spec.trialTemplate.configMap.templatePath: value \"no-such.yaml\"",
+        ),
+        (
+            "cm-missing-map",
+            "spec.trialTemplate.configMap.configMapName: value \"nowhere\"",
+        ),
+    ] {
+        let exp = finished(&env, name).await;
+        let failed = condition(&exp, "Failed").unwrap_or_else(|| panic!("{exp:#}"));
+        let message = failed["message"].as_str().unwrap_or_default();
+        assert!(message.contains(needle), "{message}");
+        assert!(env.trials_of(name).await.is_empty());
+    }
+    op.stop().await;
+    env.shutdown().await;
+}
