@@ -122,6 +122,12 @@ impl Collection {
     }
 }
 
+/// Where the sidecar of a File or TensorFlowEvent trial reads metrics: the collector kind and
+/// the file or event directory (for messages); `None` for other collectors.
+pub fn metrics_location(spec: &TrialSpec) -> Option<(&'static str, String)> {
+    Collection::of(spec).map(|c| (c.kind, c.path))
+}
+
 /// `run_spec` with the collector sidecar in its primary pod templates when the trial's
 /// collector is File or TensorFlowEvent; unchanged otherwise.
 pub fn inject(

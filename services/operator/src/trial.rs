@@ -397,11 +397,28 @@ async fn reconcile_trial(obj: &DynamicObject, ctx: &Context) -> Result<Action> {
                     )
                     .await?;
                 status.observation = observation(ctx, &name, &objective).await?;
+                let hint = match crate::sidecar::metrics_location(&spec) {
+                    Some(("File", path)) => format!(
+                        "write a line such as `{}=0.5` to {path:?}, the File collector's path",
+                        objective.metric
+                    ),
+                    Some((_, dir)) => format!(
+                        "write a scalar summary tagged {:?} to an event file under {dir:?}",
+                        objective.metric
+                    ),
+                    None if collector_kind(&spec) == "Push" => format!(
+                        "report {:?} with ReportObservationLog to the operator's DBManager (e.g. the Katib SDK's report_metrics)",
+                        objective.metric
+                    ),
+                    None => format!(
+                        "print a line such as `{}=0.5` from container {:?}",
+                        objective.metric,
+                        spec.primary_container_name.clone().unwrap_or_default()
+                    ),
+                };
                 let message = format!(
-                    "Metrics are not available: the job succeeded but the objective metric {:?} was never reported; hint: print a line such as `{}=0.5` from container {:?}",
+                    "Metrics are not available: the job succeeded but the objective metric {:?} was never reported; hint: {hint}",
                     objective.metric,
-                    objective.metric,
-                    spec.primary_container_name.clone().unwrap_or_default()
                 );
                 set_terminal(
                     &mut status.conditions,
