@@ -14,6 +14,9 @@
 //! one `loss=` line and exits, so trials go the whole way (job, pod log, observation,
 //! Succeeded, the next trial) until every experiment has `--trials` trials and succeeds.
 //!
+//! `--hold S` then waits S seconds and prints what the operator spent meanwhile (reconciles, CPU)
+//! with every trial still running: the steady-state cost of a large experiment.
+//!
 //! `--collector push` makes the trials' collector `Push`: no pod log is followed, which shows
 //! what following the logs costs.
 //!
@@ -40,6 +43,7 @@ struct Args {
     trials: usize,
     run: bool,
     push: bool,
+    hold: u64,
     operator: Option<String>,
 }
 
@@ -50,6 +54,7 @@ fn args() -> Result<Args, Error> {
         trials: 0,
         run: false,
         push: false,
+        hold: 0,
         operator: None,
     };
     let mut it = std::env::args().skip(1);
@@ -69,6 +74,7 @@ fn args() -> Result<Args, Error> {
                 }
             }
             "--operator" => a.operator = Some(value()?),
+            "--hold" => a.hold = value()?.parse()?,
             "--collector" => {
                 a.push = match value()?.as_str() {
                     "push" => true,
@@ -163,6 +169,21 @@ impl Operator {
             Operator::InProcess { metrics, .. } => metrics.encode(),
             Operator::Child { http, .. } => http_get(http, "/metrics").await.unwrap_or_default(),
         }
+    }
+
+    /// CPU seconds (user + system) the operator's process has used.
+    fn cpu_seconds(&self) -> f64 {
+        let pid = match self {
+            Operator::InProcess { .. } => "self".to_string(),
+            Operator::Child { child, .. } => child.id().to_string(),
+        };
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        // Fields after the parenthesised command name; utime and stime are the 12th and 13th.
+        let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+        // Clock ticks are 100 per second on Linux x86_64.
+        (ticks(11) + ticks(12)) / 100.0
     }
 
     /// VmRSS and VmHWM of the operator's process, in KiB.
@@ -376,6 +397,21 @@ async fn main() -> Result<(), Error> {
     }
     // Let the last status writes settle before reading memory and latency.
     tokio::time::sleep(Duration::from_secs(2)).await;
+    let held = if a.hold > 0 {
+        let reconciles = |t: &str| latency(t, "trial").0 + latency(t, "experiment").0;
+        let (cpu0, n0) = (
+            operator.cpu_seconds(),
+            reconciles(&operator.metrics_text().await),
+        );
+        tokio::time::sleep(Duration::from_secs(a.hold)).await;
+        let (cpu1, n1) = (
+            operator.cpu_seconds(),
+            reconciles(&operator.metrics_text().await),
+        );
+        Some((cpu1 - cpu0, n1 - n0))
+    } else {
+        None
+    };
     let text = operator.metrics_text().await;
     let (rss, hwm) = operator.memory();
     let rate = |d: Option<Duration>| {
@@ -408,6 +444,13 @@ async fn main() -> Result<(), Error> {
             mean * 1e3,
             p50 * 1e3,
             p99 * 1e3
+        );
+    }
+    if let Some((cpu, n)) = held {
+        println!(
+            "holding for {} s afterwards: {n:.0} reconciles, operator CPU {:.1} % of one core",
+            a.hold,
+            cpu / a.hold as f64 * 100.0
         );
     }
     let whose = if a.operator.is_some() {
