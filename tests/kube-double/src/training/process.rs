@@ -88,15 +88,7 @@ pub fn start_container(
             message,
         });
     };
-    let resolved = (!program.contains('/'))
-        .then(|| {
-            program_dirs
-                .iter()
-                .map(|d| d.join(program))
-                .find(|p| p.is_file())
-        })
-        .flatten()
-        .unwrap_or_else(|| PathBuf::from(program));
+    let resolved = resolve_program(program, program_dirs);
     let mut command = tokio::process::Command::new(resolved);
     command
         .args(args)
@@ -208,15 +200,7 @@ pub async fn probe_once(container: &Value, pod: &Value, program_dirs: &[PathBuf]
     let Some((program, args)) = words.split_first() else {
         return false;
     };
-    let resolved = (!program.contains('/'))
-        .then(|| {
-            program_dirs
-                .iter()
-                .map(|d| d.join(program))
-                .find(|p| p.is_file())
-        })
-        .flatten()
-        .unwrap_or_else(|| PathBuf::from(program));
+    let resolved = resolve_program(program, program_dirs);
     tokio::process::Command::new(resolved)
         .args(args)
         .envs(&env)
@@ -306,6 +290,20 @@ fn expand(text: &str, env: &BTreeMap<String, String>) -> String {
     }
     out.push_str(rest);
     out
+}
+
+/// A bare program name is looked up in `program_dirs` first (test binaries standing in for the
+/// images' programs), then left to the PATH.
+fn resolve_program(program: &str, program_dirs: &[PathBuf]) -> PathBuf {
+    (!program.contains('/'))
+        .then(|| {
+            program_dirs
+                .iter()
+                .map(|d| d.join(program))
+                .find(|p| p.is_file())
+        })
+        .flatten()
+        .unwrap_or_else(|| PathBuf::from(program))
 }
 
 #[cfg(test)]
