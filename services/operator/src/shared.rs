@@ -12,6 +12,9 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use std::sync::RwLock;
 use tokio::sync::mpsc::UnboundedSender;
 
+/// How long a reconcile waits for the trial cache's first listing before reading the API.
+const READY_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Set by `run::run_controllers` for as long as the controllers run; empty otherwise.
 #[derive(Debug, Default)]
 pub struct Shared {
@@ -53,8 +56,12 @@ impl Shared {
     /// running (callers then read the API server).
     pub async fn trials(&self) -> Option<Store<DynamicObject>> {
         let store = self.get()?.trials;
-        // A cache still filling would show an experiment fewer trials than it has.
-        store.wait_until_ready().await.ok()?;
+        // A cache still filling would show an experiment fewer trials than it has. One that
+        // cannot fill (the watch refused, say) must not hold reconciles: they read the API.
+        tokio::time::timeout(READY_WAIT, store.wait_until_ready())
+            .await
+            .ok()?
+            .ok()?;
         Some(store)
     }
 
