@@ -3,7 +3,8 @@
 //! the crates that do pin older kube releases; it follows client-go's rules: the holder renews
 //! every `renew_every`, a candidate takes the lease only once `lease_duration` has passed
 //! since the last renewal, every write carries the resourceVersion read (a lost race is a 409),
-//! and a holder that cannot renew within `lease_duration` steps down on its own. A holder that
+//! and a holder that cannot renew within `lease_duration` steps down on its own; a round that
+//! gets no answer is abandoned after a deadline well inside the lease (client-go's RenewDeadline). A holder that
 //! is stopped gracefully releases the lease (client-go's `ReleaseOnCancel`), so another replica
 //! takes over at its next round instead of waiting `lease_duration`; a holder that crashes
 //! releases nothing and is replaced once the lease expires.
@@ -41,12 +42,28 @@ pub async fn elect(
     let mut last_renewed: Option<tokio::time::Instant> = None;
     let mut stop = std::pin::pin!(stop);
     loop {
-        let held = match try_acquire_or_renew(&api, &config).await {
-            Ok(held) => held,
-            Err(e) => {
+        let held = match tokio::time::timeout(
+            renew_deadline(&config),
+            try_acquire_or_renew(&api, &config),
+        )
+        .await
+        {
+            Ok(Ok(held)) => held,
+            Ok(Err(e)) => {
                 eprintln!(
                     "warning: leader lease {}/{}: {e}",
                     config.namespace, config.name
+                );
+                false
+            }
+            // A round that hangs must not keep a holder leading past its lease, or two
+            // replicas reconcile at once (client-go's RenewDeadline).
+            Err(_) => {
+                eprintln!(
+                    "warning: leader lease {}/{}: no answer within {:?}; stepping down",
+                    config.namespace,
+                    config.name,
+                    renew_deadline(&config)
                 );
                 false
             }
@@ -80,6 +97,13 @@ pub async fn elect(
             config.namespace, config.name
         ),
     }
+}
+
+/// How long one round may take. A round starts at most `renew_every` after the last renewal,
+/// so a holder whose round times out steps down well before `lease_duration` has passed since
+/// it last renewed, which is when a candidate may take the lease.
+fn renew_deadline(config: &LeaseConfig) -> Duration {
+    (config.lease_duration.saturating_sub(config.renew_every) / 2).max(Duration::from_millis(1))
 }
 
 /// Gives the lease up if `config.identity` holds it, as client-go does on a graceful stop:
@@ -276,6 +300,87 @@ mod tests {
         election.await.expect("elect returns");
         assert!(!*leading.borrow(), "no longer leading");
         assert_eq!(holder(&api).await, "", "released");
+        double.shutdown().await;
+    }
+
+    /// A TCP proxy to `target` that stops passing bytes (both ways, on every connection, open
+    /// or new) once `stalled` is set: an API server that no longer answers.
+    async fn stalling_proxy(
+        target: std::net::SocketAddr,
+        stalled: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    ) -> std::net::SocketAddr {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("proxy binds");
+        let addr = listener.local_addr().expect("proxy address");
+        tokio::spawn(async move {
+            while let Ok((inbound, _)) = listener.accept().await {
+                let Ok(outbound) = tokio::net::TcpStream::connect(target).await else {
+                    continue;
+                };
+                let (ri, wi) = inbound.into_split();
+                let (ro, wo) = outbound.into_split();
+                for (mut from, mut to) in [(ri, wo), (ro, wi)].map(|(r, w)| {
+                    (
+                        Box::new(r) as Box<dyn tokio::io::AsyncRead + Send + Unpin>,
+                        Box::new(w) as Box<dyn tokio::io::AsyncWrite + Send + Unpin>,
+                    )
+                }) {
+                    let stalled = stalled.clone();
+                    tokio::spawn(async move {
+                        let mut buf = vec![0u8; 16 * 1024];
+                        loop {
+                            let Ok(n) = from.read(&mut buf).await else {
+                                return;
+                            };
+                            if n == 0 {
+                                return;
+                            }
+                            while stalled.load(std::sync::atomic::Ordering::SeqCst) {
+                                tokio::time::sleep(Duration::from_millis(20)).await;
+                            }
+                            if to.write_all(&buf[..n]).await.is_err() {
+                                return;
+                            }
+                        }
+                    });
+                }
+            }
+        });
+        addr
+    }
+
+    #[tokio::test]
+    async fn a_holder_whose_api_server_stops_answering_steps_down_before_its_lease_ends() {
+        let double = KubeDouble::start().await.expect("double starts");
+        let target = double
+            .url()
+            .trim_start_matches("http://")
+            .trim_end_matches('/')
+            .parse()
+            .expect("double address");
+        let stalled = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let proxy = stalling_proxy(target, stalled.clone()).await;
+        let client = crate::client::connect(Some(&format!("http://{proxy}")))
+            .await
+            .expect("client");
+        let config = LeaseConfig {
+            lease_duration: Duration::from_secs(4),
+            renew_every: Duration::from_millis(100),
+            ..config("replica-a")
+        };
+        let (leading_tx, mut leading) = watch::channel(false);
+        let election = tokio::spawn(elect(client, config, leading_tx, std::future::pending()));
+        leading.wait_for(|l| *l).await.expect("leads");
+        stalled.store(true, std::sync::atomic::Ordering::SeqCst);
+        // Without a bound on a round, the hung renewal would keep it leading for the client's
+        // own read timeout (minutes), long after others may take the lease.
+        tokio::time::timeout(Duration::from_secs(30), leading.wait_for(|l| !*l))
+            .await
+            .expect("stepped down while the api server hangs")
+            .expect("election running");
+        election.abort();
         double.shutdown().await;
     }
 }
