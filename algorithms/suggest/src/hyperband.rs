@@ -291,15 +291,7 @@ impl Suggester for Hyperband {
     }
 
     fn suggest(&self, req: &SuggestRequest<'_>) -> Result<Suggestions, CoreError> {
-        if req.space.get(&self.resource.name).is_none() {
-            return Err(CoreError::Algorithm {
-                algorithm: ALGORITHM.to_string(),
-                message: format!(
-                    "resource parameter {:?} is not in the search space",
-                    self.resource.name
-                ),
-            });
-        }
+        self.resource.check_in(req.space, ALGORITHM)?;
         let trials = req.trials;
         let mut rng = ChaCha8Rng::seed_from_u64(req.seed);
         let mut taken = Taken::new(&self.resource, trials);

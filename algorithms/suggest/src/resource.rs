@@ -27,6 +27,24 @@ pub(crate) struct Resource {
 }
 
 impl Resource {
+    /// Refuses a space that lost the resource parameter since the algorithm was built.
+    pub(crate) fn check_in(
+        &self,
+        space: &SearchSpace,
+        algorithm: &str,
+    ) -> Result<(), vernier_core::CoreError> {
+        if space.get(&self.name).is_none() {
+            return Err(vernier_core::CoreError::Algorithm {
+                algorithm: algorithm.to_string(),
+                message: format!(
+                    "resource parameter {:?} is not in the search space",
+                    self.name
+                ),
+            });
+        }
+        Ok(())
+    }
+
     /// An assignment in space order with the resource set to `budget` and every other value
     /// taken from `value_of`; `None` if `value_of` has no value for a parameter.
     pub(crate) fn compose(

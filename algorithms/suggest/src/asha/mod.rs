@@ -237,15 +237,7 @@ impl Suggester for Asha {
     }
 
     fn suggest(&self, req: &SuggestRequest<'_>) -> Result<Suggestions, CoreError> {
-        if req.space.get(&self.resource.name).is_none() {
-            return Err(CoreError::Algorithm {
-                algorithm: ALGORITHM.to_string(),
-                message: format!(
-                    "resource parameter {:?} is not in the search space",
-                    self.resource.name
-                ),
-            });
-        }
+        self.resource.check_in(req.space, ALGORITHM)?;
         let trials = req.trials;
         let top = self.budgets.len() - 1;
         let mut members: Vec<Vec<usize>> = vec![Vec::new(); top + 1];
