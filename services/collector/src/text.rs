@@ -16,6 +16,18 @@ pub struct ParsedMetric {
     pub timestamp_us: Option<i64>,
 }
 
+impl ParsedMetric {
+    /// The observation to record, dated by the line's own timestamp, else `now_us` (when it
+    /// was read).
+    pub fn into_observation(self, now_us: i64) -> vernier_core::Observation {
+        vernier_core::Observation {
+            metric: self.name,
+            timestamp_us: self.timestamp_us.unwrap_or(now_us),
+            value: self.value,
+        }
+    }
+}
+
 /// A match for a wanted metric whose value is not a number; kept so the user can be told.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RejectedMetric {

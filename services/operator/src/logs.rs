@@ -226,11 +226,7 @@ async fn follow(
                         parsed
                             .metrics
                             .into_iter()
-                            .map(|m| Observation {
-                                metric: m.name,
-                                timestamp_us: m.timestamp_us.unwrap_or(now),
-                                value: m.value,
-                            })
+                            .map(|m| m.into_observation(now))
                             .collect(),
                     );
                 },

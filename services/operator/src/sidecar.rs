@@ -17,7 +17,6 @@ use crate::context::OperatorConfig;
 use serde_json::{Value, json};
 use vernier_spec::known::{DEFAULT_METRICS_FILE, DEFAULT_TFEVENT_DIR};
 use vernier_spec::trial::TrialSpec;
-use vernier_spec::types::ExperimentSpec;
 
 /// The image with the `vernier` binary, as `deploy/` builds and tags it.
 pub const DEFAULT_COLLECTOR_IMAGE: &str = "vernier:latest";
@@ -88,14 +87,7 @@ impl Collection {
             .and_then(|s| s.filter.as_ref())
             .map(|f| f.metrics_format.clone())
             .unwrap_or_default();
-        let exp = vernier_spec::Experiment {
-            spec: ExperimentSpec {
-                objective: spec.objective.clone(),
-                ..Default::default()
-            },
-            ..Default::default()
-        };
-        let metrics = exp.objective().ok()?.metric_names();
+        let metrics = crate::trial::objective_of(spec)?.metric_names();
         Some(Collection {
             kind,
             path,

@@ -15,6 +15,7 @@ use crate::objects::{
 use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
+use serde::Deserialize;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Instant;
@@ -100,31 +101,14 @@ async fn reconcile_trial(obj: &DynamicObject, ctx: &Context) -> Result<Action> {
     let old = trial_status(obj);
     let mut status = old.clone();
     let state = state_of(&status.conditions);
-    let spec: TrialSpec = match obj.data.get("spec").cloned().map(serde_json::from_value) {
+    let spec = match obj.data.get("spec").map(TrialSpec::deserialize) {
         Some(Ok(spec)) => spec,
-        Some(Err(e)) => {
-            return fail(
-                ctx,
-                obj,
-                &api,
-                status,
-                &old,
-                "TrialFailed",
-                format!("spec: {e}"),
-            )
-            .await;
-        }
-        None => {
-            return fail(
-                ctx,
-                obj,
-                &api,
-                status,
-                &old,
-                "TrialFailed",
-                "spec: is required".into(),
-            )
-            .await;
+        unreadable => {
+            let why = match unreadable {
+                Some(Err(e)) => format!("spec: {e}"),
+                _ => "spec: is required".into(),
+            };
+            return fail(ctx, obj, &api, status, &old, "TrialFailed", why).await;
         }
     };
     let objective = objective_of(&spec);
@@ -460,7 +444,7 @@ fn collector_kind(spec: &TrialSpec) -> String {
 
 /// The trial's objective with strategies resolved, through the same conversion as an
 /// experiment's.
-fn objective_of(spec: &TrialSpec) -> Option<Objective> {
+pub(crate) fn objective_of(spec: &TrialSpec) -> Option<Objective> {
     let exp = vernier_spec::Experiment {
         spec: ExperimentSpec {
             objective: spec.objective.clone(),

@@ -102,11 +102,7 @@ impl Collection {
         Some(ParsedBatch {
             observations: metrics
                 .into_iter()
-                .map(|m| Observation {
-                    metric: m.name,
-                    timestamp_us: m.timestamp_us.unwrap_or(now),
-                    value: m.value,
-                })
+                .map(|m| m.into_observation(now))
                 .collect(),
             rejected,
             exact_time: false,
