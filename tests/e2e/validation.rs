@@ -98,7 +98,7 @@ fn min_that_is_not_a_number() {
 }
 
 #[test]
-fn min_not_below_max() {
+fn min_above_max() {
     let err = invalid(&VALID.replacen("min: \"0.01\"", "min: \"0.5\"", 1));
     assert_mentions(&err, &["spec.parameters[0].feasibleSpace", "0.5"]);
 }
@@ -149,20 +149,118 @@ fn trial_parameter_never_used() {
     assert_mentions(&err, &["spec.trialTemplate.trialParameters[2]", "opt"]);
 }
 
-#[test]
-fn duplicate_categorical_value() {
-    let err = invalid(&VALID.replacen("list: [sgd, adam]", "list: [sgd, adam, sgd]", 1));
-    assert_mentions(&err, &["spec.parameters[2].feasibleSpace.list", "sgd"]);
+/// Validates `yaml`, which must be valid with a warning at `field` mentioning `value`.
+fn warned(yaml: &str, field: &str, value: &str) {
+    let sb = Sandbox::new();
+    let file = sb.write("odd.yaml", yaml);
+    let out = sb.run(&["validate", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.starts_with(&format!("warning: {field}: ")) && l.contains(value)),
+        "{stdout}"
+    );
 }
 
 #[test]
-fn log_uniform_needs_a_positive_min() {
-    let err = invalid(&VALID.replacen(
-        "min: \"0.01\"\n        max: \"0.1\"",
-        "min: \"0\"\n        max: \"0.1\"\n        distribution: logUniform",
+fn duplicate_categorical_value_is_a_warning() {
+    warned(
+        &VALID.replacen("list: [sgd, adam]", "list: [sgd, adam, sgd]", 1),
+        "spec.parameters[2].feasibleSpace.list[2]",
+        "\"sgd\"",
+    );
+}
+
+#[test]
+fn log_uniform_from_zero_is_sampled_uniformly_with_a_warning() {
+    warned(
+        &VALID.replacen(
+            "min: \"0.01\"\n        max: \"0.1\"",
+            "min: \"0\"\n        max: \"0.1\"\n        distribution: logUniform",
+            1,
+        ),
+        "spec.parameters[0].feasibleSpace.min",
+        "sampled uniformly",
+    );
+}
+
+#[test]
+fn min_equal_to_max_is_a_fixed_value() {
+    warned(
+        &VALID.replacen(
+            "min: \"1\"\n        max: \"5\"",
+            "min: \"3\"\n        max: \"3\"",
+            1,
+        ),
+        "spec.parameters[1].feasibleSpace.max",
+        "a fixed value",
+    );
+}
+
+/// `vernier validate` on `yaml`: exit code and stdout.
+fn verdict(yaml: &str) -> (Option<i32>, String) {
+    let sb = Sandbox::new();
+    let file = sb.write("exp.yaml", yaml);
+    let out = sb.run(&["validate", file.to_str().unwrap()]);
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+#[test]
+fn validate_shows_both_verdicts() {
+    let (code, out) = verdict(VALID);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("cluster: valid"), "{out}");
+    assert!(out.contains("local: runnable"), "{out}");
+
+    // The image's entrypoint and a secret: fine on a cluster, not here.
+    let entrypoint = VALID
+        .replacen(
+            "command: [python3, train.py, ",
+            "env: [{name: TOKEN, valueFrom: {secretKeyRef: {name: s, key: k}}}]\n                args: [",
+            1,
+        );
+    let (code, out) = verdict(&entrypoint);
+    assert_eq!(code, Some(3), "{out}");
+    assert!(out.contains("cluster: valid"), "{out}");
+    assert!(
+        out.contains("local: `vernier run` cannot run it:")
+            && out.contains("containers[0].env[0].valueFrom")
+            && out.contains("hint:"),
+        "{out}"
+    );
+}
+
+#[test]
+fn run_refuses_what_local_mode_cannot_run_before_any_trial() {
+    let sb = Sandbox::new();
+    let cm = VALID.replacen(
+        "    trialSpec:",
+        "    successCondition: status.conditions.#(type==\"Complete\")#|#(status==\"True\")#\n    failureCondition: status.conditions.#(type==\"Failed\")#|#(status==\"True\")#\n    configMap:\n      configMapName: templates\n      configMapNamespace: kubeflow\n      templatePath: job.yaml\n    trialSpecUnused:",
         1,
-    ));
-    assert_mentions(&err, &["spec.parameters[0].feasibleSpace.min", "0"]);
+    );
+    // The inline template is dropped: the ConfigMap holds it.
+    let cm = cm[..cm.find("    trialSpecUnused:").unwrap()].to_string();
+    let file = sb.write("cm.yaml", &cm);
+    let out = sb.run(&["validate", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    let run = sb.run(&["run", file.to_str().unwrap()]);
+    assert_eq!(run.status.code(), Some(2), "{}", text(&run));
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        err.contains("spec.trialTemplate.configMap") && err.contains("hint:"),
+        "{err}"
+    );
+    let list = sb.run(&["list"]);
+    assert!(
+        !String::from_utf8_lossy(&list.stdout).contains("valid-one"),
+        "{}",
+        text(&list)
+    );
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! `vernier`: the command line over Vernier's library crates. Parses arguments, composes the
 //! crates, prints results; exit codes 0 succeeded, 1 experiment failed, 2 usage, validation
-//! or internal error, 130 interrupted.
+//! or internal error, 3 (`validate` only) valid for a cluster but not runnable locally, 130
+//! interrupted.
 
 mod commands;
 mod progress;
@@ -124,7 +125,8 @@ enum Command {
     /// Metrics-collector sidecar: follow a trial's metrics file or event directory and report
     /// what it reads to the DBManager (the operator injects it for File and TensorFlowEvent).
     Collect(commands::collect::CollectArgs),
-    /// Check an experiment file and print every problem found.
+    /// Check an experiment file: every problem found, or whether a cluster and local mode can
+    /// run it (exit 0 valid and runnable locally, 3 valid for a cluster only, 2 invalid).
     Validate {
         /// The experiment file.
         file: PathBuf,
@@ -160,6 +162,8 @@ pub enum Exit {
     Succeeded,
     Failed,
     Interrupted,
+    /// `vernier validate`: valid for a cluster, but local mode cannot run it.
+    ClusterOnly,
 }
 
 fn main() -> ExitCode {
@@ -179,6 +183,7 @@ fn main() -> ExitCode {
         Ok(Exit::Succeeded) => ExitCode::SUCCESS,
         Ok(Exit::Failed) => ExitCode::from(1),
         Ok(Exit::Interrupted) => ExitCode::from(130),
+        Ok(Exit::ClusterOnly) => ExitCode::from(3),
         Err(e) => {
             eprintln!("error: {e:#}");
             ExitCode::from(2)

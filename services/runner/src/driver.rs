@@ -180,6 +180,13 @@ pub async fn run_with(
     observer: &mut dyn Observer,
     hooks: &RunHooks,
 ) -> Result<Outcome, RunnerError> {
+    // Refused before the first trial, never by failing trial after trial.
+    let verdict = crate::local_support::local_verdict(&exp.spec);
+    if !verdict.runnable() {
+        return Err(RunnerError::NotLocal(vernier_spec::SpecErrors(
+            verdict.refused,
+        )));
+    }
     let settings = vernier_algorithms::with_random_state(&exp.settings, seed);
     let suggester = match &hooks.suggestion_source {
         Some(_) => None,

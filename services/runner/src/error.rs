@@ -15,6 +15,10 @@ pub enum RunnerError {
     },
     #[error("{0}")]
     Spec(#[from] vernier_spec::SpecErrors),
+    #[error(
+        "local mode cannot run this experiment (a cluster can):\n{0}\nhint: run it on a cluster with `vernier operator`, or change the fields named above; `vernier validate` shows both verdicts"
+    )]
+    NotLocal(vernier_spec::SpecErrors),
     #[error("trial {trial}: {source}")]
     Template {
         trial: String,

@@ -27,7 +27,8 @@ impl Experiment {
         let mut errors = SpecErrors::default();
         let mut params = Vec::with_capacity(self.spec.parameters.len());
         for (i, p) in self.spec.parameters.iter().enumerate() {
-            match convert_parameter(p, &format!("spec.parameters[{i}]")) {
+            let placeholder = resource_placeholder(self, &p.name);
+            match convert_parameter(p, &format!("spec.parameters[{i}]"), placeholder) {
                 Ok(p) => params.push(p),
                 Err(e) => errors.push(e),
             }
@@ -84,10 +85,9 @@ impl Experiment {
             }
         };
         let strategy = strategy_of(&metric);
-        let additional = obj
-            .additional_metric_names
-            .iter()
-            .map(|n| (n.clone(), strategy_of(n)))
+        let additional = dedup(&obj.additional_metric_names)
+            .into_iter()
+            .map(|n| (n.clone(), strategy_of(&n)))
             .collect();
         let mut objectives = vec![ObjectiveTerm {
             metric: metric.clone(),
@@ -148,19 +148,111 @@ impl Experiment {
         let Some(obj) = &self.spec.objective else {
             return Vec::new();
         };
-        obj.objective_metric_name
+        let names: Vec<String> = obj
+            .objective_metric_name
             .iter()
             .chain(obj.additional_metric_names.iter())
             .filter(|n| !n.is_empty())
             .cloned()
-            .collect()
+            .collect();
+        dedup(&names)
     }
 }
 
-fn convert_parameter(p: &ParameterSpec, path: &str) -> Result<Parameter, SpecError> {
+/// `items` without repeats, first occurrence kept (Katib accepts repeated names and values;
+/// Vernier collects and samples each once).
+fn dedup(items: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::with_capacity(items.len());
+    for item in items {
+        if !out.contains(item) {
+            out.push(item.clone());
+        }
+    }
+    out
+}
+
+/// The domain a Hyperband or ASHA resource parameter written as a placeholder (`min == max`,
+/// as in Katib's `hp-tuning/hyperband.yaml`) takes instead: Katib overwrites that parameter
+/// with each rung's budget whatever its feasible space says, so Vernier widens the space to
+/// every budget the settings can give (from the lowest, at least 1 for an int, up to `r_l` or
+/// `max_resource`). `None` when `name` is not such a placeholder, or when the settings give no
+/// usable top budget (the algorithm then reports the setting).
+pub(crate) fn resource_placeholder(exp: &Experiment, name: &str) -> Option<Domain> {
+    let algorithm = exp.spec.algorithm.as_ref()?;
+    let top_setting = match algorithm.algorithm_name.as_deref()? {
+        "hyperband" => "r_l",
+        "asha" => "max_resource",
+        _ => return None,
+    };
+    let setting = |key: &str| {
+        algorithm
+            .algorithm_settings
+            .iter()
+            .rev()
+            .find(|s| s.name == key && !s.value.trim().is_empty())
+            .map(|s| s.value.trim().to_string())
+    };
+    if setting("resource_name")? != name {
+        return None;
+    }
+    let p = exp.spec.parameters.iter().find(|p| p.name == name)?;
+    let fs = p.feasible_space.as_ref()?;
+    let (lo, hi) = (
+        parse_f64(fs.min.as_deref()?)?,
+        parse_f64(fs.max.as_deref()?)?,
+    );
+    let top = parse_f64(&setting(top_setting)?)?;
+    if lo != hi || top <= 0.0 {
+        return None;
+    }
+    match p.parameter_type.as_deref()? {
+        // Budgets below 1 are raised to 1 for an int (Katib's `int(r)`, never 0).
+        "int" => Some(Domain::Int {
+            min: 1,
+            max: (top.ceil() as i64).max(2),
+            step: None,
+        }),
+        "double" => Some(Domain::Double {
+            min: 0.0,
+            max: top,
+            step: None,
+        }),
+        _ => None,
+    }
+}
+
+/// An int or double with `min == max` is one fixed value: a one-element list holding the text
+/// as written, so every trial gets exactly that text.
+fn fixed_value(domain: &Domain, fs: &crate::types::FeasibleSpace) -> Option<Domain> {
+    let same = match domain {
+        Domain::Double { min, max, .. } => min == max,
+        Domain::Int { min, max, .. } => min == max,
+        _ => false,
+    };
+    same.then(|| Domain::Discrete {
+        values: vec![fs.min.as_deref().unwrap_or("").trim().to_string()],
+    })
+}
+
+/// Numeric values without numeric repeats ("1" and "1.0" are one value), first kept.
+fn dedup_numbers(values: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::with_capacity(values.len());
+    for v in values {
+        if !out.iter().any(|w| parse_f64(w) == parse_f64(v)) {
+            out.push(v.clone());
+        }
+    }
+    out
+}
+
+fn convert_parameter(
+    p: &ParameterSpec,
+    path: &str,
+    placeholder: Option<Domain>,
+) -> Result<Parameter, SpecError> {
     let fs = p.feasible_space.clone().unwrap_or_default();
     let fs_path = format!("{path}.feasibleSpace");
-    let distribution = match fs.distribution.as_deref() {
+    let mut distribution = match fs.distribution.as_deref() {
         None | Some("") | Some("uniform") => Distribution::Uniform,
         Some("logUniform") => Distribution::LogUniform,
         Some("normal") => Distribution::Normal,
@@ -209,8 +301,16 @@ fn convert_parameter(p: &ParameterSpec, path: &str) -> Result<Parameter, SpecErr
                 .map(|s| integer("step", Some(s)))
                 .transpose()?,
         },
-        Some("discrete") => Domain::Discrete { values: fs.list },
-        Some("categorical") => Domain::Categorical { values: fs.list },
+        // Katib accepts non-numeric discrete values; they are labels, so categorical.
+        Some("discrete") if fs.list.iter().any(|v| parse_f64(v).is_none()) => Domain::Categorical {
+            values: dedup(&fs.list),
+        },
+        Some("discrete") => Domain::Discrete {
+            values: dedup_numbers(&fs.list),
+        },
+        Some("categorical") => Domain::Categorical {
+            values: dedup(&fs.list),
+        },
         other => {
             return Err(SpecError::new(
                 format!("{path}.parameterType"),
@@ -218,6 +318,24 @@ fn convert_parameter(p: &ParameterSpec, path: &str) -> Result<Parameter, SpecErr
             ));
         }
     };
+    let domain = match (placeholder, fixed_value(&domain, &fs)) {
+        (Some(widened), _) => {
+            distribution = Distribution::Uniform;
+            widened
+        }
+        (None, Some(fixed)) => fixed,
+        (None, None) => domain,
+    };
+    // A log scale needs positive bounds; Katib accepts `min: 0` but its algorithms then fail,
+    // so Vernier samples such a parameter uniformly (the spec's warning says so).
+    let positive = match &domain {
+        Domain::Double { min, .. } => *min > 0.0,
+        Domain::Int { min, .. } => *min > 0,
+        _ => true,
+    };
+    if distribution.is_log() && !positive {
+        distribution = Distribution::Uniform;
+    }
     let parameter = Parameter {
         name: p.name.clone(),
         domain,

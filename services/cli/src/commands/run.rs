@@ -46,7 +46,11 @@ pub async fn run(
         work_dir: work_dir_of(file),
         log_dir,
     };
+    for w in vernier_spec::validate::warnings(&spec) {
+        eprintln!("warning: {w}");
+    }
     let exp = LocalExperiment::new(spec, paths)?;
+    check_local(&exp)?;
     // Bad algorithm settings are reported before anything is recorded.
     match plugins.source_for(&exp)? {
         None => {
@@ -103,6 +107,7 @@ pub async fn resume(db: &str, name: &str, plugins: &Plugins) -> anyhow::Result<E
         log_dir: PathBuf::from(&row.log_dir),
     };
     let exp = LocalExperiment::new(spec, paths)?;
+    check_local(&exp)?;
     let recovered = driver::recover_interrupted(&store, name).await?;
     println!(
         "resuming experiment {name} (seed {}){}",
@@ -114,6 +119,21 @@ pub async fn resume(db: &str, name: &str, plugins: &Plugins) -> anyhow::Result<E
         }
     );
     drive(&store, db, &exp, row.seed as u64, plugins).await
+}
+
+/// Refuses, before anything is recorded or run, an experiment only a cluster can run; notes
+/// what local mode runs without.
+fn check_local(exp: &LocalExperiment) -> anyhow::Result<()> {
+    let verdict = vernier_runner::local_verdict(&exp.spec);
+    if !verdict.runnable() {
+        return Err(
+            vernier_runner::RunnerError::NotLocal(vernier_spec::SpecErrors(verdict.refused)).into(),
+        );
+    }
+    for note in verdict.ignored {
+        eprintln!("note: {note}");
+    }
+    Ok(())
 }
 
 /// Runs the driver with Ctrl-C / SIGTERM handling and prints the result.

@@ -23,23 +23,40 @@ pub fn primary_container(
     run_spec: &Value,
     primary_container_name: &str,
 ) -> Result<ContainerSpec, SpecError> {
+    let (path, c) = locate(run_spec, primary_container_name)?;
+    container_from(c, primary_container_name, &path)
+}
+
+/// Checks that some `containers` list of `run_spec` holds a container named
+/// `primary_container_name`, whatever that container runs: the cluster-side check, where the
+/// metrics collector attaches to that container.
+pub fn check_primary_container(
+    run_spec: &Value,
+    primary_container_name: &str,
+) -> Result<(), SpecError> {
+    locate(run_spec, primary_container_name).map(|_| ())
+}
+
+fn locate<'a>(
+    run_spec: &'a Value,
+    primary_container_name: &str,
+) -> Result<(String, &'a Value), SpecError> {
     let mut seen = Vec::new();
     // Paths point into the experiment file, where the user would fix the problem.
     let root = "spec.trialTemplate.trialSpec".to_string();
-    let Some((path, c)) = find(run_spec, primary_container_name, root, &mut seen) else {
+    find(run_spec, primary_container_name, root, &mut seen).ok_or_else(|| {
         let hint = if seen.is_empty() {
             "the trial spec has no containers".to_string()
         } else {
             format!("containers found: {}", seen.join(", "))
         };
-        return Err(SpecError::new(
+        SpecError::new(
             "spec.trialTemplate.primaryContainerName",
             format!(
                 "no container named {primary_container_name:?} in the trial spec; hint: {hint}"
             ),
-        ));
-    };
-    container_from(c, primary_container_name, &path)
+        )
+    })
 }
 
 /// The parts of one container object (at field path `path`) that local mode runs.
@@ -69,6 +86,13 @@ pub(crate) fn container_from(
             )),
         }
     };
+    if c.get("envFrom").is_some_and(|v| !v.is_null()) {
+        return Err(SpecError::new(
+            format!("{path}.envFrom"),
+            "takes variables from a ConfigMap or Secret, which needs Kubernetes; \
+             hint: list the variables under env with literal values to run locally",
+        ));
+    }
     let command = strings("command")?;
     let args = strings("args")?;
     if command.is_empty() && args.is_empty() {

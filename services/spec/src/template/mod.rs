@@ -1,11 +1,14 @@
 //! Katib's trial-template substitution (`manifest/generator.go`): the trial spec with every
-//! `${trialParameters.x}` replaced for one trial, plus finding the container to run locally.
+//! `${trialParameters.x}` replaced for one trial, plus finding the container to run locally
+//! (local mode) or checking that the primary container exists (a cluster).
 
 mod container;
 pub mod replicas;
 
-pub use container::{ContainerSpec, primary_container};
-pub use replicas::{JobKind, ReplicaSet, ReplicaSpec, ReplicaType, RestartPolicy, replica_set};
+pub use container::{ContainerSpec, check_primary_container, primary_container};
+pub use replicas::{
+    JobKind, ReplicaSet, ReplicaSpec, ReplicaType, RestartPolicy, check_replica_set, replica_set,
+};
 
 use crate::error::SpecError;
 use crate::known::DEFAULT_NAMESPACE;

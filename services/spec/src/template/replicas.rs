@@ -200,6 +200,29 @@ pub fn replica_set(
     rendered: &Value,
     primary_container_name: &str,
 ) -> Result<Option<ReplicaSet>, SpecError> {
+    read_replica_set(rendered, primary_container_name, Mode::Local)
+}
+
+/// The training operator's own checks of a TFJob, PyTorchJob, XGBoostJob or MPIJob (replica
+/// types, counts, restart policies, a container in every replica), without what only local
+/// mode needs: a container that runs the image's entrypoint, or takes values from
+/// `valueFrom`/`envFrom`, is normal on a cluster.
+pub fn check_replica_set(spec: &Value, primary_container_name: &str) -> Result<(), SpecError> {
+    read_replica_set(spec, primary_container_name, Mode::Cluster).map(|_| ())
+}
+
+/// Whether the containers are read for running them here, or only checked for a cluster.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Local,
+    Cluster,
+}
+
+fn read_replica_set(
+    rendered: &Value,
+    primary_container_name: &str,
+    mode: Mode,
+) -> Result<Option<ReplicaSet>, SpecError> {
     let Some(kind) = rendered
         .get("kind")
         .and_then(Value::as_str)
@@ -244,7 +267,14 @@ pub fn replica_set(
                 format!("replica type {key:?} appears twice (letter case is ignored)"),
             ));
         }
-        replicas.push(replica(kind, rt, spec, &path, primary_container_name)?);
+        replicas.push(replica(
+            kind,
+            rt,
+            spec,
+            &path,
+            primary_container_name,
+            mode,
+        )?);
     }
     replicas.sort_by_key(|r| allowed.iter().position(|t| *t == r.replica_type));
     check_counts(kind, &replicas, &specs_path)?;
@@ -299,6 +329,7 @@ fn replica(
     spec: &Value,
     path: &str,
     primary_container_name: &str,
+    mode: Mode,
 ) -> Result<ReplicaSpec, SpecError> {
     let replicas = match spec.get("replicas") {
         None | Some(Value::Null) => 1,
@@ -367,7 +398,9 @@ fn replica(
     });
     // MPI workers only host the ranks mpirun starts; on a cluster they often run no command of
     // their own (the image's sshd), which has no meaning on one machine.
-    let container = if kind == JobKind::MpiJob && rt == ReplicaType::Worker && !has_command {
+    let container = if mode == Mode::Cluster
+        || (kind == JobKind::MpiJob && rt == ReplicaType::Worker && !has_command)
+    {
         None
     } else {
         Some(container_from(c, &names[chosen], &cpath)?)

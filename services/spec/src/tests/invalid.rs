@@ -183,38 +183,6 @@ fn bad_metrics_format_regexes() {
 }
 
 #[test]
-fn duplicate_categorical_value() {
-    let e = err_with(RANDOM, |v| {
-        set(
-            v,
-            "/spec/parameters/2/feasibleSpace/list",
-            json!(["sgd", "adam", "sgd"]),
-        )
-    });
-    assert_error(
-        &e,
-        "spec.parameters[2].feasibleSpace.list[2]",
-        r#"value "sgd" duplicates list[0]"#,
-    );
-}
-
-#[test]
-fn log_uniform_with_min_zero() {
-    let e = err_with(RANDOM, |v| {
-        set(
-            v,
-            "/spec/parameters/0/feasibleSpace",
-            json!({"min": "0", "max": "1", "distribution": "logUniform"}),
-        )
-    });
-    assert_error(
-        &e,
-        "spec.parameters[0].feasibleSpace.min",
-        r#"value "0" must be greater than 0 for distribution logUniform"#,
-    );
-}
-
-#[test]
 fn yaml_syntax_error_has_line_and_column() {
     let text = RANDOM.replace("    goal: 0.001\n", "    goal: 0.001\n   bad: [\n");
     let e = parse_err(&text);
@@ -332,14 +300,14 @@ fn int_step_must_be_a_positive_integer() {
 }
 
 #[test]
-fn min_must_be_below_max() {
+fn min_must_not_be_above_max() {
     let e = err_with(RANDOM, |v| {
-        set(v, "/spec/parameters/0/feasibleSpace/min", json!("0.05"))
+        set(v, "/spec/parameters/0/feasibleSpace/min", json!("0.06"))
     });
     assert_error(
         &e,
         "spec.parameters[0].feasibleSpace.max",
-        r#"value "0.05" must be greater than min "0.05""#,
+        r#"value "0.05" must not be less than min "0.06""#,
     );
 }
 
@@ -361,28 +329,6 @@ fn shape_rules_by_parameter_type() {
         "must not be set for a categorical parameter",
     );
     assert_error(&e, "spec.parameters[1].parameterType", r#"value "float""#);
-}
-
-#[test]
-fn discrete_values_must_be_numbers_and_distinct() {
-    let e = err_with(RANDOM, |v| {
-        set(
-            v,
-            "/spec/parameters/2",
-            json!({"name": "optimizer", "parameterType": "discrete",
-                   "feasibleSpace": {"list": ["1", "x", "1.0"]}}),
-        )
-    });
-    assert_error(
-        &e,
-        "spec.parameters[2].feasibleSpace.list[1]",
-        r#"value "x" is not a number"#,
-    );
-    assert_error(
-        &e,
-        "spec.parameters[2].feasibleSpace.list[2]",
-        r#"value "1.0" duplicates list[0]"#,
-    );
 }
 
 #[test]
@@ -409,11 +355,8 @@ fn metric_strategy_rules() {
         "spec.objective.metricStrategies[0].value",
         r#"value "median" is not supported; hint: use one of min, max, latest"#,
     );
-    assert_error(
-        &e,
-        "spec.objective.metricStrategies[1].name",
-        r#"value "f1" is neither"#,
-    );
+    // A strategy for a metric the objective does not list is Katib-valid (a warning only).
+    assert_eq!(e.len(), 1, "{e}");
 }
 
 #[test]

@@ -1,8 +1,10 @@
 //! Crate tests, kept out of the modules they exercise because most of them go through the
 //! whole pipeline (text → parse → defaults → validate → convert/render).
 
+mod cluster;
 mod defaults;
 mod invalid;
+mod katib_accepts;
 mod objectives;
 mod parse;
 mod render;

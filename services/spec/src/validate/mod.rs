@@ -7,6 +7,9 @@ mod extensions;
 mod objectives;
 mod parameters;
 mod template;
+mod warnings;
+
+pub use warnings::warnings;
 
 use crate::error::{SpecError, SpecErrors};
 use crate::known::{
@@ -187,28 +190,13 @@ fn check_objective(exp: &Experiment, errs: &mut Errors) {
                 path,
                 format!("value {name:?} is already the objective metric; hint: remove it"),
             );
-        } else if obj.additional_metric_names[..i].contains(name) {
-            errs.add(path, format!("value {name:?} appears twice"));
         }
     }
     for (i, s) in obj.metric_strategies.iter().enumerate() {
         let path = format!("spec.objective.metricStrategies[{i}]");
+        // A strategy for an unlisted metric, or a second one, is ignored (see `warnings`).
         if s.name.is_empty() {
             errs.required(format!("{path}.name"), "");
-        } else if s.name != objective && !obj.additional_metric_names.contains(&s.name) {
-            errs.add(
-                format!("{path}.name"),
-                format!(
-                    "value {:?} is neither the objective metric nor an additional metric; \
-                     hint: add it to objective.additionalMetricNames",
-                    s.name
-                ),
-            );
-        } else if obj.metric_strategies[..i].iter().any(|o| o.name == s.name) {
-            errs.add(
-                format!("{path}.name"),
-                format!("value {:?} has a strategy already", s.name),
-            );
         }
         if !METRIC_STRATEGIES.contains(&s.value.as_str()) {
             errs.not_one_of(format!("{path}.value"), &s.value, METRIC_STRATEGIES);

@@ -1,5 +1,7 @@
 //! Rules for `spec.parameters` (and the parameters inside `nasConfig.operations`): Katib's shape
-//! rules, plus the numeric checks Katib only discovers when an algorithm crashes on them.
+//! rules, plus the numeric checks without which no algorithm can run (numbers parse, min is
+//! not above max, steps are positive). What Katib accepts and can run is accepted, with a
+//! warning where it is odd (`super::warnings`).
 
 use super::Errors;
 use crate::known::{DISTRIBUTIONS, PARAMETER_TYPES};
@@ -117,13 +119,14 @@ fn check_range(fs: &FeasibleSpace, path: &str, int: bool, errs: &mut Errors) {
             errs.required(format!("{path}.{field}"), "");
         }
     }
+    // min == max is a fixed value, as Katib accepts it (see `warnings`).
     if let (Some(lo), Some(hi)) = (min, max)
-        && lo >= hi
+        && lo > hi
     {
         errs.add(
             format!("{path}.max"),
             format!(
-                "value {:?} must be greater than min {:?}",
+                "value {:?} must not be less than min {:?}",
                 fs.max.as_deref().unwrap_or(""),
                 fs.min.as_deref().unwrap_or("")
             ),
@@ -140,19 +143,7 @@ fn check_range(fs: &FeasibleSpace, path: &str, int: bool, errs: &mut Errors) {
             ),
         );
     }
-    let dist = fs.distribution.as_deref().unwrap_or("");
-    if matches!(dist, "logUniform" | "logNormal")
-        && let Some(lo) = min
-        && lo <= 0.0
-    {
-        errs.add(
-            format!("{path}.min"),
-            format!(
-                "value {:?} must be greater than 0 for distribution {dist}; hint: a log scale needs positive bounds",
-                fs.min.as_deref().unwrap_or("")
-            ),
-        );
-    }
+    // A log distribution with min <= 0 is sampled uniformly instead (see `warnings`).
 }
 
 fn check_values(fs: &FeasibleSpace, path: &str, kind: &str, errs: &mut Errors) {
@@ -170,30 +161,12 @@ fn check_values(fs: &FeasibleSpace, path: &str, kind: &str, errs: &mut Errors) {
         errs.required(format!("{path}.list"), "list at least one value");
         return;
     }
-    let discrete = kind == "discrete";
     for (k, v) in fs.list.iter().enumerate() {
         let item = format!("{path}.list[{k}]");
         if v.trim().is_empty() {
             errs.add(item, "value \"\" is empty");
             continue;
         }
-        let num = parse_f64(v);
-        if discrete && num.is_none() {
-            errs.add(
-                item,
-                format!(
-                    "value {v:?} is not a number; hint: use a categorical parameter for labels"
-                ),
-            );
-            continue;
-        }
-        // Discrete values compare numerically: "1" and "1.0" are the same trial.
-        let same = |w: &String| w == v || (discrete && num.is_some() && parse_f64(w) == num);
-        if let Some(j) = fs.list[..k].iter().position(same) {
-            errs.add(
-                item,
-                format!("value {v:?} duplicates list[{j}]; hint: list each value once"),
-            );
-        }
+        // Non-numeric discrete values and duplicates run (see `warnings`).
     }
 }

@@ -39,12 +39,35 @@ pub(super) fn check(exp: &Experiment, errs: &mut Errors) {
     if let Some(spec) = &tt.trial_spec {
         check_trial_spec(spec, errs);
         check_placeholders(tt, spec, errs);
-        // A training-operator job runs every replica locally: its replica sets are checked
-        // here so a bad one is refused before the first trial, by `validate` too.
-        let primary = tt.primary_container_name.as_deref().unwrap_or("");
-        if let Err(e) = crate::template::replica_set(spec, primary) {
-            errs.0.push(e);
+        if let Some(primary) = tt
+            .primary_container_name
+            .as_deref()
+            .filter(|p| !p.is_empty())
+        {
+            check_known_kind(spec, primary, errs);
         }
+    }
+}
+
+/// The checks a cluster makes of the kinds whose shape is known (Job and the training
+/// operator's jobs): replica sets as the training operator validates them, and a container
+/// named `primaryContainerName`, which Katib's metrics collector attaches to (without it
+/// Katib's pod webhook refuses the trial's pod). What local mode needs beyond that (a
+/// command, literal env values) is judged by the runner, not here.
+fn check_known_kind(spec: &Value, primary: &str, errs: &mut Errors) {
+    let kind = spec.get("kind").and_then(Value::as_str).unwrap_or("");
+    let api_version = spec.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+    let known = crate::template::JobKind::of(kind).is_some()
+        || (kind == "Job" && api_version == "batch/v1");
+    if !known {
+        return;
+    }
+    if let Err(e) = crate::template::check_replica_set(spec, primary) {
+        errs.0.push(e);
+        return;
+    }
+    if let Err(e) = crate::template::check_primary_container(spec, primary) {
+        errs.0.push(e);
     }
 }
 

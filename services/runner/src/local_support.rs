@@ -1,0 +1,216 @@
+//! What local mode can run of an experiment that is valid for a cluster. The spec crate judges
+//! validity (what Katib and a cluster accept); this module judges the narrower question of
+//! running each trial as a process here, so `vernier run` refuses up front, naming the field,
+//! instead of failing trial after trial, and `vernier validate` can show both verdicts.
+
+use serde_json::Value;
+use vernier_spec::template::{JobKind, primary_container, replica_set};
+use vernier_spec::{Experiment, SpecError};
+
+const T: &str = "spec.trialTemplate";
+
+/// Local mode's verdict on a valid experiment.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct LocalVerdict {
+    /// Fields local mode cannot run: `vernier run` refuses the experiment.
+    pub refused: Vec<SpecError>,
+    /// Fields local mode runs without (not mounted, not started); the trials still run.
+    pub ignored: Vec<SpecError>,
+}
+
+impl LocalVerdict {
+    pub fn runnable(&self) -> bool {
+        self.refused.is_empty()
+    }
+}
+
+/// Judges a parsed (valid) experiment. The template is inspected as written, before
+/// substitution, exactly as each trial would be run.
+pub fn local_verdict(exp: &Experiment) -> LocalVerdict {
+    let mut verdict = LocalVerdict::default();
+    let Some(tt) = exp.spec.trial_template.as_ref() else {
+        return verdict;
+    };
+    if tt.config_map.is_some() {
+        verdict.refused.push(SpecError::new(
+            format!("{T}.configMap"),
+            "the trial template is kept in a Kubernetes ConfigMap, which local mode cannot read; \
+             hint: copy the template inline into trialSpec to run locally",
+        ));
+    }
+    let Some(spec) = tt.trial_spec.as_ref() else {
+        return verdict;
+    };
+    let primary = tt.primary_container_name.as_deref().unwrap_or("");
+    if let Some(e) = refusal(spec, primary) {
+        verdict.refused.push(e);
+    }
+    ignored_fields(spec, &format!("{T}.trialSpec"), &mut verdict.ignored);
+    verdict
+}
+
+/// Why the primary container (or a replica's container) cannot run as a process, if it cannot.
+fn refusal(spec: &Value, primary: &str) -> Option<SpecError> {
+    let kind = spec.get("kind").and_then(Value::as_str).unwrap_or("");
+    if JobKind::of(kind).is_some() {
+        return replica_set(spec, primary).err();
+    }
+    if !has_containers(spec) {
+        return Some(SpecError::new(
+            format!("{T}.trialSpec.kind"),
+            format!(
+                "value {kind:?} has no containers list, so local mode has no command to run; \
+                 hint: run it on a cluster (`vernier operator`), or describe the trial as a \
+                 batch/v1 Job to run it locally"
+            ),
+        ));
+    }
+    primary_container(spec, primary).err()
+}
+
+fn has_containers(v: &Value) -> bool {
+    match v {
+        Value::Object(map) => {
+            map.get("containers").is_some_and(Value::is_array) || map.values().any(has_containers)
+        }
+        Value::Array(items) => items.iter().any(has_containers),
+        _ => false,
+    }
+}
+
+/// Pod features a process does not have: init containers are not started and volumes are not
+/// mounted (a trial that needs their files finds them missing).
+fn ignored_fields(v: &Value, path: &str, out: &mut Vec<SpecError>) {
+    match v {
+        Value::Object(map) => {
+            for (k, child) in map {
+                let here = format!("{path}.{k}");
+                let note = match k.as_str() {
+                    "initContainers" => Some(
+                        "init containers are not run locally; only the primary container's \
+                         command runs; hint: do their work before `vernier run`",
+                    ),
+                    "volumes" => Some(
+                        "volumes are not mounted locally; mounted paths are read from this \
+                         machine's file system as they are",
+                    ),
+                    _ => None,
+                };
+                match note {
+                    Some(n) if !child.is_null() => out.push(SpecError::new(here, n)),
+                    _ => ignored_fields(child, &here, out),
+                }
+            }
+        }
+        Value::Array(items) => {
+            for (i, child) in items.iter().enumerate() {
+                ignored_fields(child, &format!("{path}[{i}]"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn experiment(trial_spec: &str, primary: &str) -> Experiment {
+        let yaml = format!(
+            "apiVersion: kubeflow.org/v1beta1
+kind: Experiment
+metadata: {{name: e}}
+spec:
+  objective: {{type: maximize, objectiveMetricName: acc}}
+  algorithm: {{algorithmName: random}}
+  parameters:
+    - {{name: lr, parameterType: double, feasibleSpace: {{min: '0.1', max: '0.2'}}}}
+  trialTemplate:
+    primaryContainerName: {primary}
+    successCondition: status.done
+    failureCondition: status.failed
+    trialParameters: [{{name: lr, reference: lr}}]
+    trialSpec: {trial_spec}
+"
+        );
+        vernier_spec::parse_experiment(&yaml).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn job(container: &str) -> String {
+        format!(
+            "{{apiVersion: batch/v1, kind: Job, spec: {{template: {{spec: {{containers: [{container}]}}}}}}}}"
+        )
+    }
+
+    #[test]
+    fn verdicts_name_the_field_local_mode_cannot_run() {
+        let cases: &[(&str, &str, Option<&str>)] = &[
+            (
+                "{name: main, image: i, command: [python3, t.py, '--lr=${trialParameters.lr}']}",
+                "main",
+                None,
+            ),
+            (
+                "{name: main, image: i, args: ['--lr=${trialParameters.lr}']}",
+                "main",
+                None,
+            ),
+            (
+                "{name: main, image: i, env: [{name: LR, value: '${trialParameters.lr}'}]}",
+                "main",
+                Some("containers[0].command"),
+            ),
+            (
+                "{name: main, image: i, command: [t, '${trialParameters.lr}'], env: [{name: K, valueFrom: {secretKeyRef: {name: s, key: k}}}]}",
+                "main",
+                Some("containers[0].env[0].valueFrom"),
+            ),
+            (
+                "{name: main, image: i, command: [t, '${trialParameters.lr}'], envFrom: [{configMapRef: {name: c}}]}",
+                "main",
+                Some("containers[0].envFrom"),
+            ),
+        ];
+        for (container, primary, refused) in cases {
+            let v = local_verdict(&experiment(&job(container), primary));
+            match refused {
+                None => assert!(v.runnable(), "{container}: {:?}", v.refused),
+                Some(field) => {
+                    assert_eq!(v.refused.len(), 1, "{container}");
+                    let e = &v.refused[0];
+                    assert!(e.path().ends_with(field), "{container}: {e}");
+                    assert!(e.message().contains("hint:"), "{e}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn kinds_without_containers_are_refused_locally_with_a_hint() {
+        let workflow = "{apiVersion: argoproj.io/v1alpha1, kind: Workflow, spec: {entrypoint: t, templates: [{name: t, container: {name: main, image: i, command: [t, '${trialParameters.lr}']}}]}}";
+        let v = local_verdict(&experiment(workflow, "main"));
+        assert_eq!(v.refused.len(), 1);
+        assert_eq!(v.refused[0].path(), "spec.trialTemplate.trialSpec.kind");
+        assert!(
+            v.refused[0].message().contains("\"Workflow\""),
+            "{:?}",
+            v.refused
+        );
+        assert!(v.refused[0].message().contains("vernier operator"));
+    }
+
+    #[test]
+    fn volumes_and_init_containers_are_noted_not_refused() {
+        let spec = "{apiVersion: batch/v1, kind: Job, spec: {template: {spec: {initContainers: [{name: fetch, image: i}], volumes: [{name: d, emptyDir: {}}], containers: [{name: main, image: i, command: [t, '${trialParameters.lr}'], volumeMounts: [{name: d, mountPath: /d}]}]}}}}";
+        let v = local_verdict(&experiment(spec, "main"));
+        assert!(v.runnable(), "{:?}", v.refused);
+        let paths: Vec<String> = v.ignored.iter().map(SpecError::path).collect();
+        assert_eq!(
+            paths,
+            [
+                "spec.trialTemplate.trialSpec.spec.template.spec.initContainers",
+                "spec.trialTemplate.trialSpec.spec.template.spec.volumes"
+            ]
+        );
+    }
+}

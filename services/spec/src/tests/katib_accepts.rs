@@ -1,0 +1,202 @@
+//! Specs Katib's webhook accepts and that can run: accepted here too, with a warning naming
+//! the field where the spec is odd, and converted the way the warning says.
+
+use super::{RANDOM, mutated, parse_ok, set};
+use crate::validate::warnings;
+use serde_json::{Value, json};
+use vernier_core::{Distribution, Domain};
+
+/// One Katib-valid edit of the fixture, the warning it draws, and the domain parameter
+/// `param` converts to.
+struct Case {
+    edit: fn(&mut Value),
+    warning_at: &'static str,
+    warning: &'static str,
+    param: usize,
+    domain: Domain,
+}
+
+fn strings(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
+#[test]
+fn katib_valid_parameters_are_accepted_with_a_warning() {
+    let cases = [
+        Case {
+            edit: |v| set(v, "/spec/parameters/0/feasibleSpace/min", json!("0.05")),
+            warning_at: "spec.parameters[0].feasibleSpace.max",
+            warning: "min equals max (\"0.05\"): a fixed value",
+            param: 0,
+            domain: Domain::Discrete {
+                values: strings(&["0.05"]),
+            },
+        },
+        Case {
+            edit: |v| {
+                set(
+                    v,
+                    "/spec/parameters/2",
+                    json!({"name": "optimizer", "parameterType": "discrete",
+                           "feasibleSpace": {"list": ["1", "x", "1.0", "x"]}}),
+                )
+            },
+            warning_at: "spec.parameters[2].feasibleSpace.list[1]",
+            warning: "treated as categorical",
+            param: 2,
+            domain: Domain::Categorical {
+                values: strings(&["1", "x", "1.0"]),
+            },
+        },
+        Case {
+            edit: |v| {
+                set(
+                    v,
+                    "/spec/parameters/2",
+                    json!({"name": "optimizer", "parameterType": "discrete",
+                           "feasibleSpace": {"list": ["1", "2", "1.0"]}}),
+                )
+            },
+            warning_at: "spec.parameters[2].feasibleSpace.list[2]",
+            warning: "value \"1.0\" duplicates list[0]; it is sampled once",
+            param: 2,
+            domain: Domain::Discrete {
+                values: strings(&["1", "2"]),
+            },
+        },
+        Case {
+            edit: |v| {
+                set(
+                    v,
+                    "/spec/parameters/2/feasibleSpace/list",
+                    json!(["sgd", "adam", "sgd"]),
+                )
+            },
+            warning_at: "spec.parameters[2].feasibleSpace.list[2]",
+            warning: "value \"sgd\" duplicates list[0]",
+            param: 2,
+            domain: Domain::Categorical {
+                values: strings(&["sgd", "adam"]),
+            },
+        },
+        Case {
+            edit: |v| {
+                set(
+                    v,
+                    "/spec/parameters/0/feasibleSpace",
+                    json!({"min": "0", "max": "1", "distribution": "logUniform"}),
+                )
+            },
+            warning_at: "spec.parameters[0].feasibleSpace.min",
+            warning: "sampled uniformly instead",
+            param: 0,
+            domain: Domain::Double {
+                min: 0.0,
+                max: 1.0,
+                step: None,
+            },
+        },
+    ];
+    for case in cases {
+        let exp = parse_ok(&mutated(RANDOM, case.edit));
+        let warned = warnings(&exp);
+        assert!(
+            warned
+                .iter()
+                .any(|w| w.path() == case.warning_at && w.message().contains(case.warning)),
+            "no warning at {} containing {:?}: {warned:?}",
+            case.warning_at,
+            case.warning
+        );
+        let space = exp.search_space().expect("converts");
+        let p = &space.parameters()[case.param];
+        assert_eq!(p.domain, case.domain, "{}", case.warning_at);
+        assert_eq!(p.distribution, Distribution::Uniform);
+    }
+}
+
+#[test]
+fn odd_objectives_are_accepted_with_a_warning_and_deduplicated() {
+    let exp = parse_ok(&mutated(RANDOM, |v| {
+        set(
+            v,
+            "/spec/objective/additionalMetricNames",
+            json!(["accuracy", "accuracy"]),
+        );
+        set(
+            v,
+            "/spec/objective/metricStrategies",
+            json!([{"name": "f1", "value": "max"}, {"name": "accuracy", "value": "min"},
+                   {"name": "accuracy", "value": "max"}]),
+        );
+    }));
+    let w: Vec<String> = warnings(&exp).iter().map(|w| w.to_string()).collect();
+    assert!(
+        w.iter().any(|w| w.starts_with(
+            "spec.objective.additionalMetricNames[1]: value \"accuracy\" appears twice"
+        )),
+        "{w:?}"
+    );
+    assert!(
+        w.iter()
+            .any(|w| w.starts_with("spec.objective.metricStrategies[0].name: value \"f1\"")),
+        "{w:?}"
+    );
+    assert!(
+        w.iter()
+            .any(|w| w.starts_with("spec.objective.metricStrategies[2].name")
+                && w.contains("metricStrategies[1]")),
+        "{w:?}"
+    );
+    let objective = exp.objective().expect("converts");
+    assert_eq!(objective.additional.len(), 1);
+    assert_eq!(
+        objective.additional[0],
+        ("accuracy".to_string(), vernier_core::MetricStrategy::Min)
+    );
+    assert_eq!(exp.metric_names(), ["loss", "accuracy"]);
+}
+
+/// Katib's `hp-tuning/hyperband.yaml`: the resource parameter's `min: "1"`, `max: "1"` is a
+/// placeholder that Hyperband fills with each rung's budget from `r_l` and `eta`.
+#[test]
+fn hyperband_resource_placeholder_spans_the_budgets() {
+    let exp = parse_ok(&mutated(RANDOM, |v| {
+        set(
+            v,
+            "/spec/algorithm",
+            json!({"algorithmName": "hyperband", "algorithmSettings": [
+                {"name": "resource_name", "value": "epochs"},
+                {"name": "eta", "value": "2"}, {"name": "r_l", "value": "4"}]}),
+        );
+        let params = v["spec"]["parameters"].as_array_mut().unwrap();
+        params.push(json!({"name": "epochs", "parameterType": "int",
+                           "feasibleSpace": {"min": "1", "max": "1"}}));
+        let tps = v["spec"]["trialTemplate"]["trialParameters"]
+            .as_array_mut()
+            .unwrap();
+        tps.push(json!({"name": "epochs", "reference": "epochs"}));
+        let cmd = v
+            .pointer_mut("/spec/trialTemplate/trialSpec/spec/template/spec/containers/0/command")
+            .and_then(Value::as_array_mut)
+            .unwrap();
+        cmd.push(json!("--epochs=${trialParameters.epochs}"));
+    }));
+    let w = warnings(&exp);
+    assert!(
+        w.iter()
+            .any(|w| w.path() == "spec.parameters[3].feasibleSpace.max"
+                && w.message()
+                    .contains("placeholder for the resource parameter")),
+        "{w:?}"
+    );
+    let space = exp.search_space().expect("converts");
+    assert_eq!(
+        space.get("epochs").unwrap().domain,
+        Domain::Int {
+            min: 1,
+            max: 4,
+            step: None
+        }
+    );
+}

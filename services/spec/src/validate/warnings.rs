@@ -1,0 +1,148 @@
+//! What Katib accepts and Vernier runs, but is probably not what the author meant: each
+//! warning names the field and value and says what Vernier does with it. Validation accepts
+//! all of these; conversion (`crate::convert`) applies the behaviour described here.
+
+use crate::error::SpecError;
+use crate::number::parse_f64;
+use crate::types::{Experiment, FeasibleSpace, ParameterSpec};
+
+/// Every warning for a valid experiment, in spec order.
+pub fn warnings(exp: &Experiment) -> Vec<SpecError> {
+    let mut out = Vec::new();
+    for (i, p) in exp.spec.parameters.iter().enumerate() {
+        parameter(exp, p, &format!("spec.parameters[{i}]"), &mut out);
+    }
+    objective(exp, &mut out);
+    out
+}
+
+fn parameter(exp: &Experiment, p: &ParameterSpec, path: &str, out: &mut Vec<SpecError>) {
+    let Some(fs) = p.feasible_space.as_ref() else {
+        return;
+    };
+    let fs_path = format!("{path}.feasibleSpace");
+    match p.parameter_type.as_deref() {
+        Some("int" | "double") => range(exp, p, fs, &fs_path, out),
+        Some(kind @ ("discrete" | "categorical")) => list(fs, kind, &fs_path, out),
+        _ => {}
+    }
+}
+
+fn range(
+    exp: &Experiment,
+    p: &ParameterSpec,
+    fs: &FeasibleSpace,
+    path: &str,
+    out: &mut Vec<SpecError>,
+) {
+    let (Some(lo), Some(hi)) = (
+        fs.min.as_deref().and_then(parse_f64),
+        fs.max.as_deref().and_then(parse_f64),
+    ) else {
+        return;
+    };
+    let text = fs.min.as_deref().unwrap_or("");
+    if lo == hi {
+        let message = if crate::convert::resource_placeholder(exp, &p.name).is_some() {
+            format!(
+                "min equals max ({text:?}): a placeholder for the resource parameter, whose \
+                 values come from the algorithm's settings, as in Katib"
+            )
+        } else {
+            format!(
+                "min equals max ({text:?}): a fixed value, passed to every trial as written; \
+                 hint: widen the range to tune it"
+            )
+        };
+        out.push(SpecError::new(format!("{path}.max"), message));
+    }
+    let dist = fs.distribution.as_deref().unwrap_or("");
+    if matches!(dist, "logUniform" | "logNormal") && lo <= 0.0 {
+        out.push(SpecError::new(
+            format!("{path}.min"),
+            format!(
+                "value {text:?} is not positive, so distribution {dist} has no log scale; the \
+                 parameter is sampled uniformly instead; hint: set min to the smallest positive \
+                 value worth trying to keep the log scale"
+            ),
+        ));
+    }
+}
+
+fn list(fs: &FeasibleSpace, kind: &str, path: &str, out: &mut Vec<SpecError>) {
+    let discrete = kind == "discrete";
+    if discrete
+        && let Some((k, v)) = fs
+            .list
+            .iter()
+            .enumerate()
+            .find(|(_, v)| parse_f64(v).is_none())
+    {
+        out.push(SpecError::new(
+            format!("{path}.list[{k}]"),
+            format!(
+                "value {v:?} is not a number, so the list is treated as categorical (Katib \
+                 accepts it); hint: make the parameter categorical to say so"
+            ),
+        ));
+    }
+    let numeric = discrete && fs.list.iter().all(|v| parse_f64(v).is_some());
+    for (k, v) in fs.list.iter().enumerate() {
+        // Numeric discrete values compare as numbers: "1" and "1.0" are the same trial.
+        let same = |w: &String| w == v || (numeric && parse_f64(w) == parse_f64(v));
+        if let Some(j) = fs.list[..k].iter().position(same) {
+            out.push(SpecError::new(
+                format!("{path}.list[{k}]"),
+                format!(
+                    "value {v:?} duplicates list[{j}]; it is sampled once; hint: list each \
+                     value once"
+                ),
+            ));
+        }
+    }
+}
+
+fn objective(exp: &Experiment, out: &mut Vec<SpecError>) {
+    let Some(obj) = &exp.spec.objective else {
+        return;
+    };
+    let names = &obj.additional_metric_names;
+    for (i, name) in names.iter().enumerate() {
+        if !name.is_empty() && names[..i].contains(name) {
+            out.push(SpecError::new(
+                format!("spec.objective.additionalMetricNames[{i}]"),
+                format!("value {name:?} appears twice; it is collected once"),
+            ));
+        }
+    }
+    let objective = obj.objective_metric_name.as_deref().unwrap_or("");
+    for (i, s) in obj.metric_strategies.iter().enumerate() {
+        let path = format!("spec.objective.metricStrategies[{i}].name");
+        if s.name.is_empty() {
+            continue;
+        }
+        if s.name != objective && !names.contains(&s.name) {
+            out.push(SpecError::new(
+                path,
+                format!(
+                    "value {:?} is neither the objective metric nor an additional metric, so \
+                     the strategy is not used; hint: add it to objective.additionalMetricNames \
+                     to collect it",
+                    s.name
+                ),
+            ));
+        } else if let Some(j) = obj.metric_strategies[..i]
+            .iter()
+            .position(|o| o.name == s.name)
+        {
+            out.push(SpecError::new(
+                path,
+                format!(
+                    "value {:?} has a strategy already (metricStrategies[{j}]), which is the \
+                     one used",
+                    s.name
+                ),
+            ));
+        }
+    }
+}
