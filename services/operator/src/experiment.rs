@@ -32,7 +32,7 @@ use vernier_core::{
 use vernier_runner::names::{suggest_seed, trial_name};
 use vernier_runner::{LocalExperiment, LocalPaths};
 use vernier_spec::conditions::{set_condition, set_terminal};
-use vernier_spec::plan::{Completion, TrialOutcome, plan};
+use vernier_spec::plan::{TrialOutcome, plan};
 use vernier_spec::status::{ExperimentStatus, OptimalTrial, ParameterAssignment, TrialStatus};
 use vernier_spec::trial::{EXPERIMENT_LABEL, TrialSpec};
 use vernier_spec::types::API_VERSION;
@@ -156,13 +156,13 @@ async fn reconcile_experiment(obj: &DynamicObject, ctx: &Context) -> Result<Acti
         .iter()
         .find(|c| (c.type_ == "Succeeded" || c.type_ == "Failed") && c.status == "True")
     {
-        let restartable = exp.spec.spec.resume_policy.as_deref() == Some("LongRunning")
-            && terminal.type_ == "Succeeded"
-            && terminal.reason == Completion::MaxTrialsReached.reason()
-            && exp
-                .limits
-                .max_trials
-                .is_some_and(|max| max as i32 > status.trials);
+        let restartable = vernier_spec::plan::continues_after_completion(
+            exp.spec.spec.resume_policy.as_deref(),
+            terminal.type_ == "Succeeded",
+            &terminal.reason,
+            exp.limits.max_trials,
+            status.trials.max(0) as u32,
+        );
         if !restartable {
             return Ok(Action::await_change());
         }
@@ -349,7 +349,30 @@ fn checked_experiment(
         work_dir: ".".into(),
         log_dir: ".".into(),
     };
-    LocalExperiment::new(spec, paths).map_err(|e| e.to_string())
+    let exp = LocalExperiment::new(spec, paths).map_err(|e| e.to_string())?;
+    check_settings(&exp, ctx)?;
+    Ok(exp)
+}
+
+/// Builds the algorithm and the early-stopping rule once, so a setting they refuse (unknown,
+/// or out of range) fails the experiment naming the setting and value, as `vernier run` does,
+/// instead of failing every reconcile and being retried forever.
+fn check_settings(exp: &LocalExperiment, ctx: &Context) -> std::result::Result<(), String> {
+    vernier_algorithms::build(&exp.algorithm, &exp.settings, &exp.space, &exp.objective)
+        .map_err(|e| format!("spec.algorithm: {e}"))?;
+    if let (Some(es), Some(factory)) = (
+        exp.spec.spec.early_stopping.as_ref(),
+        ctx.early_stopping.as_ref(),
+    ) {
+        let settings: Vec<(String, String)> = es
+            .algorithm_settings
+            .iter()
+            .map(|s| (s.name.clone(), s.value.clone()))
+            .collect();
+        let name = es.algorithm_name.as_deref().unwrap_or_default();
+        factory(name, &settings).map_err(|e| format!("spec.earlyStopping: {e}"))?;
+    }
+    Ok(())
 }
 
 /// Marks the experiment Failed with the validation errors, once, with a Warning event.

@@ -1159,3 +1159,211 @@ async fn config_map_trial_templates_are_read_from_the_cluster() {
     op.stop().await;
     env.shutdown().await;
 }
+
+/// A TFJob a cluster runs but local mode cannot: the image's entrypoint (no command or args),
+/// env taken from a Secret and the pod's own name, envFrom, a volume and an init container.
+const ENTRYPOINT_TFJOB: &str = r#"apiVersion: kubeflow.org/v1beta1
+kind: Experiment
+metadata:
+  name: entrypoint
+  namespace: default
+spec:
+  parallelTrialCount: 1
+  maxTrialCount: 1
+  objective:
+    type: maximize
+    objectiveMetricName: accuracy
+  algorithm:
+    algorithmName: random
+  parameters:
+    - name: lr
+      parameterType: double
+      feasibleSpace:
+        min: "0.01"
+        max: "0.05"
+  trialTemplate:
+    primaryContainerName: tensorflow
+    trialParameters:
+      - name: learningRate
+        reference: lr
+    trialSpec:
+      apiVersion: kubeflow.org/v1
+      kind: TFJob
+      spec:
+        tfReplicaSpecs:
+          Chief:
+            replicas: 1
+            restartPolicy: OnFailure
+            template:
+              spec:
+                initContainers:
+                  - name: fetch-data
+                    image: busybox
+                    args: [wget, -O, /data/train.csv, http://data.example/train.csv]
+                    volumeMounts: [{name: data, mountPath: /data}]
+                containers:
+                  - name: tensorflow
+                    image: registry.example/train:1
+                    env:
+                      - name: LEARNING_RATE
+                        value: "${trialParameters.learningRate}"
+                      - name: API_TOKEN
+                        valueFrom:
+                          secretKeyRef: {name: training-secrets, key: token}
+                      - name: POD_NAME
+                        valueFrom:
+                          fieldRef: {fieldPath: metadata.name}
+                    envFrom:
+                      - configMapRef: {name: training-settings}
+                    volumeMounts: [{name: data, mountPath: /data}]
+                volumes:
+                  - name: data
+                    persistentVolumeClaim: {claimName: training-data}
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_entrypoint_only_tfjob_with_value_from_is_rendered_as_written() {
+    // The double cannot run an image's entrypoint; the job is only looked at, so it hangs.
+    let env = Env::start(SimulationOptions {
+        default_outcome: Outcome::Hang,
+        ..SimulationOptions::default()
+    })
+    .await;
+    let op = env.operator("replica-a");
+    env.create(ENTRYPOINT_TFJOB).await;
+    let tfjobs: Api<DynamicObject> = Api::namespaced_with(
+        env.client.clone(),
+        "default",
+        &kube::api::ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk(
+            "kubeflow.org",
+            "v1",
+            "TFJob",
+        )),
+    );
+    let selector = ListParams::default().labels("katib.kubeflow.org/experiment=entrypoint");
+    let jobs = wait_until(
+        "the trial's TFJob",
+        || async { tfjobs.list(&selector).await.expect("tfjobs").items },
+        |items| !items.is_empty(),
+    )
+    .await;
+    let job = serde_json::to_value(&jobs[0]).expect("json");
+    let trial = env.trials_of("entrypoint").await;
+    let trial = serde_json::to_value(&trial[0]).expect("json");
+    let lr = trial["spec"]["parameterAssignments"][0]["value"]
+        .as_str()
+        .expect("lr")
+        .to_string();
+
+    let template: Value = yaml_serde::from_str(ENTRYPOINT_TFJOB).expect("yaml");
+    let mut expected =
+        template["spec"]["trialTemplate"]["trialSpec"]["spec"]["tfReplicaSpecs"]["Chief"]
+            ["template"]["spec"]
+            .clone();
+    expected["containers"][0]["env"][0]["value"] = Value::String(lr);
+    let pod = &job["spec"]["tfReplicaSpecs"]["Chief"]["template"]["spec"];
+    for field in ["containers", "initContainers", "volumes"] {
+        assert_eq!(pod[field], expected[field], "{field} in {job:#}");
+    }
+    let exp = experiment_json(&env, "entrypoint").await;
+    assert!(condition(&exp, "Failed").is_none(), "{exp:#}");
+    op.stop().await;
+    env.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn invalid_algorithm_and_early_stopping_settings_fail_the_experiment() {
+    let env = Env::start(SimulationOptions::default()).await;
+    let factory: EarlyStopperFactory = Arc::new(|name, settings| {
+        vernier_algorithms::build_early_stopper(name, settings).map_err(|e| e.to_string())
+    });
+    let op = env.operator_with("replica-a", Some(factory));
+    let base = experiment_yaml("typo", "Job", 1, 2, "");
+    let typo = base.replace(
+        "    algorithmName: random\n",
+        "    algorithmName: tpe\n    algorithmSettings:\n      - name: n_startup_trial\n        value: \"5\"\n",
+    );
+    env.create(&typo).await;
+    let out_of_range = experiment_yaml("out-of-range", "Job", 1, 2, "").replace(
+        "    algorithmName: random\n",
+        "    algorithmName: random\n    algorithmSettings:\n      - name: random_state\n        value: \"-1\"\n",
+    );
+    env.create(&out_of_range).await;
+    let stopping = experiment_yaml(
+        "bad-stopping",
+        "Job",
+        1,
+        2,
+        "  earlyStopping:\n    algorithmName: medianstop\n    algorithmSettings:\n      - name: min_trials_required\n        value: \"many\"\n",
+    );
+    env.create(&stopping).await;
+    for (name, needles) in [
+        ("typo", ["spec.algorithm", "n_startup_trial"]),
+        ("out-of-range", ["random_state", "\"-1\""]),
+        ("bad-stopping", ["spec.earlyStopping", "\"many\""]),
+    ] {
+        let exp = finished(&env, name).await;
+        let failed = condition(&exp, "Failed").unwrap_or_else(|| panic!("{exp:#}"));
+        let message = failed["message"].as_str().unwrap_or_default();
+        for needle in needles {
+            assert!(message.contains(needle), "{name}: {message}");
+        }
+        assert!(env.trials_of(name).await.is_empty(), "{name}");
+    }
+    op.stop().await;
+    env.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn from_volume_experiment_continues_when_its_budget_and_parallelism_are_raised() {
+    let env = Env::start(SimulationOptions::default()).await;
+    let op = env.operator("replica-a");
+    env.create(&experiment_yaml(
+        "from-volume",
+        "Job",
+        1,
+        2,
+        "  resumePolicy: FromVolume\n",
+    ))
+    .await;
+    let exp = finished(&env, "from-volume").await;
+    assert_eq!(exp["status"]["trials"], 2, "{exp:#}");
+
+    // Raising only the parallelism does not continue it (Katib's webhook refuses that edit).
+    let before = experiment_reconciles(&op.metrics);
+    let patch = serde_json::json!({"spec": {"parallelTrialCount": 2}});
+    env.experiments()
+        .patch(
+            "from-volume",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(&patch),
+        )
+        .await
+        .expect("patched");
+    wait_until(
+        "a reconcile after the edit",
+        || async { experiment_reconciles(&op.metrics) },
+        |n| *n > before,
+    )
+    .await;
+    assert_eq!(env.trials_of("from-volume").await.len(), 2);
+
+    let patch = serde_json::json!({"spec": {"maxTrialCount": 4, "parallelTrialCount": 2}});
+    env.experiments()
+        .patch(
+            "from-volume",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(&patch),
+        )
+        .await
+        .expect("patched");
+    let exp = wait_until(
+        "the experiment to run two more trials and finish",
+        || experiment_json(&env, "from-volume"),
+        |e| e["status"]["trials"] == 4 && condition(e, "Succeeded").is_some(),
+    )
+    .await;
+    assert_eq!(exp["status"]["trialsSucceeded"], 4, "{exp:#}");
+    op.stop().await;
+    env.shutdown().await;
+}

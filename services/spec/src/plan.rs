@@ -98,6 +98,25 @@ impl Completion {
     }
 }
 
+/// Katib's rule for a finished experiment that may continue (`IsCompletedExperimentRestartable`
+/// and the experiment controller's check): it succeeded by reaching `maxTrialCount`, its
+/// `resumePolicy` is `LongRunning` or `FromVolume`, and `maxTrialCount` is now above the number
+/// of trials it has (or unset). Raising only `parallelTrialCount` does not continue it (Katib's
+/// webhook refuses that edit of a completed experiment); raised together with
+/// `maxTrialCount`, the new parallelism applies to the continued run.
+pub fn continues_after_completion(
+    resume_policy: Option<&str>,
+    succeeded: bool,
+    reason: &str,
+    max_trials: Option<u32>,
+    trials: u32,
+) -> bool {
+    matches!(resume_policy, Some("LongRunning" | "FromVolume"))
+        && succeeded
+        && reason == Completion::MaxTrialsReached.reason()
+        && max_trials.is_none_or(|max| max > trials)
+}
+
 /// Trial counts by Katib status field.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct TrialCounts {
@@ -296,6 +315,29 @@ mod tests {
             parallel,
             max_trials: max,
             max_failed: failed,
+        }
+    }
+
+    #[test]
+    fn only_a_budget_raise_continues_a_resumable_experiment() {
+        let max = Completion::MaxTrialsReached.reason();
+        let goal = Completion::GoalReached.reason();
+        let cases = [
+            (Some("LongRunning"), true, max, Some(5), 4, true),
+            (Some("FromVolume"), true, max, Some(5), 4, true),
+            (Some("FromVolume"), true, max, None, 4, true),
+            (Some("FromVolume"), true, max, Some(4), 4, false),
+            (Some("Never"), true, max, Some(5), 4, false),
+            (None, true, max, Some(5), 4, false),
+            (Some("LongRunning"), true, goal, Some(5), 4, false),
+            (Some("LongRunning"), false, max, Some(5), 4, false),
+        ];
+        for (policy, succeeded, reason, max_trials, trials, want) in cases {
+            assert_eq!(
+                continues_after_completion(policy, succeeded, reason, max_trials, trials),
+                want,
+                "{policy:?} {succeeded} {reason} {max_trials:?} {trials}"
+            );
         }
     }
 
