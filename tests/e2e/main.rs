@@ -8,6 +8,7 @@ mod algorithms;
 mod collectors;
 mod distributed;
 mod early_stopping;
+mod extend;
 mod harness;
 mod interrupt;
 mod katib_interop;

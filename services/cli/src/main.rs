@@ -36,10 +36,17 @@ enum Command {
         #[command(flatten)]
         plugins: PluginArgs,
     },
-    /// Continue an interrupted experiment.
+    /// Continue an interrupted experiment, or one that ended by reaching maxTrialCount when
+    /// given a larger --max-trial-count (its history and seed are kept).
     Resume {
         /// The experiment name.
         name: String,
+        /// Raise the experiment's maxTrialCount to N (the local twin of editing it on a cluster).
+        #[arg(long, value_name = "N")]
+        max_trial_count: Option<u32>,
+        /// Change the experiment's parallelTrialCount to P.
+        #[arg(long, value_name = "P")]
+        parallel_trial_count: Option<u32>,
         #[command(flatten)]
         plugins: PluginArgs,
     },
@@ -199,8 +206,17 @@ async fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
             log_dir,
             plugins,
         } => commands::run::run(&cli.db, &file, seed, log_dir, &plugins.load()?).await,
-        Command::Resume { name, plugins } => {
-            commands::run::resume(&cli.db, &name, &plugins.load()?).await
+        Command::Resume {
+            name,
+            max_trial_count,
+            parallel_trial_count,
+            plugins,
+        } => {
+            let limits = vernier_runner::extend::NewLimits {
+                max_trial_count,
+                parallel_trial_count,
+            };
+            commands::run::resume(&cli.db, &name, limits, &plugins.load()?).await
         }
         Command::List => commands::list::list(&cli.db).await,
         Command::Report {

@@ -49,6 +49,14 @@ pub enum RunnerError {
         "observations of trial {trial} could not be recorded: {error}\nhint: the trial's full output is kept in its log file"
     )]
     ObservationsNotRecorded { trial: String, error: String },
+    #[error(
+        "experiment {name:?} ended with {reason} after {trials} trial(s); only an experiment that ended by reaching maxTrialCount continues, with --max-trial-count above {trials}\nhint: `vernier report {name}` shows the result; start a new experiment to search again"
+    )]
+    NotExtendable {
+        name: String,
+        reason: String,
+        trials: u32,
+    },
     #[error("spec.warmStart: {0}")]
     WarmStart(String),
     #[error("spec.enqueuedTrials[{index}]: {message}")]

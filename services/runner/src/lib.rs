@@ -6,6 +6,7 @@ pub mod early_stop;
 pub mod enqueue;
 mod error;
 pub mod experiment;
+pub mod extend;
 pub mod hooks;
 pub mod local_support;
 pub mod names;

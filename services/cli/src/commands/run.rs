@@ -1,5 +1,5 @@
-//! `vernier run FILE` and `vernier resume NAME`: drive an experiment to completion with a
-//! progress display, stopping cleanly on Ctrl-C.
+//! `vernier run FILE` and `vernier resume NAME [--max-trial-count N]`: drive an experiment to
+//! completion with a progress display, stopping cleanly on Ctrl-C.
 
 use crate::Exit;
 use crate::commands::plugins::Plugins;
@@ -8,8 +8,10 @@ use anyhow::Context;
 use std::path::{Path, PathBuf};
 use tokio::sync::watch;
 use vernier_runner::driver::{self, Outcome};
+use vernier_runner::extend::NewLimits;
 use vernier_runner::process::StopLevel;
 use vernier_runner::{LocalExperiment, LocalPaths, RunHooks, SourceError, work_dir_of};
+use vernier_spec::plan::Completion;
 use vernier_store::SqlStore;
 
 pub async fn run(
@@ -85,17 +87,34 @@ pub async fn run(
     drive(&store, db, &exp, seed, plugins).await
 }
 
-pub async fn resume(db: &str, name: &str, plugins: &Plugins) -> anyhow::Result<Exit> {
+pub async fn resume(
+    db: &str,
+    name: &str,
+    limits: NewLimits,
+    plugins: &Plugins,
+) -> anyhow::Result<Exit> {
     let store = SqlStore::connect(db).await?;
-    let row = store.get_experiment(name).await?.ok_or_else(|| {
+    let missing = || {
         anyhow::anyhow!(
             "experiment {name:?} does not exist in {}\nhint: `vernier list` shows the experiments there",
             vernier_store::redact_url(db)
         )
-    })?;
+    };
+    let mut row = store.get_experiment(name).await?.ok_or_else(missing)?;
+    if !limits.is_empty() {
+        if vernier_runner::extend::extend(&store, name, limits).await? {
+            println!("experiment {name} continues: maxTrialCount was raised");
+        }
+        row = store.get_experiment(name).await?.ok_or_else(missing)?;
+    }
     if matches!(row.status.phase.as_str(), "Succeeded" | "Failed") {
+        let hint = if row.status.reason == Completion::MaxTrialsReached.reason() {
+            format!("`vernier resume {name} --max-trial-count N` continues it with a larger budget")
+        } else {
+            format!("`vernier report {name}` shows the result")
+        };
         anyhow::bail!(
-            "experiment {name:?} has already finished ({}: {})\nhint: `vernier report {name}` shows the result",
+            "experiment {name:?} has already finished ({}: {})\nhint: {hint}",
             row.status.phase,
             row.status.reason
         );

@@ -1,0 +1,126 @@
+//! `vernier resume NAME --max-trial-count N`: the local twin of raising `maxTrialCount` (and
+//! `parallelTrialCount`) of an experiment on a cluster. The stored spec gets the new limits and
+//! a finished experiment loses its terminal condition; trials, observations and the seed stay,
+//! so the driver continues exactly where an uninterrupted run with the larger budget would be.
+
+use crate::error::RunnerError;
+use crate::status::{conditions_json, parse_conditions};
+use serde_json::Value;
+use vernier_spec::plan::continues_after_completion;
+use vernier_store::SqlStore;
+
+/// The new limits; `None` keeps the stored value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct NewLimits {
+    pub max_trial_count: Option<u32>,
+    pub parallel_trial_count: Option<u32>,
+}
+
+impl NewLimits {
+    pub fn is_empty(&self) -> bool {
+        self.max_trial_count.is_none() && self.parallel_trial_count.is_none()
+    }
+}
+
+/// The stored spec JSON with `limits` written in, checked like a new file.
+pub fn with_limits(spec_json: &str, limits: NewLimits) -> Result<String, RunnerError> {
+    let mut doc: Value = serde_json::from_str(spec_json).map_err(|e| {
+        RunnerError::Spec(
+            vernier_spec::SpecError::new("document", format!("the stored spec is not JSON: {e}"))
+                .into(),
+        )
+    })?;
+    if let Some(spec) = doc.get_mut("spec").and_then(Value::as_object_mut) {
+        if let Some(n) = limits.max_trial_count {
+            spec.insert("maxTrialCount".into(), n.into());
+        }
+        if let Some(n) = limits.parallel_trial_count {
+            spec.insert("parallelTrialCount".into(), n.into());
+        }
+    }
+    let text = doc.to_string();
+    vernier_spec::parse_experiment(&text)?;
+    Ok(text)
+}
+
+/// Writes `limits` into the stored experiment `name`. A finished experiment continues only
+/// under Katib's rule (it succeeded by reaching `maxTrialCount`, and the new one is above its
+/// trial count); local mode keeps every experiment's history, so `resumePolicy` is not asked
+/// for. Returns whether a finished experiment was reopened.
+pub async fn extend(store: &SqlStore, name: &str, limits: NewLimits) -> Result<bool, RunnerError> {
+    let row = store
+        .get_experiment(name)
+        .await?
+        .ok_or_else(|| RunnerError::ExperimentNotFound(name.to_string()))?;
+    let spec_json = with_limits(&row.spec_json, limits)?;
+    let finished = matches!(row.status.phase.as_str(), "Succeeded" | "Failed");
+    if finished {
+        let trials = store.list_trials(name).await?.len() as u32;
+        let max = vernier_spec::parse_experiment(&spec_json)?
+            .spec
+            .max_trial_count
+            .map(|n| n.max(0) as u32);
+        let succeeded = row.status.phase == "Succeeded";
+        if !continues_after_completion(
+            Some("LongRunning"),
+            succeeded,
+            &row.status.reason,
+            max,
+            trials,
+        ) {
+            return Err(RunnerError::NotExtendable {
+                name: name.to_string(),
+                reason: row.status.reason.clone(),
+                trials,
+            });
+        }
+    }
+    store.update_experiment_spec(name, &spec_json).await?;
+    if finished {
+        let mut status = row.status.clone();
+        let mut conditions = parse_conditions(&status.conditions_json);
+        conditions.retain(|c| c.type_ != "Succeeded" && c.type_ != "Failed");
+        status.conditions_json = conditions_json(&conditions);
+        status.phase = "Restarting".into();
+        status.reason = "ExperimentRestarting".into();
+        status.message = "Experiment is restarted".into();
+        status.completed_us = None;
+        store.update_experiment_status(name, &status).await?;
+    }
+    Ok(finished)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SPEC: &str = r#"{"apiVersion":"kubeflow.org/v1beta1","kind":"Experiment","metadata":{"name":"e"},"spec":{"maxTrialCount":3,"parallelTrialCount":1,"objective":{"type":"maximize","objectiveMetricName":"acc"},"algorithm":{"algorithmName":"random"},"parameters":[{"name":"x","parameterType":"double","feasibleSpace":{"min":"0","max":"1"}}],"trialTemplate":{"primaryContainerName":"main","trialParameters":[{"name":"x","reference":"x"}],"trialSpec":{"apiVersion":"batch/v1","kind":"Job","spec":{"template":{"spec":{"containers":[{"name":"main","command":["t","${trialParameters.x}"]}]}}}}}}}"#;
+
+    #[test]
+    fn new_limits_are_written_and_checked_like_a_file() {
+        let out = with_limits(
+            SPEC,
+            NewLimits {
+                max_trial_count: Some(5),
+                parallel_trial_count: Some(2),
+            },
+        )
+        .unwrap();
+        let exp = vernier_spec::parse_experiment(&out).unwrap();
+        assert_eq!(exp.spec.max_trial_count, Some(5));
+        assert_eq!(exp.spec.parallel_trial_count, Some(2));
+        let e = with_limits(
+            SPEC,
+            NewLimits {
+                max_trial_count: Some(2),
+                parallel_trial_count: Some(4),
+            },
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("spec.parallelTrialCount") && e.contains('4'),
+            "{e}"
+        );
+    }
+}
