@@ -11,6 +11,7 @@ mod early_stopping;
 mod extend;
 mod harness;
 mod interrupt;
+mod katib_examples;
 mod katib_interop;
 mod lifecycle;
 mod reports;

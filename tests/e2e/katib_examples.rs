@@ -1,0 +1,70 @@
+//! Katib's own example experiments, run the way a migrating Katib user would: validated as
+//! they are, then run locally with a stand-in trainer in place of their images.
+
+use crate::harness::{Sandbox, last_condition, text};
+use std::path::Path;
+
+fn example(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../examples")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+/// The `num-epochs` value of every trial, in creation order.
+fn epochs(r: &serde_json::Value) -> Vec<String> {
+    r["trials"]
+        .as_array()
+        .expect("trials")
+        .iter()
+        .map(|t| {
+            t["spec"]["parameterAssignments"]
+                .as_array()
+                .expect("assignments")
+                .iter()
+                .find(|a| a["name"] == "num-epochs")
+                .and_then(|a| a["value"].as_str())
+                .expect("num-epochs")
+                .to_string()
+        })
+        .collect()
+}
+
+/// Katib's hp-tuning/hyperband.yaml: its resource parameter num-epochs is the placeholder
+/// `min: "1"`, `max: "1"`, and Hyperband's budgets (1 and 2 epochs for r_l 2, eta 2) come
+/// from the settings.
+#[test]
+fn katibs_hyperband_example_validates_and_runs() {
+    let sb = Sandbox::new();
+    let file = example("katib-hyperband.yaml");
+    let out = sb.run(&["validate", &file]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("warning: spec.parameters[3].feasibleSpace.max")
+            && stdout.contains("placeholder for the resource parameter"),
+        "{stdout}"
+    );
+
+    let out = sb.run(&["run", &file, "--seed", "5"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let r = sb.report("hyperband");
+    assert_eq!(last_condition(&r)["reason"], "ExperimentMaxTrialsReached");
+    assert_eq!(r["status"]["trialsSucceeded"], 2, "{r:#}");
+    assert_eq!(epochs(&r), ["1", "1"]);
+
+    // A larger budget reaches the next rung: the better configuration at 2 epochs, beyond
+    // the placeholder's [1, 1].
+    let out = sb.run(&["resume", "hyperband", "--max-trial-count", "3"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let r = sb.report("hyperband");
+    assert_eq!(r["status"]["trialsSucceeded"], 3, "{r:#}");
+    assert_eq!(epochs(&r), ["1", "1", "2"]);
+    let best = &r["status"]["currentOptimalTrial"]["observation"]["metrics"];
+    assert!(
+        best.as_array()
+            .is_some_and(|m| m.iter().any(|m| m["name"] == "Validation-accuracy")),
+        "{r:#}"
+    );
+}
