@@ -200,3 +200,46 @@ fn hyperband_resource_placeholder_spans_the_budgets() {
         }
     );
 }
+
+/// ASHA takes its budgets from `max_resource` the same way; a double placeholder spans
+/// (0, max_resource].
+#[test]
+fn asha_resource_placeholder_spans_the_budgets() {
+    let exp = parse_ok(&mutated(RANDOM, |v| {
+        set(
+            v,
+            "/spec/algorithm",
+            json!({"algorithmName": "asha", "algorithmSettings": [
+                {"name": "resource_name", "value": "momentum"},
+                {"name": "max_resource", "value": "9"}]}),
+        );
+        set(v, "/spec/parameters/1/feasibleSpace/min", json!("0.9"));
+    }));
+    let space = exp.search_space().expect("converts");
+    assert_eq!(
+        space.get("momentum").unwrap().domain,
+        Domain::Double {
+            min: 0.0,
+            max: 9.0,
+            step: None
+        }
+    );
+    // Without a usable max_resource the placeholder stays a fixed value, and ASHA reports
+    // the setting when it is built.
+    let exp = parse_ok(&mutated(RANDOM, |v| {
+        set(
+            v,
+            "/spec/algorithm",
+            json!({"algorithmName": "asha", "algorithmSettings": [
+                {"name": "resource_name", "value": "momentum"}]}),
+        );
+        set(v, "/spec/parameters/1/feasibleSpace/min", json!("0.9"));
+    }));
+    let space = exp.search_space().expect("converts");
+    assert_eq!(
+        space.get("momentum").unwrap().domain,
+        Domain::Discrete {
+            values: strings(&["0.9"])
+        }
+    );
+}
