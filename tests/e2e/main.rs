@@ -10,6 +10,7 @@ mod distributed;
 mod early_stopping;
 mod harness;
 mod interrupt;
+mod katib_controller;
 mod katib_interop;
 mod lifecycle;
 mod reports;
