@@ -11,6 +11,7 @@ use crate::katib_interop::serve;
 use std::collections::BTreeMap;
 use tonic::Code;
 use tonic::transport::Channel;
+use vernier_api::proto::api::suggestion_server::Suggestion as _;
 use vernier_api::proto::api::{
     AlgorithmSetting, AlgorithmSpec, Experiment, ExperimentSpec, FeasibleSpace,
     GetSuggestionsRequest, Metric, ObjectiveSpec, ObjectiveType, Observation, ParameterAssignment,
@@ -460,4 +461,115 @@ fn grid_and_hyperband_refuse_a_max_trial_count_they_cannot_reach() {
             );
         }
     });
+}
+
+/// A Suggestion server that records every request and answers with Vernier's own service.
+#[derive(Clone, Default)]
+struct Recorder {
+    seen: std::sync::Arc<std::sync::Mutex<Vec<GetSuggestionsRequest>>>,
+}
+
+#[tonic::async_trait]
+impl vernier_api::proto::api::suggestion_server::Suggestion for Recorder {
+    async fn get_suggestions(
+        &self,
+        request: tonic::Request<GetSuggestionsRequest>,
+    ) -> Result<tonic::Response<vernier_api::proto::api::GetSuggestionsReply>, tonic::Status> {
+        self.seen.lock().unwrap().push(request.get_ref().clone());
+        vernier_api::SuggestionService
+            .get_suggestions(request)
+            .await
+    }
+
+    async fn validate_algorithm_settings(
+        &self,
+        request: tonic::Request<ValidateAlgorithmSettingsRequest>,
+    ) -> Result<
+        tonic::Response<vernier_api::proto::api::ValidateAlgorithmSettingsReply>,
+        tonic::Status,
+    > {
+        vernier_api::SuggestionService
+            .validate_algorithm_settings(request)
+            .await
+    }
+}
+
+#[test]
+fn the_plugin_client_sends_trials_as_katib_controller_does() {
+    use vernier_api::proto::api::suggestion_server::SuggestionServer;
+    let recorder = Recorder::default();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let listener = rt
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = tonic::transport::Server::builder()
+        .add_service(SuggestionServer::new(recorder.clone()))
+        .serve_with_incoming(tokio_stream_of(listener));
+    rt.spawn(server);
+
+    let sb = Sandbox::new();
+    // Trials with x <= 0.4 print nothing: they end MetricsUnavailable.
+    let yaml = crate::harness::python_experiment(
+        "shaped",
+        "import sys\nx = float(sys.argv[1])\nif x > 0.4: print('score=' + sys.argv[1])",
+        "  objective:\n    type: maximize\n    objectiveMetricName: score\n  parallelTrialCount: 2\n  maxTrialCount: 8",
+    );
+    let file = sb.write("shaped.yaml", &yaml);
+    let flag = format!("random={addr}");
+    let out = sb.run(&["run", file.to_str().unwrap(), "--suggestion-plugin", &flag]);
+    assert_eq!(out.status.code(), Some(0), "{}", crate::harness::text(&out));
+    let report = sb.report("shaped");
+    assert!(
+        !crate::harness::trials_in(&report, "MetricsUnavailable").is_empty(),
+        "no MetricsUnavailable trial to leave out: {report:#}"
+    );
+    let seen = recorder.seen.lock().unwrap();
+    assert!(seen.len() >= 4, "{} requests", seen.len());
+    let mut succeeded = 0;
+    for request in seen.iter() {
+        for t in &request.trials {
+            let status = t.status.as_ref().unwrap();
+            let condition = TrialConditionType::try_from(status.condition).unwrap();
+            assert!(
+                !matches!(
+                    condition,
+                    TrialConditionType::Metricsunavailable | TrialConditionType::Unknown
+                ),
+                "{t:?}"
+            );
+            assert!(t.name.starts_with("shaped-"), "{}", t.name);
+            assert!(t.spec.as_ref().unwrap().labels.is_empty(), "{t:?}");
+            let time = |s: &str| s.len() == 20 && s.ends_with('Z') && !s.starts_with("0001");
+            match condition {
+                TrialConditionType::Succeeded => {
+                    succeeded += 1;
+                    assert!(
+                        time(&status.start_time) && time(&status.completion_time),
+                        "{status:?}"
+                    );
+                }
+                TrialConditionType::Running => {
+                    assert!(
+                        time(&status.start_time),
+                        "{status:?} {}: {report:#}",
+                        t.name
+                    );
+                    assert_eq!(status.completion_time, "");
+                }
+                _ => {}
+            }
+        }
+    }
+    assert!(succeeded > 0, "no succeeded trial was ever sent");
+}
+
+fn tokio_stream_of(
+    listener: tokio::net::TcpListener,
+) -> impl tokio_stream::Stream<Item = std::io::Result<tokio::net::TcpStream>> {
+    tokio_stream::wrappers::TcpListenerStream::new(listener)
 }
