@@ -11,7 +11,6 @@ use crate::katib_interop::serve;
 use std::collections::BTreeMap;
 use tonic::Code;
 use tonic::transport::Channel;
-use vernier_api::proto::api::suggestion_server::Suggestion as _;
 use vernier_api::proto::api::{
     AlgorithmSetting, AlgorithmSpec, Experiment, ExperimentSpec, FeasibleSpace,
     GetSuggestionsRequest, Metric, ObjectiveSpec, ObjectiveType, Observation, ParameterAssignment,
@@ -274,7 +273,7 @@ impl Controller {
         }
         let acc =
             t.get("lr") * 0.5 + t.get("units") / 16.0 + t.get("epochs") / 90.0 + t.get("opt") * 0.1;
-        let loss = if step % 2 == 0 {
+        let loss = if step.is_multiple_of(2) {
             let l = (1.0 - acc).to_string();
             (l.clone(), l.clone(), l)
         } else {
