@@ -317,10 +317,20 @@ pub fn state_to_wire(state: TrialState) -> TrialConditionType {
     }
 }
 
+/// What Katib's controller sends for a metric a trial never reported (its
+/// `consts.UnavailableMetricValue`, also Min/Max of a metric with only non-numeric values).
+pub const UNAVAILABLE_METRIC_VALUE: &str = "unavailable";
+
+/// An empty value (a metric without a strategy) or Katib's `unavailable`: no value at all.
+pub fn is_missing_value(value: &str) -> bool {
+    let v = value.trim();
+    v.is_empty() || v == UNAVAILABLE_METRIC_VALUE
+}
+
 /// The request's trials as core records. `extra_labels` adds labels by trial name (labels a
 /// Katib controller does not echo back, carried in algorithm settings instead). Empty metric
-/// values (Katib sends them for metrics without a strategy) are skipped; any other value must
-/// be a number.
+/// values (Katib sends them for metrics without a strategy) and Katib's `unavailable` are
+/// skipped; any other value must be a number.
 pub fn trials_from_wire(
     trials: &[Trial],
     space: &SearchSpace,
@@ -365,7 +375,7 @@ fn trial_from_wire(
     let mut metrics = BTreeMap::new();
     if let Some(obs) = &status.observation {
         for (j, m) in obs.metrics.iter().enumerate() {
-            if m.value.trim().is_empty() {
+            if is_missing_value(&m.value) {
                 continue;
             }
             let v: f64 = m.value.trim().parse().map_err(|_| {
@@ -573,15 +583,15 @@ pub fn experiment_to_wire(view: &ExperimentView) -> Experiment {
 }
 
 /// A trial as Katib's controller sends it: the objective value and every other metric as the
-/// strategy-selected value, times at second precision (`completion` absent while running is
-/// Katib's zero time).
+/// strategy-selected value, times at second precision, and a time the trial does not have yet
+/// (start while created, completion while running) as the empty string, as Katib's
+/// `convertTrialStatusTime` sends a nil time.
 pub fn trial_to_wire(
     record: &TrialRecord,
     objective: &Objective,
     start_us: Option<i64>,
     completion_us: Option<i64>,
 ) -> Trial {
-    let zero = "0001-01-01T00:00:00Z".to_string();
     let mut metrics: Vec<Metric> = Vec::new();
     if let Some(v) = record.objective {
         metrics.push(Metric {
@@ -613,10 +623,10 @@ pub fn trial_to_wire(
         status: Some(TrialStatus {
             start_time: start_us
                 .map(crate::time::format_rfc3339_seconds)
-                .unwrap_or_else(|| zero.clone()),
+                .unwrap_or_default(),
             completion_time: completion_us
                 .map(crate::time::format_rfc3339_seconds)
-                .unwrap_or(zero),
+                .unwrap_or_default(),
             condition: state_to_wire(record.state) as i32,
             observation: Some(api::Observation { metrics }),
         }),

@@ -16,7 +16,7 @@ fn script(name: &str) -> PathBuf {
 }
 
 /// A child process killed when the test ends, pass or fail.
-struct Guard(Child);
+pub(crate) struct Guard(Child);
 
 impl Drop for Guard {
     fn drop(&mut self) {
@@ -26,7 +26,7 @@ impl Drop for Guard {
 }
 
 /// Starts `vernier serve` on a free loopback port and returns it with its address.
-fn serve(sb: &Sandbox) -> (Guard, String) {
+pub(crate) fn serve(sb: &Sandbox) -> (Guard, String) {
     let mut child = sb
         .cmd(&["serve", "--listen", "127.0.0.1:0"])
         .stdout(Stdio::piped())

@@ -12,6 +12,7 @@ mod extend;
 mod harness;
 mod interrupt;
 mod katib_examples;
+mod katib_controller;
 mod katib_interop;
 mod lifecycle;
 mod reports;

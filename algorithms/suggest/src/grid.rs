@@ -86,6 +86,16 @@ pub(crate) fn build(
     }))
 }
 
+/// The number of grid points of a space that builds as a grid (saturating at `u64::MAX`).
+pub(crate) fn combinations(space: &SearchSpace) -> u64 {
+    space
+        .parameters()
+        .iter()
+        .map(|p| p.cardinality().unwrap_or(u128::MAX))
+        .try_fold(1u128, u128::checked_mul)
+        .map_or(u64::MAX, |n| u64::try_from(n).unwrap_or(u64::MAX))
+}
+
 /// Grid search over a finite space in a seeded shuffled order.
 #[derive(Debug, Clone)]
 pub(crate) struct GridSearch {
@@ -463,6 +473,14 @@ mod tests {
         let err = build("grid", &[], &space, &o).unwrap_err().to_string();
         assert!(err.contains("\"lr\" is a double without step"), "{err}");
         assert!(err.contains("hint: add `step`"), "{err}");
+    }
+
+    #[test]
+    fn trial_limit_is_the_number_of_combinations() {
+        let space = small_space();
+        assert_eq!(combinations(&space), 6);
+        assert_eq!(crate::trial_limit("grid", &[], &space).unwrap(), Some(6));
+        assert_eq!(crate::trial_limit("random", &[], &space).unwrap(), None);
     }
 
     #[test]

@@ -8,7 +8,8 @@
 //! Schedule, with Katib's settings `r_l` (the most resource one configuration gets), `eta`
 //! (default 3) and `resource_name` (the parameter that carries the resource):
 //! `s_max = floor(log_eta(r_l))`, computed exactly (Katib's `int(ln r_l / ln eta)` turns
-//! `log_10(1000)` into 2). Brackets run one after another, `s = s_max` down to 0. Bracket `s`
+//! `log_10(1000)` into 2). Brackets are listed `s = s_max` down to 0 and run side by side (see
+//! Asynchrony). Bracket `s`
 //! draws `n = ceil((s_max+1)/(s+1) · eta^s)` new configurations at resource `r = r_l·eta^(−s)`;
 //! rung `i` (0..=s) runs at `r_i = r·eta^i`, so the last rung of every bracket runs at `r_l`.
 //! A rung of `m` trials promotes its best `max(1, floor(m/eta))` (Li et al.'s floor; Katib
@@ -19,9 +20,13 @@
 //! 81-27-9-3-1, 34-11-3-1, 15-5-1, 8-2, 5). After bracket 0 the suggester reports
 //! `exhausted`.
 //!
-//! Asynchrony: a rung is complete when all its trials are terminal. While the current rung
-//! has nothing left to propose but trials still run, fewer proposals than asked (possibly
-//! none) come back with `exhausted: false` and the driver waits. State lives in the labels
+//! Asynchrony: a rung is complete when all its trials are terminal. A call walks every
+//! bracket in order and fills the request from each: while bracket `s` waits for a rung, the
+//! next bracket proposes its own first rung or promotions. So a reply holds as many proposals
+//! as asked until every bracket's first rung is handed out; only then, while the remaining
+//! promotions wait for running rungs, fewer (possibly none) come back with `exhausted: false`
+//! and the caller waits. Katib's controller stalls on any reply shorter than asked, and Katib's
+//! own Hyperband answers 0 while a rung runs. State lives in the labels
 //! `vernier.hyperband/bracket`, `vernier.hyperband/rung` and, for promotions,
 //! `vernier.hyperband/parent` (the promoted trial's name); `req.state` is ignored and the
 //! returned state is only a human-readable position.
@@ -35,8 +40,8 @@
 //! resource parameter must be an int or a double: an int takes Katib's `int(r)` (never below
 //! 1), a double takes `r` itself (snapped onto its step grid when it has one).
 //!
-//! Deviations from Katib (§3.3 of the Katib notes): every bracket runs (Katib's controller
-//! stalls after the first one, issues #1366/#557/#690); rung sizes use floor, not ceil;
+//! Deviations from Katib (§3.3 of the Katib notes): every bracket runs, side by side (Katib's
+//! controller stalls after the first one, issues #1366/#557/#690); rung sizes use floor, not ceil;
 //! promotions wait for a rung to finish instead of erroring on unfinished trials; and the
 //! rung budgets must lie inside the resource parameter's feasible space, checked when the
 //! algorithm is built (Katib overwrites the value whatever the space says, but Vernier checks
@@ -224,6 +229,21 @@ impl Hyperband {
         self.brackets.len() - 1
     }
 
+    /// Trials of the whole schedule when no trial fails: every bracket's rung sizes summed.
+    pub(crate) fn nominal_trials(&self) -> u64 {
+        (0..self.brackets.len())
+            .map(|s| {
+                let mut n = self.brackets[s];
+                let mut total = 0u64;
+                for _ in 0..=s {
+                    total = total.saturating_add(n);
+                    n = (n / self.eta).max(1);
+                }
+                total
+            })
+            .fold(0u64, u64::saturating_add)
+    }
+
     /// Nominal rung sizes and resource values of bracket `s`, as when no trial fails.
     #[cfg(test)]
     fn schedule(&self, s: usize) -> Vec<(u64, ParamValue)> {
@@ -285,107 +305,146 @@ fn labelled(a: Assignment, s: usize, i: usize, parent: Option<&str>) -> Proposal
     p
 }
 
+/// What one call knows while it walks the brackets.
+struct Walk<'r, 'a> {
+    req: &'r SuggestRequest<'a>,
+    rng: ChaCha8Rng,
+    taken: Taken,
+    /// Trial indices by (bracket, rung).
+    rungs: BTreeMap<(usize, usize), Vec<usize>>,
+    proposals: Vec<Proposal>,
+}
+
+impl Walk<'_, '_> {
+    fn room(&self) -> usize {
+        self.req.count.saturating_sub(self.proposals.len())
+    }
+
+    fn loss(&self, t: &TrialRecord) -> Option<f64> {
+        history::observed(self.req.objective, std::slice::from_ref(t))
+            .first()
+            .map(|(_, l)| *l)
+    }
+}
+
+impl Hyperband {
+    /// Walks bracket `s` from its first rung, adding what it can propose now to `walk`;
+    /// returns the rung the bracket is busy at (proposing, or waiting for its trials), or
+    /// `None` when the bracket is done.
+    fn advance(&self, s: usize, walk: &mut Walk<'_, '_>) -> Option<usize> {
+        let trials = walk.req.trials;
+        // Trial indices of the previous rung's usable trials, best first, and its size.
+        let mut ranked: Vec<usize> = Vec::new();
+        let mut previous_size = 0usize;
+        for i in 0..=s {
+            let members = walk.rungs.get(&(s, i)).cloned().unwrap_or_default();
+            let budget = &self.budgets[s - i];
+            let before = walk.proposals.len();
+            let mut outstanding = false;
+            if i == 0 {
+                let missing = self.brackets[s].saturating_sub(members.len() as u64);
+                if missing > 0 {
+                    let want = missing.min(walk.room() as u64) as usize;
+                    outstanding = want == 0;
+                    let fresh = self.resource.fresh(
+                        walk.req.space,
+                        budget,
+                        want,
+                        &mut walk.taken,
+                        &mut walk.rng,
+                    );
+                    walk.proposals
+                        .extend(fresh.into_iter().map(|a| labelled(a, s, 0, None)));
+                }
+            } else {
+                let keep = (previous_size / self.eta as usize).max(1).min(ranked.len());
+                let promoted: HashSet<&str> = members
+                    .iter()
+                    .filter_map(|&m| trials[m].labels.get(PARENT_LABEL))
+                    .map(String::as_str)
+                    .collect();
+                for &p in &ranked[..keep] {
+                    let parent = &trials[p];
+                    if promoted.contains(parent.name.as_str()) {
+                        continue;
+                    }
+                    let Some(a) = self.resource.compose(walk.req.space, budget, |q| {
+                        parent.assignment.get(&q.name).cloned()
+                    }) else {
+                        continue;
+                    };
+                    // Only possible when a later bracket redrew this configuration in a
+                    // finite space: the result exists already, so nothing is re-run.
+                    if walk.taken.full.contains(&a.key()) {
+                        continue;
+                    }
+                    if walk.room() == 0 {
+                        outstanding = true;
+                        break;
+                    }
+                    walk.taken.insert(&self.resource, &a);
+                    walk.proposals
+                        .push(labelled(a, s, i, Some(parent.name.as_str())));
+                }
+            }
+            if walk.proposals.len() > before || outstanding {
+                return Some(i);
+            }
+            if members.iter().any(|&m| trials[m].state.is_active()) {
+                return Some(i);
+            }
+            let mut scored: Vec<(f64, usize)> = members
+                .iter()
+                .filter_map(|&m| walk.loss(&trials[m]).map(|l| (l, m)))
+                .collect();
+            scored.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+            ranked = scored.into_iter().map(|(_, m)| m).collect();
+            previous_size = members.len();
+            if ranked.is_empty() {
+                // The whole rung failed: nothing to promote, so the bracket ends here.
+                return None;
+            }
+        }
+        None
+    }
+}
+
 impl Suggester for Hyperband {
     fn name(&self) -> &str {
         ALGORITHM
     }
 
+    /// Brackets run side by side: while one waits for its rung, the next ones propose, so a
+    /// caller gets as many proposals as it asks for until every bracket's first rung is out
+    /// and only promotions of running rungs remain.
     fn suggest(&self, req: &SuggestRequest<'_>) -> Result<Suggestions, CoreError> {
         self.resource.check_in(req.space, ALGORITHM)?;
-        let trials = req.trials;
-        let mut rng = ChaCha8Rng::seed_from_u64(req.seed);
-        let mut taken = Taken::new(&self.resource, trials);
         let mut rungs: BTreeMap<(usize, usize), Vec<usize>> = BTreeMap::new();
-        for (idx, t) in trials.iter().enumerate() {
+        for (idx, t) in req.trials.iter().enumerate() {
             if let Some(pos) = self.position(t) {
                 rungs.entry(pos).or_default().push(idx);
             }
         }
-        let loss = |t: &TrialRecord| {
-            history::observed(req.objective, std::slice::from_ref(t))
-                .first()
-                .map(|(_, l)| *l)
-        };
-        let waiting = |s: usize, i: usize, proposals: Vec<Proposal>| Suggestions {
-            proposals,
-            state: Some(self.describe(s, i)),
-            exhausted: false,
-        };
-
-        for s in (0..=self.s_max()).rev() {
-            // Trial indices of the previous rung's usable trials, best first, and its size.
-            let mut ranked: Vec<usize> = Vec::new();
-            let mut previous_size = 0usize;
-            for i in 0..=s {
-                let members = rungs.get(&(s, i)).map(Vec::as_slice).unwrap_or(&[]);
-                let budget = &self.budgets[s - i];
-                let mut proposals = Vec::new();
-                let mut outstanding = false;
-                if i == 0 {
-                    let missing = self.brackets[s].saturating_sub(members.len() as u64);
-                    if missing > 0 {
-                        let want = missing.min(req.count as u64) as usize;
-                        outstanding = want == 0;
-                        proposals = self
-                            .resource
-                            .fresh(req.space, budget, want, &mut taken, &mut rng)
-                            .into_iter()
-                            .map(|a| labelled(a, s, 0, None))
-                            .collect();
-                    }
-                } else {
-                    let keep = (previous_size / self.eta as usize).max(1).min(ranked.len());
-                    let promoted: HashSet<&str> = members
-                        .iter()
-                        .filter_map(|&m| trials[m].labels.get(PARENT_LABEL))
-                        .map(String::as_str)
-                        .collect();
-                    for &p in &ranked[..keep] {
-                        let parent = &trials[p];
-                        if promoted.contains(parent.name.as_str()) {
-                            continue;
-                        }
-                        let Some(a) = self.resource.compose(req.space, budget, |q| {
-                            parent.assignment.get(&q.name).cloned()
-                        }) else {
-                            continue;
-                        };
-                        // Only possible when a later bracket redrew this configuration in a
-                        // finite space: the result exists already, so nothing is re-run.
-                        if taken.full.contains(&a.key()) {
-                            continue;
-                        }
-                        if proposals.len() == req.count {
-                            outstanding = true;
-                            break;
-                        }
-                        taken.insert(&self.resource, &a);
-                        proposals.push(labelled(a, s, i, Some(parent.name.as_str())));
-                    }
-                }
-                if !proposals.is_empty() || outstanding {
-                    return Ok(waiting(s, i, proposals));
-                }
-                if members.iter().any(|&m| trials[m].state.is_active()) {
-                    return Ok(waiting(s, i, Vec::new()));
-                }
-                let mut scored: Vec<(f64, usize)> = members
-                    .iter()
-                    .filter_map(|&m| loss(&trials[m]).map(|l| (l, m)))
-                    .collect();
-                scored.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-                ranked = scored.into_iter().map(|(_, m)| m).collect();
-                previous_size = members.len();
-                if ranked.is_empty() {
-                    // The whole rung failed: nothing to promote, so the bracket ends here.
-                    break;
-                }
-            }
-        }
-        Ok(Suggestions {
+        let mut walk = Walk {
+            req,
+            rng: ChaCha8Rng::seed_from_u64(req.seed),
+            taken: Taken::new(&self.resource, req.trials),
+            rungs,
             proposals: Vec::new(),
-            state: Some(format!("all {} brackets done", self.brackets.len())),
-            exhausted: true,
+        };
+        let busy: Vec<String> = (0..=self.s_max())
+            .rev()
+            .filter_map(|s| self.advance(s, &mut walk).map(|i| self.describe(s, i)))
+            .collect();
+        let exhausted = busy.is_empty() && walk.proposals.is_empty();
+        Ok(Suggestions {
+            proposals: walk.proposals,
+            state: Some(if busy.is_empty() {
+                format!("all {} brackets done", self.brackets.len())
+            } else {
+                busy.join("; ")
+            }),
+            exhausted,
         })
     }
 }
@@ -523,6 +582,16 @@ mod tests {
                 &[(81, 1), (27, 3), (9, 9), (3, 27), (1, 81)],
             ],
         );
+    }
+
+    #[test]
+    fn nominal_trials_sum_every_rung() {
+        // Li et al.'s table 1: 81+27+9+3+1, 34+11+3+1, 15+5+1, 8+2, 5.
+        let h = hb("3", "81", &space_with(epochs(1, 81, None)));
+        assert_eq!(h.nominal_trials(), 121 + 49 + 21 + 10 + 5);
+        // eta 3, r_l 9: 9+3+1, 5+1, 3.
+        let h = hb("3", "9", &space_with(epochs(1, 9, None)));
+        assert_eq!(h.nominal_trials(), 22);
     }
 
     #[test]
@@ -744,7 +813,10 @@ mod tests {
         assert!(!s.exhausted);
         assert_eq!(
             s.state.as_deref(),
-            Some("bracket 2 (of 2..0), rung 0 (of 0..2), epochs=1")
+            Some(
+                "bracket 2 (of 2..0), rung 0 (of 0..2), epochs=1; bracket 1 (of 2..0), rung 0 \
+                 (of 0..1), epochs=3; bracket 0 (of 2..0), rung 0 (of 0..0), epochs=9"
+            )
         );
     }
 
@@ -764,9 +836,16 @@ mod tests {
             .collect()
     }
 
-    fn promoted_lrs(s: &Suggestions, trials: &[TrialRecord]) -> Vec<f64> {
+    fn promotions(s: &Suggestions) -> Vec<&Proposal> {
         s.proposals
             .iter()
+            .filter(|p| p.labels.contains_key(PARENT_LABEL))
+            .collect()
+    }
+
+    fn promoted_lrs(s: &Suggestions, trials: &[TrialRecord]) -> Vec<f64> {
+        promotions(s)
+            .into_iter()
             .map(|p| {
                 let parent = &p.labels[PARENT_LABEL];
                 let t = trials.iter().find(|t| &t.name == parent).unwrap();
@@ -788,9 +867,15 @@ mod tests {
             let trials = first_rung(&h, &space, &o);
             lrs = trials.iter().map(|t| num(&t.assignment, "lr")).collect();
             lrs.sort_by(f64::total_cmp);
-            // Asked for 5, only the 3 promotions exist yet.
+            // Asked for 5: the 3 promotions, then bracket 1's first configurations.
             let s = h.suggest(&request(&space, &o, &trials, 5, 2)).unwrap();
             assert!(!s.exhausted);
+            assert_eq!(s.proposals.len(), 5);
+            assert!(
+                s.proposals[3..]
+                    .iter()
+                    .all(|p| p.labels[BRACKET_LABEL] == "1")
+            );
             let mut got = promoted_lrs(&s, &trials);
             got.sort_by(f64::total_cmp);
             let want = match direction {
@@ -817,9 +902,8 @@ mod tests {
         trials[order[1]].state = TrialState::Killed;
         trials[order[2]].state = TrialState::MetricsUnavailable;
         let s = h.suggest(&request(&space, &o, &trials, 9, 3)).unwrap();
-        let parents: Vec<&str> = s
-            .proposals
-            .iter()
+        let parents: Vec<&str> = promotions(&s)
+            .into_iter()
             .map(|p| p.labels[PARENT_LABEL].as_str())
             .collect();
         let want: Vec<&str> = order[3..6]
@@ -828,20 +912,41 @@ mod tests {
             .collect();
         assert_eq!(parents, want);
 
-        // Every promotion fails: bracket 2 ends, bracket 1 starts with 5 new configurations
-        // at epochs 3.
+        // The rest of the reply started bracket 1 (5 configurations at epochs 3) and
+        // bracket 0 (1 of 3 at epochs 9), side by side.
+        let started: Vec<(&str, &str)> = s.proposals[3..]
+            .iter()
+            .map(|p| {
+                (
+                    p.labels[BRACKET_LABEL].as_str(),
+                    p.labels[RUNG_LABEL].as_str(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            started,
+            [("1", "0"); 5]
+                .into_iter()
+                .chain([("0", "0")])
+                .collect::<Vec<_>>()
+        );
+
+        // Every promotion fails, the others still run: bracket 2 ends; bracket 1 waits for
+        // its rung; bracket 0 hands out its 2 remaining configurations at epochs 9.
         let n = trials.len();
         for (k, p) in s.proposals.into_iter().enumerate() {
             let mut t = from_proposal(format!("t{}", n + k), p);
-            t.state = TrialState::Failed;
+            if t.labels.contains_key(PARENT_LABEL) {
+                t.state = TrialState::Failed;
+            }
             trials.push(t);
         }
         let s = h.suggest(&request(&space, &o, &trials, 9, 4)).unwrap();
-        assert_eq!(s.proposals.len(), 5);
+        assert_eq!(s.proposals.len(), 2);
         for p in &s.proposals {
-            assert_eq!(p.labels[BRACKET_LABEL], "1");
+            assert_eq!(p.labels[BRACKET_LABEL], "0");
             assert_eq!(p.labels[RUNG_LABEL], "0");
-            assert_eq!(p.assignment.get("epochs"), Some(&ParamValue::Int(3)));
+            assert_eq!(p.assignment.get("epochs"), Some(&ParamValue::Int(9)));
         }
     }
 
@@ -853,14 +958,16 @@ mod tests {
         let mut trials = first_rung(&h, &space, &o);
         trials[4].state = TrialState::Running;
         trials[4].objective = None;
-        // The rung is fully proposed but one trial runs: nothing to do yet.
+        // Bracket 2's rung is fully proposed but one trial runs: it waits, and bracket 1
+        // fills the request meanwhile.
         let s = h.suggest(&request(&space, &o, &trials, 4, 5)).unwrap();
-        assert_eq!((s.proposals.len(), s.exhausted), (0, false));
+        assert_eq!((s.proposals.len(), s.exhausted), (4, false));
+        assert!(s.proposals.iter().all(|p| p.labels[BRACKET_LABEL] == "1"));
         trials[4].state = TrialState::Succeeded;
         trials[4].objective = Some(num(&trials[4].assignment, "lr"));
         // Two of the three promotions now, the third on the next call.
         let s = h.suggest(&request(&space, &o, &trials, 2, 6)).unwrap();
-        assert_eq!(s.proposals.len(), 2);
+        assert_eq!(promotions(&s).len(), 2);
         let n = trials.len();
         trials.extend(
             s.proposals
@@ -869,7 +976,8 @@ mod tests {
                 .map(|(k, p)| from_proposal(format!("t{}", n + k), p)),
         );
         let s = h.suggest(&request(&space, &o, &trials, 2, 7)).unwrap();
-        assert_eq!(s.proposals.len(), 1);
+        assert_eq!(s.proposals.len(), 2);
+        assert_eq!(s.proposals[1].labels[BRACKET_LABEL], "1");
         let keys = history::taken(&trials);
         assert!(!keys.contains(&s.proposals[0].assignment.key()));
         let parents: HashSet<&String> = trials
@@ -969,8 +1077,9 @@ mod tests {
     /// Checks a finished run against the rules and returns the schedule it produced.
     fn check_run(h: &Hyperband, o: &Objective, trials: &[TrialRecord]) -> Table {
         let mut table = Table::new();
-        let mut last_index = 0;
         for s in (0..=h.s_max()).rev() {
+            // Brackets run side by side; within one, each rung follows the previous one.
+            let mut last_index = 0;
             let mut previous: Vec<usize> = Vec::new();
             for i in 0..=s {
                 let members: Vec<usize> = (0..trials.len())
@@ -1017,7 +1126,7 @@ mod tests {
                     }
                 }
                 for &k in &members {
-                    assert!(k >= last_index, "rungs and brackets run in order");
+                    assert!(k >= last_index, "bracket {s}: rungs run in order");
                     assert_eq!(trials[k].assignment.get("epochs"), Some(&h.budgets[s - i]));
                 }
                 last_index = members.iter().copied().max().unwrap_or(last_index);
@@ -1050,6 +1159,22 @@ mod tests {
             let table = check_run(&h, &o, &run.trials);
             let brackets: HashSet<usize> = table.iter().map(|r| r.0).collect();
             assert_eq!(brackets.len(), 5, "every bracket runs");
+            // A Katib controller refuses short replies: every call is answered in full while
+            // some bracket's first rung is not handed out.
+            for (trials, count, _, reply) in &run.calls {
+                let first_rungs_left: u64 = (0..=h.s_max())
+                    .map(|s| {
+                        let n = trials
+                            .iter()
+                            .filter(|t| h.position(t) == Some((s, 0)))
+                            .count();
+                        h.brackets[s] - n as u64
+                    })
+                    .sum();
+                if first_rungs_left >= *count as u64 {
+                    assert_eq!(reply.proposals.len(), *count, "{:?}", reply.state);
+                }
+            }
             eprintln!(
                 "{direction:?}: {} trials in {} calls",
                 run.trials.len(),

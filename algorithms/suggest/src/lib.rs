@@ -26,5 +26,5 @@ pub use early_stopping::{KNOWN_EARLY_STOPPERS, build_early_stopper};
 pub use error::AlgorithmError;
 pub use medianstop::MedianStop;
 pub use random::RandomSearch;
-pub use registry::{KNOWN_ALGORITHMS, build, seed_setting, with_random_state};
+pub use registry::{KNOWN_ALGORITHMS, build, seed_setting, trial_limit, with_random_state};
 pub use settings::Settings;

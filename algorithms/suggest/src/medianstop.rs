@@ -92,6 +92,45 @@ impl MedianStop {
     }
 }
 
+impl MedianStop {
+    /// Katib's timing: a trial's rule is the one in force when it was created, computed from
+    /// the trials succeeded then, and kept for its life (`None`, never stopped, when fewer than
+    /// `min_trials_required` had succeeded). Fixes the rule of every created or running trial
+    /// of `trials` not in `rules` yet; call it as trials are created.
+    pub fn freeze_rules(
+        &self,
+        objective: &Objective,
+        trials: &[TrialProgress<'_>],
+        rules: &mut std::collections::BTreeMap<String, Option<MedianRule>>,
+    ) {
+        let rule = self.rule(objective, trials);
+        for t in trials {
+            if matches!(t.state, TrialState::Created | TrialState::Running) {
+                rules.entry(t.name.to_string()).or_insert(rule);
+            }
+        }
+    }
+
+    /// Running trials that break the rule frozen for them (see [`MedianStop::freeze_rules`]).
+    pub fn frozen_stops(
+        rules: &std::collections::BTreeMap<String, Option<MedianRule>>,
+        trials: &[TrialProgress<'_>],
+    ) -> Vec<String> {
+        trials
+            .iter()
+            .filter(|t| t.state == TrialState::Running)
+            .filter(|t| {
+                rules
+                    .get(t.name)
+                    .copied()
+                    .flatten()
+                    .is_some_and(|r| r.breaks(t.values))
+            })
+            .map(|t| t.name.to_string())
+            .collect()
+    }
+}
+
 impl MedianRule {
     /// Whether a trial that reported `values` so far breaks the rule now.
     pub fn breaks(&self, values: &[f64]) -> bool {
@@ -231,5 +270,55 @@ mod tests {
         };
         assert!(!rule.breaks(&[1.0]), "equal is not worse");
         assert!(rule.breaks(&[0.99]));
+    }
+    #[test]
+    fn rules_are_frozen_when_a_trial_is_created() {
+        // Maximise, start_step 2, min_trials_required 2. Hand-computed: once a (head mean
+        // (0.5+0.7)/2 = 0.6) and b ((0.7+0.9)/2 = 0.8) succeeded the rule is 0.7, LESS.
+        let ms = MedianStop::from_settings(&settings(&[
+            ("min_trials_required", "2"),
+            ("start_step", "2"),
+        ]))
+        .unwrap();
+        let o = Objective::new("acc", Direction::Maximize);
+        let p = |name: &'static str, state, values: &'static [f64]| TrialProgress {
+            name,
+            state,
+            values,
+        };
+        let mut rules = std::collections::BTreeMap::new();
+        // `early` is created while only `a` has succeeded: no rule, ever.
+        ms.freeze_rules(
+            &o,
+            &[
+                p("a", TrialState::Succeeded, &[0.5, 0.7]),
+                p("early", TrialState::Created, &[]),
+            ],
+            &mut rules,
+        );
+        assert_eq!(rules["early"], None);
+        // `b` succeeds, `late` is created: it gets 0.7.
+        let now = [
+            p("a", TrialState::Succeeded, &[0.5, 0.7]),
+            p("early", TrialState::Running, &[0.1, 0.2]),
+            p("b", TrialState::Succeeded, &[0.7, 0.9]),
+            p("late", TrialState::Running, &[0.6, 0.65]),
+            p("good", TrialState::Running, &[0.6, 0.75]),
+            p("short", TrialState::Running, &[0.1]),
+        ];
+        ms.freeze_rules(&o, &now, &mut rules);
+        assert_eq!(rules["late"].unwrap().value, 0.7);
+        assert_eq!(rules["early"], None, "a frozen rule never changes");
+        // `early` is worse than `late` but has no rule; `good` reached 0.75; `short` has one
+        // value of the two start_step needs.
+        assert_eq!(MedianStop::frozen_stops(&rules, &now), ["late"]);
+        // The continuous check (the rule of this moment for everyone) also stops `early`.
+        let continuous = ms
+            .trials_to_stop(&EarlyStoppingRequest {
+                objective: &o,
+                trials: &now,
+            })
+            .unwrap();
+        assert_eq!(continuous, ["early", "late"]);
     }
 }

@@ -38,6 +38,23 @@ pub fn build(
     }
 }
 
+/// The most trials the named algorithm can ever propose for this space, when it has a bound:
+/// grid's number of combinations, Hyperband's nominal schedule (fewer when trials fail).
+/// `None` for algorithms that propose without end. The settings must already build.
+pub fn trial_limit(
+    name: &str,
+    settings: &[(String, String)],
+    space: &SearchSpace,
+) -> Result<Option<u64>, AlgorithmError> {
+    Ok(match name {
+        "grid" => Some(crate::grid::combinations(space)),
+        "hyperband" => {
+            Some(crate::hyperband::Hyperband::new(name, settings, space)?.nominal_trials())
+        }
+        _ => None,
+    })
+}
+
 /// The settings with `random_state` set to the experiment's seed, so algorithms that fix their
 /// sequence when built (grid order, Sobol scramble, CMA-ES draws) follow `--seed` too.
 pub fn with_random_state(settings: &[(String, String)], seed: u64) -> Vec<(String, String)> {

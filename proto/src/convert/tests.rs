@@ -210,10 +210,8 @@ fn reads_trials_and_rejects_non_numeric_metrics() {
         back.status.as_ref().unwrap().start_time,
         "1970-01-01T00:00:00Z"
     );
-    assert_eq!(
-        back.status.as_ref().unwrap().completion_time,
-        "0001-01-01T00:00:00Z"
-    );
+    // Katib's controller sends an empty string for a time the trial does not have yet.
+    assert_eq!(back.status.as_ref().unwrap().completion_time, "");
 
     let e = trials_from_wire(
         &[
@@ -242,6 +240,31 @@ fn reads_trials_and_rejects_non_numeric_metrics() {
         e.starts_with("trials[0].spec.parameter_assignments (trial \"t3\"): parameter lr"),
         "{e}"
     );
+}
+
+#[test]
+fn katib_unavailable_values_and_empty_observations_are_missing_metrics() {
+    let view = experiment_from_wire("experiment", Some(&good())).unwrap();
+    let mut running = trial("t2", "0.05", TrialConditionType::Running, "");
+    running.status.as_mut().unwrap().observation = Some(Observation { metrics: vec![] });
+    let records = trials_from_wire(
+        &[
+            trial("t1", "0.05", TrialConditionType::Succeeded, "unavailable"),
+            running,
+            trial("t3", "0.05", TrialConditionType::Succeeded, " unavailable "),
+        ],
+        &view.space,
+        &view.objective,
+        &BTreeMap::new(),
+    )
+    .unwrap();
+    assert_eq!(records.len(), 3);
+    assert!(
+        records
+            .iter()
+            .all(|r| r.objective.is_none() && r.metrics.is_empty())
+    );
+    assert_eq!(records[1].state, TrialState::Running);
 }
 
 #[test]

@@ -1,5 +1,11 @@
 //! `api.v1.beta1.DBManager` over the store: Katib's observation-log table semantics (reference
 //! §7). Logs with an empty `time_stamp` are skipped as Katib does; values stay strings.
+//!
+//! Katib's collectors send all of a trial's logs in one `ReportObservationLog` (a million
+//! logs is about 45 MB), so the request is checked whole first, then recorded in batches of
+//! [`REPORT_BATCH`] logs, each batch's strings moved out of the request: memory beyond the
+//! decoded request stays one batch. A store failure part-way leaves the earlier batches
+//! recorded; reporting the same logs again adds them again, as in Katib.
 
 use crate::error::ApiError;
 use tonic::{Request, Response, Status};
@@ -12,6 +18,9 @@ use vernier_proto::api::{
 };
 use vernier_proto::time::{format_rfc3339_us, parse_rfc3339_us};
 use vernier_store::SqlStore;
+
+/// Logs recorded per store transaction.
+pub const REPORT_BATCH: usize = 20_000;
 
 #[derive(Debug, Clone)]
 pub struct DbManagerService {
@@ -29,8 +38,8 @@ fn require_trial(trial: &str) -> Result<(), ApiError> {
     Ok(())
 }
 
-/// The request's metric logs as observations, rejecting unusable fields by path.
-pub fn observations_from_wire(log: Option<&ObservationLog>) -> Result<Vec<Observation>, ApiError> {
+/// Checks every metric log of the request, naming the first unusable field by its path.
+pub fn check_observation_log(log: Option<&ObservationLog>) -> Result<(), ApiError> {
     let Some(log) = log else {
         return Err(ProtoError::Missing {
             field: "observation_log".into(),
@@ -38,28 +47,46 @@ pub fn observations_from_wire(log: Option<&ObservationLog>) -> Result<Vec<Observ
         }
         .into());
     };
-    let mut out = Vec::with_capacity(log.metric_logs.len());
     for (i, ml) in log.metric_logs.iter().enumerate() {
+        if !ml.time_stamp.is_empty() {
+            observation_from_wire(i, ml)?;
+        }
+    }
+    Ok(())
+}
+
+/// One metric log's time and metric, checked; the strings are borrowed.
+fn observation_from_wire(i: usize, ml: &MetricLog) -> Result<(i64, &Metric), ApiError> {
+    let field = format!("observation_log.metric_logs[{i}]");
+    let timestamp_us = parse_rfc3339_us(&format!("{field}.time_stamp"), &ml.time_stamp)?;
+    let metric = ml.metric.as_ref().ok_or_else(|| ProtoError::Missing {
+        field: format!("{field}.metric"),
+        hint: "send the metric's name and value".into(),
+    })?;
+    if metric.name.is_empty() {
+        return Err(ProtoError::Missing {
+            field: format!("{field}.metric.name"),
+            hint: "name the metric".into(),
+        }
+        .into());
+    }
+    Ok((timestamp_us, metric))
+}
+
+/// Checked logs `offset..` as observations, moving their strings out (the caller checked them
+/// with [`check_observation_log`]); logs without a time are skipped.
+fn take_observations(offset: usize, logs: &mut [MetricLog]) -> Result<Vec<Observation>, ApiError> {
+    let mut out = Vec::with_capacity(logs.len());
+    for (k, ml) in logs.iter_mut().enumerate() {
         if ml.time_stamp.is_empty() {
             continue;
         }
-        let field = format!("observation_log.metric_logs[{i}]");
-        let timestamp_us = parse_rfc3339_us(&format!("{field}.time_stamp"), &ml.time_stamp)?;
-        let metric = ml.metric.as_ref().ok_or_else(|| ProtoError::Missing {
-            field: format!("{field}.metric"),
-            hint: "send the metric's name and value".into(),
-        })?;
-        if metric.name.is_empty() {
-            return Err(ProtoError::Missing {
-                field: format!("{field}.metric.name"),
-                hint: "name the metric".into(),
-            }
-            .into());
-        }
+        let (timestamp_us, _) = observation_from_wire(offset + k, ml)?;
+        let metric = ml.metric.take().unwrap_or_default();
         out.push(Observation {
-            metric: metric.name.clone(),
+            metric: metric.name,
             timestamp_us,
-            value: metric.value.clone(),
+            value: metric.value,
         });
     }
     Ok(out)
@@ -70,12 +97,21 @@ impl DbManagerService {
         DbManagerService { store }
     }
 
-    pub async fn report(&self, req: &ReportObservationLogRequest) -> Result<(), ApiError> {
+    /// Records the request's logs: all checked first, then stored batch by batch.
+    pub async fn report(&self, mut req: ReportObservationLogRequest) -> Result<(), ApiError> {
         require_trial(&req.trial_name)?;
-        let logs = observations_from_wire(req.observation_log.as_ref())?;
-        self.store
-            .report_observations(&req.trial_name, &logs)
-            .await?;
+        check_observation_log(req.observation_log.as_ref())?;
+        let logs = req
+            .observation_log
+            .as_mut()
+            .map(|l| l.metric_logs.as_mut_slice())
+            .unwrap_or_default();
+        for (b, chunk) in logs.chunks_mut(REPORT_BATCH).enumerate() {
+            let batch = take_observations(b * REPORT_BATCH, chunk)?;
+            self.store
+                .report_observations(&req.trial_name, &batch)
+                .await?;
+        }
         Ok(())
     }
 
@@ -116,7 +152,7 @@ impl DbManager for DbManagerService {
         &self,
         request: Request<ReportObservationLogRequest>,
     ) -> Result<Response<ReportObservationLogReply>, Status> {
-        self.report(request.get_ref()).await?;
+        self.report(request.into_inner()).await?;
         Ok(Response::new(ReportObservationLogReply {}))
     }
 

@@ -1,7 +1,9 @@
 //! `api.v1.beta1.EarlyStopping` for `medianstop` (reference §4): rules from the objective
 //! observation logs of succeeded trials, read from Vernier's own store (Katib's service asks
 //! the DB manager at `db_manager_address`; here the store is that DB manager's), settings
-//! validation, and `SetTrialStatus`, which marks a trial recorded by `vernier run` EarlyStopped.
+//! validation, and `SetTrialStatus`, which marks a trial EarlyStopped: one the operator manages
+//! through [`ManagedTrials`] (composed by the binary: this crate never depends on the
+//! operator), else one recorded by `vernier run` in the store.
 
 use crate::error::ApiError;
 use tonic::{Request, Response, Status};
@@ -20,14 +22,44 @@ use vernier_store::{SqlStore, TrialUpdate};
 pub const EARLY_STOPPED_REASON: &str = "TrialEarlyStopped";
 pub const EARLY_STOPPED_MESSAGE: &str = "Trial is early stopped";
 
+/// What a [`ManagedTrials`] hook did with a `SetTrialStatus` request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ManagedOutcome {
+    /// The trial is EarlyStopped now (or was already).
+    Stopped,
+    /// The trial had ended otherwise; `state` names how.
+    AlreadyEnded { state: String },
+    /// Not a trial the hook manages: the store is asked next.
+    NotManaged,
+    /// The request is ambiguous or cannot be done; the text says why and what to do.
+    Refused(String),
+}
+
+/// Trials managed outside the store (the operator's Trial resources).
+#[tonic::async_trait]
+pub trait ManagedTrials: Send + Sync + std::fmt::Debug {
+    /// Marks `trial` EarlyStopped; an `Err` is a failure worth retrying (API server down).
+    async fn early_stop(&self, trial: &str) -> Result<ManagedOutcome, String>;
+}
+
 #[derive(Debug, Clone)]
 pub struct EarlyStoppingService {
     store: SqlStore,
+    managed: Option<std::sync::Arc<dyn ManagedTrials>>,
 }
 
 impl EarlyStoppingService {
     pub fn new(store: SqlStore) -> Self {
-        EarlyStoppingService { store }
+        EarlyStoppingService {
+            store,
+            managed: None,
+        }
+    }
+
+    /// `SetTrialStatus` asks `managed` first, then the store.
+    pub fn with_managed_trials(mut self, managed: std::sync::Arc<dyn ManagedTrials>) -> Self {
+        self.managed = Some(managed);
+        self
     }
 
     async fn rules(
@@ -94,6 +126,19 @@ impl EarlyStoppingService {
                 hint: "name the trial to mark EarlyStopped".into(),
             }
             .into());
+        }
+        if let Some(managed) = &self.managed {
+            match managed.early_stop(trial).await.map_err(ApiError::Managed)? {
+                ManagedOutcome::Stopped => return Ok(()),
+                ManagedOutcome::AlreadyEnded { state } => {
+                    return Err(ApiError::TrialAlreadyEnded {
+                        name: trial.to_string(),
+                        state,
+                    });
+                }
+                ManagedOutcome::Refused(why) => return Err(ApiError::ManagedRefused(why)),
+                ManagedOutcome::NotManaged => {}
+            }
         }
         let row = self
             .store

@@ -21,9 +21,15 @@ pub enum ApiError {
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error(
-        "trial {0:?} not found\nhint: in local mode only trials recorded by `vernier run` can change status"
+        "trial {0:?} not found\nhint: only trials recorded by `vernier run` in this database, or Trials `vernier operator` watches, can change status"
     )]
     TrialNotFound(String),
+    /// The managed-trials hook could not reach what manages the trial.
+    #[error("cannot mark the trial EarlyStopped: {0}")]
+    Managed(String),
+    /// The managed-trials hook found the request unusable.
+    #[error("{0}")]
+    ManagedRefused(String),
     #[error(
         "trial {name:?} already ended as {state}; only a created or running trial can be early-stopped"
     )]
@@ -39,6 +45,26 @@ pub enum ApiError {
         "early stopping algorithm {0:?} cannot be expressed as Katib early stopping rules\nhint: use medianstop with a Katib controller; {0} works in `vernier run` and `vernier operator`"
     )]
     RulesUnsupported(String),
+    /// The algorithm waits for running trials before it can give what was asked.
+    #[error(
+        "{algorithm} can give {given} of the {asked} trials asked for until running trials end ({state})\nhint: ask again when a trial finishes; a Katib controller retries by itself"
+    )]
+    Waiting {
+        algorithm: String,
+        given: usize,
+        asked: usize,
+        state: String,
+    },
+    /// The algorithm has proposed everything it ever will.
+    #[error(
+        "{algorithm} has no more trials to suggest: {given} of the {asked} asked for remain ({state})\nhint: lower maxTrialCount to the trials created so far plus {given}"
+    )]
+    SearchComplete {
+        algorithm: String,
+        given: usize,
+        asked: usize,
+        state: String,
+    },
     #[error("gRPC server failed: {0}")]
     Transport(#[from] tonic::transport::Error),
     #[error("reflection descriptor cannot be loaded: {0}")]
@@ -54,6 +80,9 @@ impl From<ApiError> for Status {
                 Code::InvalidArgument
             }
             ApiError::TrialNotFound(_) => Code::NotFound,
+            ApiError::Waiting { .. } | ApiError::Managed(_) => Code::Unavailable,
+            ApiError::ManagedRefused(_) => Code::FailedPrecondition,
+            ApiError::SearchComplete { .. } => Code::OutOfRange,
             ApiError::RulesUnsupported(_) => Code::Unimplemented,
             ApiError::TrialAlreadyEnded { .. } => Code::FailedPrecondition,
             ApiError::Store(StoreError::Connect { .. } | StoreError::Query { .. }) => {

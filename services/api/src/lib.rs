@@ -12,9 +12,12 @@ mod server;
 mod suggestion;
 
 pub use db_manager::DbManagerService;
-pub use early_stopping::EarlyStoppingService;
+pub use early_stopping::{EarlyStoppingService, ManagedOutcome, ManagedTrials};
 pub use error::ApiError;
 pub use health::HealthService;
-pub use server::{MAX_MESSAGE_BYTES, bind, db_manager_router, router, serve};
+pub use server::{
+    DB_MANAGER_MAX_MESSAGE_BYTES, MAX_MESSAGE_BYTES, bind, db_manager_router, router,
+    router_with_managed_trials, serve,
+};
 pub use suggestion::{LABELS_SETTING, STATE_SETTING, SuggestionService};
 pub use vernier_proto as proto;

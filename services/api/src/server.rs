@@ -2,7 +2,7 @@
 //! of `vernier run` and the tests, plus binding and serving with graceful shutdown.
 
 use crate::db_manager::DbManagerService;
-use crate::early_stopping::EarlyStoppingService;
+use crate::early_stopping::{EarlyStoppingService, ManagedTrials};
 use crate::error::ApiError;
 use crate::health::HealthService;
 use crate::suggestion::SuggestionService;
@@ -22,6 +22,11 @@ use vernier_store::SqlStore;
 /// `OUT_OF_RANGE` with both sizes in the message) before they are decoded, so a huge message costs no memory beyond
 /// the transport's buffers. A `GetSuggestions` request with 10,000 trials is about 2 MB.
 pub const MAX_MESSAGE_BYTES: usize = 4 * 1024 * 1024;
+
+/// DBManager's cap, larger: Katib's collectors send all of a trial's observation logs in one
+/// `ReportObservationLog` (a million logs is about 45 MB) and `GetObservationLog` returns them
+/// in one reply. 128 MiB holds about 2.8 million logs.
+pub const DB_MANAGER_MAX_MESSAGE_BYTES: usize = 128 * 1024 * 1024;
 
 fn reflection() -> Result<
     (
@@ -47,6 +52,23 @@ fn reflection() -> Result<
 
 /// Suggestion, EarlyStopping, DBManager, Health and reflection over `store`.
 pub fn router(store: SqlStore) -> Result<Router, ApiError> {
+    router_with(store, EarlyStoppingService::new)
+}
+
+/// [`router`] with `SetTrialStatus` reaching trials managed elsewhere (the operator's).
+pub fn router_with_managed_trials(
+    store: SqlStore,
+    managed: std::sync::Arc<dyn ManagedTrials>,
+) -> Result<Router, ApiError> {
+    router_with(store, |s| {
+        EarlyStoppingService::new(s).with_managed_trials(managed)
+    })
+}
+
+fn router_with(
+    store: SqlStore,
+    early_stopping: impl FnOnce(SqlStore) -> EarlyStoppingService,
+) -> Result<Router, ApiError> {
     let (v1, v1alpha) = reflection()?;
     Ok(Server::builder()
         .add_service(
@@ -55,14 +77,14 @@ pub fn router(store: SqlStore) -> Result<Router, ApiError> {
                 .max_encoding_message_size(MAX_MESSAGE_BYTES),
         )
         .add_service(
-            EarlyStoppingServer::new(EarlyStoppingService::new(store.clone()))
+            EarlyStoppingServer::new(early_stopping(store.clone()))
                 .max_decoding_message_size(MAX_MESSAGE_BYTES)
                 .max_encoding_message_size(MAX_MESSAGE_BYTES),
         )
         .add_service(
             DbManagerServer::new(DbManagerService::new(store.clone()))
-                .max_decoding_message_size(MAX_MESSAGE_BYTES)
-                .max_encoding_message_size(MAX_MESSAGE_BYTES),
+                .max_decoding_message_size(DB_MANAGER_MAX_MESSAGE_BYTES)
+                .max_encoding_message_size(DB_MANAGER_MAX_MESSAGE_BYTES),
         )
         .add_service(HealthServer::new(HealthService::new(store)))
         .add_service(v1)
@@ -74,7 +96,8 @@ pub fn db_manager_router(store: SqlStore) -> Router {
     Server::builder()
         .add_service(
             DbManagerServer::new(DbManagerService::new(store.clone()))
-                .max_decoding_message_size(MAX_MESSAGE_BYTES),
+                .max_decoding_message_size(DB_MANAGER_MAX_MESSAGE_BYTES)
+                .max_encoding_message_size(DB_MANAGER_MAX_MESSAGE_BYTES),
         )
         .add_service(HealthServer::new(HealthService::new(store)))
 }

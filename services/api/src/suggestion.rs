@@ -4,14 +4,19 @@
 //!
 //! Vernier's algorithms are stateless functions of the history; what they keep between calls
 //! lives in trial labels (Hyperband's bracket and rung) and in an opaque state string. Katib's
-//! controller puts reply labels on the Trial's metadata but never sends them back, so both are
-//! returned in the reply's `algorithm` settings, which the controller merges into the next
-//! request (reference §8.3): [`LABELS_SETTING`] maps trial names (chosen here, via the reply's
-//! `trial_name`) to their labels, [`STATE_SETTING`] holds the state. Both are removed from the
-//! settings before the algorithm is built.
+//! controller names trials itself and neither keeps the reply's labels nor sends them back, so
+//! both are returned in the reply's `algorithm` settings, which the controller merges into the
+//! next request by name (reference §8.3): [`LABELS_SETTING`] maps each labelled proposal's
+//! assignment (`name=value,...`, sorted) to its labels, a `*/parent` label holding the parent's
+//! assignment rather than its name; [`STATE_SETTING`] holds the state. Both are removed from the
+//! settings before the algorithm is built. Labels a request sends on the trial itself win.
+//!
+//! The controller refuses a reply whose length differs from `current_request_number`, so a
+//! shorter answer is an error instead: `UNAVAILABLE` while the algorithm waits for running
+//! trials (the controller retries), `OUT_OF_RANGE` once its search is complete.
 
 use crate::error::ApiError;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use tonic::{Request, Response, Status};
 use vernier_core::{SuggestRequest, TrialRecord};
 use vernier_proto::ProtoError;
@@ -22,7 +27,7 @@ use vernier_proto::api::{
 };
 use vernier_proto::convert::{experiment_from_wire, proposals_to_wire, trials_from_wire};
 
-/// Setting carrying the labels of trials this service named, as JSON `{trial: {key: value}}`.
+/// Setting carrying the labels of proposals, as JSON `{assignment: {key: value}}`.
 pub const LABELS_SETTING: &str = "vernier/trial-labels";
 /// Setting carrying the algorithm's opaque state between calls.
 pub const STATE_SETTING: &str = "vernier/state";
@@ -100,8 +105,9 @@ pub fn get_suggestions(req: &GetSuggestionsRequest) -> Result<GetSuggestionsRepl
         &view.space,
         &view.objective,
     )?;
-    let trials: Vec<TrialRecord> =
-        trials_from_wire(&req.trials, &view.space, &view.objective, &carried.labels)?;
+    let mut trials: Vec<TrialRecord> =
+        trials_from_wire(&req.trials, &view.space, &view.objective, &BTreeMap::new())?;
+    attach_carried(&mut trials, &carried.labels);
     let seed = request_seed(
         &view.name,
         &view.algorithm,
@@ -118,22 +124,41 @@ pub fn get_suggestions(req: &GetSuggestionsRequest) -> Result<GetSuggestionsRepl
             state: carried.state.as_deref(),
         })
         .map_err(ApiError::Suggest)?;
-    let proposals: Vec<_> = suggestions
-        .proposals
-        .into_iter()
-        .take(req.current_request_number as usize)
-        .collect();
+    let asked = req.current_request_number as usize;
+    let proposals: Vec<_> = suggestions.proposals.into_iter().take(asked).collect();
+    if proposals.len() < asked {
+        let (algorithm, given) = (view.algorithm.clone(), proposals.len());
+        let state = suggestions.state.unwrap_or_default();
+        return Err(if suggestions.exhausted {
+            ApiError::SearchComplete {
+                algorithm,
+                given,
+                asked,
+                state,
+            }
+        } else {
+            ApiError::Waiting {
+                algorithm,
+                given,
+                asked,
+                state,
+            }
+        });
+    }
 
     let mut labels = carried.labels;
     let mut names = Vec::with_capacity(proposals.len());
+    let key_by_name: HashMap<&str, String> = trials
+        .iter()
+        .map(|t| (t.name.as_str(), t.assignment.key()))
+        .collect();
     for (i, p) in proposals.iter().enumerate() {
         if p.labels.is_empty() {
             names.push(String::new());
             continue;
         }
-        let name = trial_name(&view.name, seed, trials.len() + i);
-        labels.insert(name.clone(), p.labels.clone());
-        names.push(name);
+        labels.insert(p.assignment.key(), carried_form(&p.labels, &key_by_name));
+        names.push(trial_name(&view.name, seed, trials.len() + i));
     }
     let mut settings = Vec::new();
     if !labels.is_empty() {
@@ -158,6 +183,56 @@ pub fn get_suggestions(req: &GetSuggestionsRequest) -> Result<GetSuggestionsRepl
     })
 }
 
+/// A label naming another trial (Hyperband's and ASHA's `.../parent`).
+fn names_a_trial(label: &str) -> bool {
+    label.ends_with("/parent")
+}
+
+/// Labels as carried: a parent's name becomes its assignment, which survives the controller
+/// renaming trials.
+fn carried_form(
+    labels: &BTreeMap<String, String>,
+    key_by_name: &HashMap<&str, String>,
+) -> BTreeMap<String, String> {
+    labels
+        .iter()
+        .map(|(k, v)| {
+            let v = match key_by_name.get(v.as_str()) {
+                Some(key) if names_a_trial(k) => key.clone(),
+                _ => v.clone(),
+            };
+            (k.clone(), v)
+        })
+        .collect()
+}
+
+/// Gives each trial the carried labels of its assignment, with parents' assignments turned
+/// back into the names this request uses; labels the trial already has are kept.
+fn attach_carried(
+    trials: &mut [TrialRecord],
+    carried: &BTreeMap<String, BTreeMap<String, String>>,
+) {
+    if carried.is_empty() {
+        return;
+    }
+    let name_by_key: HashMap<String, String> = trials
+        .iter()
+        .map(|t| (t.assignment.key(), t.name.clone()))
+        .collect();
+    for t in trials.iter_mut() {
+        let Some(labels) = carried.get(&t.assignment.key()) else {
+            continue;
+        };
+        for (k, v) in labels {
+            let v = match name_by_key.get(v) {
+                Some(name) if names_a_trial(k) => name.clone(),
+                _ => v.clone(),
+            };
+            t.labels.entry(k.clone()).or_insert(v);
+        }
+    }
+}
+
 /// Katib's `<experiment>-<8 characters>` trial name, derived from the request seed and index.
 fn trial_name(experiment: &str, seed: u64, index: usize) -> String {
     const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
@@ -176,7 +251,9 @@ fn trial_name(experiment: &str, seed: u64, index: usize) -> String {
     format!("{experiment}-{suffix}")
 }
 
-/// Answers `ValidateAlgorithmSettings`: building the algorithm is the validation.
+/// Answers `ValidateAlgorithmSettings`: building the algorithm is the validation, plus Katib
+/// grid's check that `max_trial_count` fits the grid (a Katib controller would otherwise ask
+/// for trials the algorithm can never give). Hyperband's schedule is checked the same way.
 pub fn validate_algorithm_settings(req: &ValidateAlgorithmSettingsRequest) -> Result<(), ApiError> {
     let view = experiment_from_wire("experiment", req.experiment.as_ref())?;
     let carried = split_settings(view.settings)?;
@@ -186,6 +263,23 @@ pub fn validate_algorithm_settings(req: &ValidateAlgorithmSettingsRequest) -> Re
         &view.space,
         &view.objective,
     )?;
+    let limit = vernier_algorithms::trial_limit(&view.algorithm, &carried.algorithm, &view.space)?;
+    if let Some(limit) = limit.filter(|&l| i64::from(view.max_trial_count) > l as i64) {
+        let what = if view.algorithm == "grid" {
+            "combinations in the search space"
+        } else {
+            "trials in its bracket schedule"
+        };
+        return Err(ProtoError::Invalid {
+            field: "experiment.spec.max_trial_count".into(),
+            value: view.max_trial_count.to_string(),
+            reason: format!(
+                "is more than the {limit} {what} ({}); a controller would wait for trials that never come\nhint: set maxTrialCount to at most {limit}",
+                view.algorithm
+            ),
+        }
+        .into());
+    }
     Ok(())
 }
 

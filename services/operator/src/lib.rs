@@ -15,6 +15,7 @@ pub mod metrics;
 pub mod objects;
 pub mod report_source;
 pub mod run;
+pub mod set_status;
 pub mod shared;
 pub mod sidecar;
 pub mod template_source;

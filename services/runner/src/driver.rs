@@ -445,6 +445,14 @@ pub async fn run_with(
                     }
                 }
             }
+            // Katib attaches the early-stopping rule in force when a trial is created.
+            if let Some(m) = monitor.as_mut() {
+                let states: Vec<(String, TrialState)> = trials
+                    .iter()
+                    .map(|t| (t.record.name.clone(), t.record.state))
+                    .collect();
+                m.freeze(store, exp, &states).await?;
+            }
             if launched_any || exhausted {
                 continue;
             }

@@ -1,14 +1,20 @@
 //! Early stopping in local runs (`spec.earlyStopping`): every [`CHECK_EVERY`] the rule sees
 //! each trial's intermediate objective values from the store and names running trials to
 //! stop; the driver then signals their process groups as it does on Ctrl-C and records them
-//! EarlyStopped with Katib's reason and message. Katib applies medianstop inside each trial's
-//! metrics-collector sidecar as values arrive; polling the store gives the same decisions a
-//! moment later, with one place that sees every trial.
+//! EarlyStopped with Katib's reason and message.
+//!
+//! Medianstop follows Katib's timing: Katib computes the rule when a trial is suggested (from
+//! the trials succeeded then), attaches it to that trial, and the trial's collector applies it
+//! once `start_step` values arrived; a trial created before `min_trials_required` trials
+//! succeeded is never stopped. So each trial's rule is frozen when the driver creates it
+//! ([`EarlyStopMonitor::freeze`]) and the polling applies that rule. Other rules (ASHA) rank
+//! trials against each other and are applied to the current history.
 
 use crate::error::RunnerError;
 use crate::experiment::LocalExperiment;
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::time::Duration;
+use vernier_algorithms::medianstop::{MedianRule, MedianStop};
 use vernier_core::{EarlyStopper, EarlyStoppingRequest, TrialProgress, TrialState};
 use vernier_store::SqlStore;
 
@@ -23,6 +29,8 @@ pub const EARLY_STOPPED_MESSAGE: &str = "Trial is early stopped";
 #[derive(Debug)]
 pub struct EarlyStopMonitor {
     stopper: Box<dyn EarlyStopper>,
+    /// Medianstop's settings and each trial's frozen rule, when the rule is medianstop.
+    median: Option<(MedianStop, BTreeMap<String, Option<MedianRule>>)>,
     stopped: HashSet<String>,
 }
 
@@ -40,10 +48,35 @@ impl EarlyStopMonitor {
             .collect();
         let stopper = vernier_algorithms::build_early_stopper(&name, &settings)
             .map_err(|e| RunnerError::EarlyStopping(format!("spec.earlyStopping: {e}")))?;
+        let median = (name == "medianstop")
+            .then(|| MedianStop::from_settings(&settings))
+            .transpose()
+            .map_err(|e| RunnerError::EarlyStopping(format!("spec.earlyStopping: {e}")))?
+            .map(|m| (m, BTreeMap::new()));
         Ok(Some(EarlyStopMonitor {
             stopper,
+            median,
             stopped: HashSet::new(),
         }))
+    }
+
+    /// Fixes the medianstop rule of trials created since the last call (see the module doc);
+    /// the driver calls it right after creating trials.
+    pub async fn freeze(
+        &mut self,
+        store: &SqlStore,
+        exp: &LocalExperiment,
+        trials: &[(String, TrialState)],
+    ) -> Result<(), RunnerError> {
+        if self.median.is_none() {
+            return Ok(());
+        }
+        let values = read_values(store, exp, trials).await?;
+        let progress = self.progress(trials, &values);
+        if let Some((ms, rules)) = self.median.as_mut() {
+            ms.freeze_rules(&exp.objective, &progress, rules);
+        }
+        Ok(())
     }
 
     /// Running trials (of `trials`, name and state in creation order) the rule stops now;
@@ -54,23 +87,37 @@ impl EarlyStopMonitor {
         exp: &LocalExperiment,
         trials: &[(String, TrialState)],
     ) -> Result<Vec<String>, RunnerError> {
-        let metric = &exp.objective.metric;
-        let mut values: Vec<Vec<f64>> = Vec::with_capacity(trials.len());
-        for (name, state) in trials {
-            if !matches!(state, TrialState::Running | TrialState::Succeeded) {
-                values.push(Vec::new());
-                continue;
+        let values = read_values(store, exp, trials).await?;
+        let progress = self.progress(trials, &values);
+        let names = match &mut self.median {
+            Some((ms, rules)) => {
+                // A trial the driver created without a `freeze` call gets today's rule.
+                ms.freeze_rules(&exp.objective, &progress, rules);
+                MedianStop::frozen_stops(rules, &progress)
             }
-            let logs = store.observations(name, Some(metric), None, None).await?;
-            values.push(
-                logs.iter()
-                    .filter_map(|o| o.value.trim().parse::<f64>().ok().filter(|v| v.is_finite()))
-                    .collect(),
-            );
-        }
-        let progress: Vec<TrialProgress<'_>> = trials
+            None => self
+                .stopper
+                .trials_to_stop(&EarlyStoppingRequest {
+                    objective: &exp.objective,
+                    trials: &progress,
+                })
+                .map_err(|e| RunnerError::EarlyStopping(e.to_string()))?,
+        };
+        let fresh: Vec<String> = names
+            .into_iter()
+            .filter(|n| self.stopped.insert(n.clone()))
+            .collect();
+        Ok(fresh)
+    }
+
+    fn progress<'a>(
+        &self,
+        trials: &'a [(String, TrialState)],
+        values: &'a [Vec<f64>],
+    ) -> Vec<TrialProgress<'a>> {
+        trials
             .iter()
-            .zip(&values)
+            .zip(values)
             .map(|((name, state), values)| TrialProgress {
                 name,
                 state: if self.stopped.contains(name) {
@@ -80,19 +127,7 @@ impl EarlyStopMonitor {
                 },
                 values,
             })
-            .collect();
-        let names = self
-            .stopper
-            .trials_to_stop(&EarlyStoppingRequest {
-                objective: &exp.objective,
-                trials: &progress,
-            })
-            .map_err(|e| RunnerError::EarlyStopping(e.to_string()))?;
-        let fresh: Vec<String> = names
-            .into_iter()
-            .filter(|n| self.stopped.insert(n.clone()))
-            .collect();
-        Ok(fresh)
+            .collect()
     }
 
     /// Whether the rule stopped `trial`: its end is then EarlyStopped, whatever its exit.
@@ -115,4 +150,27 @@ pub fn classify_with(
         ),
         _ => classified,
     }
+}
+
+/// Each trial's objective values so far (none for trials neither running nor succeeded).
+async fn read_values(
+    store: &SqlStore,
+    exp: &LocalExperiment,
+    trials: &[(String, TrialState)],
+) -> Result<Vec<Vec<f64>>, RunnerError> {
+    let metric = &exp.objective.metric;
+    let mut values: Vec<Vec<f64>> = Vec::with_capacity(trials.len());
+    for (name, state) in trials {
+        if !matches!(state, TrialState::Running | TrialState::Succeeded) {
+            values.push(Vec::new());
+            continue;
+        }
+        let logs = store.observations(name, Some(metric), None, None).await?;
+        values.push(
+            logs.iter()
+                .filter_map(|o| o.value.trim().parse::<f64>().ok().filter(|v| v.is_finite()))
+                .collect(),
+        );
+    }
+    Ok(values)
 }

@@ -75,6 +75,10 @@ pub async fn operator(db: &str, args: OperatorArgs) -> anyhow::Result<Exit> {
         .await
         .with_context(|| format!("cannot open the store {db}"))?;
     let client = vernier_operator::client::connect(args.kube_url.as_deref()).await?;
+    let managed = Arc::new(OperatorTrials {
+        client: client.clone(),
+        namespace: args.watch_namespace.clone(),
+    });
     let config = OperatorConfig {
         concurrency: args.concurrency.max(1),
         trial_kinds,
@@ -93,8 +97,9 @@ pub async fn operator(db: &str, args: OperatorArgs) -> anyhow::Result<Exit> {
         )),
     );
     // Trials push metrics to the same DBManager as `vernier serve` offers; the operator and
-    // the gRPC API share only the store (neither crate depends on the other).
-    let grpc_router = vernier_api::router(store.clone())?;
+    // the gRPC API share only the store and the `SetTrialStatus` hook composed here (neither
+    // crate depends on the other).
+    let grpc_router = vernier_api::router_with_managed_trials(store.clone(), managed)?;
     let grpc_listener = vernier_api::bind(&args.grpc_listen).await?;
     let (grpc_stop, grpc_stopped) = tokio::sync::oneshot::channel::<()>();
     let grpc = tokio::spawn(vernier_api::serve(grpc_router, grpc_listener, async move {
@@ -130,4 +135,40 @@ pub async fn operator(db: &str, args: OperatorArgs) -> anyhow::Result<Exit> {
     let _ = grpc_stop.send(());
     let _ = grpc.await;
     Ok(Exit::Interrupted)
+}
+
+/// `EarlyStopping.SetTrialStatus` for the operator's Trials: the hook the gRPC API calls.
+pub struct OperatorTrials {
+    pub client: kube::Client,
+    pub namespace: Option<String>,
+}
+
+impl std::fmt::Debug for OperatorTrials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OperatorTrials")
+            .field("namespace", &self.namespace)
+            .finish_non_exhaustive()
+    }
+}
+
+#[async_trait::async_trait]
+impl vernier_api::ManagedTrials for OperatorTrials {
+    async fn early_stop(&self, trial: &str) -> Result<vernier_api::ManagedOutcome, String> {
+        use vernier_api::ManagedOutcome;
+        use vernier_operator::set_status::{EarlyStopOutcome, early_stop_trial};
+        let outcome = early_stop_trial(&self.client, self.namespace.as_deref(), trial)
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(match outcome {
+            EarlyStopOutcome::Stopped { .. } => ManagedOutcome::Stopped,
+            EarlyStopOutcome::AlreadyEnded { state } => ManagedOutcome::AlreadyEnded {
+                state: state.to_string(),
+            },
+            EarlyStopOutcome::NotFound => ManagedOutcome::NotManaged,
+            EarlyStopOutcome::Ambiguous(namespaces) => ManagedOutcome::Refused(format!(
+                "trial name {trial:?} exists in namespaces {}\nhint: send trial_name as NAMESPACE/NAME",
+                namespaces.join(", ")
+            )),
+        })
+    }
 }

@@ -2,6 +2,11 @@
 //! address (a file modelled on katib-config's `suggestions` section, and/or
 //! `--suggestion-plugin NAME=ADDR` flags), and the runner's `SuggestionSource` over them.
 //!
+//! Requests are shaped as Katib's controller (`suggestionclient.go`, v0.19) shapes them, so
+//! Katib's own suggestion services accept them: only this experiment's trials (no warm-start
+//! results), MetricsUnavailable ones left out, the start and completion times recorded in the
+//! store (empty while unset), no labels, and the settings the plugin returned merged by name.
+//!
 //! The file is YAML or JSON:
 //! ```yaml
 //! suggestions:            # also accepted under `runtime:` as in katib-config
@@ -13,6 +18,7 @@
 use anyhow::{Context, bail};
 use serde::Deserialize;
 use std::collections::BTreeMap;
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,8 +29,9 @@ use vernier_api::proto::api::{
 use vernier_api::proto::convert::{
     ExperimentView, experiment_to_wire, proposals_from_wire, trial_to_wire,
 };
-use vernier_core::Suggestions;
+use vernier_core::{Suggestions, TrialRecord, TrialState};
 use vernier_runner::{LocalExperiment, SourceError, SourceRequest, SuggestionSource};
+use vernier_store::{SqlStore, TrialRow};
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -101,10 +108,12 @@ impl Plugins {
         Ok(plugins)
     }
 
-    /// The source serving this experiment's algorithm, if a plugin is configured for it.
+    /// The source serving this experiment's algorithm, if a plugin is configured for it;
+    /// `store` (the run's) gives the trials' times, and is not needed to validate.
     pub fn source_for(
         &self,
         exp: &LocalExperiment,
+        store: Option<&SqlStore>,
     ) -> anyhow::Result<Option<Arc<dyn SuggestionSource>>> {
         let Some((address, deadline)) = self.by_algorithm.get(&exp.algorithm) else {
             return Ok(None);
@@ -112,6 +121,7 @@ impl Plugins {
         Ok(Some(Arc::new(PluginSource {
             algorithm: exp.algorithm.clone(),
             client: PluginClient::new(address, *deadline)?,
+            store: store.cloned(),
         })))
     }
 }
@@ -121,6 +131,30 @@ impl Plugins {
 struct PluginSource {
     algorithm: String,
     client: PluginClient,
+    store: Option<SqlStore>,
+}
+
+/// Katib's `ConvertTrials` over this experiment's recorded trials: `rows` are the store's rows
+/// of the experiment (a history record without one is a warm-start result from elsewhere).
+fn katib_trials(
+    records: &[TrialRecord],
+    rows: &[TrialRow],
+    objective: &vernier_core::Objective,
+) -> Vec<vernier_api::proto::api::Trial> {
+    let by_name: HashMap<&str, &TrialRow> = rows.iter().map(|r| (r.name.as_str(), r)).collect();
+    records
+        .iter()
+        .filter(|t| t.state != TrialState::MetricsUnavailable)
+        .filter_map(|t| {
+            let row = by_name.get(t.name.as_str())?;
+            let mut wire = trial_to_wire(t, objective, row.started_us, row.completed_us);
+            if let Some(spec) = wire.spec.as_mut() {
+                // Katib's controller sends no labels.
+                spec.labels.clear();
+            }
+            Some(wire)
+        })
+        .collect()
 }
 
 /// The experiment as Katib's controller sends it, with the settings the plugin returned
@@ -189,15 +223,18 @@ impl SuggestionSource for PluginSource {
 
     async fn suggest(&self, request: SourceRequest<'_>) -> Result<Suggestions, SourceError> {
         let exp = request.experiment;
+        let rows = match &self.store {
+            Some(store) => store
+                .list_trials(&exp.name)
+                .await
+                .map_err(|e| SourceError::Unavailable(format!("cannot read the trials: {e}")))?,
+            None => Vec::new(),
+        };
         let reply = self
             .client
             .get_suggestions(GetSuggestionsRequest {
                 experiment: Some(wire_experiment(exp, request.state)),
-                trials: request
-                    .trials
-                    .iter()
-                    .map(|t| trial_to_wire(t, &exp.objective, None, None))
-                    .collect(),
+                trials: katib_trials(request.trials, &rows, &exp.objective),
                 current_request_number: request.count as i32,
                 total_request_number: request.total as i32,
             })
@@ -230,5 +267,94 @@ impl SuggestionSource for PluginSource {
                 .then(|| serde_json::to_string(&returned).unwrap_or_default()),
             exhausted: false,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+    use vernier_core::{Assignment, Direction, Objective, ParamValue};
+
+    fn record(name: &str, state: TrialState, objective: Option<f64>) -> TrialRecord {
+        TrialRecord {
+            name: name.into(),
+            assignment: Assignment(vec![("x".into(), ParamValue::Int(1))]),
+            state,
+            objective,
+            labels: BTreeMap::from([("vernier.hyperband/rung".into(), "0".into())]),
+            metrics: objective
+                .map(|v| ("acc".to_string(), v))
+                .into_iter()
+                .collect(),
+        }
+    }
+
+    fn row(name: &str, started_us: Option<i64>, completed_us: Option<i64>) -> TrialRow {
+        TrialRow {
+            experiment: "e".into(),
+            name: name.into(),
+            seq: 0,
+            assignment: vec![("x".into(), "1".into())],
+            labels: BTreeMap::new(),
+            state: TrialState::Created,
+            reason: String::new(),
+            message: String::new(),
+            created_us: 0,
+            started_us,
+            completed_us,
+            attempt: 0,
+        }
+    }
+
+    #[test]
+    fn trials_go_out_as_katib_controller_sends_them() {
+        let o = Objective::new("acc", Direction::Maximize);
+        let records = [
+            record("warm-1", TrialState::Succeeded, Some(0.9)),
+            record("e-done", TrialState::Succeeded, Some(0.5)),
+            record("e-nometrics", TrialState::MetricsUnavailable, None),
+            record("e-running", TrialState::Running, None),
+            record("e-created", TrialState::Created, None),
+        ];
+        let rows = [
+            row("e-done", Some(1_000_000), Some(61_000_000)),
+            row("e-nometrics", Some(1_000_000), Some(2_000_000)),
+            row("e-running", Some(3_000_000), None),
+            row("e-created", None, None),
+        ];
+        let wire = katib_trials(&records, &rows, &o);
+        let names: Vec<&str> = wire.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["e-done", "e-running", "e-created"]);
+        let times: Vec<(&str, &str)> = wire
+            .iter()
+            .map(|t| {
+                let s = t.status.as_ref().unwrap();
+                (s.start_time.as_str(), s.completion_time.as_str())
+            })
+            .collect();
+        assert_eq!(
+            times,
+            [
+                ("1970-01-01T00:00:01Z", "1970-01-01T00:01:01Z"),
+                ("1970-01-01T00:00:03Z", ""),
+                ("", ""),
+            ]
+        );
+        assert!(
+            wire.iter()
+                .all(|t| t.spec.as_ref().unwrap().labels.is_empty())
+        );
+        assert!(
+            wire[1]
+                .status
+                .as_ref()
+                .unwrap()
+                .observation
+                .as_ref()
+                .unwrap()
+                .metrics
+                .is_empty()
+        );
     }
 }

@@ -54,7 +54,7 @@ pub async fn run(
     let exp = LocalExperiment::new(spec, paths)?;
     check_local(&exp)?;
     // Bad algorithm settings are reported before anything is recorded.
-    match plugins.source_for(&exp)? {
+    match plugins.source_for(&exp, None)? {
         None => {
             vernier_algorithms::build(&exp.algorithm, &exp.settings, &exp.space, &exp.objective)
                 .map_err(|e| anyhow::anyhow!("spec.algorithm: {e}"))?;
@@ -168,7 +168,7 @@ async fn drive(
     let push = crate::commands::push::PushEndpoint::start(store.clone()).await?;
     let hooks = RunHooks {
         push_address: Some(push.address.clone()),
-        suggestion_source: plugins.source_for(exp)?,
+        suggestion_source: plugins.source_for(exp, Some(store))?,
     };
     if let Some(source) = &hooks.suggestion_source {
         println!("suggestions come from {}", source.describe());
