@@ -13,6 +13,7 @@ pub mod history;
 mod hyperband;
 pub mod medianstop;
 mod nsga2;
+pub mod pbt;
 mod random;
 mod registry;
 mod resource;
