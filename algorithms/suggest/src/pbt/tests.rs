@@ -358,3 +358,14 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn the_trial_dir_setting_is_the_checkpoint_mechanisms() {
+    assert_eq!(
+        crate::checkpoint::trial_dir_setting(&base(&[])),
+        Some("/var/log/katib/checkpoints/")
+    );
+    let mut labels = BTreeMap::new();
+    labels.insert(PARENT_LABEL.to_string(), "t4".to_string());
+    assert_eq!(crate::checkpoint::parent_trial(&labels), Some("t4"));
+}
