@@ -42,7 +42,11 @@ mod tests {
 
     #[test]
     fn parents_come_from_any_continuing_algorithm() {
-        let cases: &[(&[(&str, &str)], Option<&str>)] = &[
+        type Case = (
+            &'static [(&'static str, &'static str)],
+            Option<&'static str>,
+        );
+        let cases: &[Case] = &[
             (&[], None),
             (
                 &[("pbt.suggestion.katib.kubeflow.org/parent", "e-a")],
