@@ -10,7 +10,8 @@ No single rate is best for a whole run: a high rate early and a low one late
 wins, which is what PBT finds by continuing good members with perturbed rates.
 
 Each run trains --epochs epochs (32 steps of 4 examples each) at --lr and
-prints the held-out mean squared error after each one:
+prints the held-out mean squared error after each one (--until N instead trains
+until N epochs in total, for ASHA's rungs):
 
     epoch 3 lr=0.05 loss=0.4123
 
@@ -81,6 +82,8 @@ def main(argv):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--lr", type=float, required=True, help="learning rate, > 0")
     p.add_argument("--epochs", type=int, default=2, help="epochs to train now (1..1000)")
+    p.add_argument("--until", type=int, default=0,
+                   help="train until this many epochs in total instead (for ASHA's rungs)")
     p.add_argument("--checkpoint", default="", help="directory to resume from and save to")
     args = p.parse_args(argv)
     if not (math.isfinite(args.lr) and args.lr > 0):
@@ -97,8 +100,11 @@ def main(argv):
         w, done, state = saved
         rng.setstate(state)
         print("resumed after epoch %d" % done, flush=True)
+    if args.until and args.until <= done:
+        print("epoch %d lr=%g loss=%.6f" % (done, args.lr, mse(w, xt, yt)), flush=True)
+    last = args.until if args.until > 0 else done + args.epochs
     loss = mse(w, xt, yt)
-    for epoch in range(done + 1, done + args.epochs + 1):
+    for epoch in range(done + 1, last + 1):
         for _ in range(STEPS_PER_EPOCH):
             grad = [0.0] * DIM
             for _ in range(BATCH):
@@ -112,7 +118,7 @@ def main(argv):
             w, loss = [0.0] * DIM, DIVERGED
         print("epoch %d lr=%g loss=%.6f" % (epoch, args.lr, loss), flush=True)
     if path:
-        save(path, w, done + args.epochs, rng)
+        save(path, w, max(done, last), rng)
     return 0
 
 

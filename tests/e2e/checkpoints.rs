@@ -51,9 +51,7 @@ fn pbt_example_continues_members_from_their_parents_checkpoints() {
         assert!(first_names.contains(&parent), "{parent} is not a member");
         if label(t, "vernier.pbt/member").unwrap()
             != label(
-                ok.iter()
-                    .find(|p| p["metadata"]["name"] == parent)
-                    .unwrap(),
+                ok.iter().find(|p| p["metadata"]["name"] == parent).unwrap(),
                 "vernier.pbt/member",
             )
             .unwrap()
@@ -64,9 +62,9 @@ fn pbt_example_continues_members_from_their_parents_checkpoints() {
         let log = trial_log(&sb, "pbt-sgd", name);
         assert!(log.contains("resumed after epoch 2"), "{log}");
         assert!(log.contains("epoch 4 "), "{log}");
-        let own = sb
-            .path()
-            .join(format!("vernier-logs/pbt-sgd/checkpoints/{name}/training.json"));
+        let own = sb.path().join(format!(
+            "vernier-logs/pbt-sgd/checkpoints/{name}/training.json"
+        ));
         assert!(own.exists(), "{}", own.display());
     }
     // floor(8 · 0.25) = 2 members take a better member's checkpoint.
