@@ -5,12 +5,12 @@
          (promotions continue from their parent's checkpoint) and with the checkpoint
          setting and flag removed (every promotion re-trains from scratch), same seeds.
          Reports epochs trained, wall time and best loss.
-  pbt:   PBT (examples/pbt-sgd.yaml) against random search and ASHA on the same trainer
-         (examples/trainers/pbt_sgd.py) at the same total training budget of 160 epochs,
+  pbt:   PBT (examples/pbt-schedule.yaml) against random search and ASHA on the same trainer
+         (examples/trainers/pbt_schedule.py) at the same total training budget of 160 epochs,
          several seeds. Random: 8 trials of 20 epochs. ASHA: rungs 2-6-18 epochs, promotions
          continuing, trials counted in creation order until 160 epochs are spent.
 
-    python3 bench/checkpoints/run.py --vernier target/debug/vernier asha --seeds 3
+    python3 bench/checkpoints/run.py --vernier target/debug/vernier asha --seeds 3 --parallel 1
     python3 bench/checkpoints/run.py --vernier target/debug/vernier pbt --seeds 5
 """
 
@@ -70,7 +70,8 @@ def trained_epochs(log_dir, trial, pattern):
 
 
 def asha(args):
-    base = example("asha-census.yaml")
+    base = example("asha-census.yaml").replace("parallelTrialCount: 4",
+                                               "parallelTrialCount: %d" % args.parallel)
     scratch = base.replace("      - name: suggestion_trial_dir\n        value: /var/log/katib/checkpoints/\n", "") \
         .replace('                  - "--checkpoint-dir=/var/log/katib/checkpoints/"\n', "")
     assert scratch != base
@@ -87,9 +88,9 @@ def asha(args):
     return rows
 
 
-def asha_sgd_yaml():
-    yaml = example("pbt-sgd.yaml")
-    yaml = yaml.replace("name: pbt-sgd", "name: asha-sgd").replace("maxTrialCount: 80", "maxTrialCount: 70")
+def asha_schedule_yaml():
+    yaml = example("pbt-schedule.yaml")
+    yaml = yaml.replace("name: pbt-schedule", "name: asha-schedule").replace("maxTrialCount: 80", "maxTrialCount: 70")
     yaml = re.sub(r"    algorithmName: pbt\n    algorithmSettings:\n(      - .*\n        value: .*\n)+",
                   "    algorithmName: asha\n    algorithmSettings:\n"
                   "      - {name: resource_name, value: epochs}\n"
@@ -103,19 +104,28 @@ def asha_sgd_yaml():
     return yaml.replace('"--epochs=2"', '"--until=${trialParameters.epochs}"')
 
 
-def random_sgd_yaml():
-    yaml = example("pbt-sgd.yaml").replace("name: pbt-sgd", "name: random-sgd")
+def random_schedule_yaml():
+    yaml = example("pbt-schedule.yaml").replace("name: pbt-schedule", "name: random-schedule")
     yaml = yaml.replace("maxTrialCount: 80", "maxTrialCount: %d" % (BUDGET // 20))
     yaml = re.sub(r"    algorithmName: pbt\n    algorithmSettings:\n(      - .*\n        value: .*\n)+",
                   "    algorithmName: random\n", yaml)
+    # random takes no suggestion_trial_dir, so the trainer keeps no checkpoint at all.
+    yaml = yaml.replace('"--checkpoint=/var/log/katib/checkpoints/"', '"--checkpoint="')
     return yaml.replace('"--epochs=2"', '"--epochs=20"')
 
 
 def pbt(args):
     rows = []
-    setups = [("pbt", "pbt-sgd", example("pbt-sgd.yaml")),
-              ("random", "random-sgd", random_sgd_yaml()),
-              ("asha", "asha-sgd", asha_sgd_yaml())]
+    pbt_yaml = example("pbt-schedule.yaml").replace('value: "0.25"', 'value: "%s"' % args.truncation)
+    if args.resample is not None:
+        pbt_yaml = pbt_yaml.replace(
+            "      - name: truncation_threshold\n",
+            "      - name: resample_probability\n        value: \"%s\"\n"
+            "      - name: truncation_threshold\n" % args.resample)
+    setups = [("pbt", "pbt-schedule", pbt_yaml),
+              ("random", "random-schedule", random_schedule_yaml()),
+              ("asha", "asha-schedule", asha_schedule_yaml())]
+    setups = [x for x in setups if x[0] in args.only.split(",")]
     for seed in range(args.seeds):
         for label, name, yaml in setups:
             report, logs, seconds = run(args.vernier, yaml, name, seed)
@@ -143,6 +153,11 @@ def main():
     p.add_argument("--vernier", default="target/debug/vernier")
     p.add_argument("which", choices=["asha", "pbt"])
     p.add_argument("--seeds", type=int, default=3)
+    p.add_argument("--truncation", default="0.25", help="pbt: truncation_threshold")
+    p.add_argument("--resample", default=None, help="pbt: resample_probability (unset: perturb)")
+    p.add_argument("--only", default="pbt,random,asha", help="pbt: which algorithms")
+    p.add_argument("--parallel", type=int, default=1,
+                   help="asha: parallelTrialCount (1 makes both modes run the same trials)")
     args = p.parse_args()
     args.vernier = os.path.abspath(args.vernier)
     rows = asha(args) if args.which == "asha" else pbt(args)

@@ -25,11 +25,11 @@ fn trial_log(sb: &Sandbox, exp: &str, trial: &str) -> String {
 #[test]
 fn pbt_example_continues_members_from_their_parents_checkpoints() {
     let sb = Sandbox::new();
-    let yaml = example("pbt-sgd.yaml").replace("maxTrialCount: 80", "maxTrialCount: 16");
+    let yaml = example("pbt-schedule.yaml").replace("maxTrialCount: 80", "maxTrialCount: 16");
     let file = sb.write("pbt.yaml", &yaml);
     let out = sb.run(&["run", file.to_str().unwrap(), "--seed", "3"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-    let r = sb.report("pbt-sgd");
+    let r = sb.report("pbt-schedule");
     let ok = trials_in(&r, "Succeeded");
     assert_eq!(ok.len(), 16, "{r:#}");
     let generation = |g: &str| -> Vec<&serde_json::Value> {
@@ -59,11 +59,11 @@ fn pbt_example_continues_members_from_their_parents_checkpoints() {
             exploited += 1;
         }
         // The trainer found the parent's checkpoint at suggestion_trial_dir and went on.
-        let log = trial_log(&sb, "pbt-sgd", name);
+        let log = trial_log(&sb, "pbt-schedule", name);
         assert!(log.contains("resumed after epoch 2"), "{log}");
         assert!(log.contains("epoch 4 "), "{log}");
         let own = sb.path().join(format!(
-            "vernier-logs/pbt-sgd/checkpoints/{name}/training.json"
+            "vernier-logs/pbt-schedule/checkpoints/{name}/training.json"
         ));
         assert!(own.exists(), "{}", own.display());
     }
