@@ -10,9 +10,18 @@ understand, so the Experiment must set a custom metricsFormat:
     {metricName: loss, metricValue: 0.3571}
 
 The run is deterministic for a given --seed.
+
+With --checkpoint-dir the weights, the epoch count and the shuffling state are
+saved there after every epoch, and a run that finds a checkpoint there resumes
+from it, training only the epochs it lacks: an ASHA or Hyperband promotion
+(whose directory starts as a copy of its parent's) then costs only the extra
+epochs and ends exactly where a run from scratch would. The metrics of the
+epochs it resumed past are printed again first, so the trial's learning curve
+and its best value are those of a run from scratch.
 """
 
 import argparse
+import json
 import math
 import os
 import random
@@ -41,6 +50,9 @@ def parse_args(argv):
     parser.add_argument("--l2", type=float, default=0.0,
                         help="L2 penalty per example (>= 0), default 0")
     parser.add_argument("--seed", type=int, default=1, help="shuffling seed, default 1")
+    parser.add_argument("--checkpoint-dir", default="",
+                        help="save after each epoch here and resume from a checkpoint found "
+                             "here (default: no checkpoints)")
     parser.add_argument("--data-dir", default=os.path.join(here, os.pardir, "data"),
                         help="directory holding adult-subset.data and adult-subset.test")
     args = parser.parse_args(argv)
@@ -132,15 +144,56 @@ def evaluate(w, b, xs, ys):
     return correct / len(ys), loss / len(ys)
 
 
+CHECKPOINT = "census_logreg.json"
+
+
+def load_checkpoint(directory, dim):
+    """(epoch, w, b, rng state, order, history) saved in `directory`, or None."""
+    path = os.path.join(directory, CHECKPOINT)
+    if not directory or not os.path.exists(path):
+        return None
+    try:
+        with open(path, "r", encoding="ascii") as f:
+            saved = json.load(f)
+        if len(saved["w"]) != dim:
+            fail("checkpoint %s has %d weights, the data has %d" % (path, len(saved["w"]), dim))
+        version, internal, gauss = saved["rng"]
+        return saved["epoch"], saved["w"], saved["b"], (version, tuple(internal), gauss), \
+            saved["order"], saved["history"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        fail("cannot read checkpoint %s: %s" % (path, e))
+
+
+def save_checkpoint(directory, epoch, w, b, rng, order, history):
+    """Written to a temporary file and renamed, so a killed run leaves the last whole one."""
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(directory, CHECKPOINT)
+    with open(path + ".tmp", "w", encoding="ascii") as f:
+        json.dump({"epoch": epoch, "w": w, "b": b, "rng": rng.getstate(), "order": order,
+                   "history": history}, f)
+    os.replace(path + ".tmp", path)
+
+
 def train(args, data=None):
-    """Yields (epoch, accuracy, loss) after each epoch; the Optuna peer benchmark
+    """Yields (epoch, accuracy, loss) after each epoch trained; the Optuna peer benchmark
     (bench/peers/asha_optuna.py) drives the same loop in-process."""
     x_train, y_train, x_test, y_test, dim = data or prepare(args.data_dir)
+    checkpoint_dir = getattr(args, "checkpoint_dir", "")
     rng = random.Random(args.seed)
     w = [0.0] * dim
     b = 0.0
     order = list(range(len(x_train)))
-    for epoch in range(1, args.epochs + 1):
+    first = 1
+    history = []
+    saved = load_checkpoint(checkpoint_dir, dim)
+    if saved is not None:
+        done, w, b, state, order, history = saved
+        rng.setstate(state)
+        first = done + 1
+        print("resumed from %s after epoch %d" % (checkpoint_dir, done), flush=True)
+        for epoch, accuracy, loss in history[:args.epochs]:
+            yield epoch, accuracy, loss
+    for epoch in range(first, args.epochs + 1):
         rng.shuffle(order)
         for start in range(0, len(order), args.batch_size):
             batch = order[start:start + args.batch_size]
@@ -157,6 +210,9 @@ def train(args, data=None):
                 w[j] -= step * (g + args.l2 * w[j])
             b -= step * grad_b
         accuracy, loss = evaluate(w, b, x_test, y_test)
+        history.append((epoch, accuracy, loss))
+        if checkpoint_dir:
+            save_checkpoint(checkpoint_dir, epoch, w, b, rng, order, history)
         yield epoch, accuracy, loss
 
 

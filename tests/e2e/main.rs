@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod algorithms;
+mod checkpoints;
 mod collectors;
 mod distributed;
 mod early_stopping;

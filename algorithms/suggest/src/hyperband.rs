@@ -71,7 +71,13 @@ pub const RUNG_LABEL: &str = "vernier.hyperband/rung";
 pub const PARENT_LABEL: &str = "vernier.hyperband/parent";
 
 const ALGORITHM: &str = "hyperband";
-const ACCEPTED: &[&str] = &["r_l", "resource_name", "eta", "random_state"];
+const ACCEPTED: &[&str] = &[
+    "r_l",
+    "resource_name",
+    "eta",
+    "random_state",
+    crate::checkpoint::TRIAL_DIR_SETTING,
+];
 const DEFAULT_ETA: u64 = 3;
 
 /// Hyperband over the whole bracket schedule.

@@ -3,6 +3,7 @@
 //! the seed in each request.
 
 mod asha;
+pub mod checkpoint;
 mod cmaes;
 mod early_stopping;
 pub mod encode;
@@ -13,6 +14,7 @@ pub mod history;
 mod hyperband;
 pub mod medianstop;
 mod nsga2;
+pub mod pbt;
 mod random;
 mod registry;
 mod resource;

@@ -31,6 +31,7 @@ pub fn build(
         "hyperband" => crate::hyperband::build(name, settings, space, objective),
         "asha" => crate::asha::build(name, settings, space, objective),
         "nsga2" => crate::nsga2::build(name, settings, space, objective),
+        "pbt" => crate::pbt::build(name, settings, space, objective),
         _ => Err(AlgorithmError::UnknownAlgorithm {
             name: name.to_string(),
             known: KNOWN_ALGORITHMS.join(", "),

@@ -39,6 +39,11 @@ fn experiment(algorithm: &str) -> Experiment {
             ("max_resource", "9"),
             ("eta", "3"),
         ],
+        "pbt" => vec![
+            ("suggestion_trial_dir", "/ckpt/"),
+            ("n_population", "5"),
+            ("truncation_threshold", "0.2"),
+        ],
         _ => vec![("random_state", "1")],
     };
     Experiment {
@@ -120,9 +125,9 @@ async fn suggestion_latency(channel: Channel, repeats: usize) -> Result<(), Erro
     for algorithm in vernier_algorithms::KNOWN_ALGORITHMS {
         for n in [100, 500] {
             let exp = experiment(algorithm);
-            // Hyperband's and ASHA's trials need the rung labels they hand out, so a
+            // Hyperband's, ASHA's and PBT's trials need the labels they hand out, so a
             // synthetic history is not meaningful for them.
-            let history = if matches!(*algorithm, "hyperband" | "asha") {
+            let history = if matches!(*algorithm, "hyperband" | "asha" | "pbt") {
                 0
             } else {
                 n

@@ -135,6 +135,12 @@ fn settings_for(algorithm: &str) -> Vec<(&'static str, &'static str)> {
             ("max_resource", "9"),
             ("eta", "3"),
         ],
+        "pbt" => vec![
+            ("suggestion_trial_dir", "/var/log/katib/checkpoints/"),
+            ("n_population", "5"),
+            ("truncation_threshold", "0.2"),
+            ("random_state", "7"),
+        ],
         _ => vec![("random_state", "7")],
     }
 }
@@ -241,6 +247,76 @@ async fn every_algorithm_suggests_inside_the_space_twice() {
             assert_eq!(proposals.len(), 2, "{algorithm}");
         }
     }
+}
+
+/// PBT over the wire: Katib's labels come back in the reply, the names the service chose ride
+/// in the returned settings, and the next generation names its parents by those names.
+#[tokio::test]
+async fn pbt_generations_carry_katib_labels_and_parents_over_the_wire() {
+    let server = start().await;
+    let mut client = SuggestionClient::new(server.channel.clone());
+    let mut exp = experiment("pbt", &settings_for("pbt"));
+    let ask = |exp: &Experiment, trials: Vec<Trial>| GetSuggestionsRequest {
+        experiment: Some(exp.clone()),
+        trials,
+        current_request_number: 5,
+        total_request_number: 5,
+    };
+    let first = client
+        .get_suggestions(ask(&exp, vec![]))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(first.parameter_assignments.len(), 5);
+    for a in &first.parameter_assignments {
+        assert_eq!(
+            a.labels["pbt.suggestion.katib.kubeflow.org/generation"],
+            "0"
+        );
+        assert!(!a.trial_name.is_empty());
+    }
+    let returned = first.algorithm.clone().unwrap().algorithm_settings;
+    let spec = exp.spec.as_mut().unwrap().algorithm.as_mut().unwrap();
+    spec.algorithm_settings.extend(returned);
+    let trials = succeeded(&exp, &first, 0);
+    let second = client
+        .get_suggestions(ask(&exp, trials))
+        .await
+        .unwrap()
+        .into_inner();
+    let names: Vec<&str> = first
+        .parameter_assignments
+        .iter()
+        .map(|a| a.trial_name.as_str())
+        .collect();
+    assert_eq!(second.parameter_assignments.len(), 5);
+    for a in &second.parameter_assignments {
+        assert_eq!(
+            a.labels["pbt.suggestion.katib.kubeflow.org/generation"],
+            "1"
+        );
+        let parent = a.labels["pbt.suggestion.katib.kubeflow.org/parent"].as_str();
+        assert!(names.contains(&parent), "{parent} not in {names:?}");
+    }
+    // Accuracy rises with the index, so the worst member (the first) takes the best's
+    // checkpoint; the others continue their own.
+    assert_eq!(
+        second.parameter_assignments[0].labels["pbt.suggestion.katib.kubeflow.org/parent"],
+        names[4]
+    );
+    let s = status_of(
+        client
+            .validate_algorithm_settings(ValidateAlgorithmSettingsRequest {
+                experiment: Some(experiment("pbt", &[("n_population", "10")])),
+            })
+            .await,
+    );
+    assert_eq!(s.code(), tonic::Code::InvalidArgument);
+    assert!(
+        s.message().contains("suggestion_trial_dir"),
+        "{}",
+        s.message()
+    );
 }
 
 fn status_of<T: std::fmt::Debug>(r: Result<tonic::Response<T>, tonic::Status>) -> tonic::Status {

@@ -17,7 +17,8 @@ use crate::objects::{
 };
 use crate::trial::FINALIZER;
 use futures_util::StreamExt;
-use kube::api::{DynamicObject, Patch, PatchParams, PostParams};
+use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
 use serde::Deserialize;
@@ -25,6 +26,7 @@ use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use vernier_algorithms::checkpoint::{parent_trial, trial_dir_setting};
 use vernier_core::{
     Assignment, EarlyStoppingRequest, Objective, SuggestRequest, TrialProgress, TrialRecord,
     TrialState,
@@ -239,6 +241,9 @@ async fn reconcile_experiment(obj: &DynamicObject, ctx: &Context) -> Result<Acti
                 &proposal.labels,
             ));
         }
+        if !creates.is_empty() {
+            ensure_checkpoint_claim(ctx, obj, &exp, &ns).await?;
+        }
         let mut created = futures_util::stream::iter(creates).buffered(CREATE_CONCURRENCY);
         while let Some(trial) = created.next().await {
             let trial = trial?;
@@ -295,6 +300,67 @@ async fn reconcile_experiment(obj: &DynamicObject, ctx: &Context) -> Result<Acti
     } else {
         Action::requeue(Duration::from_secs(300))
     })
+}
+
+/// With `suggestion_trial_dir` set, the experiment's checkpoint volume claim exists before
+/// its trials do (created once, owned by the experiment; an existing one is kept as is).
+async fn ensure_checkpoint_claim(
+    ctx: &Context,
+    owner: &DynamicObject,
+    exp: &LocalExperiment,
+    ns: &str,
+) -> Result<()> {
+    if trial_dir_setting(&exp.settings).is_none() {
+        return Ok(());
+    }
+    let name = crate::checkpoints::claim_name(&owner.name_any(), &exp.algorithm);
+    let owner_ref = owner_reference(owner, API_VERSION, "Experiment")
+        .and_then(|o| serde_json::to_value(o).ok());
+    let claim: PersistentVolumeClaim = serde_json::from_value(crate::checkpoints::claim_object(
+        &name, ns, owner_ref,
+    ))
+    .map_err(|e| OperatorError::Malformed {
+        object: format!("persistentvolumeclaim {name}"),
+        message: e.to_string(),
+    })?;
+    let api: Api<PersistentVolumeClaim> = Api::namespaced(ctx.client.clone(), ns);
+    match api.create(&PostParams::default(), &claim).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(e)) if e.code == 409 => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The rendered job with the trial's checkpoint directory (and its parent's copy) when the
+/// experiment sets `suggestion_trial_dir`; unchanged otherwise.
+fn with_checkpoints(
+    ctx: &Context,
+    exp: &LocalExperiment,
+    experiment: &str,
+    trial: &str,
+    labels: &BTreeMap<String, String>,
+    run_spec: Value,
+) -> Value {
+    let Some(mount_path) = trial_dir_setting(&exp.settings) else {
+        return run_spec;
+    };
+    let claim = crate::checkpoints::claim_name(experiment, &exp.algorithm);
+    let primary = exp
+        .spec
+        .spec
+        .trial_template
+        .as_ref()
+        .and_then(|t| t.primary_container_name.as_deref());
+    let c = crate::checkpoints::TrialCheckpoint {
+        claim: &claim,
+        mount_path,
+        experiment,
+        trial,
+        parent: parent_trial(labels),
+        primary_container: primary,
+        image: &ctx.config.collector_image,
+    };
+    crate::checkpoints::inject(&c, run_spec)
 }
 
 /// Parses, defaults and validates the experiment, then checks what the operator itself needs.
@@ -558,7 +624,14 @@ async fn create_trial(
         let name = trial_name(&exp_name, seed, seq, retry);
         let mut annotations = BTreeMap::from([(SEQ_ANNOTATION.to_string(), seq.to_string())]);
         let run_spec = match vernier_spec::render_trial_spec(&exp.spec, &name, &pairs) {
-            Ok(v) => Some(v),
+            Ok(v) => Some(with_checkpoints(
+                ctx,
+                exp,
+                &exp_name,
+                &name,
+                proposal_labels,
+                v,
+            )),
             Err(e) => {
                 annotations.insert(RENDER_ERROR_ANNOTATION.into(), e.to_string());
                 None

@@ -178,7 +178,7 @@ pub fn inject(
 
 /// Every pod template (an object with `spec.containers` under a `template` key) with the
 /// replica type it belongs to (the key above `template` in a `...ReplicaSpecs` map).
-fn find_templates<'a>(
+pub(crate) fn find_templates<'a>(
     value: &'a mut Value,
     replica_type: Option<&str>,
     out: &mut Vec<(&'a mut Value, Option<String>)>,
@@ -206,7 +206,7 @@ fn find_templates<'a>(
 
 /// The training container's index: `primaryContainerName`, else the only container, else the
 /// Kubeflow kind's training container name, else the first.
-fn primary_container(containers: &[Value], name: Option<&str>) -> usize {
+pub(crate) fn primary_container(containers: &[Value], name: Option<&str>) -> usize {
     let named = |n: &str| containers.iter().position(|c| c["name"] == n);
     name.filter(|n| !n.is_empty())
         .and_then(named)

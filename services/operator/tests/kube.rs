@@ -1364,6 +1364,73 @@ async fn from_volume_experiment_continues_when_its_budget_and_parallelism_are_ra
     )
     .await;
     assert_eq!(exp["status"]["trialsSucceeded"], 4, "{exp:#}");
+/// PBT on the cluster: the experiment's checkpoint claim exists, and each trial's job mounts
+/// its own `<experiment>/<trial>` directory of it at `suggestion_trial_dir`; a second
+/// generation's job first copies its parent's directory into its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pbt_trials_get_checkpoint_directories_on_the_experiment_claim() {
+    let env = Env::start(SimulationOptions::default()).await;
+    let op = env.operator("replica-a");
+    let yaml = experiment_yaml("pbt-ckpt", "Job", 5, 10, "")
+        .replace(
+            "    algorithmName: random\n",
+            "    algorithmName: pbt
+    algorithmSettings:
+      - {name: suggestion_trial_dir, value: /var/log/katib/checkpoints/}
+      - {name: n_population, value: \"5\"}
+      - {name: truncation_threshold, value: \"0.2\"}
+",
+        )
+        .replace("  trialTemplate:\n", "  trialTemplate:\n    retain: true\n");
+    env.create(&yaml).await;
+    let exp = finished(&env, "pbt-ckpt").await;
+    assert!(condition(&exp, "Succeeded").is_some(), "{exp:#}");
+
+    let claims: Api<k8s_openapi::api::core::v1::PersistentVolumeClaim> =
+        Api::namespaced(env.client.clone(), "default");
+    let claim = claims.get("pbt-ckpt-pbt").await.expect("the claim exists");
+    assert_eq!(claim.metadata.owner_references.unwrap()[0].name, "pbt-ckpt");
+
+    let jobs: Api<DynamicObject> = Api::namespaced_with(
+        env.client.clone(),
+        "default",
+        &kube::discovery::ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk(
+            "batch", "v1", "Job",
+        )),
+    );
+    let trials = env.trials_of("pbt-ckpt").await;
+    assert_eq!(trials.len(), 10);
+    let mut copied = 0;
+    for t in &trials {
+        let name = t.name_any();
+        let job = serde_json::to_value(jobs.get(&name).await.expect("job retained")).unwrap();
+        let pod = &job["spec"]["template"]["spec"];
+        assert_eq!(
+            pod["volumes"][0]["persistentVolumeClaim"]["claimName"],
+            "pbt-ckpt-pbt"
+        );
+        let mount = &pod["containers"][0]["volumeMounts"][0];
+        assert_eq!(mount["mountPath"], "/var/log/katib/checkpoints/");
+        assert_eq!(mount["subPath"], format!("pbt-ckpt/{name}"));
+        let labels = t.labels();
+        match labels.get("pbt.suggestion.katib.kubeflow.org/parent") {
+            None => assert_eq!(labels["pbt.suggestion.katib.kubeflow.org/generation"], "0"),
+            Some(parent) => {
+                let copy = &pod["initContainers"][0];
+                assert_eq!(copy["name"], "checkpoint-copy");
+                assert_eq!(
+                    copy["command"][4],
+                    format!("/vernier-checkpoints/pbt-ckpt/{parent}")
+                );
+                assert_eq!(
+                    copy["command"][5],
+                    format!("/vernier-checkpoints/pbt-ckpt/{name}")
+                );
+                copied += 1;
+            }
+        }
+    }
+    assert_eq!(copied, 5, "the second generation continues the first");
     op.stop().await;
     env.shutdown().await;
 }

@@ -3,6 +3,7 @@
 //! completes or is interrupted. The store is the source of truth, so a killed driver can be
 //! resumed from it.
 
+use crate::checkpoint;
 use crate::early_stop::{CHECK_EVERY, EarlyStopMonitor, classify_with};
 use crate::error::RunnerError;
 use crate::experiment::LocalExperiment;
@@ -392,7 +393,15 @@ pub async fn run_with(
                 let name = tracked.record.name.clone();
                 trials.push(tracked);
                 let idx = trials.len() - 1;
-                match exp.launch_for(&name, &row.assignment) {
+                let launched = match exp.launch_for(&name, &row.assignment) {
+                    Ok(mut launch) => {
+                        let plan = checkpoint::plan(exp, &name, &trials[idx].record.labels);
+                        checkpoint::apply(&plan, &mut launch);
+                        prepare_checkpoint(plan).await.map(|()| launch)
+                    }
+                    Err(e) => Err(e),
+                };
+                match launched {
                     Ok(mut launch) => {
                         apply_push_env(&mut launch, hooks);
                         let started = now_us();
@@ -618,6 +627,18 @@ fn classify(
             ),
         },
     }
+}
+
+/// Copies the parent's checkpoint directory off the async workers (it may hold a model).
+async fn prepare_checkpoint(plan: checkpoint::CheckpointPlan) -> Result<(), RunnerError> {
+    let own = plan.own.clone();
+    let done = tokio::task::spawn_blocking(move || checkpoint::prepare(&plan)).await;
+    let reason = match done {
+        Ok(Ok(())) => return Ok(()),
+        Ok(Err(e)) => e.to_string(),
+        Err(e) => e.to_string(),
+    };
+    Err(RunnerError::Checkpoint { path: own, reason })
 }
 
 async fn insert_trial(

@@ -61,6 +61,13 @@ pub enum RunnerError {
     WarmStart(String),
     #[error("spec.enqueuedTrials[{index}]: {message}")]
     Enqueued { index: usize, message: String },
+    #[error(
+        "cannot prepare checkpoint directory {}: {reason}\nhint: check that the log directory is writable and has space", path.display()
+    )]
+    Checkpoint {
+        path: std::path::PathBuf,
+        reason: String,
+    },
     #[error("stored experiment {name:?} is unreadable: {reason}")]
     CorruptExperiment { name: String, reason: String },
 }

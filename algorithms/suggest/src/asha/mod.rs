@@ -63,6 +63,7 @@ const ACCEPTED: &[&str] = &[
     "eta",
     "min_early_stopping_rate",
     "random_state",
+    crate::checkpoint::TRIAL_DIR_SETTING,
 ];
 pub(crate) const DEFAULT_ETA: u64 = 3;
 

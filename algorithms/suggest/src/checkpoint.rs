@@ -1,0 +1,76 @@
+//! Which trial's checkpoint a trial continues from, decided from its labels: PBT's exploit
+//! and continue steps, and ASHA / Hyperband promotions, all name a parent trial. The local
+//! runner and the operator copy the parent's checkpoint directory into the trial's own before
+//! it starts; this module is the one place that knows which labels name a parent.
+
+use std::collections::BTreeMap;
+
+/// Katib's setting naming where a trial's own checkpoint directory appears in its container.
+/// Katib's webhook mounts the suggestion volume there whatever the algorithm; `pbt` requires
+/// it, `asha` and `hyperband` accept it.
+pub const TRIAL_DIR_SETTING: &str = "suggestion_trial_dir";
+
+/// Labels that name the trial a trial continues, in order of precedence.
+pub const PARENT_LABELS: &[&str] = &[
+    crate::pbt::PARENT_LABEL,
+    crate::asha::PARENT_LABEL,
+    crate::hyperband::PARENT_LABEL,
+];
+
+/// The trial whose checkpoint this trial starts from, if any.
+pub fn parent_trial(labels: &BTreeMap<String, String>) -> Option<&str> {
+    PARENT_LABELS
+        .iter()
+        .find_map(|k| labels.get(*k))
+        .map(|v| v.trim())
+        .filter(|v| !v.is_empty())
+}
+
+/// The `suggestion_trial_dir` setting, when set to a non-empty value.
+pub fn trial_dir_setting(settings: &[(String, String)]) -> Option<&str> {
+    settings
+        .iter()
+        .rev()
+        .find(|(n, _)| n == TRIAL_DIR_SETTING)
+        .map(|(_, v)| v.trim())
+        .filter(|v| !v.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parents_come_from_any_continuing_algorithm() {
+        type Case = (
+            &'static [(&'static str, &'static str)],
+            Option<&'static str>,
+        );
+        let cases: &[Case] = &[
+            (&[], None),
+            (
+                &[("pbt.suggestion.katib.kubeflow.org/parent", "e-a")],
+                Some("e-a"),
+            ),
+            (&[("vernier.asha/parent", "e-b")], Some("e-b")),
+            (&[("vernier.hyperband/parent", " e-c ")], Some("e-c")),
+            (&[("vernier.asha/parent", "")], None),
+            (&[("vernier.asha/rung", "1")], None),
+        ];
+        for (pairs, want) in cases {
+            let labels: BTreeMap<String, String> = pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            assert_eq!(parent_trial(&labels), *want, "{pairs:?}");
+        }
+    }
+
+    #[test]
+    fn reads_the_trial_dir_setting() {
+        let s = |v: &str| vec![(TRIAL_DIR_SETTING.to_string(), v.to_string())];
+        assert_eq!(trial_dir_setting(&s("/ckpt/")), Some("/ckpt/"));
+        assert_eq!(trial_dir_setting(&s(" ")), None);
+        assert_eq!(trial_dir_setting(&[]), None);
+    }
+}

@@ -1,0 +1,82 @@
+//! PBT's explore step: perturb every parameter by a factor of 0.8 or 1.2 (Katib's rule when
+//! `resample_probability` is unset), or resample each from its prior with that probability.
+//! Results always stay in the parameter's domain and on its step grid.
+
+use crate::sample::{sample_param, snap};
+use rand::RngExt;
+use rand_chacha::ChaCha8Rng;
+use vernier_core::{Assignment, Domain, ParamValue, Parameter, SearchSpace};
+
+/// A new assignment explored from `from`.
+pub fn explore(
+    space: &SearchSpace,
+    from: &Assignment,
+    resample: Option<f64>,
+    rng: &mut ChaCha8Rng,
+) -> Assignment {
+    Assignment(
+        space
+            .parameters()
+            .iter()
+            .map(|p| {
+                let value = match (from.get(&p.name), resample) {
+                    (None, _) => sample_param(p, rng),
+                    (Some(_), Some(prob)) if rng.random::<f64>() < prob => sample_param(p, rng),
+                    (Some(v), Some(_)) => v.clone(),
+                    (Some(v), None) => {
+                        let up = rng.random::<bool>();
+                        perturb(p, v, up)
+                    }
+                };
+                (p.name.clone(), value)
+            })
+            .collect(),
+    )
+}
+
+/// One perturbation: numbers scaled by 1.2 (`up`) or 0.8, lists moved one entry. An int that
+/// scaling would leave unchanged (small values) moves one step instead, so it never sticks;
+/// discrete lists stop at their ends, categorical ones wrap around (Katib wraps both).
+pub fn perturb(p: &Parameter, value: &ParamValue, up: bool) -> ParamValue {
+    let factor = if up { 1.2 } else { 0.8 };
+    match (&p.domain, value) {
+        (Domain::Double { min, max, step }, v) => {
+            let x = (v.as_f64().unwrap_or(*min) * factor).clamp(*min, *max);
+            ParamValue::Double(match step {
+                Some(s) => snap(x, *min, *max, *s),
+                None => x,
+            })
+        }
+        (Domain::Int { min, max, step }, v) => {
+            let step = step.unwrap_or(1);
+            let old = v.as_f64().unwrap_or(*min as f64) as i64;
+            let last = min + (max - min) / step * step;
+            let k = ((old as f64 * factor - *min as f64) / step as f64).round() as i64;
+            let mut new = (min + k * step).clamp(*min, last);
+            if new == old {
+                new = (old + if up { step } else { -step }).clamp(*min, last);
+            }
+            ParamValue::Int(new)
+        }
+        (Domain::Discrete { values }, v) => {
+            let i = position(values, v);
+            let j = if up {
+                (i + 1).min(values.len() - 1)
+            } else {
+                i.saturating_sub(1)
+            };
+            ParamValue::Choice(values[j].clone())
+        }
+        (Domain::Categorical { values }, v) => {
+            let i = position(values, v);
+            let n = values.len();
+            let j = if up { (i + 1) % n } else { (i + n - 1) % n };
+            ParamValue::Choice(values[j].clone())
+        }
+    }
+}
+
+fn position(values: &[String], v: &ParamValue) -> usize {
+    let text = v.to_string();
+    values.iter().position(|x| *x == text).unwrap_or(0)
+}
