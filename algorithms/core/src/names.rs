@@ -13,6 +13,7 @@ pub const ALGORITHM_NAMES: &[&str] = &[
     "hyperband",
     "asha",
     "nsga2",
+    "bohb",
 ];
 
 /// Every `spec.earlyStopping.algorithmName` Vernier can run.

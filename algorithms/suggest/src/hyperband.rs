@@ -65,13 +65,14 @@ pub const RUNG_LABEL: &str = "vernier.hyperband/rung";
 /// Label holding the name of the trial a promotion continues.
 pub const PARENT_LABEL: &str = "vernier.hyperband/parent";
 
-const ALGORITHM: &str = "hyperband";
 const ACCEPTED: &[&str] = &["r_l", "resource_name", "eta", "random_state"];
 const DEFAULT_ETA: u64 = 3;
 
 /// Hyperband over the whole bracket schedule.
 #[derive(Debug, Clone)]
 pub struct Hyperband {
+    /// `hyperband`, or the algorithm built on this schedule (`bohb`), for errors and labels.
+    algorithm: String,
     resource: Resource,
     eta: u64,
     /// `budgets[e]` is the resource value `r_l·eta^(−e)` of rung `i` in bracket `s` with
@@ -91,9 +92,9 @@ pub(crate) fn build(
     Ok(Box::new(Hyperband::new(name, settings, space)?))
 }
 
-fn invalid(setting: &str, value: &str, reason: impl Into<String>) -> AlgorithmError {
+fn invalid(name: &str, setting: &str, value: &str, reason: impl Into<String>) -> AlgorithmError {
     AlgorithmError::InvalidSetting {
-        algorithm: ALGORITHM.to_string(),
+        algorithm: name.to_string(),
         setting: setting.to_string(),
         value: value.to_string(),
         reason: reason.into(),
@@ -119,6 +120,7 @@ impl Hyperband {
         };
         let missing = |key: &str| {
             invalid(
+                name,
                 key,
                 "",
                 "is not set: r_l and resource_name must be set.\nhint: r_l is the most resource \
@@ -147,6 +149,7 @@ impl Hyperband {
                 } else if t < 2.0 {
                     let raw_eta = raw("eta").unwrap_or_default();
                     return Err(invalid(
+                        name,
                         "eta",
                         raw_eta,
                         "is out of range: eta must be an integer >= 2 after truncation \
@@ -161,6 +164,7 @@ impl Hyperband {
         let Some(param) = space.get(resource_name) else {
             let names: Vec<&str> = space.parameters().iter().map(|p| p.name.as_str()).collect();
             return Err(invalid(
+                name,
                 "resource_name",
                 resource_name,
                 format!(
@@ -174,6 +178,7 @@ impl Hyperband {
         let s_max = s_max(eta, r_l);
         let brackets = bracket_sizes(eta, s_max).ok_or_else(|| {
             invalid(
+                name,
                 "r_l",
                 &r_l.to_string(),
                 format!(
@@ -189,6 +194,7 @@ impl Hyperband {
             .map_err(|bad| {
                 let lowest = r_l / (eta as f64).powi(s_max as i32);
                 invalid(
+                    name,
                     "resource_name",
                     resource_name,
                     format!(
@@ -210,6 +216,7 @@ impl Hyperband {
                 )
             })?;
         Ok(Hyperband {
+            algorithm: name.to_string(),
             resource: Resource {
                 name: resource_name.to_string(),
             },
@@ -287,11 +294,34 @@ fn labelled(a: Assignment, s: usize, i: usize, parent: Option<&str>) -> Proposal
 
 impl Suggester for Hyperband {
     fn name(&self) -> &str {
-        ALGORITHM
+        &self.algorithm
     }
 
     fn suggest(&self, req: &SuggestRequest<'_>) -> Result<Suggestions, CoreError> {
-        self.resource.check_in(req.space, ALGORITHM)?;
+        self.suggest_with(req, &mut |budget, want, taken, rng| {
+            self.resource.fresh(req.space, budget, want, taken, rng)
+        })
+    }
+}
+
+/// Draws up to `want` new configurations at a first-rung budget, recording each in `taken`.
+pub(crate) type Fresh<'a> =
+    dyn FnMut(&ParamValue, usize, &mut Taken, &mut ChaCha8Rng) -> Vec<Assignment> + 'a;
+
+impl Hyperband {
+    /// The resource parameter's name.
+    pub(crate) fn resource(&self) -> &Resource {
+        &self.resource
+    }
+
+    /// The schedule's next proposals, with the first rung of each bracket filled by `fresh`
+    /// (prior draws for `hyperband`, the model's for `bohb`).
+    pub(crate) fn suggest_with(
+        &self,
+        req: &SuggestRequest<'_>,
+        fresh: &mut Fresh<'_>,
+    ) -> Result<Suggestions, CoreError> {
+        self.resource.check_in(req.space, &self.algorithm)?;
         let trials = req.trials;
         let mut rng = ChaCha8Rng::seed_from_u64(req.seed);
         let mut taken = Taken::new(&self.resource, trials);
@@ -326,9 +356,7 @@ impl Suggester for Hyperband {
                     if missing > 0 {
                         let want = missing.min(req.count as u64) as usize;
                         outstanding = want == 0;
-                        proposals = self
-                            .resource
-                            .fresh(req.space, budget, want, &mut taken, &mut rng)
+                        proposals = fresh(budget, want, &mut taken, &mut rng)
                             .into_iter()
                             .map(|a| labelled(a, s, 0, None))
                             .collect();
@@ -466,7 +494,7 @@ mod tests {
 
     fn hb(eta: &str, r_l: &str, space: &SearchSpace) -> Hyperband {
         Hyperband::new(
-            ALGORITHM,
+            "hyperband",
             &settings(&[("r_l", r_l), ("resource_name", "epochs"), ("eta", eta)]),
             space,
         )
@@ -475,7 +503,7 @@ mod tests {
 
     fn build_err(pairs: &[(&str, &str)], space: &SearchSpace) -> String {
         let o = Objective::new("loss", Direction::Minimize);
-        build(ALGORITHM, &settings(pairs), space, &o)
+        build("hyperband", &settings(pairs), space, &o)
             .unwrap_err()
             .to_string()
     }
@@ -589,7 +617,7 @@ mod tests {
         assert_eq!(hb("0", "81", &space).eta, 3);
         assert_eq!(hb("-2", "81", &space).eta, 3);
         let default = Hyperband::new(
-            ALGORITHM,
+            "hyperband",
             &settings(&[("r_l", "81"), ("resource_name", "epochs")]),
             &space,
         )
@@ -678,7 +706,7 @@ mod tests {
         // Budgets 1, 3, 9, 27, 81 are on the grid 1 + 2k but not on 1 + 4k.
         assert!(
             Hyperband::new(
-                ALGORITHM,
+                "hyperband",
                 &settings(&[("r_l", "81"), ("resource_name", "epochs")]),
                 &space_with(epochs(1, 81, Some(2))),
             )

@@ -3,6 +3,7 @@
 //! the seed in each request.
 
 mod asha;
+mod bohb;
 mod cmaes;
 mod early_stopping;
 pub mod encode;

@@ -23,6 +23,7 @@ pub struct BenchmarkArgs {
     /// Trials per run; `None` uses each problem's default budget.
     pub trials: Option<usize>,
     pub seeds: usize,
+    pub first_seed: u64,
     pub json: bool,
 }
 
@@ -81,7 +82,7 @@ pub fn benchmark(args: BenchmarkArgs) -> anyhow::Result<Exit> {
                 .trials
                 .unwrap_or_else(|| default_budget(&problem.name()));
             let mut runs = Vec::new();
-            for seed in 0..args.seeds as u64 {
+            for seed in args.first_seed..args.first_seed + args.seeds as u64 {
                 runs.push(run_once(algorithm, problem, budget, seed)?);
                 if !args.json {
                     eprint!(".");
