@@ -90,7 +90,8 @@ enum Command {
     },
     /// Compare suggestion algorithms on analytic problems (regret and time per suggestion).
     Benchmark {
-        /// Algorithms to compare, comma-separated (grid needs steps, so it is not in the default).
+        /// Algorithms to compare, comma-separated (grid needs steps, so it is not in the default);
+        /// `name;key=value;...` sets algorithm settings.
         #[arg(
             long,
             value_delimiter = ',',
