@@ -69,15 +69,15 @@ ALGORITHMS = {
       - {name: eta, value: "3"}""", 69, True),
     # Random search, each 27-epoch trial judged after every epoch by an early-stopping rule;
     # more trials than 270 epochs need, the summary cuts every run at the same epochs.
-    "random+asha-stop": ("""    algorithmName: random
+    "random-asha-stop": ("""    algorithmName: random
   earlyStopping:
     algorithmName: asha
     algorithmSettings:
       - {name: min_resource, value: "1"}
-      - {name: eta, value: "3"}""", 110, False),
-    "random+medianstop": ("""    algorithmName: random
+      - {name: eta, value: "3"}""", 80, False),
+    "random-medianstop": ("""    algorithmName: random
   earlyStopping:
-    algorithmName: medianstop""", 40, False),
+    algorithmName: medianstop""", 25, False),
 }
 
 
