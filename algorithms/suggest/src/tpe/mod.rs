@@ -73,7 +73,8 @@ const ACCEPTED: &[&str] = &[
 
 const DEFAULT_STARTUP: usize = 10;
 /// Twice Optuna's 24: the best of more draws from `l` maximises `l/g` more closely; on the
-/// benchmark suite it lowered the median regret on five of six problems in two seed sets.
+/// benchmark suite it lowered the median regret on four of six problems in both of two seed
+/// sets (higher on Branin; BENCHMARKS.md).
 const DEFAULT_EI_CANDIDATES: usize = 48;
 const DEFAULT_PRIOR_WEIGHT: f64 = 1.0;
 /// Upper bound on candidates per proposal: beyond this the search is just slower.
