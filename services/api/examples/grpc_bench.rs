@@ -33,7 +33,7 @@ fn experiment(algorithm: &str) -> Experiment {
         }),
     };
     let settings: Vec<(&str, &str)> = match algorithm {
-        "hyperband" => vec![("r_l", "9"), ("resource_name", "epochs"), ("eta", "3")],
+        "hyperband" | "bohb" => vec![("r_l", "9"), ("resource_name", "epochs"), ("eta", "3")],
         "asha" => vec![
             ("resource_name", "epochs"),
             ("max_resource", "9"),
@@ -122,7 +122,7 @@ async fn suggestion_latency(channel: Channel, repeats: usize) -> Result<(), Erro
             let exp = experiment(algorithm);
             // Hyperband's and ASHA's trials need the rung labels they hand out, so a
             // synthetic history is not meaningful for them.
-            let history = if matches!(*algorithm, "hyperband" | "asha") {
+            let history = if matches!(*algorithm, "hyperband" | "asha" | "bohb") {
                 0
             } else {
                 n
