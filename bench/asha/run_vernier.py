@@ -61,6 +61,23 @@ ALGORITHMS = {
       - {name: eta, value: "3"}""", 69, True),
     # Every trial at the full 27 epochs; 10 trials are 270 epochs.
     "random": ("    algorithmName: random", 10, False),
+    # Hyperband's schedule (69 trials, 423 epochs) with model-based first rungs.
+    "bohb": ("""    algorithmName: bohb
+    algorithmSettings:
+      - {name: resource_name, value: epochs}
+      - {name: r_l, value: "27"}
+      - {name: eta, value: "3"}""", 69, True),
+    # Random search, each 27-epoch trial judged after every epoch by an early-stopping rule;
+    # more trials than 270 epochs need, the summary cuts every run at the same epochs.
+    "random-asha-stop": ("""    algorithmName: random
+  earlyStopping:
+    algorithmName: asha
+    algorithmSettings:
+      - {name: min_resource, value: "1"}
+      - {name: eta, value: "3"}""", 80, False),
+    "random-medianstop": ("""    algorithmName: random
+  earlyStopping:
+    algorithmName: medianstop""", 25, False),
 }
 
 
@@ -130,6 +147,8 @@ def trials_of(db, name, multi_fidelity):
             "SELECT value FROM observation_logs WHERE trial_name = ? AND metric_name = 'loss'",
             (trial,)).fetchall() if v != "unavailable"]
         epochs = int(assignment["epochs"]) if multi_fidelity else MAX_EPOCHS
+        if state == "EarlyStopped":
+            epochs = len(values)  # a stopped trial trained the epochs it reported
         out.append({"trial": trial, "state": state, "epochs": epochs,
                     "loss": min(values) if values else None, "completed_us": completed_us})
     return out

@@ -7,6 +7,7 @@ spent (a run that had not finished a trial by then shows "-"). Values are the me
 seeds, with the worst seed in brackets.
 
     python3 bench/asha/summarize.py bench/results/asha-vernier.json bench/results/asha-optuna.json
+    python3 bench/asha/summarize.py --budgets 108,216,423 --algorithms bohb,hyperband ... FILES
 """
 
 import json
@@ -27,11 +28,22 @@ def best_at(trials, budget):
     return best
 
 
-def main(paths):
+def main(argv):
+    global BUDGETS
+    wanted = None
+    paths = []
+    args = iter(argv)
+    for a in args:
+        if a == "--budgets":
+            BUDGETS = [int(b) for b in next(args).split(",")]
+        elif a == "--algorithms":
+            wanted = next(args).split(",")
+        else:
+            paths.append(a)
     runs = []
     for p in paths:
         with open(p) as f:
-            runs.extend(json.load(f))
+            runs.extend(r for r in json.load(f) if wanted is None or r["algorithm"] in wanted)
     groups = {}
     for r in runs:
         groups.setdefault((r["algorithm"], r["parallel"]), []).append(r)

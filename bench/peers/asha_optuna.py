@@ -34,15 +34,18 @@ MAX_EPOCHS = 27
 BUDGET = 270
 
 
-def run(pruner_name, parallel, seed, data):
+def run(pruner_name, parallel, seed, data, budget=BUDGET):
+    # "tpe-hyperband": TPESampler (multivariate, Optuna 5.0's default) with HyperbandPruner,
+    # the peer of Vernier's bohb.
+    sampler = (optuna.samplers.TPESampler(seed=seed) if pruner_name.startswith("tpe-")
+               else optuna.samplers.RandomSampler(seed=seed))
     if pruner_name == "successivehalving":
         pruner = optuna.pruners.SuccessiveHalvingPruner(
             min_resource=1, reduction_factor=3, min_early_stopping_rate=0)
     else:
         pruner = optuna.pruners.HyperbandPruner(
             min_resource=1, max_resource=MAX_EPOCHS, reduction_factor=3)
-    study = optuna.create_study(direction="minimize", pruner=pruner,
-                                sampler=optuna.samplers.RandomSampler(seed=seed))
+    study = optuna.create_study(direction="minimize", pruner=pruner, sampler=sampler)
     lock = threading.Lock()
     spent = [0]
     log = []
@@ -73,10 +76,10 @@ def run(pruner_name, parallel, seed, data):
         return best
 
     def stop_at_budget(study, _trial):
-        if spent[0] >= BUDGET:
+        if spent[0] >= budget:
             study.stop()
 
-    if pruner_name == "hyperband" and parallel > 1:
+    if pruner_name.endswith("hyperband") and parallel > 1:
         # HyperbandPruner builds its brackets lazily, on the first should_prune(); a thread
         # asking for a trial while another builds them hits "This line should be unreachable"
         # in _get_bracket_id (Optuna 5.0.0). One trial alone first builds them.
@@ -89,7 +92,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", default="1,2,3")
     ap.add_argument("--parallel", default="1,4,8")
-    ap.add_argument("--pruners", default="successivehalving,hyperband")
+    ap.add_argument("--pruners", default="successivehalving,hyperband",
+                    help="also tpe-hyperband: TPESampler instead of RandomSampler")
+    ap.add_argument("--budget", type=int, default=BUDGET, help="epochs each study may spend")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "asha-optuna.json"))
     args = ap.parse_args()
     optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -104,7 +109,7 @@ def main():
             for seed in [int(s) for s in args.seeds.split(",")]:
                 if ("optuna-" + pruner_name, parallel, seed) in done:
                     continue
-                trials = run(pruner_name, parallel, seed, data)
+                trials = run(pruner_name, parallel, seed, data, args.budget)
                 results.append({"algorithm": "optuna-" + pruner_name, "parallel": parallel,
                                 "seed": seed, "optuna": optuna.__version__, "trials": trials})
                 best = min(t["loss"] for t in trials)

@@ -127,6 +127,45 @@ fn hyperband_runs_every_bracket_then_ends() {
 }
 
 #[test]
+fn bohb_runs_hyperbands_brackets_then_ends() {
+    let sb = Sandbox::new();
+    let yaml = experiment(
+        "bohb",
+        "    algorithmName: bohb\n    algorithmSettings:\n      - name: resource_name\n        value: n\n      - name: eta\n        value: \"3\"\n      - name: max_resource\n        value: \"9\"\n      - name: min_points_in_model\n        value: \"2\"",
+        "        min: \"0\"\n        max: \"1\"",
+        "        min: \"1\"\n        max: \"9\"",
+        "  parallelTrialCount: 3",
+    );
+    let file = sb.write("bohb.yaml", &yaml);
+    let out = sb.run(&["run", file.to_str().unwrap(), "--seed", "5"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let r = sb.report("bohb");
+    assert_eq!(
+        last_condition(&r)["reason"],
+        "ExperimentSuggestionEndReached"
+    );
+    let trials = r["trials"].as_array().unwrap();
+    let mut brackets: Vec<String> = trials
+        .iter()
+        .filter_map(|t| {
+            t["metadata"]["labels"]["vernier.hyperband/bracket"]
+                .as_str()
+                .map(String::from)
+        })
+        .collect();
+    brackets.sort();
+    brackets.dedup();
+    assert_eq!(brackets, vec!["0", "1", "2"], "every bracket ran");
+    // The full budget was reached by some configurations.
+    assert!(
+        trials
+            .iter()
+            .any(|t| t["spec"]["parameterAssignments"][1]["value"] == "9")
+    );
+    assert_eq!(r["status"]["trialsSucceeded"], r["status"]["trials"]);
+}
+
+#[test]
 fn model_based_algorithms_complete_experiments() {
     for (algorithm, settings) in [
         (

@@ -14,6 +14,7 @@ pub const ALGORITHM_NAMES: &[&str] = &[
     "asha",
     "nsga2",
     "pbt",
+    "bohb",
 ];
 
 /// Every `spec.earlyStopping.algorithmName` Vernier can run.

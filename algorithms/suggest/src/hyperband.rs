@@ -70,7 +70,6 @@ pub const RUNG_LABEL: &str = "vernier.hyperband/rung";
 /// Label holding the name of the trial a promotion continues.
 pub const PARENT_LABEL: &str = "vernier.hyperband/parent";
 
-const ALGORITHM: &str = "hyperband";
 const ACCEPTED: &[&str] = &[
     "r_l",
     "resource_name",
@@ -83,6 +82,8 @@ const DEFAULT_ETA: u64 = 3;
 /// Hyperband over the whole bracket schedule.
 #[derive(Debug, Clone)]
 pub struct Hyperband {
+    /// `hyperband`, or the algorithm built on this schedule (`bohb`), for errors and labels.
+    algorithm: String,
     resource: Resource,
     eta: u64,
     /// `budgets[e]` is the resource value `r_l·eta^(−e)` of rung `i` in bracket `s` with
@@ -102,9 +103,9 @@ pub(crate) fn build(
     Ok(Box::new(Hyperband::new(name, settings, space)?))
 }
 
-fn invalid(setting: &str, value: &str, reason: impl Into<String>) -> AlgorithmError {
+fn invalid(name: &str, setting: &str, value: &str, reason: impl Into<String>) -> AlgorithmError {
     AlgorithmError::InvalidSetting {
-        algorithm: ALGORITHM.to_string(),
+        algorithm: name.to_string(),
         setting: setting.to_string(),
         value: value.to_string(),
         reason: reason.into(),
@@ -130,6 +131,7 @@ impl Hyperband {
         };
         let missing = |key: &str| {
             invalid(
+                name,
                 key,
                 "",
                 "is not set: r_l and resource_name must be set.\nhint: r_l is the most resource \
@@ -158,6 +160,7 @@ impl Hyperband {
                 } else if t < 2.0 {
                     let raw_eta = raw("eta").unwrap_or_default();
                     return Err(invalid(
+                        name,
                         "eta",
                         raw_eta,
                         "is out of range: eta must be an integer >= 2 after truncation \
@@ -172,6 +175,7 @@ impl Hyperband {
         let Some(param) = space.get(resource_name) else {
             let names: Vec<&str> = space.parameters().iter().map(|p| p.name.as_str()).collect();
             return Err(invalid(
+                name,
                 "resource_name",
                 resource_name,
                 format!(
@@ -185,6 +189,7 @@ impl Hyperband {
         let s_max = s_max(eta, r_l);
         let brackets = bracket_sizes(eta, s_max).ok_or_else(|| {
             invalid(
+                name,
                 "r_l",
                 &r_l.to_string(),
                 format!(
@@ -200,6 +205,7 @@ impl Hyperband {
             .map_err(|bad| {
                 let lowest = r_l / (eta as f64).powi(s_max as i32);
                 invalid(
+                    name,
                     "resource_name",
                     resource_name,
                     format!(
@@ -221,6 +227,7 @@ impl Hyperband {
                 )
             })?;
         Ok(Hyperband {
+            algorithm: name.to_string(),
             resource: Resource {
                 name: resource_name.to_string(),
             },
@@ -312,8 +319,10 @@ fn labelled(a: Assignment, s: usize, i: usize, parent: Option<&str>) -> Proposal
 }
 
 /// What one call knows while it walks the brackets.
-struct Walk<'r, 'a> {
+struct Walk<'r, 'a, 'f> {
     req: &'r SuggestRequest<'a>,
+    /// Where first-rung configurations come from (prior draws, or BOHB's model).
+    fresh: &'f mut Fresh<'f>,
     rng: ChaCha8Rng,
     taken: Taken,
     /// Trial indices by (bracket, rung).
@@ -321,7 +330,7 @@ struct Walk<'r, 'a> {
     proposals: Vec<Proposal>,
 }
 
-impl Walk<'_, '_> {
+impl Walk<'_, '_, '_> {
     fn room(&self) -> usize {
         self.req.count.saturating_sub(self.proposals.len())
     }
@@ -337,7 +346,7 @@ impl Hyperband {
     /// Walks bracket `s` from its first rung, adding what it can propose now to `walk`;
     /// returns the rung the bracket is busy at (proposing, or waiting for its trials), or
     /// `None` when the bracket is done.
-    fn advance(&self, s: usize, walk: &mut Walk<'_, '_>) -> Option<usize> {
+    fn advance(&self, s: usize, walk: &mut Walk<'_, '_, '_>) -> Option<usize> {
         let trials = walk.req.trials;
         // Trial indices of the previous rung's usable trials, best first, and its size.
         let mut ranked: Vec<usize> = Vec::new();
@@ -352,13 +361,7 @@ impl Hyperband {
                 if missing > 0 {
                     let want = missing.min(walk.room() as u64) as usize;
                     outstanding = want == 0;
-                    let fresh = self.resource.fresh(
-                        walk.req.space,
-                        budget,
-                        want,
-                        &mut walk.taken,
-                        &mut walk.rng,
-                    );
+                    let fresh = (walk.fresh)(budget, want, &mut walk.taken, &mut walk.rng);
                     walk.proposals
                         .extend(fresh.into_iter().map(|a| labelled(a, s, 0, None)));
                 }
@@ -417,14 +420,37 @@ impl Hyperband {
 
 impl Suggester for Hyperband {
     fn name(&self) -> &str {
-        ALGORITHM
+        &self.algorithm
     }
 
     /// Brackets run side by side: while one waits for its rung, the next ones propose, so a
     /// caller gets as many proposals as it asks for until every bracket's first rung is out
     /// and only promotions of running rungs remain.
     fn suggest(&self, req: &SuggestRequest<'_>) -> Result<Suggestions, CoreError> {
-        self.resource.check_in(req.space, ALGORITHM)?;
+        self.suggest_with(req, &mut |budget, want, taken, rng| {
+            self.resource.fresh(req.space, budget, want, taken, rng)
+        })
+    }
+}
+
+/// Draws up to `want` new configurations at a first-rung budget, recording each in `taken`.
+pub(crate) type Fresh<'a> =
+    dyn FnMut(&ParamValue, usize, &mut Taken, &mut ChaCha8Rng) -> Vec<Assignment> + 'a;
+
+impl Hyperband {
+    /// The resource parameter's name.
+    pub(crate) fn resource(&self) -> &Resource {
+        &self.resource
+    }
+
+    /// The schedule's next proposals, with the first rung of each bracket filled by `fresh`
+    /// (prior draws for `hyperband`, the model's for `bohb`).
+    pub(crate) fn suggest_with(
+        &self,
+        req: &SuggestRequest<'_>,
+        fresh: &mut Fresh<'_>,
+    ) -> Result<Suggestions, CoreError> {
+        self.resource.check_in(req.space, &self.algorithm)?;
         let mut rungs: BTreeMap<(usize, usize), Vec<usize>> = BTreeMap::new();
         for (idx, t) in req.trials.iter().enumerate() {
             if let Some(pos) = self.position(t) {
@@ -436,6 +462,7 @@ impl Suggester for Hyperband {
             rng: ChaCha8Rng::seed_from_u64(req.seed),
             taken: Taken::new(&self.resource, req.trials),
             rungs,
+            fresh,
             proposals: Vec::new(),
         };
         let busy: Vec<String> = (0..=self.s_max())
@@ -531,7 +558,7 @@ mod tests {
 
     fn hb(eta: &str, r_l: &str, space: &SearchSpace) -> Hyperband {
         Hyperband::new(
-            ALGORITHM,
+            "hyperband",
             &settings(&[("r_l", r_l), ("resource_name", "epochs"), ("eta", eta)]),
             space,
         )
@@ -540,7 +567,7 @@ mod tests {
 
     fn build_err(pairs: &[(&str, &str)], space: &SearchSpace) -> String {
         let o = Objective::new("loss", Direction::Minimize);
-        build(ALGORITHM, &settings(pairs), space, &o)
+        build("hyperband", &settings(pairs), space, &o)
             .unwrap_err()
             .to_string()
     }
@@ -664,7 +691,7 @@ mod tests {
         assert_eq!(hb("0", "81", &space).eta, 3);
         assert_eq!(hb("-2", "81", &space).eta, 3);
         let default = Hyperband::new(
-            ALGORITHM,
+            "hyperband",
             &settings(&[("r_l", "81"), ("resource_name", "epochs")]),
             &space,
         )
@@ -753,7 +780,7 @@ mod tests {
         // Budgets 1, 3, 9, 27, 81 are on the grid 1 + 2k but not on 1 + 4k.
         assert!(
             Hyperband::new(
-                ALGORITHM,
+                "hyperband",
                 &settings(&[("r_l", "81"), ("resource_name", "epochs")]),
                 &space_with(epochs(1, 81, Some(2))),
             )

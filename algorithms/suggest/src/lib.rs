@@ -4,6 +4,7 @@
 
 mod asha;
 pub mod checkpoint;
+mod bohb;
 mod cmaes;
 mod early_stopping;
 pub mod encode;

@@ -30,6 +30,7 @@ pub fn build(
         "cmaes" => crate::cmaes::build(name, settings, space, objective),
         "hyperband" => crate::hyperband::build(name, settings, space, objective),
         "asha" => crate::asha::build(name, settings, space, objective),
+        "bohb" => crate::bohb::build(name, settings, space, objective),
         "nsga2" => crate::nsga2::build(name, settings, space, objective),
         "pbt" => crate::pbt::build(name, settings, space, objective),
         _ => Err(AlgorithmError::UnknownAlgorithm {

@@ -33,7 +33,7 @@ fn experiment(algorithm: &str) -> Experiment {
         }),
     };
     let settings: Vec<(&str, &str)> = match algorithm {
-        "hyperband" => vec![("r_l", "9"), ("resource_name", "epochs"), ("eta", "3")],
+        "hyperband" | "bohb" => vec![("r_l", "9"), ("resource_name", "epochs"), ("eta", "3")],
         "asha" => vec![
             ("resource_name", "epochs"),
             ("max_resource", "9"),
@@ -125,9 +125,9 @@ async fn suggestion_latency(channel: Channel, repeats: usize) -> Result<(), Erro
     for algorithm in vernier_algorithms::KNOWN_ALGORITHMS {
         for n in [100, 500] {
             let exp = experiment(algorithm);
-            // Hyperband's, ASHA's and PBT's trials need the labels they hand out, so a
+            // Hyperband's, ASHA's, BOHB's and PBT's trials need the labels they hand out, so a
             // synthetic history is not meaningful for them.
-            let history = if matches!(*algorithm, "hyperband" | "asha" | "pbt") {
+            let history = if matches!(*algorithm, "hyperband" | "asha" | "pbt" | "bohb") {
                 0
             } else {
                 n

@@ -129,7 +129,7 @@ fn experiment(algorithm: &str, settings: &[(&str, &str)]) -> Experiment {
 
 fn settings_for(algorithm: &str) -> Vec<(&'static str, &'static str)> {
     match algorithm {
-        "hyperband" => vec![("r_l", "9"), ("resource_name", "epochs"), ("eta", "3")],
+        "hyperband" | "bohb" => vec![("r_l", "9"), ("resource_name", "epochs"), ("eta", "3")],
         "asha" => vec![
             ("resource_name", "epochs"),
             ("max_resource", "9"),

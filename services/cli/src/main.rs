@@ -98,7 +98,8 @@ enum Command {
     },
     /// Compare suggestion algorithms on analytic problems (regret and time per suggestion).
     Benchmark {
-        /// Algorithms to compare, comma-separated (grid needs steps, so it is not in the default).
+        /// Algorithms to compare, comma-separated (grid needs steps, so it is not in the default);
+        /// `name;key=value;...` sets algorithm settings.
         #[arg(
             long,
             value_delimiter = ',',
@@ -115,9 +116,12 @@ enum Command {
         /// Trials per run (default: 100 for hartmann6, 50 otherwise).
         #[arg(long)]
         trials: Option<usize>,
-        /// Number of seeds (0..N).
+        /// Number of seeds (first_seed..first_seed + N).
         #[arg(long, default_value_t = 10)]
         seeds: usize,
+        /// The first seed, so a second seed set (e.g. 10..20) can check a result.
+        #[arg(long, default_value_t = 0)]
+        first_seed: u64,
         #[arg(long, value_enum, default_value_t = ReportFormat::Table)]
         format: ReportFormat,
     },
@@ -255,12 +259,14 @@ async fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
             problems,
             trials,
             seeds,
+            first_seed,
             format,
         } => commands::benchmark::benchmark(commands::benchmark::BenchmarkArgs {
             algorithms,
             problems,
             trials,
             seeds,
+            first_seed,
             json: format == ReportFormat::Json,
         }),
     }

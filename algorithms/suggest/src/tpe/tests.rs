@@ -6,7 +6,22 @@ use std::collections::BTreeMap;
 use vernier_core::{Direction, Distribution, Domain, ParamValue, TrialRecord, TrialState};
 use vernier_testfunctions::Problem;
 
+/// In these tests `tpe` is the univariate estimator (`tpe` with `multivariate: false`), so
+/// both estimators are covered; `tpe`'s multivariate default has its own test.
 const BOTH: [&str; 2] = ["tpe", "multivariate-tpe"];
+
+fn build(
+    name: &str,
+    settings: &[(String, String)],
+    space: &SearchSpace,
+    objective: &Objective,
+) -> Result<Box<dyn Suggester>, AlgorithmError> {
+    let mut settings = settings.to_vec();
+    if name == "tpe" && !settings.iter().any(|(k, _)| k == "multivariate") {
+        settings.push(("multivariate".to_string(), "false".to_string()));
+    }
+    super::build(name, &settings, space, objective)
+}
 
 fn mixed_space() -> SearchSpace {
     SearchSpace::new(vec![
@@ -200,14 +215,50 @@ fn seeded_proposals_are_exact() {
         got,
         vec![
             vec![
-                "lr=0.0026705741874728985, layers=1, width=8, momentum=0.5, opt=adam, batch=32",
-                "lr=0.00010630374471443906, layers=9, width=200, momentum=0.5, opt=adam, batch=32",
+                "lr=0.00013042425328013848, layers=1, width=8, momentum=0.5, opt=adam, batch=32",
+                "lr=0.002691447012187139, layers=9, width=197, momentum=0.95, opt=adam, batch=32",
             ],
             vec![
                 "lr=0.007244864816795966, layers=5, width=9, momentum=0.55, opt=adam, batch=32",
-                "lr=0.06731493454760364, layers=5, width=229, momentum=0.6, opt=adam, batch=32",
+                "lr=0.008694411403492064, layers=5, width=48, momentum=0.6, opt=adam, batch=32",
             ],
         ]
+    );
+}
+
+#[test]
+fn tpe_is_multivariate_unless_told_otherwise() {
+    let space = mixed_space();
+    let o = Objective::new("loss", Direction::Minimize);
+    let trials = history(&space, 15, 1, mixed_loss);
+    let run = |name: &str, settings: &[(&str, &str)]| {
+        let pairs: Vec<(String, String)> = settings
+            .iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect();
+        let alg = super::build(name, &pairs, &space, &o).unwrap();
+        texts(&suggest(alg.as_ref(), &space, &o, &trials, 2, 42))
+    };
+    let joint = run("multivariate-tpe", &[]);
+    assert_eq!(run("tpe", &[]), joint);
+    assert_eq!(run("tpe", &[("multivariate", "true")]), joint);
+    assert_ne!(run("tpe", &[("multivariate", "false")]), joint);
+    assert_eq!(run("multivariate-tpe", &[("multivariate", "true")]), joint);
+    let err = |name: &str, v: &str| {
+        let pairs = vec![("multivariate".to_string(), v.to_string())];
+        super::build(name, &pairs, &space, &o)
+            .unwrap_err()
+            .to_string()
+    };
+    let e = err("tpe", "yes");
+    assert!(
+        e.contains("multivariate") && e.contains("\"yes\"") && e.contains("true or false"),
+        "{e}"
+    );
+    let e = err("multivariate-tpe", "false");
+    assert!(
+        e.contains("multivariate") && e.contains("\"false\"") && e.contains("hint:"),
+        "{e}"
     );
 }
 

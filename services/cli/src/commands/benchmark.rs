@@ -23,6 +23,7 @@ pub struct BenchmarkArgs {
     /// Trials per run; `None` uses each problem's default budget.
     pub trials: Option<usize>,
     pub seeds: usize,
+    pub first_seed: u64,
     pub json: bool,
 }
 
@@ -81,7 +82,7 @@ pub fn benchmark(args: BenchmarkArgs) -> anyhow::Result<Exit> {
                 .trials
                 .unwrap_or_else(|| default_budget(&problem.name()));
             let mut runs = Vec::new();
-            for seed in 0..args.seeds as u64 {
+            for seed in args.first_seed..args.first_seed + args.seeds as u64 {
                 runs.push(run_once(algorithm, problem, budget, seed)?);
                 if !args.json {
                     eprint!(".");
@@ -109,9 +110,10 @@ fn run_once(
 ) -> anyhow::Result<RunResult> {
     let space = problem.space();
     let objective = problem.objective();
+    let (name, settings) = split_settings(algorithm)?;
     let suggester = vernier_algorithms::build(
-        algorithm,
-        &vernier_algorithms::with_random_state(&[], seed),
+        name,
+        &vernier_algorithms::with_random_state(&settings, seed),
         &space,
         &objective,
     )
@@ -144,6 +146,26 @@ fn run_once(
         final_regret: problem.score(&trials),
         suggest_ms: times,
     })
+}
+
+/// `name;key=value;...`: an algorithm with settings other than its defaults, so one run can
+/// compare a setting (e.g. `bayesianoptimization;acq_func=EI`).
+fn split_settings(algorithm: &str) -> anyhow::Result<(&str, Vec<(String, String)>)> {
+    let mut parts = algorithm.split(';');
+    let name = parts.next().unwrap_or_default();
+    let settings = parts
+        .map(|kv| {
+            kv.split_once('=')
+                .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+                .ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "--algorithms: setting {kv:?} of {name:?} has no '='\nhint: write \
+                         name;key=value;key=value"
+                    )
+                })
+        })
+        .collect::<anyhow::Result<_>>()?;
+    Ok((name, settings))
 }
 
 /// The `q`-quantile by linear interpolation (numpy's default), of a non-empty slice.
@@ -257,5 +279,24 @@ mod tests {
         let cell = summarize("random", &p, 20, vec![r, again]);
         assert!(!cell.suggest_ms_at.contains_key("25"));
         assert_eq!(cell.seeds, 2);
+    }
+
+    #[test]
+    fn algorithm_settings_follow_semicolons() {
+        let (name, settings) = split_settings("tpe; gamma=0.2;n_ei_candidates=48").unwrap();
+        assert_eq!(name, "tpe");
+        assert_eq!(
+            settings,
+            vec![
+                ("gamma".to_string(), "0.2".to_string()),
+                ("n_ei_candidates".to_string(), "48".to_string())
+            ]
+        );
+        assert_eq!(split_settings("random").unwrap().1, vec![]);
+        let e = split_settings("tpe;gamma").unwrap_err().to_string();
+        assert!(e.contains("\"gamma\"") && e.contains("hint:"), "{e}");
+        let p = BenchProblem::by_name("branin").unwrap();
+        let e = run_once("tpe;nope=1", &p, 2, 0).unwrap_err().to_string();
+        assert!(e.contains("nope"), "{e}");
     }
 }
