@@ -1364,6 +1364,10 @@ async fn from_volume_experiment_continues_when_its_budget_and_parallelism_are_ra
     )
     .await;
     assert_eq!(exp["status"]["trialsSucceeded"], 4, "{exp:#}");
+    op.stop().await;
+    env.shutdown().await;
+}
+
 /// PBT on the cluster: the experiment's checkpoint claim exists, and each trial's job mounts
 /// its own `<experiment>/<trial>` directory of it at `suggestion_trial_dir`; a second
 /// generation's job first copies its parent's directory into its own.
