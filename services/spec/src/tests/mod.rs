@@ -3,6 +3,7 @@
 
 mod defaults;
 mod invalid;
+mod nas;
 mod objectives;
 mod parse;
 mod render;
