@@ -158,6 +158,8 @@ pub async fn recover_interrupted(store: &SqlStore, experiment: &str) -> Result<u
 struct Tracked {
     record: TrialRecord,
     assignment_text: String,
+    /// The objective's selected text, when it is not a number (DARTS's genotype).
+    objective_text: Option<String>,
 }
 
 /// Runs the experiment until it completes or `stop` asks it to end.
@@ -373,6 +375,7 @@ pub async fn run_with(
                 let row = insert_trial(store, exp, seed, seq, &proposal).await?;
                 let tracked = Tracked {
                     assignment_text: proposal.assignment.to_string(),
+                    objective_text: None,
                     record: TrialRecord {
                         name: row.name.clone(),
                         assignment: proposal.assignment,
@@ -664,6 +667,7 @@ async fn finish_trial(
     let observed = trial_metrics(store, &exp.objective, &trial.record.name).await?;
     trial.record.objective = observed.objective;
     trial.record.metrics = observed.metrics;
+    trial.objective_text = observed.objective_text;
     Ok(())
 }
 
@@ -681,6 +685,7 @@ async fn load_trial(
     let observed = trial_metrics(store, &exp.objective, &row.name).await?;
     Ok(Tracked {
         assignment_text: assignment.to_string(),
+        objective_text: observed.objective_text,
         record: TrialRecord {
             name: row.name,
             assignment,
@@ -701,6 +706,7 @@ fn outcomes(trials: &[Tracked]) -> Vec<TrialOutcome<'_>> {
             state: t.record.state,
             objective: t.record.objective,
             metrics: &t.record.metrics,
+            text_objective: t.objective_text.is_some(),
         })
         .collect()
 }
