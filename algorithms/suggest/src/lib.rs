@@ -12,6 +12,7 @@ mod grid;
 pub mod history;
 mod hyperband;
 pub mod medianstop;
+pub mod nas;
 mod nsga2;
 mod random;
 mod registry;
