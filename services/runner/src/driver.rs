@@ -48,7 +48,8 @@ pub enum DriverEvent {
 #[derive(Debug, Clone, PartialEq)]
 pub struct BestSoFar {
     pub trial: String,
-    pub value: f64,
+    /// The objective value as shown: a number, or text such as DARTS's genotype.
+    pub value: String,
     pub assignment: String,
 }
 
@@ -717,7 +718,11 @@ fn progress_of(exp: &LocalExperiment, trials: &[Tracked]) -> Progress {
     let best = vernier_spec::plan::best_trial(&exp.objective, &outcomes).and_then(|i| {
         Some(BestSoFar {
             trial: trials[i].record.name.clone(),
-            value: trials[i].record.objective?,
+            value: trials[i]
+                .record
+                .objective
+                .map(|v| v.to_string())
+                .or_else(|| trials[i].objective_text.clone())?,
             assignment: trials[i].assignment_text.clone(),
         })
     });
