@@ -67,7 +67,12 @@ fn run(seed: u64, extra: &[(&str, &str)], rounds: usize, per_round: usize) -> (V
         secs += start.elapsed().as_secs_f64();
         let mut sum = 0.0;
         for p in out.proposals {
-            let r = reward(&p.assignment.get("architecture").expect("architecture").to_string());
+            let r = reward(
+                &p.assignment
+                    .get("architecture")
+                    .expect("architecture")
+                    .to_string(),
+            );
             sum += r;
             trials.push(TrialRecord {
                 name: format!("t{}", trials.len()),
@@ -105,7 +110,10 @@ fn main() {
             let shown: Vec<String> = curve.iter().map(|v| format!("{v:.3}")).collect();
             println!("  seed {seed}: {}", shown.join(" "));
         }
-        println!("  mean time per suggestion call over the run: {:.1} ms", per_call * 1e3);
+        println!(
+            "  mean time per suggestion call over the run: {:.1} ms",
+            per_call * 1e3
+        );
     }
     for trials in [50, 200] {
         let space = SearchSpace::for_nas(nas(8));
