@@ -90,10 +90,15 @@ pub fn space_from_wire(spec_field: &str, spec: &ExperimentSpec) -> Result<Search
         .as_ref()
         .map(|p| p.parameters.as_slice())
         .unwrap_or_default();
+    if params.is_empty()
+        && let Some(nas) = &spec.nas_config
+    {
+        return nas_from_wire(&format!("{spec_field}.nas_config"), nas).map(SearchSpace::for_nas);
+    }
     if params.is_empty() {
         return Err(ProtoError::missing(
             &field,
-            "an experiment needs at least one parameter",
+            "an experiment needs at least one parameter (or a nas_config for darts and enas)",
         ));
     }
     let parameters = params
@@ -577,7 +582,7 @@ pub fn experiment_to_wire(view: &ExperimentView) -> Experiment {
             }),
             parallel_trial_count: view.parallel_trial_count,
             max_trial_count: view.max_trial_count,
-            nas_config: None,
+            nas_config: view.space.nas().map(nas_to_wire),
         }),
     }
 }
@@ -632,6 +637,9 @@ pub fn trial_to_wire(
         }),
     }
 }
+
+mod nas;
+pub use nas::{nas_from_wire, nas_to_wire};
 
 #[cfg(test)]
 mod tests;

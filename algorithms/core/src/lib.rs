@@ -4,6 +4,7 @@
 mod early_stopping;
 mod error;
 mod names;
+mod nas;
 mod objective;
 mod observation;
 pub mod pareto;
@@ -15,7 +16,8 @@ mod value;
 
 pub use early_stopping::{EarlyStopper, EarlyStoppingRequest, TrialProgress};
 pub use error::CoreError;
-pub use names::{ALGORITHM_NAMES, EARLY_STOPPING_NAMES};
+pub use names::{ALGORITHM_NAMES, EARLY_STOPPING_NAMES, NAS_ALGORITHM_NAMES};
+pub use nas::{NasConfig, NasOperation, NasParameter, NasParameterKind};
 pub use objective::{
     Constraint, ConstraintOp, Direction, MetricStrategy, Objective, ObjectiveTerm,
 };

@@ -15,7 +15,13 @@ pub const ALGORITHM_NAMES: &[&str] = &[
     "nsga2",
     "pbt",
     "bohb",
+    // Neural architecture search (spec.nasConfig).
+    "darts",
+    "enas",
 ];
+
+/// The algorithms that search `spec.nasConfig` instead of `spec.parameters`.
+pub const NAS_ALGORITHM_NAMES: &[&str] = &["darts", "enas"];
 
 /// Every `spec.earlyStopping.algorithmName` Vernier can run.
 pub const EARLY_STOPPING_NAMES: &[&str] = &["medianstop", "asha"];

@@ -59,6 +59,17 @@ impl MetricSummary {
         }
     }
 
+    /// The text a strategy selects when it selects no number: Katib's `min`/`max` fall back to
+    /// `latest`, which may be text such as DARTS's `Genotype(...)`. `None` when the strategy
+    /// selects a number, or `latest` is Katib's `unavailable` or a non-finite number.
+    pub fn text(&self, strategy: MetricStrategy) -> Option<&str> {
+        if self.value(strategy).is_some() || self.latest == UNAVAILABLE {
+            return None;
+        }
+        let latest = self.latest.trim();
+        (!latest.is_empty() && latest.parse::<f64>().is_err()).then_some(self.latest.as_str())
+    }
+
     /// Katib renders absent min/max as `unavailable`.
     pub fn min_text(&self) -> String {
         self.min
@@ -154,5 +165,24 @@ mod tests {
         assert_eq!(s.min_text(), "unavailable");
         assert_eq!(s.value(MetricStrategy::Max), None);
         assert!(MetricSummary::reduce("other", &logs).is_none());
+        assert_eq!(s.text(MetricStrategy::Latest), None);
+    }
+
+    #[test]
+    fn text_is_selected_only_when_no_number_is() {
+        let genotype = "Genotype(normal=[[('skip_connection', 0)]])";
+        let s = MetricSummary::reduce("g", &[obs("g", 0, genotype)]).unwrap();
+        for strategy in [
+            MetricStrategy::Min,
+            MetricStrategy::Max,
+            MetricStrategy::Latest,
+        ] {
+            assert_eq!(s.text(strategy), Some(genotype));
+        }
+        let mixed = MetricSummary::reduce("g", &[obs("g", 0, "0.5"), obs("g", 1, "done")]).unwrap();
+        assert_eq!(mixed.text(MetricStrategy::Max), None);
+        assert_eq!(mixed.text(MetricStrategy::Latest), Some("done"));
+        let nan = MetricSummary::reduce("g", &[obs("g", 0, "nan")]).unwrap();
+        assert_eq!(nan.text(MetricStrategy::Latest), None);
     }
 }

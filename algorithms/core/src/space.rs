@@ -1,6 +1,7 @@
 //! The search space: typed parameters with their feasible domains and prior distributions.
 
 use crate::error::CoreError;
+use crate::nas::NasConfig;
 use crate::value::{Assignment, ParamValue};
 use serde::{Deserialize, Serialize};
 
@@ -52,10 +53,13 @@ pub struct Parameter {
     pub distribution: Distribution,
 }
 
-/// An ordered set of uniquely named parameters.
+/// An ordered set of uniquely named parameters, or a neural architecture search's `nasConfig`
+/// (then no parameters: the NAS algorithm names its own assignments, whose values are text).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct SearchSpace {
     parameters: Vec<Parameter>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    nas: Option<NasConfig>,
 }
 
 /// Relative tolerance used when checking that a stepped double lies on its grid.
@@ -263,7 +267,23 @@ impl SearchSpace {
                 )));
             }
         }
-        Ok(SearchSpace { parameters })
+        Ok(SearchSpace {
+            parameters,
+            nas: None,
+        })
+    }
+
+    /// The space of a neural architecture search (Katib's `nasConfig`).
+    pub fn for_nas(nas: NasConfig) -> Self {
+        SearchSpace {
+            parameters: Vec::new(),
+            nas: Some(nas),
+        }
+    }
+
+    /// The `nasConfig` of a neural architecture search.
+    pub fn nas(&self) -> Option<&NasConfig> {
+        self.nas.as_ref()
     }
 
     pub fn parameters(&self) -> &[Parameter] {
@@ -294,6 +314,20 @@ impl SearchSpace {
         &self,
         pairs: &[(S, S)],
     ) -> Result<Assignment, CoreError> {
+        if self.nas.is_some() {
+            // A NAS algorithm's assignments (architecture, genotype settings) are free text.
+            return Ok(Assignment(
+                pairs
+                    .iter()
+                    .map(|(n, v)| {
+                        (
+                            n.as_ref().to_string(),
+                            ParamValue::Choice(v.as_ref().into()),
+                        )
+                    })
+                    .collect(),
+            ));
+        }
         for (n, _) in pairs {
             if self.get(n.as_ref()).is_none() {
                 return Err(CoreError::UnknownParameter(n.as_ref().to_string()));
@@ -312,6 +346,9 @@ impl SearchSpace {
 
     /// Checks that an assignment has exactly this space's parameters, each inside its domain.
     pub fn check(&self, assignment: &Assignment) -> Result<(), CoreError> {
+        if self.nas.is_some() {
+            return Ok(());
+        }
         if assignment.len() != self.parameters.len() {
             return Err(CoreError::InvalidSpace(format!(
                 "assignment has {} values for {} parameters",

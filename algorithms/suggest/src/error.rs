@@ -21,6 +21,12 @@ pub enum AlgorithmError {
         value: String,
         reason: String,
     },
+    #[error("algorithm {algorithm}: {field} {reason}")]
+    InvalidNasConfig {
+        algorithm: String,
+        field: String,
+        reason: String,
+    },
     #[error("algorithm {algorithm} is not implemented yet\nhint: use random")]
     NotImplemented { algorithm: String },
 }

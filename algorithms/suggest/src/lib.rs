@@ -3,8 +3,8 @@
 //! the seed in each request.
 
 mod asha;
-pub mod checkpoint;
 mod bohb;
+pub mod checkpoint;
 mod cmaes;
 mod early_stopping;
 pub mod encode;
@@ -14,6 +14,7 @@ mod grid;
 pub mod history;
 mod hyperband;
 pub mod medianstop;
+pub mod nas;
 mod nsga2;
 pub mod pbt;
 mod random;

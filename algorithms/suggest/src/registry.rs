@@ -17,6 +17,16 @@ pub fn build(
     space: &SearchSpace,
     objective: &Objective,
 ) -> Result<Box<dyn Suggester>, AlgorithmError> {
+    if space.nas().is_some()
+        && !vernier_core::NAS_ALGORITHM_NAMES.contains(&name)
+        && KNOWN_ALGORITHMS.contains(&name)
+    {
+        return Err(crate::nas::nas_error(
+            name,
+            "spec.nasConfig",
+            "is searched only by darts and enas; hint: use one of them, or describe the search with spec.parameters",
+        ));
+    }
     match name {
         "random" => {
             let s = Settings::new(name, settings, &["random_state"])?;
@@ -33,6 +43,10 @@ pub fn build(
         "bohb" => crate::bohb::build(name, settings, space, objective),
         "nsga2" => crate::nsga2::build(name, settings, space, objective),
         "pbt" => crate::pbt::build(name, settings, space, objective),
+        "darts" => Ok(Box::new(crate::nas::darts::build(name, settings, space)?)),
+        "enas" => Ok(Box::new(crate::nas::enas::build(
+            name, settings, space, objective,
+        )?)),
         _ => Err(AlgorithmError::UnknownAlgorithm {
             name: name.to_string(),
             known: KNOWN_ALGORITHMS.join(", "),

@@ -122,7 +122,12 @@ async fn suggestion_latency(channel: Channel, repeats: usize) -> Result<(), Erro
     let mut client = SuggestionClient::new(channel);
     println!("| algorithm | trials in request | median round trip | min |");
     println!("|---|---:|---:|---:|");
-    for algorithm in vernier_algorithms::KNOWN_ALGORITHMS {
+    // darts and enas search a nasConfig, not this space: `cargo run --release -p
+    // vernier-algorithms --example enas_learning` times them.
+    for algorithm in vernier_algorithms::KNOWN_ALGORITHMS
+        .iter()
+        .filter(|a| !vernier_core::NAS_ALGORITHM_NAMES.contains(a))
+    {
         for n in [100, 500] {
             let exp = experiment(algorithm);
             // Hyperband's, ASHA's, BOHB's and PBT's trials need the labels they hand out, so a

@@ -8,8 +8,10 @@
 //!   object, a Prometheus line that is not a sample, a TFRecord with a bad checksum, a record
 //!   that is not an `Event`: each is skipped, counted, and reported to the user as a warning;
 //!   collection goes on with the next line or record.
-//! - **Non-finite values are rejected.** `nan`, `inf`, `+Inf`, `NaN` (or a TEXT match that is
-//!   not a number at all) are not observations: they are skipped and counted as rejected.
+//! - **Non-finite values are rejected; text is kept.** `nan`, `inf`, `+Inf`, `NaN` and empty
+//!   matches are not observations: they are skipped and counted as rejected. A TEXT or JSON
+//!   value that is not a number at all (DARTS's `Genotype(...)`) is recorded as text, as Katib
+//!   does; it can be a metric's `latest`, never its min or max.
 //! - **Input is untrusted bytes.** Invalid UTF-8 is replaced, binary garbage is skipped, a
 //!   line longer than [`MAX_LINE_BYTES`] is cut there (the rest of it is consumed, not kept),
 //!   a TFRecord longer than [`MAX_RECORD_BYTES`] is treated as corrupt and a scraped page is
@@ -42,7 +44,9 @@ pub use json::parse_json_line;
 pub use lines::{MAX_LINE_BYTES, read_lines};
 pub use prometheus::{Exposition, parse_exposition};
 pub use scrape::{MAX_BODY_BYTES, SCRAPE_TIMEOUT, ScrapeFailure, parse_response, scrape};
-pub use text::{KATIB_DEFAULT_FORMAT, MetricsFilter, ParsedLine, ParsedMetric, RejectedMetric};
+pub use text::{
+    KATIB_DEFAULT_FORMAT, MetricsFilter, ParsedLine, ParsedMetric, RejectedMetric, recordable,
+};
 pub use tfevent::{TfEventFollower, TfEventPoll};
 pub use tfrecord::{
     Frame, MAX_RECORD_BYTES, encode_record, masked_crc32c, next_frame, split_records,

@@ -28,7 +28,8 @@ impl ParsedMetric {
     }
 }
 
-/// A match for a wanted metric whose value is not a number; kept so the user can be told.
+/// A match for a wanted metric whose value is not recorded (empty, `nan` or infinite); kept so
+/// the user can be told.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RejectedMetric {
     pub name: String,
@@ -105,7 +106,7 @@ impl MetricsFilter {
                     continue;
                 }
                 let value = value.as_str().trim();
-                if value.parse::<f64>().is_ok_and(|v| v.is_finite()) {
+                if recordable(value) {
                     out.metrics.push(ParsedMetric {
                         name: name.to_string(),
                         value: value.to_string(),
@@ -120,6 +121,16 @@ impl MetricsFilter {
             }
         }
         out
+    }
+}
+
+/// Whether a matched value becomes an observation: a finite number, or text such as DARTS's
+/// `Genotype(...)` (Katib records any text); not an empty match, and not `nan` or an infinity,
+/// which would poison every min, max and comparison made with them.
+pub fn recordable(value: &str) -> bool {
+    match value.parse::<f64>() {
+        Ok(v) => v.is_finite(),
+        Err(_) => !value.is_empty(),
     }
 }
 
@@ -171,6 +182,36 @@ mod tests {
                 raw: "".into()
             }]
         );
+    }
+
+    #[test]
+    fn records_text_values_and_rejects_nan_and_infinities() {
+        // Katib's darts-cpu.yaml format and the line its DARTS trial prints.
+        let f = MetricsFilter::from_formats(&[r"([\w-]+)=(Genotype.*)".to_string()]).unwrap();
+        let w = wanted(&["Best-Genotype"]);
+        let line =
+            "Best-Genotype=Genotype(normal=[[('max_pooling_3x3', 0)]], normal_concat=range(2, 3))";
+        let p = f.parse_line(line, &w);
+        assert_eq!(p.metrics.len(), 1, "{p:?}");
+        assert!(
+            p.metrics[0]
+                .value
+                .starts_with("Genotype(normal=[[('max_pooling_3x3', 0)]]")
+        );
+        let table = [
+            ("0.5", true),
+            ("-1e-3", true),
+            ("good", true),
+            ("unavailable", true),
+            ("", false),
+            ("nan", false),
+            ("NaN", false),
+            ("inf", false),
+            ("-Infinity", false),
+        ];
+        for (value, want) in table {
+            assert_eq!(recordable(value), want, "{value:?}");
+        }
     }
 
     #[test]

@@ -110,6 +110,8 @@ struct Listed {
     objective: Option<f64>,
     /// Every metric the objective records, by its strategy (objectives, constraints).
     metrics: BTreeMap<String, f64>,
+    /// The objective's observed value is text (DARTS's genotype), not a number.
+    text_objective: bool,
 }
 
 async fn reconcile_experiment(obj: &DynamicObject, ctx: &Context) -> Result<Action> {
@@ -529,6 +531,11 @@ async fn list_trials(
         let state = state_of(&status.conditions);
         let metrics = metrics_of(&status, &exp.objective);
         let objective = metrics.get(&exp.objective.metric).copied();
+        let text_objective = objective.is_none()
+            && status
+                .observation
+                .as_ref()
+                .is_some_and(|o| crate::objects::metric_is_text(o, &exp.objective.metric));
         listed.push((
             seq,
             Listed {
@@ -538,6 +545,7 @@ async fn list_trials(
                 state,
                 objective,
                 metrics,
+                text_objective,
             },
         ));
     }
@@ -572,6 +580,7 @@ fn outcomes(listed: &[Listed]) -> Vec<TrialOutcome<'_>> {
             state: l.state,
             objective: l.objective,
             metrics: &l.metrics,
+            text_objective: l.text_objective,
         })
         .collect()
 }
@@ -684,6 +693,7 @@ async fn create_trial(
                     state: TrialState::Created,
                     objective: None,
                     metrics: BTreeMap::new(),
+                    text_objective: false,
                 });
             }
             Err(kube::Error::Api(e)) if e.code == 409 => {
@@ -700,6 +710,7 @@ async fn create_trial(
                         let state = state_of(&status.conditions);
                         let metrics = metrics_of(&status, &exp.objective);
                         let objective = metrics.get(&exp.objective.metric).copied();
+                        // Just created by an interrupted reconcile: nothing observed yet.
                         return Ok(Listed {
                             obj: Arc::new(existing),
                             spec,
@@ -707,6 +718,7 @@ async fn create_trial(
                             state,
                             objective,
                             metrics,
+                            text_objective: false,
                         });
                     }
                 }

@@ -119,6 +119,17 @@ pub fn metric_value(
     }
 }
 
+/// Whether the metric's latest value is text (not a number, not Katib's `unavailable`), the
+/// value Katib's best-trial rule falls back to for DARTS's genotype.
+pub fn metric_is_text(observation: &Observation, metric: &str) -> bool {
+    observation.metrics.iter().any(|m| {
+        m.name == metric
+            && !m.latest.trim().is_empty()
+            && m.latest != vernier_core::UNAVAILABLE
+            && m.latest.trim().parse::<f64>().is_err()
+    })
+}
+
 /// A controller owner reference to `owner`.
 pub fn owner_reference(
     owner: &DynamicObject,

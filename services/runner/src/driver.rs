@@ -49,7 +49,8 @@ pub enum DriverEvent {
 #[derive(Debug, Clone, PartialEq)]
 pub struct BestSoFar {
     pub trial: String,
-    pub value: f64,
+    /// The objective value as shown: a number, or text such as DARTS's genotype.
+    pub value: String,
     pub assignment: String,
 }
 
@@ -159,6 +160,8 @@ pub async fn recover_interrupted(store: &SqlStore, experiment: &str) -> Result<u
 struct Tracked {
     record: TrialRecord,
     assignment_text: String,
+    /// The objective's selected text, when it is not a number (DARTS's genotype).
+    objective_text: Option<String>,
 }
 
 /// Runs the experiment until it completes or `stop` asks it to end.
@@ -381,6 +384,7 @@ pub async fn run_with(
                 let row = insert_trial(store, exp, seed, seq, &proposal).await?;
                 let tracked = Tracked {
                     assignment_text: proposal.assignment.to_string(),
+                    objective_text: None,
                     record: TrialRecord {
                         name: row.name.clone(),
                         assignment: proposal.assignment,
@@ -700,6 +704,7 @@ async fn finish_trial(
     let observed = trial_metrics(store, &exp.objective, &trial.record.name).await?;
     trial.record.objective = observed.objective;
     trial.record.metrics = observed.metrics;
+    trial.objective_text = observed.objective_text;
     Ok(())
 }
 
@@ -717,6 +722,7 @@ async fn load_trial(
     let observed = trial_metrics(store, &exp.objective, &row.name).await?;
     Ok(Tracked {
         assignment_text: assignment.to_string(),
+        objective_text: observed.objective_text,
         record: TrialRecord {
             name: row.name,
             assignment,
@@ -737,6 +743,7 @@ fn outcomes(trials: &[Tracked]) -> Vec<TrialOutcome<'_>> {
             state: t.record.state,
             objective: t.record.objective,
             metrics: &t.record.metrics,
+            text_objective: t.objective_text.is_some(),
         })
         .collect()
 }
@@ -747,7 +754,11 @@ fn progress_of(exp: &LocalExperiment, trials: &[Tracked]) -> Progress {
     let best = vernier_spec::plan::best_trial(&exp.objective, &outcomes).and_then(|i| {
         Some(BestSoFar {
             trial: trials[i].record.name.clone(),
-            value: trials[i].record.objective?,
+            value: trials[i]
+                .record
+                .objective
+                .map(|v| v.to_string())
+                .or_else(|| trials[i].objective_text.clone())?,
             assignment: trials[i].assignment_text.clone(),
         })
     });

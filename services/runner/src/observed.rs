@@ -14,6 +14,8 @@ use vernier_store::SqlStore;
 pub struct TrialMetrics {
     pub objective: Option<f64>,
     pub metrics: BTreeMap<String, f64>,
+    /// The objective's strategy selects text (e.g. DARTS's genotype), not a number.
+    pub objective_text: Option<String>,
 }
 
 /// Reads the trial's stored summary; a trial logged before the store kept summaries (an older
@@ -36,6 +38,9 @@ pub fn select(objective: &Objective, summaries: &[MetricSummary]) -> TrialMetric
         let Some(strategy) = objective.strategy_for(&s.name) else {
             continue;
         };
+        if s.name == objective.metric {
+            out.objective_text = s.text(strategy).map(str::to_string);
+        }
         if let Some(v) = s.value(strategy) {
             out.metrics.insert(s.name.clone(), v);
             if s.name == objective.metric {

@@ -3,10 +3,10 @@
 
 use crate::error::{SpecError, SpecErrors};
 use crate::number::{parse_f64, parse_i64};
-use crate::types::{Experiment, ParameterSpec};
+use crate::types::{Experiment, NasConfig, ParameterSpec};
 use vernier_core::{
-    Constraint, ConstraintOp, Direction, Distribution, Domain, MetricStrategy, Objective,
-    ObjectiveTerm, Parameter, SearchSpace,
+    Constraint, ConstraintOp, Direction, Distribution, Domain, MetricStrategy, NasOperation,
+    NasParameter, NasParameterKind, Objective, ObjectiveTerm, Parameter, SearchSpace,
 };
 
 impl Experiment {
@@ -17,12 +17,10 @@ impl Experiment {
 
     /// The search space of `spec.parameters`, in spec order.
     pub fn search_space(&self) -> Result<SearchSpace, SpecErrors> {
-        if self.spec.parameters.is_empty() && self.spec.nas_config.is_some() {
-            return Err(SpecError::new(
-                "spec.nasConfig",
-                "neural architecture search is not supported; hint: describe the search with spec.parameters",
-            )
-            .into());
+        if self.spec.parameters.is_empty()
+            && let Some(nas) = &self.spec.nas_config
+        {
+            return convert_nas(nas).map(SearchSpace::for_nas);
         }
         let mut errors = SpecErrors::default();
         let mut params = Vec::with_capacity(self.spec.parameters.len());
@@ -345,4 +343,44 @@ fn convert_parameter(
         .validate()
         .map_err(|e| SpecError::new(path, e.to_string()))?;
     Ok(parameter)
+}
+
+/// `spec.nasConfig` as the NAS algorithms read it (feasible spaces stay text, as on the wire).
+fn convert_nas(nas: &NasConfig) -> Result<vernier_core::NasConfig, SpecErrors> {
+    let graph = nas.graph_config.clone().unwrap_or_default();
+    let mut errors = SpecErrors::default();
+    let mut operations = Vec::with_capacity(nas.operations.len());
+    for (i, op) in nas.operations.iter().enumerate() {
+        let mut parameters = Vec::with_capacity(op.parameters.len());
+        for (j, p) in op.parameters.iter().enumerate() {
+            let path = format!("spec.nasConfig.operations[{i}].parameters[{j}].parameterType");
+            let ty = p.parameter_type.as_deref().unwrap_or("");
+            let Some(kind) = NasParameterKind::parse(ty) else {
+                errors.push(SpecError::new(
+                    path,
+                    format!("value {ty:?} is not supported"),
+                ));
+                continue;
+            };
+            let fs = p.feasible_space.clone().unwrap_or_default();
+            parameters.push(NasParameter {
+                name: p.name.clone(),
+                kind,
+                min: fs.min.unwrap_or_default(),
+                max: fs.max.unwrap_or_default(),
+                step: fs.step.unwrap_or_default(),
+                list: fs.list,
+            });
+        }
+        operations.push(NasOperation {
+            operation_type: op.operation_type.clone().unwrap_or_default(),
+            parameters,
+        });
+    }
+    errors.into_result(vernier_core::NasConfig {
+        num_layers: graph.num_layers.unwrap_or(0),
+        input_sizes: graph.input_sizes,
+        output_sizes: graph.output_sizes,
+        operations,
+    })
 }

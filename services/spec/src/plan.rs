@@ -23,6 +23,8 @@ pub struct TrialOutcome<'a> {
     /// Every metric's reduced value (secondary objectives, constraint metrics); may be
     /// empty for a single-objective experiment without constraints.
     pub metrics: &'a BTreeMap<String, f64>,
+    /// The objective's selected value is text, not a number (DARTS reports its genotype).
+    pub text_objective: bool,
 }
 
 /// An empty metric map, for outcomes that carry only the objective.
@@ -181,8 +183,18 @@ pub struct Plan {
 
 /// Index of the best trial: the best objective value among succeeded and early-stopped trials
 /// that satisfy every constraint (a failed or infeasible trial never is "best"); the earliest
-/// wins ties. With several objectives only trials reporting all of them count.
+/// wins ties. With several objectives only trials reporting all of them count. When no such
+/// trial has a number, the latest one whose objective is text is best (Katib's rule for text
+/// values, e.g. DARTS's genotype); text never outranks a number, nor reaches a goal.
 pub fn best_trial(objective: &Objective, trials: &[TrialOutcome<'_>]) -> Option<usize> {
+    best_numeric(objective, trials).or_else(|| {
+        trials
+            .iter()
+            .rposition(|t| t.text_objective && t.is_result_candidate(objective))
+    })
+}
+
+fn best_numeric(objective: &Objective, trials: &[TrialOutcome<'_>]) -> Option<usize> {
     let mut best: Option<(usize, f64)> = None;
     for (i, t) in trials.iter().enumerate() {
         if !t.is_result_candidate(objective) {
@@ -307,6 +319,7 @@ mod tests {
             state,
             objective: v,
             metrics: &NO_METRICS,
+            text_objective: false,
         }
     }
 
@@ -405,6 +418,38 @@ mod tests {
     }
 
     #[test]
+    fn text_objectives_follow_katibs_latest_rule_below_numbers() {
+        let o = Objective::new("Best-Genotype", Direction::Maximize);
+        let text = |state| TrialOutcome {
+            text_objective: true,
+            ..t(state, None)
+        };
+        let trials = [
+            text(TrialState::Succeeded),
+            text(TrialState::Succeeded),
+            text(TrialState::Failed),
+        ];
+        assert_eq!(best_trial(&o, &trials), Some(1));
+        let mixed = [
+            text(TrialState::Succeeded),
+            t(TrialState::Succeeded, Some(0.2)),
+        ];
+        assert_eq!(best_trial(&o, &mixed), Some(1));
+        let goal = Objective {
+            goal: Some(0.0),
+            ..o.clone()
+        };
+        let limits = Limits {
+            parallel: 1,
+            max_trials: None,
+            max_failed: None,
+        };
+        let p = plan(&goal, limits, &trials, false);
+        assert_eq!(p.completion, None);
+        assert_eq!(p.best, Some(1));
+    }
+
+    #[test]
     fn best_ignores_failed_and_prefers_earliest_tie() {
         let o = Objective::new("loss", Direction::Minimize);
         let trials = vec![
@@ -466,6 +511,7 @@ mod tests {
                 state,
                 objective: m.get("loss").copied(),
                 metrics: m,
+                text_objective: false,
             })
             .collect();
         assert_eq!(pareto_front(&o, &trials), vec![0, 1]);
@@ -501,12 +547,14 @@ mod tests {
                 state: TrialState::Succeeded,
                 objective: Some(0.1),
                 metrics: &slow,
+                text_objective: false,
             },
             TrialOutcome {
                 name: "b",
                 state: TrialState::Succeeded,
                 objective: Some(0.7),
                 metrics: &fast,
+                text_objective: false,
             },
         ];
         assert_eq!(best_trial(&o, &trials), Some(1));

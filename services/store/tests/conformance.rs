@@ -29,6 +29,7 @@ per_backend!(
     summaries_equal_the_reduction_of_the_raw_logs,
     concurrent_writers_to_one_trial_keep_its_summary_exact,
     a_lock_held_by_another_session_is_reported_and_loses_nothing,
+    text_values_are_kept_exactly_and_are_only_latest,
 );
 
 async fn experiments_round_trip_and_list_in_creation_order(db: Arc<TestDb>) {
@@ -719,4 +720,32 @@ async fn a_lock_held_by_another_session_is_reported_and_loses_nothing(db: Arc<Te
         store.trial_summary("e-1").await.unwrap().0[0].summary,
         MetricSummary::reduce("loss", &logs).unwrap()
     );
+}
+
+/// DARTS reports its objective as text (`Best-Genotype=Genotype(...)`): every backend keeps
+/// such a value byte for byte, as the raw log and as the summary's `latest`, never min or max.
+async fn text_values_are_kept_exactly_and_are_only_latest(db: Arc<TestDb>) {
+    let store = SqlStore::connect(&db.url).await.unwrap();
+    store.create_experiment(&experiment("d", 1)).await.unwrap();
+    store.insert_trial(&trial("d", "d-0", 0)).await.unwrap();
+    let cells = "('sep_conv_3x3', 0), ('skip_connect', 1)], ".repeat(40);
+    let genotype = format!("Genotype(normal=[[{cells}]], normal_concat=range(2, 6), note=\"é ✓\")");
+    store
+        .report_observations(
+            "d-0",
+            &[
+                obs("Best-Genotype", 1, "0.5"),
+                obs("Best-Genotype", 2, &genotype),
+            ],
+        )
+        .await
+        .unwrap();
+    let raw = store.observations_for_experiment("d").await.unwrap();
+    assert_eq!(raw[1].1.value, genotype);
+    let (summary, complete) = store.trial_summary("d-0").await.unwrap();
+    assert!(complete);
+    let s = &summary[0];
+    assert_eq!((s.summary.min, s.summary.max), (Some(0.5), Some(0.5)));
+    assert_eq!(s.summary.latest, genotype);
+    assert_eq!(s.numeric_count, 1);
 }

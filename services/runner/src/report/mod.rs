@@ -218,6 +218,11 @@ pub fn assemble(
             state: t.row.state,
             objective: t.objective,
             metrics: &t.values,
+            text_objective: t
+                .metrics
+                .iter()
+                .find(|m| m.name == objective.metric)
+                .is_some_and(|m| m.text(objective.strategy).is_some()),
         })
         .collect();
     let best = best_trial(&objective, &outcomes);

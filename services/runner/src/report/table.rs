@@ -144,7 +144,7 @@ pub fn render(r: &ExperimentReport, opts: TableOptions) -> String {
                 "best trial {}: {}={}  {}",
                 t.row.name,
                 r.objective.metric,
-                t.objective.map(|v| v.to_string()).unwrap_or_default(),
+                r.metric_text(t, &r.objective.metric),
                 assignment.join(", ")
             );
         }

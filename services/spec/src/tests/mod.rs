@@ -5,6 +5,7 @@ mod cluster;
 mod defaults;
 mod invalid;
 mod katib_accepts;
+mod nas;
 mod objectives;
 mod parse;
 mod render;

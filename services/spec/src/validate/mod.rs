@@ -4,6 +4,7 @@
 
 mod collector;
 mod extensions;
+mod nas;
 mod objectives;
 mod parameters;
 mod template;
@@ -30,6 +31,7 @@ pub fn validate(exp: &Experiment) -> Result<(), SpecErrors> {
     check_algorithm(exp, &mut errs);
     check_resume_policy(exp, &mut errs);
     parameters::check(exp, &mut errs);
+    nas::check(exp, &mut errs);
     template::check(exp, &mut errs);
     collector::check(exp, &mut errs);
     extensions::check(exp, &mut errs);

@@ -25,9 +25,6 @@ pub(super) fn check(exp: &Experiment, errs: &mut Errors) {
     if let Some(nas) = &s.nas_config {
         for (i, op) in nas.operations.iter().enumerate() {
             let path = format!("spec.nasConfig.operations[{i}]");
-            if super::is_blank(&op.operation_type) {
-                errs.required(format!("{path}.operationType"), "");
-            }
             check_list(&op.parameters, &format!("{path}.parameters"), errs);
         }
     }
