@@ -7,6 +7,7 @@ mod names;
 mod objective;
 mod observation;
 pub mod pareto;
+pub mod range;
 mod regex_compat;
 mod space;
 mod suggester;

@@ -2,6 +2,7 @@
 //! whole pipeline (text → parse → defaults → validate → convert/render).
 
 mod defaults;
+mod hostile;
 mod invalid;
 mod objectives;
 mod parse;

@@ -5,6 +5,8 @@ use super::Errors;
 use crate::known::{DISTRIBUTIONS, PARAMETER_TYPES};
 use crate::number::{parse_f64, parse_i64};
 use crate::types::{Experiment, FeasibleSpace, ParameterSpec};
+use std::collections::HashMap;
+use vernier_core::range::double_grid_fits;
 
 pub(super) fn check(exp: &Experiment, errs: &mut Errors) {
     let s = &exp.spec;
@@ -32,11 +34,23 @@ pub(super) fn check(exp: &Experiment, errs: &mut Errors) {
 }
 
 fn check_list(params: &[ParameterSpec], list_path: &str, errs: &mut Errors) {
+    // One map of first positions keeps the duplicate check linear in the list's length.
+    let mut first: HashMap<&str, usize> = HashMap::with_capacity(params.len());
     for (i, p) in params.iter().enumerate() {
         let path = format!("{list_path}[{i}]");
+        let j = *first.entry(p.name.as_str()).or_insert(i);
         if p.name.trim().is_empty() {
             errs.required(format!("{path}.name"), "");
-        } else if let Some(j) = params[..i].iter().position(|q| q.name == p.name) {
+        } else if p.name.contains('=') || p.name.chars().any(char::is_control) {
+            errs.add(
+                format!("{path}.name"),
+                format!(
+                    "value {:?} contains '=' or a control character, which makes every \
+                     `name=value` line ambiguous; hint: use letters, digits, '-', '_' or '.'",
+                    p.name
+                ),
+            );
+        } else if j != i {
             errs.add(
                 format!("{path}.name"),
                 format!(
@@ -140,6 +154,21 @@ fn check_range(fs: &FeasibleSpace, path: &str, int: bool, errs: &mut Errors) {
             ),
         );
     }
+    if !int
+        && let (Some(lo), Some(hi), Some(s)) = (min, max, step)
+        && s > 0.0
+        && lo < hi
+        && !double_grid_fits(lo, hi, s)
+    {
+        errs.add(
+            format!("{path}.step"),
+            format!(
+                "value {:?} over [{lo:e}, {hi:e}] makes more than 2^53 grid points, too many to \
+                 tell apart; hint: remove the step for a continuous range, or use a larger step",
+                fs.step.as_deref().unwrap_or("")
+            ),
+        );
+    }
     let dist = fs.distribution.as_deref().unwrap_or("");
     if matches!(dist, "logUniform" | "logNormal")
         && let Some(lo) = min
@@ -171,6 +200,9 @@ fn check_values(fs: &FeasibleSpace, path: &str, kind: &str, errs: &mut Errors) {
         return;
     }
     let discrete = kind == "discrete";
+    // First position of each value (discrete ones by numeric value, -0 folded onto 0), so
+    // duplicates are found in one pass: 100,000 values used to take 24 s.
+    let mut first: HashMap<ValueKey<'_>, usize> = HashMap::with_capacity(fs.list.len());
     for (k, v) in fs.list.iter().enumerate() {
         let item = format!("{path}.list[{k}]");
         if v.trim().is_empty() {
@@ -188,12 +220,23 @@ fn check_values(fs: &FeasibleSpace, path: &str, kind: &str, errs: &mut Errors) {
             continue;
         }
         // Discrete values compare numerically: "1" and "1.0" are the same trial.
-        let same = |w: &String| w == v || (discrete && num.is_some() && parse_f64(w) == num);
-        if let Some(j) = fs.list[..k].iter().position(same) {
+        let key = match num {
+            Some(x) if discrete => ValueKey::Number((x + 0.0).to_bits()),
+            _ => ValueKey::Text(v),
+        };
+        let j = *first.entry(key).or_insert(k);
+        if j != k {
             errs.add(
                 item,
                 format!("value {v:?} duplicates list[{j}]; hint: list each value once"),
             );
         }
     }
+}
+
+/// How list values are compared for duplicates.
+#[derive(PartialEq, Eq, Hash)]
+enum ValueKey<'a> {
+    Number(u64),
+    Text(&'a str),
 }
