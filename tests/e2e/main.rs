@@ -9,6 +9,7 @@ mod collectors;
 mod distributed;
 mod early_stopping;
 mod harness;
+mod hostile;
 mod interrupt;
 mod katib_interop;
 mod lifecycle;

@@ -465,12 +465,12 @@ pub async fn run_with(
                 note_pushed_metrics(store, &exp.collection.source, &name, &mut report).await?;
                 let (state, reason, message) =
                     classify_with(monitor.as_ref(), &name, classify(exp, &report, stopping));
-                if !report.rejected.is_empty() {
+                if report.rejected_total > 0 {
                     let shown: Vec<&str> = report.rejected.iter().take(3).map(String::as_str).collect();
                     observer.on_event(
                         &DriverEvent::Warning(format!(
                             "trial {name}: {} metric line(s) or value(s) could not be used and were skipped: {}",
-                            report.rejected.len(),
+                            report.rejected_total,
                             shown.join(", ")
                         )),
                         &progress_of(exp, &trials),
