@@ -128,3 +128,62 @@ sys.stdout.write('loss=0.5\\n')\n";
     );
     assert!(warning.len() < 1000, "{} bytes", warning.len());
 }
+
+/// `vernier validate` on `yaml`: its exit code and stderr.
+fn validate(yaml: &str) -> (Option<i32>, String) {
+    let sb = Sandbox::new();
+    let file = sb.write("x.yaml", yaml);
+    let out = sb.run(&["validate", file.to_str().unwrap()]);
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn validate_refuses_what_run_refuses() {
+    let base = full_range_int("v", "random", "");
+    let settings = |algorithm: &str, name: &str, value: &str| {
+        base.replace(
+            "algorithmName: random\n",
+            &format!(
+                "algorithmName: {algorithm}\n    algorithmSettings:\n      - name: {name}\n        value: \"{value}\"\n"
+            ),
+        )
+    };
+    let cases = [
+        (
+            settings("tpe", "n_ei_candidates", "1000000000"),
+            "n_ei_candidates",
+        ),
+        (
+            settings("bayesianoptimization", "n_initial_points", "-5"),
+            "n_initial_points",
+        ),
+        (settings("cmaes", "sigma", "nan"), "sigma"),
+        (
+            base.replace("algorithmName: random", "algorithmName: grid")
+                .replace("\"-9223372036854775808\"", "\"1\"")
+                .replace("\"9223372036854775807\"", "\"10000000\"")
+                .replace(
+                    "min: \"-1.7e308\"\n        max: \"1.7e308\"",
+                    "min: \"0\"\n        max: \"1\"\n        step: \"0.5\"",
+                ),
+            "combinations",
+        ),
+        (
+            base.replace(
+                r#"command: ["/usr/bin/printf", 'loss=1 n=%s x=%s\n', "${trialParameters.n}", "${trialParameters.x}"]"#,
+                "command: []\n                env: [{name: N, value: \"${trialParameters.n}\"}, {name: X, value: \"${trialParameters.x}\"}]",
+            ),
+            "containers[0].command: is empty",
+        ),
+    ];
+    for (yaml, needle) in cases {
+        let (code, stderr) = validate(&yaml);
+        assert_eq!(code, Some(2), "{needle}: {stderr}");
+        assert!(stderr.contains(needle), "{needle}: {stderr}");
+    }
+    let (code, stderr) = validate(&base);
+    assert_eq!(code, Some(0), "{stderr}");
+}
