@@ -208,7 +208,12 @@ impl Suggestion for SuggestionService {
         &self,
         request: Request<ValidateAlgorithmSettingsRequest>,
     ) -> Result<Response<ValidateAlgorithmSettingsReply>, Status> {
-        validate_algorithm_settings(request.get_ref())?;
+        let req = request.into_inner();
+        // Building checks the whole space (a categorical may carry 150,000 values): off the
+        // async workers, like GetSuggestions.
+        tokio::task::spawn_blocking(move || validate_algorithm_settings(&req))
+            .await
+            .map_err(|e| ApiError::Task(e.to_string()))??;
         Ok(Response::new(ValidateAlgorithmSettingsReply {}))
     }
 }
