@@ -83,3 +83,23 @@ fn parameter_names_that_break_name_value_lines_are_refused() {
         );
     }
 }
+
+#[test]
+fn deep_flow_nesting_is_refused_at_once_naming_the_limit() {
+    let yaml = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+    let e = parse_err(&yaml);
+    assert!(e.to_string().contains("nests more than 128 levels"), "{e}");
+    let json = format!("{{\"a\": {}1{}}}", "[".repeat(50_000), "]".repeat(50_000));
+    let e = parse_err(&json);
+    assert!(e.to_string().contains("nests more than 128 levels"), "{e}");
+}
+
+#[test]
+fn an_endless_spec_file_is_refused_naming_the_file_and_the_limit() {
+    let e = crate::parse_experiment_file(std::path::Path::new("/dev/zero")).unwrap_err();
+    let text = e.to_string();
+    assert!(
+        text.contains("/dev/zero") && text.contains("32 MiB"),
+        "{text}"
+    );
+}
