@@ -187,3 +187,19 @@ fn validate_refuses_what_run_refuses() {
     let (code, stderr) = validate(&base);
     assert_eq!(code, Some(0), "{stderr}");
 }
+
+#[test]
+fn a_relative_log_dir_is_stored_absolute() {
+    let sb = Sandbox::new();
+    let yaml = full_range_int("logs", "random", "").replace("maxTrialCount: 4", "maxTrialCount: 1");
+    let file = sb.write("x.yaml", &yaml);
+    let out = sb.run(&["run", file.to_str().unwrap(), "--log-dir", "rel/logs"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let expected = sb.path().canonicalize().unwrap().join("rel/logs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains(&format!("logs in {}", expected.display()))
+            || stdout.contains(&format!("logs in {}", sb.path().join("rel/logs").display())),
+        "{stdout}"
+    );
+}

@@ -103,3 +103,21 @@ fn an_endless_spec_file_is_refused_naming_the_file_and_the_limit() {
         "{text}"
     );
 }
+
+#[test]
+fn a_collector_path_that_climbs_out_is_refused() {
+    let e = parse_err(&mutated(RANDOM, |v| {
+        set(
+            v,
+            "/spec/metricsCollectorSpec",
+            json!({"collector": {"kind": "File"},
+                   "source": {"fileSystemPath": {"kind": "File",
+                                                 "path": "/../../../../tmp/x/metrics.log"}}}),
+        )
+    }));
+    assert_error(
+        &e,
+        "spec.metricsCollectorSpec.source.fileSystemPath.path",
+        r#"value "/../../../../tmp/x/metrics.log" must not contain '..'"#,
+    );
+}
