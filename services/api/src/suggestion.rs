@@ -108,16 +108,18 @@ pub fn get_suggestions(req: &GetSuggestionsRequest) -> Result<GetSuggestionsRepl
         &carried.algorithm,
         trials.len(),
     );
-    let suggestions = suggester
-        .suggest(&SuggestRequest {
+    let suggestions = vernier_algorithms::suggest_guarded(
+        suggester.as_ref(),
+        &SuggestRequest {
             space: &view.space,
             objective: &view.objective,
             trials: &trials,
             count: req.current_request_number as usize,
             seed,
             state: carried.state.as_deref(),
-        })
-        .map_err(ApiError::Suggest)?;
+        },
+    )
+    .map_err(ApiError::Suggest)?;
     let proposals: Vec<_> = suggestions
         .proposals
         .into_iter()

@@ -318,14 +318,17 @@ pub async fn run_with(
                 }
             } else {
                 match (&suggester, &hooks.suggestion_source) {
-                    (Some(suggester), _) => suggester.suggest(&SuggestRequest {
-                        space: &exp.space,
-                        objective: &exp.objective,
-                        trials: &records,
-                        count: p.request as usize,
-                        seed: suggest_seed(seed, trials.len()),
-                        state: status.algorithm_state.as_deref(),
-                    })?,
+                    (Some(suggester), _) => vernier_algorithms::suggest_guarded(
+                        suggester.as_ref(),
+                        &SuggestRequest {
+                            space: &exp.space,
+                            objective: &exp.objective,
+                            trials: &records,
+                            count: p.request as usize,
+                            seed: suggest_seed(seed, trials.len()),
+                            state: status.algorithm_state.as_deref(),
+                        },
+                    )?,
                     (None, Some(source)) => {
                         let request = SourceRequest {
                             experiment: exp,
