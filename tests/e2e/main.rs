@@ -11,6 +11,7 @@ mod distributed;
 mod early_stopping;
 mod extend;
 mod harness;
+mod hostile;
 mod interrupt;
 mod katib_controller;
 mod katib_examples;

@@ -8,6 +8,7 @@ mod nas;
 mod objective;
 mod observation;
 pub mod pareto;
+pub mod range;
 mod regex_compat;
 mod space;
 mod suggester;

@@ -2,6 +2,7 @@
 
 use crate::error::CoreError;
 use crate::nas::NasConfig;
+use crate::range;
 use crate::value::{Assignment, ParamValue};
 use serde::{Deserialize, Serialize};
 
@@ -88,6 +89,15 @@ impl Parameter {
                 {
                     return Err(bad(format!("step {s} must be greater than 0")));
                 }
+                if let Some(s) = step
+                    && !range::double_grid_fits(*min, *max, *s)
+                {
+                    return Err(bad(format!(
+                        "step {s} over [{min}, {max}] makes more than 2^53 grid points, too \
+                         many to tell apart\nhint: remove the step for a continuous range, or use \
+                         a larger step"
+                    )));
+                }
                 if self.distribution.is_log() && *min <= 0.0 {
                     return Err(bad(format!(
                         "min {min} must be greater than 0 for a log distribution"
@@ -113,8 +123,9 @@ impl Parameter {
                 if values.is_empty() {
                     return Err(bad("the list of values is empty".into()));
                 }
-                for (i, v) in values.iter().enumerate() {
-                    if values[..i].contains(v) {
+                let mut seen = std::collections::HashSet::with_capacity(values.len());
+                for v in values {
+                    if !seen.insert(v) {
                         return Err(bad(format!("value {v:?} appears twice")));
                     }
                 }
@@ -134,12 +145,11 @@ impl Parameter {
     pub fn cardinality(&self) -> Option<u128> {
         match &self.domain {
             Domain::Double { min, max, step } => step.map(|s| {
-                let n = ((max - min) / s * (1.0 + GRID_TOLERANCE)).floor();
-                n as u128 + 1
+                // Validation keeps this below 2^53; saturate rather than wrap regardless.
+                (range::double_last(*min, *max, s) as u128).saturating_add(1)
             }),
             Domain::Int { min, max, step } => {
-                let s = step.unwrap_or(1) as i128;
-                Some(((*max as i128 - *min as i128) / s) as u128 + 1)
+                Some(u128::from(range::int_last(*min, *max, *step)) + 1)
             }
             Domain::Discrete { values } | Domain::Categorical { values } => {
                 Some(values.len() as u128)
@@ -156,7 +166,7 @@ impl Parameter {
             Domain::Double { min, step, .. } => {
                 ParamValue::Double(tidy(min + step.unwrap_or(0.0) * i as f64))
             }
-            Domain::Int { min, step, .. } => ParamValue::Int(min + step.unwrap_or(1) * i as i64),
+            Domain::Int { min, step, .. } => ParamValue::Int(range::int_at(*min, *step, i as u64)),
             Domain::Discrete { values } | Domain::Categorical { values } => {
                 ParamValue::Choice(values[i as usize].clone())
             }
@@ -203,7 +213,7 @@ impl Parameter {
     pub fn check(&self, value: &ParamValue) -> Result<(), String> {
         match (&self.domain, value) {
             (Domain::Double { min, max, step }, ParamValue::Double(v)) => {
-                let tol = GRID_TOLERANCE * (max - min).abs().max(1.0);
+                let tol = GRID_TOLERANCE * range::span(*min, *max).max(1.0);
                 if !v.is_finite() || *v < min - tol || *v > max + tol {
                     return Err(format!("outside [{min}, {max}]"));
                 }
@@ -219,10 +229,8 @@ impl Parameter {
                 if v < min || v > max {
                     return Err(format!("outside [{min}, {max}]"));
                 }
-                if let Some(s) = step
-                    && (v - min) % s != 0
-                {
-                    return Err(format!("not on the grid {min} + k*{s}"));
+                if step.is_some() && range::int_index(*v, *min, *step).is_none() {
+                    return Err(format!("not on the grid {min} + k*{}", step.unwrap_or(1)));
                 }
                 Ok(())
             }
@@ -258,9 +266,10 @@ impl SearchSpace {
                 "the search space has no parameters".into(),
             ));
         }
-        for (i, p) in parameters.iter().enumerate() {
+        let mut names = std::collections::HashSet::with_capacity(parameters.len());
+        for p in &parameters {
             p.validate()?;
-            if parameters[..i].iter().any(|q| q.name == p.name) {
+            if !names.insert(p.name.as_str()) {
                 return Err(CoreError::InvalidSpace(format!(
                     "parameter name {:?} appears twice",
                     p.name
@@ -522,5 +531,66 @@ mod tests {
         );
         assert!(space.parse_assignment(&[("x", "3")]).is_err());
         assert!(space.check(&a).is_ok());
+    }
+}
+
+#[cfg(test)]
+mod overflow_tests {
+    use super::*;
+
+    fn double(min: f64, max: f64, step: f64) -> Parameter {
+        Parameter {
+            name: "x".into(),
+            domain: Domain::Double {
+                min,
+                max,
+                step: Some(step),
+            },
+            distribution: Distribution::Uniform,
+        }
+    }
+
+    #[test]
+    fn refuses_double_grids_too_fine_to_count() {
+        for p in [double(0.0, 1.0, 1e-300), double(-1.7e308, 1.7e308, 1.0)] {
+            let e = p.validate().unwrap_err().to_string();
+            assert!(e.contains("parameter x: step") && e.contains("2^53"), "{e}");
+        }
+        assert_eq!(
+            double(0.0, 1.0, 1e-15).cardinality(),
+            Some(1_000_000_000_000_001)
+        );
+    }
+
+    #[test]
+    fn int_domains_over_the_whole_i64_range_count_and_check() {
+        let p = Parameter {
+            name: "n".into(),
+            domain: Domain::Int {
+                min: i64::MIN,
+                max: i64::MAX,
+                step: Some(2),
+            },
+            distribution: Distribution::Uniform,
+        };
+        assert_eq!(p.cardinality(), Some(1u128 << 63));
+        assert_eq!(
+            p.value_at((1u128 << 63) - 1),
+            Some(ParamValue::Int(i64::MAX - 1))
+        );
+        assert!(p.check(&ParamValue::Int(i64::MAX - 1)).is_ok());
+        assert!(p.check(&ParamValue::Int(i64::MAX)).is_err());
+    }
+
+    #[test]
+    fn duplicate_checks_are_linear() {
+        let values: Vec<String> = (0..200_000).map(|i| format!("v{i}")).collect();
+        let p = Parameter {
+            name: "c".into(),
+            domain: Domain::Categorical { values },
+            distribution: Distribution::Uniform,
+        };
+        // Quadratic checking took minutes here; the set-based check answers at once.
+        assert!(p.validate().is_ok());
     }
 }

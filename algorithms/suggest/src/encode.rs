@@ -3,6 +3,7 @@
 //! to an index, and back again onto the step grid.
 
 use crate::sample::snap;
+use vernier_core::range;
 use vernier_core::{Assignment, Domain, ParamValue, Parameter, SearchSpace};
 
 /// Position of a numeric value in `[0, 1]`, or of a list value's bucket centre
@@ -29,9 +30,9 @@ fn numeric_to_unit(p: &Parameter, x: f64, min: f64, max: f64) -> f64 {
     let u = if p.distribution.is_log() && min > 0.0 {
         (x.max(min).ln() - min.ln()) / (max.ln() - min.ln())
     } else {
-        (x - min) / (max - min)
+        range::fraction(x, min, max)
     };
-    u.clamp(0.0, 1.0)
+    if u.is_nan() { 0.5 } else { u.clamp(0.0, 1.0) }
 }
 
 /// The value at position `u` (clamped to `[0, 1]`), snapped to the step grid; list parameters
@@ -52,10 +53,9 @@ pub fn from_unit(p: &Parameter, u: f64) -> ParamValue {
         }
         Domain::Int { min, max, step } => {
             let x = unit_to_numeric(p, u, *min as f64, *max as f64);
-            let s = step.unwrap_or(1);
-            let last = (max - min) / s;
-            let k = (((x - *min as f64) / s as f64).round() as i64).clamp(0, last);
-            ParamValue::Int(min + k * s)
+            let last = range::int_last(*min, *max, *step);
+            let k = range::int_nearest(x, *min, *step, last);
+            ParamValue::Int(range::int_at(*min, *step, k))
         }
         Domain::Discrete { values } | Domain::Categorical { values } => {
             let i = ((u * values.len() as f64) as usize).min(values.len() - 1);
@@ -68,7 +68,7 @@ fn unit_to_numeric(p: &Parameter, u: f64, min: f64, max: f64) -> f64 {
     if p.distribution.is_log() && min > 0.0 {
         (min.ln() + u * (max.ln() - min.ln())).exp()
     } else {
-        min + u * (max - min)
+        range::lerp(min, max, u)
     }
 }
 

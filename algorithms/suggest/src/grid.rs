@@ -136,18 +136,14 @@ fn value_index(p: &Parameter, v: &ParamValue) -> Option<u128> {
         (Domain::Double { min, max, step }, ParamValue::Double(x)) => {
             let s = (*step)?;
             let k = ((x - min) / s).round();
-            let tol = 1e-9 * (max - min).abs().max(s);
+            let tol = 1e-9 * vernier_core::range::span(*min, *max).max(s);
             if k.is_nan() || k < 0.0 || (min + k * s - x).abs() > tol {
                 return None;
             }
             k as u128
         }
         (Domain::Int { min, step, .. }, ParamValue::Int(x)) => {
-            let s = step.unwrap_or(1);
-            if x < min || (x - min) % s != 0 {
-                return None;
-            }
-            ((x - min) / s) as u128
+            u128::from(vernier_core::range::int_index(*x, *min, *step)?)
         }
         (Domain::Discrete { .. } | Domain::Categorical { .. }, _) => choice_index(p, v)? as u128,
         _ => return None,

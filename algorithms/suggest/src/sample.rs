@@ -4,6 +4,7 @@
 
 use rand::{Rng, RngExt};
 use rand_distr::{Distribution as _, Normal};
+use vernier_core::range;
 pub use vernier_core::tidy;
 use vernier_core::{Assignment, Distribution, Domain, ParamValue, Parameter, SearchSpace};
 
@@ -32,15 +33,14 @@ pub fn sample_param<R: Rng + ?Sized>(p: &Parameter, rng: &mut R) -> ParamValue {
             }
         }
         Domain::Int { min, max, step } => {
-            let step = step.unwrap_or(1);
-            let count = (max - min) / step + 1;
+            let last = range::int_last(*min, *max, *step);
             let index = if p.distribution == Distribution::Uniform {
-                rng.random_range(0..count)
+                rng.random_range(0..=last)
             } else {
                 let x = sample_continuous(*min as f64, *max as f64, p.distribution, rng);
-                (((x - *min as f64) / step as f64).round() as i64).clamp(0, count - 1)
+                range::int_nearest(x, *min, *step, last)
             };
-            ParamValue::Int(min + index * step)
+            ParamValue::Int(range::int_at(*min, *step, index))
         }
         Domain::Discrete { values } | Domain::Categorical { values } => {
             ParamValue::Choice(values[rng.random_range(0..values.len())].clone())
@@ -61,7 +61,9 @@ pub fn sample_continuous<R: Rng + ?Sized>(
         (min, max)
     };
     let t = match distribution {
-        Distribution::Uniform | Distribution::LogUniform => lo + rng.random::<f64>() * (hi - lo),
+        Distribution::Uniform | Distribution::LogUniform => {
+            range::lerp(lo, hi, rng.random::<f64>())
+        }
         Distribution::Normal | Distribution::LogNormal => truncated_normal(lo, hi, rng),
     };
     let x = if distribution.is_log() { t.exp() } else { t };
@@ -70,8 +72,8 @@ pub fn sample_continuous<R: Rng + ?Sized>(
 
 /// Normal with mean `(lo+hi)/2` and sd `(hi-lo)/6`, truncated to `[lo, hi]`.
 fn truncated_normal<R: Rng + ?Sized>(lo: f64, hi: f64, rng: &mut R) -> f64 {
-    let mean = (lo + hi) / 2.0;
-    let sd = (hi - lo) / 6.0;
+    let mean = range::midpoint(lo, hi);
+    let sd = range::span_over(lo, hi, 6.0);
     let Ok(normal) = Normal::new(mean, sd) else {
         return mean;
     };
@@ -86,7 +88,7 @@ fn truncated_normal<R: Rng + ?Sized>(lo: f64, hi: f64, rng: &mut R) -> f64 {
 
 /// Rounds `x` to the nearest `min + k*step` that is not above `max`.
 pub fn snap(x: f64, min: f64, max: f64, step: f64) -> f64 {
-    let last = ((max - min) / step * (1.0 + 1e-9)).floor();
+    let last = range::double_last(min, max, step);
     let k = ((x - min) / step).round().clamp(0.0, last);
     tidy(min + k * step)
 }

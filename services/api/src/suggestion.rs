@@ -114,16 +114,18 @@ pub fn get_suggestions(req: &GetSuggestionsRequest) -> Result<GetSuggestionsRepl
         &carried.algorithm,
         trials.len(),
     );
-    let suggestions = suggester
-        .suggest(&SuggestRequest {
+    let suggestions = vernier_algorithms::suggest_guarded(
+        suggester.as_ref(),
+        &SuggestRequest {
             space: &view.space,
             objective: &view.objective,
             trials: &trials,
             count: req.current_request_number as usize,
             seed,
             state: carried.state.as_deref(),
-        })
-        .map_err(ApiError::Suggest)?;
+        },
+    )
+    .map_err(ApiError::Suggest)?;
     let asked = req.current_request_number as usize;
     let proposals: Vec<_> = suggestions.proposals.into_iter().take(asked).collect();
     if proposals.len() < asked {
@@ -302,7 +304,12 @@ impl Suggestion for SuggestionService {
         &self,
         request: Request<ValidateAlgorithmSettingsRequest>,
     ) -> Result<Response<ValidateAlgorithmSettingsReply>, Status> {
-        validate_algorithm_settings(request.get_ref())?;
+        let req = request.into_inner();
+        // Building checks the whole space (a categorical may carry 150,000 values): off the
+        // async workers, like GetSuggestions.
+        tokio::task::spawn_blocking(move || validate_algorithm_settings(&req))
+            .await
+            .map_err(|e| ApiError::Task(e.to_string()))??;
         Ok(Response::new(ValidateAlgorithmSettingsReply {}))
     }
 }

@@ -30,7 +30,8 @@ enum Command {
         /// Seed for the algorithm and trial names (default: the `random_state` setting, else random).
         #[arg(long)]
         seed: Option<u64>,
-        /// Directory for trial logs (default: `vernier-logs/<experiment>` beside the database).
+        /// Directory for trial logs (default: `./vernier-logs/<experiment>` in the current
+        /// directory); stored absolute, so `resume` from elsewhere writes to the same place.
         #[arg(long)]
         log_dir: Option<PathBuf>,
         #[command(flatten)]

@@ -2,7 +2,7 @@
 //! be truncated or be replaced (rotated); lines may arrive split across writes; a line may be
 //! absurdly long or not text at all.
 
-use crate::lines::MAX_LINE_BYTES;
+use crate::lines::{MAX_LINE_BYTES, drop_cut_token};
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::fs::MetadataExt;
@@ -94,6 +94,9 @@ impl FileFollower {
     }
 
     fn take_line(&mut self) -> String {
+        if self.overlong {
+            drop_cut_token(&mut self.partial);
+        }
         while self.partial.last() == Some(&b'\r') {
             self.partial.pop();
         }
@@ -149,7 +152,25 @@ mod tests {
         let mut f = FileFollower::new(&path);
         let lines = f.poll().unwrap();
         assert_eq!(lines.len(), 2);
-        assert_eq!(lines[0].len(), MAX_LINE_BYTES);
+        assert_eq!(lines[0].len(), 0);
         assert!(lines[1].ends_with("loss=1"));
+    }
+
+    #[test]
+    fn a_cut_line_yields_nothing_from_the_cut_token() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.log");
+        let mut data = vec![b'x'; MAX_LINE_BYTES - 8];
+        data.extend_from_slice(b" loss=123456789\nloss=2\n");
+        std::fs::write(&path, &data).unwrap();
+        let mut f = FileFollower::new(&path);
+        let lines = f.poll().unwrap();
+        assert_eq!(lines.len(), 2);
+        assert!(
+            !lines[0].contains("loss"),
+            "{}",
+            &lines[0][lines[0].len() - 20..]
+        );
+        assert_eq!(lines[1], "loss=2");
     }
 }

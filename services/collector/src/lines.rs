@@ -19,37 +19,78 @@ where
     F: FnMut(&str),
     G: FnMut(&[u8]),
 {
-    let mut reader = BufReader::with_capacity(8 * 1024, reader);
-    let mut buf = Vec::with_capacity(1024);
-    loop {
-        buf.clear();
-        let n = read_bounded_line(&mut reader, &mut buf, &mut on_raw).await?;
+    let mut lines = LineReader::new(reader);
+    while let Some(line) = lines.next_line(&mut on_raw).await? {
+        on_line(&line);
+    }
+    Ok(())
+}
+
+/// Pull-style line splitting, for callers that must await between lines (a bounded channel to
+/// the store gives back-pressure: a trial printing faster than the store writes waits on its
+/// pipe instead of growing the collector's memory).
+#[derive(Debug)]
+pub struct LineReader<R> {
+    reader: BufReader<R>,
+    buf: Vec<u8>,
+}
+
+impl<R: AsyncRead + Unpin> LineReader<R> {
+    pub fn new(reader: R) -> Self {
+        LineReader {
+            reader: BufReader::with_capacity(8 * 1024, reader),
+            buf: Vec::with_capacity(1024),
+        }
+    }
+
+    /// The next line (terminator removed, invalid UTF-8 replaced), `None` at EOF. `on_raw`
+    /// receives the bytes exactly as read.
+    pub async fn next_line<G: FnMut(&[u8])>(
+        &mut self,
+        on_raw: &mut G,
+    ) -> Result<Option<String>, CollectorError> {
+        self.buf.clear();
+        let (n, cut) = read_bounded_line(&mut self.reader, &mut self.buf, on_raw).await?;
         if n == 0 {
-            return Ok(());
+            return Ok(None);
         }
-        while matches!(buf.last(), Some(b'\n' | b'\r')) {
-            buf.pop();
+        if cut {
+            drop_cut_token(&mut self.buf);
         }
-        on_line(&String::from_utf8_lossy(&buf));
+        while matches!(self.buf.last(), Some(b'\n' | b'\r')) {
+            self.buf.pop();
+        }
+        Ok(Some(String::from_utf8_lossy(&self.buf).into_owned()))
     }
 }
 
+/// Removes the token a cut went through, so `... loss=123456789` cut after `loss=12` does not
+/// record 12: a cut line keeps only what ends before its last whitespace.
+pub fn drop_cut_token(kept: &mut Vec<u8>) {
+    let end = kept
+        .iter()
+        .rposition(|b| b.is_ascii_whitespace())
+        .unwrap_or(0);
+    kept.truncate(end);
+}
+
 /// Reads up to a newline, keeping at most `MAX_LINE_BYTES` of the line (the rest is still
-/// passed to `on_raw` and consumed).
+/// passed to `on_raw` and consumed). Returns the bytes consumed and whether the line was cut.
 async fn read_bounded_line<R, G>(
     reader: &mut BufReader<R>,
     buf: &mut Vec<u8>,
     on_raw: &mut G,
-) -> Result<usize, CollectorError>
+) -> Result<(usize, bool), CollectorError>
 where
     R: AsyncRead + Unpin,
     G: FnMut(&[u8]),
 {
     let mut total = 0;
+    let mut cut = false;
     loop {
         let available = reader.fill_buf().await?;
         if available.is_empty() {
-            return Ok(total);
+            return Ok((total, cut));
         }
         let (chunk, done) = match available.iter().position(|b| *b == b'\n') {
             Some(i) => (&available[..=i], true),
@@ -57,12 +98,15 @@ where
         };
         on_raw(chunk);
         let room = MAX_LINE_BYTES.saturating_sub(buf.len());
+        // The terminator does not count against the cap.
+        let body = chunk.len() - usize::from(done);
+        cut |= body > room;
         buf.extend_from_slice(&chunk[..chunk.len().min(room)]);
         let used = chunk.len();
         total += used;
         reader.consume(used);
         if done {
-            return Ok(total);
+            return Ok((total, cut));
         }
     }
 }
@@ -88,13 +132,31 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn cuts_overlong_lines() {
+    async fn cuts_overlong_lines_before_the_token_the_cut_went_through() {
         let mut data = vec![b'x'; MAX_LINE_BYTES + 10];
         data.extend_from_slice(b"\nloss=2\n");
+        let mut pad = vec![b'x'; MAX_LINE_BYTES - 8];
+        pad.extend_from_slice(b" loss=123456789\nacc=1 loss=3\n");
+        data.extend_from_slice(&pad);
+        let exact = vec![b'y'; MAX_LINE_BYTES];
+        data.extend_from_slice(&exact);
+        data.extend_from_slice(b"\n");
         let mut lines = Vec::new();
-        read_lines(&data[..], |_| {}, |l| lines.push(l.len()))
+        read_lines(&data[..], |_| {}, |l| lines.push(l.to_string()))
             .await
             .unwrap();
-        assert_eq!(lines, vec![MAX_LINE_BYTES, 6]);
+        let lens: Vec<usize> = lines.iter().map(String::len).collect();
+        assert_eq!(lens, vec![0, 6, MAX_LINE_BYTES - 8, 12, MAX_LINE_BYTES]);
+        assert!(!lines[2].contains("loss"));
+    }
+
+    #[test]
+    fn a_cut_keeps_what_ends_before_the_last_whitespace() {
+        let mut kept = b"acc=1 loss=12".to_vec();
+        drop_cut_token(&mut kept);
+        assert_eq!(kept, b"acc=1");
+        let mut kept = b"loss=12".to_vec();
+        drop_cut_token(&mut kept);
+        assert!(kept.is_empty());
     }
 }

@@ -115,7 +115,7 @@ impl MetricsFilter {
                 } else {
                     out.rejected.push(RejectedMetric {
                         name: name.to_string(),
-                        raw: value.to_string(),
+                        raw: shown_value(value, &line[caps.get(0).map_or(0, |m| m.end())..]),
                     });
                 }
             }
@@ -133,6 +133,29 @@ pub fn recordable(value: &str) -> bool {
         Err(_) => !value.is_empty(),
     }
 }
+
+/// What to show of a value that is not a number: the match itself, or when the format matched
+/// nothing (Katib's default regex matches an empty value before `nan`), the text that follows,
+/// up to whitespace and at most [`SHOWN_VALUE_BYTES`].
+fn shown_value(matched: &str, rest: &str) -> String {
+    let text = if matched.is_empty() {
+        rest.split_whitespace().next().unwrap_or("")
+    } else {
+        matched
+    };
+    let mut end = text.len().min(SHOWN_VALUE_BYTES);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    if end < text.len() {
+        format!("{}... ({} bytes)", &text[..end], text.len())
+    } else {
+        text.to_string()
+    }
+}
+
+/// How much of a rejected value is kept to show the user.
+const SHOWN_VALUE_BYTES: usize = 64;
 
 /// The first whitespace-separated token as an RFC 3339 timestamp, in µs.
 pub(crate) fn leading_timestamp(line: &str) -> Option<i64> {
@@ -179,9 +202,12 @@ mod tests {
             p.rejected,
             vec![RejectedMetric {
                 name: "loss".into(),
-                raw: "".into()
+                raw: "nan".into()
             }]
         );
+        let long = format!("loss={}", "n".repeat(1 << 20));
+        let raw = &f.parse_line(&long, &w).rejected[0].raw;
+        assert_eq!(raw, &format!("{}... (1048576 bytes)", "n".repeat(64)));
     }
 
     #[test]

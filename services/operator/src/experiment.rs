@@ -205,16 +205,18 @@ async fn reconcile_experiment(obj: &DynamicObject, ctx: &Context) -> Result<Acti
         let suggester =
             vernier_algorithms::build(&exp.algorithm, &settings, &exp.space, &exp.objective)
                 .map_err(|e| OperatorError::Algorithm(e.to_string()))?;
-        let suggestions = suggester
-            .suggest(&SuggestRequest {
+        let suggestions = vernier_algorithms::suggest_guarded(
+            suggester.as_ref(),
+            &SuggestRequest {
                 space: &exp.space,
                 objective: &exp.objective,
                 trials: &records,
                 count: p.request as usize,
                 seed: suggest_seed(seed, records.len()),
                 state: algorithm_state.as_deref(),
-            })
-            .map_err(|e| OperatorError::Algorithm(e.to_string()))?;
+            },
+        )
+        .map_err(|e| OperatorError::Algorithm(e.to_string()))?;
         if suggestions.state.is_some() && suggestions.state != algorithm_state {
             let patch = json!({"metadata": {"annotations": {ALGORITHM_STATE_ANNOTATION: suggestions.state}}});
             api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))

@@ -329,14 +329,17 @@ pub async fn run_with(
                 }
             } else {
                 match (&suggester, &hooks.suggestion_source) {
-                    (Some(suggester), _) => suggester.suggest(&SuggestRequest {
-                        space: &exp.space,
-                        objective: &exp.objective,
-                        trials: &records,
-                        count: p.request as usize,
-                        seed: suggest_seed(seed, trials.len()),
-                        state: status.algorithm_state.as_deref(),
-                    })?,
+                    (Some(suggester), _) => vernier_algorithms::suggest_guarded(
+                        suggester.as_ref(),
+                        &SuggestRequest {
+                            space: &exp.space,
+                            objective: &exp.objective,
+                            trials: &records,
+                            count: p.request as usize,
+                            seed: suggest_seed(seed, trials.len()),
+                            state: status.algorithm_state.as_deref(),
+                        },
+                    )?,
                     (None, Some(source)) => {
                         let request = SourceRequest {
                             experiment: exp,
@@ -493,12 +496,12 @@ pub async fn run_with(
                 note_pushed_metrics(store, &exp.collection.source, &name, &mut report).await?;
                 let (state, reason, message) =
                     classify_with(monitor.as_ref(), &name, classify(exp, &report, stopping));
-                if !report.rejected.is_empty() {
+                if report.rejected_total > 0 {
                     let shown: Vec<&str> = report.rejected.iter().take(3).map(String::as_str).collect();
                     observer.on_event(
                         &DriverEvent::Warning(format!(
                             "trial {name}: {} metric line(s) or value(s) could not be used and were skipped: {}",
-                            report.rejected.len(),
+                            report.rejected_total,
                             shown.join(", ")
                         )),
                         &progress_of(exp, &trials),

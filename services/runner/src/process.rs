@@ -13,8 +13,8 @@ use std::time::Duration;
 use tokio::process::Command;
 use tokio::sync::{mpsc, watch};
 use vernier_collector::{
-    FileFollower, MetricsFilter, ScrapeFailure, TfEventFollower, parse_exposition, parse_json_line,
-    read_lines, scrape,
+    FileFollower, LineReader, MetricsFilter, ScrapeFailure, TfEventFollower, parse_exposition,
+    parse_json_line, scrape,
 };
 use vernier_core::Observation;
 use vernier_store::SqlStore;
@@ -25,6 +25,16 @@ pub const STOP_GRACE: Duration = Duration::from_secs(5);
 /// How long output readers may lag behind the exit of the main process before the rest of
 /// its process group is killed (processes left behind would otherwise hold the pipes open).
 const DRAIN_GRACE: Duration = Duration::from_secs(2);
+
+/// Parsed batches (one per line, poll or scrape) queued between the readers and the store;
+/// a full queue makes the readers wait, so memory stays bounded whatever a trial prints.
+const BATCH_QUEUE: usize = 256;
+
+/// How many rejected values a trial's report keeps (all are counted).
+pub const REJECTED_KEPT: usize = 20;
+
+/// How much of each rejected value is kept and shown.
+pub const REJECTED_SHOWN_CHARS: usize = 160;
 
 /// What to run for one trial.
 #[derive(Debug, Clone)]
@@ -139,8 +149,11 @@ pub struct ProcessReport {
     pub end: ProcessEnd,
     /// Names of the metrics recorded at least once.
     pub metrics_seen: HashSet<String>,
-    /// Metric matches whose value was not a number, as `name=raw`.
+    /// The first [`REJECTED_KEPT`] metric matches whose value was not a number, as
+    /// `name=raw` shortened to [`REJECTED_SHOWN_CHARS`] characters.
     pub rejected: Vec<String>,
+    /// How many were rejected in all.
+    pub rejected_total: usize,
     /// A failure to record observations (the trial still ran).
     pub store_error: Option<String>,
 }
@@ -161,6 +174,7 @@ pub async fn run_process(
         end: ProcessEnd::Stopped,
         metrics_seen: HashSet::new(),
         rejected: Vec::new(),
+        rejected_total: 0,
         store_error: None,
     };
     let opened = if cmd.append_log {
@@ -224,7 +238,7 @@ pub async fn run_process(
         let _ = std::fs::write(path, pid.to_string());
     }
 
-    let (tx, rx) = mpsc::unbounded_channel::<ParsedBatch>();
+    let (tx, rx) = mpsc::channel::<ParsedBatch>(BATCH_QUEUE);
     let recorder = tokio::spawn(record(cmd.trial.clone(), store, rx));
     let mut readers = Vec::new();
     if let Some(out) = child.stdout.take() {
@@ -319,6 +333,7 @@ pub async fn run_process(
         Ok(rec) => {
             report.metrics_seen = rec.seen;
             report.rejected = rec.rejected;
+            report.rejected_total = rec.rejected_total;
             report.store_error = rec.error;
         }
         Err(e) => report.store_error = Some(format!("metrics recorder stopped: {e}")),
@@ -419,26 +434,25 @@ async fn pump<R: tokio::io::AsyncRead + Unpin>(
     reader: R,
     log: Arc<Mutex<std::io::BufWriter<std::fs::File>>>,
     collection: Collection,
-    tx: mpsc::UnboundedSender<ParsedBatch>,
+    tx: mpsc::Sender<ParsedBatch>,
 ) {
     let parse = collection.source == MetricSource::Output;
-    let _ = read_lines(
-        reader,
-        |raw| write_log(&log, raw),
-        |line| {
-            if parse && let Some(batch) = collection.parse(line, false) {
-                let _ = tx.send(batch);
-            }
-        },
-    )
-    .await;
+    let mut lines = LineReader::new(reader);
+    let mut on_raw = |raw: &[u8]| write_log(&log, raw);
+    while let Ok(Some(line)) = lines.next_line(&mut on_raw).await {
+        if parse && let Some(batch) = collection.parse(&line, false) {
+            // Waiting here when the recorder is behind is the back-pressure: the trial then
+            // waits on its pipe.
+            let _ = tx.send(batch).await;
+        }
+    }
 }
 
 /// Follows the trial's metrics file until the trial has ended, then reads what is left.
 async fn follow_file(
     path: PathBuf,
     collection: Collection,
-    tx: mpsc::UnboundedSender<ParsedBatch>,
+    tx: mpsc::Sender<ParsedBatch>,
     mut ended: watch::Receiver<bool>,
 ) {
     let json = collection.source == MetricSource::JsonFile;
@@ -448,24 +462,26 @@ async fn follow_file(
         let lines = match follower.poll() {
             Ok(lines) => lines,
             Err(e) => {
-                let _ = tx.send(ParsedBatch {
-                    observations: Vec::new(),
-                    rejected: vec![format!("cannot read metrics file {}: {e}", path.display())],
-                    exact_time: false,
-                });
+                let _ = tx
+                    .send(ParsedBatch {
+                        observations: Vec::new(),
+                        rejected: vec![format!("cannot read metrics file {}: {e}", path.display())],
+                        exact_time: false,
+                    })
+                    .await;
                 Vec::new()
             }
         };
         for line in lines {
             if let Some(batch) = collection.parse(&line, json) {
-                let _ = tx.send(batch);
+                let _ = tx.send(batch).await;
             }
         }
         if last_pass {
             if let Some(line) = follower.finish()
                 && let Some(batch) = collection.parse(&line, json)
             {
-                let _ = tx.send(batch);
+                let _ = tx.send(batch).await;
             }
             return;
         }
@@ -480,7 +496,7 @@ async fn follow_file(
 async fn follow_event_dir(
     dir: PathBuf,
     metrics: Vec<String>,
-    tx: mpsc::UnboundedSender<ParsedBatch>,
+    tx: mpsc::Sender<ParsedBatch>,
     mut ended: watch::Receiver<bool>,
 ) {
     let mut follower = TfEventFollower::new(&dir, metrics);
@@ -506,11 +522,13 @@ async fn follow_event_dir(
                     value: s.value,
                 })
                 .collect();
-            let _ = tx.send(ParsedBatch {
-                observations,
-                rejected,
-                exact_time: true,
-            });
+            let _ = tx
+                .send(ParsedBatch {
+                    observations,
+                    rejected,
+                    exact_time: true,
+                })
+                .await;
         }
         if last_pass {
             return;
@@ -529,7 +547,7 @@ async fn scrape_while_running(
     port: u16,
     path: String,
     metrics: Vec<String>,
-    tx: mpsc::UnboundedSender<ParsedBatch>,
+    tx: mpsc::Sender<ParsedBatch>,
     mut ended: watch::Receiver<bool>,
 ) {
     let mut reported = HashSet::new();
@@ -572,11 +590,13 @@ async fn scrape_while_running(
         };
         rejected.retain(|r| reported.insert(r.clone()));
         if !observations.is_empty() || !rejected.is_empty() {
-            let _ = tx.send(ParsedBatch {
-                observations,
-                rejected,
-                exact_time: false,
-            });
+            let _ = tx
+                .send(ParsedBatch {
+                    observations,
+                    rejected,
+                    exact_time: false,
+                })
+                .await;
         }
     }
 }
@@ -585,15 +605,31 @@ async fn scrape_while_running(
 struct Recorded {
     seen: HashSet<String>,
     rejected: Vec<String>,
+    rejected_total: usize,
     error: Option<String>,
 }
 
+impl Recorded {
+    /// Counts every rejected value but keeps only the first few, each shortened: a trial
+    /// printing 300 one-megabyte `nan` values must not hold 300 MB.
+    fn reject(&mut self, what: String) {
+        self.rejected_total += 1;
+        if self.rejected.len() < REJECTED_KEPT {
+            self.rejected.push(shorten(&what, REJECTED_SHOWN_CHARS));
+        }
+    }
+}
+
+/// `text` cut to `max` characters, saying how long it was.
+pub(crate) fn shorten(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        None => text.to_string(),
+        Some((end, _)) => format!("{}... ({} bytes)", &text[..end], text.len()),
+    }
+}
+
 /// Writes observations to the store in arrival order, batching whatever is queued.
-async fn record(
-    trial: String,
-    store: SqlStore,
-    mut rx: mpsc::UnboundedReceiver<ParsedBatch>,
-) -> Recorded {
+async fn record(trial: String, store: SqlStore, mut rx: mpsc::Receiver<ParsedBatch>) -> Recorded {
     let mut rec = Recorded::default();
     let mut last_ts = i64::MIN;
     while let Some(first) = rx.recv().await {
@@ -603,7 +639,7 @@ async fn record(
         }
         let mut logs = Vec::new();
         for batch in pending {
-            rec.rejected.extend(batch.rejected);
+            batch.rejected.into_iter().for_each(|r| rec.reject(r));
             for mut o in batch.observations {
                 // Keep read order even when the clock does not advance between lines, so
                 // "latest" is the last value printed.

@@ -142,11 +142,16 @@ pub fn read_file(
     metric: &str,
 ) -> Result<Vec<KnownResult>, RunnerError> {
     let shown = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        RunnerError::WarmStart(format!(
+    use vernier_spec::limits::{CappedReadError, MAX_WARM_START_BYTES, read_text_capped};
+    let text = read_text_capped(path, MAX_WARM_START_BYTES).map_err(|e| match e {
+        CappedReadError::Io(e) => RunnerError::WarmStart(format!(
             "cannot read file {shown}: {e}\nhint: spec.warmStart.file is relative to the \
              experiment file's directory"
-        ))
+        )),
+        CappedReadError::TooLarge(limit) => RunnerError::WarmStart(format!(
+            "spec.warmStart.file {shown} is larger than the {} MiB a warm-start file may have",
+            limit >> 20
+        )),
     })?;
     let ext = path
         .extension()

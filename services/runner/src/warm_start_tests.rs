@@ -198,3 +198,14 @@ fn a_warm_started_run_reaches_the_first_runs_best_in_fewer_trials() {
         "{second_total} trials against {first_total}"
     );
 }
+
+#[test]
+fn an_endless_warm_start_file_is_refused_naming_it_and_the_limit() {
+    let e = read_file(Path::new("/dev/zero"), &space(), "loss")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("spec.warmStart.file /dev/zero") && e.contains("256 MiB"),
+        "{e}"
+    );
+}

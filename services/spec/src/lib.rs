@@ -7,6 +7,7 @@ pub mod defaults;
 pub mod enqueue;
 mod error;
 pub mod known;
+pub mod limits;
 mod number;
 pub mod parse;
 pub mod plan;

@@ -2,6 +2,9 @@
 //! once: syntax (with line and column), unknown fields, type errors, then Katib's rules.
 
 use crate::error::{SpecError, SpecErrors};
+use crate::limits::{
+    CappedReadError, MAX_NESTING, MAX_SPEC_BYTES, nesting_beyond, read_text_capped,
+};
 use crate::types::{API_VERSION, Experiment, FIELD_NAMES, KIND};
 use crate::{defaults, validate};
 use std::path::Path;
@@ -35,12 +38,17 @@ pub fn parse_experiment_value(value: &serde_json::Value) -> Result<Experiment, S
 
 /// Reads `path` and parses it with [`parse_experiment`].
 pub fn parse_experiment_file(path: &Path) -> Result<Experiment, SpecErrors> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        let message = match e.kind() {
-            std::io::ErrorKind::NotFound => {
+    let text = read_text_capped(path, MAX_SPEC_BYTES).map_err(|e| {
+        let message = match e {
+            CappedReadError::Io(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 "file not found; hint: check the path and the working directory".to_string()
             }
-            _ => format!("cannot read the file: {e}"),
+            CappedReadError::Io(e) => format!("cannot read the file: {e}"),
+            CappedReadError::TooLarge(limit) => format!(
+                "the file is larger than the {} MiB an experiment file may have; hint: check \
+                 the path (a device or a data file?)",
+                limit >> 20
+            ),
         };
         SpecError::Read {
             path: path.display().to_string(),
@@ -56,6 +64,17 @@ pub fn parse_experiment_file(path: &Path) -> Result<Experiment, SpecErrors> {
 fn deserialize(text: &str) -> Result<(Result<Experiment, SpecError>, Vec<SpecError>), SpecErrors> {
     if text.trim().is_empty() {
         return Err(SpecError::new("document", "the document is empty").into());
+    }
+    if let Some(line) = nesting_beyond(text, MAX_NESTING) {
+        return Err(SpecError::Syntax {
+            line,
+            column: 0,
+            message: format!(
+                "the document nests more than {MAX_NESTING} levels of [ or {{; hint: a Katib \
+                 experiment needs far fewer"
+            ),
+        }
+        .into());
     }
     check_syntax(text)?;
     // JSON is read by the YAML deserializer too (JSON is a subset of YAML): it is the one that

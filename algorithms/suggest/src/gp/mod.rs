@@ -267,6 +267,7 @@ impl GpOptimizer {
         if observed.len() < self.n_initial.max(2) {
             return RandomSearch::new().suggest(req);
         }
+        let (observed, violations) = cap_history(observed, violations, req.seed);
         let mut rng = ChaCha8Rng::seed_from_u64(req.seed);
         let features = Features::new(req.space);
         let d = features.dim();
@@ -679,6 +680,40 @@ fn fit_hyper<R: Rng + ?Sized>(
     // Re-standardise the subsample so the priors see unit-scale outputs.
     let ys = standardize(&ys);
     model::fit(&xs, chosen.len(), d, &ys, budget, rng)
+}
+
+/// The most observed trials the model conditions on. The posterior costs O(n^3) time and
+/// O(n^2) memory: 10,000 trials took 12.5 CPU-minutes and 2.6 GB; beyond this the best
+/// quarter and a seeded random sample of the rest are kept.
+pub const MODEL_MAX_POINTS: usize = 1000;
+
+/// `observed` (with its `violations`) cut to [`MODEL_MAX_POINTS`], keeping creation order.
+fn cap_history(
+    observed: Vec<(&Assignment, f64)>,
+    violations: Vec<f64>,
+    seed: u64,
+) -> (Vec<(&Assignment, f64)>, Vec<f64>) {
+    let n = observed.len();
+    if n <= MODEL_MAX_POINTS {
+        return (observed, violations);
+    }
+    let violation = |i: usize| violations.get(i).copied().unwrap_or(0.0);
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by(|a, b| {
+        violation(*a)
+            .total_cmp(&violation(*b))
+            .then(observed[*a].1.total_cmp(&observed[*b].1))
+    });
+    let keep_best = MODEL_MAX_POINTS / 4;
+    let mut rest = order.split_off(keep_best);
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x5EED_CA90_0000_0001);
+    for _ in keep_best..MODEL_MAX_POINTS {
+        let i = rng.random_range(0..rest.len());
+        order.push(rest.swap_remove(i));
+    }
+    order.sort_unstable();
+    let v = order.iter().map(|i| violation(*i)).collect();
+    (order.into_iter().map(|i| observed[i]).collect(), v)
 }
 
 fn search_budget(n: usize, local_search: bool) -> SearchBudget {

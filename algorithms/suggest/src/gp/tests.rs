@@ -696,3 +696,20 @@ fn without_a_feasible_trial_feasibility_leads() {
     let bounded = constrained_mean_proposal(Some(0.2), &xs);
     assert!(bounded < 0.3, "{bounded}");
 }
+
+#[test]
+fn history_beyond_the_model_cap_keeps_the_best_and_a_sample_in_order() {
+    let a = Assignment(vec![]);
+    let n = MODEL_MAX_POINTS * 10;
+    let observed: Vec<(&Assignment, f64)> = (0..n).map(|i| (&a, (n - i) as f64)).collect();
+    let violations = vec![0.0; n];
+    let (kept, v) = cap_history(observed.clone(), violations.clone(), 9);
+    assert_eq!((kept.len(), v.len()), (MODEL_MAX_POINTS, MODEL_MAX_POINTS));
+    // The best quarter (lowest losses, created last) is all there, in creation order.
+    let losses: Vec<f64> = kept.iter().map(|(_, l)| *l).collect();
+    assert!(losses.windows(2).all(|w| w[0] > w[1]));
+    let best: Vec<f64> = (1..=MODEL_MAX_POINTS / 4).map(|l| l as f64).collect();
+    assert!(best.iter().all(|b| losses.contains(b)));
+    let (small, _) = cap_history(observed[..10].to_vec(), violations[..10].to_vec(), 9);
+    assert_eq!(small.len(), 10);
+}

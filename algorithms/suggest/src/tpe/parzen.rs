@@ -75,7 +75,7 @@ impl Dim {
                 hi: 1.0,
             };
         };
-        let last = ((max - min) / step * (1.0 + 1e-9)).floor().max(0.0);
+        let last = vernier_core::range::double_last(min, max, step).max(0.0);
         if p.distribution.is_log() && min > 0.0 {
             let ln_min = min.ln();
             let kind = Kind::LogGrid {

@@ -37,12 +37,12 @@ pub async fn run(
             vernier_store::redact_url(db)
         );
     }
+    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    // Stored absolute: a relative path would be read against whatever directory `resume`
+    // runs in, splitting one experiment's logs across two folders.
     let log_dir = match log_dir {
-        Some(dir) => dir,
-        None => std::env::current_dir()
-            .context("cannot read the current directory")?
-            .join("vernier-logs")
-            .join(&name),
+        Some(dir) => cwd.join(dir),
+        None => cwd.join("vernier-logs").join(&name),
     };
     let paths = LocalPaths {
         work_dir: work_dir_of(file),

@@ -1,21 +1,85 @@
 //! `vernier validate FILE`: every problem at once, or a summary with two verdicts: whether the
 //! experiment is valid (what a cluster running `vernier operator` accepts) and what local mode
 //! (`vernier run`) cannot do with it. Exit codes: 0 valid and runnable locally, 3 valid for a
-//! cluster only, 2 invalid.
+//! cluster only, 2 invalid. Beyond the spec's shape it also builds what `run` builds (the
+//! algorithm with its settings, the early-stopping rule and, for a locally runnable spec, the
+//! local experiment and one trial's command), so `validate` never says valid for a file `run`
+//! refuses.
 
 use crate::Exit;
 use std::path::Path;
+use vernier_core::{Domain, SearchSpace};
+use vernier_runner::{LocalExperiment, LocalPaths, work_dir_of};
 use vernier_spec::{Experiment, SpecError};
+
+/// What `run` would refuse in a spec that passed the shape checks, with the field it is about.
+fn run_would_refuse(file: &Path, exp: &Experiment, runnable: bool) -> Option<String> {
+    let paths = LocalPaths {
+        work_dir: work_dir_of(file),
+        log_dir: std::env::temp_dir().join("vernier-validate"),
+    };
+    let local = match LocalExperiment::new(exp.clone(), paths) {
+        Ok(l) => l,
+        Err(e) if runnable => return Some(e.to_string()),
+        // The local verdict already says why `run` cannot take it.
+        Err(_) => return None,
+    };
+    // Algorithms served by a plugin are checked by the plugin when `run` starts.
+    if vernier_algorithms::KNOWN_ALGORITHMS.contains(&local.algorithm.as_str())
+        && let Err(e) = vernier_algorithms::build(
+            &local.algorithm,
+            &local.settings,
+            &local.space,
+            &local.objective,
+        )
+    {
+        return Some(format!("spec.algorithm: {e}"));
+    }
+    if let Err(e) = vernier_runner::early_stop::EarlyStopMonitor::for_experiment(&local) {
+        return Some(e.to_string());
+    }
+    if !runnable {
+        return None;
+    }
+    local
+        .command_for("validate", &first_point(&local.space))
+        .err()
+        .map(|e| {
+            let text = e.to_string();
+            text.strip_prefix("trial validate: ")
+                .map_or(text.clone(), str::to_string)
+        })
+}
+
+/// Each parameter's first value (its minimum, or first list entry): enough to render a trial.
+fn first_point(space: &SearchSpace) -> Vec<(String, String)> {
+    space
+        .parameters()
+        .iter()
+        .map(|p| {
+            let v = match &p.domain {
+                Domain::Double { min, .. } => min.to_string(),
+                _ => p.value_at(0).map(|v| v.to_string()).unwrap_or_default(),
+            };
+            (p.name.clone(), v)
+        })
+        .collect()
+}
 
 pub fn validate(file: &Path) -> anyhow::Result<Exit> {
     match vernier_spec::parse_experiment_file(file) {
         Ok(exp) => {
+            let verdict = vernier_runner::local_verdict(&exp);
+            if let Some(problem) = run_would_refuse(file, &exp, verdict.runnable()) {
+                eprintln!("{}: 1 problem(s) found", file.display());
+                eprintln!("{problem}");
+                std::process::exit(2);
+            }
             print_summary(file, &exp)?;
             for w in vernier_spec::validate::warnings(&exp) {
                 println!("warning: {w}");
             }
             println!("cluster: valid (`vernier operator` accepts it)");
-            let verdict = vernier_runner::local_verdict(&exp);
             print_local(&verdict.refused, &verdict.ignored);
             Ok(if verdict.runnable() {
                 Exit::Succeeded

@@ -104,6 +104,7 @@ pub async fn run_job(
             end: ProcessEnd::Stopped,
             metrics_seen: HashSet::new(),
             rejected: Vec::new(),
+            rejected_total: 0,
             store_error: None,
         },
     };
@@ -359,6 +360,7 @@ async fn delayed_start(
             end: ProcessEnd::Stopped,
             metrics_seen: HashSet::new(),
             rejected: Vec::new(),
+            rejected_total: 0,
             store_error: None,
         };
     }
@@ -380,9 +382,14 @@ fn merge(report: &mut ProcessReport, process: &ReplicaProcess, r: &ProcessReport
     if process.primary {
         report.metrics_seen.extend(r.metrics_seen.iter().cloned());
     }
-    report
-        .rejected
-        .extend(r.rejected.iter().map(|x| format!("{}: {x}", process.id)));
+    let room = crate::process::REJECTED_KEPT.saturating_sub(report.rejected.len());
+    report.rejected.extend(
+        r.rejected
+            .iter()
+            .take(room)
+            .map(|x| format!("{}: {x}", process.id)),
+    );
+    report.rejected_total += r.rejected_total;
     if report.store_error.is_none() {
         report.store_error.clone_from(&r.store_error);
     }

@@ -3,6 +3,7 @@
 
 mod cluster;
 mod defaults;
+mod hostile;
 mod invalid;
 mod katib_accepts;
 mod nas;

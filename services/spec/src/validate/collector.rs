@@ -87,6 +87,16 @@ fn expect_absolute(fsp: &FileSystemPath, path: &str, errs: &mut Errors) {
             format!("{path}.path"),
             format!("value {p:?} must be an absolute path; hint: start it with '/'"),
         );
+    } else if p.split('/').any(|part| part == "..") {
+        // Locally the path is placed under the trial's log directory; `..` would lead out of
+        // it (and in a pod it only obscures where the file is).
+        errs.add(
+            format!("{path}.path"),
+            format!(
+                "value {p:?} must not contain '..'; hint: write the directory it means, \
+                 e.g. /var/log/katib/metrics.log"
+            ),
+        );
     }
 }
 

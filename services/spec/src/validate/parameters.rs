@@ -7,6 +7,8 @@ use super::Errors;
 use crate::known::{DISTRIBUTIONS, PARAMETER_TYPES};
 use crate::number::{parse_f64, parse_i64};
 use crate::types::{Experiment, FeasibleSpace, ParameterSpec};
+use std::collections::HashMap;
+use vernier_core::range::double_grid_fits;
 
 pub(super) fn check(exp: &Experiment, errs: &mut Errors) {
     let s = &exp.spec;
@@ -31,11 +33,23 @@ pub(super) fn check(exp: &Experiment, errs: &mut Errors) {
 }
 
 fn check_list(params: &[ParameterSpec], list_path: &str, errs: &mut Errors) {
+    // One map of first positions keeps the duplicate check linear in the list's length.
+    let mut first: HashMap<&str, usize> = HashMap::with_capacity(params.len());
     for (i, p) in params.iter().enumerate() {
         let path = format!("{list_path}[{i}]");
+        let j = *first.entry(p.name.as_str()).or_insert(i);
         if p.name.trim().is_empty() {
             errs.required(format!("{path}.name"), "");
-        } else if let Some(j) = params[..i].iter().position(|q| q.name == p.name) {
+        } else if p.name.contains('=') || p.name.chars().any(char::is_control) {
+            errs.add(
+                format!("{path}.name"),
+                format!(
+                    "value {:?} contains '=' or a control character, which makes every \
+                     `name=value` line ambiguous; hint: use letters, digits, '-', '_' or '.'",
+                    p.name
+                ),
+            );
+        } else if j != i {
             errs.add(
                 format!("{path}.name"),
                 format!(
@@ -141,6 +155,21 @@ fn check_range(fs: &FeasibleSpace, path: &str, int: bool, errs: &mut Errors) {
         );
     }
     // A log distribution with min <= 0 is sampled uniformly instead (see `warnings`).
+    if !int
+        && let (Some(lo), Some(hi), Some(s)) = (min, max, step)
+        && s > 0.0
+        && lo < hi
+        && !double_grid_fits(lo, hi, s)
+    {
+        errs.add(
+            format!("{path}.step"),
+            format!(
+                "value {:?} over [{lo:e}, {hi:e}] makes more than 2^53 grid points, too many to \
+                 tell apart; hint: remove the step for a continuous range, or use a larger step",
+                fs.step.as_deref().unwrap_or("")
+            ),
+        );
+    }
 }
 
 fn check_values(fs: &FeasibleSpace, path: &str, kind: &str, errs: &mut Errors) {
@@ -167,3 +196,4 @@ fn check_values(fs: &FeasibleSpace, path: &str, kind: &str, errs: &mut Errors) {
         // Non-numeric discrete values and duplicates run (see `warnings`).
     }
 }
+
