@@ -2,6 +2,7 @@
 //! so each database is one `Backend` variant and module with the same methods.
 
 use crate::error::StoreError;
+use crate::lease::{LeaseClaim, LeaseRow};
 use crate::model::{
     ExperimentRow, ExperimentStatusRow, ExperimentSummaries, StoredMetric, TrialRow, TrialUpdate,
 };
@@ -143,6 +144,52 @@ impl SqlStore {
         dispatch!(self.delete_experiment(name))
     }
 
+    /// The experiment's lease row, if a driver holds (or held and died with) one. Readers
+    /// never need it; it tells commands that change an experiment who drives it.
+    pub async fn get_lease(&self, experiment: &str) -> Result<Option<LeaseRow>, StoreError> {
+        dispatch!(self.get_lease(experiment))
+    }
+
+    /// Takes the experiment's lease for `claim` in one transaction: granted when no one holds
+    /// it, when `claim.owner` already does (its heartbeat is renewed), or when the holder's
+    /// heartbeat is older than `ttl` at `now_us` or `holder_gone` says it is gone; otherwise
+    /// [`StoreError::LeaseHeld`] names the holder. Returns the stale lease taken over, if any.
+    /// Two claimants racing for a free lease: one wins, the other sees it held.
+    pub async fn acquire_lease(
+        &self,
+        experiment: &str,
+        claim: &LeaseClaim,
+        now_us: i64,
+        ttl: Duration,
+        holder_gone: &(dyn Fn(&LeaseRow) -> bool + Send + Sync),
+    ) -> Result<Option<LeaseRow>, StoreError> {
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            match dispatch!(self.acquire_lease(experiment, claim, now_us, ttl, holder_gone)) {
+                // Both claimants saw no row and inserted: the loser retries and sees the winner.
+                Err(StoreError::Query { error, .. }) if attempt < 4 && is_race(&error) => {}
+                other => return other,
+            }
+        }
+    }
+
+    /// Renews the heartbeat of a lease `owner` holds; [`StoreError::LeaseLost`] if it holds
+    /// it no more (another driver took it over after the heartbeat lapsed).
+    pub async fn renew_lease(
+        &self,
+        experiment: &str,
+        owner: &str,
+        now_us: i64,
+    ) -> Result<(), StoreError> {
+        dispatch!(self.renew_lease(experiment, owner, now_us))
+    }
+
+    /// Drops the lease if `owner` still holds it; returns whether it did.
+    pub async fn release_lease(&self, experiment: &str, owner: &str) -> Result<bool, StoreError> {
+        dispatch!(self.release_lease(experiment, owner))
+    }
+
     /// Fails with [`StoreError::TrialExists`] if the name is taken (in any experiment),
     /// [`StoreError::TrialSeqTaken`] if the experiment already has a trial with this `seq`,
     /// and [`StoreError::NotFound`] if the experiment does not exist.
@@ -270,5 +317,16 @@ impl SqlStore {
             .iter()
             .filter_map(|n| vernier_core::MetricSummary::reduce(n, &logs))
             .collect())
+    }
+}
+
+/// A unique violation or deadlock between two transactions inserting the same lease row.
+fn is_race(error: &sqlx::Error) -> bool {
+    match error {
+        sqlx::Error::Database(db) => {
+            db.kind() == sqlx::error::ErrorKind::UniqueViolation
+                || matches!(db.code().as_deref(), Some("40P01" | "40001"))
+        }
+        _ => false,
     }
 }
