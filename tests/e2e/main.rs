@@ -12,6 +12,7 @@ mod harness;
 mod interrupt;
 mod katib_interop;
 mod lifecycle;
+mod misuse;
 mod reports;
 mod spec_fuzz;
 mod validation;

@@ -7,6 +7,7 @@ pub mod enqueue;
 mod error;
 pub mod experiment;
 pub mod hooks;
+pub mod lease;
 pub mod names;
 pub mod observed;
 pub mod process;

@@ -26,6 +26,11 @@ pub enum StoreError {
     MissingDirectory { path: String, dir: String },
 
     #[error(
+        "database `{path}` does not exist\nhint: check the path (only `vernier run` creates a database)"
+    )]
+    DatabaseFileMissing { path: String },
+
+    #[error(
         "cannot open database `{path}`: it is a directory\nhint: pass a file path, e.g. `{path}/vernier.db`"
     )]
     IsADirectory { path: String },

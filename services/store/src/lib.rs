@@ -18,5 +18,5 @@ pub use lease::{LeaseClaim, LeaseRow, LeaseState, lease_state};
 pub use model::{
     ExperimentRow, ExperimentStatusRow, ExperimentSummaries, StoredMetric, TrialRow, TrialUpdate,
 };
-pub use store::{SqlStore, StoreOptions};
+pub use store::{OpenMode, SqlStore, StoreOptions};
 pub use url::redact as redact_url;

@@ -17,6 +17,7 @@ use crate::records::{
     ExperimentRecord, LeaseRecord, SummaryRecord, TrialRecord, lease_row, select_experiment,
     select_lease, select_trial, summary_columns,
 };
+use crate::store::OpenMode;
 use crate::summary::reduce_batch;
 use crate::url::SqliteTarget;
 use sqlx::error::ErrorKind;
@@ -80,10 +81,13 @@ fn migrate_not_a_database(e: &sqlx::migrate::MigrateError) -> bool {
 }
 
 /// Checks what SQLite would report obscurely ("unable to open database file") before opening.
-fn check_path(path: &Path) -> Result<(), StoreError> {
+fn check_path(path: &Path, mode: OpenMode) -> Result<(), StoreError> {
     let shown = path.display().to_string();
     if path.is_dir() {
         return Err(StoreError::IsADirectory { path: shown });
+    }
+    if mode != OpenMode::Create && !path.exists() {
+        return Err(StoreError::DatabaseFileMissing { path: shown });
     }
     if let Some(dir) = path.parent()
         && !dir.as_os_str().is_empty()
@@ -102,6 +106,78 @@ impl SqliteBackend {
         url: &str,
         target: &SqliteTarget,
         lock_timeout: Duration,
+        mode: OpenMode,
+    ) -> Result<Self, StoreError> {
+        if mode == OpenMode::ReadOnly
+            && let SqliteTarget::File(path) = target
+        {
+            check_path(path, mode)?;
+            if let Some(store) = Self::connect_read_only(url, path, lock_timeout).await? {
+                return Ok(store);
+            }
+        }
+        Self::connect_writable(url, target, lock_timeout, mode).await
+    }
+
+    /// Opens an existing file read-only: no journal mode change, no migration. `None` when
+    /// the file's schema is behind this version's (it must be migrated, read-write, first).
+    async fn connect_read_only(
+        url: &str,
+        path: &Path,
+        lock_timeout: Duration,
+    ) -> Result<Option<Self>, StoreError> {
+        let url = crate::url::redact(url);
+        let options = SqliteConnectOptions::new()
+            .filename(path)
+            .read_only(true)
+            .busy_timeout(lock_timeout);
+        let pool = SqlitePoolOptions::new()
+            .max_connections(MAX_CONNECTIONS)
+            .connect_with(options)
+            .await
+            .map_err(|error| match is_not_a_database(&error) {
+                true => StoreError::NotADatabase {
+                    path: path.display().to_string(),
+                },
+                false => StoreError::Connect {
+                    url: url.clone(),
+                    error,
+                },
+            })?;
+        let applied: Result<i64, _> =
+            sqlx::query_scalar("SELECT COUNT(*) FROM _sqlx_migrations WHERE success")
+                .fetch_one(&pool)
+                .await;
+        match applied {
+            Ok(n) if n >= MIGRATOR.iter().count() as i64 => Ok(Some(SqliteBackend {
+                pool,
+                write_lock: Arc::new(Mutex::new(())),
+                errors: ErrorContext {
+                    url,
+                    lock_timeout,
+                    dialect: Dialect::Sqlite,
+                },
+            })),
+            Ok(_) => {
+                pool.close().await;
+                Ok(None)
+            }
+            Err(error) if is_not_a_database(&error) => Err(StoreError::NotADatabase {
+                path: path.display().to_string(),
+            }),
+            // No migrations table: not a Vernier database (or an empty file).
+            Err(_) => {
+                pool.close().await;
+                Ok(None)
+            }
+        }
+    }
+
+    async fn connect_writable(
+        url: &str,
+        target: &SqliteTarget,
+        lock_timeout: Duration,
+        mode: OpenMode,
     ) -> Result<Self, StoreError> {
         let url = &crate::url::redact(url);
         let connect_err = |error: sqlx::Error| StoreError::Connect {
@@ -110,10 +186,10 @@ impl SqliteBackend {
         };
         let (options, pool_options, shown) = match target {
             SqliteTarget::File(path) => {
-                check_path(path)?;
+                check_path(path, mode)?;
                 let options = SqliteConnectOptions::new()
                     .filename(path)
-                    .create_if_missing(true);
+                    .create_if_missing(mode == OpenMode::Create);
                 (
                     options,
                     SqlitePoolOptions::new().max_connections(MAX_CONNECTIONS),

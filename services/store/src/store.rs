@@ -13,6 +13,21 @@ use crate::url::{self, DatabaseUrl};
 use std::time::Duration;
 use vernier_core::Observation;
 
+/// Whether opening may create a database and whether the store may write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OpenMode {
+    /// Create a missing SQLite file, bring the schema up to date (what `vernier run` does).
+    #[default]
+    Create,
+    /// A missing SQLite file is [`StoreError::DatabaseFileMissing`]; the schema is brought up
+    /// to date (commands that change an existing experiment).
+    Existing,
+    /// As `Existing`, and SQLite is opened read-only, so a database on a read-only filesystem
+    /// or in a directory the user may not write can be read (a file behind the current schema
+    /// is migrated first, which needs write access). Server databases open as `Existing`.
+    ReadOnly,
+}
+
 /// How a store waits for other sessions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StoreOptions {
@@ -21,12 +36,14 @@ pub struct StoreOptions {
     /// `lock_timeout`, MySQL's `innodb_lock_wait_timeout` and `lock_wait_timeout`; whole
     /// seconds on MySQL).
     pub lock_timeout: Duration,
+    pub mode: OpenMode,
 }
 
 impl Default for StoreOptions {
     fn default() -> Self {
         StoreOptions {
             lock_timeout: Duration::from_secs(30),
+            mode: OpenMode::Create,
         }
     }
 }
@@ -71,12 +88,24 @@ impl SqlStore {
         Self::connect_with(url, StoreOptions::default()).await
     }
 
+    /// [`SqlStore::connect`] in the given mode, with default lock timeout.
+    pub async fn open(url: &str, mode: OpenMode) -> Result<SqlStore, StoreError> {
+        Self::connect_with(
+            url,
+            StoreOptions {
+                mode,
+                ..StoreOptions::default()
+            },
+        )
+        .await
+    }
+
     /// [`SqlStore::connect`] with explicit options.
     pub async fn connect_with(url: &str, options: StoreOptions) -> Result<SqlStore, StoreError> {
         let wait = options.lock_timeout;
         let backend = match url::parse(url)? {
             DatabaseUrl::Sqlite(target) => {
-                Backend::Sqlite(SqliteBackend::connect(url, &target, wait).await?)
+                Backend::Sqlite(SqliteBackend::connect(url, &target, wait, options.mode).await?)
             }
             DatabaseUrl::Postgres(u) => {
                 Backend::Postgres(PostgresBackend::connect(&u, wait).await?)

@@ -685,6 +685,7 @@ async fn a_lock_held_by_another_session_is_reported_and_loses_nothing(db: Arc<Te
         &db.url,
         StoreOptions {
             lock_timeout: Duration::from_secs(1),
+            ..StoreOptions::default()
         },
     )
     .await

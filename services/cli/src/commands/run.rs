@@ -3,11 +3,13 @@
 
 use crate::Exit;
 use crate::commands::plugins::Plugins;
+use crate::out::{errln, outln};
 use crate::progress::Display;
 use anyhow::Context;
 use std::path::{Path, PathBuf};
 use tokio::sync::watch;
 use vernier_runner::driver::{self, Outcome};
+use vernier_runner::lease::ExperimentLease;
 use vernier_runner::process::StopLevel;
 use vernier_runner::{LocalExperiment, LocalPaths, RunHooks, SourceError, work_dir_of};
 use vernier_store::SqlStore;
@@ -61,7 +63,7 @@ pub async fn run(
                     source.describe()
                 )
             }
-            Err(SourceError::Unavailable(m)) => eprintln!(
+            Err(SourceError::Unavailable(m)) => errln!(
                 "warning: {} is not reachable yet ({m}); its settings are checked when it answers",
                 source.describe()
             ),
@@ -72,17 +74,18 @@ pub async fn run(
         .or_else(|| vernier_algorithms::seed_setting(&exp.algorithm, &exp.settings))
         .unwrap_or_else(random_seed);
     driver::create_experiment(&store, &exp, seed).await?;
-    println!(
+    let lease = ExperimentLease::acquire(&store, &name).await?;
+    outln!(
         "experiment {name}: {} with {} parameter(s), seed {seed}, logs in {}",
         exp.algorithm,
         exp.space.len(),
         exp.paths.log_dir.display()
     );
-    drive(&store, db, &exp, seed, plugins).await
+    drive(&store, db, &exp, seed, plugins, lease).await
 }
 
 pub async fn resume(db: &str, name: &str, plugins: &Plugins) -> anyhow::Result<Exit> {
-    let store = SqlStore::connect(db).await?;
+    let store = crate::db::open(db, vernier_store::OpenMode::Existing).await?;
     let row = store.get_experiment(name).await?.ok_or_else(|| {
         anyhow::anyhow!(
             "experiment {name:?} does not exist in {}\nhint: `vernier list` shows the experiments there",
@@ -103,8 +106,18 @@ pub async fn resume(db: &str, name: &str, plugins: &Plugins) -> anyhow::Result<E
         log_dir: PathBuf::from(&row.log_dir),
     };
     let exp = LocalExperiment::new(spec, paths)?;
+    // Only the lease holder may recover trials: another live driver's trials are not stale.
+    let lease = ExperimentLease::acquire(&store, name).await?;
+    if let Some(old) = &lease.took_over {
+        outln!(
+            "took over experiment {name} from pid {} on host {} (gone, or silent for more than {} s)",
+            old.pid,
+            old.host,
+            vernier_runner::lease::LEASE_TTL.as_secs()
+        );
+    }
     let recovered = driver::recover_interrupted(&store, name).await?;
-    println!(
+    outln!(
         "resuming experiment {name} (seed {}){}",
         row.seed,
         if recovered > 0 {
@@ -113,7 +126,7 @@ pub async fn resume(db: &str, name: &str, plugins: &Plugins) -> anyhow::Result<E
             String::new()
         }
     );
-    drive(&store, db, &exp, row.seed as u64, plugins).await
+    drive(&store, db, &exp, row.seed as u64, plugins, lease).await
 }
 
 /// Runs the driver with Ctrl-C / SIGTERM handling and prints the result.
@@ -123,6 +136,22 @@ async fn drive(
     exp: &LocalExperiment,
     seed: u64,
     plugins: &Plugins,
+    lease: ExperimentLease,
+) -> anyhow::Result<Exit> {
+    let result = drive_leased(store, db, exp, seed, plugins, &lease).await;
+    let released = lease.release().await;
+    let exit = result?;
+    released?;
+    Ok(exit)
+}
+
+async fn drive_leased(
+    store: &SqlStore,
+    db: &str,
+    exp: &LocalExperiment,
+    seed: u64,
+    plugins: &Plugins,
+    lease: &ExperimentLease,
 ) -> anyhow::Result<Exit> {
     let (stop_tx, stop_rx) = watch::channel(StopLevel::Run);
     let signals = tokio::spawn(watch_signals(stop_tx));
@@ -132,10 +161,10 @@ async fn drive(
         suggestion_source: plugins.source_for(exp)?,
     };
     if let Some(source) = &hooks.suggestion_source {
-        println!("suggestions come from {}", source.describe());
+        outln!("suggestions come from {}", source.describe());
     }
     let mut display = Display::new(&exp.objective.metric, exp.limits.max_trials);
-    let result = driver::run_with(store, exp, seed, stop_rx, &mut display, &hooks).await;
+    let result = driver::run_with(store, exp, seed, stop_rx, &mut display, &hooks, lease).await;
     display.finish();
     signals.abort();
     push.stop().await;
@@ -151,7 +180,7 @@ async fn drive(
             progress,
         } => {
             let c = &progress.counts;
-            println!(
+            outln!(
                 "experiment {} {}: {} ({} trials: {} succeeded, {} failed, {} without metrics, {} killed)",
                 exp.name,
                 if completion.succeeded() {
@@ -167,16 +196,19 @@ async fn drive(
                 c.killed
             );
             match &progress.best {
-                Some(best) => println!(
+                Some(best) => outln!(
                     "best trial {}: {}={}\n  {}",
-                    best.trial, exp.objective.metric, best.value, best.assignment
+                    best.trial,
+                    exp.objective.metric,
+                    best.value,
+                    best.assignment
                 ),
-                None => println!(
+                None => outln!(
                     "no trial reported the objective metric {}",
                     exp.objective.metric
                 ),
             }
-            println!("report: vernier report {}{db_flag}", exp.name);
+            outln!("report: vernier report {}{db_flag}", exp.name);
             Ok(if completion.succeeded() {
                 Exit::Succeeded
             } else {
@@ -184,11 +216,12 @@ async fn drive(
             })
         }
         Outcome::Interrupted { progress } => {
-            println!(
+            outln!(
                 "experiment {} interrupted after {} trial(s); running trials were stopped and marked Killed",
-                exp.name, progress.counts.total
+                exp.name,
+                progress.counts.total
             );
-            println!("resume with: vernier resume {}{db_flag}", exp.name);
+            outln!("resume with: vernier resume {}{db_flag}", exp.name);
             Ok(Exit::Interrupted)
         }
     }
@@ -214,7 +247,7 @@ async fn watch_signals(stop: watch::Sender<StopLevel>) {
         };
         got.await;
         level = if level == StopLevel::Run {
-            eprintln!("stopping: terminating running trials (press Ctrl-C again to kill them now)");
+            errln!("stopping: terminating running trials (press Ctrl-C again to kill them now)");
             StopLevel::Terminate
         } else {
             StopLevel::Kill

@@ -1,6 +1,7 @@
 //! `vernier validate FILE`: every problem at once, or a short summary.
 
 use crate::Exit;
+use crate::out::{errln, outln};
 use std::path::Path;
 
 pub fn validate(file: &Path) -> anyhow::Result<Exit> {
@@ -14,8 +15,8 @@ pub fn validate(file: &Path) -> anyhow::Result<Exit> {
                 .as_ref()
                 .and_then(|a| a.algorithm_name.clone())
                 .unwrap_or_default();
-            println!("{}: valid experiment {:?}", file.display(), exp.name());
-            println!(
+            outln!("{}: valid experiment {:?}", file.display(), exp.name());
+            outln!(
                 "  objective: {} {}{}",
                 match objective.direction {
                     vernier_core::Direction::Minimize => "minimize",
@@ -27,8 +28,8 @@ pub fn validate(file: &Path) -> anyhow::Result<Exit> {
                     .map(|g| format!(" (goal {g})"))
                     .unwrap_or_default()
             );
-            println!("  algorithm: {algorithm}");
-            println!(
+            outln!("  algorithm: {algorithm}");
+            outln!(
                 "  parameters: {} ({})",
                 space.len(),
                 space
@@ -38,7 +39,7 @@ pub fn validate(file: &Path) -> anyhow::Result<Exit> {
                     .collect::<Vec<_>>()
                     .join(", ")
             );
-            println!(
+            outln!(
                 "  trials: parallel {}, max {}, max failed {}",
                 s.parallel_trial_count.unwrap_or(3),
                 s.max_trial_count
@@ -49,8 +50,8 @@ pub fn validate(file: &Path) -> anyhow::Result<Exit> {
             Ok(Exit::Succeeded)
         }
         Err(errors) => {
-            eprintln!("{}: {} problem(s) found", file.display(), errors.len());
-            eprintln!("{errors}");
+            errln!("{}: {} problem(s) found", file.display(), errors.len());
+            errln!("{errors}");
             // Validation errors exit 2 like usage errors.
             std::process::exit(2);
         }
