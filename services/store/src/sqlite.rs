@@ -62,6 +62,24 @@ fn is_not_a_database(e: &sqlx::Error) -> bool {
     }
 }
 
+/// Why a read-only open failed: `Refused` where SQLite could not set up WAL shared memory
+/// (a read-only directory without the `-shm` file), which an immutable open avoids.
+enum ReadOnlyOpen {
+    Refused(StoreError),
+    Failed(StoreError),
+}
+
+/// SQLITE_READONLY and SQLITE_CANTOPEN with their extended codes.
+fn is_read_only_refusal(e: &sqlx::Error) -> bool {
+    match e {
+        sqlx::Error::Database(db) => db
+            .code()
+            .and_then(|c| c.parse::<u32>().ok())
+            .is_some_and(|c| matches!(c & 0xff, 8 | 14)),
+        _ => false,
+    }
+}
+
 /// How often opening a new database is tried while other processes create it at once.
 const OPEN_ATTEMPTS: u32 = 10;
 
@@ -112,8 +130,15 @@ impl SqliteBackend {
             && let SqliteTarget::File(path) = target
         {
             check_path(path, mode)?;
-            if let Some(store) = Self::connect_read_only(url, path, lock_timeout).await? {
-                return Ok(store);
+            // A WAL database in a directory nobody may write, without its `-shm` file, can
+            // only be read as immutable (SQLite then takes no locks: a snapshot for a report).
+            for immutable in [false, true] {
+                match Self::connect_read_only(url, path, lock_timeout, immutable).await {
+                    Ok(Some(store)) => return Ok(store),
+                    Ok(None) => break,
+                    Err(ReadOnlyOpen::Refused(_)) if !immutable => {}
+                    Err(ReadOnlyOpen::Refused(e) | ReadOnlyOpen::Failed(e)) => return Err(e),
+                }
             }
         }
         Self::connect_writable(url, target, lock_timeout, mode).await
@@ -125,25 +150,36 @@ impl SqliteBackend {
         url: &str,
         path: &Path,
         lock_timeout: Duration,
-    ) -> Result<Option<Self>, StoreError> {
+        immutable: bool,
+    ) -> Result<Option<Self>, ReadOnlyOpen> {
         let url = crate::url::redact(url);
+        let failed = |error: sqlx::Error| {
+            if is_not_a_database(&error) {
+                return ReadOnlyOpen::Failed(StoreError::NotADatabase {
+                    path: path.display().to_string(),
+                });
+            }
+            let refused = is_read_only_refusal(&error);
+            let e = StoreError::Connect {
+                url: url.clone(),
+                error,
+            };
+            if refused {
+                ReadOnlyOpen::Refused(e)
+            } else {
+                ReadOnlyOpen::Failed(e)
+            }
+        };
         let options = SqliteConnectOptions::new()
             .filename(path)
             .read_only(true)
+            .immutable(immutable)
             .busy_timeout(lock_timeout);
         let pool = SqlitePoolOptions::new()
             .max_connections(MAX_CONNECTIONS)
             .connect_with(options)
             .await
-            .map_err(|error| match is_not_a_database(&error) {
-                true => StoreError::NotADatabase {
-                    path: path.display().to_string(),
-                },
-                false => StoreError::Connect {
-                    url: url.clone(),
-                    error,
-                },
-            })?;
+            .map_err(failed)?;
         let applied: Result<i64, _> =
             sqlx::query_scalar("SELECT COUNT(*) FROM _sqlx_migrations WHERE success")
                 .fetch_one(&pool)
@@ -162,9 +198,10 @@ impl SqliteBackend {
                 pool.close().await;
                 Ok(None)
             }
-            Err(error) if is_not_a_database(&error) => Err(StoreError::NotADatabase {
-                path: path.display().to_string(),
-            }),
+            Err(error) if is_not_a_database(&error) || is_read_only_refusal(&error) => {
+                pool.close().await;
+                Err(failed(error))
+            }
             // No migrations table: not a Vernier database (or an empty file).
             Err(_) => {
                 pool.close().await;

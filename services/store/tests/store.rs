@@ -277,6 +277,6 @@ async fn read_only_mode_opens_a_database_nobody_may_write() {
 fn nix_is_root() -> bool {
     // The owner of a file this process creates is its effective user.
     use std::os::unix::fs::MetadataExt;
-    let f = tempfile::NamedTempFile::new().unwrap();
-    f.as_file().metadata().unwrap().uid() == 0
+    let f = tempfile::NamedTempFile::new().expect("temp file");
+    f.as_file().metadata().expect("temp file metadata").uid() == 0
 }
