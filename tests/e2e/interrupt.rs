@@ -182,3 +182,67 @@ fn kill_9_then_resume_finishes_without_losing_or_double_counting() {
     assert_eq!(done.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&done.stderr).contains("already finished"));
 }
+
+#[test]
+fn a_second_driver_is_refused_while_the_first_runs() {
+    let sb = Sandbox::new();
+    // Trials report, then wait for the test's go-ahead, so both stay running meanwhile.
+    let yaml = python_experiment(
+        "leased",
+        "import os, time; print('loss=0.5', flush=True)\nwhile not os.path.exists('go'): time.sleep(0.05)",
+        "  objective:\n    type: minimize\n    objectiveMetricName: loss\n  parallelTrialCount: 2\n  maxTrialCount: 2",
+    );
+    let file = sb.write("leased.yaml", &yaml);
+    let mut child = sb
+        .cmd(&["run", file.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_lines(&mut child, "started", 2);
+    let holder = format!("pid {}", child.id());
+
+    for args in [vec!["resume", "leased"], vec!["delete", "leased"]] {
+        let out = sb.run(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("is being driven by another vernier") && err.contains(&holder),
+            "{args:?}: {}",
+            text(&out)
+        );
+        assert!(err.contains("hint:"), "{}", text(&out));
+    }
+    // Enqueue-then-resume: the configuration is recorded, the resume refused.
+    let out = sb.run(&["enqueue", "leased", "--param", "x=0.25"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains(&holder),
+        "{}",
+        text(&out)
+    );
+    let out = sb.run(&["resume", "leased"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+
+    // Readers need no lease; the first driver's trials were left alone.
+    let during = sb.report("leased");
+    assert_eq!(trials_in(&during, "Running").len(), 2, "{during:#}");
+    let listed = sb.run(&["list"]);
+    assert_eq!(listed.status.code(), Some(0), "{}", text(&listed));
+
+    sb.write("go", "");
+    assert_eq!(wait_exit(&mut child, Duration::from_secs(30)), Some(0));
+    let after = sb.report("leased");
+    assert_eq!(trials_in(&after, "Succeeded").len(), 2, "{after:#}");
+    assert_eq!(after["status"]["trials"], 2, "{after:#}");
+    // The lease was released: the enqueued configuration can now be driven... but the
+    // experiment already finished, which is what resume says.
+    let out = sb.run(&["resume", "leased"]);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("already finished"),
+        "{}",
+        text(&out)
+    );
+    let out = sb.run(&["delete", "leased"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+}

@@ -18,6 +18,7 @@ mod katib_examples;
 mod katib_interop;
 mod lifecycle;
 mod nas;
+mod misuse;
 mod reports;
 mod spec_fuzz;
 mod validation;

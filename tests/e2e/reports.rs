@@ -154,8 +154,8 @@ fn compare_shows_experiments_side_by_side() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("\"nope\""));
 }
 
-/// Chromium on PATH, or `None` when the environment says to skip browser tests.
-fn chromium() -> Option<PathBuf> {
+/// Chromium on PATH, or `None` after a `SKIPPED` line (a failure under VERNIER_TEST_REQUIRE=1).
+fn chromium(test: &str) -> Option<PathBuf> {
     for name in ["chromium", "chromium-browser", "google-chrome"] {
         if let Ok(out) = Command::new("sh")
             .args(["-c", &format!("command -v {name}")])
@@ -167,13 +167,13 @@ fn chromium() -> Option<PathBuf> {
             ));
         }
     }
-    if std::env::var("VERNIER_SKIP_BROWSER").as_deref() == Ok("1") {
-        eprintln!("chromium not found; browser checks skipped (VERNIER_SKIP_BROWSER=1)");
-        return None;
-    }
-    panic!(
-        "chromium is not installed, and the HTML report test needs a real browser\nhint: apt-get install -y chromium, or set VERNIER_SKIP_BROWSER=1 to skip this check"
+    crate::harness::available_or_skip(
+        false,
+        test,
+        "chromium is not installed and this test opens the HTML report in a real browser",
+        "apt-get install -y chromium",
     );
+    None
 }
 
 /// Runs headless Chromium on `page` with `extra` arguments; returns (stdout, stderr).
@@ -232,7 +232,9 @@ fn html_report_renders_in_a_headless_browser() {
         page.to_str().unwrap(),
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-    let Some(browser) = chromium() else { return };
+    let Some(browser) = chromium("html_report_renders_in_a_headless_browser") else {
+        return;
+    };
     let (dom, log) = headless(&browser, &page, &["--dump-dom"]);
     for line in log.lines() {
         assert!(
@@ -342,7 +344,11 @@ fn multi_objective_reports_show_the_front_in_every_format_and_the_browser() {
         marks(&html, "plot-pareto-f1-f2", "infeasible"),
         10 - feasible
     );
-    let Some(browser) = chromium() else { return };
+    let Some(browser) =
+        chromium("multi_objective_reports_show_the_front_in_every_format_and_the_browser")
+    else {
+        return;
+    };
     let (dom, log) = headless(&browser, &page, &["--dump-dom"]);
     for line in log.lines() {
         assert!(

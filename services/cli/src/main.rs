@@ -4,9 +4,12 @@
 //! interrupted.
 
 mod commands;
+mod db;
+mod out;
 mod progress;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
+use out::errln;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -131,6 +134,9 @@ enum Command {
         /// Address to listen on; other interfaces than loopback must be asked for explicitly.
         #[arg(long, default_value = commands::serve::DEFAULT_LISTEN, value_name = "ADDR")]
         listen: String,
+        /// Create the SQLite database if it does not exist (otherwise a missing file is an error).
+        #[arg(long)]
+        create_db: bool,
     },
     /// Run the Kubernetes operator: Experiment and Trial controllers with leader election.
     Operator(commands::operator::OperatorArgs),
@@ -179,7 +185,12 @@ pub enum Exit {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let matches = Cli::command().get_matches();
+    db::set_source(db::describe(matches.value_source("db")));
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -187,7 +198,7 @@ fn main() -> ExitCode {
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
+            errln!("error: cannot start the async runtime: {e}");
             return ExitCode::from(2);
         }
     };
@@ -197,7 +208,7 @@ fn main() -> ExitCode {
         Ok(Exit::Interrupted) => ExitCode::from(130),
         Ok(Exit::ClusterOnly) => ExitCode::from(3),
         Err(e) => {
-            eprintln!("error: {e:#}");
+            errln!("error: {e:#}");
             ExitCode::from(2)
         }
     }
@@ -251,7 +262,9 @@ async fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
             commands::enqueue::enqueue(&cli.db, &name, &params).await
         }
         Command::Delete { name } => commands::delete::delete(&cli.db, &name).await,
-        Command::Serve { listen } => commands::serve::serve(&cli.db, &listen).await,
+        Command::Serve { listen, create_db } => {
+            commands::serve::serve(&cli.db, &listen, create_db).await
+        }
         Command::Operator(args) => commands::operator::operator(&cli.db, args).await,
         Command::Collect(args) => commands::collect::collect(args).await,
         Command::Validate { file } => commands::validate::validate(&file),

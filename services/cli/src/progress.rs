@@ -1,5 +1,6 @@
 //! Shows a running experiment: a live bar on a terminal, plain lines otherwise (logs, CI).
 
+use crate::out::outln;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
 use vernier_core::TrialState;
@@ -39,7 +40,7 @@ impl Display {
     fn line(&self, text: String) {
         match &self.bar {
             Some(bar) => bar.println(text),
-            None => println!("{text}"),
+            None => outln!("{text}"),
         }
     }
 

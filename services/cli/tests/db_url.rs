@@ -1,7 +1,7 @@
 //! `--db URL` / `VERNIER_DB` on every command that opens the store, against PostgreSQL: run an
 //! experiment there, then list, report (every format), compare, resume and delete it. Uses a
 //! database of its own on the server in `VERNIER_TEST_POSTGRES_URL` and drops it afterwards;
-//! skips loudly where that is unset (fails instead under `VERNIER_TEST_REQUIRE_SERVERS=1`).
+//! skips loudly where that is unset (fails instead under `VERNIER_TEST_REQUIRE=1`).
 
 use sqlx::{Connection, Executor};
 use std::io::Write;
@@ -65,8 +65,10 @@ fn ok(out: &Output) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_store_command_works_against_postgres() {
     let Ok(admin) = std::env::var("VERNIER_TEST_POSTGRES_URL") else {
-        if std::env::var("VERNIER_TEST_REQUIRE_SERVERS").as_deref() == Ok("1") {
-            panic!("VERNIER_TEST_POSTGRES_URL is unset but VERNIER_TEST_REQUIRE_SERVERS=1");
+        if std::env::var("VERNIER_TEST_REQUIRE").as_deref() == Ok("1") {
+            panic!(
+                "VERNIER_TEST_POSTGRES_URL is unset but VERNIER_TEST_REQUIRE=1 forbids skipping"
+            );
         }
         let _ = writeln!(
             std::io::stderr(),

@@ -10,6 +10,7 @@ use crate::experiment::LocalExperiment;
 use crate::hooks::{
     RunHooks, SourceRequest, apply_push_env, note_pushed_metrics, suggest_with_retry,
 };
+use crate::lease::ExperimentLease;
 use crate::names::{suggest_seed, trial_name};
 use crate::observed::trial_metrics;
 use crate::process::{MetricSource, ProcessEnd, ProcessReport, StopLevel, now_us};
@@ -171,11 +172,24 @@ pub async fn run(
     seed: u64,
     stop: watch::Receiver<StopLevel>,
     observer: &mut dyn Observer,
+    lease: &ExperimentLease,
 ) -> Result<Outcome, RunnerError> {
-    run_with(store, exp, seed, stop, observer, &RunHooks::default()).await
+    run_with(
+        store,
+        exp,
+        seed,
+        stop,
+        observer,
+        &RunHooks::default(),
+        lease,
+    )
+    .await
 }
 
 /// [`run`] with optional parts plugged in (push endpoint, external suggestion source).
+///
+/// `lease` is this process's lease on the experiment (see [`crate::lease`]): if another
+/// driver takes it over, running trials are stopped and nothing more is recorded.
 pub async fn run_with(
     store: &SqlStore,
     exp: &LocalExperiment,
@@ -183,6 +197,7 @@ pub async fn run_with(
     mut stop: watch::Receiver<StopLevel>,
     observer: &mut dyn Observer,
     hooks: &RunHooks,
+    lease: &ExperimentLease,
 ) -> Result<Outcome, RunnerError> {
     // Refused before the first trial, never by failing trial after trial.
     let verdict = crate::local_support::local_verdict(&exp.spec);
@@ -191,6 +206,17 @@ pub async fn run_with(
             verdict.refused,
         )));
     }
+    if lease.experiment() != exp.name {
+        return Err(RunnerError::CorruptExperiment {
+            name: exp.name.clone(),
+            reason: format!(
+                "driven under the lease of experiment {:?}",
+                lease.experiment()
+            ),
+        });
+    }
+    let mut lost = lease.watch_lost();
+    let mut lease_lost = false;
     let settings = vernier_algorithms::with_random_state(&exp.settings, seed);
     let suggester = match &hooks.suggestion_source {
         Some(_) => None,
@@ -268,6 +294,12 @@ pub async fn run_with(
             }
         }
 
+        if lease_lost && running.is_empty() {
+            return Err(StoreError::LeaseLost {
+                experiment: exp.name.clone(),
+            }
+            .into());
+        }
         if let Some(reason) = stopping
             && running.is_empty()
         {
@@ -492,6 +524,10 @@ pub async fn run_with(
                     }
                 };
                 running.remove(&name);
+                if lease_lost {
+                    // The new holder recovers this trial; writing it here would race it.
+                    continue;
+                }
                 let Some(idx) = trials.iter().position(|t| t.record.name == name) else { continue };
                 note_pushed_metrics(store, &exp.collection.source, &name, &mut report).await?;
                 let (state, reason, message) =
@@ -536,6 +572,15 @@ pub async fn run_with(
                         if let Some(tx) = running.get(&name) {
                             let _ = tx.send(StopLevel::Terminate);
                         }
+                    }
+                }
+            }
+            Ok(()) = lost.changed(), if !lease_lost => {
+                if *lost.borrow() {
+                    lease_lost = true;
+                    stopping = Some(StopReason::Interrupted);
+                    for tx in running.values() {
+                        let _ = tx.send(StopLevel::Terminate);
                     }
                 }
             }

@@ -10,6 +10,7 @@ pub mod experiment;
 pub mod extend;
 pub mod hooks;
 pub mod local_support;
+pub mod lease;
 pub mod names;
 pub mod observed;
 pub mod process;

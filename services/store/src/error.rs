@@ -26,6 +26,11 @@ pub enum StoreError {
     MissingDirectory { path: String, dir: String },
 
     #[error(
+        "database `{path}` does not exist\nhint: check the path (only `vernier run` creates a database)"
+    )]
+    DatabaseFileMissing { path: String },
+
+    #[error(
         "cannot open database `{path}`: it is a directory\nhint: pass a file path, e.g. `{path}/vernier.db`"
     )]
     IsADirectory { path: String },
@@ -73,6 +78,23 @@ pub enum StoreError {
 
     #[error("experiment `{experiment}` already has a trial with sequence number {seq}")]
     TrialSeqTaken { experiment: String, seq: i64 },
+
+    #[error(
+        "experiment `{experiment}` is being driven by another vernier: pid {pid} on host {host}, since {since}, last heartbeat {heartbeat_age_s} s ago\nhint: wait for it to finish, or stop it (Ctrl-C, or `kill -INT {pid}` on {host}) and then `vernier resume {experiment}`; if that process is gone, its lease lapses {ttl_s} s after its last heartbeat and `vernier resume {experiment}` takes over"
+    )]
+    LeaseHeld {
+        experiment: String,
+        host: String,
+        pid: i64,
+        since: String,
+        heartbeat_age_s: i64,
+        ttl_s: u64,
+    },
+
+    #[error(
+        "lost the lease on experiment `{experiment}`: another vernier took it over (this one's heartbeat lapsed, e.g. while the machine slept or the database was unreachable)\nhint: `vernier report {experiment}` shows what the other driver does; nothing more is recorded by this one"
+    )]
+    LeaseLost { experiment: String },
 
     #[error("{kind} `{name}` not found")]
     NotFound { kind: &'static str, name: String },

@@ -3,6 +3,7 @@
 
 mod codec;
 mod error;
+mod lease;
 mod model;
 mod mysql;
 mod postgres;
@@ -13,8 +14,9 @@ mod summary;
 mod url;
 
 pub use error::StoreError;
+pub use lease::{LeaseClaim, LeaseRow, LeaseState, lease_state};
 pub use model::{
     ExperimentRow, ExperimentStatusRow, ExperimentSummaries, StoredMetric, TrialRow, TrialUpdate,
 };
-pub use store::{SqlStore, StoreOptions};
+pub use store::{OpenMode, SqlStore, StoreOptions};
 pub use url::redact as redact_url;

@@ -11,11 +11,13 @@
 
 use crate::codec;
 use crate::error::{Dialect, ErrorContext, StoreError};
+use crate::lease::{self, LeaseClaim, LeaseRow, LeaseWrite};
 use crate::model::{
     ExperimentRow, ExperimentStatusRow, ExperimentSummaries, StoredMetric, TrialRow, TrialUpdate,
 };
 use crate::records::{
-    ExperimentRecord, SummaryRecord, TrialRecord, select_experiment, select_trial, summary_columns,
+    ExperimentRecord, LeaseRecord, SummaryRecord, TrialRecord, lease_row, select_experiment,
+    select_lease, select_trial, summary_columns,
 };
 use crate::summary::reduce_batch;
 use sqlx::error::ErrorKind;
@@ -231,6 +233,119 @@ impl MySqlBackend {
         Ok(())
     }
 
+    pub(crate) async fn get_lease(&self, experiment: &str) -> Result<Option<LeaseRow>, StoreError> {
+        let row: Option<LeaseRecord> =
+            sqlx::query_as(concat!(select_lease!(), " WHERE experiment = ?"))
+                .bind(experiment)
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(|e| self.errors.query("read lease of experiment", experiment, e))?;
+        Ok(row.map(lease_row))
+    }
+
+    pub(crate) async fn acquire_lease(
+        &self,
+        experiment: &str,
+        claim: &LeaseClaim,
+        now_us: i64,
+        ttl: Duration,
+        holder_gone: &(dyn Fn(&LeaseRow) -> bool + Send + Sync),
+    ) -> Result<Option<LeaseRow>, StoreError> {
+        let err = |e| self.errors.query("take lease of experiment", experiment, e);
+        let mut tx = self.pool.begin().await.map_err(err)?;
+        let current: Option<LeaseRecord> =
+            sqlx::query_as(concat!(select_lease!(), " WHERE experiment = ? FOR UPDATE"))
+                .bind(experiment)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(err)?;
+        let current = current.map(lease_row);
+        let gone = current.as_ref().is_some_and(holder_gone);
+        let write = lease::settle(current, experiment, claim, now_us, ttl, gone)?;
+        let replaced = match write {
+            LeaseWrite::Renew => {
+                sqlx::query("UPDATE experiment_leases SET heartbeat_us = ? WHERE experiment = ?")
+                    .bind(now_us)
+                    .bind(experiment)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(err)?;
+                None
+            }
+            LeaseWrite::Take { replacing } => {
+                // Only the row decided on: a row another claimant committed meanwhile must
+                // make this insert fail, not be deleted unseen.
+                if let Some(stale) = &replacing {
+                    sqlx::query("DELETE FROM experiment_leases WHERE experiment = ? AND owner = ?")
+                        .bind(experiment)
+                        .bind(&stale.owner)
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(err)?;
+                }
+                sqlx::query(
+                    "INSERT INTO experiment_leases (experiment, owner, host, pid, acquired_us, \
+                     heartbeat_us) VALUES (?, ?, ?, ?, ?, ?)",
+                )
+                .bind(experiment)
+                .bind(&claim.owner)
+                .bind(&claim.host)
+                .bind(claim.pid)
+                .bind(now_us)
+                .bind(now_us)
+                .execute(&mut *tx)
+                .await
+                .map_err(err)?;
+                replacing
+            }
+        };
+        tx.commit().await.map_err(err)?;
+        Ok(replaced)
+    }
+
+    pub(crate) async fn renew_lease(
+        &self,
+        experiment: &str,
+        owner: &str,
+        now_us: i64,
+    ) -> Result<(), StoreError> {
+        let done = sqlx::query(
+            "UPDATE experiment_leases SET heartbeat_us = ? WHERE experiment = ? AND owner = ?",
+        )
+        .bind(now_us)
+        .bind(experiment)
+        .bind(owner)
+        .execute(&self.pool)
+        .await
+        .map_err(|e| {
+            self.errors
+                .query("renew lease of experiment", experiment, e)
+        })?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::LeaseLost {
+                experiment: experiment.to_owned(),
+            });
+        }
+        Ok(())
+    }
+
+    pub(crate) async fn release_lease(
+        &self,
+        experiment: &str,
+        owner: &str,
+    ) -> Result<bool, StoreError> {
+        let done = sqlx::query("DELETE FROM experiment_leases WHERE experiment = ? AND owner = ?")
+            .bind(experiment)
+            .bind(owner)
+            .execute(&self.pool)
+            .await
+            .map_err(|e| {
+                self.errors
+                    .query("release lease of experiment", experiment, e)
+            })?;
+        Ok(done.rows_affected() > 0)
+    }
+
     pub(crate) async fn delete_experiment(&self, name: &str) -> Result<bool, StoreError> {
         let err = |e| self.errors.query("delete experiment", name, e);
         let mut tx = self.pool.begin().await.map_err(err)?;
@@ -243,6 +358,7 @@ impl MySqlBackend {
              (SELECT name FROM trials WHERE experiment = ?)",
             "DELETE FROM observation_summaries_pending WHERE trial_name IN \
              (SELECT name FROM trials WHERE experiment = ?)",
+            "DELETE FROM experiment_leases WHERE experiment = ?",
         ] {
             sqlx::query(sql)
                 .bind(name)

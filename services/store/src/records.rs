@@ -129,4 +129,25 @@ macro_rules! summary_columns {
     };
 }
 
-pub(crate) use {select_experiment, select_trial, summary_columns};
+/// The lease columns in the order of [`LeaseRecord`].
+macro_rules! select_lease {
+    () => {
+        "SELECT experiment, owner, host, pid, acquired_us, heartbeat_us FROM experiment_leases"
+    };
+}
+
+pub(crate) use {select_experiment, select_lease, select_trial, summary_columns};
+
+/// A lease row as every backend returns it.
+pub(crate) type LeaseRecord = (String, String, String, i64, i64, i64);
+
+pub(crate) fn lease_row(r: LeaseRecord) -> crate::lease::LeaseRow {
+    crate::lease::LeaseRow {
+        experiment: r.0,
+        owner: r.1,
+        host: r.2,
+        pid: r.3,
+        acquired_us: r.4,
+        heartbeat_us: r.5,
+    }
+}

@@ -9,12 +9,15 @@
 
 use crate::codec;
 use crate::error::{Dialect, ErrorContext, StoreError};
+use crate::lease::{self, LeaseClaim, LeaseRow, LeaseWrite};
 use crate::model::{
     ExperimentRow, ExperimentStatusRow, ExperimentSummaries, StoredMetric, TrialRow, TrialUpdate,
 };
 use crate::records::{
-    ExperimentRecord, SummaryRecord, TrialRecord, select_experiment, select_trial, summary_columns,
+    ExperimentRecord, LeaseRecord, SummaryRecord, TrialRecord, lease_row, select_experiment,
+    select_lease, select_trial, summary_columns,
 };
+use crate::store::OpenMode;
 use crate::summary::reduce_batch;
 use crate::url::SqliteTarget;
 use sqlx::error::ErrorKind;
@@ -59,6 +62,24 @@ fn is_not_a_database(e: &sqlx::Error) -> bool {
     }
 }
 
+/// Why a read-only open failed: `Refused` where SQLite could not set up WAL shared memory
+/// (a read-only directory without the `-shm` file), which an immutable open avoids.
+enum ReadOnlyOpen {
+    Refused(StoreError),
+    Failed(StoreError),
+}
+
+/// SQLITE_READONLY and SQLITE_CANTOPEN with their extended codes.
+fn is_read_only_refusal(e: &sqlx::Error) -> bool {
+    match e {
+        sqlx::Error::Database(db) => db
+            .code()
+            .and_then(|c| c.parse::<u32>().ok())
+            .is_some_and(|c| matches!(c & 0xff, 8 | 14)),
+        _ => false,
+    }
+}
+
 /// How often opening a new database is tried while other processes create it at once.
 const OPEN_ATTEMPTS: u32 = 10;
 
@@ -78,10 +99,13 @@ fn migrate_not_a_database(e: &sqlx::migrate::MigrateError) -> bool {
 }
 
 /// Checks what SQLite would report obscurely ("unable to open database file") before opening.
-fn check_path(path: &Path) -> Result<(), StoreError> {
+fn check_path(path: &Path, mode: OpenMode) -> Result<(), StoreError> {
     let shown = path.display().to_string();
     if path.is_dir() {
         return Err(StoreError::IsADirectory { path: shown });
+    }
+    if mode != OpenMode::Create && !path.exists() {
+        return Err(StoreError::DatabaseFileMissing { path: shown });
     }
     if let Some(dir) = path.parent()
         && !dir.as_os_str().is_empty()
@@ -100,6 +124,97 @@ impl SqliteBackend {
         url: &str,
         target: &SqliteTarget,
         lock_timeout: Duration,
+        mode: OpenMode,
+    ) -> Result<Self, StoreError> {
+        if mode == OpenMode::ReadOnly
+            && let SqliteTarget::File(path) = target
+        {
+            check_path(path, mode)?;
+            // A WAL database in a directory nobody may write, without its `-shm` file, can
+            // only be read as immutable (SQLite then takes no locks: a snapshot for a report).
+            for immutable in [false, true] {
+                match Self::connect_read_only(url, path, lock_timeout, immutable).await {
+                    Ok(Some(store)) => return Ok(store),
+                    Ok(None) => break,
+                    Err(ReadOnlyOpen::Refused(_)) if !immutable => {}
+                    Err(ReadOnlyOpen::Refused(e) | ReadOnlyOpen::Failed(e)) => return Err(e),
+                }
+            }
+        }
+        Self::connect_writable(url, target, lock_timeout, mode).await
+    }
+
+    /// Opens an existing file read-only: no journal mode change, no migration. `None` when
+    /// the file's schema is behind this version's (it must be migrated, read-write, first).
+    async fn connect_read_only(
+        url: &str,
+        path: &Path,
+        lock_timeout: Duration,
+        immutable: bool,
+    ) -> Result<Option<Self>, ReadOnlyOpen> {
+        let url = crate::url::redact(url);
+        let failed = |error: sqlx::Error| {
+            if is_not_a_database(&error) {
+                return ReadOnlyOpen::Failed(StoreError::NotADatabase {
+                    path: path.display().to_string(),
+                });
+            }
+            let refused = is_read_only_refusal(&error);
+            let e = StoreError::Connect {
+                url: url.clone(),
+                error,
+            };
+            if refused {
+                ReadOnlyOpen::Refused(e)
+            } else {
+                ReadOnlyOpen::Failed(e)
+            }
+        };
+        let options = SqliteConnectOptions::new()
+            .filename(path)
+            .read_only(true)
+            .immutable(immutable)
+            .busy_timeout(lock_timeout);
+        let pool = SqlitePoolOptions::new()
+            .max_connections(MAX_CONNECTIONS)
+            .connect_with(options)
+            .await
+            .map_err(failed)?;
+        let applied: Result<i64, _> =
+            sqlx::query_scalar("SELECT COUNT(*) FROM _sqlx_migrations WHERE success")
+                .fetch_one(&pool)
+                .await;
+        match applied {
+            Ok(n) if n >= MIGRATOR.iter().count() as i64 => Ok(Some(SqliteBackend {
+                pool,
+                write_lock: Arc::new(Mutex::new(())),
+                errors: ErrorContext {
+                    url,
+                    lock_timeout,
+                    dialect: Dialect::Sqlite,
+                },
+            })),
+            Ok(_) => {
+                pool.close().await;
+                Ok(None)
+            }
+            Err(error) if is_not_a_database(&error) || is_read_only_refusal(&error) => {
+                pool.close().await;
+                Err(failed(error))
+            }
+            // No migrations table: not a Vernier database (or an empty file).
+            Err(_) => {
+                pool.close().await;
+                Ok(None)
+            }
+        }
+    }
+
+    async fn connect_writable(
+        url: &str,
+        target: &SqliteTarget,
+        lock_timeout: Duration,
+        mode: OpenMode,
     ) -> Result<Self, StoreError> {
         let url = &crate::url::redact(url);
         let connect_err = |error: sqlx::Error| StoreError::Connect {
@@ -108,10 +223,10 @@ impl SqliteBackend {
         };
         let (options, pool_options, shown) = match target {
             SqliteTarget::File(path) => {
-                check_path(path)?;
+                check_path(path, mode)?;
                 let options = SqliteConnectOptions::new()
                     .filename(path)
-                    .create_if_missing(true);
+                    .create_if_missing(mode == OpenMode::Create);
                 (
                     options,
                     SqlitePoolOptions::new().max_connections(MAX_CONNECTIONS),
@@ -298,6 +413,122 @@ impl SqliteBackend {
         Ok(())
     }
 
+    pub(crate) async fn get_lease(&self, experiment: &str) -> Result<Option<LeaseRow>, StoreError> {
+        let row: Option<LeaseRecord> =
+            sqlx::query_as(concat!(select_lease!(), " WHERE experiment = ?"))
+                .bind(experiment)
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(|e| self.errors.query("read lease of experiment", experiment, e))?;
+        Ok(row.map(lease_row))
+    }
+
+    pub(crate) async fn acquire_lease(
+        &self,
+        experiment: &str,
+        claim: &LeaseClaim,
+        now_us: i64,
+        ttl: Duration,
+        holder_gone: &(dyn Fn(&LeaseRow) -> bool + Send + Sync),
+    ) -> Result<Option<LeaseRow>, StoreError> {
+        let _writer = self.write_lock.lock().await;
+        let err = |e| self.errors.query("take lease of experiment", experiment, e);
+        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(err)?;
+        let current: Option<LeaseRecord> =
+            sqlx::query_as(concat!(select_lease!(), " WHERE experiment = ?"))
+                .bind(experiment)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(err)?;
+        let current = current.map(lease_row);
+        let gone = current.as_ref().is_some_and(holder_gone);
+        let write = lease::settle(current, experiment, claim, now_us, ttl, gone)?;
+        let replaced = match write {
+            LeaseWrite::Renew => {
+                sqlx::query("UPDATE experiment_leases SET heartbeat_us = ? WHERE experiment = ?")
+                    .bind(now_us)
+                    .bind(experiment)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(err)?;
+                None
+            }
+            LeaseWrite::Take { replacing } => {
+                // Only the row decided on: a row another claimant committed meanwhile must
+                // make this insert fail, not be deleted unseen.
+                if let Some(stale) = &replacing {
+                    sqlx::query("DELETE FROM experiment_leases WHERE experiment = ? AND owner = ?")
+                        .bind(experiment)
+                        .bind(&stale.owner)
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(err)?;
+                }
+                sqlx::query(
+                    "INSERT INTO experiment_leases (experiment, owner, host, pid, acquired_us, \
+                     heartbeat_us) VALUES (?, ?, ?, ?, ?, ?)",
+                )
+                .bind(experiment)
+                .bind(&claim.owner)
+                .bind(&claim.host)
+                .bind(claim.pid)
+                .bind(now_us)
+                .bind(now_us)
+                .execute(&mut *tx)
+                .await
+                .map_err(err)?;
+                replacing
+            }
+        };
+        tx.commit().await.map_err(err)?;
+        Ok(replaced)
+    }
+
+    pub(crate) async fn renew_lease(
+        &self,
+        experiment: &str,
+        owner: &str,
+        now_us: i64,
+    ) -> Result<(), StoreError> {
+        let _writer = self.write_lock.lock().await;
+        let done = sqlx::query(
+            "UPDATE experiment_leases SET heartbeat_us = ? WHERE experiment = ? AND owner = ?",
+        )
+        .bind(now_us)
+        .bind(experiment)
+        .bind(owner)
+        .execute(&self.pool)
+        .await
+        .map_err(|e| {
+            self.errors
+                .query("renew lease of experiment", experiment, e)
+        })?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::LeaseLost {
+                experiment: experiment.to_owned(),
+            });
+        }
+        Ok(())
+    }
+
+    pub(crate) async fn release_lease(
+        &self,
+        experiment: &str,
+        owner: &str,
+    ) -> Result<bool, StoreError> {
+        let _writer = self.write_lock.lock().await;
+        let done = sqlx::query("DELETE FROM experiment_leases WHERE experiment = ? AND owner = ?")
+            .bind(experiment)
+            .bind(owner)
+            .execute(&self.pool)
+            .await
+            .map_err(|e| {
+                self.errors
+                    .query("release lease of experiment", experiment, e)
+            })?;
+        Ok(done.rows_affected() > 0)
+    }
+
     pub(crate) async fn delete_experiment(&self, name: &str) -> Result<bool, StoreError> {
         let _writer = self.write_lock.lock().await;
         let err = |e| self.errors.query("delete experiment", name, e);
@@ -311,6 +542,7 @@ impl SqliteBackend {
              (SELECT name FROM trials WHERE experiment = ?)",
             "DELETE FROM observation_summaries_pending WHERE trial_name IN \
              (SELECT name FROM trials WHERE experiment = ?)",
+            "DELETE FROM experiment_leases WHERE experiment = ?",
         ] {
             sqlx::query(sql)
                 .bind(name)

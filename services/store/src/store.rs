@@ -2,6 +2,7 @@
 //! so each database is one `Backend` variant and module with the same methods.
 
 use crate::error::StoreError;
+use crate::lease::{LeaseClaim, LeaseRow};
 use crate::model::{
     ExperimentRow, ExperimentStatusRow, ExperimentSummaries, StoredMetric, TrialRow, TrialUpdate,
 };
@@ -12,6 +13,21 @@ use crate::url::{self, DatabaseUrl};
 use std::time::Duration;
 use vernier_core::Observation;
 
+/// Whether opening may create a database and whether the store may write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OpenMode {
+    /// Create a missing SQLite file, bring the schema up to date (what `vernier run` does).
+    #[default]
+    Create,
+    /// A missing SQLite file is [`StoreError::DatabaseFileMissing`]; the schema is brought up
+    /// to date (commands that change an existing experiment).
+    Existing,
+    /// As `Existing`, and SQLite is opened read-only, so a database on a read-only filesystem
+    /// or in a directory the user may not write can be read (a file behind the current schema
+    /// is migrated first, which needs write access). Server databases open as `Existing`.
+    ReadOnly,
+}
+
 /// How a store waits for other sessions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StoreOptions {
@@ -20,12 +36,14 @@ pub struct StoreOptions {
     /// `lock_timeout`, MySQL's `innodb_lock_wait_timeout` and `lock_wait_timeout`; whole
     /// seconds on MySQL).
     pub lock_timeout: Duration,
+    pub mode: OpenMode,
 }
 
 impl Default for StoreOptions {
     fn default() -> Self {
         StoreOptions {
             lock_timeout: Duration::from_secs(30),
+            mode: OpenMode::Create,
         }
     }
 }
@@ -70,12 +88,24 @@ impl SqlStore {
         Self::connect_with(url, StoreOptions::default()).await
     }
 
+    /// [`SqlStore::connect`] in the given mode, with default lock timeout.
+    pub async fn open(url: &str, mode: OpenMode) -> Result<SqlStore, StoreError> {
+        Self::connect_with(
+            url,
+            StoreOptions {
+                mode,
+                ..StoreOptions::default()
+            },
+        )
+        .await
+    }
+
     /// [`SqlStore::connect`] with explicit options.
     pub async fn connect_with(url: &str, options: StoreOptions) -> Result<SqlStore, StoreError> {
         let wait = options.lock_timeout;
         let backend = match url::parse(url)? {
             DatabaseUrl::Sqlite(target) => {
-                Backend::Sqlite(SqliteBackend::connect(url, &target, wait).await?)
+                Backend::Sqlite(SqliteBackend::connect(url, &target, wait, options.mode).await?)
             }
             DatabaseUrl::Postgres(u) => {
                 Backend::Postgres(PostgresBackend::connect(&u, wait).await?)
@@ -141,6 +171,52 @@ impl SqlStore {
     /// Returns whether the experiment existed.
     pub async fn delete_experiment(&self, name: &str) -> Result<bool, StoreError> {
         dispatch!(self.delete_experiment(name))
+    }
+
+    /// The experiment's lease row, if a driver holds (or held and died with) one. Readers
+    /// never need it; it tells commands that change an experiment who drives it.
+    pub async fn get_lease(&self, experiment: &str) -> Result<Option<LeaseRow>, StoreError> {
+        dispatch!(self.get_lease(experiment))
+    }
+
+    /// Takes the experiment's lease for `claim` in one transaction: granted when no one holds
+    /// it, when `claim.owner` already does (its heartbeat is renewed), or when the holder's
+    /// heartbeat is older than `ttl` at `now_us` or `holder_gone` says it is gone; otherwise
+    /// [`StoreError::LeaseHeld`] names the holder. Returns the stale lease taken over, if any.
+    /// Two claimants racing for a free lease: one wins, the other sees it held.
+    pub async fn acquire_lease(
+        &self,
+        experiment: &str,
+        claim: &LeaseClaim,
+        now_us: i64,
+        ttl: Duration,
+        holder_gone: &(dyn Fn(&LeaseRow) -> bool + Send + Sync),
+    ) -> Result<Option<LeaseRow>, StoreError> {
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            match dispatch!(self.acquire_lease(experiment, claim, now_us, ttl, holder_gone)) {
+                // Both claimants saw no row and inserted: the loser retries and sees the winner.
+                Err(StoreError::Query { error, .. }) if attempt < 4 && is_race(&error) => {}
+                other => return other,
+            }
+        }
+    }
+
+    /// Renews the heartbeat of a lease `owner` holds; [`StoreError::LeaseLost`] if it holds
+    /// it no more (another driver took it over after the heartbeat lapsed).
+    pub async fn renew_lease(
+        &self,
+        experiment: &str,
+        owner: &str,
+        now_us: i64,
+    ) -> Result<(), StoreError> {
+        dispatch!(self.renew_lease(experiment, owner, now_us))
+    }
+
+    /// Drops the lease if `owner` still holds it; returns whether it did.
+    pub async fn release_lease(&self, experiment: &str, owner: &str) -> Result<bool, StoreError> {
+        dispatch!(self.release_lease(experiment, owner))
     }
 
     /// Fails with [`StoreError::TrialExists`] if the name is taken (in any experiment),
@@ -270,5 +346,16 @@ impl SqlStore {
             .iter()
             .filter_map(|n| vernier_core::MetricSummary::reduce(n, &logs))
             .collect())
+    }
+}
+
+/// A unique violation or deadlock between two transactions inserting the same lease row.
+fn is_race(error: &sqlx::Error) -> bool {
+    match error {
+        sqlx::Error::Database(db) => {
+            db.kind() == sqlx::error::ErrorKind::UniqueViolation
+                || matches!(db.code().as_deref(), Some("40P01" | "40001"))
+        }
+        _ => false,
     }
 }

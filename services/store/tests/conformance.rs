@@ -13,7 +13,7 @@ use std::time::Duration;
 use support::fixtures::{experiment, obs, status, trial};
 use support::{Backend, TestDb};
 use vernier_core::{MetricSummary, Observation, TrialState};
-use vernier_store::{SqlStore, StoreError, StoreOptions, TrialRow, TrialUpdate};
+use vernier_store::{LeaseClaim, SqlStore, StoreError, StoreOptions, TrialRow, TrialUpdate};
 
 per_backend!(
     experiments_round_trip_and_list_in_creation_order,
@@ -30,6 +30,8 @@ per_backend!(
     concurrent_writers_to_one_trial_keep_its_summary_exact,
     a_lock_held_by_another_session_is_reported_and_loses_nothing,
     text_values_are_kept_exactly_and_are_only_latest,
+    a_lease_is_granted_renewed_refused_taken_over_and_released,
+    claimants_racing_for_a_free_lease_get_exactly_one,
 );
 
 async fn experiments_round_trip_and_list_in_creation_order(db: Arc<TestDb>) {
@@ -684,6 +686,7 @@ async fn a_lock_held_by_another_session_is_reported_and_loses_nothing(db: Arc<Te
         &db.url,
         StoreOptions {
             lock_timeout: Duration::from_secs(1),
+            ..StoreOptions::default()
         },
     )
     .await
@@ -748,4 +751,132 @@ async fn text_values_are_kept_exactly_and_are_only_latest(db: Arc<TestDb>) {
     assert_eq!((s.summary.min, s.summary.max), (Some(0.5), Some(0.5)));
     assert_eq!(s.summary.latest, genotype);
     assert_eq!(s.numeric_count, 1);
+}
+
+fn claim(owner: &str, pid: i64) -> LeaseClaim {
+    LeaseClaim {
+        owner: owner.to_owned(),
+        host: "host-a".to_owned(),
+        pid,
+    }
+}
+
+const LEASE_TTL: Duration = Duration::from_secs(30);
+const SEC: i64 = 1_000_000;
+
+async fn a_lease_is_granted_renewed_refused_taken_over_and_released(db: Arc<TestDb>) {
+    let store = SqlStore::connect(&db.url).await.unwrap();
+    let alive = |_: &vernier_store::LeaseRow| false;
+    let (first, second) = (claim("first", 11), claim("second", 22));
+    assert_eq!(store.get_lease("exp").await.unwrap(), None);
+    let taken = store
+        .acquire_lease("exp", &first, 100 * SEC, LEASE_TTL, &alive)
+        .await
+        .unwrap();
+    assert_eq!(taken, None);
+    store.renew_lease("exp", "first", 110 * SEC).await.unwrap();
+    let row = store.get_lease("exp").await.unwrap().unwrap();
+    assert_eq!(
+        (
+            row.owner.as_str(),
+            row.host.as_str(),
+            row.pid,
+            row.acquired_us,
+            row.heartbeat_us
+        ),
+        ("first", "host-a", 11, 100 * SEC, 110 * SEC)
+    );
+
+    // Within the heartbeat's lifetime another claimant is refused, naming the holder.
+    let err = store
+        .acquire_lease("exp", &second, 139 * SEC, LEASE_TTL, &alive)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, StoreError::LeaseHeld { experiment, host, pid: 11, .. }
+            if experiment == "exp" && host == "host-a"),
+        "{err}"
+    );
+    assert!(err.to_string().contains("last heartbeat 29 s ago"), "{err}");
+    // A lease on another experiment is independent.
+    store
+        .acquire_lease("other", &second, 139 * SEC, LEASE_TTL, &alive)
+        .await
+        .unwrap();
+
+    // A holder known to be gone is taken over at once; a lapsed one after the ttl.
+    let gone = |l: &vernier_store::LeaseRow| l.pid == 11;
+    let replaced = store
+        .acquire_lease("exp", &second, 140 * SEC, LEASE_TTL, &gone)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(replaced.owner, "first");
+    let err = store
+        .renew_lease("exp", "first", 141 * SEC)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, StoreError::LeaseLost { experiment } if experiment == "exp"),
+        "{err}"
+    );
+    assert!(!store.release_lease("exp", "first").await.unwrap());
+    let replaced = store
+        .acquire_lease("exp", &first, 171 * SEC, LEASE_TTL, &alive)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(replaced.owner, "second");
+
+    // Re-acquiring one's own lease renews it; releasing frees it for anyone.
+    store
+        .acquire_lease("exp", &first, 172 * SEC, LEASE_TTL, &alive)
+        .await
+        .unwrap();
+    assert!(store.release_lease("exp", "first").await.unwrap());
+    assert_eq!(store.get_lease("exp").await.unwrap(), None);
+    store
+        .acquire_lease("exp", &second, 173 * SEC, LEASE_TTL, &alive)
+        .await
+        .unwrap();
+
+    // Deleting an experiment drops its lease with it.
+    store
+        .create_experiment(&experiment("other", 1))
+        .await
+        .unwrap();
+    assert!(store.delete_experiment("other").await.unwrap());
+    assert_eq!(store.get_lease("other").await.unwrap(), None);
+}
+
+async fn claimants_racing_for_a_free_lease_get_exactly_one(db: Arc<TestDb>) {
+    let a = SqlStore::connect(&db.url).await.unwrap();
+    let b = SqlStore::connect(&db.url).await.unwrap();
+    let mut tasks = Vec::new();
+    for i in 0..8i64 {
+        let store = if i % 2 == 0 { a.clone() } else { b.clone() };
+        tasks.push(tokio::spawn(async move {
+            let alive = |_: &vernier_store::LeaseRow| false;
+            store
+                .acquire_lease(
+                    "exp",
+                    &claim(&format!("c{i}"), i),
+                    100 * SEC,
+                    LEASE_TTL,
+                    &alive,
+                )
+                .await
+        }));
+    }
+    let mut granted = Vec::new();
+    for (i, t) in tasks.into_iter().enumerate() {
+        match t.await.unwrap() {
+            Ok(_) => granted.push(format!("c{i}")),
+            Err(StoreError::LeaseHeld { .. }) => {}
+            Err(e) => panic!("claimant c{i}: {e}"),
+        }
+    }
+    assert_eq!(granted.len(), 1, "{granted:?}");
+    let holder = a.get_lease("exp").await.unwrap().unwrap();
+    assert_eq!(holder.owner, granted[0]);
 }

@@ -1,5 +1,6 @@
 //! SQLite-only store tests: in-memory databases, file-system errors, WAL mode, lock waits
-//! between processes and upgrading a database written before observation summaries existed.
+//! between processes, upgrading a database written before observation summaries existed, and
+//! the open modes (only `Create` makes a file; `ReadOnly` never writes).
 //! What every backend must do is in `conformance.rs`.
 
 mod support;
@@ -8,7 +9,7 @@ use std::path::Path;
 use std::time::Duration;
 use support::fixtures::{experiment, obs, trial};
 use vernier_core::MetricSummary;
-use vernier_store::{SqlStore, StoreError, StoreOptions};
+use vernier_store::{OpenMode, SqlStore, StoreError, StoreOptions};
 
 fn url(dir: &Path) -> String {
     format!("sqlite://{}", dir.join("vernier.db").display())
@@ -119,6 +120,7 @@ async fn a_write_lock_held_elsewhere_is_reported_and_loses_nothing() {
         &u,
         StoreOptions {
             lock_timeout: Duration::from_millis(300),
+            ..StoreOptions::default()
         },
     )
     .await
@@ -201,4 +203,80 @@ async fn trials_logged_before_summaries_are_listed_as_unreduced() {
             .unreduced
             .is_empty()
     );
+}
+
+#[tokio::test]
+async fn only_create_mode_makes_a_missing_file() {
+    let dir = tempfile::tempdir().unwrap();
+    for mode in [OpenMode::Existing, OpenMode::ReadOnly] {
+        let path = dir.path().join("typo.db");
+        let err = SqlStore::open(&path.display().to_string(), mode)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, StoreError::DatabaseFileMissing { path: p } if p == &path.display().to_string()),
+            "{mode:?}: {err}"
+        );
+        assert!(err.to_string().contains("hint:"), "{err}");
+        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert!(left.is_empty(), "{mode:?} created {left:?}");
+    }
+    SqlStore::open(&url(dir.path()), OpenMode::Create)
+        .await
+        .unwrap();
+    assert!(dir.path().join("vernier.db").exists());
+}
+
+#[tokio::test]
+async fn read_only_mode_reads_and_never_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let writer = SqlStore::connect(&url(dir.path())).await.unwrap();
+    writer.create_experiment(&experiment("e", 1)).await.unwrap();
+    writer.close().await;
+
+    let reader = SqlStore::open(&url(dir.path()), OpenMode::ReadOnly)
+        .await
+        .unwrap();
+    assert_eq!(reader.list_experiments().await.unwrap().len(), 1);
+    // SQLite enforces the read-only open for every user, root included.
+    let err = reader
+        .create_experiment(&experiment("f", 2))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("readonly"), "{err}");
+}
+
+#[tokio::test]
+async fn read_only_mode_opens_a_database_nobody_may_write() {
+    use std::os::unix::fs::PermissionsExt;
+    if nix_is_root() {
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED read_only_mode_opens_a_database_nobody_may_write: running as root, which file permissions do not stop (read_only_mode_reads_and_never_writes checks the open mode)"
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let writer = SqlStore::connect(&url(dir.path())).await.unwrap();
+    writer.create_experiment(&experiment("e", 1)).await.unwrap();
+    writer.close().await;
+    let db = dir.path().join("vernier.db");
+    std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o444)).unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o555)).unwrap();
+    let read = SqlStore::open(&url(dir.path()), OpenMode::ReadOnly).await;
+    let listed = match &read {
+        Ok(store) => store.list_experiments().await.map(|l| l.len()),
+        Err(_) => Ok(0),
+    };
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    assert!(read.is_ok(), "{:?}", read.err().map(|e| e.to_string()));
+    assert_eq!(listed.unwrap(), 1);
+}
+
+fn nix_is_root() -> bool {
+    // The owner of a file this process creates is its effective user.
+    use std::os::unix::fs::MetadataExt;
+    let f = tempfile::NamedTempFile::new().expect("temp file");
+    f.as_file().metadata().expect("temp file metadata").uid() == 0
 }

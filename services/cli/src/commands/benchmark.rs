@@ -6,6 +6,7 @@
 
 use super::benchmark_problems::BenchProblem;
 use crate::Exit;
+use crate::out::{err, errln, outln};
 use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -85,17 +86,17 @@ pub fn benchmark(args: BenchmarkArgs) -> anyhow::Result<Exit> {
             for seed in args.first_seed..args.first_seed + args.seeds as u64 {
                 runs.push(run_once(algorithm, problem, budget, seed)?);
                 if !args.json {
-                    eprint!(".");
+                    err!(".");
                 }
             }
             cells.push(summarize(algorithm, problem, budget, runs));
         }
     }
     if !args.json {
-        eprintln!();
+        errln!();
     }
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&cells)?);
+        outln!("{}", serde_json::to_string_pretty(&cells)?);
     } else {
         print_table(&cells);
     }
@@ -253,7 +254,7 @@ fn print_table(cells: &[CellSummary]) {
             ms("100"),
         ]);
     }
-    println!("{table}");
+    outln!("{table}");
 }
 
 #[cfg(test)]

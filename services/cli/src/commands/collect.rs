@@ -4,6 +4,7 @@
 //! DBManager (`ReportObservationLog`), as Katib's file and tfevent collectors do.
 
 use crate::Exit;
+use crate::out::errln;
 use anyhow::{Context as _, anyhow, bail};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -331,7 +332,7 @@ pub async fn collect(args: CollectArgs) -> anyhow::Result<Exit> {
     };
     if !is_primary(&args)? {
         // A native sidecar that exits is restarted, so one with nothing to do waits.
-        eprintln!(
+        errln!(
             "vernier collect: this pod is not trial {}'s primary pod ({}); nothing to collect",
             args.trial,
             args.pod_label.join(",")
@@ -343,7 +344,7 @@ pub async fn collect(args: CollectArgs) -> anyhow::Result<Exit> {
         return Ok(Exit::Succeeded);
     }
     let mut client = DbManagerClient::new(endpoint(&args.db_manager_address)?.connect_lazy());
-    eprintln!(
+    errln!(
         "vernier collect: trial {} metrics {} from {} ({:?}) to {}",
         args.trial,
         wanted.join(","),
@@ -364,7 +365,7 @@ pub async fn collect(args: CollectArgs) -> anyhow::Result<Exit> {
         };
         let read = source.read(&wanted, last);
         for w in read.warnings {
-            eprintln!("warning: {w}");
+            errln!("warning: {w}");
         }
         pending.extend(read.logs);
         if !last {
@@ -377,7 +378,7 @@ pub async fn collect(args: CollectArgs) -> anyhow::Result<Exit> {
                 Err(e) => {
                     let e = format!("{e:#}");
                     if e != last_error {
-                        eprintln!("warning: {e}; retrying");
+                        errln!("warning: {e}; retrying");
                         last_error = e;
                     }
                 }
@@ -399,13 +400,13 @@ pub async fn collect(args: CollectArgs) -> anyhow::Result<Exit> {
                     )));
                 }
                 Err(e) => {
-                    eprintln!("warning: {e:#}; retrying");
+                    errln!("warning: {e:#}; retrying");
                     attempt += 1;
                     tokio::time::sleep(Duration::from_secs(1)).await;
                 }
             }
         }
-        eprintln!(
+        errln!(
             "vernier collect: reported {reported} observation(s) of trial {}",
             args.trial
         );

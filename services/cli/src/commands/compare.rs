@@ -2,6 +2,7 @@
 
 use crate::Exit;
 use crate::commands::report::{KubeArgs, Source, write_atomically};
+use crate::out::out;
 use anyhow::bail;
 use std::path::PathBuf;
 use vernier_runner::report::compare::{self, Convergence};
@@ -43,7 +44,7 @@ pub async fn compare(
     };
     match output {
         Some(path) => write_atomically(&path, &text)?,
-        None => print!("{text}"),
+        None => out!("{text}"),
     }
     Ok(Exit::Succeeded)
 }

@@ -3,10 +3,10 @@
 //! proposes anything.
 
 use crate::Exit;
+use crate::out::outln;
 use anyhow::Context;
 use vernier_spec::enqueue::enqueued_assignment;
 use vernier_spec::types::{EnqueuedTrial, ParameterAssignmentSpec};
-use vernier_store::SqlStore;
 
 pub async fn enqueue(db: &str, name: &str, params: &[String]) -> anyhow::Result<Exit> {
     let mut pairs = Vec::with_capacity(params.len());
@@ -18,7 +18,7 @@ pub async fn enqueue(db: &str, name: &str, params: &[String]) -> anyhow::Result<
         };
         pairs.push((k.trim().to_string(), v.trim().to_string()));
     }
-    let store = SqlStore::connect(db).await?;
+    let store = crate::db::open(db, vernier_store::OpenMode::Existing).await?;
     let row = store.get_experiment(name).await?.ok_or_else(|| {
         anyhow::anyhow!(
             "experiment {name:?} does not exist in {db}\nhint: `vernier list` shows the experiments there"
@@ -53,13 +53,15 @@ pub async fn enqueue(db: &str, name: &str, params: &[String]) -> anyhow::Result<
     } else {
         format!(" --db {db}")
     };
-    println!("enqueued {assignment} as spec.enqueuedTrials[{index}] of experiment {name}");
-    if row.status.phase == "Running" {
-        println!(
-            "note: a `vernier run` or `resume` already driving {name} reads its spec once; the configuration runs at the next `vernier resume {name}{db_flag}`"
+    outln!("enqueued {assignment} as spec.enqueuedTrials[{index}] of experiment {name}");
+    if let Some(holder) = vernier_runner::lease::live_holder(&store, name).await? {
+        outln!(
+            "note: pid {} on host {} drives {name} now and read its spec when it started; the configuration runs at the next `vernier resume {name}{db_flag}` after it ends",
+            holder.pid,
+            holder.host
         );
     } else {
-        println!("`vernier resume {name}{db_flag}` runs it first");
+        outln!("`vernier resume {name}{db_flag}` runs it first");
     }
     Ok(Exit::Succeeded)
 }

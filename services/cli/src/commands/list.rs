@@ -1,13 +1,14 @@
 //! `vernier list`: the experiments in the database, newest last.
 
 use crate::Exit;
+use crate::out::outln;
 use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 
 pub async fn list(db: &str) -> anyhow::Result<Exit> {
-    let store = vernier_store::SqlStore::connect(db).await?;
+    let store = crate::db::open(db, vernier_store::OpenMode::ReadOnly).await?;
     let experiments = store.list_experiments().await?;
     if experiments.is_empty() {
-        println!("no experiments in {}", vernier_store::redact_url(db));
+        outln!("no experiments in {}", vernier_store::redact_url(db));
         return Ok(Exit::Succeeded);
     }
     let mut table = Table::new();
@@ -23,6 +24,6 @@ pub async fn list(db: &str) -> anyhow::Result<Exit> {
             vernier_runner::status::rfc3339(e.created_us),
         ]);
     }
-    println!("{table}");
+    outln!("{table}");
     Ok(Exit::Succeeded)
 }

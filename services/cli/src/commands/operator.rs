@@ -2,6 +2,7 @@
 //! election, `/healthz`, `/readyz`, `/metrics`) against a cluster or the `--kube-url` given.
 
 use crate::Exit;
+use crate::out::errln;
 use anyhow::Context as _;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -110,9 +111,10 @@ pub async fn operator(db: &str, args: OperatorArgs) -> anyhow::Result<Exit> {
         .with_context(|| format!("cannot listen on --http-addr {}", args.http_addr))?;
     let app = vernier_operator::http::router(metrics, store);
     let http = tokio::spawn(async move { axum::serve(listener, app).await });
-    eprintln!(
+    errln!(
         "vernier operator {identity}: serving /healthz /readyz /metrics on {} and the gRPC API on {}",
-        args.http_addr, args.grpc_listen
+        args.http_addr,
+        args.grpc_listen
     );
     let lease = LeaseConfig {
         name: args.lease_name,

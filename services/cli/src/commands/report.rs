@@ -3,6 +3,7 @@
 //! the database, or (`--kube`) from a cluster's Experiment and Trial objects.
 
 use crate::Exit;
+use crate::out::{errln, out};
 use anyhow::{Context, bail};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -56,7 +57,7 @@ impl Source {
                 namespace: kube.namespace.clone(),
             }
         } else {
-            Source::Db(vernier_store::SqlStore::connect(db).await?)
+            Source::Db(crate::db::open(db, vernier_store::OpenMode::ReadOnly).await?)
         })
     }
 
@@ -94,12 +95,12 @@ pub async fn report(db: &str, kube: &KubeArgs, args: ReportArgs) -> anyhow::Resu
         let text = render(&report, &args)?;
         match &args.output {
             Some(path) => write_atomically(path, &text)?,
-            None => print!("{text}"),
+            None => out!("{text}"),
         }
         let phase = report.row.status.phase.as_str();
         if !args.watch || phase_is_final(phase) {
             if args.watch {
-                eprintln!(
+                errln!(
                     "experiment {} is {phase}; {} is final",
                     args.name,
                     args.output.as_deref().unwrap_or(Path::new("-")).display()

@@ -3,12 +3,14 @@
 
 use crate::Exit;
 use crate::commands::plugins::Plugins;
+use crate::out::{errln, outln};
 use crate::progress::Display;
 use anyhow::Context;
 use std::path::{Path, PathBuf};
 use tokio::sync::watch;
 use vernier_runner::driver::{self, Outcome};
 use vernier_runner::extend::NewLimits;
+use vernier_runner::lease::ExperimentLease;
 use vernier_runner::process::StopLevel;
 use vernier_runner::{LocalExperiment, LocalPaths, RunHooks, SourceError, work_dir_of};
 use vernier_spec::plan::Completion;
@@ -49,7 +51,7 @@ pub async fn run(
         log_dir,
     };
     for w in vernier_spec::validate::warnings(&spec) {
-        eprintln!("warning: {w}");
+        errln!("warning: {w}");
     }
     let exp = LocalExperiment::new(spec, paths)?;
     check_local(&exp)?;
@@ -67,7 +69,7 @@ pub async fn run(
                     source.describe()
                 )
             }
-            Err(SourceError::Unavailable(m)) => eprintln!(
+            Err(SourceError::Unavailable(m)) => errln!(
                 "warning: {} is not reachable yet ({m}); its settings are checked when it answers",
                 source.describe()
             ),
@@ -78,13 +80,14 @@ pub async fn run(
         .or_else(|| vernier_algorithms::seed_setting(&exp.algorithm, &exp.settings))
         .unwrap_or_else(random_seed);
     driver::create_experiment(&store, &exp, seed).await?;
-    println!(
+    let lease = ExperimentLease::acquire(&store, &name).await?;
+    outln!(
         "experiment {name}: {} with {} parameter(s), seed {seed}, logs in {}",
         exp.algorithm,
         exp.space.len(),
         exp.paths.log_dir.display()
     );
-    drive(&store, db, &exp, seed, plugins).await
+    drive(&store, db, &exp, seed, plugins, lease).await
 }
 
 pub async fn resume(
@@ -93,7 +96,7 @@ pub async fn resume(
     limits: NewLimits,
     plugins: &Plugins,
 ) -> anyhow::Result<Exit> {
-    let store = SqlStore::connect(db).await?;
+    let store = crate::db::open(db, vernier_store::OpenMode::Existing).await?;
     let missing = || {
         anyhow::anyhow!(
             "experiment {name:?} does not exist in {}\nhint: `vernier list` shows the experiments there",
@@ -101,9 +104,20 @@ pub async fn resume(
         )
     };
     let mut row = store.get_experiment(name).await?.ok_or_else(missing)?;
+    // Only the lease holder may change the budget or recover trials: another live driver's
+    // trials are not stale.
+    let lease = ExperimentLease::acquire(&store, name).await?;
+    if let Some(old) = &lease.took_over {
+        outln!(
+            "took over experiment {name} from pid {} on host {} (gone, or silent for more than {} s)",
+            old.pid,
+            old.host,
+            vernier_runner::lease::LEASE_TTL.as_secs()
+        );
+    }
     if !limits.is_empty() {
         if vernier_runner::extend::extend(&store, name, limits).await? {
-            println!("experiment {name} continues: maxTrialCount was raised");
+            outln!("experiment {name} continues: maxTrialCount was raised");
         }
         row = store.get_experiment(name).await?.ok_or_else(missing)?;
     }
@@ -128,7 +142,7 @@ pub async fn resume(
     let exp = LocalExperiment::new(spec, paths)?;
     check_local(&exp)?;
     let recovered = driver::recover_interrupted(&store, name).await?;
-    println!(
+    outln!(
         "resuming experiment {name} (seed {}){}",
         row.seed,
         if recovered > 0 {
@@ -137,7 +151,7 @@ pub async fn resume(
             String::new()
         }
     );
-    drive(&store, db, &exp, row.seed as u64, plugins).await
+    drive(&store, db, &exp, row.seed as u64, plugins, lease).await
 }
 
 /// Refuses, before anything is recorded or run, an experiment only a cluster can run; notes
@@ -150,7 +164,7 @@ fn check_local(exp: &LocalExperiment) -> anyhow::Result<()> {
         );
     }
     for note in verdict.ignored {
-        eprintln!("note: {note}");
+        errln!("note: {note}");
     }
     Ok(())
 }
@@ -162,6 +176,22 @@ async fn drive(
     exp: &LocalExperiment,
     seed: u64,
     plugins: &Plugins,
+    lease: ExperimentLease,
+) -> anyhow::Result<Exit> {
+    let result = drive_leased(store, db, exp, seed, plugins, &lease).await;
+    let released = lease.release().await;
+    let exit = result?;
+    released?;
+    Ok(exit)
+}
+
+async fn drive_leased(
+    store: &SqlStore,
+    db: &str,
+    exp: &LocalExperiment,
+    seed: u64,
+    plugins: &Plugins,
+    lease: &ExperimentLease,
 ) -> anyhow::Result<Exit> {
     let (stop_tx, stop_rx) = watch::channel(StopLevel::Run);
     let signals = tokio::spawn(watch_signals(stop_tx));
@@ -171,10 +201,10 @@ async fn drive(
         suggestion_source: plugins.source_for(exp, Some(store))?,
     };
     if let Some(source) = &hooks.suggestion_source {
-        println!("suggestions come from {}", source.describe());
+        outln!("suggestions come from {}", source.describe());
     }
     let mut display = Display::new(&exp.objective.metric, exp.limits.max_trials);
-    let result = driver::run_with(store, exp, seed, stop_rx, &mut display, &hooks).await;
+    let result = driver::run_with(store, exp, seed, stop_rx, &mut display, &hooks, lease).await;
     display.finish();
     signals.abort();
     push.stop().await;
@@ -190,7 +220,7 @@ async fn drive(
             progress,
         } => {
             let c = &progress.counts;
-            println!(
+            outln!(
                 "experiment {} {}: {} ({} trials: {} succeeded, {} failed, {} without metrics, {} killed)",
                 exp.name,
                 if completion.succeeded() {
@@ -206,16 +236,19 @@ async fn drive(
                 c.killed
             );
             match &progress.best {
-                Some(best) => println!(
+                Some(best) => outln!(
                     "best trial {}: {}={}\n  {}",
-                    best.trial, exp.objective.metric, best.value, best.assignment
+                    best.trial,
+                    exp.objective.metric,
+                    best.value,
+                    best.assignment
                 ),
-                None => println!(
+                None => outln!(
                     "no trial reported the objective metric {}",
                     exp.objective.metric
                 ),
             }
-            println!("report: vernier report {}{db_flag}", exp.name);
+            outln!("report: vernier report {}{db_flag}", exp.name);
             Ok(if completion.succeeded() {
                 Exit::Succeeded
             } else {
@@ -223,11 +256,12 @@ async fn drive(
             })
         }
         Outcome::Interrupted { progress } => {
-            println!(
+            outln!(
                 "experiment {} interrupted after {} trial(s); running trials were stopped and marked Killed",
-                exp.name, progress.counts.total
+                exp.name,
+                progress.counts.total
             );
-            println!("resume with: vernier resume {}{db_flag}", exp.name);
+            outln!("resume with: vernier resume {}{db_flag}", exp.name);
             Ok(Exit::Interrupted)
         }
     }
@@ -253,7 +287,7 @@ async fn watch_signals(stop: watch::Sender<StopLevel>) {
         };
         got.await;
         level = if level == StopLevel::Run {
-            eprintln!("stopping: terminating running trials (press Ctrl-C again to kill them now)");
+            errln!("stopping: terminating running trials (press Ctrl-C again to kill them now)");
             StopLevel::Terminate
         } else {
             StopLevel::Kill

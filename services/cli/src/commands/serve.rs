@@ -2,25 +2,31 @@
 //! health, reflection) over one database, until SIGTERM or Ctrl-C.
 
 use crate::Exit;
+use crate::out::outln;
 use anyhow::Context;
-use vernier_store::SqlStore;
+use vernier_store::OpenMode;
 
 /// The default listen address: loopback only, Katib's port. Other interfaces need `--listen`.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:6789";
 
-pub async fn serve(db: &str, listen: &str) -> anyhow::Result<Exit> {
-    let store = SqlStore::connect(db).await?;
+pub async fn serve(db: &str, listen: &str, create_db: bool) -> anyhow::Result<Exit> {
+    let mode = if create_db {
+        OpenMode::Create
+    } else {
+        OpenMode::Existing
+    };
+    let store = crate::db::open(db, mode).await?;
     let router = vernier_api::router(store.clone())?;
     let listener = vernier_api::bind(listen).await?;
     let local = listener
         .local_addr()
         .context("cannot read the bound address")?;
-    println!(
+    outln!(
         "vernier serve: api.v1.beta1 Suggestion, EarlyStopping, DBManager, health and reflection on {local} (database {db})"
     );
     vernier_api::serve(router, listener, shutdown_signal()).await?;
     store.close().await;
-    println!("vernier serve: stopped");
+    outln!("vernier serve: stopped");
     Ok(Exit::Succeeded)
 }
 

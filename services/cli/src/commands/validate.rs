@@ -7,6 +7,7 @@
 //! refuses.
 
 use crate::Exit;
+use crate::out::{errln, outln};
 use std::path::Path;
 use vernier_core::{Domain, SearchSpace};
 use vernier_runner::{LocalExperiment, LocalPaths, work_dir_of};
@@ -71,15 +72,15 @@ pub fn validate(file: &Path) -> anyhow::Result<Exit> {
         Ok(exp) => {
             let verdict = vernier_runner::local_verdict(&exp);
             if let Some(problem) = run_would_refuse(file, &exp, verdict.runnable()) {
-                eprintln!("{}: 1 problem(s) found", file.display());
-                eprintln!("{problem}");
+                errln!("{}: 1 problem(s) found", file.display());
+                errln!("{problem}");
                 std::process::exit(2);
             }
             print_summary(file, &exp)?;
             for w in vernier_spec::validate::warnings(&exp) {
-                println!("warning: {w}");
+                outln!("warning: {w}");
             }
-            println!("cluster: valid (`vernier operator` accepts it)");
+            outln!("cluster: valid (`vernier operator` accepts it)");
             print_local(&verdict.refused, &verdict.ignored);
             Ok(if verdict.runnable() {
                 Exit::Succeeded
@@ -88,8 +89,8 @@ pub fn validate(file: &Path) -> anyhow::Result<Exit> {
             })
         }
         Err(errors) => {
-            eprintln!("{}: {} problem(s) found", file.display(), errors.len());
-            eprintln!("{errors}");
+            errln!("{}: {} problem(s) found", file.display(), errors.len());
+            errln!("{errors}");
             // Validation errors exit 2 like usage errors.
             std::process::exit(2);
         }
@@ -98,17 +99,17 @@ pub fn validate(file: &Path) -> anyhow::Result<Exit> {
 
 fn print_local(refused: &[SpecError], ignored: &[SpecError]) {
     if refused.is_empty() {
-        println!("local: runnable (`vernier run` runs it)");
+        outln!("local: runnable (`vernier run` runs it)");
     } else {
-        println!("local: `vernier run` cannot run it:");
+        outln!("local: `vernier run` cannot run it:");
         for e in refused {
-            println!("  {e}");
+            outln!("  {e}");
         }
     }
     if !ignored.is_empty() {
-        println!("local: runs without:");
+        outln!("local: runs without:");
         for e in ignored {
-            println!("  {e}");
+            outln!("  {e}");
         }
     }
 }
@@ -122,8 +123,8 @@ fn print_summary(file: &Path, exp: &Experiment) -> anyhow::Result<()> {
         .as_ref()
         .and_then(|a| a.algorithm_name.clone())
         .unwrap_or_default();
-    println!("{}: valid experiment {:?}", file.display(), exp.name());
-    println!(
+    outln!("{}: valid experiment {:?}", file.display(), exp.name());
+    outln!(
         "  objective: {} {}{}",
         match objective.direction {
             vernier_core::Direction::Minimize => "minimize",
@@ -135,8 +136,8 @@ fn print_summary(file: &Path, exp: &Experiment) -> anyhow::Result<()> {
             .map(|g| format!(" (goal {g})"))
             .unwrap_or_default()
     );
-    println!("  algorithm: {algorithm}");
-    println!(
+    outln!("  algorithm: {algorithm}");
+    outln!(
         "  parameters: {} ({})",
         space.len(),
         space
@@ -146,7 +147,7 @@ fn print_summary(file: &Path, exp: &Experiment) -> anyhow::Result<()> {
             .collect::<Vec<_>>()
             .join(", ")
     );
-    println!(
+    outln!(
         "  trials: parallel {}, max {}, max failed {}",
         s.parallel_trial_count.unwrap_or(3),
         s.max_trial_count

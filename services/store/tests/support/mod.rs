@@ -6,7 +6,7 @@
 //! to the one in the URL and drops it afterwards, even when the test fails, because
 //! developers and CI share the servers. Without the variable a test prints a `SKIPPED` line
 //! straight to the terminal (past the test harness's output capture) and passes; with
-//! `VERNIER_TEST_REQUIRE_SERVERS=1` (set by CI) it fails instead.
+//! `VERNIER_TEST_REQUIRE=1` (set by CI) it fails instead.
 
 #![allow(dead_code, clippy::unwrap_used)]
 
@@ -39,8 +39,8 @@ impl Backend {
         match std::env::var(var) {
             Ok(u) if !u.trim().is_empty() => Some(u),
             _ => {
-                if std::env::var("VERNIER_TEST_REQUIRE_SERVERS").as_deref() == Ok("1") {
-                    panic!("{var} is unset but VERNIER_TEST_REQUIRE_SERVERS=1");
+                if std::env::var("VERNIER_TEST_REQUIRE").as_deref() == Ok("1") {
+                    panic!("{var} is unset but VERNIER_TEST_REQUIRE=1 forbids skipping");
                 }
                 let _ = writeln!(
                     std::io::stderr(),

@@ -1,0 +1,142 @@
+//! Misuse that must not corrupt or create anything: reading commands pointed at a database
+//! that does not exist (a typo), a database nobody may write, and a closed stdout.
+
+use crate::harness::{Sandbox, python_experiment, text};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+fn files_in(sb: &Sandbox) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(sb.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn commands_other_than_run_never_create_a_database() {
+    let sb = Sandbox::new();
+    let commands: [&[&str]; 7] = [
+        &["report", "exp"],
+        &["list"],
+        &["compare", "exp"],
+        &["delete", "exp"],
+        &["resume", "exp"],
+        &["enqueue", "exp", "--param", "x=0.5"],
+        &["serve", "--listen", "127.0.0.1:0"],
+    ];
+    for args in commands {
+        for (flag, source) in [(true, "--db"), (false, "VERNIER_DB")] {
+            let mut cmd = sb.cmd(args);
+            if flag {
+                cmd.args(["--db", "vernir.db"]);
+            } else {
+                cmd.env("VERNIER_DB", "vernir.db");
+            }
+            let mut child = cmd
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            // `serve` on a database it created would run until stopped.
+            let deadline = Instant::now() + Duration::from_secs(20);
+            while child.try_wait().unwrap().is_none() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            assert_eq!(
+                out.status.code(),
+                Some(2),
+                "{args:?} {source}: {}",
+                text(&out)
+            );
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                err.contains("database `vernir.db` does not exist")
+                    && err.contains(&format!("path from {source}")),
+                "{args:?}: {}",
+                text(&out)
+            );
+            assert!(
+                files_in(&sb).is_empty(),
+                "{args:?} created {:?}",
+                files_in(&sb)
+            );
+        }
+    }
+}
+
+#[test]
+fn a_database_nobody_may_write_can_still_be_listed_and_reported() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let sb = Sandbox::new();
+    if std::fs::metadata(sb.path()).unwrap().uid() == 0 {
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED a_database_nobody_may_write_can_still_be_listed_and_reported: running as root, which file permissions do not stop (the store's read_only_mode_reads_and_never_writes checks the open mode)"
+        );
+        return;
+    }
+    let yaml = python_experiment(
+        "ro",
+        "print('loss=0.5')",
+        "  objective:\n    type: minimize\n    objectiveMetricName: loss\n  maxTrialCount: 1",
+    );
+    let file = sb.write("ro.yaml", &yaml);
+    let out = sb.run(&["run", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let db = std::path::PathBuf::from(sb.db());
+    std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o444)).unwrap();
+    std::fs::set_permissions(sb.path(), std::fs::Permissions::from_mode(0o555)).unwrap();
+    let listed = sb.run(&["list"]);
+    let reported = sb.run(&["report", "ro", "--format", "csv"]);
+    std::fs::set_permissions(sb.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    assert_eq!(listed.status.code(), Some(0), "{}", text(&listed));
+    assert!(String::from_utf8_lossy(&listed.stdout).contains("ro"));
+    assert_eq!(reported.status.code(), Some(0), "{}", text(&reported));
+}
+
+/// A stdout whose reader is already gone, as after `| head` exits.
+fn closed_stdout() -> Stdio {
+    let (reader, writer) = std::io::pipe().expect("pipe");
+    drop(reader);
+    Stdio::from(writer)
+}
+
+#[test]
+fn a_closed_stdout_never_panics_and_a_run_still_finishes() {
+    let sb = Sandbox::new();
+    let yaml = python_experiment(
+        "piped",
+        "import sys; print(f'loss={sys.argv[1]}')",
+        "  objective:\n    type: minimize\n    objectiveMetricName: loss\n  maxTrialCount: 3",
+    );
+    let file = sb.write("piped.yaml", &yaml);
+    let run = sb
+        .cmd(&["run", file.to_str().unwrap()])
+        .stdout(closed_stdout())
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(0), "{}", text(&run));
+    let r = sb.report("piped");
+    assert_eq!(r["status"]["trialsSucceeded"], 3, "{r:#}");
+
+    let readers: [&[&str]; 6] = [
+        &["report", "piped", "--format", "json"],
+        &["report", "piped", "--format", "csv"],
+        &["report", "piped", "--format", "table"],
+        &["compare", "piped"],
+        &["list"],
+        &["validate", file.to_str().unwrap()],
+    ];
+    for args in readers {
+        let out = sb.cmd(args).stdout(closed_stdout()).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("panicked"), "{args:?}: {}", text(&out));
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", text(&out));
+        assert!(err.is_empty(), "{args:?} stops quietly: {}", text(&out));
+    }
+}
