@@ -62,6 +62,8 @@ enum Command {
         #[command(flatten)]
         kube: commands::report::KubeArgs,
     },
+    /// A live web dashboard of the experiments (read-only, on 127.0.0.1:8080 by default).
+    Dashboard(commands::dashboard::DashboardArgs),
     /// Compare experiments: best value, when it was reached, best so far at 10/25/50/100 trials.
     Compare {
         /// The experiment names.
@@ -215,6 +217,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
             };
             commands::report::report(&cli.db, &kube, args).await
         }
+        Command::Dashboard(args) => commands::dashboard::dashboard(&cli.db, args).await,
         Command::Compare {
             names,
             format,

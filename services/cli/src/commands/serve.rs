@@ -25,7 +25,7 @@ pub async fn serve(db: &str, listen: &str) -> anyhow::Result<Exit> {
 }
 
 /// Resolves on the first SIGTERM or Ctrl-C; in-flight calls then finish before exit.
-async fn shutdown_signal() {
+pub(crate) async fn shutdown_signal() {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;
     };
