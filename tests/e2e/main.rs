@@ -6,6 +6,7 @@
 
 mod algorithms;
 mod collectors;
+mod dashboard;
 mod distributed;
 mod early_stopping;
 mod harness;

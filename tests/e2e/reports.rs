@@ -155,7 +155,7 @@ fn compare_shows_experiments_side_by_side() {
 }
 
 /// Chromium on PATH, or `None` when the environment says to skip browser tests.
-fn chromium() -> Option<PathBuf> {
+pub(crate) fn chromium() -> Option<PathBuf> {
     for name in ["chromium", "chromium-browser", "google-chrome"] {
         if let Ok(out) = Command::new("sh")
             .args(["-c", &format!("command -v {name}")])
