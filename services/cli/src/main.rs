@@ -89,6 +89,9 @@ enum Command {
     Delete {
         /// The experiment name.
         name: String,
+        /// Remove its trial logs too (the `<trial>.log` files of its own trials).
+        #[arg(long)]
+        logs: bool,
     },
     /// Compare suggestion algorithms on analytic problems (regret and time per suggestion).
     Benchmark {
@@ -227,7 +230,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
         Command::Enqueue { name, params } => {
             commands::enqueue::enqueue(&cli.db, &name, &params).await
         }
-        Command::Delete { name } => commands::delete::delete(&cli.db, &name).await,
+        Command::Delete { name, logs } => commands::delete::delete(&cli.db, &name, logs).await,
         Command::Serve { listen } => commands::serve::serve(&cli.db, &listen).await,
         Command::Operator(args) => commands::operator::operator(&cli.db, args).await,
         Command::Collect(args) => commands::collect::collect(args).await,
