@@ -86,23 +86,24 @@ fn cut(text: &str, max: usize) -> String {
 /// A trial as the experiment page's plots and table need it; parameter values in
 /// `parameter_names` order (`null` when not assigned).
 fn trial_entry(r: &ExperimentReport, t: &TrialReport, params: &[String], rank: usize) -> Value {
-    let message = if t.row.state == TrialState::Succeeded {
-        String::new()
+    // A succeeded trial's reason and message say only that; 10,000 of them would be
+    // half a megabyte of the same words.
+    let (reason, message) = if t.row.state == TrialState::Succeeded {
+        ("", String::new())
     } else {
-        cut(&t.row.message, MESSAGE_CHARS)
+        (t.row.reason.as_str(), cut(&t.row.message, MESSAGE_CHARS))
     };
     json!({
         "name": t.row.name,
         "seq": t.row.seq,
         "state": t.row.state.as_str(),
-        "reason": t.row.reason,
+        "reason": reason,
         "message": message,
         "objective": t.objective,
         "usable": is_usable(t),
         "feasible": r.is_feasible(t),
         "values": t.values,
         "params": params.iter().map(|p| r.assignment(t, p)).collect::<Vec<_>>(),
-        "createdUs": t.row.created_us,
         "startedUs": t.row.started_us,
         "completedUs": t.row.completed_us,
         "rank": rank,
@@ -242,6 +243,7 @@ pub fn trial_json(
         .position(|&i| i == index)
         .map_or(0, |p| p + 1);
     let mut entry = trial_entry(r, t, &params, rank);
+    entry["reason"] = json!(t.row.reason);
     entry["message"] = json!(t.row.message);
     json!({
         "experiment": summary_json(r),
@@ -326,7 +328,9 @@ mod tests {
 
     #[test]
     fn log_tail_drops_a_partial_first_line_and_keeps_the_last_lines() {
-        let cases: [(&[u8], bool, usize, Vec<&str>, bool); 4] = [
+        // (tail bytes, whole file, max lines, lines kept, truncated)
+        type Case<'a> = (&'a [u8], bool, usize, Vec<&'a str>, bool);
+        let cases: [Case; 4] = [
             (b"a\nb\nc\n", true, 10, vec!["a", "b", "c"], false),
             (b"a\nb\nc\n", true, 2, vec!["b", "c"], true),
             (b"tial\nb\nc", false, 10, vec!["b", "c"], true),

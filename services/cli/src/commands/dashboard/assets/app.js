@@ -125,7 +125,7 @@ let tipTrials = [], tipExp = "", tipParams = [], tipMetric = "";
 function tipFor(i) {
   const t = tipTrials[i];
   if (!t) return "";
-  const lines = [`<b>${esc(t.name)}</b> · ${esc(STATE_WORDS[t.state] || t.state)} · rank ${t.rank}`,
+  const lines = [`<b>${esc(t.name)}</b> (#${i + 1}) · ${esc(STATE_WORDS[t.state] || t.state)} · rank ${t.rank}`,
     `${esc(tipMetric)} = ${fmt(t.objective)}`];
   tipParams.forEach((p, k) => lines.push(`${esc(p)} = ${esc(t.params[k] ?? "—")}`));
   const d = trialDuration(t);
@@ -273,15 +273,16 @@ function historyPlot(d) {
   const log = view.log && d.trials.every((t) => t.objective === null || t.objective > 0);
   const pts = d.trials.map((t, i) => [i, t]).filter(([, t]) => typeof t.objective === "number");
   const ys = extent(pts.map(([, t]) => t.objective), log);
-  const f = frame({ id: "plot-history", title: "Optimisation history", xlabel: "trial (creation order)", ylabel: d.summary.objective.metric,
-    xs: (a, b) => linScale(0, Math.max(1, d.trials.length - 1), a, b), ys: (a, b) => linScale(ys[0], ys[1], a, b, log) });
+  // x is the trial number (#1 first, as in `vernier report`), padded so no mark sits on the frame.
+  const f = frame({ id: "plot-history", title: "Optimisation history", xlabel: "trial # (creation order)", ylabel: d.summary.objective.metric,
+    xs: (a, b) => linScale(0.5, d.trials.length + 0.5, a, b), ys: (a, b) => linScale(ys[0], ys[1], a, b, log) });
   const g = s("g");
   for (const [i, t] of pts) {
-    g.append(s("circle", { class: "point", "data-t": i, cx: f.X(i), cy: f.Y(t.objective), r: i === d.best ? 5 : 3,
+    g.append(s("circle", { class: "point", "data-t": i, cx: f.X(i + 1), cy: f.Y(t.objective), r: i === d.best ? 5 : 3,
       fill: i === d.best ? "var(--best)" : STATE_COLORS[t.state], "fill-opacity": t.usable ? 0.85 : 0.35 }));
   }
   let path = "";
-  d.bestSoFar.forEach((v, i) => { if (v !== null) path += `${path ? "L" : "M"}${f.X(i)},${f.Y(v)}` + (i + 1 < d.bestSoFar.length ? `H${f.X(i + 1)}` : ""); });
+  d.bestSoFar.forEach((v, i) => { if (v !== null) path += `${path ? "L" : "M"}${f.X(i + 1)},${f.Y(v)}` + (i + 1 < d.bestSoFar.length ? `H${f.X(i + 2)}` : ""); });
   if (path) f.svg.append(s("path", { class: "best-so-far", d: path }));
   f.svg.append(g);
   return f.svg;
