@@ -376,11 +376,11 @@ fn dashboard_pages_load_cleanly_and_a_running_experiment_updates_in_place() {
     assert_eq!(b.count("#plot-slice-x circle.point"), 6);
     assert_eq!(b.count("#plot-importance .bar"), 1);
     assert_eq!(b.count("tr.trial.best"), 1);
-    // Sorting by a column header reorders the table in place.
-    b.eval("[...document.querySelectorAll('#trials th')].find(t => t.textContent.startsWith('seq')).click()");
+    // Sorting by a column header (#, the creation number) reorders the table in place.
+    b.eval("[...document.querySelectorAll('#trials th')].find(t => t.textContent.startsWith('#')).click()");
     b.wait_for(
-        "the table sorted by seq",
-        "document.querySelector('tr.trial td:nth-child(2)').textContent === '0'",
+        "the table sorted by #",
+        "document.querySelector('tr.trial td:nth-child(2)').textContent === '1'",
     );
 
     // The best trial's page, reached by clicking its point.

@@ -432,7 +432,7 @@ function trialTable(name, d) {
   const metrics = d.metrics;
   const cols = [
     { key: "rank", label: "rank", get: (t) => t.rank, num: true, title: "position when trials are ordered best first" },
-    { key: "seq", label: "seq", get: (t) => t.seq, num: true, title: "creation order" },
+    { key: "seq", label: "#", get: (t) => t.seq + 1, num: true, title: "trial number (creation order), as on the history plot" },
     { key: "name", label: "trial", get: (t) => t.name },
     { key: "state", label: "status", get: (t) => t.state },
     ...metrics.map((mn) => ({ key: "m:" + mn, label: mn, get: (t) => (mn === d.summary.objective.metric ? t.objective : t.values[mn] ?? null), num: true })),
