@@ -3,7 +3,30 @@
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
 use vernier_core::TrialState;
+use vernier_runner::report::svg::num;
 use vernier_runner::{DriverEvent, Observer, Progress};
+use vernier_spec::plan::TrialCounts;
+
+/// The counts in the words and order of `vernier report`'s summary: running and succeeded
+/// always, every other outcome once it happened, so the numbers add up to the trials so far.
+fn count_words(c: &TrialCounts) -> String {
+    let mut parts = vec![
+        format!("{} running", c.running),
+        format!("{} succeeded", c.succeeded),
+    ];
+    for (n, word) in [
+        (c.early_stopped, "early stopped"),
+        (c.failed, "failed"),
+        (c.metrics_unavailable, "metrics unavailable"),
+        (c.killed, "killed"),
+        (c.pending, "pending"),
+    ] {
+        if n > 0 {
+            parts.push(format!("{n} {word}"));
+        }
+    }
+    parts.join(", ")
+}
 
 /// Prints driver events for a person or a log.
 #[derive(Debug)]
@@ -50,15 +73,14 @@ impl Display {
     }
 
     fn summary(&self, p: &Progress) -> String {
-        let c = &p.counts;
-        let mut s = format!(
-            "{} running, {} succeeded, {} failed",
-            c.running,
-            c.succeeded,
-            c.failed + c.metrics_unavailable
-        );
+        let mut s = count_words(&p.counts);
         if let Some(b) = &p.best {
-            s.push_str(&format!(", best {}={} ({})", self.metric, b.value, b.trial));
+            s.push_str(&format!(
+                ", best {}={} ({})",
+                self.metric,
+                num(b.value),
+                b.trial
+            ));
         }
         s
     }
@@ -79,7 +101,7 @@ impl Observer for Display {
                 message,
             } => {
                 let value =
-                    objective.map_or_else(String::new, |v| format!("  {}={v}", self.metric));
+                    objective.map_or_else(String::new, |v| format!("  {}={}", self.metric, num(v)));
                 let detail = if *state == TrialState::Succeeded {
                     String::new()
                 } else {
@@ -96,5 +118,35 @@ impl Observer for Display {
             bar.set_position(u64::from(progress.counts.completed()));
             bar.set_message(self.summary(progress));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_outcome_that_happened_is_counted_in_the_reports_words() {
+        let quiet = TrialCounts {
+            total: 3,
+            running: 1,
+            succeeded: 2,
+            ..TrialCounts::default()
+        };
+        assert_eq!(count_words(&quiet), "1 running, 2 succeeded");
+        let all = TrialCounts {
+            total: 15,
+            pending: 1,
+            running: 2,
+            succeeded: 3,
+            failed: 4,
+            killed: 1,
+            early_stopped: 2,
+            metrics_unavailable: 2,
+        };
+        assert_eq!(
+            count_words(&all),
+            "2 running, 3 succeeded, 2 early stopped, 4 failed, 2 metrics unavailable, 1 killed, 1 pending"
+        );
     }
 }
