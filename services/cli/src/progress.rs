@@ -2,10 +2,38 @@
 
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
 use vernier_core::TrialState;
 use vernier_runner::report::svg::num;
 use vernier_runner::{DriverEvent, Observer, Progress};
 use vernier_spec::plan::TrialCounts;
+
+/// The last non-empty line of a log (read from its last 4 KiB), if it can be read.
+fn last_line(path: &Path) -> Option<String> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = std::fs::File::open(path).ok()?;
+    let len = f.metadata().ok()?.len();
+    f.seek(SeekFrom::Start(len.saturating_sub(4096))).ok()?;
+    let mut bytes = Vec::new();
+    f.read_to_end(&mut bytes).ok()?;
+    let text = String::from_utf8_lossy(&bytes);
+    text.lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .map(str::to_string)
+}
+
+/// What a failed trial's line adds: the last thing it printed (most often the error) and
+/// where its whole log is.
+fn failure_lines(last: Option<&str>, log: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(l) = last {
+        out.push(format!("          last output: {l}"));
+    }
+    out.push(format!("          log: {}", log.display()));
+    out
+}
 
 /// The counts in the words and order of `vernier report`'s summary: running and succeeded
 /// always, every other outcome once it happened, so the numbers add up to the trials so far.
@@ -32,11 +60,13 @@ fn count_words(c: &TrialCounts) -> String {
 #[derive(Debug)]
 pub struct Display {
     metric: String,
+    /// Where `<trial>.log` files are, so a failed trial's line can point at its log.
+    log_dir: PathBuf,
     bar: Option<ProgressBar>,
 }
 
 impl Display {
-    pub fn new(metric: &str, max_trials: Option<u32>) -> Self {
+    pub fn new(metric: &str, max_trials: Option<u32>, log_dir: &Path) -> Self {
         let bar = std::io::stderr().is_terminal().then(|| {
             let bar = match max_trials {
                 Some(n) => ProgressBar::new(u64::from(n)),
@@ -55,6 +85,7 @@ impl Display {
         });
         Display {
             metric: metric.to_string(),
+            log_dir: log_dir.to_path_buf(),
             bar,
         }
     }
@@ -108,6 +139,12 @@ impl Observer for Display {
                     format!("  ({})", message.lines().next().unwrap_or(""))
                 };
                 self.line(format!("{:<9} {name}{value}{detail}", state.as_str()));
+                if matches!(state, TrialState::Failed | TrialState::MetricsUnavailable) {
+                    let log = self.log_dir.join(format!("{name}.log"));
+                    for l in failure_lines(last_line(&log).as_deref(), &log) {
+                        self.line(l);
+                    }
+                }
                 if self.bar.is_none() {
                     self.line(format!("          {}", self.summary(progress)));
                 }
@@ -124,6 +161,24 @@ impl Observer for Display {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failed_trial_points_at_its_last_output_and_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("t.log");
+        std::fs::write(
+            &log,
+            "epoch=1 loss=3\nTraceback (most recent call last):\nValueError: bad lr\n\n",
+        )
+        .unwrap();
+        let last = last_line(&log);
+        assert_eq!(last.as_deref(), Some("ValueError: bad lr"));
+        let lines = failure_lines(last.as_deref(), &log);
+        assert_eq!(lines[0], "          last output: ValueError: bad lr");
+        assert_eq!(lines[1], format!("          log: {}", log.display()));
+        assert_eq!(last_line(&dir.path().join("missing.log")), None);
+        assert_eq!(failure_lines(None, &log).len(), 1);
+    }
 
     #[test]
     fn every_outcome_that_happened_is_counted_in_the_reports_words() {

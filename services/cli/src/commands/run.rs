@@ -134,7 +134,11 @@ async fn drive(
     if let Some(source) = &hooks.suggestion_source {
         println!("suggestions come from {}", source.describe());
     }
-    let mut display = Display::new(&exp.objective.metric, exp.limits.max_trials);
+    let mut display = Display::new(
+        &exp.objective.metric,
+        exp.limits.max_trials,
+        &exp.paths.log_dir,
+    );
     let result = driver::run_with(store, exp, seed, stop_rx, &mut display, &hooks).await;
     display.finish();
     signals.abort();
