@@ -12,8 +12,9 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use futures_util::stream::{self, Stream};
 use serde_json::json;
+use std::collections::HashMap;
 use std::convert::Infallible;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use vernier_runner::RunnerError;
 use vernier_runner::report::dashboard;
@@ -26,7 +27,25 @@ const APP_CSS: &str = include_str!("assets/app.css");
 /// page's re-read.
 const POLL: Duration = Duration::from_secs(1);
 
-type Shared = Arc<DashSource>;
+/// Experiment pages kept rendered, at most this many: a large finished experiment's page is
+/// built once, then served until its fingerprint changes.
+const CACHED_PAGES: usize = 16;
+
+/// The shared state: the source and the rendered experiment pages by name, each with the
+/// fingerprint it was rendered at.
+struct Dash {
+    source: DashSource,
+    pages: Mutex<HashMap<String, (u64, Arc<String>)>>,
+}
+
+impl std::ops::Deref for Dash {
+    type Target = DashSource;
+    fn deref(&self) -> &DashSource {
+        &self.source
+    }
+}
+
+type Shared = Arc<Dash>;
 
 pub fn router(source: DashSource, loopback: bool) -> Router {
     let app = Router::new()
@@ -39,7 +58,10 @@ pub fn router(source: DashSource, loopback: bool) -> Router {
         .route("/api/experiments/{name}", get(experiment))
         .route("/api/experiments/{name}/trials/{trial}", get(trial))
         .route("/api/experiments/{name}/events", get(events))
-        .with_state(Arc::new(source));
+        .with_state(Arc::new(Dash {
+            source,
+            pages: Mutex::new(HashMap::new()),
+        }));
     if loopback {
         app.layer(middleware::from_fn(loopback_host_only))
     } else {
@@ -130,10 +152,34 @@ async fn list(State(src): State<Shared>) -> Response {
 }
 
 async fn experiment(State(src): State<Shared>, Path(name): Path<String>) -> Response {
-    match src.report_with_curves(&name).await {
-        Ok(r) => json_body(dashboard::experiment_json(&r)).into_response(),
+    match experiment_page(&src, &name).await {
+        Ok(body) => (
+            [(header::CONTENT_TYPE, "application/json")],
+            body.to_string(),
+        )
+            .into_response(),
         Err(e) => failure(e),
     }
+}
+
+/// The experiment page's JSON, from the cache while the experiment's fingerprint (the same
+/// one live updates watch) is unchanged.
+async fn experiment_page(src: &Dash, name: &str) -> anyhow::Result<Arc<String>> {
+    let (fp, _) = src.fingerprint(name).await?;
+    if let Some((at, body)) = src.pages.lock().ok().and_then(|p| p.get(name).cloned())
+        && at == fp
+    {
+        return Ok(body);
+    }
+    let r = src.report_with_curves(name).await?;
+    let body = Arc::new(serde_json::to_string(&dashboard::experiment_json(&r))?);
+    if let Ok(mut pages) = src.pages.lock() {
+        if pages.len() >= CACHED_PAGES && !pages.contains_key(name) {
+            pages.clear();
+        }
+        pages.insert(name.to_string(), (fp, body.clone()));
+    }
+    Ok(body)
 }
 
 async fn trial(State(src): State<Shared>, Path((name, trial)): Path<(String, String)>) -> Response {

@@ -95,7 +95,7 @@ impl DashSource {
         let phase = match &self.0 {
             Source::Db(store) => {
                 let Some(row) = store.get_experiment(name).await? else {
-                    anyhow::bail!("experiment {name:?} not found");
+                    return Err(vernier_runner::RunnerError::ExperimentNotFound(name.into()).into());
                 };
                 for t in store.list_trials(name).await? {
                     (t.name.as_str(), t.state.as_str(), t.completed_us).hash(&mut h);
