@@ -215,10 +215,23 @@ fn running_a_recorded_name_again_is_refused_with_a_hint() {
     assert_eq!(sb.report("twice")["status"]["trials"], 1);
     let del = sb.run(&["delete", "twice"]);
     assert_eq!(del.status.code(), Some(0), "{}", text(&del));
+    // The logs stay unless asked for, and the output says how to remove them.
+    let logs = sb.path().join("vernier-logs/twice");
+    assert!(String::from_utf8_lossy(&del.stdout).contains("vernier delete twice --logs"));
+    assert_eq!(std::fs::read_dir(&logs).unwrap().count(), 1);
     assert_eq!(
         sb.run(&["run", file.to_str().unwrap()]).status.code(),
         Some(0)
     );
     let list = sb.run(&["list"]);
     assert!(String::from_utf8_lossy(&list.stdout).contains("twice"));
+    // --logs removes this run's log; the first run's (from the deleted experiment) stays.
+    let del = sb.run(&["delete", "twice", "--logs"]);
+    assert_eq!(del.status.code(), Some(0), "{}", text(&del));
+    assert!(
+        String::from_utf8_lossy(&del.stdout).contains("removed 1 trial log from"),
+        "{}",
+        text(&del)
+    );
+    assert_eq!(std::fs::read_dir(&logs).unwrap().count(), 1);
 }

@@ -7,6 +7,7 @@
 mod algorithms;
 mod checkpoints;
 mod collectors;
+mod dashboard;
 mod distributed;
 mod early_stopping;
 mod extend;
@@ -17,8 +18,8 @@ mod katib_controller;
 mod katib_examples;
 mod katib_interop;
 mod lifecycle;
-mod nas;
 mod misuse;
+mod nas;
 mod reports;
 mod spec_fuzz;
 mod validation;

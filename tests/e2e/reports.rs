@@ -57,23 +57,10 @@ fn csv_and_table_hold_every_trial_and_top_limits_the_table() {
 #[test]
 fn watch_refreshes_the_page_while_running_and_exits_when_the_experiment_ends() {
     let sb = Sandbox::new();
+    // Another experiment, so the database exists but `watched` does not yet.
+    run(&sb, "other", 1, "1");
     let file = experiment(&sb, "watched", 4, 0.25);
-    let mut runner = sb
-        .cmd(&["run", file.to_str().unwrap(), "--seed", "5"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while sb
-        .run(&["report", "watched", "--format", "json"])
-        .status
-        .code()
-        != Some(0)
-    {
-        assert!(Instant::now() < deadline, "experiment never appeared");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let deadline = Instant::now() + Duration::from_secs(60);
     let page = sb.path().join("watched.html");
     let mut watch = sb
         .cmd(&[
@@ -86,6 +73,19 @@ fn watch_refreshes_the_page_while_running_and_exits_when_the_experiment_ends() {
             page.to_str().unwrap(),
         ])
         .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = std::io::BufReader::new(watch.stderr.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut stderr, &mut line).unwrap();
+    assert!(
+        line.contains("does not exist yet; waiting for it"),
+        "{line}"
+    );
+    let mut runner = sb
+        .cmd(&["run", file.to_str().unwrap(), "--seed", "5"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
         .spawn()
         .unwrap();
     while !page.exists() {
@@ -109,6 +109,14 @@ fn watch_refreshes_the_page_while_running_and_exits_when_the_experiment_ends() {
         std::thread::sleep(Duration::from_millis(100));
     };
     assert_eq!(status.code(), Some(0));
+    let mut said = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut said).unwrap();
+    assert!(
+        said.contains("writing ") && said.contains(" until experiment watched ends"),
+        "{said}"
+    );
+    assert!(said.contains(": watched Running, "), "{said}");
+    assert!(said.contains("experiment watched is Succeeded"), "{said}");
     let last = std::fs::read_to_string(&page).unwrap();
     assert!(
         !last.contains("http-equiv=\"refresh\""),
@@ -155,7 +163,7 @@ fn compare_shows_experiments_side_by_side() {
 }
 
 /// Chromium on PATH, or `None` after a `SKIPPED` line (a failure under VERNIER_TEST_REQUIRE=1).
-fn chromium(test: &str) -> Option<PathBuf> {
+pub(crate) fn chromium(test: &str) -> Option<PathBuf> {
     for name in ["chromium", "chromium-browser", "google-chrome"] {
         if let Ok(out) = Command::new("sh")
             .args(["-c", &format!("command -v {name}")])

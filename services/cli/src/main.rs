@@ -74,6 +74,8 @@ enum Command {
         #[command(flatten)]
         kube: commands::report::KubeArgs,
     },
+    /// A live web dashboard of the experiments (read-only, on 127.0.0.1:8080 by default).
+    Dashboard(commands::dashboard::DashboardArgs),
     /// Compare experiments: best value, when it was reached, best so far at 10/25/50/100 trials.
     Compare {
         /// The experiment names.
@@ -99,6 +101,9 @@ enum Command {
     Delete {
         /// The experiment name.
         name: String,
+        /// Remove its trial logs too (the `<trial>.log` files of its own trials).
+        #[arg(long)]
+        logs: bool,
     },
     /// Compare suggestion algorithms on analytic problems (regret and time per suggestion).
     Benchmark {
@@ -252,6 +257,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
             };
             commands::report::report(&cli.db, &kube, args).await
         }
+        Command::Dashboard(args) => commands::dashboard::dashboard(&cli.db, args).await,
         Command::Compare {
             names,
             format,
@@ -261,7 +267,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
         Command::Enqueue { name, params } => {
             commands::enqueue::enqueue(&cli.db, &name, &params).await
         }
-        Command::Delete { name } => commands::delete::delete(&cli.db, &name).await,
+        Command::Delete { name, logs } => commands::delete::delete(&cli.db, &name, logs).await,
         Command::Serve { listen, create_db } => {
             commands::serve::serve(&cli.db, &listen, create_db).await
         }

@@ -3,18 +3,71 @@
 use crate::out::outln;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
 use vernier_core::TrialState;
+use vernier_runner::report::svg::num;
 use vernier_runner::{DriverEvent, Observer, Progress};
+use vernier_spec::plan::TrialCounts;
+
+/// The last non-empty line of a log (read from its last 4 KiB), if it can be read.
+fn last_line(path: &Path) -> Option<String> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = std::fs::File::open(path).ok()?;
+    let len = f.metadata().ok()?.len();
+    f.seek(SeekFrom::Start(len.saturating_sub(4096))).ok()?;
+    let mut bytes = Vec::new();
+    f.read_to_end(&mut bytes).ok()?;
+    let text = String::from_utf8_lossy(&bytes);
+    text.lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .map(str::to_string)
+}
+
+/// What a failed trial's line adds: the last thing it printed (most often the error) and
+/// where its whole log is.
+fn failure_lines(last: Option<&str>, log: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(l) = last {
+        out.push(format!("          last output: {l}"));
+    }
+    out.push(format!("          log: {}", log.display()));
+    out
+}
+
+/// The counts in the words and order of `vernier report`'s summary: running and succeeded
+/// always, every other outcome once it happened, so the numbers add up to the trials so far.
+fn count_words(c: &TrialCounts) -> String {
+    let mut parts = vec![
+        format!("{} running", c.running),
+        format!("{} succeeded", c.succeeded),
+    ];
+    for (n, word) in [
+        (c.early_stopped, "early stopped"),
+        (c.failed, "failed"),
+        (c.metrics_unavailable, "metrics unavailable"),
+        (c.killed, "killed"),
+        (c.pending, "pending"),
+    ] {
+        if n > 0 {
+            parts.push(format!("{n} {word}"));
+        }
+    }
+    parts.join(", ")
+}
 
 /// Prints driver events for a person or a log.
 #[derive(Debug)]
 pub struct Display {
     metric: String,
+    /// Where `<trial>.log` files are, so a failed trial's line can point at its log.
+    log_dir: PathBuf,
     bar: Option<ProgressBar>,
 }
 
 impl Display {
-    pub fn new(metric: &str, max_trials: Option<u32>) -> Self {
+    pub fn new(metric: &str, max_trials: Option<u32>, log_dir: &Path) -> Self {
         let bar = std::io::stderr().is_terminal().then(|| {
             let bar = match max_trials {
                 Some(n) => ProgressBar::new(u64::from(n)),
@@ -33,6 +86,7 @@ impl Display {
         });
         Display {
             metric: metric.to_string(),
+            log_dir: log_dir.to_path_buf(),
             bar,
         }
     }
@@ -51,15 +105,14 @@ impl Display {
     }
 
     fn summary(&self, p: &Progress) -> String {
-        let c = &p.counts;
-        let mut s = format!(
-            "{} running, {} succeeded, {} failed",
-            c.running,
-            c.succeeded,
-            c.failed + c.metrics_unavailable
-        );
+        let mut s = count_words(&p.counts);
         if let Some(b) = &p.best {
-            s.push_str(&format!(", best {}={} ({})", self.metric, b.value, b.trial));
+            s.push_str(&format!(
+                ", best {}={} ({})",
+                self.metric,
+                shown(&b.value),
+                b.trial
+            ));
         }
         s
     }
@@ -80,13 +133,19 @@ impl Observer for Display {
                 message,
             } => {
                 let value =
-                    objective.map_or_else(String::new, |v| format!("  {}={v}", self.metric));
+                    objective.map_or_else(String::new, |v| format!("  {}={}", self.metric, num(v)));
                 let detail = if *state == TrialState::Succeeded {
                     String::new()
                 } else {
                     format!("  ({})", message.lines().next().unwrap_or(""))
                 };
                 self.line(format!("{:<9} {name}{value}{detail}", state.as_str()));
+                if matches!(state, TrialState::Failed | TrialState::MetricsUnavailable) {
+                    let log = self.log_dir.join(format!("{name}.log"));
+                    for l in failure_lines(last_line(&log).as_deref(), &log) {
+                        self.line(l);
+                    }
+                }
                 if self.bar.is_none() {
                     self.line(format!("          {}", self.summary(progress)));
                 }
@@ -97,5 +156,65 @@ impl Observer for Display {
             bar.set_position(u64::from(progress.counts.completed()));
             bar.set_message(self.summary(progress));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_trial_points_at_its_last_output_and_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("t.log");
+        std::fs::write(
+            &log,
+            "epoch=1 loss=3\nTraceback (most recent call last):\nValueError: bad lr\n\n",
+        )
+        .unwrap();
+        let last = last_line(&log);
+        assert_eq!(last.as_deref(), Some("ValueError: bad lr"));
+        let lines = failure_lines(last.as_deref(), &log);
+        assert_eq!(lines[0], "          last output: ValueError: bad lr");
+        assert_eq!(lines[1], format!("          log: {}", log.display()));
+        assert_eq!(last_line(&dir.path().join("missing.log")), None);
+        assert_eq!(failure_lines(None, &log).len(), 1);
+    }
+
+    #[test]
+    fn every_outcome_that_happened_is_counted_in_the_reports_words() {
+        let quiet = TrialCounts {
+            total: 3,
+            running: 1,
+            succeeded: 2,
+            ..TrialCounts::default()
+        };
+        assert_eq!(count_words(&quiet), "1 running, 2 succeeded");
+        let all = TrialCounts {
+            total: 15,
+            pending: 1,
+            running: 2,
+            succeeded: 3,
+            failed: 4,
+            killed: 1,
+            early_stopped: 2,
+            metrics_unavailable: 2,
+        };
+        assert_eq!(
+            count_words(&all),
+            "2 running, 3 succeeded, 2 early stopped, 4 failed, 2 metrics unavailable, 1 killed, 1 pending"
+        );
+    }
+}
+
+/// A best value as shown on one line: numbers with a few significant digits, text (a DARTS
+/// genotype) cut to 60 characters.
+fn shown(value: &str) -> String {
+    match value.parse::<f64>() {
+        Ok(v) => num(v),
+        Err(_) if value.chars().count() > 60 => {
+            format!("{}...", value.chars().take(60).collect::<String>())
+        }
+        Err(_) => value.to_string(),
     }
 }

@@ -91,6 +91,26 @@ pub async fn load_report(
     Ok(assemble(row, spec, objective, rows, false))
 }
 
+/// The names of the Experiments in `namespace`, sorted: the list `vernier dashboard --kube`
+/// shows.
+pub async fn experiment_names(
+    client: &Client,
+    namespace: &str,
+) -> Result<Vec<String>, OperatorError> {
+    let experiments: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), namespace, &experiment_resource());
+    let list = experiments
+        .list(&kube::api::ListParams::default())
+        .await
+        .map_err(|e| match e {
+            kube::Error::Api(_) => OperatorError::Kube(e),
+            e => OperatorError::Unreachable(error_chain(&e)),
+        })?;
+    let mut names: Vec<String> = list.items.iter().map(|o| o.name_any()).collect();
+    names.sort();
+    Ok(names)
+}
+
 /// The store's shape of an experiment status: the phase is the last true terminal or
 /// Running/Created condition, with its reason and message.
 fn experiment_status_row(status: &ExperimentStatus) -> ExperimentStatusRow {

@@ -1035,6 +1035,11 @@ async fn report_reads_the_cluster_objects() {
         page.contains("keep only each metric's min, max and latest value"),
         "the page says why there are no curves"
     );
+    // The dashboard's experiment list.
+    let names = vernier_operator::report_source::experiment_names(&env.client, "default")
+        .await
+        .expect("list experiments");
+    assert!(names.contains(&"reported".to_string()), "{names:?}");
     let missing = vernier_operator::report_source::load_report(&env.client, "default", "nope")
         .await
         .expect_err("no such experiment")

@@ -195,27 +195,37 @@ fn labelled(
 }
 
 impl Pbt {
-    /// Slot `member` of generation `generation > 0`, from the finished previous generation
-    /// (`previous[i]` is slot i's last trial and its loss).
+    /// Slot `member` of generation `generation > 0`, from the previous generation's results
+    /// (`previous[k]` is (slot, its last trial, its loss) for each slot that has one).
     fn successor(
         &self,
         space: &SearchSpace,
         trials: &[TrialRecord],
-        previous: &[(usize, f64)],
+        previous: &[(usize, usize, f64)],
         generation: u64,
         member: usize,
         rng: &mut ChaCha8Rng,
     ) -> Proposal {
+        if previous.is_empty() {
+            let a = crate::sample::sample_assignment(space, rng);
+            return labelled(a, generation, member, None);
+        }
         let mut order: Vec<usize> = (0..previous.len()).collect();
-        order.sort_by(|&a, &b| previous[a].1.total_cmp(&previous[b].1).then(a.cmp(&b)));
+        order.sort_by(|&a, &b| previous[a].2.total_cmp(&previous[b].2).then(a.cmp(&b)));
         let cut = (previous.len() as f64 * self.truncation) as usize;
         let cut = cut.min(previous.len() / 2);
         let bottom = &order[order.len() - cut..];
-        let own = &trials[previous[member].0];
-        if !bottom.contains(&member) {
+        let own = previous.iter().position(|p| p.0 == member);
+        if let Some(k) = own
+            && !bottom.contains(&k)
+        {
+            let own = &trials[previous[k].1];
             return labelled(own.assignment.clone(), generation, member, Some(&own.name));
         }
-        let donor = &trials[previous[order[rng.random_range(0..cut)]].0];
+        // A bottom member, or one whose previous trial has no result (a Katib controller leaves
+        // trials without metrics out of its requests): it continues a top member, explored.
+        let top = cut.max(1);
+        let donor = &trials[previous[order[rng.random_range(0..top)]].1];
         let assignment = explore::explore(space, &donor.assignment, self.resample, rng);
         labelled(assignment, generation, member, Some(&donor.name))
     }
@@ -269,9 +279,8 @@ impl Suggester for Pbt {
 }
 
 impl Pbt {
-    /// A new member of generation 0, or the successor of slot `member` once the previous
-    /// generation has a usable result in every slot (`None` before that, which only a history
-    /// edited by hand can produce).
+    /// A new member of generation 0, or the successor of slot `member` from the previous
+    /// generation's usable results.
     fn fresh_or_successor(
         &self,
         req: &SuggestRequest<'_>,
@@ -284,13 +293,13 @@ impl Pbt {
             let a = crate::sample::sample_assignment(req.space, &mut rng);
             return Some(labelled(a, 0, member, None));
         }
-        let previous: Vec<(usize, f64)> = (0..self.population)
-            .map(|m| {
+        let previous: Vec<(usize, usize, f64)> = (0..self.population)
+            .filter_map(|m| {
                 let idx = *slots.get(&(generation - 1, m))?;
                 let v = req.trials[idx].usable_objective()?;
-                Some((idx, req.objective.direction.to_loss(v)))
+                Some((m, idx, req.objective.direction.to_loss(v)))
             })
-            .collect::<Option<_>>()?;
+            .collect();
         Some(self.successor(
             req.space, req.trials, &previous, generation, member, &mut rng,
         ))

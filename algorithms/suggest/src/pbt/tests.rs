@@ -226,6 +226,29 @@ fn waits_for_the_generation_and_retries_failures() {
     assert_eq!(retry[0].labels, trials[2].labels);
 }
 
+/// A Katib controller leaves trials without metrics out of its requests: a slot whose previous
+/// trial is missing continues a top member instead of waiting for a result that never comes.
+#[test]
+fn a_slot_whose_previous_trial_is_left_out_continues_a_top_member() {
+    let pbt = Pbt::new(ALGORITHM, &base(&[])).unwrap();
+    let gen0 = finished_generation(&pbt);
+    let mut next = ask(&pbt, &gen0, 5);
+    // Generation 1: members 0, 1 and 4 finished; member 2's trial is left out of the request;
+    // member 3's generation-0 trial is left out too, so only generation 1's slots are asked.
+    let mut trials: Vec<TrialRecord> = gen0.iter().filter(|t| t.name != "t3").cloned().collect();
+    for (i, p) in next.drain(..).enumerate() {
+        if [0, 1, 4].contains(&i) {
+            trials.push(record(&p, format!("g1-{i}"), TrialState::Succeeded, Some(i as f64)));
+        }
+    }
+    let again = ask(&pbt, &trials, 5);
+    let members: Vec<&str> = again.iter().map(|p| p.labels[MEMBER_LABEL].as_str()).collect();
+    assert_eq!(members, ["2", "3"]);
+    // Member 3 has no generation-0 result, so it continues the best of the others (t4).
+    assert_eq!(again[1].labels[PARENT_LABEL], "t4");
+    assert_eq!(again[1].labels[GENERATION_LABEL], "1");
+}
+
 /// Runs `rounds` trials, asking `batch` at a time, scoring accuracy = 1 − |lr − 0.01|·50 plus
 /// the parent's accuracy (a trainer that resumes), optionally from a fresh `Pbt` each call.
 fn simulate(batch: usize, rounds: usize, rebuild: bool) -> Vec<TrialRecord> {

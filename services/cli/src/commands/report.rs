@@ -90,12 +90,24 @@ pub struct ReportArgs {
 pub async fn report(db: &str, kube: &KubeArgs, args: ReportArgs) -> anyhow::Result<Exit> {
     check(&args)?;
     let source = Source::open(db, kube).await?;
+    let mut said = WatchNotes::default();
     loop {
-        let report = source.load(&args.name, args.format == Format::Html).await?;
+        let report = match source.load(&args.name, args.format == Format::Html).await {
+            Ok(r) => r,
+            Err(e) if args.watch && is_not_found(&e) => {
+                said.waiting(&args.name);
+                tokio::time::sleep(Duration::from_secs(REFRESH_SECONDS.into())).await;
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
         let text = render(&report, &args)?;
         match &args.output {
             Some(path) => write_atomically(path, &text)?,
             None => out!("{text}"),
+        }
+        if args.watch {
+            said.writing(&args, &report);
         }
         let phase = report.row.status.phase.as_str();
         if !args.watch || phase_is_final(phase) {
@@ -112,6 +124,51 @@ pub async fn report(db: &str, kube: &KubeArgs, args: ReportArgs) -> anyhow::Resu
             });
         }
         tokio::time::sleep(Duration::from_secs(REFRESH_SECONDS.into())).await;
+    }
+}
+
+/// Whether loading failed because the experiment is not there (yet).
+fn is_not_found(e: &anyhow::Error) -> bool {
+    matches!(
+        e.downcast_ref::<vernier_runner::RunnerError>(),
+        Some(vernier_runner::RunnerError::ExperimentNotFound(_))
+    )
+}
+
+/// What `--watch` has told the user, so each line is said once, not every 2 s.
+#[derive(Default)]
+struct WatchNotes {
+    waiting: bool,
+    writing: bool,
+    trials: Option<usize>,
+}
+
+impl WatchNotes {
+    fn waiting(&mut self, name: &str) {
+        if !std::mem::replace(&mut self.waiting, true) {
+            errln!(
+                "experiment {name} does not exist yet; waiting for it (checking every {REFRESH_SECONDS} s, Ctrl-C stops)"
+            );
+        }
+    }
+
+    fn writing(&mut self, args: &ReportArgs, r: &ExperimentReport) {
+        let path = args.output.as_deref().unwrap_or(Path::new("-")).display();
+        if !std::mem::replace(&mut self.writing, true) {
+            errln!(
+                "writing {path} every {REFRESH_SECONDS} s until experiment {} ends (open it in a browser: it reloads itself)",
+                args.name
+            );
+        }
+        if self.trials != Some(r.trials.len()) {
+            self.trials = Some(r.trials.len());
+            errln!(
+                "{path}: {} {}, {} trials",
+                args.name,
+                r.row.status.phase,
+                r.trials.len()
+            );
+        }
     }
 }
 

@@ -203,7 +203,11 @@ async fn drive_leased(
     if let Some(source) = &hooks.suggestion_source {
         outln!("suggestions come from {}", source.describe());
     }
-    let mut display = Display::new(&exp.objective.metric, exp.limits.max_trials);
+    let mut display = Display::new(
+        &exp.objective.metric,
+        exp.limits.max_trials,
+        &exp.paths.log_dir,
+    );
     let result = driver::run_with(store, exp, seed, stop_rx, &mut display, &hooks, lease).await;
     display.finish();
     signals.abort();

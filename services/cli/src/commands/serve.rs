@@ -31,7 +31,7 @@ pub async fn serve(db: &str, listen: &str, create_db: bool) -> anyhow::Result<Ex
 }
 
 /// Resolves on the first SIGTERM or Ctrl-C; in-flight calls then finish before exit.
-async fn shutdown_signal() {
+pub(crate) async fn shutdown_signal() {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;
     };

@@ -34,7 +34,8 @@ h1{font-size:22px}h2{font-size:17px;margin-top:28px}\
 table{border-collapse:collapse}td,th{border:1px solid #ddd;padding:3px 8px;text-align:left}\
 td{max-width:36em;overflow-wrap:anywhere}\
 th{background:#f4f4f4}tr.best td{background:#fff6c8;font-weight:600}circle.infeasible{stroke:#888;stroke-width:1.2}\
-.plots{display:flex;flex-wrap:wrap;gap:12px}.plot{background:#fff;border:1px solid #eee}\
+.plots{display:flex;flex-wrap:wrap;gap:12px}.plot{background:#fff;border:1px solid #eee;max-width:100%;height:auto}\
+.failure{border:1px solid #d92d20;background:#fff5f4;padding:8px 12px;max-width:900px}\
 .plot text{font:11px system-ui,sans-serif;fill:#333}.plot .plot-title{font-size:13px;font-weight:600}\
 .note{color:#666;font-size:12px;max-width:900px}";
 
@@ -53,6 +54,7 @@ pub fn render(r: &ExperimentReport, opts: HtmlOptions) -> String {
         esc(&format!("Vernier report: {}", r.row.name))
     );
     let _ = writeln!(out, "<h1>Experiment {}</h1>", esc(&r.row.name));
+    failure(&mut out, r);
     summary(&mut out, r);
     best(&mut out, r);
     out.push_str(&super::pareto::section(r));
@@ -82,6 +84,28 @@ pub fn id_part(s: &str) -> String {
             }
         })
         .collect()
+}
+
+/// A failed experiment says why before anything else.
+fn failure(out: &mut String, r: &ExperimentReport) {
+    let s = &r.row.status;
+    if s.phase != "Failed" {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "<p id=\"failure\" class=\"failure\"><strong>Failed: {}</strong><br>{}</p>",
+        esc(if s.reason.is_empty() {
+            "no reason recorded"
+        } else {
+            &s.reason
+        }),
+        esc(if s.message.is_empty() {
+            "no message recorded"
+        } else {
+            &s.message
+        })
+    );
 }
 
 fn summary(out: &mut String, r: &ExperimentReport) {
@@ -213,7 +237,9 @@ fn rank_colors(r: &ExperimentReport, ranked: &[usize]) -> Vec<Option<f64>> {
 }
 
 fn history(r: &ExperimentReport) -> String {
-    let mut c = Chart::new("plot-history", "Optimization history", 620.0, 360.0);
+    // The legend sits between the title and the frame, never over the data.
+    let mut c = Chart::new("plot-history", "Optimization history", 620.0, 370.0)
+        .margins(64.0, 16.0, 46.0, 44.0);
     let pts: Vec<(usize, f64, bool)> = r
         .trials
         .iter()
@@ -222,7 +248,7 @@ fn history(r: &ExperimentReport) -> String {
         .collect();
     let x = Scale::fit([1.0, r.trials.len().max(1) as f64], false);
     let y = Scale::fit(pts.iter().map(|p| p.1), false);
-    c.axes(&x, "trial", &y, &r.objective.metric);
+    c.axes(&x, "trial # (creation order)", &y, &r.objective.metric);
     for &(i, v, usable) in &pts {
         let t = &r.trials[i];
         let fill = if usable { "#1f77b4" } else { "#bbbbbb" };
@@ -259,9 +285,9 @@ fn history(r: &ExperimentReport) -> String {
         c.polyline(&line, "#d62728", "best-so-far", "stroke-width=\"2\"");
     }
     c.text(
-        c.width - 20.0,
-        44.0,
-        "end",
+        c.width / 2.0,
+        36.0,
+        "middle",
         "legend",
         "blue: trial, grey: failed/unfinished, red: best so far",
     );
@@ -269,11 +295,15 @@ fn history(r: &ExperimentReport) -> String {
 }
 
 fn importance(r: &ExperimentReport) -> String {
-    let imp = r.importance();
+    // Shares of the explained variance (η² divided by its sum), so the bars add up to 1.
+    let imp: Vec<(String, Option<f64>)> = super::dashboard::importance_shares(&r.importance())
+        .into_iter()
+        .map(|(n, _, share)| (n, share))
+        .collect();
     let height = 80.0 + 26.0 * imp.len() as f64;
     let mut c = Chart::new(
         "plot-importance",
-        "Parameter importance (η², first-order)",
+        "Parameter importance (share of explained variance)",
         620.0,
         height.max(160.0),
     )
@@ -285,14 +315,14 @@ fn importance(r: &ExperimentReport) -> String {
     };
     let names: Vec<String> = imp.iter().map(|(n, _)| n.clone()).collect();
     let y = Scale::Categories(names.iter().rev().cloned().collect());
-    c.axes(&x, "share of objective variance explained", &y, "");
+    c.axes(&x, "share (first-order η², normalised to sum to 1)", &y, "");
     let band = (c.py(0.0) - c.py(1.0)) / names.len().max(1) as f64;
     for (k, (name, v)) in imp.iter().enumerate() {
         let row = names.len() - 1 - k;
         let cy = c.py(y.unit(row as f64));
         let (x0, w) = (c.px(0.0), c.px(v.unwrap_or(0.0)) - c.px(0.0));
         let label = v.map_or("n/a (under 4 usable trials)".to_string(), |v| {
-            format!("{v:.3}")
+            format!("{:.1}%", 100.0 * v)
         });
         c.raw(&format!(
             r##"<rect class="bar" x="{x0:.1}" y="{:.1}" width="{w:.1}" height="{:.1}" fill="#1f77b4"><title>{}: {}</title></rect>"##,
@@ -403,9 +433,17 @@ fn parallel(r: &ExperimentReport, ranked: &[usize]) -> String {
 fn slice(r: &ExperimentReport, p: &str) -> String {
     let mut c = Chart::new(
         &format!("plot-slice-{}", id_part(p)),
-        &format!("Slice: {p} (colour: trial order, yellow = latest)"),
+        &format!("Slice: {p}"),
         400.0,
-        300.0,
+        310.0,
+    )
+    .margins(64.0, 16.0, 46.0, 44.0);
+    c.text(
+        200.0,
+        36.0,
+        "middle",
+        "legend",
+        "colour: trial order, yellow = latest",
     );
     let x = param_scale(r, p);
     let pts: Vec<(usize, f64, f64)> = r
@@ -555,7 +593,7 @@ fn trial_table(out: &mut String, r: &ExperimentReport, ranked: &[usize], top: Op
         "<h2>Trials</h2>\n<p class=\"note\">Best first; {shown} of {} trials.</p>",
         ranked.len()
     );
-    out.push_str("<table id=\"trials\"><thead><tr><th>#</th><th>trial</th><th>condition</th>");
+    out.push_str("<table id=\"trials\"><thead><tr><th>rank</th><th>trial</th><th>condition</th>");
     for p in &params {
         let _ = write!(out, "<th>{}</th>", esc(p));
     }

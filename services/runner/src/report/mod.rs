@@ -6,6 +6,7 @@
 pub mod analysis;
 pub mod compare;
 pub mod csv;
+pub mod dashboard;
 pub mod html;
 pub mod pareto;
 pub mod svg;

@@ -53,7 +53,7 @@ pub enum Scale {
 }
 
 impl Scale {
-    /// A numeric scale covering `values` with 5% padding; log only when all are positive.
+    /// A numeric scale covering `values` with 8% padding; log only when all are positive.
     pub fn fit(values: impl IntoIterator<Item = f64>, log: bool) -> Scale {
         let mut lo = f64::INFINITY;
         let mut hi = f64::NEG_INFINITY;
@@ -80,7 +80,8 @@ impl Scale {
             l -= 0.5;
             h += 0.5;
         } else {
-            let pad = (h - l) * 0.05;
+            // Enough room that a 5 px mark at the extreme stays off the frame.
+            let pad = (h - l) * 0.08;
             l -= pad;
             h += pad;
         }

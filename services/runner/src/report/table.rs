@@ -41,7 +41,7 @@ pub fn render(r: &ExperimentReport, opts: TableOptions) -> String {
     }
     let mut header = vec![
         String::new(),
-        "#".to_string(),
+        "RANK".to_string(),
         "TRIAL".to_string(),
         "CONDITION".to_string(),
     ];

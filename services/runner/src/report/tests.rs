@@ -360,6 +360,33 @@ async fn html_has_every_plot_with_one_mark_per_datum() {
     );
     assert!(!page.contains("<script"), "no scripts");
     assert_eq!(page.matches("<tr class=\"trial").count(), TRIALS.len());
+    // Importance bars are shares that add up to 100%.
+    let start = page.find("id=\"plot-importance\"").unwrap();
+    let plot = &page[start..start + page[start..].find("</svg>").unwrap()];
+    let shares: f64 = plot
+        .split("class=\"value\"")
+        .skip(1)
+        .filter_map(|t| t.split('>').nth(1)?.split('%').next()?.parse::<f64>().ok())
+        .sum();
+    assert!((shares - 100.0).abs() < 0.15, "{shares}");
+    assert!(
+        !page.contains("id=\"failure\""),
+        "succeeded: no failure banner"
+    );
+}
+
+#[tokio::test]
+async fn a_failed_experiments_page_says_why_first() {
+    let (_dir, mut r) = fixture().await;
+    r.row.status.phase = "Failed".into();
+    r.row.status.reason = "ExperimentMaxFailedTrialsReached".into();
+    r.row.status.message = "3 trials failed; trial fixture-4: exit code 1".into();
+    let page = html::render(&r, html::HtmlOptions::default());
+    let banner = page.find("id=\"failure\"").expect("failure banner");
+    assert!(banner < page.find("<h2>Summary").unwrap());
+    assert!(
+        page[banner..].contains("ExperimentMaxFailedTrialsReached</strong><br>3 trials failed")
+    );
 }
 
 #[tokio::test]

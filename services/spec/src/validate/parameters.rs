@@ -196,4 +196,3 @@ fn check_values(fs: &FeasibleSpace, path: &str, kind: &str, errs: &mut Errors) {
         // Non-numeric discrete values and duplicates run (see `warnings`).
     }
 }
-

@@ -1,0 +1,263 @@
+//! The dashboard's HTTP surface: the embedded page and assets, the JSON API the page reads
+//! (`/api/experiments`, `/api/experiments/NAME`, `/api/experiments/NAME/trials/TRIAL`) and a
+//! server-sent-events stream per experiment that says when to re-read it.
+
+use super::source::DashSource;
+use axum::Router;
+use axum::extract::{Path, Request, State};
+use axum::http::{StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use futures_util::stream::{self, Stream};
+use serde_json::json;
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use vernier_runner::RunnerError;
+use vernier_runner::report::dashboard;
+
+const INDEX_HTML: &str = include_str!("assets/index.html");
+const APP_JS: &str = include_str!("assets/app.js");
+const APP_CSS: &str = include_str!("assets/app.css");
+
+/// How often a live stream looks for changes: a new observation shows within this plus the
+/// page's re-read.
+const POLL: Duration = Duration::from_secs(1);
+
+/// Experiment pages kept rendered, at most this many: a large finished experiment's page is
+/// built once, then served until its fingerprint changes.
+const CACHED_PAGES: usize = 16;
+
+/// The shared state: the source and the rendered experiment pages by name, each with the
+/// fingerprint it was rendered at.
+struct Dash {
+    source: DashSource,
+    pages: Mutex<HashMap<String, (u64, Arc<String>)>>,
+}
+
+impl std::ops::Deref for Dash {
+    type Target = DashSource;
+    fn deref(&self) -> &DashSource {
+        &self.source
+    }
+}
+
+type Shared = Arc<Dash>;
+
+pub fn router(source: DashSource, loopback: bool) -> Router {
+    let app = Router::new()
+        .route("/", get(index))
+        .route("/experiments/{name}", get(index))
+        .route("/experiments/{name}/trials/{trial}", get(index))
+        .route("/assets/app.js", get(app_js))
+        .route("/assets/app.css", get(app_css))
+        .route("/api/experiments", get(list))
+        .route("/api/experiments/{name}", get(experiment))
+        .route("/api/experiments/{name}/trials/{trial}", get(trial))
+        .route("/api/experiments/{name}/events", get(events))
+        .with_state(Arc::new(Dash {
+            source,
+            pages: Mutex::new(HashMap::new()),
+        }));
+    if loopback {
+        app.layer(middleware::from_fn(loopback_host_only))
+    } else {
+        app
+    }
+}
+
+/// A page served on loopback answers only requests addressed to loopback, so a web page
+/// elsewhere cannot read it through a DNS name rebound to 127.0.0.1.
+async fn loopback_host_only(req: Request, next: Next) -> Response {
+    let host = req
+        .headers()
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("");
+    if host_is_loopback(host) {
+        next.run(req).await
+    } else {
+        (
+            StatusCode::FORBIDDEN,
+            "the dashboard on loopback answers only localhost, 127.0.0.1 or [::1]\n",
+        )
+            .into_response()
+    }
+}
+
+/// Whether a `Host` header names loopback (any port).
+fn host_is_loopback(host: &str) -> bool {
+    let name = match host.strip_prefix('[') {
+        Some(rest) => rest.split(']').next().unwrap_or(""),
+        None => host.rsplit_once(':').map_or(host, |(h, _)| h),
+    };
+    name.eq_ignore_ascii_case("localhost")
+        || name
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+async fn index() -> impl IntoResponse {
+    (
+        [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+        INDEX_HTML,
+    )
+}
+
+async fn app_js() -> impl IntoResponse {
+    (
+        [(header::CONTENT_TYPE, "text/javascript; charset=utf-8")],
+        APP_JS,
+    )
+}
+
+async fn app_css() -> impl IntoResponse {
+    ([(header::CONTENT_TYPE, "text/css; charset=utf-8")], APP_CSS)
+}
+
+/// A JSON body (axum's `Json` needs a feature the workspace leaves off).
+fn json_body(value: impl serde::Serialize) -> Response {
+    match serde_json::to_string(&value) {
+        Ok(body) => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
+    }
+}
+
+/// An error as JSON, 404 for an unknown experiment or trial.
+fn failure(e: anyhow::Error) -> Response {
+    let status = match e.downcast_ref::<RunnerError>() {
+        Some(RunnerError::ExperimentNotFound(_)) => StatusCode::NOT_FOUND,
+        _ => StatusCode::INTERNAL_SERVER_ERROR,
+    };
+    (status, json_body(json!({"error": format!("{e:#}")}))).into_response()
+}
+
+async fn list(State(src): State<Shared>) -> Response {
+    let mut out = Vec::new();
+    let names = match src.names().await {
+        Ok(n) => n,
+        Err(e) => return failure(e),
+    };
+    for name in names {
+        match src.report(&name).await {
+            Ok(r) => out.push(dashboard::summary_json(&r)),
+            // One unreadable experiment must not hide the others.
+            Err(e) => out.push(json!({"name": name, "error": format!("{e:#}")})),
+        }
+    }
+    json_body(out).into_response()
+}
+
+async fn experiment(State(src): State<Shared>, Path(name): Path<String>) -> Response {
+    match experiment_page(&src, &name).await {
+        Ok(body) => (
+            [(header::CONTENT_TYPE, "application/json")],
+            body.to_string(),
+        )
+            .into_response(),
+        Err(e) => failure(e),
+    }
+}
+
+/// The experiment page's JSON, from the cache while the experiment's fingerprint (the same
+/// one live updates watch) is unchanged.
+async fn experiment_page(src: &Dash, name: &str) -> anyhow::Result<Arc<String>> {
+    let (fp, _) = src.fingerprint(name).await?;
+    if let Some((at, body)) = src.pages.lock().ok().and_then(|p| p.get(name).cloned())
+        && at == fp
+    {
+        return Ok(body);
+    }
+    let r = src.report_with_curves(name).await?;
+    let body = Arc::new(serde_json::to_string(&dashboard::experiment_json(&r))?);
+    if let Ok(mut pages) = src.pages.lock() {
+        if pages.len() >= CACHED_PAGES && !pages.contains_key(name) {
+            pages.clear();
+        }
+        pages.insert(name.to_string(), (fp, body.clone()));
+    }
+    Ok(body)
+}
+
+async fn trial(State(src): State<Shared>, Path((name, trial)): Path<(String, String)>) -> Response {
+    match src.trial(&name, &trial).await {
+        Ok(Some(v)) => json_body(v).into_response(),
+        Ok(None) => (
+            StatusCode::NOT_FOUND,
+            json_body(json!({"error": format!("experiment {name:?} has no trial {trial:?}")})),
+        )
+            .into_response(),
+        Err(e) => failure(e),
+    }
+}
+
+/// Where a live stream is.
+enum Live {
+    /// Polling; the last fingerprint seen (`None` before the first).
+    Polling(Option<u64>),
+    /// The experiment finished or vanished: the stream ends.
+    Done,
+}
+
+/// `update` events whenever the experiment's fingerprint changes (one at once, so a page
+/// that connects late re-reads what it missed), `end` once it is finished, then the stream
+/// closes; `gone` if it cannot be read any more.
+async fn events(
+    State(src): State<Shared>,
+    Path(name): Path<String>,
+) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
+    let stream = stream::unfold(Live::Polling(None), move |live| {
+        let (src, name) = (src.clone(), name.clone());
+        async move {
+            let Live::Polling(last) = live else {
+                return None;
+            };
+            loop {
+                if last.is_some() {
+                    tokio::time::sleep(POLL).await;
+                }
+                let event = match src.fingerprint(&name).await {
+                    Err(e) => (
+                        Event::default().event("gone").data(format!("{e:#}")),
+                        Live::Done,
+                    ),
+                    Ok((fp, true)) => (
+                        Event::default().event("end").data(fp.to_string()),
+                        Live::Done,
+                    ),
+                    Ok((fp, false)) if last != Some(fp) => (
+                        Event::default().event("update").data(fp.to_string()),
+                        Live::Polling(Some(fp)),
+                    ),
+                    Ok(_) => continue,
+                };
+                return Some((Ok(event.0), event.1));
+            }
+        }
+    });
+    Sse::new(stream).keep_alive(KeepAlive::default())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_loopback_hosts_pass() {
+        for (host, ok) in [
+            ("127.0.0.1:8080", true),
+            ("localhost:8080", true),
+            ("LOCALHOST", true),
+            ("[::1]:8080", true),
+            ("127.0.0.2", true),
+            ("evil.example:8080", false),
+            ("192.168.1.5:8080", false),
+            ("", false),
+        ] {
+            assert_eq!(host_is_loopback(host), ok, "{host}");
+        }
+    }
+}
