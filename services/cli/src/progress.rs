@@ -159,6 +159,18 @@ impl Observer for Display {
     }
 }
 
+/// A best value as shown on one line: numbers with a few significant digits, text (a DARTS
+/// genotype) cut to 60 characters.
+fn shown(value: &str) -> String {
+    match value.parse::<f64>() {
+        Ok(v) => num(v),
+        Err(_) if value.chars().count() > 60 => {
+            format!("{}...", value.chars().take(60).collect::<String>())
+        }
+        Err(_) => value.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -204,17 +216,5 @@ mod tests {
             count_words(&all),
             "2 running, 3 succeeded, 2 early stopped, 4 failed, 2 metrics unavailable, 1 killed, 1 pending"
         );
-    }
-}
-
-/// A best value as shown on one line: numbers with a few significant digits, text (a DARTS
-/// genotype) cut to 60 characters.
-fn shown(value: &str) -> String {
-    match value.parse::<f64>() {
-        Ok(v) => num(v),
-        Err(_) if value.chars().count() > 60 => {
-            format!("{}...", value.chars().take(60).collect::<String>())
-        }
-        Err(_) => value.to_string(),
     }
 }

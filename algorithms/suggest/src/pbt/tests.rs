@@ -238,11 +238,19 @@ fn a_slot_whose_previous_trial_is_left_out_continues_a_top_member() {
     let mut trials: Vec<TrialRecord> = gen0.iter().filter(|t| t.name != "t3").cloned().collect();
     for (i, p) in next.drain(..).enumerate() {
         if [0, 1, 4].contains(&i) {
-            trials.push(record(&p, format!("g1-{i}"), TrialState::Succeeded, Some(i as f64)));
+            trials.push(record(
+                &p,
+                format!("g1-{i}"),
+                TrialState::Succeeded,
+                Some(i as f64),
+            ));
         }
     }
     let again = ask(&pbt, &trials, 5);
-    let members: Vec<&str> = again.iter().map(|p| p.labels[MEMBER_LABEL].as_str()).collect();
+    let members: Vec<&str> = again
+        .iter()
+        .map(|p| p.labels[MEMBER_LABEL].as_str())
+        .collect();
     assert_eq!(members, ["2", "3"]);
     // Member 3 has no generation-0 result, so it continues the best of the others (t4).
     assert_eq!(again[1].labels[PARENT_LABEL], "t4");
