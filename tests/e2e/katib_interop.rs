@@ -77,14 +77,19 @@ fn katib_stubs_call_every_service_of_vernier_serve() {
     }
     let sb = Sandbox::new();
     let (_server, addr) = serve(&sb);
-    let algorithms = "random,grid,sobol,tpe,multivariate-tpe,bayesianoptimization,cmaes,hyperband";
+    let algorithms = "random,grid,sobol,tpe,multivariate-tpe,bayesianoptimization,cmaes,hyperband,bohb,pbt,darts,enas";
     let checks = script("katib_client_checks.py");
     let out = python(&[checks.to_str().unwrap(), &addr, algorithms]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
     for algorithm in algorithms.split(',') {
+        let wanted = match algorithm {
+            "darts" => "algorithm-settings, num-layers, search-space".to_string(),
+            "enas" => "architecture, nn_config".to_string(),
+            _ => "2 then 1".to_string(),
+        };
         assert!(
-            stdout.contains(&format!("GetSuggestions {algorithm}: ok (2 then 1)")),
+            stdout.contains(&format!("GetSuggestions {algorithm}: ok ({wanted})")),
             "{stdout}"
         );
     }

@@ -53,8 +53,20 @@ pub fn plan(
     }
 }
 
+impl CheckpointPlan {
+    /// Whether the trial has checkpoint directories at all: only when the algorithm names a
+    /// `suggestion_trial_dir` or the trial continues a parent, so other experiments' log
+    /// directories hold only their logs.
+    pub fn used(&self) -> bool {
+        self.mount.is_some() || self.parent.is_some()
+    }
+}
+
 /// Tells every process of the launch where its directories are.
 pub fn apply(plan: &CheckpointPlan, launch: &mut TrialLaunch) {
+    if !plan.used() {
+        return;
+    }
     match launch {
         TrialLaunch::Process(cmd) => apply_to(plan, cmd),
         TrialLaunch::Replicas(job) => job
@@ -92,6 +104,9 @@ fn apply_to(plan: &CheckpointPlan, cmd: &mut TrialCommand) {
 /// Creates the trial's directory afresh and copies the parent's into it. A parent without a
 /// directory (its trainer saved nothing) leaves the trial's empty: it trains from scratch.
 pub fn prepare(plan: &CheckpointPlan) -> io::Result<()> {
+    if !plan.used() {
+        return Ok(());
+    }
     if plan.own.exists() {
         std::fs::remove_dir_all(&plan.own)?;
     }
@@ -172,19 +187,22 @@ mod tests {
     }
 
     #[test]
-    fn without_a_mount_or_parent_only_the_own_directory_is_named() {
+    fn without_a_mount_or_parent_nothing_is_named_or_made() {
+        let root = std::env::temp_dir().join(format!("vernier-ckpt-none-{}", std::process::id()));
         let plan = CheckpointPlan {
-            own: PathBuf::from("/l/checkpoints/t"),
+            own: root.join("checkpoints/t"),
             parent: None,
             mount: None,
         };
-        let mut cmd = command(&["/var/log/katib/checkpoints/"], &[]);
-        apply_to(&plan, &mut cmd);
+        let mut launch = TrialLaunch::Process(command(&["/var/log/katib/checkpoints/"], &[]));
+        apply(&plan, &mut launch);
+        let TrialLaunch::Process(cmd) = launch else {
+            unreachable!()
+        };
         assert_eq!(cmd.args, ["/var/log/katib/checkpoints/"]);
-        assert_eq!(
-            cmd.env,
-            [(CHECKPOINT_DIR_ENV.to_string(), "/l/checkpoints/t".into())]
-        );
+        assert!(cmd.env.is_empty());
+        prepare(&plan).unwrap();
+        assert!(!root.exists());
     }
 
     #[test]

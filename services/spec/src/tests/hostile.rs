@@ -34,23 +34,30 @@ fn a_double_grid_too_fine_to_count_names_the_step() {
     }
 }
 
+/// Repeated values are accepted with a warning (Katib accepts them); the check naming them must
+/// stay linear: 100,000 values once took 24 s.
 #[test]
 fn a_hundred_thousand_categorical_values_validate_with_the_duplicate_named() {
     let mut list: Vec<String> = (0..100_000).map(|i| format!("v{i}")).collect();
     list.push("v99998".into());
-    let e = parse_err(&mutated(RANDOM, |v| {
+    let exp = parse_ok(&mutated(RANDOM, |v| {
         set(v, "/spec/parameters/2/feasibleSpace/list", json!(list));
     }));
-    assert_error(
-        &e,
-        "spec.parameters[2].feasibleSpace.list[100000]",
-        r#"value "v99998" duplicates list[99998]"#,
+    let warnings: Vec<String> = crate::validate::warnings(&exp)
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0].contains("spec.parameters[2].feasibleSpace.list[100000]")
+            && warnings[0].contains(r#"value "v99998" duplicates list[99998]"#),
+        "{warnings:?}"
     );
 }
 
 #[test]
 fn discrete_duplicates_compare_numerically_including_signed_zero() {
-    let e = parse_err(&mutated(RANDOM, |v| {
+    let exp = parse_ok(&mutated(RANDOM, |v| {
         set(
             v,
             "/spec/parameters/2",
@@ -58,16 +65,21 @@ fn discrete_duplicates_compare_numerically_including_signed_zero() {
                    "feasibleSpace": {"list": ["0", "2", "-0.0", "2e0"]}}),
         )
     }));
-    assert_error(
-        &e,
-        "spec.parameters[2].feasibleSpace.list[2]",
-        r#"value "-0.0" duplicates list[0]"#,
-    );
-    assert_error(
-        &e,
-        "spec.parameters[2].feasibleSpace.list[3]",
-        r#"value "2e0" duplicates list[1]"#,
-    );
+    let warnings: Vec<String> = crate::validate::warnings(&exp)
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    for (item, text) in [
+        ("list[2]", r#"value "-0.0" duplicates list[0]"#),
+        ("list[3]", r#"value "2e0" duplicates list[1]"#),
+    ] {
+        assert!(
+            warnings
+                .iter()
+                .any(|w| w.contains(item) && w.contains(text)),
+            "{warnings:?}"
+        );
+    }
 }
 
 #[test]
