@@ -1,5 +1,6 @@
 //! Time per suggestion of every algorithm on a 6-D space with 50/100/200/500 finished trials
-//! (`cargo bench -p vernier-algorithms`). Figures go to BENCHMARKS.md, never into tests.
+//! (`cargo bench -p vernier-algorithms`), and of PBT on a labelled population history.
+//! Figures go to BENCHMARKS.md, never into tests.
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use rand::SeedableRng;
@@ -90,5 +91,47 @@ fn bench_suggest(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, bench_suggest);
+/// PBT reads its population from trial labels: `n` finished trials as `n / 10` generations of
+/// a population of 10, so each call ranks the last generation and proposes its successor.
+fn bench_pbt(c: &mut Criterion) {
+    use vernier_algorithms::pbt::{GENERATION_LABEL, MEMBER_LABEL};
+    let objective = Objective::new("value", Direction::Minimize);
+    let space = space_for("pbt");
+    let settings: Vec<(String, String)> = [
+        ("suggestion_trial_dir", "/var/log/katib/checkpoints/"),
+        ("n_population", "10"),
+        ("truncation_threshold", "0.2"),
+    ]
+    .iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    let suggester =
+        vernier_algorithms::build("pbt", &settings, &space, &objective).expect("pbt builds");
+    let mut group = c.benchmark_group("suggest/pbt");
+    group.sample_size(10);
+    for n in HISTORY_SIZES {
+        let mut trials = history(&space, n);
+        for (i, t) in trials.iter_mut().enumerate() {
+            t.labels
+                .insert(GENERATION_LABEL.to_string(), (i / 10).to_string());
+            t.labels.insert(MEMBER_LABEL.to_string(), (i % 10).to_string());
+        }
+        group.bench_with_input(BenchmarkId::from_parameter(n), &trials, |b, trials| {
+            b.iter(|| {
+                let request = SuggestRequest {
+                    space: &space,
+                    objective: &objective,
+                    trials,
+                    count: 1,
+                    seed: 42,
+                    state: None,
+                };
+                black_box(suggester.suggest(&request))
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench_suggest, bench_pbt);
 criterion_main!(benches);
