@@ -114,7 +114,8 @@ fn bench_pbt(c: &mut Criterion) {
         for (i, t) in trials.iter_mut().enumerate() {
             t.labels
                 .insert(GENERATION_LABEL.to_string(), (i / 10).to_string());
-            t.labels.insert(MEMBER_LABEL.to_string(), (i % 10).to_string());
+            t.labels
+                .insert(MEMBER_LABEL.to_string(), (i % 10).to_string());
         }
         group.bench_with_input(BenchmarkId::from_parameter(n), &trials, |b, trials| {
             b.iter(|| {

@@ -57,6 +57,22 @@ fn count_words(c: &TrialCounts) -> String {
     parts.join(", ")
 }
 
+/// Every finished outcome with its count, zeros included, in the progress line's words: the
+/// end-of-run summary, where the counts must visibly add up to the trials run.
+pub(crate) fn final_counts(c: &TrialCounts) -> String {
+    [
+        (c.succeeded, "succeeded"),
+        (c.early_stopped, "early stopped"),
+        (c.failed, "failed"),
+        (c.metrics_unavailable, "metrics unavailable"),
+        (c.killed, "killed"),
+    ]
+    .iter()
+    .map(|(n, word)| format!("{n} {word}"))
+    .collect::<Vec<_>>()
+    .join(", ")
+}
+
 /// Prints driver events for a person or a log.
 #[derive(Debug)]
 pub struct Display {
@@ -215,6 +231,15 @@ mod tests {
         assert_eq!(
             count_words(&all),
             "2 running, 3 succeeded, 2 early stopped, 4 failed, 2 metrics unavailable, 1 killed, 1 pending"
+        );
+        // The final summary lists every outcome, zeros too, so the total visibly adds up.
+        assert_eq!(
+            final_counts(&quiet),
+            "2 succeeded, 0 early stopped, 0 failed, 0 metrics unavailable, 0 killed"
+        );
+        assert_eq!(
+            final_counts(&all),
+            "3 succeeded, 2 early stopped, 4 failed, 2 metrics unavailable, 1 killed"
         );
     }
 }

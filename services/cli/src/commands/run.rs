@@ -225,7 +225,7 @@ async fn drive_leased(
         } => {
             let c = &progress.counts;
             outln!(
-                "experiment {} {}: {} ({} trials: {} succeeded, {} failed, {} without metrics, {} killed)",
+                "experiment {} {}: {} ({} trials: {})",
                 exp.name,
                 if completion.succeeded() {
                     "succeeded"
@@ -234,10 +234,7 @@ async fn drive_leased(
                 },
                 completion.message(),
                 c.total,
-                c.succeeded,
-                c.failed,
-                c.metrics_unavailable,
-                c.killed
+                crate::progress::final_counts(c)
             );
             match &progress.best {
                 Some(best) => outln!(
