@@ -22,6 +22,10 @@ pub struct Metrics {
     errors: Family<ControllerLabel, Counter>,
     durations: Family<ControllerLabel, Histogram>,
     trials_created: Counter,
+    /// Why a controller stopped without being asked to (a panic, a stream that ended); the
+    /// health endpoints report it so Kubernetes restarts the pod. It rides with the metrics
+    /// because both are what the controllers show the HTTP endpoints.
+    stopped: Mutex<Option<String>>,
 }
 
 impl Default for Metrics {
@@ -57,7 +61,22 @@ impl Metrics {
             errors,
             durations,
             trials_created,
+            stopped: Mutex::new(None),
         }
+    }
+
+    /// Records that a controller stopped without being asked to; the first reason is kept.
+    pub fn controller_stopped(&self, reason: &str) {
+        let mut stopped = self.stopped.lock().unwrap_or_else(|e| e.into_inner());
+        stopped.get_or_insert_with(|| reason.to_string());
+    }
+
+    /// Why a controller stopped, if one did.
+    pub fn stopped_reason(&self) -> Option<String> {
+        self.stopped
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     pub fn reconciled(&self, controller: &str, took: Duration) {

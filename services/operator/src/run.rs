@@ -39,6 +39,10 @@ pub async fn run_controllers(
     let stopped = |mut rx: watch::Receiver<bool>| async move {
         let _ = rx.wait_for(|s| *s).await;
     };
+    // A panic unwinding through here, or a controller whose stream ends before it was asked
+    // to stop, leaves nothing reconciling: the health endpoints must say so.
+    let _panic_guard = StopOnPanic(&ctx.metrics);
+    let watched = |name: &'static str| (name, stop_rx.clone(), ctx.metrics.clone());
     // One watch of all Trials fills the cache the experiment reconciler lists from; each
     // change, once in the cache, wakes the owning experiment, so a reconcile never sees a
     // cache older than the change that caused it.
@@ -95,7 +99,7 @@ pub async fn run_controllers(
     }
     let trials = trials
         .with_config(config)
-        .graceful_shutdown_on(stopped(stop_rx))
+        .graceful_shutdown_on(stopped(stop_rx.clone()))
         .run(trial::reconcile, trial::error_policy, ctx.clone())
         .for_each(|r| async move {
             if let Err(e) = r {
@@ -106,8 +110,36 @@ pub async fn run_controllers(
         shutdown.await;
         let _ = stop_tx.send(true);
     };
-    tokio::join!(experiments, trials, stop);
+    tokio::join!(
+        until_asked(experiments, watched("experiment")),
+        until_asked(trials, watched("trial")),
+        stop
+    );
     ctx.shared.stop();
+}
+
+/// Runs one controller; if it ends before the stop signal, records that it stopped.
+async fn until_asked(
+    controller: impl Future<Output = ()>,
+    (name, stop, metrics): (&'static str, watch::Receiver<bool>, Arc<crate::metrics::Metrics>),
+) {
+    controller.await;
+    if !*stop.borrow() {
+        metrics.controller_stopped(&format!("the {name} controller ended"));
+    }
+}
+
+/// Marks the controllers stopped when a panic unwinds through [`run_controllers`]; dropped
+/// normally (shutdown, a lost lease) it marks nothing.
+struct StopOnPanic<'a>(&'a crate::metrics::Metrics);
+
+impl Drop for StopOnPanic<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0
+                .controller_stopped("a controller panicked; see the log for where");
+        }
+    }
 }
 
 /// The Experiment that owns `trial`, by its controller owner reference.
@@ -215,5 +247,28 @@ struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
 impl<T> Drop for AbortOnDrop<T> {
     fn drop(&mut self) {
         self.0.abort();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::Metrics;
+
+    #[test]
+    fn a_panic_through_the_controllers_marks_them_stopped_and_a_normal_drop_does_not() {
+        let metrics = Metrics::new();
+        drop(StopOnPanic(&metrics));
+        assert_eq!(metrics.stopped_reason(), None);
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _guard = StopOnPanic(&metrics);
+            panic!("a reconcile panicked");
+        }));
+        assert!(caught.is_err());
+        assert!(
+            metrics
+                .stopped_reason()
+                .is_some_and(|r| r.contains("panicked"))
+        );
     }
 }
