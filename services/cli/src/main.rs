@@ -154,6 +154,12 @@ enum Command {
         /// The experiment file.
         file: PathBuf,
     },
+    /// Print the completion script for a shell, e.g. `vernier completions bash >
+    /// ~/.local/share/bash-completion/completions/vernier`.
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
 }
 
 /// External suggestion plugins (Katib `api.v1.beta1.Suggestion` servers).
@@ -274,6 +280,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
         Command::Operator(args) => commands::operator::operator(&cli.db, args).await,
         Command::Collect(args) => commands::collect::collect(args).await,
         Command::Validate { file } => commands::validate::validate(&file),
+        Command::Completions { shell } => commands::completions::completions(shell),
         Command::Benchmark {
             algorithms,
             problems,

@@ -26,6 +26,26 @@ fn help_lists_every_command() {
 }
 
 #[test]
+fn completions_cover_every_command_in_each_shell_and_refuse_an_unknown_one() {
+    for (shell, marker) in [
+        ("bash", "complete -F _vernier"),
+        ("zsh", "#compdef vernier"),
+        ("fish", "complete -c vernier"),
+    ] {
+        let out = vernier(&["completions", shell]);
+        assert!(out.status.success(), "{shell}");
+        let script = String::from_utf8_lossy(&out.stdout);
+        assert!(script.contains(marker), "{shell}: {script}");
+        for cmd in ["run", "resume", "report", "dashboard", "completions"] {
+            assert!(script.contains(cmd), "{shell} lacks {cmd}");
+        }
+    }
+    let out = vernier(&["completions", "tcsh"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("tcsh"));
+}
+
+#[test]
 fn usage_errors_exit_2_and_name_the_flag() {
     let out = vernier(&["report", "x", "--format", "yaml"]);
     assert_eq!(out.status.code(), Some(2));

@@ -75,7 +75,9 @@ mod tests {
         };
         assert_eq!(healthz(State(state.clone())).await.0, StatusCode::OK);
         assert_eq!(ready(State(state.clone())).await.0, StatusCode::OK);
-        state.metrics.controller_stopped("experiment controller panicked");
+        state
+            .metrics
+            .controller_stopped("experiment controller panicked");
         state.metrics.controller_stopped("a later reason");
         let (code, text) = healthz(State(state.clone())).await;
         assert_eq!(code, StatusCode::SERVICE_UNAVAILABLE);

@@ -121,7 +121,11 @@ pub async fn run_controllers(
 /// Runs one controller; if it ends before the stop signal, records that it stopped.
 async fn until_asked(
     controller: impl Future<Output = ()>,
-    (name, stop, metrics): (&'static str, watch::Receiver<bool>, Arc<crate::metrics::Metrics>),
+    (name, stop, metrics): (
+        &'static str,
+        watch::Receiver<bool>,
+        Arc<crate::metrics::Metrics>,
+    ),
 ) {
     controller.await;
     if !*stop.borrow() {

@@ -4,6 +4,7 @@ pub mod benchmark;
 pub mod benchmark_problems;
 pub mod collect;
 pub mod compare;
+pub mod completions;
 pub mod dashboard;
 pub mod delete;
 pub mod enqueue;
