@@ -3,6 +3,8 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod support;
+
 use tonic::Code;
 use tonic::transport::Channel;
 use vernier_api::proto::api::{
@@ -19,17 +21,7 @@ async fn start() -> (Channel, SqlStore, tokio::sync::oneshot::Sender<()>) {
         .unwrap();
     std::mem::forget(dir);
     let router = vernier_api::router(store.clone()).unwrap();
-    let listener = vernier_api::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(vernier_api::serve(router, listener, async {
-        let _ = rx.await;
-    }));
-    let channel = Channel::from_shared(format!("http://{addr}"))
-        .unwrap()
-        .connect()
-        .await
-        .unwrap();
+    let (channel, tx) = support::serve(router).await;
     (channel, store, tx)
 }
 

@@ -3,9 +3,10 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod support;
+
 use std::sync::{Arc, Mutex};
 use tonic::Code;
-use tonic::transport::Channel;
 use vernier_api::proto::api::{SetTrialStatusRequest, early_stopping_client::EarlyStoppingClient};
 use vernier_api::{ManagedOutcome, ManagedTrials};
 use vernier_store::SqlStore;
@@ -39,17 +40,7 @@ async fn set_trial_status_asks_the_managed_trials_first() {
     let store = SqlStore::connect(":memory:").await.unwrap();
     let fake = Arc::new(Fake::default());
     let router = vernier_api::router_with_managed_trials(store, fake.clone()).unwrap();
-    let listener = vernier_api::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let (_stop, rx) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(vernier_api::serve(router, listener, async {
-        let _ = rx.await;
-    }));
-    let channel = Channel::from_shared(format!("http://{addr}"))
-        .unwrap()
-        .connect()
-        .await
-        .unwrap();
+    let (channel, _stop) = support::serve(router).await;
     let mut client = EarlyStoppingClient::new(channel);
     let mut call = async |name: &str| {
         client

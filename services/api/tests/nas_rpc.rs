@@ -3,6 +3,8 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod support;
+
 use tonic::Code;
 use tonic::transport::Channel;
 use vernier_api::proto::api::{
@@ -16,17 +18,7 @@ use vernier_api::proto::api::{
 async fn client() -> (SuggestionClient<Channel>, tokio::sync::oneshot::Sender<()>) {
     let store = vernier_store::SqlStore::connect(":memory:").await.unwrap();
     let router = vernier_api::router(store).unwrap();
-    let listener = vernier_api::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(vernier_api::serve(router, listener, async {
-        let _ = rx.await;
-    }));
-    let channel = Channel::from_shared(format!("http://{addr}"))
-        .unwrap()
-        .connect()
-        .await
-        .unwrap();
+    let (channel, tx) = support::serve(router).await;
     (SuggestionClient::new(channel), tx)
 }
 

@@ -4,6 +4,8 @@
 // Helpers outside #[test] functions unwrap too: a failure there is a test failure.
 #![allow(clippy::unwrap_used)]
 
+mod support;
+
 use std::collections::BTreeMap;
 use tonic::Code;
 use tonic::transport::Channel;
@@ -33,17 +35,7 @@ struct Server {
 async fn start() -> Server {
     let store = SqlStore::connect(":memory:").await.unwrap();
     let router = vernier_api::router(store.clone()).unwrap();
-    let listener = vernier_api::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(vernier_api::serve(router, listener, async {
-        let _ = rx.await;
-    }));
-    let channel = Channel::from_shared(format!("http://{addr}"))
-        .unwrap()
-        .connect()
-        .await
-        .unwrap();
+    let (channel, tx) = support::serve(router).await;
     Server {
         channel,
         store,
