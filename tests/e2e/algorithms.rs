@@ -97,33 +97,7 @@ fn hyperband_runs_every_bracket_then_ends() {
         "        min: \"1\"\n        max: \"9\"",
         "  parallelTrialCount: 3",
     );
-    let file = sb.write("hb.yaml", &yaml);
-    let out = sb.run(&["run", file.to_str().unwrap(), "--seed", "5"]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-    let r = sb.report("hb");
-    assert_eq!(
-        last_condition(&r)["reason"],
-        "ExperimentSuggestionEndReached"
-    );
-    let trials = r["trials"].as_array().unwrap();
-    let mut brackets: Vec<String> = trials
-        .iter()
-        .filter_map(|t| {
-            t["metadata"]["labels"]["vernier.hyperband/bracket"]
-                .as_str()
-                .map(String::from)
-        })
-        .collect();
-    brackets.sort();
-    brackets.dedup();
-    assert_eq!(brackets, vec!["0", "1", "2"], "every bracket ran");
-    // The full budget was reached by some configurations.
-    assert!(
-        trials
-            .iter()
-            .any(|t| t["spec"]["parameterAssignments"][1]["value"] == "9")
-    );
-    assert_eq!(r["status"]["trialsSucceeded"], r["status"]["trials"]);
+    runs_every_bracket_then_ends(&sb, "hb", &yaml);
 }
 
 #[test]
@@ -136,10 +110,16 @@ fn bohb_runs_hyperbands_brackets_then_ends() {
         "        min: \"1\"\n        max: \"9\"",
         "  parallelTrialCount: 3",
     );
-    let file = sb.write("bohb.yaml", &yaml);
+    runs_every_bracket_then_ends(&sb, "bohb", &yaml);
+}
+
+/// Runs experiment `name` (a Hyperband schedule over `n` up to 9 with eta 3) and checks that
+/// it ends because the schedule did, every bracket ran, and some trial got the full budget.
+fn runs_every_bracket_then_ends(sb: &Sandbox, name: &str, yaml: &str) {
+    let file = sb.write(&format!("{name}.yaml"), yaml);
     let out = sb.run(&["run", file.to_str().unwrap(), "--seed", "5"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-    let r = sb.report("bohb");
+    let r = sb.report(name);
     assert_eq!(
         last_condition(&r)["reason"],
         "ExperimentSuggestionEndReached"
