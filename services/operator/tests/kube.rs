@@ -165,6 +165,18 @@ impl Env {
             .expect("experiment created")
     }
 
+    /// Merge-patches the experiment `name`, as `kubectl patch --type merge` does.
+    async fn edit(&self, name: &str, patch: serde_json::Value) {
+        self.experiments()
+            .patch(
+                name,
+                &kube::api::PatchParams::default(),
+                &kube::api::Patch::Merge(&patch),
+            )
+            .await
+            .expect("patched");
+    }
+
     async fn trials_of(&self, experiment: &str) -> Vec<DynamicObject> {
         let lp =
             ListParams::default().labels(&format!("katib.kubeflow.org/experiment={experiment}"));
@@ -855,15 +867,11 @@ async fn long_running_experiment_resumes_when_max_trials_is_raised() {
     env.create(&yaml).await;
     let exp = finished(&env, "resumable").await;
     assert_eq!(exp["status"]["trials"], 2, "{exp:#}");
-    let patch = serde_json::json!({"spec": {"maxTrialCount": 3}});
-    env.experiments()
-        .patch(
-            "resumable",
-            &kube::api::PatchParams::default(),
-            &kube::api::Patch::Merge(&patch),
-        )
-        .await
-        .expect("patched");
+    env.edit(
+        "resumable",
+        serde_json::json!({"spec": {"maxTrialCount": 3}}),
+    )
+    .await;
     let exp = wait_until(
         "the experiment to run a third trial and finish",
         || experiment_json(&env, "resumable"),
@@ -875,14 +883,8 @@ async fn long_running_experiment_resumes_when_max_trials_is_raised() {
     env.create(&experiment_yaml("final", "Job", 1, 2, "")).await;
     finished(&env, "final").await;
     let before = experiment_reconciles(&op.metrics);
-    env.experiments()
-        .patch(
-            "final",
-            &kube::api::PatchParams::default(),
-            &kube::api::Patch::Merge(&patch),
-        )
-        .await
-        .expect("patched");
+    env.edit("final", serde_json::json!({"spec": {"maxTrialCount": 3}}))
+        .await;
     // The edit wakes the reconciler; once it has run, nothing may have been created.
     wait_until(
         "a reconcile after the edit",
@@ -1336,15 +1338,11 @@ async fn from_volume_experiment_continues_when_its_budget_and_parallelism_are_ra
 
     // Raising only the parallelism does not continue it (Katib's webhook refuses that edit).
     let before = experiment_reconciles(&op.metrics);
-    let patch = serde_json::json!({"spec": {"parallelTrialCount": 2}});
-    env.experiments()
-        .patch(
-            "from-volume",
-            &kube::api::PatchParams::default(),
-            &kube::api::Patch::Merge(&patch),
-        )
-        .await
-        .expect("patched");
+    env.edit(
+        "from-volume",
+        serde_json::json!({"spec": {"parallelTrialCount": 2}}),
+    )
+    .await;
     wait_until(
         "a reconcile after the edit",
         || async { experiment_reconciles(&op.metrics) },
@@ -1353,15 +1351,11 @@ async fn from_volume_experiment_continues_when_its_budget_and_parallelism_are_ra
     .await;
     assert_eq!(env.trials_of("from-volume").await.len(), 2);
 
-    let patch = serde_json::json!({"spec": {"maxTrialCount": 4, "parallelTrialCount": 2}});
-    env.experiments()
-        .patch(
-            "from-volume",
-            &kube::api::PatchParams::default(),
-            &kube::api::Patch::Merge(&patch),
-        )
-        .await
-        .expect("patched");
+    env.edit(
+        "from-volume",
+        serde_json::json!({"spec": {"maxTrialCount": 4, "parallelTrialCount": 2}}),
+    )
+    .await;
     let exp = wait_until(
         "the experiment to run two more trials and finish",
         || experiment_json(&env, "from-volume"),
