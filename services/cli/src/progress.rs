@@ -36,30 +36,8 @@ fn failure_lines(last: Option<&str>, log: &Path) -> Vec<String> {
     out
 }
 
-/// The counts in the words and order of `vernier report`'s summary: running and succeeded
-/// always, every other outcome once it happened, so the numbers add up to the trials so far.
-fn count_words(c: &TrialCounts) -> String {
-    let mut parts = vec![
-        format!("{} running", c.running),
-        format!("{} succeeded", c.succeeded),
-    ];
-    for (n, word) in [
-        (c.early_stopped, "early stopped"),
-        (c.failed, "failed"),
-        (c.metrics_unavailable, "metrics unavailable"),
-        (c.killed, "killed"),
-        (c.pending, "pending"),
-    ] {
-        if n > 0 {
-            parts.push(format!("{n} {word}"));
-        }
-    }
-    parts.join(", ")
-}
-
-/// Every finished outcome with its count, zeros included, in the progress line's words: the
-/// end-of-run summary, where the counts must visibly add up to the trials run.
-pub(crate) fn final_counts(c: &TrialCounts) -> String {
+/// Each finished outcome's count and word, in the order of `vernier report`'s summary.
+fn finished_outcomes(c: &TrialCounts) -> [(u32, &'static str); 5] {
     [
         (c.succeeded, "succeeded"),
         (c.early_stopped, "early stopped"),
@@ -67,10 +45,28 @@ pub(crate) fn final_counts(c: &TrialCounts) -> String {
         (c.metrics_unavailable, "metrics unavailable"),
         (c.killed, "killed"),
     ]
-    .iter()
-    .map(|(n, word)| format!("{n} {word}"))
-    .collect::<Vec<_>>()
-    .join(", ")
+}
+
+/// The progress line's counts: running and succeeded always, every other outcome (and
+/// pending trials) once it happened, so the numbers add up to the trials so far.
+fn count_words(c: &TrialCounts) -> String {
+    let mut parts = vec![format!("{} running", c.running)];
+    let happened = finished_outcomes(c)
+        .into_iter()
+        .chain([(c.pending, "pending")])
+        .filter(|&(n, word)| n > 0 || word == "succeeded");
+    parts.extend(happened.map(|(n, word)| format!("{n} {word}")));
+    parts.join(", ")
+}
+
+/// Every finished outcome with its count, zeros included: the end-of-run summary, where the
+/// counts must visibly add up to the trials run.
+pub(crate) fn final_counts(c: &TrialCounts) -> String {
+    finished_outcomes(c)
+        .iter()
+        .map(|(n, word)| format!("{n} {word}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Prints driver events for a person or a log.
