@@ -2,6 +2,7 @@
 //! classification of driver errors into "unreachable", "locked" and "missing database" so
 //! every backend reports them the same way.
 
+use crate::dialect::{Dialect, Refusal};
 use std::time::Duration;
 
 /// Everything the store can fail with. Messages are lowercase, name the offending value and end
@@ -134,27 +135,23 @@ pub enum StoreError {
     },
 }
 
-/// Driver error codes that mean "another session holds the lock", per backend.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Dialect {
-    Sqlite,
-    Postgres,
-    MySql,
-}
-
-/// What a backend needs to turn driver errors into [`StoreError`]s: its redacted URL, how long
-/// it waits for locks, and how to read its error codes.
+/// What a backend needs to turn driver errors into [`StoreError`]s: its redacted URL and how
+/// long it waits for locks; its [`Dialect`] reads the error codes.
 #[derive(Debug, Clone)]
 pub(crate) struct ErrorContext {
     pub(crate) url: String,
     pub(crate) lock_timeout: Duration,
-    pub(crate) dialect: Dialect,
 }
 
 impl ErrorContext {
     /// Classifies an error of a statement run on behalf of `name`.
-    pub(crate) fn query(&self, action: &'static str, name: &str, error: sqlx::Error) -> StoreError {
-        if is_lock_timeout(self.dialect, &error) {
+    pub(crate) fn query<D: Dialect>(
+        &self,
+        action: &'static str,
+        name: &str,
+        error: sqlx::Error,
+    ) -> StoreError {
+        if matches!(&error, sqlx::Error::Database(db) if D::is_lock_timeout(db.as_ref())) {
             return StoreError::Locked {
                 action,
                 name: name.to_owned(),
@@ -162,7 +159,7 @@ impl ErrorContext {
                 waited: self.lock_timeout,
             };
         }
-        if is_connection_loss(&error) {
+        if is_connection_loss::<D>(&error) {
             return StoreError::ConnectionLost {
                 action,
                 name: name.to_owned(),
@@ -178,83 +175,34 @@ impl ErrorContext {
     }
 
     /// Classifies an error of opening a connection to a database server.
-    pub(crate) fn connect(&self, database: &str, error: sqlx::Error) -> StoreError {
+    pub(crate) fn connect<D: Dialect>(&self, database: &str, error: sqlx::Error) -> StoreError {
         let url = self.url.clone();
-        if let sqlx::Error::Database(db) = &error {
-            let code = db.code().map(|c| c.into_owned()).unwrap_or_default();
-            let number = mysql_number(&error);
-            match self.dialect {
-                // invalid_catalog_name; ER_BAD_DB_ERROR
-                Dialect::Postgres if code == "3D000" => {
-                    return StoreError::DatabaseMissing {
-                        url,
-                        database: database.to_owned(),
-                    };
-                }
-                Dialect::MySql if number == Some(1049) => {
-                    return StoreError::DatabaseMissing {
-                        url,
-                        database: database.to_owned(),
-                    };
-                }
-                // invalid_authorization_specification, invalid_password; access denied
-                Dialect::Postgres if code == "28000" || code == "28P01" => {
-                    return StoreError::LoginRefused { url, error };
-                }
-                Dialect::MySql if matches!(number, Some(1044 | 1045 | 1130)) => {
-                    return StoreError::LoginRefused { url, error };
-                }
-                _ => {}
-            }
+        let refusal = match &error {
+            sqlx::Error::Database(db) => D::refusal(db.as_ref()),
+            _ => None,
+        };
+        match refusal {
+            Some(Refusal::DatabaseMissing) => StoreError::DatabaseMissing {
+                url,
+                database: database.to_owned(),
+            },
+            Some(Refusal::LoginRefused) => StoreError::LoginRefused { url, error },
+            None if is_connection_loss::<D>(&error) => StoreError::Unreachable { url, error },
+            None => StoreError::Connect { url, error },
         }
-        if is_connection_loss(&error) {
-            return StoreError::Unreachable { url, error };
-        }
-        StoreError::Connect { url, error }
-    }
-}
-
-fn mysql_number(error: &sqlx::Error) -> Option<u16> {
-    match error {
-        sqlx::Error::Database(db) => db
-            .try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>()
-            .map(|e| e.number()),
-        _ => None,
-    }
-}
-
-fn is_lock_timeout(dialect: Dialect, error: &sqlx::Error) -> bool {
-    let sqlx::Error::Database(db) = error else {
-        return false;
-    };
-    match dialect {
-        // SQLITE_BUSY and SQLITE_LOCKED, with their extended codes (low byte is the primary).
-        Dialect::Sqlite => db
-            .code()
-            .and_then(|c| c.parse::<u32>().ok())
-            .is_some_and(|c| matches!(c & 0xff, 5 | 6)),
-        // lock_not_available (lock_timeout expired)
-        Dialect::Postgres => db.code().as_deref() == Some("55P03"),
-        // ER_LOCK_WAIT_TIMEOUT (row locks and, via lock_wait_timeout, table locks)
-        Dialect::MySql => mysql_number(error) == Some(1205),
     }
 }
 
 /// Errors after which the statement certainly did not commit: the server is gone or the
 /// connection broke (the pool then opens a new one on the next call).
-fn is_connection_loss(error: &sqlx::Error) -> bool {
+fn is_connection_loss<D: Dialect>(error: &sqlx::Error) -> bool {
     match error {
         sqlx::Error::Io(_)
         | sqlx::Error::Tls(_)
         | sqlx::Error::PoolTimedOut
         | sqlx::Error::PoolClosed
         | sqlx::Error::WorkerCrashed => true,
-        // admin_shutdown, crash_shutdown, cannot_connect_now (PostgreSQL); server shutdown
-        // and connection killed (MySQL/MariaDB).
-        sqlx::Error::Database(db) => {
-            matches!(db.code().as_deref(), Some("57P01" | "57P02" | "57P03"))
-                || matches!(mysql_number(error), Some(1053 | 1927 | 2006 | 2013))
-        }
+        sqlx::Error::Database(db) => D::is_server_gone(db.as_ref()),
         _ => false,
     }
 }

@@ -2,11 +2,13 @@
 //! behind one async [`SqlStore`] (SQLite, PostgreSQL or MySQL/MariaDB, chosen by the URL).
 
 mod codec;
+mod dialect;
 mod error;
 mod lease;
 mod model;
 mod mysql;
 mod postgres;
+mod queries;
 mod records;
 mod sqlite;
 mod store;
