@@ -1,6 +1,9 @@
 //! A caller's cancel flag: set before the call, every algorithm answers `Cancelled` naming
 //! itself; never set, the cancellable call proposes exactly what `suggest` does.
 
+// Helpers outside #[test] functions unwrap too: a failure there is a test failure.
+#![allow(clippy::unwrap_used)]
+
 use std::collections::BTreeMap;
 use vernier_core::{
     Assignment, Cancel, CoreError, Direction, Distribution, Domain, Objective, ParamValue,
