@@ -103,6 +103,16 @@ mod tests {
             .collect()
     }
 
+    /// Algorithm, settings, parameter, domain, `min` as written, expected rule.
+    type Case<'a> = (
+        &'a str,
+        &'a [(String, String)],
+        &'a str,
+        Domain,
+        &'a str,
+        Option<EqualBounds>,
+    );
+
     fn int(min: i64, max: i64) -> Domain {
         Domain::Int {
             min,
@@ -121,14 +131,7 @@ mod tests {
                 values: vec![v.into()],
             }))
         };
-        let cases: Vec<(
-            &str,
-            &[(String, String)],
-            &str,
-            Domain,
-            &str,
-            Option<EqualBounds>,
-        )> = vec![
+        let cases: Vec<Case<'_>> = vec![
             ("random", &hb, "epochs", int(1, 1), " 1 ", fixed("1")),
             ("random", &hb, "epochs", int(1, 2), "1", None),
             (
