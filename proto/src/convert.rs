@@ -10,9 +10,10 @@ use crate::api::{
 };
 use crate::error::ProtoError;
 use std::collections::BTreeMap;
+use vernier_core::MAX_LIST_VALUES;
 use vernier_core::{
-    Assignment, Direction, Distribution, Domain, Objective, Parameter, Proposal, SearchSpace,
-    TrialRecord, TrialState,
+    Assignment, Direction, Distribution, Domain, EqualBounds, Objective, Parameter, Proposal,
+    SearchSpace, TrialRecord, TrialState, equal_bounds, too_many_values,
 };
 
 /// An experiment as a suggestion or early-stopping service needs it.
@@ -101,10 +102,26 @@ pub fn space_from_wire(spec_field: &str, spec: &ExperimentSpec) -> Result<Search
             "an experiment needs at least one parameter (or a nas_config for darts and enas)",
         ));
     }
+    let (algorithm, settings) = spec
+        .algorithm
+        .as_ref()
+        .map(|a| {
+            (
+                a.algorithm_name.as_str(),
+                settings_from_wire(&a.algorithm_settings),
+            )
+        })
+        .unwrap_or_default();
     let parameters = params
         .iter()
         .enumerate()
-        .map(|(i, p)| parameter_from_wire(&format!("{field}[{i}]"), p))
+        .map(|(i, p)| {
+            parameter_from_wire(
+                &format!("{field}[{i}]"),
+                p,
+                (algorithm, settings.as_slice()),
+            )
+        })
         .collect::<Result<Vec<_>, _>>()?;
     SearchSpace::new(parameters).map_err(|e| ProtoError::Core {
         field,
@@ -134,7 +151,13 @@ fn optional<T: std::str::FromStr>(
     }
 }
 
-fn parameter_from_wire(field: &str, p: &ParameterSpec) -> Result<Parameter, ProtoError> {
+/// One parameter spec. `algorithm` (name and settings) decides what `min == max` means, as
+/// for a YAML spec (see [`vernier_core::equal_bounds`]).
+fn parameter_from_wire(
+    field: &str,
+    p: &ParameterSpec,
+    (algorithm, settings): (&str, &[(String, String)]),
+) -> Result<Parameter, ProtoError> {
     if p.name.is_empty() {
         return Err(ProtoError::missing(
             format!("{field}.name"),
@@ -203,6 +226,12 @@ fn parameter_from_wire(field: &str, p: &ParameterSpec) -> Result<Parameter, Prot
                     format!("list the values of parameter {:?}", p.name),
                 ));
             }
+            if fs.list.len() > MAX_LIST_VALUES {
+                return Err(ProtoError::Core {
+                    field: format!("{fs_field}.list"),
+                    reason: too_many_values(fs.list.len()),
+                });
+            }
             if kind == ParameterType::Discrete {
                 for (i, v) in fs.list.iter().enumerate() {
                     parse_number::<f64>(
@@ -220,6 +249,12 @@ fn parameter_from_wire(field: &str, p: &ParameterSpec) -> Result<Parameter, Prot
                 }
             }
         }
+    };
+    let (domain, distribution) = match equal_bounds(algorithm, settings, &p.name, &domain, &fs.min)
+    {
+        Some(EqualBounds::Placeholder(widened)) => (widened, Distribution::Uniform),
+        Some(EqualBounds::Fixed(fixed)) => (fixed, distribution),
+        None => (domain, distribution),
     };
     let parameter = Parameter {
         name: p.name.clone(),

@@ -491,7 +491,7 @@ impl vernier_api::proto::api::suggestion_server::Suggestion for Recorder {
         request: tonic::Request<GetSuggestionsRequest>,
     ) -> Result<tonic::Response<vernier_api::proto::api::GetSuggestionsReply>, tonic::Status> {
         self.seen.lock().unwrap().push(request.get_ref().clone());
-        vernier_api::SuggestionService
+        vernier_api::SuggestionService::default()
             .get_suggestions(request)
             .await
     }
@@ -503,7 +503,7 @@ impl vernier_api::proto::api::suggestion_server::Suggestion for Recorder {
         tonic::Response<vernier_api::proto::api::ValidateAlgorithmSettingsReply>,
         tonic::Status,
     > {
-        vernier_api::SuggestionService
+        vernier_api::SuggestionService::default()
             .validate_algorithm_settings(request)
             .await
     }

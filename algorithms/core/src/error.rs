@@ -19,4 +19,7 @@ pub enum CoreError {
     Algorithm { algorithm: String, message: String },
     #[error("invalid search space: {0}")]
     InvalidSpace(String),
+    /// The caller cancelled the call (its client left or its deadline passed).
+    #[error("algorithm {0}: stopped because the caller cancelled the request")]
+    Cancelled(String),
 }

@@ -2,6 +2,7 @@
 //! the `Suggester` seam. Pure data and pure functions; no I/O, no clock, no randomness.
 
 mod early_stopping;
+mod equal_bounds;
 mod error;
 mod names;
 mod nas;
@@ -10,12 +11,14 @@ mod observation;
 pub mod pareto;
 pub mod range;
 mod regex_compat;
+mod short;
 mod space;
 mod suggester;
 mod trial;
 mod value;
 
 pub use early_stopping::{EarlyStopper, EarlyStoppingRequest, TrialProgress};
+pub use equal_bounds::{EqualBounds, equal_bounds};
 pub use error::CoreError;
 pub use names::{ALGORITHM_NAMES, EARLY_STOPPING_NAMES, NAS_ALGORITHM_NAMES};
 pub use nas::{NasConfig, NasOperation, NasParameter, NasParameterKind};
@@ -24,7 +27,10 @@ pub use objective::{
 };
 pub use observation::{MetricReducer, MetricSummary, Observation, UNAVAILABLE};
 pub use regex_compat::escape_literal_braces;
-pub use space::{Distribution, Domain, Parameter, SearchSpace, tidy};
-pub use suggester::{Proposal, SuggestRequest, Suggester, Suggestions};
+pub use short::Short;
+pub use space::{
+    Distribution, Domain, MAX_LIST_VALUES, Parameter, SearchSpace, tidy, too_many_values,
+};
+pub use suggester::{Cancel, Proposal, SuggestRequest, Suggester, Suggestions};
 pub use trial::{TrialRecord, TrialState};
 pub use value::{Assignment, ParamValue};

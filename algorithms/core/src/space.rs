@@ -1,5 +1,6 @@
 //! The search space: typed parameters with their feasible domains and prior distributions.
 
+use crate::Short;
 use crate::error::CoreError;
 use crate::nas::NasConfig;
 use crate::range;
@@ -74,6 +75,19 @@ pub fn tidy(x: f64) -> f64 {
     format!("{x:.11e}").parse().unwrap_or(x)
 }
 
+/// The most values a `discrete` or `categorical` list may hold. Every algorithm's work grows
+/// with it (the GP one-hot encodes it, TPE weighs every value), and a million values arrive in
+/// a 4 MiB request; twice the largest list tested keeps real specs well inside.
+pub const MAX_LIST_VALUES: usize = 200_000;
+
+/// Why a list of `n` values is refused, with what to do instead.
+pub fn too_many_values(n: usize) -> String {
+    format!(
+        "the list has {n} values, more than the {MAX_LIST_VALUES} a list may hold\nhint: \
+         use an int or double range for ordered values, or fewer choices"
+    )
+}
+
 impl Parameter {
     /// Checks the invariants the rest of Vernier relies on.
     pub fn validate(&self) -> Result<(), CoreError> {
@@ -82,16 +96,21 @@ impl Parameter {
         match &self.domain {
             Domain::Double { min, max, step } => {
                 if !(min.is_finite() && max.is_finite()) || min >= max {
-                    return Err(bad(format!("min {min} must be less than max {max}")));
+                    return Err(bad(format!(
+                        "min {} must be less than max {}",
+                        Short(*min),
+                        Short(*max)
+                    )));
                 }
                 if let Some(s) = step
                     && !(s.is_finite() && *s > 0.0)
                 {
-                    return Err(bad(format!("step {s} must be greater than 0")));
+                    return Err(bad(format!("step {} must be greater than 0", Short(*s))));
                 }
                 if let Some(s) = step
                     && !range::double_grid_fits(*min, *max, *s)
                 {
+                    let (s, min, max) = (Short(*s), Short(*min), Short(*max));
                     return Err(bad(format!(
                         "step {s} over [{min}, {max}] makes more than 2^53 grid points, too \
                          many to tell apart\nhint: remove the step for a continuous range, or use \
@@ -100,7 +119,8 @@ impl Parameter {
                 }
                 if self.distribution.is_log() && *min <= 0.0 {
                     return Err(bad(format!(
-                        "min {min} must be greater than 0 for a log distribution"
+                        "min {} must be greater than 0 for a log distribution",
+                        Short(*min)
                     )));
                 }
             }
@@ -122,6 +142,9 @@ impl Parameter {
             Domain::Discrete { values } | Domain::Categorical { values } => {
                 if values.is_empty() {
                     return Err(bad("the list of values is empty".into()));
+                }
+                if values.len() > MAX_LIST_VALUES {
+                    return Err(bad(too_many_values(values.len())));
                 }
                 let mut seen = std::collections::HashSet::with_capacity(values.len());
                 for v in values {
@@ -215,12 +238,12 @@ impl Parameter {
             (Domain::Double { min, max, step }, ParamValue::Double(v)) => {
                 let tol = GRID_TOLERANCE * range::span(*min, *max).max(1.0);
                 if !v.is_finite() || *v < min - tol || *v > max + tol {
-                    return Err(format!("outside [{min}, {max}]"));
+                    return Err(format!("outside [{}, {}]", Short(*min), Short(*max)));
                 }
                 if let Some(s) = step {
                     let k = ((v - min) / s).round();
                     if (min + k * s - v).abs() > tol.max(GRID_TOLERANCE * s) {
-                        return Err(format!("not on the grid {min} + k*{s}"));
+                        return Err(format!("not on the grid {} + k*{}", Short(*min), Short(*s)));
                     }
                 }
                 Ok(())
@@ -337,16 +360,23 @@ impl SearchSpace {
                     .collect(),
             ));
         }
-        for (n, _) in pairs {
-            if self.get(n.as_ref()).is_none() {
+        // Maps by name keep this linear: a request with thousands of parameters per trial
+        // was quadratic per trial.
+        let known: std::collections::HashSet<&str> =
+            self.parameters.iter().map(|p| p.name.as_str()).collect();
+        let mut given: std::collections::HashMap<&str, &str> =
+            std::collections::HashMap::with_capacity(pairs.len());
+        for (n, v) in pairs {
+            if !known.contains(n.as_ref()) {
                 return Err(CoreError::UnknownParameter(n.as_ref().to_string()));
             }
+            // The first of repeated pairs wins, as the linear search it replaces did.
+            given.entry(n.as_ref()).or_insert(v.as_ref());
         }
         let mut out = Vec::with_capacity(self.parameters.len());
         for p in &self.parameters {
-            let (_, text) = pairs
-                .iter()
-                .find(|(n, _)| n.as_ref() == p.name)
+            let text = given
+                .get(p.name.as_str())
                 .ok_or_else(|| CoreError::MissingParameter(p.name.clone()))?;
             out.push((p.name.clone(), p.parse_value(text.as_ref())?));
         }

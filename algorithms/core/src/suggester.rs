@@ -7,6 +7,7 @@ use crate::space::SearchSpace;
 use crate::trial::TrialRecord;
 use crate::value::Assignment;
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Everything an algorithm may look at when proposing.
 #[derive(Debug, Clone, Copy)]
@@ -58,4 +59,46 @@ pub trait Suggester: Send + Sync + std::fmt::Debug {
 
     /// Proposes up to `request.count` configurations.
     fn suggest(&self, request: &SuggestRequest<'_>) -> Result<Suggestions, CoreError>;
+
+    /// [`Suggester::suggest`], giving up with [`CoreError::Cancelled`] once `cancel` is set.
+    /// Algorithms whose work grows with the history or the count poll it between units of
+    /// work; the cheap ones only check it before starting.
+    fn suggest_cancellable(
+        &self,
+        request: &SuggestRequest<'_>,
+        cancel: &Cancel,
+    ) -> Result<Suggestions, CoreError> {
+        cancel.check(self.name())?;
+        self.suggest(request)
+    }
+}
+
+/// Set by a caller that no longer wants an answer (a gRPC client that went away or whose
+/// deadline passed), read by the algorithm doing the work. A flag rather than a clock keeps
+/// the algorithms pure: they decide nothing from it but to stop.
+#[derive(Debug, Default)]
+pub struct Cancel(AtomicBool);
+
+impl Cancel {
+    /// A flag nobody has set yet.
+    pub fn new() -> Self {
+        Cancel::default()
+    }
+
+    /// Asks the work to stop.
+    pub fn cancel(&self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    /// `Err(CoreError::Cancelled)` naming `algorithm` once cancelled.
+    pub fn check(&self, algorithm: &str) -> Result<(), CoreError> {
+        if self.is_cancelled() {
+            return Err(CoreError::Cancelled(algorithm.to_string()));
+        }
+        Ok(())
+    }
 }

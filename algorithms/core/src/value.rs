@@ -27,8 +27,9 @@ impl std::fmt::Display for ParamValue {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             ParamValue::Int(i) => write!(f, "{i}"),
-            // Rust's `{}` for f64 is the shortest string that parses back to the same value.
-            ParamValue::Double(d) => write!(f, "{d}"),
+            // The shortest string that parses back to the same value, in exponent form for
+            // huge and tiny values (a bound of 1.7e308 was written with 309 digits).
+            ParamValue::Double(d) => write!(f, "{}", crate::Short(*d)),
             ParamValue::Choice(s) => f.write_str(s),
         }
     }

@@ -4,14 +4,26 @@
 //! causes are fixed where found; this only keeps an unknown one contained.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use vernier_core::{CoreError, SuggestRequest, Suggester, Suggestions};
+use vernier_core::{Cancel, CoreError, SuggestRequest, Suggester, Suggestions};
 
 /// `suggester.suggest(req)`, with a panic turned into `CoreError::Algorithm`.
 pub fn suggest_guarded(
     suggester: &dyn Suggester,
     req: &SuggestRequest<'_>,
 ) -> Result<Suggestions, CoreError> {
-    catch_unwind(AssertUnwindSafe(|| suggester.suggest(req))).unwrap_or_else(|payload| {
+    suggest_guarded_cancellable(suggester, req, &Cancel::new())
+}
+
+/// [`suggest_guarded`] that stops with `CoreError::Cancelled` once `cancel` is set.
+pub fn suggest_guarded_cancellable(
+    suggester: &dyn Suggester,
+    req: &SuggestRequest<'_>,
+    cancel: &Cancel,
+) -> Result<Suggestions, CoreError> {
+    catch_unwind(AssertUnwindSafe(|| {
+        suggester.suggest_cancellable(req, cancel)
+    }))
+    .unwrap_or_else(|payload| {
         let what = payload
             .downcast_ref::<&str>()
             .map(|s| (*s).to_string())

@@ -29,7 +29,7 @@ mod tpe;
 pub use asha::{Asha, AshaPruner};
 pub use early_stopping::{KNOWN_EARLY_STOPPERS, build_early_stopper};
 pub use error::AlgorithmError;
-pub use guard::suggest_guarded;
+pub use guard::{suggest_guarded, suggest_guarded_cancellable};
 pub use medianstop::MedianStop;
 pub use random::RandomSearch;
 pub use registry::{KNOWN_ALGORITHMS, build, seed_setting, trial_limit, with_random_state};

@@ -6,7 +6,7 @@ use crate::history;
 use crate::sample::{sample_param, snap, tidy};
 use rand::{Rng, RngExt};
 use std::collections::HashSet;
-use vernier_core::{Assignment, Domain, ParamValue, Parameter, SearchSpace, TrialRecord};
+use vernier_core::{Assignment, Domain, ParamValue, Parameter, SearchSpace, Short, TrialRecord};
 
 /// Random draws tried before a new configuration may share its non-resource part with an
 /// earlier trial (continuous spaces never need a second draw).
@@ -257,14 +257,21 @@ pub(crate) fn kind(p: &Parameter) -> &'static str {
 
 pub(crate) fn describe_domain(d: &Domain) -> String {
     match d {
-        Domain::Double { min, max, step } => match step {
-            Some(s) => format!("min {min}, max {max}, step {s}"),
-            None => format!("min {min}, max {max}"),
-        },
+        Domain::Double { min, max, step } => {
+            let (min, max) = (Short(*min), Short(*max));
+            match step {
+                Some(s) => format!("min {min}, max {max}, step {}", Short(*s)),
+                None => format!("min {min}, max {max}"),
+            }
+        }
         Domain::Int { min, max, step } => match step {
             Some(s) => format!("min {min}, max {max}, step {s}"),
             None => format!("min {min}, max {max}"),
         },
+        // A list may hold 200,000 values; the first few say which parameter it is.
+        Domain::Discrete { values } | Domain::Categorical { values } if values.len() > 10 => {
+            format!("values {:?} and {} more", &values[..10], values.len() - 10)
+        }
         Domain::Discrete { values } | Domain::Categorical { values } => {
             format!("values {values:?}")
         }

@@ -3,7 +3,8 @@
 //! throughput (rows/s) with 1 and 8 concurrent clients on the store given by `--db URL`
 //! (default: a temporary SQLite file). Figures go to BENCHMARKS.md; nothing here asserts.
 //!
-//! `cargo run --release -p vernier-api --example grpc_bench -- [--db URL] [--repeats N]`
+//! `cargo run --release -p vernier-api --example grpc_bench -- [--db URL] [--repeats N]`;
+//! with `--large`, only the largest Suggestion requests accepted (10,000 trials and proposals).
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -160,6 +161,35 @@ async fn suggestion_latency(channel: Channel, repeats: usize) -> Result<(), Erro
     Ok(())
 }
 
+/// The largest requests the Suggestion service accepts: 10,000 proposals asked at once, a
+/// 10,000-trial history, and both. One call each; these show the work per request is bounded.
+async fn large_requests(channel: Channel) -> Result<(), Error> {
+    let mut client = SuggestionClient::new(channel);
+    println!("| algorithm | trials in request | asked | round trip |");
+    println!("|---|---:|---:|---:|");
+    for algorithm in ["tpe", "multivariate-tpe", "bayesianoptimization"] {
+        for (history, asked) in [(0, 10_000), (10_000, 1), (10_000, 10_000)] {
+            let exp = experiment(algorithm);
+            let request = GetSuggestionsRequest {
+                experiment: Some(exp.clone()),
+                trials: trials(&exp, history)?,
+                current_request_number: asked,
+                total_request_number: history as i32 + asked,
+            };
+            let start = Instant::now();
+            let outcome = match client.get_suggestions(request).await {
+                Ok(r) => format!("{} proposals", r.into_inner().parameter_assignments.len()),
+                Err(status) => format!("{:?}", status.code()),
+            };
+            println!(
+                "| {algorithm} | {history} | {asked} | {:.2} s ({outcome}) |",
+                start.elapsed().as_secs_f64()
+            );
+        }
+    }
+    Ok(())
+}
+
 async fn report_throughput(
     channel: Channel,
     clients: usize,
@@ -230,6 +260,11 @@ async fn main() -> Result<(), Error> {
         .connect()
         .await?;
     println!("database: {db}\n");
+    if args.iter().any(|a| a == "--large") {
+        large_requests(channel.clone()).await?;
+        let _ = tx.send(());
+        return Ok(server.await??);
+    }
     suggestion_latency(channel.clone(), repeats).await?;
     println!("\n| concurrent clients | rows per call | rows/s |\n|---:|---:|---:|");
     for (clients, rows, calls) in [(1, 1, 400), (8, 1, 100), (1, 100, 40), (8, 100, 10)] {

@@ -76,6 +76,7 @@ pub enum ApiError {
 impl From<ApiError> for Status {
     fn from(e: ApiError) -> Status {
         let code = match &e {
+            ApiError::Suggest(CoreError::Cancelled(_)) => Code::Cancelled,
             ApiError::Request(_) | ApiError::Algorithm(_) | ApiError::Suggest(_) => {
                 Code::InvalidArgument
             }

@@ -10,6 +10,7 @@ mod health;
 pub mod plugin;
 mod server;
 mod suggestion;
+mod workers;
 
 pub use db_manager::DbManagerService;
 pub use early_stopping::{EarlyStoppingService, ManagedOutcome, ManagedTrials};

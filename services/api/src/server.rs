@@ -72,7 +72,7 @@ fn router_with(
     let (v1, v1alpha) = reflection()?;
     Ok(Server::builder()
         .add_service(
-            SuggestionServer::new(SuggestionService)
+            SuggestionServer::new(SuggestionService::default())
                 .max_decoding_message_size(MAX_MESSAGE_BYTES)
                 .max_encoding_message_size(MAX_MESSAGE_BYTES),
         )

@@ -16,9 +16,10 @@
 //! trials (the controller retries), `OUT_OF_RANGE` once its search is complete.
 
 use crate::error::ApiError;
+use crate::workers::Workers;
 use std::collections::{BTreeMap, HashMap};
 use tonic::{Request, Response, Status};
-use vernier_core::{SuggestRequest, TrialRecord};
+use vernier_core::{Cancel, SuggestRequest, TrialRecord};
 use vernier_proto::ProtoError;
 use vernier_proto::api::{
     AlgorithmSetting, AlgorithmSpec, GetSuggestionsReply, GetSuggestionsRequest,
@@ -35,9 +36,26 @@ pub const STATE_SETTING: &str = "vernier/state";
 /// Most assignments one request may ask for; bounds the work a single call can cause.
 const MAX_REQUEST_NUMBER: i32 = 10_000;
 
-/// The Suggestion service. Stateless: everything comes with each request.
+/// The Suggestion service. Stateless: everything comes with each request; the only thing
+/// shared between calls is the bounded pool the algorithm work runs on.
 #[derive(Debug, Clone, Default)]
-pub struct SuggestionService;
+pub struct SuggestionService {
+    workers: Workers,
+}
+
+impl SuggestionService {
+    /// A service running at most `limit` algorithm calls at once (the default: one per core).
+    pub fn with_limit(limit: usize) -> Self {
+        SuggestionService {
+            workers: Workers::new(limit),
+        }
+    }
+
+    /// Algorithm calls on a blocking thread now, cancelled ones still winding down included.
+    pub fn running(&self) -> usize {
+        self.workers.running()
+    }
+}
 
 /// The settings split into the algorithm's own, the carried labels and the carried state.
 struct CarriedSettings {
@@ -87,8 +105,11 @@ fn request_seed(
     base.wrapping_add((history as u64).wrapping_mul(0xD1B5_4A32_D192_ED03))
 }
 
-/// Answers one `GetSuggestions` request; public for benchmarks and the plugin tests.
-pub fn get_suggestions(req: &GetSuggestionsRequest) -> Result<GetSuggestionsReply, ApiError> {
+/// Answers one `GetSuggestions` request, giving up once `cancel` is set (the caller left).
+pub fn get_suggestions_cancellable(
+    req: &GetSuggestionsRequest,
+    cancel: &Cancel,
+) -> Result<GetSuggestionsReply, ApiError> {
     let view = experiment_from_wire("experiment", req.experiment.as_ref())?;
     if req.current_request_number <= 0 || req.current_request_number > MAX_REQUEST_NUMBER {
         return Err(ProtoError::Invalid {
@@ -114,7 +135,7 @@ pub fn get_suggestions(req: &GetSuggestionsRequest) -> Result<GetSuggestionsRepl
         &carried.algorithm,
         trials.len(),
     );
-    let suggestions = vernier_algorithms::suggest_guarded(
+    let suggestions = vernier_algorithms::suggest_guarded_cancellable(
         suggester.as_ref(),
         &SuggestRequest {
             space: &view.space,
@@ -124,6 +145,7 @@ pub fn get_suggestions(req: &GetSuggestionsRequest) -> Result<GetSuggestionsRepl
             seed,
             state: carried.state.as_deref(),
         },
+        cancel,
     )
     .map_err(ApiError::Suggest)?;
     let asked = req.current_request_number as usize;
@@ -292,11 +314,12 @@ impl Suggestion for SuggestionService {
         request: Request<GetSuggestionsRequest>,
     ) -> Result<Response<GetSuggestionsReply>, Status> {
         let req = request.into_inner();
-        // Model-based algorithms are CPU-bound for hundreds of trials; keep them off the
-        // async workers so health checks and other calls are served meanwhile.
-        let reply = tokio::task::spawn_blocking(move || get_suggestions(&req))
-            .await
-            .map_err(|e| ApiError::Task(e.to_string()))??;
+        // Model-based algorithms are CPU-bound for hundreds of trials: on the bounded pool,
+        // stopped when this call is dropped (client gone, deadline passed).
+        let reply = self
+            .workers
+            .run(move |cancel| get_suggestions_cancellable(&req, cancel))
+            .await??;
         Ok(Response::new(reply))
     }
 
@@ -307,9 +330,9 @@ impl Suggestion for SuggestionService {
         let req = request.into_inner();
         // Building checks the whole space (a categorical may carry 150,000 values): off the
         // async workers, like GetSuggestions.
-        tokio::task::spawn_blocking(move || validate_algorithm_settings(&req))
-            .await
-            .map_err(|e| ApiError::Task(e.to_string()))??;
+        self.workers
+            .run(move |_| validate_algorithm_settings(&req))
+            .await??;
         Ok(Response::new(ValidateAlgorithmSettingsReply {}))
     }
 }

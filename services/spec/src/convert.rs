@@ -4,9 +4,11 @@
 use crate::error::{SpecError, SpecErrors};
 use crate::number::{parse_f64, parse_i64};
 use crate::types::{Experiment, NasConfig, ParameterSpec};
+use std::collections::{HashMap, HashSet};
 use vernier_core::{
-    Constraint, ConstraintOp, Direction, Distribution, Domain, MetricStrategy, NasOperation,
-    NasParameter, NasParameterKind, Objective, ObjectiveTerm, Parameter, SearchSpace,
+    Constraint, ConstraintOp, Direction, Distribution, Domain, EqualBounds, MetricStrategy,
+    NasOperation, NasParameter, NasParameterKind, Objective, ObjectiveTerm, Parameter, SearchSpace,
+    equal_bounds,
 };
 
 impl Experiment {
@@ -24,9 +26,9 @@ impl Experiment {
         }
         let mut errors = SpecErrors::default();
         let mut params = Vec::with_capacity(self.spec.parameters.len());
+        let algorithm = algorithm_settings(self);
         for (i, p) in self.spec.parameters.iter().enumerate() {
-            let placeholder = resource_placeholder(self, &p.name);
-            match convert_parameter(p, &format!("spec.parameters[{i}]"), placeholder) {
+            match convert_parameter(p, &format!("spec.parameters[{i}]"), &algorithm) {
                 Ok(p) => params.push(p),
                 Err(e) => errors.push(e),
             }
@@ -60,16 +62,20 @@ impl Experiment {
             return Err(SpecError::new("spec.objective.objectiveMetricName", "is required").into());
         }
         let mut errors = SpecErrors::default();
+        // The first strategy of each metric, by name: one lookup per metric keeps this linear
+        // when a spec lists 100,000 metrics.
+        let mut first_strategy: HashMap<&str, (usize, &str)> =
+            HashMap::with_capacity(obj.metric_strategies.len());
+        for (i, s) in obj.metric_strategies.iter().enumerate() {
+            first_strategy
+                .entry(s.name.as_str())
+                .or_insert((i, s.value.as_str()));
+        }
         let mut strategy_of = |name: &str| -> MetricStrategy {
-            let Some((i, s)) = obj
-                .metric_strategies
-                .iter()
-                .enumerate()
-                .find(|(_, s)| s.name == name)
-            else {
+            let Some(&(i, value)) = first_strategy.get(name) else {
                 return direction.default_strategy();
             };
-            match s.value.as_str() {
+            match value {
                 "min" => MetricStrategy::Min,
                 "max" => MetricStrategy::Max,
                 "latest" => MetricStrategy::Latest,
@@ -158,95 +164,78 @@ impl Experiment {
 }
 
 /// `items` without repeats, first occurrence kept (Katib accepts repeated names and values;
-/// Vernier collects and samples each once).
+/// Vernier collects and samples each once). A set keeps it linear: 100,000 values once took
+/// seconds here.
 fn dedup(items: &[String]) -> Vec<String> {
-    let mut out: Vec<String> = Vec::with_capacity(items.len());
-    for item in items {
-        if !out.contains(item) {
-            out.push(item.clone());
-        }
-    }
-    out
+    let mut seen: HashSet<&str> = HashSet::with_capacity(items.len());
+    items
+        .iter()
+        .filter(|item| seen.insert(item.as_str()))
+        .cloned()
+        .collect()
+}
+
+/// The algorithm's name and settings, as the equal-bounds rule reads them.
+fn algorithm_settings(exp: &Experiment) -> (String, Vec<(String, String)>) {
+    let Some(algorithm) = exp.spec.algorithm.as_ref() else {
+        return Default::default();
+    };
+    let settings = algorithm
+        .algorithm_settings
+        .iter()
+        .map(|s| (s.name.clone(), s.value.clone()))
+        .collect();
+    (
+        algorithm.algorithm_name.clone().unwrap_or_default(),
+        settings,
+    )
 }
 
 /// The domain a Hyperband or ASHA resource parameter written as a placeholder (`min == max`,
-/// as in Katib's `hp-tuning/hyperband.yaml`) takes instead: Katib overwrites that parameter
-/// with each rung's budget whatever its feasible space says, so Vernier widens the space to
-/// every budget the settings can give (from the lowest, at least 1 for an int, up to `r_l` or
-/// `max_resource`). `None` when `name` is not such a placeholder, or when the settings give no
-/// usable top budget (the algorithm then reports the setting).
-pub(crate) fn resource_placeholder(exp: &Experiment, name: &str) -> Option<Domain> {
-    let algorithm = exp.spec.algorithm.as_ref()?;
-    let top_setting = match algorithm.algorithm_name.as_deref()? {
-        "hyperband" => "r_l",
-        "asha" => "max_resource",
-        _ => return None,
-    };
-    let setting = |key: &str| {
-        algorithm
-            .algorithm_settings
-            .iter()
-            .rev()
-            .find(|s| s.name == key && !s.value.trim().is_empty())
-            .map(|s| s.value.trim().to_string())
-    };
-    if setting("resource_name")? != name {
-        return None;
-    }
-    let p = exp.spec.parameters.iter().find(|p| p.name == name)?;
+/// as in Katib's `hp-tuning/hyperband.yaml`) takes instead (see [`vernier_core::equal_bounds`]).
+/// `None` when `p` is not such a placeholder, or when the settings give no usable top budget
+/// (the algorithm then reports the setting).
+pub(crate) fn resource_placeholder(exp: &Experiment, p: &ParameterSpec) -> Option<Domain> {
+    let (algorithm, settings) = algorithm_settings(exp);
     let fs = p.feasible_space.as_ref()?;
     let (lo, hi) = (
         parse_f64(fs.min.as_deref()?)?,
         parse_f64(fs.max.as_deref()?)?,
     );
-    let top = parse_f64(&setting(top_setting)?)?;
-    if lo != hi || top <= 0.0 {
-        return None;
-    }
-    match p.parameter_type.as_deref()? {
-        // Budgets below 1 are raised to 1 for an int (Katib's `int(r)`, never 0).
-        "int" => Some(Domain::Int {
-            min: 1,
-            max: (top.ceil() as i64).max(2),
+    let domain = match p.parameter_type.as_deref()? {
+        "int" => Domain::Int {
+            min: lo as i64,
+            max: hi as i64,
             step: None,
-        }),
-        "double" => Some(Domain::Double {
-            min: 0.0,
-            max: top,
+        },
+        "double" => Domain::Double {
+            min: lo,
+            max: hi,
             step: None,
-        }),
+        },
+        _ => return None,
+    };
+    match equal_bounds(&algorithm, &settings, &p.name, &domain, "") {
+        Some(EqualBounds::Placeholder(widened)) => Some(widened),
         _ => None,
     }
 }
 
-/// An int or double with `min == max` is one fixed value: a one-element list holding the text
-/// as written, so every trial gets exactly that text.
-fn fixed_value(domain: &Domain, fs: &crate::types::FeasibleSpace) -> Option<Domain> {
-    let same = match domain {
-        Domain::Double { min, max, .. } => min == max,
-        Domain::Int { min, max, .. } => min == max,
-        _ => false,
-    };
-    same.then(|| Domain::Discrete {
-        values: vec![fs.min.as_deref().unwrap_or("").trim().to_string()],
-    })
-}
-
-/// Numeric values without numeric repeats ("1" and "1.0" are one value), first kept.
+/// Numeric values without numeric repeats ("1" and "1.0" are one value, so are -0 and 0),
+/// first kept; linear, like [`dedup`].
 fn dedup_numbers(values: &[String]) -> Vec<String> {
-    let mut out: Vec<String> = Vec::with_capacity(values.len());
-    for v in values {
-        if !out.iter().any(|w| parse_f64(w) == parse_f64(v)) {
-            out.push(v.clone());
-        }
-    }
-    out
+    let mut seen: HashSet<Option<u64>> = HashSet::with_capacity(values.len());
+    values
+        .iter()
+        .filter(|v| seen.insert(parse_f64(v).map(|x| (x + 0.0).to_bits())))
+        .cloned()
+        .collect()
 }
 
 fn convert_parameter(
     p: &ParameterSpec,
     path: &str,
-    placeholder: Option<Domain>,
+    (algorithm, settings): &(String, Vec<(String, String)>),
 ) -> Result<Parameter, SpecError> {
     let fs = p.feasible_space.clone().unwrap_or_default();
     let fs_path = format!("{path}.feasibleSpace");
@@ -316,13 +305,14 @@ fn convert_parameter(
             ));
         }
     };
-    let domain = match (placeholder, fixed_value(&domain, &fs)) {
-        (Some(widened), _) => {
+    let min_text = fs.min.as_deref().unwrap_or("");
+    let domain = match equal_bounds(algorithm, settings, &p.name, &domain, min_text) {
+        Some(EqualBounds::Placeholder(widened)) => {
             distribution = Distribution::Uniform;
             widened
         }
-        (None, Some(fixed)) => fixed,
-        (None, None) => domain,
+        Some(EqualBounds::Fixed(fixed)) => fixed,
+        None => domain,
     };
     // A log scale needs positive bounds; Katib accepts `min: 0` but its algorithms then fail,
     // so Vernier samples such a parameter uniformly (the spec's warning says so).

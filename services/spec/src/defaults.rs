@@ -6,7 +6,7 @@ use crate::types::{
     CollectorSpec, Experiment, FileSystemPath, MetricStrategySpec, MetricsCollectorSpec, SourceSpec,
 };
 use serde_json::Value;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 pub const DEFAULT_PARALLEL_TRIAL_COUNT: i32 = 3;
 pub const DEFAULT_RESUME_POLICY: &str = "Never";
@@ -76,15 +76,22 @@ fn default_objectives(exp: &mut Experiment) {
     for c in &obj.constraints {
         extra.push((c.metric_name.clone(), Some("latest")));
     }
+    // Sets of what is listed already keep this linear in the number of metrics.
+    let mut listed: HashSet<String> = obj.additional_metric_names.iter().cloned().collect();
+    let mut has_strategy: HashSet<String> = obj
+        .metric_strategies
+        .iter()
+        .map(|s| s.name.clone())
+        .collect();
     for (name, strategy) in extra {
         if name.is_empty() || name == primary {
             continue;
         }
-        if !obj.additional_metric_names.contains(&name) {
+        if listed.insert(name.clone()) {
             obj.additional_metric_names.push(name.clone());
         }
         if let Some(value) = strategy
-            && !obj.metric_strategies.iter().any(|s| s.name == name)
+            && has_strategy.insert(name.clone())
         {
             obj.metric_strategies.push(MetricStrategySpec {
                 name,
@@ -112,8 +119,13 @@ fn default_metric_strategies(exp: &mut Experiment) {
         .filter(|n| !n.is_empty())
         .cloned()
         .collect();
+    let mut has_strategy: HashSet<String> = obj
+        .metric_strategies
+        .iter()
+        .map(|s| s.name.clone())
+        .collect();
     for name in names {
-        if !obj.metric_strategies.iter().any(|s| s.name == name) {
+        if has_strategy.insert(name.clone()) {
             obj.metric_strategies.push(MetricStrategySpec {
                 name,
                 value: strategy.into(),

@@ -2,6 +2,7 @@
 //! search space, with errors a user can act on: which parameter, which value, what to do.
 
 use crate::types::EnqueuedTrial;
+use std::collections::{HashMap, HashSet};
 use vernier_core::{Assignment, SearchSpace};
 
 /// Label on a trial created from `spec.enqueuedTrials[i]`, holding `i`; how a resumed
@@ -15,14 +16,17 @@ pub fn enqueued_assignment(
     pairs: &[(String, String)],
 ) -> Result<Assignment, String> {
     let names: Vec<&str> = space.parameters().iter().map(|p| p.name.as_str()).collect();
-    for (i, (name, _)) in pairs.iter().enumerate() {
-        if space.get(name).is_none() {
+    let known: HashSet<&str> = names.iter().copied().collect();
+    // Value by name, built in one pass, so each check below is one lookup.
+    let mut given: HashMap<&str, &str> = HashMap::with_capacity(pairs.len());
+    for (name, value) in pairs {
+        if !known.contains(name.as_str()) {
             return Err(format!(
                 "parameter {name:?} is not in the search space; hint: the parameters are {}",
                 names.join(", ")
             ));
         }
-        if pairs[..i].iter().any(|(n, _)| n == name) {
+        if given.insert(name.as_str(), value.as_str()).is_some() {
             return Err(format!(
                 "parameter {name:?} is given more than once; hint: give each parameter once"
             ));
@@ -30,7 +34,7 @@ pub fn enqueued_assignment(
     }
     let missing: Vec<&str> = names
         .iter()
-        .filter(|n| !pairs.iter().any(|(p, _)| p == *n))
+        .filter(|n| !given.contains_key(*n))
         .copied()
         .collect();
     if !missing.is_empty() {
@@ -42,11 +46,7 @@ pub fn enqueued_assignment(
     }
     let mut values = Vec::with_capacity(names.len());
     for p in space.parameters() {
-        let text = pairs
-            .iter()
-            .find(|(n, _)| *n == p.name)
-            .map(|(_, v)| v.as_str())
-            .unwrap_or_default();
+        let text = given.get(p.name.as_str()).copied().unwrap_or_default();
         let v = p.parse_value(text).map_err(|e| {
             format!(
                 "{e}; hint: pick a value inside the feasible space of {:?}",

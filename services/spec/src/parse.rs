@@ -85,6 +85,9 @@ fn deserialize(text: &str) -> Result<(Result<Experiment, SpecError>, Vec<SpecErr
     let ignored = serde_ignored::Deserializer::new(de, &mut record);
     let result: Result<Experiment, _> = serde_path_to_error::deserialize(ignored);
     let result = result.map_err(|e| {
+        if is_too_deep(e.inner()) {
+            return too_deep(e.inner());
+        }
         let path = e.path().to_string();
         let message = strip_inner_path(&e.inner().to_string());
         let path = if path == "." { "document".into() } else { path };
@@ -119,6 +122,9 @@ fn check_syntax(text: &str) -> Result<(), SpecError> {
         });
     }
     if let Err(e) = yaml_serde::from_str::<serde::de::IgnoredAny>(text) {
+        if is_too_deep(&e) {
+            return Err(too_deep(&e));
+        }
         let (line, column) = e.location().map_or((0, 0), |l| (l.line(), l.column()));
         return Err(SpecError::Syntax {
             line,
@@ -127,6 +133,25 @@ fn check_syntax(text: &str) -> Result<(), SpecError> {
         });
     }
     Ok(())
+}
+
+/// Block nesting (`- - - -`, indented mappings) has no brackets to count up front; the YAML
+/// deserializer stops at its own depth limit (128, as [`MAX_NESTING`]) and says so in its words.
+fn is_too_deep(e: &yaml_serde::Error) -> bool {
+    e.to_string().contains("recursion limit exceeded")
+}
+
+/// The nesting error, at the line where the limit was passed (not a path 128 levels long).
+fn too_deep(e: &yaml_serde::Error) -> SpecError {
+    let (line, column) = e.location().map_or((0, 0), |l| (l.line(), l.column()));
+    SpecError::Syntax {
+        line,
+        column,
+        message: format!(
+            "the document nests more than {MAX_NESTING} levels of block sequences or mappings; \
+             hint: a Katib experiment needs far fewer"
+        ),
+    }
 }
 
 fn check_version(exp: &Experiment) -> Vec<SpecError> {

@@ -63,7 +63,8 @@ use rand::{Rng, RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::HashSet;
 use vernier_core::{
-    Assignment, CoreError, Objective, Proposal, SearchSpace, SuggestRequest, Suggester, Suggestions,
+    Assignment, Cancel, CoreError, Objective, Proposal, SearchSpace, SuggestRequest, Suggester,
+    Suggestions,
 };
 
 const NAME: &str = "bayesianoptimization";
@@ -209,14 +210,23 @@ impl Suggester for GpOptimizer {
     }
 
     fn suggest(&self, req: &SuggestRequest<'_>) -> Result<Suggestions, CoreError> {
+        self.suggest_cancellable(req, &Cancel::new())
+    }
+
+    fn suggest_cancellable(
+        &self,
+        req: &SuggestRequest<'_>,
+        cancel: &Cancel,
+    ) -> Result<Suggestions, CoreError> {
         if req.objective.is_multi() {
-            return self.suggest_parego(req);
+            return self.suggest_parego(req, cancel);
         }
         let violations = history::observed_violations(req.objective, req.trials);
         self.suggest_scalar(
             req,
             history::observed(req.objective, req.trials),
             violations,
+            cancel,
         )
     }
 }
@@ -226,7 +236,11 @@ const PAREGO_RHO: f64 = 0.05;
 
 impl GpOptimizer {
     /// One proposal per weight vector; earlier proposals of the batch are pending trials.
-    fn suggest_parego(&self, req: &SuggestRequest<'_>) -> Result<Suggestions, CoreError> {
+    fn suggest_parego(
+        &self,
+        req: &SuggestRequest<'_>,
+        cancel: &Cancel,
+    ) -> Result<Suggestions, CoreError> {
         let mut rng = ChaCha8Rng::seed_from_u64(req.seed ^ 0x9e37_79b9_7f4a_7c15);
         let mut trials: Vec<vernier_core::TrialRecord> = req.trials.to_vec();
         let mut out = Suggestions::default();
@@ -238,7 +252,7 @@ impl GpOptimizer {
                 seed: rng.random(),
                 ..*req
             };
-            let mut one = self.suggest_scalar(&sub, observed, violations)?;
+            let mut one = self.suggest_scalar(&sub, observed, violations, cancel)?;
             let Some(p) = one.proposals.pop() else {
                 out.exhausted = one.exhausted;
                 break;
@@ -261,7 +275,9 @@ impl GpOptimizer {
         req: &SuggestRequest<'_>,
         observed: Vec<(&Assignment, f64)>,
         violations: Vec<f64>,
+        cancel: &Cancel,
     ) -> Result<Suggestions, CoreError> {
+        cancel.check(self.name())?;
         // A GP needs two distinct values to say anything; until then, and during the
         // initial design, sample the priors.
         if observed.len() < self.n_initial.max(2) {
@@ -311,6 +327,7 @@ impl GpOptimizer {
         let best = if best.is_finite() { best } else { 0.0 };
 
         let hyper = fit_hyper(&x, n, d, &y, &mut rng);
+        cancel.check(self.name())?;
         let Some(mut post) = Posterior::new(x.clone(), d, &y, hyper.clone()) else {
             return RandomSearch::new().suggest(req);
         };
@@ -356,6 +373,8 @@ impl GpOptimizer {
         let mut out = Suggestions::default();
         let budget = search_budget(y.len(), self.local_search);
         for _ in 0..req.count {
+            // Each proposal refits the model: the unit of work between polls.
+            cancel.check(self.name())?;
             let pick = match unused.as_mut() {
                 Some(points) => self.pick_finite(
                     req.space,

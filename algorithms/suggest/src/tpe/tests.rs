@@ -612,3 +612,30 @@ fn constrained_tpe_puts_infeasible_trials_in_the_bad_group() {
     assert!(free > 0.8, "{free}");
     assert!(bounded < 0.6, "{bounded}");
 }
+
+/// The estimators see at most the latest `MODEL_MAX_POINTS` rows: a longer history fits the
+/// same model as its tail, so a batch of 10,000 over 10,000 trials stays bounded.
+#[test]
+fn a_model_is_fitted_on_the_latest_points_only() {
+    let space = mixed_space();
+    let dims: Vec<Dim> = space.parameters().iter().map(Dim::new).collect();
+    let rows: Vec<Vec<f64>> = (0..MODEL_MAX_POINTS + 500)
+        .map(|i| dims.iter().map(|_| (i % 37) as f64 / 37.0).collect())
+        .collect();
+    let all: Vec<&[f64]> = rows.iter().map(Vec::as_slice).collect();
+    for multivariate in [false, true] {
+        let tpe = Tpe {
+            name: "tpe",
+            multivariate,
+            n_startup: 10,
+            n_ei: 24,
+            gamma: None,
+            prior_weight: 1.0,
+        };
+        let whole = format!("{:?}", tpe.fit(&dims, &all));
+        let tail = format!("{:?}", tpe.fit(&dims, &all[500..]));
+        let shorter = format!("{:?}", tpe.fit(&dims, &all[501..]));
+        assert_eq!(whole, tail);
+        assert_ne!(whole, shorter, "the cap is MODEL_MAX_POINTS, not less");
+    }
+}

@@ -97,7 +97,7 @@ impl ExperimentReport {
             .iter()
             .find(|m| m.name == metric)
             .map(|m| match strategy.and_then(|s| m.value(s)) {
-                Some(v) => v.to_string(),
+                Some(v) => vernier_core::Short(v).to_string(),
                 None => m.latest.clone(),
             })
             .unwrap_or_default()

@@ -87,7 +87,7 @@ pub fn mismatch(cs: &[Convergence]) -> Option<String> {
 }
 
 fn cell(v: Option<f64>) -> String {
-    v.map_or_else(|| "-".to_string(), |v| v.to_string())
+    v.map_or_else(|| "-".to_string(), |v| vernier_core::Short(v).to_string())
 }
 
 /// The comparison as a text table (plus a mismatch note), ending with a newline.

@@ -4,6 +4,7 @@
 use super::{Errors, is_dns_label};
 use crate::enqueue::{enqueued_assignment, pairs_of};
 use crate::types::Experiment;
+use std::collections::HashSet;
 
 pub(crate) fn check(exp: &Experiment, errs: &mut Errors) {
     check_warm_start(exp, errs);
@@ -21,8 +22,10 @@ fn check_warm_start(exp: &Experiment, errs: &mut Errors) {
              spec.warmStart.file",
         );
     }
+    let mut listed: HashSet<&str> = HashSet::with_capacity(ws.experiments.len());
     for (i, name) in ws.experiments.iter().enumerate() {
         let path = format!("spec.warmStart.experiments[{i}]");
+        let repeated = !listed.insert(name.as_str());
         if !is_dns_label(name) {
             errs.add(
                 &path,
@@ -33,7 +36,7 @@ fn check_warm_start(exp: &Experiment, errs: &mut Errors) {
                 &path,
                 format!("value {name:?} is this experiment; hint: name an earlier experiment"),
             );
-        } else if ws.experiments[..i].contains(name) {
+        } else if repeated {
             errs.add(
                 &path,
                 format!("value {name:?} is listed twice; hint: list each experiment once"),

@@ -9,6 +9,7 @@ use crate::number::{parse_f64, parse_i64};
 use crate::types::{Experiment, FeasibleSpace, ParameterSpec};
 use std::collections::HashMap;
 use vernier_core::range::double_grid_fits;
+use vernier_core::{MAX_LIST_VALUES, too_many_values};
 
 pub(super) fn check(exp: &Experiment, errs: &mut Errors) {
     let s = &exp.spec;
@@ -185,6 +186,11 @@ fn check_values(fs: &FeasibleSpace, path: &str, kind: &str, errs: &mut Errors) {
     }
     if fs.list.is_empty() {
         errs.required(format!("{path}.list"), "list at least one value");
+        return;
+    }
+    if fs.list.len() > MAX_LIST_VALUES {
+        let why = too_many_values(fs.list.len()).replace('\n', "; ");
+        errs.add(format!("{path}.list"), why);
         return;
     }
     for (k, v) in fs.list.iter().enumerate() {

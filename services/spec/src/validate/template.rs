@@ -5,6 +5,7 @@ use super::{Errors, is_blank};
 use crate::reference::{Reference, placeholder, placeholder_names};
 use crate::types::{Experiment, TrialTemplate};
 use serde_json::Value;
+use std::collections::HashSet;
 
 const T: &str = "spec.trialTemplate";
 
@@ -105,10 +106,14 @@ fn check_trial_parameters(exp: &Experiment, tt: &TrialTemplate, errs: &mut Error
         return;
     }
     let params = &exp.spec.parameters;
+    let param_names: HashSet<&str> = params.iter().map(|p| p.name.as_str()).collect();
     let spec = tt.trial_spec.as_ref();
+    // Names and references seen so far: one lookup each keeps 100,000 entries linear.
+    let mut names: HashSet<&str> = HashSet::with_capacity(tt.trial_parameters.len());
+    let mut references: HashSet<&str> = HashSet::with_capacity(tt.trial_parameters.len());
     for (i, tp) in tt.trial_parameters.iter().enumerate() {
         let path = format!("{T}.trialParameters[{i}]");
-        let earlier = &tt.trial_parameters[..i];
+        let repeated_name = !names.insert(tp.name.as_str());
         if tp.name.is_empty() {
             errs.required(format!("{path}.name"), "");
         } else if tp.name.contains(['{', '}']) {
@@ -116,7 +121,7 @@ fn check_trial_parameters(exp: &Experiment, tt: &TrialTemplate, errs: &mut Error
                 format!("{path}.name"),
                 format!("value {:?} must not contain '{{' or '}}'", tp.name),
             );
-        } else if earlier.iter().any(|o| o.name == tp.name) {
+        } else if repeated_name {
             errs.add(
                 format!("{path}.name"),
                 format!("value {:?} appears twice", tp.name),
@@ -127,7 +132,7 @@ fn check_trial_parameters(exp: &Experiment, tt: &TrialTemplate, errs: &mut Error
             errs.required(rpath, "name a parameter from spec.parameters");
             continue;
         }
-        if earlier.iter().any(|o| o.reference == tp.reference) {
+        if !references.insert(tp.reference.as_str()) {
             errs.add(
                 &rpath,
                 format!("value {:?} is referenced twice", tp.reference),
@@ -136,13 +141,12 @@ fn check_trial_parameters(exp: &Experiment, tt: &TrialTemplate, errs: &mut Error
         match Reference::parse(&tp.reference) {
             Err(why) => errs.add(rpath, format!("value {:?}: {why}", tp.reference)),
             Ok(Reference::Parameter(name)) => {
-                if !params.is_empty() && !params.iter().any(|p| p.name == name) {
-                    let known: Vec<&str> = params.iter().map(|p| p.name.as_str()).collect();
+                if !params.is_empty() && !param_names.contains(name.as_str()) {
                     errs.add(
                         rpath,
                         format!(
                             "value {name:?} is not a parameter in spec.parameters; hint: use one of {}",
-                            known.join(", ")
+                            first_names(params.iter().map(|p| p.name.as_str()))
                         ),
                     );
                 }
@@ -156,7 +160,7 @@ fn check_trial_parameters(exp: &Experiment, tt: &TrialTemplate, errs: &mut Error
     }
     // Katib fails every trial when an assignment has no trial parameter to go to.
     for (i, p) in params.iter().enumerate() {
-        if !p.name.is_empty() && !tt.trial_parameters.iter().any(|tp| tp.reference == p.name) {
+        if !p.name.is_empty() && !references.contains(p.name.as_str()) {
             errs.add(
                 format!("spec.parameters[{i}].name"),
                 format!(
@@ -222,11 +226,15 @@ fn check_trial_spec(spec: &Value, errs: &mut Errors) {
 
 fn check_placeholders(tt: &TrialTemplate, spec: &Value, errs: &mut Errors) {
     let text = spec.to_string();
-    let used = placeholder_names(&text);
-    let mut reported: Vec<&str> = Vec::new();
+    let used: Vec<&str> = placeholder_names(&text);
+    let defined: HashSet<&str> = tt
+        .trial_parameters
+        .iter()
+        .map(|tp| tp.name.as_str())
+        .collect();
+    let mut reported: HashSet<&str> = HashSet::new();
     for name in &used {
-        if !tt.trial_parameters.iter().any(|tp| tp.name == *name) && !reported.contains(name) {
-            reported.push(name);
+        if !defined.contains(name) && reported.insert(name) {
             errs.add(
                 format!("{T}.trialSpec"),
                 format!(
@@ -236,8 +244,9 @@ fn check_placeholders(tt: &TrialTemplate, spec: &Value, errs: &mut Errors) {
             );
         }
     }
+    let used: HashSet<&str> = used.into_iter().collect();
     for (i, tp) in tt.trial_parameters.iter().enumerate() {
-        if !tp.name.is_empty() && !used.contains(&tp.name.as_str()) {
+        if !tp.name.is_empty() && !used.contains(tp.name.as_str()) {
             errs.add(
                 format!("{T}.trialParameters[{i}].name"),
                 format!(
@@ -248,4 +257,16 @@ fn check_placeholders(tt: &TrialTemplate, spec: &Value, errs: &mut Errors) {
             );
         }
     }
+}
+
+/// At most ten names for a hint, then how many more: a hint listing 100,000 parameters once per
+/// wrong reference grew quadratically.
+fn first_names<'a>(names: impl ExactSizeIterator<Item = &'a str>) -> String {
+    const SHOWN: usize = 10;
+    let total = names.len();
+    let mut text = names.take(SHOWN).collect::<Vec<_>>().join(", ");
+    if total > SHOWN {
+        text.push_str(&format!(" (and {} more)", total - SHOWN));
+    }
+    text
 }

@@ -44,7 +44,7 @@ fn range(
     };
     let text = fs.min.as_deref().unwrap_or("");
     if lo == hi {
-        let message = if crate::convert::resource_placeholder(exp, &p.name).is_some() {
+        let message = if crate::convert::resource_placeholder(exp, p).is_some() {
             format!(
                 "min equals max ({text:?}): a placeholder for the resource parameter, whose \
                  values come from the algorithm's settings, as in Katib"
@@ -125,12 +125,15 @@ fn objective(exp: &Experiment, out: &mut Vec<SpecError>) {
         }
     }
     let objective = obj.objective_metric_name.as_deref().unwrap_or("");
+    // First position of each strategy's metric: with `seen` above, every check is one lookup.
+    let mut first_strategy: HashMap<&str, usize> = HashMap::new();
     for (i, s) in obj.metric_strategies.iter().enumerate() {
         let path = format!("spec.objective.metricStrategies[{i}].name");
         if s.name.is_empty() {
             continue;
         }
-        if s.name != objective && !names.contains(&s.name) {
+        let first = *first_strategy.entry(s.name.as_str()).or_insert(i);
+        if s.name != objective && !seen.contains(&s.name) {
             out.push(SpecError::new(
                 path,
                 format!(
@@ -140,10 +143,8 @@ fn objective(exp: &Experiment, out: &mut Vec<SpecError>) {
                     s.name
                 ),
             ));
-        } else if let Some(j) = obj.metric_strategies[..i]
-            .iter()
-            .position(|o| o.name == s.name)
-        {
+        } else if first != i {
+            let j = first;
             out.push(SpecError::new(
                 path,
                 format!(

@@ -25,8 +25,8 @@ use crate::error::AlgorithmError;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use vernier_core::{
-    Assignment, CoreError, Direction, NasConfig, Objective, ParamValue, Proposal, SearchSpace,
-    SuggestRequest, Suggester, Suggestions, TrialRecord,
+    Assignment, Cancel, CoreError, Direction, NasConfig, Objective, ParamValue, Proposal,
+    SearchSpace, SuggestRequest, Suggester, Suggestions, TrialRecord,
 };
 
 /// Most candidate operations (all parameter combinations of all operations) ENAS accepts.
@@ -126,12 +126,22 @@ impl Enas {
 
     /// The controller after replaying every completed trial, from the experiment seed.
     pub fn trained_controller(&self, trials: &[TrialRecord]) -> Params {
+        self.train(trials, &Cancel::new())
+    }
+
+    /// [`Enas::trained_controller`], stopping early once `cancel` is set (the caller then
+    /// discards the half-trained controller).
+    fn train(&self, trials: &[TrialRecord], cancel: &Cancel) -> Params {
         let mut init_rng = ChaCha8Rng::seed_from_u64(self.settings.random_state);
         let mut params = Params::init(self.shape(), &mut init_rng);
         let mut adam = Adam::new(params.data.len(), self.settings.learning_rate);
         let mut baseline: Option<f64> = None;
         let s = &self.settings;
         for (arch, value) in trials.iter().filter_map(|t| self.replayable(t)) {
+            // Replaying one trial is the unit of work between polls.
+            if cancel.is_cancelled() {
+                break;
+            }
             let reward_of = |tape: &Tape| {
                 let r = match self.direction {
                     Direction::Maximize => value,
@@ -244,7 +254,16 @@ impl Suggester for Enas {
     }
 
     fn suggest(&self, request: &SuggestRequest<'_>) -> Result<Suggestions, CoreError> {
-        let params = self.trained_controller(request.trials);
+        self.suggest_cancellable(request, &Cancel::new())
+    }
+
+    fn suggest_cancellable(
+        &self,
+        request: &SuggestRequest<'_>,
+        cancel: &Cancel,
+    ) -> Result<Suggestions, CoreError> {
+        let params = self.train(request.trials, cancel);
+        cancel.check(self.name())?;
         let mut rng = ChaCha8Rng::seed_from_u64(request.seed);
         let proposals = (0..request.count)
             .map(|_| {
