@@ -2,24 +2,9 @@
 file (its first argument), reports every `name=value` pair to the DBManager with
 ReportObservationLog (the generated stubs of the kubeflow-katib package), and, on SIGTERM
 (the trial has ended), reads what is left, reports it and exits."""
-import os
-import re
 import signal
-import sys
-import time
-from datetime import datetime, timezone
 
-from katib_stubs import grpc, pb, pb_grpc
-
-path = sys.argv[1]
-address = os.environ["VERNIER_DB_MANAGER_ADDRESS"]
-katib_address = "{}:{}".format(
-    os.environ["KATIB_DB_MANAGER_SERVICE_IP"], os.environ["KATIB_DB_MANAGER_SERVICE_PORT"]
-)
-assert katib_address == address, (katib_address, address)
-trial = os.environ["KATIB_TRIAL_NAME"]
-stub = pb_grpc.DBManagerStub(grpc.insecure_channel(address))
-
+# First of all: SIGTERM may come while the imports below still load (a short trial).
 ended = False
 
 
@@ -29,6 +14,23 @@ def on_term(signum, frame):
 
 
 signal.signal(signal.SIGTERM, on_term)
+
+import os  # noqa: E402
+import re  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from datetime import datetime, timezone  # noqa: E402
+
+from katib_stubs import grpc, pb, pb_grpc  # noqa: E402
+
+path = sys.argv[1]
+address = os.environ["VERNIER_DB_MANAGER_ADDRESS"]
+katib_address = "{}:{}".format(
+    os.environ["KATIB_DB_MANAGER_SERVICE_IP"], os.environ["KATIB_DB_MANAGER_SERVICE_PORT"]
+)
+assert katib_address == address, (katib_address, address)
+trial = os.environ["KATIB_TRIAL_NAME"]
+stub = pb_grpc.DBManagerStub(grpc.insecure_channel(address))
 
 offset = 0
 reported = 0
