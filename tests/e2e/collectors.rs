@@ -196,6 +196,54 @@ fn push_collector_reads_nothing_locally_and_ends_metrics_unavailable() {
     assert_eq!(m["latest"], "unavailable", "{m}");
 }
 
+/// A trainer writing three losses to the path in its second argument, the last line
+/// unterminated, slowly enough that the collector reads it in more than one pass.
+const WRITE_LOSSES: &str = "import sys, time\npath = sys.argv[2].split('=', 1)[1]\nf = open(path, 'w')\nfor loss in ['0.3', '0.2']:\n    f.write(f'loss={loss}\\n'); f.flush(); time.sleep(0.3)\nf.write('loss=0.1')";
+
+#[test]
+fn custom_collector_runs_beside_the_trial_and_reports_to_the_db_manager() {
+    let test = "custom_collector_runs_beside_the_trial_and_reports_to_the_db_manager";
+    if !crate::katib_interop::katib_sdk(test) {
+        return;
+    }
+    let sb = Sandbox::new();
+    let collector = crate::katib_interop::script("custom_collector.py");
+    let collector_spec = format!(
+        "  objective:\n    type: minimize\n    objectiveMetricName: loss\n  parallelTrialCount: 2\n  maxTrialCount: 2\n  metricsCollectorSpec:\n    source:\n      fileSystemPath:\n        path: /katib/metrics.log\n        kind: File\n    collector:\n      kind: Custom\n      customCollector:\n        name: my-collector\n        image: registry.example/collector:1\n        command: [python3, {:?}, /katib/metrics.log]",
+        collector.display().to_string()
+    );
+    let yaml = python_experiment("custom", WRITE_LOSSES, &collector_spec).replace(
+        "- \"${trialParameters.x}\"",
+        "- \"${trialParameters.x}\"\n                  - \"--log=/katib/metrics.log\"",
+    );
+    let file = sb.write("custom.yaml", &yaml);
+    let out = sb.run(&["run", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let r = sb.report("custom");
+    let succeeded = trials_in(&r, "Succeeded");
+    assert_eq!(succeeded.len(), 2, "{r:#}");
+    for t in &succeeded {
+        let m = metric(t, "loss");
+        // The last, unterminated line is read after SIGTERM, when the trial has ended.
+        assert_eq!(m["min"], "0.1", "{m}");
+        assert_eq!(m["max"], "0.3", "{m}");
+        assert_eq!(m["latest"], "0.1", "{m}");
+        let name = t["metadata"]["name"].as_str().unwrap();
+        let log = std::fs::read_to_string(
+            sb.path()
+                .join("vernier-logs/custom")
+                .join(format!("{name}.log")),
+        )
+        .unwrap();
+        assert!(
+            log.contains(&format!(
+                "custom collector: reported 3 value(s) of trial {name}"
+            )),
+            "{log}"
+        );
+    }
+}
+
 #[test]
 fn custom_collector_is_refused_locally_with_a_hint() {
     let sb = Sandbox::new();

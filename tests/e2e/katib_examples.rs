@@ -68,3 +68,21 @@ fn katibs_hyperband_example_validates_and_runs() {
         "{r:#}"
     );
 }
+
+/// Katib's metrics-collector/custom-metrics-collector.yaml: valid for a cluster, where the
+/// operator injects its collector container; local mode cannot run the image's entrypoint of
+/// that container and says which field to change.
+#[test]
+fn katibs_custom_collector_example_is_valid_for_a_cluster_only() {
+    let sb = Sandbox::new();
+    let file = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../services/operator/tests/fixtures/katib/custom-metrics-collector.yaml");
+    let out = sb.run(&["validate", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    let all = text(&out);
+    assert!(
+        all.contains("spec.metricsCollectorSpec.collector.customCollector.command")
+            && all.contains("image's entrypoint"),
+        "{all}"
+    );
+}

@@ -9,7 +9,7 @@ use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 
-fn script(name: &str) -> PathBuf {
+pub(crate) fn script(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("e2e")
         .join("python")
@@ -48,7 +48,7 @@ pub(crate) fn serve(sb: &Sandbox) -> (Guard, String) {
 }
 
 /// Whether python3 can import the Katib SDK's stubs and grpcio; else a `SKIPPED` line.
-fn katib_sdk(test: &str) -> bool {
+pub(crate) fn katib_sdk(test: &str) -> bool {
     let found = Command::new("python3")
         .args(["-c", "import grpc, kubeflow.katib.katib_api_pb2_grpc"])
         .env("PYTHONDONTWRITEBYTECODE", "1")

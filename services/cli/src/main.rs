@@ -5,6 +5,7 @@
 
 mod commands;
 mod db;
+mod logging;
 mod out;
 mod progress;
 
@@ -196,6 +197,7 @@ pub enum Exit {
 }
 
 fn main() -> ExitCode {
+    logging::init();
     let matches = Cli::command().get_matches();
     db::set_source(db::describe(matches.value_source("db")));
     let cli = match Cli::from_arg_matches(&matches) {

@@ -20,4 +20,24 @@ pub enum CollectorError {
     Scrape { url: String, reason: String },
     #[error("reading metrics stream: {0}")]
     Io(#[from] std::io::Error),
+    /// A setting of the `vernier collect` sidecar, named by its flag.
+    #[error("{flag} value {value:?} {problem}; hint: {hint}")]
+    Flag {
+        flag: &'static str,
+        value: String,
+        problem: String,
+        hint: &'static str,
+    },
+    #[error("--metrics-format: {0}")]
+    MetricsFormatFlag(Box<CollectorError>),
+    #[error(
+        "reporting to the db manager failed: {code}: {message}; hint: check --db-manager-address and that the operator's gRPC API listens there"
+    )]
+    Report { code: String, message: String },
+    #[error("{count} observation(s) of trial {trial} were not reported: {last}")]
+    Unreported {
+        count: usize,
+        trial: String,
+        last: Box<CollectorError>,
+    },
 }

@@ -86,10 +86,7 @@ pub async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Context>) -> Result<Act
 pub fn error_policy(obj: Arc<DynamicObject>, error: &OperatorError, ctx: Arc<Context>) -> Action {
     ctx.metrics.failed("experiment");
     let delay = ctx.backoff.next(&key(&obj));
-    eprintln!(
-        "warning: experiment {}: {error}; retrying in {delay:?}",
-        key(&obj)
-    );
+    tracing::warn!("experiment {}: {error}; retrying in {delay:?}", key(&obj));
     Action::requeue(delay)
 }
 
@@ -410,9 +407,9 @@ fn checked_experiment(
         .and_then(|m| m.collector.as_ref())
         .and_then(|c| c.kind.clone())
         .unwrap_or_else(|| "StdOut".into());
-    if !["StdOut", "Push", "File", "TensorFlowEvent"].contains(&collector.as_str()) {
+    if !["StdOut", "Push", "File", "TensorFlowEvent", "Custom"].contains(&collector.as_str()) {
         return Err(format!(
-            "spec.metricsCollectorSpec.collector.kind: value {collector:?} is not supported by the operator; hint: use StdOut (the primary container's log is followed), File or TensorFlowEvent (read by an injected sidecar) or Push"
+            "spec.metricsCollectorSpec.collector.kind: value {collector:?} is not supported by the operator; hint: use StdOut (the primary container's log is followed), File or TensorFlowEvent (read by an injected sidecar), Custom (your collector container, injected beside the trial) or Push"
         ));
     }
     let paths = LocalPaths {
@@ -784,8 +781,8 @@ async fn early_stop(
             .first()
             .and_then(|l| l.obj.owner_references().first().map(|o| o.name.clone()))
             .unwrap_or_default();
-        eprintln!(
-            "warning: experiment {ns}/{experiment}: early stopping {algorithm:?} is not available in this operator; trials run to completion"
+        tracing::warn!(
+            "experiment {ns}/{experiment}: early stopping {algorithm:?} is not available in this operator; trials run to completion"
         );
         return Ok(());
     };

@@ -50,17 +50,14 @@ pub async fn elect(
         {
             Ok(Ok(held)) => held,
             Ok(Err(e)) => {
-                eprintln!(
-                    "warning: leader lease {}/{}: {e}",
-                    config.namespace, config.name
-                );
+                tracing::warn!("leader lease {}/{}: {e}", config.namespace, config.name);
                 false
             }
             // A round that hangs must not keep a holder leading past its lease, or two
             // replicas reconcile at once (client-go's RenewDeadline).
             Err(_) => {
-                eprintln!(
-                    "warning: leader lease {}/{}: no answer within {:?}; stepping down",
+                tracing::warn!(
+                    "leader lease {}/{}: no answer within {:?}; stepping down",
                     config.namespace,
                     config.name,
                     renew_deadline(&config)
@@ -88,13 +85,15 @@ pub async fn elect(
     // have expired anyway.
     match tokio::time::timeout(config.lease_duration, release(&api, &config)).await {
         Ok(Ok(())) => {}
-        Ok(Err(e)) => eprintln!(
-            "warning: leader lease {}/{}: cannot release it, the other replicas wait for it to expire: {e}",
-            config.namespace, config.name
+        Ok(Err(e)) => tracing::warn!(
+            "leader lease {}/{}: cannot release it, the other replicas wait for it to expire: {e}",
+            config.namespace,
+            config.name
         ),
-        Err(_) => eprintln!(
-            "warning: leader lease {}/{}: no answer to the release, the other replicas wait for it to expire",
-            config.namespace, config.name
+        Err(_) => tracing::warn!(
+            "leader lease {}/{}: no answer to the release, the other replicas wait for it to expire",
+            config.namespace,
+            config.name
         ),
     }
 }

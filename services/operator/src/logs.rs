@@ -98,10 +98,7 @@ impl Followers {
         let flag = done.clone();
         let handle = tokio::spawn(async move {
             if let Err(e) = follow(client, store, &target, &wake).await {
-                eprintln!(
-                    "warning: trial {}: metrics from the pod log: {e}",
-                    target.trial
-                );
+                tracing::warn!("trial {}: metrics from the pod log: {e}", target.trial);
             }
             flag.store(true, Ordering::SeqCst);
             (wake.wake)();

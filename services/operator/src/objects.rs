@@ -214,10 +214,7 @@ pub async fn publish(
         secondary: None,
     };
     if let Err(e) = ctx.recorder.publish(&event, &reference).await {
-        eprintln!(
-            "warning: cannot publish event {reason} for {}: {e}",
-            obj.name_any()
-        );
+        tracing::warn!("cannot publish event {reason} for {}: {e}", obj.name_any());
     }
 }
 

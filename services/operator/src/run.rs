@@ -163,9 +163,11 @@ async fn served(client: &Client, ns: &Option<String>, kind: &crate::jobs::TrialK
     match api.list(&kube::api::ListParams::default().limit(1)).await {
         Ok(_) => true,
         Err(kube::Error::Api(e)) if e.code == 404 => {
-            eprintln!(
+            tracing::info!(
                 "note: {}.{}.{} is not served by the API server (CRD not installed?); its jobs are not watched",
-                kind.kind, kind.version, kind.group
+                kind.kind,
+                kind.version,
+                kind.group
             );
             false
         }
@@ -177,7 +179,7 @@ async fn served(client: &Client, ns: &Option<String>, kind: &crate::jobs::TrialK
 fn report(controller: &str, e: &dyn std::fmt::Display) {
     // Reconcile errors were already reported by error_policy; these are watch failures and
     // objects that vanished, worth a line but not a stop.
-    eprintln!("warning: {controller} controller: {e}");
+    tracing::warn!("{controller} controller: {e}");
 }
 
 /// Runs the controllers whenever this replica leads, until `shutdown` completes. Losing the

@@ -100,17 +100,22 @@ impl Collection {
     /// The directory the shared volume is mounted at: the file's directory, or the event
     /// directory itself (as Katib's webhook mounts them).
     fn mount_dir(&self) -> String {
-        let trimmed = self.path.trim_end_matches('/');
-        if self.kind == "File" {
-            match trimmed.rsplit_once('/') {
-                Some(("", _)) | None => "/".into(),
-                Some((dir, _)) => dir.into(),
-            }
-        } else if trimmed.is_empty() {
-            "/".into()
-        } else {
-            trimmed.into()
+        mount_dir(&self.path, self.kind == "File")
+    }
+}
+
+/// The directory a metrics path is shared through: a file's directory, or the directory itself.
+fn mount_dir(path: &str, is_file: bool) -> String {
+    let trimmed = path.trim_end_matches('/');
+    if is_file {
+        match trimmed.rsplit_once('/') {
+            Some(("", _)) | None => "/".into(),
+            Some((dir, _)) => dir.into(),
         }
+    } else if trimmed.is_empty() {
+        "/".into()
+    } else {
+        trimmed.into()
     }
 }
 
@@ -121,22 +126,40 @@ pub fn metrics_location(spec: &TrialSpec) -> Option<(&'static str, String)> {
 }
 
 /// `run_spec` with the collector sidecar in its primary pod templates when the trial's
-/// collector is File or TensorFlowEvent; unchanged otherwise.
+/// collector is File or TensorFlowEvent, or with the user's own collector container when it is
+/// Custom; unchanged otherwise.
 pub fn inject(
     config: &OperatorConfig,
     spec: &TrialSpec,
     trial: &str,
     mut run_spec: Value,
 ) -> Value {
+    if let Some(custom) = custom_collector(spec) {
+        let dir = custom_metrics_dir(spec);
+        for (template, _) in primary_templates(spec, &mut run_spec) {
+            add_custom(config, spec, trial, &custom, dir.as_deref(), template);
+        }
+        return run_spec;
+    }
     let Some(collection) = Collection::of(spec) else {
         return run_spec;
     };
+    for (template, runtime) in primary_templates(spec, &mut run_spec) {
+        add_sidecar(config, spec, trial, &collection, template, &runtime);
+    }
+    run_spec
+}
+
+/// The pod templates that can make the trial's primary pod, each with the primary labels the
+/// job's controller adds to the pod itself (so a sidecar has to check them at run time).
+fn primary_templates<'a>(
+    spec: &TrialSpec,
+    run_spec: &'a mut Value,
+) -> Vec<(&'a mut Value, Vec<(String, String)>)> {
     let wanted = spec.primary_pod_labels.clone().unwrap_or_default();
     let mut templates = Vec::new();
-    find_templates(&mut run_spec, None, &mut templates);
-    // Which templates can make the primary pod, and which primary labels the job's
-    // controller adds to the pod itself (so the sidecar has to check them at run time).
-    let mut chosen: Vec<(&mut Value, Vec<(String, String)>)> = Vec::new();
+    find_templates(run_spec, None, &mut templates);
+    let mut chosen = Vec::new();
     let replica_types: Vec<String> = templates.iter().filter_map(|(_, t)| t.clone()).collect();
     let primary_type = PRIMARY_REPLICA_TYPES
         .iter()
@@ -170,10 +193,7 @@ pub fn inject(
             chosen.push((template, runtime));
         }
     }
-    for (template, runtime) in chosen {
-        add_sidecar(config, spec, trial, &collection, template, &runtime);
-    }
-    run_spec
+    chosen
 }
 
 /// Every pod template (an object with `spec.containers` under a `template` key) with the
@@ -228,6 +248,70 @@ fn covers(mount: &str, dir: &str) -> bool {
             .is_some_and(|rest| rest.starts_with('/'))
 }
 
+/// The index of the training container in a pod spec.
+fn main_container(spec: &TrialSpec, pod: &serde_json::Map<String, Value>) -> usize {
+    let containers = pod
+        .get("containers")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    primary_container(&containers, spec.primary_container_name.as_deref())
+}
+
+/// The mount through which the training container (index `main`) shares `dir`: a volume it
+/// already mounts over the directory, as it is; otherwise an emptyDir added to the pod and
+/// mounted at the directory in the training container. `None` for a malformed pod.
+fn share_metrics_dir(
+    pod: &mut serde_json::Map<String, Value>,
+    main: usize,
+    dir: &str,
+) -> Option<Value> {
+    let existing = pod
+        .get("containers")
+        .and_then(Value::as_array)
+        .and_then(|cs| cs.get(main))
+        .and_then(|c| c.get("volumeMounts"))
+        .and_then(Value::as_array)
+        .and_then(|mounts| {
+            mounts
+                .iter()
+                .filter(|m| m["mountPath"].as_str().is_some_and(|p| covers(p, dir)))
+                .max_by_key(|m| m["mountPath"].as_str().map_or(0, str::len))
+                .cloned()
+        });
+    if let Some(mut m) = existing {
+        if let Some(m) = m.as_object_mut() {
+            m.remove("readOnly");
+        }
+        return Some(m);
+    }
+    let volumes = pod
+        .entry("volumes")
+        .or_insert_with(|| json!([]))
+        .as_array_mut()?;
+    let taken = |n: &str| volumes.iter().any(|v| v["name"] == n);
+    let mut volume = METRICS_VOLUME.to_string();
+    let mut i = 1;
+    while taken(&volume) {
+        volume = format!("{METRICS_VOLUME}-{i}");
+        i += 1;
+    }
+    volumes.push(json!({"name": volume, "emptyDir": {}}));
+    let mount = json!({"name": volume, "mountPath": dir});
+    if let Some(c) = pod
+        .get_mut("containers")
+        .and_then(Value::as_array_mut)
+        .and_then(|cs| cs.get_mut(main))
+        .and_then(Value::as_object_mut)
+    {
+        let mounts = c.entry("volumeMounts").or_insert_with(|| json!([]));
+        if let Some(mounts) = mounts.as_array_mut() {
+            mounts.push(mount.clone());
+        }
+    }
+    Some(mount)
+}
+
 fn add_sidecar(
     config: &OperatorConfig,
     spec: &TrialSpec,
@@ -252,60 +336,9 @@ fn add_sidecar(
         return;
     }
     let dir = collection.mount_dir();
-    let containers = pod
-        .get("containers")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    let main = primary_container(&containers, spec.primary_container_name.as_deref());
-    // A volume the training container already mounts over the metrics directory is shared
-    // as it is; otherwise an emptyDir is added and mounted at the directory in both.
-    let existing = containers
-        .get(main)
-        .and_then(|c| c.get("volumeMounts"))
-        .and_then(Value::as_array)
-        .and_then(|mounts| {
-            mounts
-                .iter()
-                .filter(|m| m["mountPath"].as_str().is_some_and(|p| covers(p, &dir)))
-                .max_by_key(|m| m["mountPath"].as_str().map_or(0, str::len))
-                .cloned()
-        });
-    let mount = match existing {
-        Some(mut m) => {
-            if let Some(m) = m.as_object_mut() {
-                m.remove("readOnly");
-            }
-            m
-        }
-        None => {
-            let volumes = pod
-                .entry("volumes")
-                .or_insert_with(|| json!([]))
-                .as_array_mut();
-            let Some(volumes) = volumes else { return };
-            let taken = |n: &str| volumes.iter().any(|v| v["name"] == n);
-            let mut volume = METRICS_VOLUME.to_string();
-            let mut i = 1;
-            while taken(&volume) {
-                volume = format!("{METRICS_VOLUME}-{i}");
-                i += 1;
-            }
-            volumes.push(json!({"name": volume, "emptyDir": {}}));
-            let mount = json!({"name": volume, "mountPath": dir});
-            if let Some(c) = pod
-                .get_mut("containers")
-                .and_then(Value::as_array_mut)
-                .and_then(|cs| cs.get_mut(main))
-                .and_then(Value::as_object_mut)
-            {
-                let mounts = c.entry("volumeMounts").or_insert_with(|| json!([]));
-                if let Some(mounts) = mounts.as_array_mut() {
-                    mounts.push(mount.clone());
-                }
-            }
-            mount
-        }
+    let main = main_container(spec, pod);
+    let Some(mount) = share_metrics_dir(pod, main, &dir) else {
+        return;
     };
 
     let mut args: Vec<String> = vec![
@@ -376,6 +409,95 @@ fn add_sidecar(
     if let Some(init) = init.as_array_mut() {
         init.push(sidecar);
     }
+}
+
+/// The user's collector container, when the trial's collector is Custom.
+fn custom_collector(spec: &TrialSpec) -> Option<Value> {
+    let collector = spec.metrics_collector.as_ref()?.collector.as_ref()?;
+    if collector.kind.as_deref() != Some("Custom") {
+        return None;
+    }
+    collector.custom_collector.clone()
+}
+
+/// The directory a Custom collector shares with the training container: the one of
+/// `source.fileSystemPath`, when given (Katib shares nothing otherwise).
+fn custom_metrics_dir(spec: &TrialSpec) -> Option<String> {
+    let mc = spec.metrics_collector.as_ref()?;
+    let fsp = mc.source.as_ref()?.file_system_path.as_ref()?;
+    let path = fsp.path.as_deref().filter(|p| !p.is_empty())?;
+    Some(mount_dir(path, fsp.kind.as_deref() != Some("Directory")))
+}
+
+/// Adds the user's collector container beside the training container, as Katib's webhook
+/// does: an ordinary container of the pod (it reports to the DBManager itself and ends by
+/// itself), the metrics directory shared when there is one, and where to report in its
+/// environment (what it sets itself is kept).
+fn add_custom(
+    config: &OperatorConfig,
+    spec: &TrialSpec,
+    trial: &str,
+    custom: &Value,
+    dir: Option<&str>,
+    template: &mut Value,
+) {
+    let Some(pod) = template.get_mut("spec").and_then(Value::as_object_mut) else {
+        return;
+    };
+    let mut collector = custom.clone();
+    let Some(c) = collector.as_object_mut() else {
+        return;
+    };
+    let name = c
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or(COLLECTOR_NAME)
+        .to_string();
+    c.insert("name".into(), Value::String(name.clone()));
+    let already = pod
+        .get("containers")
+        .and_then(Value::as_array)
+        .is_some_and(|a| a.iter().any(|c| c["name"] == name.as_str()));
+    if already {
+        return;
+    }
+    if let Some(dir) = dir {
+        let main = main_container(spec, pod);
+        let Some(mount) = share_metrics_dir(pod, main, dir) else {
+            return;
+        };
+        let mounts = c.entry("volumeMounts").or_insert_with(|| json!([]));
+        if let Some(mounts) = mounts.as_array_mut() {
+            mounts.push(mount);
+        }
+    }
+    let env = c.entry("env").or_insert_with(|| json!([]));
+    if let Some(env) = env.as_array_mut() {
+        for (k, v) in custom_env(config, trial) {
+            if !env.iter().any(|e| e["name"] == k) {
+                env.push(json!({"name": k, "value": v}));
+            }
+        }
+    }
+    if let Some(containers) = pod.get_mut("containers").and_then(Value::as_array_mut) {
+        containers.push(collector);
+    }
+}
+
+/// Where a Custom collector reports: Vernier's variable, Katib's `KATIB_DB_MANAGER_SERVICE_*`
+/// (`IP.NAMESPACE:PORT`, so an empty namespace), and the trial's name.
+fn custom_env(config: &OperatorConfig, trial: &str) -> Vec<(&'static str, String)> {
+    let address = config.db_manager_address.clone();
+    let mut env = vec![
+        ("VERNIER_DB_MANAGER_ADDRESS", address.clone()),
+        ("KATIB_TRIAL_NAME", trial.to_string()),
+    ];
+    if let Some((host, port)) = address.rsplit_once(':') {
+        env.push(("KATIB_DB_MANAGER_SERVICE_IP", host.to_string()));
+        env.push(("KATIB_DB_MANAGER_SERVICE_PORT", port.to_string()));
+        env.push(("KATIB_DB_MANAGER_SERVICE_NAMESPACE", String::new()));
+    }
+    env
 }
 
 #[cfg(test)]
@@ -552,6 +674,50 @@ mod tests {
                 "training.kubeflow.org/job-role=$(VERNIER_PRIMARY_LABEL_0)"
             ]
         );
+    }
+
+    #[test]
+    fn a_custom_collector_joins_the_pod_with_the_metrics_directory_and_the_db_manager() {
+        let spec = trial(
+            json!({"collector": {"kind": "Custom", "customCollector": {
+                "name": "my-collector", "image": "reg.example/collector:1",
+                "args": ["-path", "/katib/mnist.log"],
+                "env": [{"name": "KATIB_TRIAL_NAME", "value": "mine"}]}},
+                "source": {"fileSystemPath": {"path": "/katib/mnist.log", "kind": "File"}}}),
+            None,
+        );
+        let out = inject(&config(), &spec, "exp-abc", job());
+        let pod = &out["spec"]["template"]["spec"];
+        assert!(pod.get("initContainers").is_none());
+        let mount = json!([{"name": "metrics-volume", "mountPath": "/katib"}]);
+        assert_eq!(pod["containers"][1]["volumeMounts"], mount);
+        let collector = &pod["containers"][2];
+        assert_eq!(collector["name"], "my-collector");
+        assert_eq!(collector["image"], "reg.example/collector:1");
+        assert_eq!(collector["args"], json!(["-path", "/katib/mnist.log"]));
+        assert_eq!(collector["volumeMounts"], mount);
+        assert_eq!(
+            collector["env"],
+            json!([
+                {"name": "KATIB_TRIAL_NAME", "value": "mine"},
+                {"name": "VERNIER_DB_MANAGER_ADDRESS", "value": "dbm.ns:6789"},
+                {"name": "KATIB_DB_MANAGER_SERVICE_IP", "value": "dbm.ns"},
+                {"name": "KATIB_DB_MANAGER_SERVICE_PORT", "value": "6789"},
+                {"name": "KATIB_DB_MANAGER_SERVICE_NAMESPACE", "value": ""}
+            ])
+        );
+        // Rendering twice (a retried create) does not add a second collector.
+        assert_eq!(inject(&config(), &spec, "exp-abc", out.clone()), out);
+        // Without a fileSystemPath nothing is shared.
+        let spec = trial(
+            json!({"collector": {"kind": "Custom", "customCollector": {
+                "name": "my-collector", "image": "reg.example/collector:1"}}}),
+            None,
+        );
+        let out = inject(&config(), &spec, "exp-abc", job());
+        let pod = &out["spec"]["template"]["spec"];
+        assert!(pod.get("volumes").is_none());
+        assert!(pod["containers"][2].get("volumeMounts").is_none());
     }
 
     #[test]

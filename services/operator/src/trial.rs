@@ -54,10 +54,7 @@ pub async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Context>) -> Result<Act
 pub fn error_policy(obj: Arc<DynamicObject>, error: &OperatorError, ctx: Arc<Context>) -> Action {
     ctx.metrics.failed("trial");
     let delay = ctx.backoff.next(&key(&obj));
-    eprintln!(
-        "warning: trial {}: {error}; retrying in {delay:?}",
-        key(&obj)
-    );
+    tracing::warn!("trial {}: {error}; retrying in {delay:?}", key(&obj));
     Action::requeue(delay)
 }
 

@@ -10,7 +10,11 @@ fn fixture(name: &str) -> String {
 
 #[test]
 fn katib_examples_are_accepted_unchanged() {
-    for name in ["pytorchjob-mnist.yaml", "tfjob-mnist-with-summaries.yaml"] {
+    for name in [
+        "pytorchjob-mnist.yaml",
+        "tfjob-mnist-with-summaries.yaml",
+        "custom-metrics-collector.yaml",
+    ] {
         let text = fixture(name);
         let resource: ExperimentResource =
             yaml_serde::from_str(&text).unwrap_or_else(|e| panic!("{name}: {e}"));

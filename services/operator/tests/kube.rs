@@ -1437,3 +1437,120 @@ async fn pbt_trials_get_checkpoint_directories_on_the_experiment_claim() {
     op.stop().await;
     env.shutdown().await;
 }
+
+/// Katib's Custom collector shape, with a command the simulated pod never runs.
+const CUSTOM_COLLECTOR: &str = r#"apiVersion: kubeflow.org/v1beta1
+kind: Experiment
+metadata:
+  name: custom
+  namespace: default
+spec:
+  maxTrialCount: 1
+  parallelTrialCount: 1
+  objective:
+    type: maximize
+    objectiveMetricName: accuracy
+  metricsCollectorSpec:
+    source:
+      fileSystemPath:
+        path: /katib/mnist.log
+        kind: File
+    collector:
+      kind: Custom
+      customCollector:
+        name: custom-metrics-logger-and-collector
+        image: registry.example/collector:1
+        args: [-m, accuracy, -path, /katib/mnist.log]
+        env:
+          - name: TrialNamePrefix
+            valueFrom:
+              fieldRef: {fieldPath: metadata.name}
+  algorithm:
+    algorithmName: random
+  parameters:
+    - name: lr
+      parameterType: double
+      feasibleSpace:
+        min: "0.01"
+        max: "0.05"
+  trialTemplate:
+    primaryContainerName: training-container
+    trialParameters:
+      - name: learningRate
+        reference: lr
+    trialSpec:
+      apiVersion: batch/v1
+      kind: Job
+      spec:
+        template:
+          spec:
+            restartPolicy: Never
+            containers:
+              - name: training-container
+                image: registry.example/train:1
+                command: [python3, train.py, "--lr=${trialParameters.learningRate}"]
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_custom_collector_is_injected_beside_the_training_container() {
+    // The job is only looked at, so it hangs.
+    let env = Env::start(SimulationOptions {
+        default_outcome: Outcome::Hang,
+        ..SimulationOptions::default()
+    })
+    .await;
+    let op = env.operator("replica-a");
+    env.create(CUSTOM_COLLECTOR).await;
+    let jobs: Api<DynamicObject> = Api::namespaced_with(
+        env.client.clone(),
+        "default",
+        &kube::api::ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk("batch", "v1", "Job")),
+    );
+    let selector = ListParams::default().labels("katib.kubeflow.org/experiment=custom");
+    let found = wait_until(
+        "the trial's Job",
+        || async { jobs.list(&selector).await.expect("jobs").items },
+        |items| !items.is_empty(),
+    )
+    .await;
+    let job = serde_json::to_value(&found[0]).expect("json");
+    let pod = &job["spec"]["template"]["spec"];
+    let mount = serde_json::json!([{"name": "metrics-volume", "mountPath": "/katib"}]);
+    assert_eq!(
+        pod["volumes"],
+        serde_json::json!([{"name": "metrics-volume", "emptyDir": {}}])
+    );
+    assert_eq!(pod["containers"][0]["volumeMounts"], mount, "{job:#}");
+    let collector = &pod["containers"][1];
+    assert_eq!(collector["name"], "custom-metrics-logger-and-collector");
+    assert_eq!(collector["image"], "registry.example/collector:1");
+    assert_eq!(
+        collector["args"],
+        serde_json::json!(["-m", "accuracy", "-path", "/katib/mnist.log"])
+    );
+    assert_eq!(collector["volumeMounts"], mount);
+    let env_vars = collector["env"].as_array().expect("env");
+    let value = |name: &str| {
+        env_vars
+            .iter()
+            .find(|e| e["name"] == name)
+            .unwrap_or_else(|| panic!("{name} in {collector:#}"))
+            .clone()
+    };
+    assert!(value("TrialNamePrefix").get("valueFrom").is_some());
+    let trial = env.trials_of("custom").await;
+    let trial = trial[0].name_any();
+    assert_eq!(value("KATIB_TRIAL_NAME")["value"], trial.as_str());
+    let address = value("VERNIER_DB_MANAGER_ADDRESS")["value"].clone();
+    let (host, port) = address
+        .as_str()
+        .and_then(|a| a.rsplit_once(':'))
+        .expect("HOST:PORT");
+    assert_eq!(value("KATIB_DB_MANAGER_SERVICE_IP")["value"], host);
+    assert_eq!(value("KATIB_DB_MANAGER_SERVICE_PORT")["value"], port);
+    assert!(pod.get("initContainers").is_none(), "{job:#}");
+    let exp = experiment_json(&env, "custom").await;
+    assert!(condition(&exp, "Failed").is_none(), "{exp:#}");
+    op.stop().await;
+    env.shutdown().await;
+}

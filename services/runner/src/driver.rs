@@ -629,6 +629,10 @@ fn unavailable_hint(source: &MetricSource, metric: &str) -> String {
             "call report_metrics({{\"{metric}\": 0.5}}, db_manager_address=os.environ[\"{}\"]) from the Katib SDK, or send DBManager.ReportObservationLog to that address",
             crate::hooks::PUSH_ADDRESS_ENV
         ),
+        MetricSource::Custom(_) => format!(
+            "have the custom collector report {metric:?} with DBManager.ReportObservationLog to ${} (its output is in the trial's log)",
+            crate::hooks::PUSH_ADDRESS_ENV
+        ),
     }
 }
 

@@ -1,6 +1,7 @@
 //! What the local driver needs from an Experiment spec, derived once: search space, objective,
 //! limits, algorithm, metrics collection, and how to turn an assignment into a command line.
 
+use crate::custom::CustomCollector;
 use crate::error::RunnerError;
 use crate::process::{Collection, MetricSource, TrialCommand};
 use std::path::{Path, PathBuf};
@@ -82,7 +83,10 @@ impl LocalExperiment {
             .unwrap_or_default();
         let filter = MetricsFilter::from_formats(&formats)?;
         let source_spec = collector.and_then(|m| m.source.as_ref());
-        let (source, metrics_path) = metric_source(&kind, source_spec)?;
+        let custom = collector
+            .and_then(|m| m.collector.as_ref())
+            .and_then(|c| c.custom_collector.as_ref());
+        let (source, metrics_path) = metric_source(&kind, custom, source_spec)?;
         Ok(LocalExperiment {
             name: spec.name().to_string(),
             collection: Collection {
@@ -161,19 +165,15 @@ impl LocalExperiment {
             Some(spec_path) => {
                 let local = self.local_metrics_path(metrics_key, spec_path);
                 // The same YAML must work on a laptop: wherever the spec's absolute path appears
-                // in the command or environment, the trial's own copy is used instead. A
-                // directory is matched without its trailing '/', so `/var/log/katib/tfevent/`
-                // in the spec also maps `--logdir=/var/log/katib/tfevent/train` and
-                // `/var/log/katib/tfevent` as written in the command.
-                let from = trim_dir_slash(spec_path);
-                let local_text = local.display().to_string();
-                let to = trim_dir_slash(&local_text);
+                // in the command or environment, the trial's own copy is used instead.
+                let to = local.display().to_string();
                 for arg in argv.iter_mut() {
-                    *arg = arg.replace(from, to);
+                    *arg = map_spec_path(arg, spec_path, &to);
                 }
                 for (_, value) in env.iter_mut() {
-                    *value = value.replace(from, to);
+                    *value = map_spec_path(value, spec_path, &to);
                 }
+                let to = trim_dir_slash(&to);
                 let var = if self.collection.source == MetricSource::TfEventDir {
                     METRICS_DIR_ENV
                 } else {
@@ -220,6 +220,13 @@ fn template_error(trial: &str, source: SpecError) -> RunnerError {
     }
 }
 
+/// `text` with the collector's spec path `from` replaced by the trial's copy `to`. A directory
+/// is matched without its trailing '/', so `/var/log/katib/tfevent/` in the spec also maps
+/// `--logdir=/var/log/katib/tfevent/train` and `/var/log/katib/tfevent` as written.
+pub(crate) fn map_spec_path(text: &str, from: &str, to: &str) -> String {
+    text.replace(trim_dir_slash(from), trim_dir_slash(to))
+}
+
 /// `path` without trailing slashes, unless that would leave nothing (`/`).
 fn trim_dir_slash(path: &str) -> &str {
     let trimmed = path.trim_end_matches('/');
@@ -230,6 +237,7 @@ fn trim_dir_slash(path: &str) -> &str {
 /// directory the trial writes, if any.
 fn metric_source(
     kind: &str,
+    custom: Option<&serde_json::Value>,
     source: Option<&SourceSpec>,
 ) -> Result<(MetricSource, Option<String>), RunnerError> {
     let fsp = source.and_then(|s| s.file_system_path.as_ref());
@@ -293,13 +301,13 @@ fn metric_source(
         }
         "Push" => (MetricSource::Pushed, None),
         "Custom" => {
-            return Err(unsupported(
-                "collector kind \"Custom\" cannot run locally: its collector is a container image that Vernier does not start\nhint: have the trial print `name=value` lines (kind StdOut), write a metrics file (kind File) or event files (kind TensorFlowEvent), or serve /metrics (kind PrometheusMetric)".to_string(),
-            ));
+            let spec_path = fsp.and_then(|f| f.path.clone()).filter(|p| !p.is_empty());
+            let collector = CustomCollector::of(custom, spec_path.clone());
+            (MetricSource::Custom(collector), spec_path)
         }
         other => {
             return Err(unsupported(format!(
-                "collector kind {other:?} cannot run locally\nhint: use StdOut, File, TensorFlowEvent, PrometheusMetric or Push"
+                "collector kind {other:?} cannot run locally\nhint: use StdOut, File, TensorFlowEvent, PrometheusMetric, Push or Custom"
             )));
         }
     })

@@ -124,15 +124,15 @@ pub fn apply_push_env(launch: &mut TrialLaunch, hooks: &RunHooks) {
     }
 }
 
-/// With the `Push` collector nothing is parsed locally: the metrics a trial reported are the
-/// ones that reached the store through the DBManager endpoint.
+/// With the `Push` and `Custom` collectors nothing is parsed locally: the metrics a trial
+/// reported are the ones that reached the store through the DBManager endpoint.
 pub async fn note_pushed_metrics(
     store: &SqlStore,
     source: &MetricSource,
     trial: &str,
     report: &mut ProcessReport,
 ) -> Result<(), RunnerError> {
-    if *source == MetricSource::Pushed {
+    if matches!(source, MetricSource::Pushed | MetricSource::Custom(_)) {
         for o in store.observations(trial, None, None, None).await? {
             report.metrics_seen.insert(o.metric);
         }

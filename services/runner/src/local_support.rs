@@ -28,6 +28,7 @@ impl LocalVerdict {
 /// substitution, exactly as each trial would be run.
 pub fn local_verdict(exp: &Experiment) -> LocalVerdict {
     let mut verdict = LocalVerdict::default();
+    verdict.refused.extend(crate::custom::local_refusal(exp));
     let Some(tt) = exp.spec.trial_template.as_ref() else {
         return verdict;
     };

@@ -2,19 +2,20 @@
 //! a log file, metric lines parsed and recorded as they arrive, and a stop that reaches every
 //! process of the trial.
 
+use crate::custom::CustomCollector;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use std::collections::HashSet;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::process::Command;
 use tokio::sync::{mpsc, watch};
 use vernier_collector::{
-    FileFollower, LineReader, MetricsFilter, ScrapeFailure, TfEventFollower, parse_exposition,
-    parse_json_line, scrape,
+    FollowedSource, LineReader, MetricsFilter, ReadSink, ScrapeFailure, SourceFormat, SourceRead,
+    follow_until, parse_exposition, scrape,
 };
 use vernier_core::Observation;
 use vernier_store::SqlStore;
@@ -71,6 +72,9 @@ pub enum MetricSource {
     Prometheus { port: u16, path: String },
     /// Nothing is read locally: metrics are pushed to the DBManager API (Katib `Push`).
     Pushed,
+    /// The user's collector runs beside the trial and reports to the DBManager API itself
+    /// (Katib `Custom`).
+    Custom(CustomCollector),
 }
 
 /// How often a Prometheus endpoint is scraped.
@@ -89,33 +93,13 @@ pub struct Collection {
 }
 
 impl Collection {
-    /// Metrics in one line, with the matches that were not numbers (or a malformed JSON line).
-    fn parse(&self, line: &str, json: bool) -> Option<ParsedBatch> {
-        let now = now_us();
-        let (metrics, rejected) = if json {
-            match parse_json_line(line, &self.metrics) {
-                Ok(m) => (m, Vec::new()),
-                Err(e) => (Vec::new(), vec![e.to_string()]),
-            }
-        } else {
-            let parsed = self.filter.parse_line(line, &self.metrics);
-            let rejected = parsed
-                .rejected
-                .into_iter()
-                .map(|r| format!("{}={}", r.name, r.raw))
-                .collect();
-            (parsed.metrics, rejected)
-        };
-        if metrics.is_empty() && rejected.is_empty() {
-            return None;
-        }
-        Some(ParsedBatch {
-            observations: metrics
-                .into_iter()
-                .map(|m| m.into_observation(now))
-                .collect(),
-            rejected,
-            exact_time: false,
+    /// Metrics in one output line, with the matches that were not numbers.
+    fn parse(&self, line: &str) -> Option<ParsedBatch> {
+        let parsed = self.filter.parse_line(line, &self.metrics);
+        ParsedBatch::of(SourceRead {
+            metrics: parsed.metrics,
+            rejected: parsed.rejected,
+            ..SourceRead::default()
         })
     }
 }
@@ -185,7 +169,7 @@ pub async fn run_process(
     } else {
         std::fs::File::create(&cmd.log_path)
     };
-    let log = match opened {
+    let log: SharedLog = match opened {
         Ok(f) => Arc::new(Mutex::new(std::io::BufWriter::new(f))),
         Err(e) => {
             report.end = ProcessEnd::SpawnFailed(format!(
@@ -258,33 +242,29 @@ pub async fn run_process(
         )));
     }
     let (ended_tx, ended_rx) = watch::channel(false);
-    match (&collection.source, cmd.metrics_path.clone()) {
-        (MetricSource::TfEventDir, Some(dir)) => {
-            readers.push(tokio::spawn(follow_event_dir(
-                dir,
-                collection.metrics.clone(),
-                tx.clone(),
-                ended_rx,
-            )));
-        }
-        (MetricSource::TextFile | MetricSource::JsonFile, Some(path)) => {
-            readers.push(tokio::spawn(follow_file(
-                path,
-                collection.clone(),
-                tx.clone(),
-                ended_rx,
-            )));
-        }
-        (MetricSource::Prometheus { port, path }, _) => {
-            readers.push(tokio::spawn(scrape_while_running(
-                *port,
-                path.clone(),
-                collection.metrics.clone(),
-                tx.clone(),
-                ended_rx,
-            )));
-        }
-        _ => {}
+    let collector = match &collection.source {
+        MetricSource::Custom(custom) => Some(tokio::spawn(crate::custom::run_beside(
+            custom.command_for(&cmd),
+            cmd.work_dir.clone(),
+            log.clone(),
+            ended_rx.clone(),
+        ))),
+        _ => None,
+    };
+    let followed = cmd
+        .metrics_path
+        .as_deref()
+        .and_then(|path| followed_source(&collection, path));
+    if let Some(source) = followed {
+        readers.push(tokio::spawn(follow(source, tx.clone(), ended_rx)));
+    } else if let MetricSource::Prometheus { port, path } = &collection.source {
+        readers.push(tokio::spawn(scrape_while_running(
+            *port,
+            path.clone(),
+            collection.metrics.clone(),
+            tx.clone(),
+            ended_rx,
+        )));
     }
     drop(tx);
 
@@ -322,6 +302,10 @@ pub async fn run_process(
         }
     }
     signal_group(pgid, Signal::SIGKILL);
+    if let Some(collector) = collector {
+        // It reports to the store itself: the trial is judged once it is done.
+        let _ = collector.await;
+    }
     if let Some(path) = &cmd.pid_file {
         let _ = std::fs::remove_file(path);
     }
@@ -374,7 +358,7 @@ fn exit_kind(status: std::process::ExitStatus) -> ProcessEnd {
     }
 }
 
-fn signal_group(pgid: Option<Pid>, signal: Signal) {
+pub(crate) fn signal_group(pgid: Option<Pid>, signal: Signal) {
     if let Some(pgid) = pgid {
         // ESRCH (the group is already gone) is the common, harmless case.
         let _ = killpg(pgid, signal);
@@ -411,7 +395,10 @@ async fn stop_group(
     }
 }
 
-fn write_log(log: &Mutex<std::io::BufWriter<std::fs::File>>, bytes: &[u8]) {
+/// A trial's log file, written by every reader of its output.
+pub(crate) type SharedLog = Arc<Mutex<std::io::BufWriter<std::fs::File>>>;
+
+pub(crate) fn write_log(log: &Mutex<std::io::BufWriter<std::fs::File>>, bytes: &[u8]) {
     if let Ok(mut f) = log.lock() {
         // A full disk must not kill the trial; its metrics still reach the store.
         let _ = f.write_all(bytes);
@@ -428,11 +415,36 @@ struct ParsedBatch {
     exact_time: bool,
 }
 
+impl ParsedBatch {
+    /// What a read of a followed source records; `None` when it found nothing.
+    fn of(read: SourceRead) -> Option<ParsedBatch> {
+        if read.is_empty() {
+            return None;
+        }
+        let now = now_us();
+        let mut rejected: Vec<String> = read
+            .rejected
+            .into_iter()
+            .map(|r| format!("{}={}", r.name, r.raw))
+            .collect();
+        rejected.extend(read.warnings);
+        Some(ParsedBatch {
+            observations: read
+                .metrics
+                .into_iter()
+                .map(|m| m.into_observation(now))
+                .collect(),
+            rejected,
+            exact_time: read.exact_time,
+        })
+    }
+}
+
 /// Reads one output stream: raw bytes to the log, parsed metrics to the recorder when metrics
 /// come from the output.
 async fn pump<R: tokio::io::AsyncRead + Unpin>(
     reader: R,
-    log: Arc<Mutex<std::io::BufWriter<std::fs::File>>>,
+    log: SharedLog,
     collection: Collection,
     tx: mpsc::Sender<ParsedBatch>,
 ) {
@@ -440,7 +452,7 @@ async fn pump<R: tokio::io::AsyncRead + Unpin>(
     let mut lines = LineReader::new(reader);
     let mut on_raw = |raw: &[u8]| write_log(&log, raw);
     while let Ok(Some(line)) = lines.next_line(&mut on_raw).await {
-        if parse && let Some(batch) = collection.parse(&line, false) {
+        if parse && let Some(batch) = collection.parse(&line) {
             // Waiting here when the recorder is behind is the back-pressure: the trial then
             // waits on its pipe.
             let _ = tx.send(batch).await;
@@ -448,94 +460,41 @@ async fn pump<R: tokio::io::AsyncRead + Unpin>(
     }
 }
 
-/// Follows the trial's metrics file until the trial has ended, then reads what is left.
-async fn follow_file(
-    path: PathBuf,
-    collection: Collection,
-    tx: mpsc::Sender<ParsedBatch>,
-    mut ended: watch::Receiver<bool>,
-) {
-    let json = collection.source == MetricSource::JsonFile;
-    let mut follower = FileFollower::new(&path);
-    loop {
-        let last_pass = *ended.borrow();
-        let lines = match follower.poll() {
-            Ok(lines) => lines,
-            Err(e) => {
-                let _ = tx
-                    .send(ParsedBatch {
-                        observations: Vec::new(),
-                        rejected: vec![format!("cannot read metrics file {}: {e}", path.display())],
-                        exact_time: false,
-                    })
-                    .await;
-                Vec::new()
-            }
-        };
-        for line in lines {
-            if let Some(batch) = collection.parse(&line, json) {
-                let _ = tx.send(batch).await;
-            }
-        }
-        if last_pass {
-            if let Some(line) = follower.finish()
-                && let Some(batch) = collection.parse(&line, json)
-            {
-                let _ = tx.send(batch).await;
-            }
-            return;
-        }
-        tokio::select! {
-            _ = tokio::time::sleep(FILE_POLL) => {}
-            _ = ended.changed() => {}
-        }
-    }
+/// The metrics file or event directory the trial writes, when the collector follows one.
+fn followed_source(collection: &Collection, path: &Path) -> Option<FollowedSource> {
+    let format = match collection.source {
+        MetricSource::TextFile => SourceFormat::Text(collection.filter.clone()),
+        MetricSource::JsonFile => SourceFormat::Json,
+        MetricSource::TfEventDir => SourceFormat::Events,
+        _ => return None,
+    };
+    Some(FollowedSource::new(
+        path,
+        format,
+        collection.metrics.clone(),
+    ))
 }
 
-/// Follows the trial's event directory until the trial has ended, then reads what is left.
-async fn follow_event_dir(
-    dir: PathBuf,
-    metrics: Vec<String>,
+/// Follows the trial's metrics file or event directory until the trial has ended, then reads
+/// what is left.
+async fn follow(
+    mut source: FollowedSource,
     tx: mpsc::Sender<ParsedBatch>,
     mut ended: watch::Receiver<bool>,
 ) {
-    let mut follower = TfEventFollower::new(&dir, metrics);
-    loop {
-        let last_pass = *ended.borrow();
-        let polled = follower.poll();
-        let mut rejected = polled.rejected;
-        if polled.corrupt_records > 0 {
-            rejected.push(format!(
-                "{} corrupt event record(s) under {} (bad checksum or not an Event)",
-                polled.corrupt_records,
-                dir.display()
-            ));
-        }
-        rejected.extend(polled.errors);
-        if !polled.scalars.is_empty() || !rejected.is_empty() {
-            let observations = polled
-                .scalars
-                .into_iter()
-                .map(|s| Observation {
-                    metric: s.metric,
-                    timestamp_us: s.timestamp_us,
-                    value: s.value,
-                })
-                .collect();
-            let _ = tx
-                .send(ParsedBatch {
-                    observations,
-                    rejected,
-                    exact_time: true,
-                })
-                .await;
-        }
-        if last_pass {
-            return;
-        }
-        tokio::select! {
-            _ = tokio::time::sleep(FILE_POLL) => {}
-            _ = ended.changed() => {}
+    let ended = async move {
+        let _ = ended.wait_for(|ended| *ended).await;
+    };
+    follow_until(&mut source, FILE_POLL, ended, &mut Batches(tx)).await;
+}
+
+/// Reads of a followed source, queued for the recorder.
+struct Batches(mpsc::Sender<ParsedBatch>);
+
+impl ReadSink for Batches {
+    async fn take(&mut self, read: SourceRead, _last: bool) {
+        if let Some(batch) = ParsedBatch::of(read) {
+            let _ = self.0.send(batch).await;
         }
     }
 }

@@ -59,12 +59,9 @@ fn locate<'a>(
     })
 }
 
-/// The parts of one container object (at field path `path`) that local mode runs.
-pub(crate) fn container_from(
-    c: &Value,
-    name: &str,
-    path: &str,
-) -> Result<ContainerSpec, SpecError> {
+/// The parts of one container object (at field path `path`) that local mode runs: the primary
+/// container, or the `Custom` metrics collector's container.
+pub fn container_from(c: &Value, name: &str, path: &str) -> Result<ContainerSpec, SpecError> {
     let strings = |field: &str| -> Result<Vec<String>, SpecError> {
         match c.get(field) {
             None | Some(Value::Null) => Ok(Vec::new()),

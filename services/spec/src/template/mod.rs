@@ -5,7 +5,7 @@
 mod container;
 pub mod replicas;
 
-pub use container::{ContainerSpec, check_primary_container, primary_container};
+pub use container::{ContainerSpec, check_primary_container, container_from, primary_container};
 pub use replicas::{
     JobKind, ReplicaSet, ReplicaSpec, ReplicaType, RestartPolicy, check_replica_set, replica_set,
 };
