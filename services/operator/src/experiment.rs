@@ -27,8 +27,12 @@ use kube::{Resource, ResourceExt};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use vernier_core::{SuggestRequest, Suggestions, TrialState};
-use vernier_runner::names::suggest_seed;
+use vernier_core::{Suggestions, TrialState};
+use vernier_engine::reason::{
+    EXPERIMENT_CREATED, EXPERIMENT_CREATED_MESSAGE, EXPERIMENT_INVALID, EXPERIMENT_RESTARTING,
+    EXPERIMENT_RESTARTING_MESSAGE, EXPERIMENT_RUNNING, EXPERIMENT_RUNNING_MESSAGE,
+};
+use vernier_engine::{SuggestInput, resume, search_ended};
 use vernier_spec::conditions::{set_condition, set_terminal};
 use vernier_spec::plan::{Plan, plan};
 use vernier_spec::status::{ExperimentStatus, OptimalTrial};
@@ -57,7 +61,7 @@ const CLEARABLE: &[&str] = &[
 const RESYNC: Duration = Duration::from_secs(300);
 
 /// Katib's condition reason for an experiment that fails validation.
-pub const INVALID_REASON: &str = "ExperimentInvalid";
+pub const INVALID_REASON: &str = EXPERIMENT_INVALID;
 
 pub async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Context>) -> Result<Action> {
     let started = Instant::now();
@@ -109,8 +113,7 @@ async fn reconcile_experiment(obj: &DynamicObject, ctx: &Context) -> Result<Acti
     let mut p = plan(&exp.objective, exp.limits, &outcomes(&listed), false);
     if p.completion.is_none() && p.request > 0 {
         let suggested = run.suggest(&exp, &listed, p.request)?;
-        let exhausted =
-            suggested.exhausted || (suggested.proposals.is_empty() && p.counts.active() == 0);
+        let exhausted = search_ended(&suggested, p.counts.active() as usize);
         run.save_algorithm_state(suggested.state).await?;
         let batch = Batch {
             ctx,
@@ -149,13 +152,13 @@ struct Ended {
 /// Whether an ended experiment continues (Katib: a LongRunning/FromVolume experiment whose
 /// `maxTrialCount` was raised past its trials).
 fn restartable(exp: &Resolved, status: &ExperimentStatus, ended: &Ended) -> bool {
-    vernier_spec::plan::continues_after_completion(
-        exp.spec.spec.resume_policy.as_deref(),
-        ended.succeeded,
-        &ended.reason,
-        exp.limits.max_trials,
-        status.trials.max(0) as u32,
-    )
+    let ended = resume::Ended {
+        succeeded: ended.succeeded,
+        reason: &ended.reason,
+    };
+    let trials = status.trials.max(0) as u32;
+    exp.resume_policy
+        .continues(ended, exp.limits.max_trials, trials)
 }
 
 /// One reconcile of one experiment: who it is, and its status as read and as being written.
@@ -182,7 +185,7 @@ impl<'a> Run<'a> {
         let mut status = old.clone();
         if !status.conditions.iter().any(|c| c.type_ == "Created") {
             status.start_time.get_or_insert_with(now_rfc3339);
-            let (reason, message) = ("ExperimentCreated", "Experiment is created");
+            let (reason, message) = (EXPERIMENT_CREATED, EXPERIMENT_CREATED_MESSAGE);
             set_condition(
                 &mut status.conditions,
                 "Created",
@@ -219,14 +222,14 @@ impl<'a> Run<'a> {
     async fn restart(&mut self) {
         let conditions = &mut self.status.conditions;
         conditions.retain(|c| c.type_ != "Succeeded" && c.type_ != "Failed");
-        let (reason, message) = ("ExperimentRestarting", "Experiment is restarted");
+        let (reason, message) = (EXPERIMENT_RESTARTING, EXPERIMENT_RESTARTING_MESSAGE);
         set_condition(conditions, "Restarting", true, reason, message, now_us());
         self.status.completion_time = None;
         let note = format!(
             "experiment {} continues: maxTrialCount was raised",
             self.name
         );
-        self.event(false, "ExperimentRestarting", note).await;
+        self.event(false, EXPERIMENT_RESTARTING, note).await;
     }
 
     /// Marks the experiment Failed with the validation errors, once, with a Warning event.
@@ -250,23 +253,22 @@ impl<'a> Run<'a> {
 
     /// The algorithm's proposals for `count` more trials, from the trials so far.
     fn suggest(&self, exp: &Resolved, listed: &[Listed], count: u32) -> Result<Suggestions> {
-        let algorithm_error = |e: vernier_core::CoreError| OperatorError::Algorithm(e.to_string());
+        let algorithm_error =
+            |e: vernier_engine::EngineError| OperatorError::Algorithm(e.to_string());
         let seed = experiment_seed(self.obj, exp);
         let records = records(&exp.space, listed);
-        let settings = vernier_algorithms::with_random_state(&exp.settings, seed);
-        let suggester =
-            vernier_algorithms::build(&exp.algorithm, &settings, &exp.space, &exp.objective)
-                .map_err(|e| OperatorError::Algorithm(e.to_string()))?;
-        let state = self.obj.annotations().get(ALGORITHM_STATE_ANNOTATION);
-        let request = SuggestRequest {
-            space: &exp.space,
-            objective: &exp.objective,
-            trials: &records,
+        let suggester = vernier_engine::build_suggester(exp, seed).map_err(algorithm_error)?;
+        let input = SuggestInput {
+            history: &records,
+            own: records.len(),
             count: count as usize,
-            seed: suggest_seed(seed, records.len()),
-            state: state.map(String::as_str),
+            state: self
+                .obj
+                .annotations()
+                .get(ALGORITHM_STATE_ANNOTATION)
+                .map(String::as_str),
         };
-        vernier_algorithms::suggest_guarded(suggester.as_ref(), &request).map_err(algorithm_error)
+        vernier_engine::suggest(suggester.as_ref(), exp, seed, input).map_err(algorithm_error)
     }
 
     /// Keeps the algorithm's opaque state on the Experiment when it changed.
@@ -301,7 +303,7 @@ impl<'a> Run<'a> {
                 self.event(warning, &reason, message.to_string()).await;
             }
             None => {
-                let (reason, message) = ("ExperimentRunning", "Experiment is running");
+                let (reason, message) = (EXPERIMENT_RUNNING, EXPERIMENT_RUNNING_MESSAGE);
                 set_condition(
                     &mut self.status.conditions,
                     "Running",

@@ -1,19 +1,20 @@
 //! The experiment as the operator runs it: parsed, defaulted and validated by `vernier_spec`,
-//! resolved (space, objective, limits, algorithm), and checked for what only the operator
-//! needs (a job kind it may create, a collector it supports, settings its algorithm and
-//! early-stopping rule accept). A refusal is a message naming the field and value.
+//! resolved by `vernier_engine` (space, objective, limits, algorithm, collector, resume
+//! policy), and checked for what only the operator
+//! needs (a job kind it may create, a collector it supports); the settings check is the
+//! engine's. A refusal is a message naming the field and value.
 
 use crate::context::Context;
 use crate::early_stop::Stopping;
 use kube::ResourceExt;
 use kube::api::DynamicObject;
 use serde_json::{Value, json};
-use vernier_runner::{LocalExperiment, LocalPaths};
+use vernier_engine::{AlgorithmSource, Collector, ResolvedExperiment, identity_seed};
 use vernier_spec::types::API_VERSION;
 use vernier_spec::{Experiment, parse_experiment_value};
 
 /// The resolved experiment.
-pub type Resolved = LocalExperiment;
+pub type Resolved = ResolvedExperiment;
 
 /// Collector kinds the operator can collect from.
 const COLLECTORS: [&str; 4] = ["StdOut", "Push", "File", "TensorFlowEvent"];
@@ -38,12 +39,9 @@ pub fn checked_experiment(
     let spec: Experiment = parse_experiment_value(&doc).map_err(|e| e.to_string())?;
     check_kind(&spec, ctx)?;
     check_collector(&spec)?;
-    let paths = LocalPaths {
-        work_dir: ".".into(),
-        log_dir: ".".into(),
-    };
-    let exp = LocalExperiment::new(spec, paths).map_err(|e| e.to_string())?;
-    check_settings(&exp, ctx)?;
+    let exp = ResolvedExperiment::new(spec).map_err(|e| e.to_string())?;
+    vernier_engine::check_settings(&exp, AlgorithmSource::BuiltIn).map_err(|e| e.to_string())?;
+    stopping(&exp, ctx).map_err(|e| format!("spec.earlyStopping: {e}"))?;
     Ok(exp)
 }
 
@@ -64,30 +62,14 @@ fn check_kind(spec: &Experiment, ctx: &Context) -> Result<(), String> {
 }
 
 fn check_collector(spec: &Experiment) -> Result<(), String> {
-    let collector = spec
-        .spec
-        .metrics_collector_spec
-        .as_ref()
-        .and_then(|m| m.collector.as_ref())
-        .and_then(|c| c.kind.clone())
-        .unwrap_or_else(|| "StdOut".into());
-    if COLLECTORS.contains(&collector.as_str()) {
+    let collector = Collector::of(spec.spec.metrics_collector_spec.as_ref());
+    let collector = collector.kind();
+    if COLLECTORS.contains(&collector) {
         return Ok(());
     }
     Err(format!(
         "spec.metricsCollectorSpec.collector.kind: value {collector:?} is not supported by the operator; hint: use StdOut (the primary container's log is followed), File or TensorFlowEvent (read by an injected sidecar) or Push"
     ))
-}
-
-/// Builds the algorithm and the early-stopping rule once, so a setting they refuse (unknown,
-/// or out of range) fails the experiment naming the setting and value, as `vernier run` does,
-/// instead of failing every reconcile and being retried forever.
-fn check_settings(exp: &Resolved, ctx: &Context) -> Result<(), String> {
-    vernier_algorithms::build(&exp.algorithm, &exp.settings, &exp.space, &exp.objective)
-        .map_err(|e| format!("spec.algorithm: {e}"))?;
-    stopping(exp, ctx)
-        .map(drop)
-        .map_err(|e| format!("spec.earlyStopping: {e}"))
 }
 
 /// The experiment's early-stopping rule as this operator applies it.
@@ -101,11 +83,6 @@ pub fn stopping(exp: &Resolved, ctx: &Context) -> Result<Stopping, String> {
 /// The experiment's seed: its `random_state` setting, else a hash of its UID (stable across
 /// operator restarts, different for a re-created experiment of the same name).
 pub fn experiment_seed(obj: &DynamicObject, exp: &Resolved) -> u64 {
-    vernier_algorithms::seed_setting(&exp.algorithm, &exp.settings).unwrap_or_else(|| {
-        let uid = obj.uid().unwrap_or_else(|| obj.name_any());
-        // FNV-1a: tiny, and unlike std's hasher guaranteed stable across Rust releases.
-        uid.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
-            (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
-        })
-    })
+    exp.setting_seed()
+        .unwrap_or_else(|| identity_seed(&obj.uid().unwrap_or_else(|| obj.name_any())))
 }

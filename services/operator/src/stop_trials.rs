@@ -10,6 +10,7 @@ use crate::experiment_check::Resolved;
 use crate::experiment_trials::Listed;
 use crate::objects::{namespaced, now_rfc3339, now_us, replace_status, trial_resource};
 use vernier_core::{EarlyStoppingRequest, TrialProgress, TrialState};
+use vernier_engine::reason::TRIAL_EARLY_STOPPED;
 use vernier_spec::conditions::set_terminal;
 use vernier_spec::trial::EarlyStoppingRule;
 
@@ -144,7 +145,7 @@ async fn mark_stopped(
     set_terminal(
         &mut status.conditions,
         "EarlyStopped",
-        "TrialEarlyStopped",
+        TRIAL_EARLY_STOPPED,
         &message,
         now_us(),
     );
@@ -162,7 +163,7 @@ async fn mark_stopped(
         &l.obj,
         &trial_resource(),
         false,
-        "TrialEarlyStopped",
+        TRIAL_EARLY_STOPPED,
         note,
     )
     .await;

@@ -25,6 +25,11 @@ use serde::Deserialize;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use vernier_core::{Objective, Observation as Log, TrialState, UNAVAILABLE};
+use vernier_engine::ZERO_TIME_US;
+use vernier_engine::reason::{
+    METRICS_UNAVAILABLE, TRIAL_CREATED, TRIAL_CREATED_MESSAGE, TRIAL_RUNNING,
+    TRIAL_RUNNING_MESSAGE, TRIAL_SUCCEEDED, TRIAL_SUCCEEDED_MESSAGE,
+};
 use vernier_spec::conditions::{set_condition, set_terminal};
 use vernier_spec::status::{MetricValues, Observation, TrialStatus};
 use vernier_spec::trial::TrialSpec;
@@ -41,9 +46,6 @@ const DRAIN_RECHECK: Duration = Duration::from_secs(5);
 
 /// Another writer changed the trial since it was read: read it again this soon.
 const CONFLICT_RETRY: Duration = Duration::from_millis(100);
-
-/// Katib's zero time (`0001-01-01T00:00:00Z`) in µs, the time of the `unavailable` log.
-const ZERO_TIME_US: i64 = -62_135_596_800_000_000;
 
 pub async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Context>) -> Result<Action> {
     let started = Instant::now();
@@ -208,7 +210,7 @@ async fn create_job(
         Err(e) => return Err(e.into()),
     }
     live.status.start_time.get_or_insert_with(now_rfc3339);
-    live.condition("Created", "TrialCreated", "Trial is created");
+    live.condition("Created", TRIAL_CREATED, TRIAL_CREATED_MESSAGE);
     let note = format!("{kind} {} created", live.name);
     live.event(false, "JobCreated", note).await;
     live.save().await?;
@@ -220,7 +222,7 @@ async fn running(mut live: Live<'_>, spec: &TrialSpec, kind: &str) -> Result<Act
     if follows {
         live.follow(spec);
     }
-    live.condition("Running", "TrialRunning", "Trial is running");
+    live.condition("Running", TRIAL_RUNNING, TRIAL_RUNNING_MESSAGE);
     if let Some(objective) = objective_of(spec) {
         live.observe(&objective).await?;
     }
@@ -268,14 +270,14 @@ async fn succeeded(mut live: Live<'_>, spec: &TrialSpec, kind: &str) -> Result<A
         .is_some();
     match decide::verdict(observed, &objective.metric, spec) {
         Verdict::Succeeded => {
-            live.end("Succeeded", "TrialSucceeded", "Trial has succeeded");
+            live.end("Succeeded", TRIAL_SUCCEEDED, TRIAL_SUCCEEDED_MESSAGE);
             let note = format!("{kind} {} succeeded", live.name);
             live.event(false, "JobSucceeded", note).await;
         }
         Verdict::MetricsUnavailable(message) => {
             live.record_unavailable(&objective).await?;
-            live.end("MetricsUnavailable", "MetricsUnavailable", &message);
-            live.event(true, "MetricsUnavailable", message).await;
+            live.end("MetricsUnavailable", METRICS_UNAVAILABLE, &message);
+            live.event(true, METRICS_UNAVAILABLE, message).await;
         }
     }
     live.ctx.followers.stop(&follow_key(live.obj));

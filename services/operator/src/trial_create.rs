@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use vernier_algorithms::checkpoint::{parent_trial, trial_dir_setting};
 use vernier_core::Proposal;
-use vernier_runner::names::trial_name;
+use vernier_engine::trial_name;
 use vernier_spec::status::ParameterAssignment;
 use vernier_spec::trial::{EXPERIMENT_LABEL, EarlyStoppingRule, TrialSpec};
 use vernier_spec::types::API_VERSION;

@@ -4,6 +4,8 @@
 use crate::jobs::JobOutcome;
 use serde_json::Value;
 use vernier_core::TrialState;
+use vernier_engine::reason::TRIAL_FAILED;
+use vernier_engine::{Collector, Place};
 use vernier_spec::trial::TrialSpec;
 
 /// A trial that ends Failed: Katib's condition reason and message.
@@ -17,7 +19,7 @@ impl Failure {
     /// The trial itself cannot run (its spec is unusable).
     pub fn trial(message: impl Into<String>) -> Failure {
         Failure {
-            reason: "TrialFailed".into(),
+            reason: TRIAL_FAILED.into(),
             message: message.into(),
         }
     }
@@ -25,7 +27,7 @@ impl Failure {
     /// The trial's job failed or went away, with Katib's `Job reason:` / `Job message:` form.
     pub fn job(reason: &str, message: &str) -> Failure {
         Failure {
-            reason: format!("TrialFailed. Job reason: {reason}"),
+            reason: format!("{TRIAL_FAILED}. Job reason: {reason}"),
             message: format!("Trial has failed. Job message: {message}"),
         }
     }
@@ -77,7 +79,7 @@ pub fn kind_refused(run_spec: &Value, allowed: &str) -> Failure {
 /// The API server does not serve the job's kind (its operator is not installed).
 pub fn kind_not_served(kind: &str, api_message: &str) -> Failure {
     Failure {
-        reason: "TrialFailed. Job reason: KindNotServed".into(),
+        reason: format!("{TRIAL_FAILED}. Job reason: KindNotServed"),
         message: format!(
             "Trial has failed. Job message: the API server does not serve {kind} ({api_message}); hint: install the operator that provides it"
         ),
@@ -103,23 +105,11 @@ pub fn verdict(observed: bool, metric: &str, spec: &TrialSpec) -> Verdict {
     ))
 }
 
-/// How to report `metric` with the trial's collector.
+/// How to report `metric` with the trial's collector (the engine's hint for a cluster).
 fn unavailable_hint(metric: &str, spec: &TrialSpec) -> String {
-    match crate::sidecar::metrics_location(spec) {
-        Some(("File", path)) => {
-            format!("write a line such as `{metric}=0.5` to {path:?}, the File collector's path")
-        }
-        Some((_, dir)) => {
-            format!("write a scalar summary tagged {metric:?} to an event file under {dir:?}")
-        }
-        None if crate::trial_spec::collector_kind(spec) == "Push" => format!(
-            "report {metric:?} with ReportObservationLog to the operator's DBManager (e.g. the Katib SDK's report_metrics)"
-        ),
-        None => format!(
-            "print a line such as `{metric}=0.5` from container {:?}",
-            spec.primary_container_name.clone().unwrap_or_default()
-        ),
-    }
+    let collector = Collector::of(spec.metrics_collector.as_ref());
+    let container = spec.primary_container_name.as_deref().unwrap_or_default();
+    vernier_engine::unavailable_hint(&collector, metric, Place::Cluster { container })
 }
 
 #[cfg(test)]
