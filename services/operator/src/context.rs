@@ -1,6 +1,7 @@
 //! What every reconcile shares: the Kubernetes client, the store, the configuration, metrics,
 //! the event recorder, the running pod-log followers and the trial cache.
 
+pub use crate::config::OperatorConfig;
 use crate::jobs::TrialKind;
 use crate::logs::Followers;
 use crate::metrics::Metrics;
@@ -10,42 +11,6 @@ use kube::runtime::events::{Recorder, Reporter};
 use std::sync::Arc;
 use std::time::Duration;
 use vernier_store::SqlStore;
-
-/// How the operator behaves.
-#[derive(Debug, Clone)]
-pub struct OperatorConfig {
-    /// Reconciles run at once per controller.
-    pub concurrency: u16,
-    /// Job kinds trials may create.
-    pub trial_kinds: Vec<TrialKind>,
-    /// Watch this namespace only (for the namespaced RBAC variant); all when `None`.
-    pub namespace: Option<String>,
-    /// A running trial's observation is written to its status at most this often: its log
-    /// follower wakes the trial's reconcile after recording new lines, no sooner than this
-    /// after the last wake-up. Trials with pushed metrics are re-read at this interval.
-    pub observation_interval: Duration,
-    /// This replica's name in events and in the leader Lease.
-    pub identity: String,
-    /// Image of the File/TensorFlowEvent metrics-collector sidecar (`vernier collect`).
-    pub collector_image: String,
-    /// Where that sidecar reports metrics: this operator's DBManager, HOST:PORT.
-    pub db_manager_address: String,
-}
-
-impl Default for OperatorConfig {
-    fn default() -> Self {
-        OperatorConfig {
-            concurrency: 8,
-            trial_kinds: crate::jobs::parse_trial_kinds(crate::jobs::DEFAULT_TRIAL_RESOURCES)
-                .unwrap_or_default(),
-            namespace: None,
-            observation_interval: Duration::from_secs(5),
-            identity: "vernier-operator".into(),
-            collector_image: crate::sidecar::DEFAULT_COLLECTOR_IMAGE.into(),
-            db_manager_address: crate::sidecar::DEFAULT_DB_MANAGER_ADDRESS.into(),
-        }
-    }
-}
 
 /// Shared by both controllers.
 pub struct Context {

@@ -153,6 +153,8 @@ pub fn pod_selector(target: &FollowTarget) -> String {
         .join(",")
 }
 
+/// Follows the primary pod's log to its end, across broken streams (lines already read are
+/// skipped), recording metric lines in the store.
 async fn follow(
     client: Client,
     store: SqlStore,
@@ -161,37 +163,12 @@ async fn follow(
 ) -> Result<(), String> {
     let filter = MetricsFilter::from_formats(&target.formats).map_err(|e| e.to_string())?;
     let pods: Api<Pod> = Api::namespaced(client, &target.namespace);
-    let selector = pod_selector(target);
-    let mut waited = Duration::ZERO;
     let mut lines_read: usize = 0;
     let mut cleared = false;
     loop {
-        let found = pods
-            .list(&ListParams::default().labels(&selector))
-            .await
-            .map_err(|e| format!("cannot list pods {selector}: {e}"))?;
-        let Some(pod) = found.items.into_iter().next() else {
-            if waited >= POD_WAIT {
-                return Err(format!("no pod matches {selector} after {POD_WAIT:?}"));
-            }
-            tokio::time::sleep(RETRY).await;
-            waited += RETRY;
+        let pod_name = primary_pod(&pods, target).await?;
+        let Some(stream) = open_log(&pods, &pod_name, &target.container).await? else {
             continue;
-        };
-        let pod_name = pod.name_any();
-        let params = LogParams {
-            container: (!target.container.is_empty()).then(|| target.container.clone()),
-            follow: true,
-            ..LogParams::default()
-        };
-        let stream = match pods.log_stream(&pod_name, &params).await {
-            Ok(s) => s,
-            Err(_) if !finished(&pods, &pod_name).await => {
-                // The container may not have started yet.
-                tokio::time::sleep(RETRY).await;
-                continue;
-            }
-            Err(e) => return Err(format!("cannot read the log of pod {pod_name}: {e}")),
         };
         if !cleared {
             store
@@ -200,68 +177,139 @@ async fn follow(
                 .map_err(|e| e.to_string())?;
             cleared = true;
         }
-        let skip = lines_read;
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Vec<Observation>>();
-        let filter = &filter;
-        let read = async move {
-            let mut seen = 0usize;
-            // A broken stream is retried below; the lines read so far are skipped next time.
-            let _ = read_lines(
-                tokio_util::compat::FuturesAsyncReadCompatExt::compat(stream),
-                |_| {},
-                |line| {
-                    seen += 1;
-                    if seen <= skip {
-                        return;
-                    }
-                    let parsed = filter.parse_line(line, &target.metrics);
-                    if parsed.metrics.is_empty() {
-                        return;
-                    }
-                    let now = chrono::Utc::now().timestamp_micros();
-                    let _ = tx.send(
-                        parsed
-                            .metrics
-                            .into_iter()
-                            .map(|m| m.into_observation(now))
-                            .collect(),
-                    );
-                },
-            )
-            .await;
-            drop(tx);
-            seen
+        let log = Log {
+            filter: &filter,
+            store: &store,
+            target,
+            wake,
         };
-        let write = async {
-            let mut last_wake: Option<tokio::time::Instant> = None;
-            let mut unannounced = false;
-            loop {
-                let due = last_wake.map_or_else(tokio::time::Instant::now, |t| t + wake.interval);
-                tokio::select! {
-                    batch = rx.recv() => {
-                        let Some(batch) = batch else { break };
-                        store.report_observations(&target.trial, &batch).await?;
-                        unannounced = true;
-                    }
-                    _ = tokio::time::sleep_until(due), if unannounced => {
-                        (wake.wake)();
-                        last_wake = Some(tokio::time::Instant::now());
-                        unannounced = false;
-                    }
-                }
-            }
-            if unannounced {
-                (wake.wake)();
-            }
-            Ok::<(), vernier_store::StoreError>(())
-        };
-        let (seen, written) = tokio::join!(read, write);
-        written.map_err(|e| e.to_string())?;
-        lines_read = lines_read.max(seen);
+        lines_read = lines_read.max(log.record(stream, lines_read).await?);
         if finished(&pods, &pod_name).await {
             return Ok(());
         }
         tokio::time::sleep(RETRY).await;
+    }
+}
+
+/// The name of the trial's primary pod, waiting up to [`POD_WAIT`] for it to exist.
+async fn primary_pod(pods: &Api<Pod>, target: &FollowTarget) -> Result<String, String> {
+    let selector = pod_selector(target);
+    let mut waited = Duration::ZERO;
+    loop {
+        let found = pods
+            .list(&ListParams::default().labels(&selector))
+            .await
+            .map_err(|e| format!("cannot list pods {selector}: {e}"))?;
+        if let Some(pod) = found.items.into_iter().next() {
+            return Ok(pod.name_any());
+        }
+        if waited >= POD_WAIT {
+            return Err(format!("no pod matches {selector} after {POD_WAIT:?}"));
+        }
+        tokio::time::sleep(RETRY).await;
+        waited += RETRY;
+    }
+}
+
+/// The container's log stream; `None` (after a pause) while the container has not started.
+async fn open_log(
+    pods: &Api<Pod>,
+    pod_name: &str,
+    container: &str,
+) -> Result<Option<impl futures_util::AsyncBufRead + use<>>, String> {
+    let params = LogParams {
+        container: (!container.is_empty()).then(|| container.to_string()),
+        follow: true,
+        ..LogParams::default()
+    };
+    match pods.log_stream(pod_name, &params).await {
+        Ok(s) => Ok(Some(s)),
+        Err(_) if !finished(pods, pod_name).await => {
+            // The container may not have started yet.
+            tokio::time::sleep(RETRY).await;
+            Ok(None)
+        }
+        Err(e) => Err(format!("cannot read the log of pod {pod_name}: {e}")),
+    }
+}
+
+/// One pass over a log stream: metric lines go to the store, and the trial is woken at most
+/// once per interval after something new was recorded.
+struct Log<'a> {
+    filter: &'a MetricsFilter,
+    store: &'a SqlStore,
+    target: &'a FollowTarget,
+    wake: &'a Wake,
+}
+
+impl Log<'_> {
+    /// Reads `stream` past its first `skip` lines; returns the number of lines it had.
+    async fn record(
+        &self,
+        stream: impl futures_util::AsyncBufRead + Unpin,
+        skip: usize,
+    ) -> Result<usize, String> {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Vec<Observation>>();
+        let (seen, written) = tokio::join!(self.read(stream, skip, tx), self.write(rx));
+        written.map_err(|e| e.to_string())?;
+        Ok(seen)
+    }
+
+    async fn read(
+        &self,
+        stream: impl futures_util::AsyncBufRead + Unpin,
+        skip: usize,
+        tx: tokio::sync::mpsc::UnboundedSender<Vec<Observation>>,
+    ) -> usize {
+        let mut seen = 0usize;
+        // A broken stream is retried by the caller; the lines read so far are skipped then.
+        let _ = read_lines(
+            tokio_util::compat::FuturesAsyncReadCompatExt::compat(stream),
+            |_| {},
+            |line| {
+                seen += 1;
+                if seen <= skip {
+                    return;
+                }
+                let parsed = self.filter.parse_line(line, &self.target.metrics);
+                if parsed.metrics.is_empty() {
+                    return;
+                }
+                let now = chrono::Utc::now().timestamp_micros();
+                let batch = parsed.metrics.into_iter();
+                let _ = tx.send(batch.map(|m| m.into_observation(now)).collect());
+            },
+        )
+        .await;
+        seen
+    }
+
+    async fn write(
+        &self,
+        mut rx: tokio::sync::mpsc::UnboundedReceiver<Vec<Observation>>,
+    ) -> Result<(), vernier_store::StoreError> {
+        let wake = self.wake;
+        let mut last_wake: Option<tokio::time::Instant> = None;
+        let mut unannounced = false;
+        loop {
+            let due = last_wake.map_or_else(tokio::time::Instant::now, |t| t + wake.interval);
+            tokio::select! {
+                batch = rx.recv() => {
+                    let Some(batch) = batch else { break };
+                    self.store.report_observations(&self.target.trial, &batch).await?;
+                    unannounced = true;
+                }
+                _ = tokio::time::sleep_until(due), if unannounced => {
+                    (wake.wake)();
+                    last_wake = Some(tokio::time::Instant::now());
+                    unannounced = false;
+                }
+            }
+        }
+        if unannounced {
+            (wake.wake)();
+        }
+        Ok(())
     }
 }
 

@@ -3,10 +3,9 @@
 //! (min, max, latest), so the report has no learning curves.
 
 use crate::error::OperatorError;
-use crate::experiment::SEQ_ANNOTATION;
-use crate::objects::{
-    experiment_resource, metric_number, owned_trials, state_of, trial_resource, trial_status,
-};
+use crate::names::SEQ_ANNOTATION;
+use crate::objects::{experiment_resource, owned_trials, trial_resource};
+use crate::trial_state::{metric_number, state_of, trial_status};
 use kube::api::{Api, DynamicObject};
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};

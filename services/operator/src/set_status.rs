@@ -4,7 +4,8 @@
 //! one where the same name exists twice.
 
 use crate::error::OperatorError;
-use crate::objects::{now_rfc3339, now_us, state_of, trial_resource, trial_status};
+use crate::objects::{now_rfc3339, now_us, trial_resource};
+use crate::trial_state::{state_of, trial_status};
 use kube::api::{Api, DynamicObject, ListParams};
 use kube::{Client, ResourceExt};
 use vernier_core::TrialState;

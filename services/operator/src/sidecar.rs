@@ -13,16 +13,13 @@
 //! both containers (or, when the training container already mounts a volume there, through
 //! that volume).
 
-use crate::context::OperatorConfig;
+use crate::config::OperatorConfig;
 use serde_json::{Value, json};
+use std::collections::BTreeMap;
 use vernier_spec::known::{DEFAULT_METRICS_FILE, DEFAULT_TFEVENT_DIR};
 use vernier_spec::trial::TrialSpec;
 
-/// The image with the `vernier` binary, as `deploy/` builds and tags it.
-pub const DEFAULT_COLLECTOR_IMAGE: &str = "vernier:latest";
-
-/// The operator's DBManager Service (`deploy/base/service.yaml`) in its namespace.
-pub const DEFAULT_DB_MANAGER_ADDRESS: &str = "vernier-db-manager.vernier-system:6789";
+pub use crate::config::{DEFAULT_COLLECTOR_IMAGE, DEFAULT_DB_MANAGER_ADDRESS};
 
 /// The volume Katib's webhook uses for the same purpose.
 const METRICS_VOLUME: &str = "metrics-volume";
@@ -87,7 +84,7 @@ impl Collection {
             .and_then(|s| s.filter.as_ref())
             .map(|f| f.metrics_format.clone())
             .unwrap_or_default();
-        let metrics = crate::trial::objective_of(spec)?.metric_names();
+        let metrics = crate::trial_spec::objective_of(spec)?.metric_names();
         Some(Collection {
             kind,
             path,
@@ -104,6 +101,12 @@ impl Collection {
     }
 }
 
+/// Where the sidecar of a File or TensorFlowEvent trial reads metrics: the collector kind and
+/// the file or event directory (for messages); `None` for other collectors.
+pub fn metrics_location(spec: &TrialSpec) -> Option<(&'static str, String)> {
+    Collection::of(spec).map(|c| (c.kind, c.path))
+}
+
 /// The directory a metrics path is shared through: a file's directory, or the directory itself.
 fn mount_dir(path: &str, is_file: bool) -> String {
     let trimmed = path.trim_end_matches('/');
@@ -117,12 +120,6 @@ fn mount_dir(path: &str, is_file: bool) -> String {
     } else {
         trimmed.into()
     }
-}
-
-/// Where the sidecar of a File or TensorFlowEvent trial reads metrics: the collector kind and
-/// the file or event directory (for messages); `None` for other collectors.
-pub fn metrics_location(spec: &TrialSpec) -> Option<(&'static str, String)> {
-    Collection::of(spec).map(|c| (c.kind, c.path))
 }
 
 /// `run_spec` with the collector sidecar in its primary pod templates when the trial's
@@ -196,6 +193,38 @@ fn primary_templates<'a>(
     chosen
 }
 
+/// Whether `template` (of `replica_type`) can make the primary pod (the one with every
+/// `wanted` label), and which of those labels the job's controller adds to the pod itself, so
+/// that the sidecar has to check them at run time; `None` when it cannot be the primary pod.
+fn runtime_labels(
+    template: &Value,
+    replica_type: Option<&str>,
+    primary_type: Option<&&str>,
+    wanted: &BTreeMap<String, String>,
+) -> Option<Vec<(String, String)>> {
+    let own = template
+        .pointer("/metadata/labels")
+        .and_then(Value::as_object);
+    let mut runtime = Vec::new();
+    for (k, v) in wanted {
+        match own.and_then(|o| o.get(k)) {
+            Some(Value::String(have)) if have == v => {}
+            // The template sets the label to something else: never the primary pod.
+            Some(_) => return None,
+            // Only the primary replica type's first pod gets `job-role: master`.
+            None if k == JOB_ROLE_LABEL && replica_type.is_some() => {
+                if replica_type != primary_type.copied() || v != "master" {
+                    return None;
+                }
+                runtime.push((k.clone(), v.clone()));
+            }
+            // Set by the job's controller on the pod, if at all: checked by the sidecar.
+            None => runtime.push((k.clone(), v.clone())),
+        }
+    }
+    Some(runtime)
+}
+
 /// Every pod template (an object with `spec.containers` under a `template` key) with the
 /// replica type it belongs to (the key above `template` in a `...ReplicaSpecs` map).
 pub(crate) fn find_templates<'a>(
@@ -248,70 +277,6 @@ fn covers(mount: &str, dir: &str) -> bool {
             .is_some_and(|rest| rest.starts_with('/'))
 }
 
-/// The index of the training container in a pod spec.
-fn main_container(spec: &TrialSpec, pod: &serde_json::Map<String, Value>) -> usize {
-    let containers = pod
-        .get("containers")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    primary_container(&containers, spec.primary_container_name.as_deref())
-}
-
-/// The mount through which the training container (index `main`) shares `dir`: a volume it
-/// already mounts over the directory, as it is; otherwise an emptyDir added to the pod and
-/// mounted at the directory in the training container. `None` for a malformed pod.
-fn share_metrics_dir(
-    pod: &mut serde_json::Map<String, Value>,
-    main: usize,
-    dir: &str,
-) -> Option<Value> {
-    let existing = pod
-        .get("containers")
-        .and_then(Value::as_array)
-        .and_then(|cs| cs.get(main))
-        .and_then(|c| c.get("volumeMounts"))
-        .and_then(Value::as_array)
-        .and_then(|mounts| {
-            mounts
-                .iter()
-                .filter(|m| m["mountPath"].as_str().is_some_and(|p| covers(p, dir)))
-                .max_by_key(|m| m["mountPath"].as_str().map_or(0, str::len))
-                .cloned()
-        });
-    if let Some(mut m) = existing {
-        if let Some(m) = m.as_object_mut() {
-            m.remove("readOnly");
-        }
-        return Some(m);
-    }
-    let volumes = pod
-        .entry("volumes")
-        .or_insert_with(|| json!([]))
-        .as_array_mut()?;
-    let taken = |n: &str| volumes.iter().any(|v| v["name"] == n);
-    let mut volume = METRICS_VOLUME.to_string();
-    let mut i = 1;
-    while taken(&volume) {
-        volume = format!("{METRICS_VOLUME}-{i}");
-        i += 1;
-    }
-    volumes.push(json!({"name": volume, "emptyDir": {}}));
-    let mount = json!({"name": volume, "mountPath": dir});
-    if let Some(c) = pod
-        .get_mut("containers")
-        .and_then(Value::as_array_mut)
-        .and_then(|cs| cs.get_mut(main))
-        .and_then(Value::as_object_mut)
-    {
-        let mounts = c.entry("volumeMounts").or_insert_with(|| json!([]));
-        if let Some(mounts) = mounts.as_array_mut() {
-            mounts.push(mount.clone());
-        }
-    }
-    Some(mount)
-}
-
 fn add_sidecar(
     config: &OperatorConfig,
     spec: &TrialSpec,
@@ -336,47 +301,145 @@ fn add_sidecar(
         return;
     }
     let dir = collection.mount_dir();
-    let main = main_container(spec, pod);
-    let Some(mount) = share_metrics_dir(pod, main, &dir) else {
+    let Some(mount) = metrics_mount(pod, spec.primary_container_name.as_deref(), &dir) else {
         return;
     };
-
-    let mut args: Vec<String> = vec![
-        "vernier".into(),
-        "collect".into(),
-        "--trial".into(),
-        trial.into(),
-        "--metric-names".into(),
-        collection.metrics.join(","),
-        "--kind".into(),
-        collection.kind.into(),
-        "--path".into(),
-        collection.path.clone(),
-        "--db-manager-address".into(),
-        config.db_manager_address.clone(),
-    ];
-    if let Some(format) = &collection.format {
-        args.extend(["--file-format".into(), format.clone()]);
+    let collect = Collect::new(config, trial, collection, &dir, runtime_labels);
+    let sidecar = collect.container(name, &config.collector_image, mount);
+    let init = pod.entry("initContainers").or_insert_with(|| json!([]));
+    if let Some(init) = init.as_array_mut() {
+        init.push(sidecar);
     }
-    if collection.format.as_deref() != Some("JSON") {
-        for f in &collection.metrics_formats {
-            args.extend(["--metrics-format".into(), f.clone()]);
+}
+
+/// The volume mount the sidecar shares with the training container: a volume the training
+/// container already mounts over the metrics directory is shared as it is; otherwise an
+/// emptyDir is added to the pod and mounted at the directory in the training container.
+fn metrics_mount(
+    pod: &mut serde_json::Map<String, Value>,
+    primary: Option<&str>,
+    dir: &str,
+) -> Option<Value> {
+    let containers = pod
+        .get("containers")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let main = primary_container(&containers, primary);
+    let existing = containers
+        .get(main)
+        .and_then(|c| c.get("volumeMounts"))
+        .and_then(Value::as_array)
+        .and_then(|mounts| {
+            mounts
+                .iter()
+                .filter(|m| m["mountPath"].as_str().is_some_and(|p| covers(p, dir)))
+                .max_by_key(|m| m["mountPath"].as_str().map_or(0, str::len))
+                .cloned()
+        });
+    if let Some(mut m) = existing {
+        if let Some(m) = m.as_object_mut() {
+            m.remove("readOnly");
+        }
+        return Some(m);
+    }
+    let volume = add_empty_dir(pod)?;
+    let mount = json!({"name": volume, "mountPath": dir});
+    if let Some(c) = pod
+        .get_mut("containers")
+        .and_then(Value::as_array_mut)
+        .and_then(|cs| cs.get_mut(main))
+        .and_then(Value::as_object_mut)
+    {
+        let mounts = c.entry("volumeMounts").or_insert_with(|| json!([]));
+        if let Some(mounts) = mounts.as_array_mut() {
+            mounts.push(mount.clone());
         }
     }
-    // Katib's sidecar waits for the training process instead; a native sidecar is told to
-    // stop, so the training container must not start (and possibly end) before the
-    // collector handles SIGTERM.
-    let started = format!(
-        "{}/.vernier-collect-{trial}.started",
-        dir.trim_end_matches('/')
-    );
-    args.extend(["--started-file".into(), started.clone()]);
-    let mut env = Vec::new();
-    for (i, (k, v)) in runtime_labels.iter().enumerate() {
+    Some(mount)
+}
+
+/// Adds an emptyDir volume named after Katib's metrics volume (suffixed when the name is
+/// taken) and returns its name.
+fn add_empty_dir(pod: &mut serde_json::Map<String, Value>) -> Option<String> {
+    let volumes = pod.entry("volumes").or_insert_with(|| json!([]));
+    let volumes = volumes.as_array_mut()?;
+    let taken = |n: &str| volumes.iter().any(|v| v["name"] == n);
+    let mut volume = METRICS_VOLUME.to_string();
+    let mut i = 1;
+    while taken(&volume) {
+        volume = format!("{METRICS_VOLUME}-{i}");
+        i += 1;
+    }
+    volumes.push(json!({"name": volume, "emptyDir": {}}));
+    Some(volume)
+}
+
+/// The sidecar's `vernier collect` command line and environment.
+struct Collect {
+    args: Vec<String>,
+    env: Vec<Value>,
+    /// The file the collector creates once it handles SIGTERM (its startup probe).
+    started: String,
+}
+
+impl Collect {
+    fn new(
+        config: &OperatorConfig,
+        trial: &str,
+        collection: &Collection,
+        dir: &str,
+        runtime_labels: &[(String, String)],
+    ) -> Collect {
+        let mut args: Vec<String> = vec![
+            "vernier".into(),
+            "collect".into(),
+            "--trial".into(),
+            trial.into(),
+            "--metric-names".into(),
+            collection.metrics.join(","),
+            "--kind".into(),
+            collection.kind.into(),
+            "--path".into(),
+            collection.path.clone(),
+            "--db-manager-address".into(),
+            config.db_manager_address.clone(),
+        ];
+        if let Some(format) = &collection.format {
+            args.extend(["--file-format".into(), format.clone()]);
+        }
+        if collection.format.as_deref() != Some("JSON") {
+            for f in &collection.metrics_formats {
+                args.extend(["--metrics-format".into(), f.clone()]);
+            }
+        }
+        // Katib's sidecar waits for the training process instead; a native sidecar is told
+        // to stop, so the training container must not start (and possibly end) before the
+        // collector handles SIGTERM.
+        let started = format!(
+            "{}/.vernier-collect-{trial}.started",
+            dir.trim_end_matches('/')
+        );
+        args.extend(["--started-file".into(), started.clone()]);
+        let mut collect = Collect {
+            args,
+            env: Vec::new(),
+            started,
+        };
+        for (i, label) in runtime_labels.iter().enumerate() {
+            collect.check_label(i, label);
+        }
+        collect
+    }
+
+    /// The sidecar checks at run time that its pod carries primary label `k=v`, read from
+    /// the pod's own labels through the downward API.
+    fn check_label(&mut self, i: usize, (k, v): &(String, String)) {
         let var = format!("{LABEL_ENV_PREFIX}{i}");
-        env.push(json!({"name": var, "valueFrom": {"fieldRef": {
+        self.env
+            .push(json!({"name": var, "valueFrom": {"fieldRef": {
             "fieldPath": format!("metadata.labels['{k}']")}}}));
-        args.extend([
+        self.args.extend([
             "--primary-label".into(),
             format!("{k}={v}"),
             "--pod-label".into(),
@@ -384,30 +447,31 @@ fn add_sidecar(
             format!("{k}=$({var})"),
         ]);
     }
-    let mut sidecar = json!({
-        "name": name,
-        "image": config.collector_image,
-        "imagePullPolicy": "IfNotPresent",
-        "restartPolicy": "Always",
-        "command": args,
-        "startupProbe": {
-            "exec": {"command": ["test", "-e", started]},
-            "periodSeconds": 1,
-            "failureThreshold": 120,
-        },
-        "volumeMounts": [mount],
-        // Katib's default collector resources.
-        "resources": {
-            "requests": {"cpu": "50m", "memory": "10Mi"},
-            "limits": {"cpu": "500m", "memory": "100Mi"},
-        },
-    });
-    if !env.is_empty() {
-        sidecar["env"] = Value::Array(env);
-    }
-    let init = pod.entry("initContainers").or_insert_with(|| json!([]));
-    if let Some(init) = init.as_array_mut() {
-        init.push(sidecar);
+
+    /// The native sidecar container.
+    fn container(self, name: &str, image: &str, mount: Value) -> Value {
+        let mut sidecar = json!({
+            "name": name,
+            "image": image,
+            "imagePullPolicy": "IfNotPresent",
+            "restartPolicy": "Always",
+            "command": self.args,
+            "startupProbe": {
+                "exec": {"command": ["test", "-e", self.started]},
+                "periodSeconds": 1,
+                "failureThreshold": 120,
+            },
+            "volumeMounts": [mount],
+            // Katib's default collector resources.
+            "resources": {
+                "requests": {"cpu": "50m", "memory": "10Mi"},
+                "limits": {"cpu": "500m", "memory": "100Mi"},
+            },
+        });
+        if !self.env.is_empty() {
+            sidecar["env"] = Value::Array(self.env);
+        }
+        sidecar
     }
 }
 
@@ -462,8 +526,7 @@ fn add_custom(
         return;
     }
     if let Some(dir) = dir {
-        let main = main_container(spec, pod);
-        let Some(mount) = share_metrics_dir(pod, main, dir) else {
+        let Some(mount) = metrics_mount(pod, spec.primary_container_name.as_deref(), dir) else {
             return;
         };
         let mounts = c.entry("volumeMounts").or_insert_with(|| json!([]));
@@ -677,6 +740,17 @@ mod tests {
     }
 
     #[test]
+    fn other_collectors_leave_the_job_alone() {
+        for collector in [
+            json!({"collector": {"kind": "StdOut"}}),
+            json!({"collector": {"kind": "Push"}}),
+        ] {
+            let spec = trial(collector, None);
+            assert_eq!(inject(&config(), &spec, "t", job()), job());
+        }
+    }
+
+    #[test]
     fn a_custom_collector_joins_the_pod_with_the_metrics_directory_and_the_db_manager() {
         let spec = trial(
             json!({"collector": {"kind": "Custom", "customCollector": {
@@ -720,14 +794,4 @@ mod tests {
         assert!(pod["containers"][2].get("volumeMounts").is_none());
     }
 
-    #[test]
-    fn other_collectors_leave_the_job_alone() {
-        for collector in [
-            json!({"collector": {"kind": "StdOut"}}),
-            json!({"collector": {"kind": "Push"}}),
-        ] {
-            let spec = trial(collector, None);
-            assert_eq!(inject(&config(), &spec, "t", job()), job());
-        }
-    }
 }

@@ -305,6 +305,18 @@ async fn finished(env: &Env, name: &str) -> Value {
 }
 
 fn experiment_yaml(name: &str, kind: &str, parallel: u32, max: u32, extra_spec: &str) -> String {
+    experiment_yaml_with(name, kind, parallel, max, extra_spec, TRAINER)
+}
+
+/// [`experiment_yaml`] with `trainer` as the pods' Python script.
+fn experiment_yaml_with(
+    name: &str,
+    kind: &str,
+    parallel: u32,
+    max: u32,
+    extra_spec: &str,
+    trainer: &str,
+) -> String {
     let (api, replicas, container) = match kind {
         "TFJob" => (
             "kubeflow.org/v1",
@@ -318,7 +330,7 @@ fn experiment_yaml(name: &str, kind: &str, parallel: u32, max: u32, extra_spec: 
         ),
         _ => ("batch/v1", "", "trainer"),
     };
-    let script = TRAINER
+    let script = trainer
         .trim_end()
         .replace('\n', "\n                        ");
     let container_block = format!(
@@ -854,6 +866,76 @@ async fn early_stopping_deletes_the_job_and_marks_the_trial() {
         exp["status"]["currentOptimalTrial"]["bestTrialName"].is_string(),
         "{exp:#}"
     );
+    op.stop().await;
+    env.shutdown().await;
+}
+
+/// A trainer for the medianstop test: each pod takes the next number `n` from a directory
+/// shared by the test's pods (in the order they start) and prints the accuracies of row `n`.
+/// Pod 1 then waits until pod 3 has started; pod 3 waits to be stopped.
+const MEDIAN_TRAINER: &str = "import os, time\n\
+d = 'DIR'\n\
+n = 0\n\
+while True:\n    try:\n        os.close(os.open(os.path.join(d, str(n)), os.O_CREAT | os.O_EXCL))\n        break\n    except FileExistsError:\n        n += 1\n\
+rows = [[0.5, 0.75, 1.0], [0.125, 0.25, 0.25], [0.75, 1.0, 1.0], [0.25, 0.5]]\n\
+for e, v in enumerate(rows[n]):\n    print(f'epoch={e} accuracy={v} loss={1 - v}', flush=True)\n\
+while n == 1 and not os.path.exists(os.path.join(d, '3')):\n    time.sleep(0.05)\n\
+if n == 3:\n    time.sleep(600)\n";
+
+/// Katib's medianstop timing, hand-computed (maximise accuracy, `min_trials_required` 2,
+/// `start_step` 2, two trials at a time, four in all). Pods 0 and 1 start together, with no
+/// rule (nothing succeeded yet). Pod 0 succeeds; the trial created then (pod 2) has no rule
+/// either (one succeeded). Pod 2 succeeds; the trial created then (pod 3) is given the rule
+/// `accuracy less 0.75` from step 2: the mean of pod 0's first two values (0.625) and pod 2's
+/// (0.875). Pod 3 reports 0.25, 0.5 and is stopped. Pod 1 (0.125, 0.25, 0.25) is worse than
+/// the rule too but was created without one: it keeps running until pod 3 exists (created by
+/// the reconcile that would have stopped it under a rule applied to everything running) and
+/// then succeeds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn medianstop_rules_are_frozen_into_trials_when_they_are_created() {
+    let env = Env::start(SimulationOptions::default()).await;
+    let factory: EarlyStopperFactory = Arc::new(|name, settings| {
+        vernier_algorithms::build_early_stopper(name, settings).map_err(|e| e.to_string())
+    });
+    let op = env.operator_with("replica-a", Some(factory));
+    let pods = tempfile::tempdir().expect("tempdir");
+    let trainer = MEDIAN_TRAINER.replace("DIR", &pods.path().display().to_string());
+    let stopping = "  earlyStopping:\n    algorithmName: medianstop\n    algorithmSettings:\n      - name: min_trials_required\n        value: \"2\"\n      - name: start_step\n        value: \"2\"\n";
+    let yaml = experiment_yaml_with("frozen", "Job", 2, 4, stopping, &trainer);
+    env.create(&yaml).await;
+    let exp = finished(&env, "frozen").await;
+    assert!(condition(&exp, "Succeeded").is_some(), "{exp:#}");
+    assert_eq!(exp["status"]["trialsSucceeded"], 3, "{exp:#}");
+    assert_eq!(exp["status"]["trialsEarlyStopped"], 1, "{exp:#}");
+    let mut trials: Vec<Value> = env
+        .trials_of("frozen")
+        .await
+        .iter()
+        .map(|t| serde_json::to_value(t).expect("json"))
+        .collect();
+    trials.sort_by_key(|t| {
+        let seq = &t["metadata"]["annotations"]["vernier/trial-seq"];
+        seq.as_str().and_then(|s| s.parse::<u32>().ok())
+    });
+    let rules: Vec<&Value> = trials
+        .iter()
+        .map(|t| &t["spec"]["earlyStoppingRules"])
+        .collect();
+    assert_eq!(
+        rules[..3],
+        [&Value::Null, &Value::Null, &Value::Null],
+        "{trials:#?}"
+    );
+    assert_eq!(
+        rules[3],
+        &serde_json::json!([{"name": "accuracy", "value": "0.75", "comparison": "less", "startStep": 2}])
+    );
+    let stopped =
+        condition(&trials[3], "EarlyStopped").unwrap_or_else(|| panic!("{:#}", trials[3]));
+    assert_eq!(stopped["message"], "Trial is early stopped by medianstop");
+    for t in &trials[..3] {
+        assert!(condition(t, "Succeeded").is_some(), "{t:#}");
+    }
     op.stop().await;
     env.shutdown().await;
 }

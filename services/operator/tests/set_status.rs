@@ -8,8 +8,9 @@ use kube::api::{Api, DynamicObject, PostParams};
 use serde_json::json;
 use vernier_core::TrialState;
 use vernier_kube_double::KubeDouble;
-use vernier_operator::objects::{state_of, trial_resource, trial_status};
+use vernier_operator::objects::trial_resource;
 use vernier_operator::set_status::{EarlyStopOutcome, early_stop_trial};
+use vernier_operator::trial_state::{state_of, trial_status};
 
 async fn trial_in(client: &Client, ns: &str, name: &str, last: &str) {
     let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns, &trial_resource());

@@ -5,14 +5,15 @@
 
 use crate::deletion::{DeleteOptions, Deletion, Propagation};
 use crate::discovery;
-use crate::logs::PodLogs;
 use crate::patch::{self, PatchKind};
 use crate::registry::ResourceType;
+use crate::response::{Presentation, json_response, stream_response};
 use crate::selector::{FieldSelector, LabelSelector};
+pub use crate::shared::Shared;
 use crate::status::ApiStatus;
-use crate::store::{Endpoint, Store, present};
+use crate::store::{Endpoint, present};
 use crate::watch::{self, WatchRequest};
-use axum::body::{Body, Bytes};
+use axum::body::Bytes;
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
@@ -21,64 +22,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// What every request handler shares.
-#[derive(Debug)]
-pub struct Shared {
-    /// Objects and their history.
-    pub store: Arc<Store>,
-    /// Container logs.
-    pub logs: PodLogs,
-    /// `host:port` the server listens on.
-    pub address: String,
-    /// Flips to `true` when the double shuts down, ending open watches.
-    pub shutdown: tokio::sync::watch::Receiver<bool>,
-}
-
 /// The router: everything goes to [`handle`].
 pub fn router(shared: Arc<Shared>) -> axum::Router {
     axum::Router::new().fallback(handle).with_state(shared)
-}
-
-/// A JSON response with the API server's content type.
-pub fn json_response(code: StatusCode, body: &Value) -> Response {
-    let bytes = serde_json::to_vec(body).unwrap_or_default();
-    (code, [(header::CONTENT_TYPE, "application/json")], bytes).into_response()
-}
-
-/// Full objects, or `PartialObjectMetadata` when the client's `Accept` asks for it (kube-rs
-/// `Api::get_metadata`, `metadata_watcher`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Presentation {
-    /// The object as stored.
-    Full,
-    /// Only `metadata`, as `meta.k8s.io/v1` `PartialObjectMetadata`.
-    PartialMetadata,
-}
-
-impl Presentation {
-    fn from_headers(headers: &HeaderMap) -> Self {
-        let accept = headers
-            .get(header::ACCEPT)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or_default();
-        if accept.contains("as=PartialObjectMetadata") {
-            Presentation::PartialMetadata
-        } else {
-            Presentation::Full
-        }
-    }
-
-    /// Render one object.
-    pub fn render(self, object: Value) -> Value {
-        match self {
-            Presentation::Full => object,
-            Presentation::PartialMetadata => json!({
-                "apiVersion": "meta.k8s.io/v1",
-                "kind": "PartialObjectMetadata",
-                "metadata": object.get("metadata").cloned().unwrap_or_else(|| json!({})),
-            }),
-        }
-    }
 }
 
 /// A parsed resource URL.
@@ -445,24 +391,6 @@ fn start_watch(
     };
     let lines = watch::start(shared.store.clone(), request, shared.shutdown.clone());
     Ok(stream_response("application/json", lines))
-}
-
-/// A chunked response fed by a channel (watches and followed logs).
-pub fn stream_response(
-    content_type: &'static str,
-    chunks: tokio::sync::mpsc::Receiver<Bytes>,
-) -> Response {
-    let stream = futures_util::stream::unfold(chunks, |mut rx| async move {
-        rx.recv()
-            .await
-            .map(|chunk| (Ok::<_, std::convert::Infallible>(chunk), rx))
-    });
-    (
-        StatusCode::OK,
-        [(header::CONTENT_TYPE, content_type)],
-        Body::from_stream(stream),
-    )
-        .into_response()
 }
 
 fn patch_object(

@@ -1,8 +1,9 @@
 //! `GET /api/v1/namespaces/{ns}/pods/{name}/log`: container selection and its errors worded
 //! as the kubelet's, `tailLines`, `limitBytes`, and `follow=true` streaming.
 
-use crate::http::{Shared, stream_response};
 use crate::registry::GroupResource;
+use crate::response::stream_response;
+use crate::shared::Shared;
 use crate::status::ApiStatus;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};

@@ -179,6 +179,6 @@ impl ApiStatus {
 impl IntoResponse for ApiStatus {
     fn into_response(self) -> Response {
         let code = StatusCode::from_u16(self.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        crate::http::json_response(code, &self.to_json())
+        crate::response::json_response(code, &self.to_json())
     }
 }

@@ -7,8 +7,8 @@
 //! a selector turns "stopped matching" into DELETED and "started matching" into ADDED; a
 //! watch that falls too far behind the live broadcast also gets 410 and must relist.
 
-use crate::http::Presentation;
 use crate::registry::ResourceType;
+use crate::response::Presentation;
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::status::ApiStatus;
 use crate::store::{ChangeEvent, ChangeType, Store, present};

@@ -1,0 +1,19 @@
+//! The one error type of the engine crate.
+
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum EngineError {
+    /// The spec does not resolve (search space, objective, collector settings).
+    #[error("{0}")]
+    Spec(#[from] vernier_spec::SpecErrors),
+    /// The algorithm refused its name or settings.
+    #[error("spec.algorithm: {0}")]
+    Algorithm(#[source] vernier_algorithms::AlgorithmError),
+    /// The early-stopping rule refused its name or settings.
+    #[error("spec.earlyStopping: {0}")]
+    EarlyStopping(#[source] vernier_algorithms::AlgorithmError),
+    /// The algorithm failed while proposing.
+    #[error("{0}")]
+    Suggest(#[from] vernier_core::CoreError),
+}

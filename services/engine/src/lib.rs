@@ -1,0 +1,25 @@
+//! The experiment engine: every decision the local driver and the Kubernetes operator share,
+//! as pure functions (no I/O, no async runtime, no clock; randomness from seeds passed in).
+//! Drivers observe the world, ask the engine what it means, and act on the answer.
+
+mod error;
+pub mod names;
+pub mod reason;
+pub mod resolved;
+pub mod resume;
+pub mod settings;
+pub mod suggest;
+pub mod verdict;
+
+/// The planner (how many trials to ask for, whether the experiment is over, which trial is
+/// best). It lives in `vernier-spec`, where reports and the API read it too; the engine
+/// re-exports it so a driver needs one import path for every decision.
+pub use vernier_spec::plan;
+
+pub use error::EngineError;
+pub use names::{identity_seed, suggest_seed, trial_name};
+pub use resolved::{Collector, EarlyStopping, PrometheusPort, ResolvedExperiment};
+pub use resume::ResumePolicy;
+pub use settings::{AlgorithmSource, BuiltEarlyStopping, build_early_stopping, check_settings};
+pub use suggest::{SuggestInput, build_suggester, search_ended, suggest};
+pub use verdict::{Finished, Place, TrialEnd, Verdict, ZERO_TIME_US, judge, unavailable_hint};

@@ -1,0 +1,137 @@
+//! The up-front settings check: the algorithm and the early-stopping rule are built once before
+//! anything runs, so a setting they refuse ends the experiment naming the setting and value
+//! instead of failing trial after trial (locally) or reconcile after reconcile (on a cluster).
+
+use crate::error::EngineError;
+use crate::resolved::ResolvedExperiment;
+use vernier_algorithms::MedianStop;
+use vernier_core::EarlyStopper;
+
+/// Who proposes the trials.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AlgorithmSource {
+    /// One of Vernier's algorithms: its settings are checked here.
+    BuiltIn,
+    /// A plugin or an external suggestion service, which checks its own settings.
+    External,
+}
+
+impl AlgorithmSource {
+    /// Built in when Vernier knows the algorithm's name, external otherwise (a plugin may
+    /// serve it).
+    pub fn by_name(algorithm: &str) -> AlgorithmSource {
+        if vernier_algorithms::KNOWN_ALGORITHMS.contains(&algorithm) {
+            AlgorithmSource::BuiltIn
+        } else {
+            AlgorithmSource::External
+        }
+    }
+}
+
+/// The early-stopping rule, built; medianstop's settings are kept apart because its rule is
+/// frozen per trial when the trial is created (Katib's timing).
+#[derive(Debug)]
+pub struct BuiltEarlyStopping {
+    pub stopper: Box<dyn EarlyStopper>,
+    pub median: Option<MedianStop>,
+}
+
+/// Builds the algorithm (when built in) and the early-stopping rule, and drops them.
+pub fn check_settings(
+    exp: &ResolvedExperiment,
+    source: AlgorithmSource,
+) -> Result<(), EngineError> {
+    if source == AlgorithmSource::BuiltIn {
+        vernier_algorithms::build(&exp.algorithm, &exp.settings, &exp.space, &exp.objective)
+            .map_err(EngineError::Algorithm)?;
+    }
+    build_early_stopping(exp)?;
+    Ok(())
+}
+
+/// The experiment's early-stopping rule, or `None` when it has none.
+pub fn build_early_stopping(
+    exp: &ResolvedExperiment,
+) -> Result<Option<BuiltEarlyStopping>, EngineError> {
+    let Some(es) = &exp.early_stopping else {
+        return Ok(None);
+    };
+    let stopper = vernier_algorithms::build_early_stopper(&es.algorithm, &es.settings)
+        .map_err(EngineError::EarlyStopping)?;
+    let median = (es.algorithm == "medianstop")
+        .then(|| MedianStop::from_settings(&es.settings))
+        .transpose()
+        .map_err(EngineError::EarlyStopping)?;
+    Ok(Some(BuiltEarlyStopping { stopper, median }))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::resolved::tests::experiment;
+
+    #[test]
+    fn refused_settings_name_the_field_and_the_value() {
+        // (algorithm block, early stopping block, source, error fragments or none)
+        let cases: &[(&str, &str, AlgorithmSource, Option<&[&str]>)] = &[
+            ("algorithmName: random", "", AlgorithmSource::BuiltIn, None),
+            (
+                "algorithmName: random\n    algorithmSettings: [{name: bogus, value: '1'}]",
+                "",
+                AlgorithmSource::BuiltIn,
+                Some(&["spec.algorithm:", "\"bogus\"", "hint:"]),
+            ),
+            (
+                "algorithmName: random\n    algorithmSettings: [{name: bogus, value: '1'}]",
+                "",
+                AlgorithmSource::External,
+                None,
+            ),
+            (
+                "algorithmName: tpe\n    algorithmSettings: [{name: n_startup_trials, value: 'many'}]",
+                "",
+                AlgorithmSource::BuiltIn,
+                Some(&["spec.algorithm:", "n_startup_trials", "\"many\""]),
+            ),
+            (
+                "algorithmName: random",
+                "  earlyStopping:\n    algorithmName: medianstop\n    algorithmSettings: [{name: start_step, value: 'x'}]",
+                AlgorithmSource::BuiltIn,
+                Some(&["spec.earlyStopping:", "start_step"]),
+            ),
+            (
+                "algorithmName: random",
+                "  earlyStopping:\n    algorithmName: medianstop",
+                AlgorithmSource::BuiltIn,
+                None,
+            ),
+        ];
+        for (algorithm, early, source, want) in cases {
+            let exp = experiment(&format!("  algorithm:\n    {algorithm}\n{early}"));
+            let got = check_settings(&exp, *source);
+            match want {
+                None => assert!(got.is_ok(), "{algorithm} {early}: {got:?}"),
+                Some(parts) => {
+                    let text = got.unwrap_err().to_string();
+                    for p in *parts {
+                        assert!(text.contains(p), "{algorithm} {early}: {text}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn medianstop_keeps_its_settings_apart() {
+        let exp = experiment("  earlyStopping:\n    algorithmName: medianstop");
+        let built = build_early_stopping(&exp).unwrap().unwrap();
+        assert!(built.median.is_some());
+        assert!(build_early_stopping(&experiment("")).unwrap().is_none());
+        assert_eq!(AlgorithmSource::by_name("tpe"), AlgorithmSource::BuiltIn);
+        assert_eq!(
+            AlgorithmSource::by_name("my-plugin"),
+            AlgorithmSource::External
+        );
+    }
+}

@@ -1,0 +1,192 @@
+//! Judging a finished trial: from how its job ended and which metrics it reported, Katib's
+//! condition (state, reason, message), the hint that says how to report the objective, and the
+//! `unavailable` observation Katib records for a trial without its objective.
+
+use crate::plan::Completion;
+use crate::reason;
+use crate::resolved::{Collector, PrometheusPort, ResolvedExperiment};
+use vernier_core::{Observation, TrialState, UNAVAILABLE};
+
+/// Katib's zero time (`0001-01-01T00:00:00Z`) in µs: the timestamp of the `unavailable`
+/// observation.
+pub const ZERO_TIME_US: i64 = -62_135_596_800_000_000;
+
+/// How many reported metric names a MetricsUnavailable message lists.
+const SEEN_SHOWN: usize = 8;
+
+/// How a trial's job ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TrialEnd {
+    /// The process exited with code 0, or the job met its success condition.
+    Completed,
+    /// The process exited with this non-zero code.
+    ExitCode(i32),
+    /// The process was killed by this signal.
+    Signal(String),
+    /// The job failed (or could not start) for the reason given.
+    Failed(String),
+    /// The driver stopped it: the experiment completed (`Some`) or was interrupted.
+    Stopped(Option<Completion>),
+}
+
+/// Where the trial ran, which decides how the hints are worded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Place<'a> {
+    /// A local process; `push_env` names the variable holding the DBManager address.
+    Local { push_env: &'a str },
+    /// A pod on a cluster; `container` is the primary container.
+    Cluster { container: &'a str },
+}
+
+/// A finished trial as its driver observed it.
+#[derive(Debug, Clone, Copy)]
+pub struct Finished<'a> {
+    pub end: &'a TrialEnd,
+    /// Names of the metrics the trial reported, any order (a bounded sample is enough).
+    pub seen: &'a [String],
+    /// The early-stopping rule stopped it: that is its end, whatever its exit.
+    pub early_stopped: bool,
+    pub place: Place<'a>,
+}
+
+/// The judge's decision.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Verdict {
+    pub state: TrialState,
+    pub reason: &'static str,
+    pub message: String,
+    /// For MetricsUnavailable: the observation to record, as Katib does.
+    pub unavailable: Option<Observation>,
+}
+
+impl Verdict {
+    fn of(state: TrialState, reason: &'static str, message: impl Into<String>) -> Verdict {
+        Verdict {
+            state,
+            reason,
+            message: message.into(),
+            unavailable: None,
+        }
+    }
+}
+
+/// Turns a finished trial into Katib's condition.
+pub fn judge(exp: &ResolvedExperiment, trial: Finished<'_>) -> Verdict {
+    if trial.early_stopped {
+        return Verdict::of(
+            TrialState::EarlyStopped,
+            reason::TRIAL_EARLY_STOPPED,
+            reason::TRIAL_EARLY_STOPPED_MESSAGE,
+        );
+    }
+    let failed = |message: String| Verdict::of(TrialState::Failed, reason::TRIAL_FAILED, message);
+    match trial.end {
+        TrialEnd::Completed if trial.seen.contains(&exp.objective.metric) => Verdict::of(
+            TrialState::Succeeded,
+            reason::TRIAL_SUCCEEDED,
+            reason::TRIAL_SUCCEEDED_MESSAGE,
+        ),
+        TrialEnd::Completed => metrics_unavailable(exp, trial),
+        TrialEnd::ExitCode(code) => failed(format!("the trial process exited with code {code}")),
+        TrialEnd::Signal(sig) => failed(format!("the trial process was killed by signal {sig}")),
+        TrialEnd::Failed(message) => failed(message.clone()),
+        TrialEnd::Stopped(Some(c)) => Verdict::of(
+            TrialState::Killed,
+            reason::TRIAL_KILLED,
+            format!("stopped because the experiment completed ({})", c.reason()),
+        ),
+        TrialEnd::Stopped(None) => Verdict::of(
+            TrialState::Killed,
+            reason::TRIAL_KILLED,
+            "stopped because the experiment was interrupted",
+        ),
+    }
+}
+
+fn metrics_unavailable(exp: &ResolvedExperiment, trial: Finished<'_>) -> Verdict {
+    let metric = &exp.objective.metric;
+    let (subject, hint_sep) = match trial.place {
+        Place::Local { .. } => ("the trial exited with code 0", "\n"),
+        Place::Cluster { .. } => ("the job succeeded", "; "),
+    };
+    let message = format!(
+        "Metrics are not available: {subject} but never reported the objective metric {metric:?} ({}){hint_sep}hint: {}",
+        seen_text(trial.seen),
+        unavailable_hint(&exp.collector, metric, trial.place),
+    );
+    Verdict {
+        unavailable: Some(Observation {
+            metric: metric.clone(),
+            timestamp_us: ZERO_TIME_US,
+            value: UNAVAILABLE.into(),
+        }),
+        ..Verdict::of(
+            TrialState::MetricsUnavailable,
+            reason::METRICS_UNAVAILABLE,
+            message,
+        )
+    }
+}
+
+/// "saw a, b" (sorted, at most [`SEEN_SHOWN`]), or "it reported no metric".
+fn seen_text(seen: &[String]) -> String {
+    if seen.is_empty() {
+        return "it reported no metric".to_string();
+    }
+    let mut names: Vec<&str> = seen.iter().map(String::as_str).collect();
+    names.sort_unstable();
+    names.dedup();
+    let more = names.len().saturating_sub(SEEN_SHOWN);
+    names.truncate(SEEN_SHOWN);
+    let tail = if more > 0 {
+        format!(" and {more} more")
+    } else {
+        String::new()
+    };
+    format!("saw {}{tail}", names.join(", "))
+}
+
+/// How a trial reports `metric` through the experiment's collector.
+pub fn unavailable_hint(collector: &Collector, metric: &str, place: Place<'_>) -> String {
+    match (collector, place) {
+        (Collector::StdOut, Place::Cluster { container }) => {
+            format!("print a line such as `{metric}=0.5` from container {container:?}")
+        }
+        (Collector::File { path, json: false }, Place::Cluster { .. }) => {
+            format!("write a line such as `{metric}=0.5` to {path:?}, the File collector's path")
+        }
+        (Collector::File { json: true, path }, Place::Cluster { .. }) => {
+            format!("write a JSON line such as {{\"{metric}\": \"0.5\"}} to {path:?}")
+        }
+        (Collector::TensorFlowEvent { dir }, Place::Cluster { .. }) => {
+            format!("write a scalar summary tagged {metric:?} to an event file under {dir:?}")
+        }
+        (Collector::Push, Place::Cluster { .. }) => format!(
+            "report {metric:?} with ReportObservationLog to the operator's DBManager (e.g. the Katib SDK's report_metrics)"
+        ),
+        (Collector::File { json: true, .. }, Place::Local { .. }) => {
+            format!("write a JSON line such as {{\"{metric}\": \"0.5\"}} to the metrics file")
+        }
+        (Collector::TensorFlowEvent { .. }, Place::Local { .. }) => format!(
+            "write a scalar summary tagged {metric:?} to an events.out.tfevents.* file under $VERNIER_METRICS_DIR"
+        ),
+        (Collector::Prometheus { port, path }, _) => {
+            let port = match port {
+                PrometheusPort::Number(p) => p.to_string(),
+                PrometheusPort::Unusable(p) => p.clone(),
+            };
+            format!(
+                "serve `{metric} 0.5` at http://127.0.0.1:{port}{path} for at least a second before exiting"
+            )
+        }
+        (Collector::Push, Place::Local { push_env }) => format!(
+            "call report_metrics({{\"{metric}\": 0.5}}, db_manager_address=os.environ[\"{push_env}\"]) from the Katib SDK, or send DBManager.ReportObservationLog to that address"
+        ),
+        _ => format!(
+            "print a line such as `{metric}=0.5`, or set spec.metricsCollectorSpec.source.filter.metricsFormat"
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,214 @@
+//! The judge's table: every way a trial ends, locally and on a cluster.
+
+#![allow(clippy::unwrap_used)]
+use super::*;
+use crate::resolved::tests::experiment;
+
+const LOCAL: Place<'static> = Place::Local {
+    push_env: "KATIB_DB_MANAGER",
+};
+const CLUSTER: Place<'static> = Place::Cluster { container: "main" };
+
+/// (end, metric names seen, early stopped, state, reason, message fragment)
+type Case = (
+    TrialEnd,
+    Vec<String>,
+    bool,
+    TrialState,
+    &'static str,
+    &'static str,
+);
+
+fn names(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
+#[test]
+fn every_end_has_katib_state_and_reason() {
+    let exp = experiment("");
+    let max = Some(Completion::MaxTrialsReached);
+    let cases: Vec<Case> = vec![
+        (
+            TrialEnd::Completed,
+            names(&["loss"]),
+            false,
+            TrialState::Succeeded,
+            "TrialSucceeded",
+            "Trial has succeeded",
+        ),
+        (
+            TrialEnd::Completed,
+            names(&[]),
+            false,
+            TrialState::MetricsUnavailable,
+            "MetricsUnavailable",
+            "never reported the objective metric \"loss\" (it reported no metric)",
+        ),
+        (
+            TrialEnd::Completed,
+            names(&["val_loss", "acc"]),
+            false,
+            TrialState::MetricsUnavailable,
+            "MetricsUnavailable",
+            "(saw acc, val_loss)",
+        ),
+        (
+            TrialEnd::ExitCode(2),
+            names(&["loss"]),
+            false,
+            TrialState::Failed,
+            "TrialFailed",
+            "exited with code 2",
+        ),
+        (
+            TrialEnd::Signal("SIGSEGV".into()),
+            names(&[]),
+            false,
+            TrialState::Failed,
+            "TrialFailed",
+            "killed by signal SIGSEGV",
+        ),
+        (
+            TrialEnd::Failed("no such command".into()),
+            names(&[]),
+            false,
+            TrialState::Failed,
+            "TrialFailed",
+            "no such command",
+        ),
+        (
+            TrialEnd::Stopped(max),
+            names(&[]),
+            false,
+            TrialState::Killed,
+            "TrialKilled",
+            "experiment completed (ExperimentMaxTrialsReached)",
+        ),
+        (
+            TrialEnd::Stopped(None),
+            names(&[]),
+            false,
+            TrialState::Killed,
+            "TrialKilled",
+            "experiment was interrupted",
+        ),
+        (
+            TrialEnd::ExitCode(1),
+            names(&[]),
+            true,
+            TrialState::EarlyStopped,
+            "TrialEarlyStopped",
+            "Trial is early stopped",
+        ),
+        (
+            TrialEnd::Stopped(None),
+            names(&["loss"]),
+            true,
+            TrialState::EarlyStopped,
+            "TrialEarlyStopped",
+            "Trial is early stopped",
+        ),
+    ];
+    for (end, seen, early_stopped, state, reason, fragment) in cases {
+        let v = judge(
+            &exp,
+            Finished {
+                end: &end,
+                seen: &seen,
+                early_stopped,
+                place: LOCAL,
+            },
+        );
+        assert_eq!((v.state, v.reason), (state, reason), "{end:?} {seen:?}");
+        assert!(v.message.contains(fragment), "{end:?}: {}", v.message);
+        assert_eq!(
+            v.unavailable.is_some(),
+            state == TrialState::MetricsUnavailable
+        );
+    }
+}
+
+#[test]
+fn metrics_unavailable_records_katib_observation_and_says_what_was_seen() {
+    let exp = experiment("");
+    let many: Vec<String> = (0..10).map(|i| format!("m{i}")).collect();
+    let v = judge(
+        &exp,
+        Finished {
+            end: &TrialEnd::Completed,
+            seen: &many,
+            early_stopped: false,
+            place: CLUSTER,
+        },
+    );
+    assert_eq!(
+        v.unavailable,
+        Some(Observation {
+            metric: "loss".into(),
+            timestamp_us: ZERO_TIME_US,
+            value: "unavailable".into(),
+        })
+    );
+    assert_eq!(
+        v.message,
+        "Metrics are not available: the job succeeded but never reported the objective metric \"loss\" (saw m0, m1, m2, m3, m4, m5, m6, m7 and 2 more); hint: print a line such as `loss=0.5` from container \"main\""
+    );
+}
+
+#[test]
+fn hints_name_the_collector_and_the_place() {
+    let file = Collector::File {
+        path: "/var/log/m.log".into(),
+        json: false,
+    };
+    let json = Collector::File {
+        path: "/m.json".into(),
+        json: true,
+    };
+    let events = Collector::TensorFlowEvent { dir: "/ev/".into() };
+    let prom = Collector::Prometheus {
+        port: PrometheusPort::Number(9100),
+        path: "/m".into(),
+    };
+    let cases: Vec<(&Collector, Place<'_>, &str)> = vec![
+        (
+            &Collector::StdOut,
+            LOCAL,
+            "print a line such as `acc=0.5`, or set spec.metricsCollectorSpec.source.filter.metricsFormat",
+        ),
+        (
+            &Collector::StdOut,
+            CLUSTER,
+            "print a line such as `acc=0.5` from container \"main\"",
+        ),
+        (&file, LOCAL, "print a line such as `acc=0.5`, or set"),
+        (
+            &file,
+            CLUSTER,
+            "write a line such as `acc=0.5` to \"/var/log/m.log\", the File collector's path",
+        ),
+        (
+            &json,
+            LOCAL,
+            "write a JSON line such as {\"acc\": \"0.5\"} to the metrics file",
+        ),
+        (
+            &json,
+            CLUSTER,
+            "write a JSON line such as {\"acc\": \"0.5\"} to \"/m.json\"",
+        ),
+        (&events, LOCAL, "under $VERNIER_METRICS_DIR"),
+        (&events, CLUSTER, "to an event file under \"/ev/\""),
+        (&prom, LOCAL, "serve `acc 0.5` at http://127.0.0.1:9100/m"),
+        (&Collector::Push, LOCAL, "os.environ[\"KATIB_DB_MANAGER\"]"),
+        (
+            &Collector::Push,
+            CLUSTER,
+            "ReportObservationLog to the operator's DBManager",
+        ),
+    ];
+    for (collector, place, fragment) in cases {
+        let hint = unavailable_hint(collector, "acc", place);
+        assert!(hint.contains(fragment), "{collector:?} {place:?}: {hint}");
+    }
+}

@@ -1,0 +1,88 @@
+//! The experiment as the operator runs it: parsed, defaulted and validated by `vernier_spec`,
+//! resolved by `vernier_engine` (space, objective, limits, algorithm, collector, resume
+//! policy), and checked for what only the operator
+//! needs (a job kind it may create, a collector it supports); the settings check is the
+//! engine's. A refusal is a message naming the field and value.
+
+use crate::context::Context;
+use crate::early_stop::Stopping;
+use kube::ResourceExt;
+use kube::api::DynamicObject;
+use serde_json::{Value, json};
+use vernier_engine::{AlgorithmSource, Collector, ResolvedExperiment, identity_seed};
+use vernier_spec::types::API_VERSION;
+use vernier_spec::{Experiment, parse_experiment_value};
+
+/// The resolved experiment.
+pub type Resolved = ResolvedExperiment;
+
+/// Collector kinds the operator can collect from.
+const COLLECTORS: [&str; 5] = ["StdOut", "Push", "File", "TensorFlowEvent", "Custom"];
+
+/// Parses, defaults and validates the experiment, then checks what the operator itself needs.
+pub fn checked_experiment(
+    obj: &DynamicObject,
+    spec: Value,
+    ctx: &Context,
+) -> Result<Resolved, String> {
+    let doc = json!({
+        "apiVersion": obj.types.as_ref().map_or(API_VERSION, |t| t.api_version.as_str()),
+        "kind": "Experiment",
+        "metadata": {
+            "name": obj.name_any(),
+            "namespace": obj.namespace(),
+            "labels": obj.labels(),
+            "annotations": {},
+        },
+        "spec": spec,
+    });
+    let spec: Experiment = parse_experiment_value(&doc).map_err(|e| e.to_string())?;
+    check_kind(&spec, ctx)?;
+    check_collector(&spec)?;
+    let exp = ResolvedExperiment::new(spec).map_err(|e| e.to_string())?;
+    vernier_engine::check_settings(&exp, AlgorithmSource::BuiltIn).map_err(|e| e.to_string())?;
+    stopping(&exp, ctx).map_err(|e| format!("spec.earlyStopping: {e}"))?;
+    Ok(exp)
+}
+
+fn check_kind(spec: &Experiment, ctx: &Context) -> Result<(), String> {
+    let tt = spec.spec.trial_template.as_ref();
+    let Some(run_spec) = tt.and_then(|t| t.trial_spec.as_ref()) else {
+        return Err("spec.trialTemplate.trialSpec: is required; hint: write the job inline in trialSpec or point configMap at a stored template".into());
+    };
+    let field = |f: &str| run_spec.get(f).and_then(Value::as_str).unwrap_or_default();
+    let (api_version, kind) = (field("apiVersion"), field("kind"));
+    if ctx.trial_kind(api_version, kind).is_some() {
+        return Ok(());
+    }
+    Err(format!(
+        "spec.trialTemplate.trialSpec.kind: value {kind:?} (apiVersion {api_version:?}) is not a trial resource this operator may create; hint: allowed are {}; add it with --trial-resources",
+        ctx.allowed_kinds()
+    ))
+}
+
+fn check_collector(spec: &Experiment) -> Result<(), String> {
+    let collector = Collector::of(spec.spec.metrics_collector_spec.as_ref());
+    let collector = collector.kind();
+    if COLLECTORS.contains(&collector) {
+        return Ok(());
+    }
+    Err(format!(
+        "spec.metricsCollectorSpec.collector.kind: value {collector:?} is not supported by the operator; hint: use StdOut (the primary container's log is followed), File or TensorFlowEvent (read by an injected sidecar), Custom (your collector container, injected beside the trial) or Push"
+    ))
+}
+
+/// The experiment's early-stopping rule as this operator applies it.
+pub fn stopping(exp: &Resolved, ctx: &Context) -> Result<Stopping, String> {
+    Stopping::build(
+        exp.spec.spec.early_stopping.as_ref(),
+        ctx.early_stopping.as_ref(),
+    )
+}
+
+/// The experiment's seed: its `random_state` setting, else a hash of its UID (stable across
+/// operator restarts, different for a re-created experiment of the same name).
+pub fn experiment_seed(obj: &DynamicObject, exp: &Resolved) -> u64 {
+    exp.setting_seed()
+        .unwrap_or_else(|| identity_seed(&obj.uid().unwrap_or_else(|| obj.name_any())))
+}

@@ -1,0 +1,162 @@
+//! An experiment's trials as the reconciler sees them: listed from the operator's Trial cache
+//! (or the API when the controllers are not running) in sequence order, each with its state
+//! and its metrics reduced by their strategies, and the views the planner and the algorithm
+//! take of them.
+
+use crate::context::Context;
+use crate::names::SEQ_ANNOTATION;
+use crate::objects::{namespaced, owned_by, owned_trials, trial_resource};
+use crate::trial_state::{metric_is_text, metric_value, state_of, trial_status};
+use kube::ResourceExt;
+use kube::api::DynamicObject;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use vernier_core::{Objective, SearchSpace, TrialRecord, TrialState};
+use vernier_spec::plan::TrialOutcome;
+use vernier_spec::status::TrialStatus;
+use vernier_spec::trial::{EXPERIMENT_LABEL, TrialSpec};
+
+/// One trial of the experiment as listed.
+#[derive(Debug)]
+pub struct Listed {
+    pub obj: Arc<DynamicObject>,
+    pub spec: TrialSpec,
+    pub status: TrialStatus,
+    pub state: TrialState,
+    pub objective: Option<f64>,
+    /// Every metric the objective records, by its strategy (objectives, constraints).
+    pub metrics: BTreeMap<String, f64>,
+    /// The objective's observed value is text (DARTS's genotype), not a number.
+    pub text_objective: bool,
+}
+
+impl Listed {
+    /// The trial `obj` with `spec`, its status read for `objective`.
+    pub fn read(obj: Arc<DynamicObject>, spec: TrialSpec, objective: &Objective) -> Listed {
+        let status = trial_status(&obj);
+        let state = state_of(&status.conditions);
+        let metrics = metrics_of(&status, objective);
+        let value = metrics.get(&objective.metric).copied();
+        let text_objective = value.is_none()
+            && status
+                .observation
+                .as_ref()
+                .is_some_and(|o| metric_is_text(o, &objective.metric));
+        Listed {
+            obj,
+            spec,
+            status,
+            state,
+            objective: value,
+            metrics,
+            text_objective,
+        }
+    }
+
+    pub fn name(&self) -> String {
+        self.obj.name_any()
+    }
+}
+
+/// The trials of experiment `obj` (named `name` in `ns`), in sequence order.
+pub async fn list_trials(
+    ctx: &Context,
+    obj: &DynamicObject,
+    ns: &str,
+    name: &str,
+    objective: &Objective,
+) -> crate::Result<Vec<Listed>> {
+    let trials = owned(ctx, obj, ns, name).await?;
+    let mut listed: Vec<(u64, Listed)> = trials
+        .into_iter()
+        .map(|t| {
+            let seq = t
+                .annotations()
+                .get(SEQ_ANNOTATION)
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(u64::MAX);
+            // A trial whose spec cannot be read still counts (it occupies its sequence number).
+            let spec = t.data.get("spec");
+            let spec = spec.and_then(|s| TrialSpec::deserialize(s).ok());
+            (seq, Listed::read(t, spec.unwrap_or_default(), objective))
+        })
+        .collect();
+    listed.sort_by(|(a, x), (b, y)| a.cmp(b).then_with(|| x.name().cmp(&y.name())));
+    Ok(listed.into_iter().map(|(_, l)| l).collect())
+}
+
+/// The Trial objects this experiment owns, from the cache while the controllers run.
+async fn owned(
+    ctx: &Context,
+    obj: &DynamicObject,
+    ns: &str,
+    name: &str,
+) -> crate::Result<Vec<Arc<DynamicObject>>> {
+    if let Some(cache) = ctx.shared.trials().await {
+        let uid = obj.uid();
+        return Ok(cache.state_filter(|t| {
+            t.namespace().as_deref() == Some(ns)
+                && t.labels().get(EXPERIMENT_LABEL).map(String::as_str) == Some(name)
+                && owned_by(t, uid.as_deref())
+        }));
+    }
+    let api = namespaced(&ctx.client, &trial_resource(), ns);
+    let trials = owned_trials(&api, obj, name).await?;
+    Ok(trials.into_iter().map(Arc::new).collect())
+}
+
+/// Every metric of the objective reduced by its strategy, from the trial's observation.
+pub fn metrics_of(status: &TrialStatus, objective: &Objective) -> BTreeMap<String, f64> {
+    let Some(observation) = status.observation.as_ref() else {
+        return BTreeMap::new();
+    };
+    objective
+        .metric_names()
+        .into_iter()
+        .filter_map(|m| {
+            let strategy = objective.strategy_for(&m)?;
+            let v = metric_value(observation, &m, strategy)?;
+            Some((m.to_string(), v))
+        })
+        .collect()
+}
+
+/// The planner's view of the trials.
+pub fn outcomes(listed: &[Listed]) -> Vec<TrialOutcome<'_>> {
+    listed
+        .iter()
+        .map(|l| TrialOutcome {
+            name: l.obj.metadata.name.as_deref().unwrap_or_default(),
+            state: l.state,
+            objective: l.objective,
+            metrics: &l.metrics,
+            text_objective: l.text_objective,
+        })
+        .collect()
+}
+
+/// The history handed to the algorithm; trials whose assignment does not fit the space (e.g.
+/// edited by hand) are left out rather than failing the experiment.
+pub fn records(space: &SearchSpace, listed: &[Listed]) -> Vec<TrialRecord> {
+    listed
+        .iter()
+        .filter_map(|l| {
+            let pairs: Vec<(String, String)> = l
+                .spec
+                .parameter_assignments
+                .iter()
+                .map(|a| (a.name.clone(), a.value.clone()))
+                .collect();
+            let assignment = space.parse_assignment(&pairs).ok()?;
+            Some(TrialRecord {
+                name: l.name(),
+                assignment,
+                state: l.state,
+                objective: l.objective,
+                labels: l.obj.labels().clone(),
+                metrics: l.metrics.clone(),
+            })
+        })
+        .collect()
+}

@@ -1,0 +1,171 @@
+//! Early stopping's reads and writes for the experiment reconciler: the objective values
+//! trials reported (from the store), the rules frozen for trials created now, and marking the
+//! running trials a rule stops EarlyStopped (the trial reconciler then deletes their jobs).
+
+use crate::context::Context;
+use crate::early_stop::{Stopping, breaks, frozen_rules};
+use crate::error::{OperatorError, Result};
+use crate::events::publish;
+use crate::experiment_check::Resolved;
+use crate::experiment_trials::Listed;
+use crate::objects::{namespaced, now_rfc3339, now_us, replace_status, trial_resource};
+use vernier_core::{EarlyStoppingRequest, TrialProgress, TrialState};
+use vernier_engine::reason::TRIAL_EARLY_STOPPED;
+use vernier_spec::conditions::set_terminal;
+use vernier_spec::trial::EarlyStoppingRule;
+
+/// Katib's `earlyStoppingRules` for trials created now (empty unless medianstop).
+pub async fn rules_for_new_trials(
+    ctx: &Context,
+    stopping: &Stopping,
+    exp: &Resolved,
+    listed: &[Listed],
+) -> Result<Vec<EarlyStoppingRule>> {
+    let Stopping::Frozen(median) = stopping else {
+        return Ok(Vec::new());
+    };
+    let values = values_of(ctx, exp, listed, |l| l.state == TrialState::Succeeded).await?;
+    let progress = progress(listed, &values);
+    Ok(frozen_rules(median, &exp.objective, &progress))
+}
+
+/// Marks EarlyStopped the running trials the experiment's rule stops now.
+pub async fn stop_trials(
+    ctx: &Context,
+    stopping: &Stopping,
+    exp: &Resolved,
+    ns: &str,
+    listed: &[Listed],
+) -> Result<()> {
+    let names = match stopping {
+        Stopping::Off => {
+            warn_if_unavailable(ctx, exp, ns);
+            return Ok(());
+        }
+        Stopping::Frozen(_) => frozen_stops(ctx, exp, listed).await?,
+        Stopping::Continuous(rule) => {
+            // A trial not started yet has no log to read.
+            let values = values_of(ctx, exp, listed, |l| l.state != TrialState::Created).await?;
+            let request = EarlyStoppingRequest {
+                objective: &exp.objective,
+                trials: &progress(listed, &values),
+            };
+            let stop = rule.trials_to_stop(&request);
+            stop.map_err(|e| OperatorError::Algorithm(e.to_string()))?
+        }
+    };
+    for name in names {
+        mark_stopped(ctx, ns, listed, &name, stopping.name()).await?;
+    }
+    Ok(())
+}
+
+/// Running trials whose own frozen rules their values break.
+async fn frozen_stops(ctx: &Context, exp: &Resolved, listed: &[Listed]) -> Result<Vec<String>> {
+    let metric = &exp.objective.metric;
+    let ruled =
+        |l: &Listed| l.state == TrialState::Running && !l.spec.early_stopping_rules.is_empty();
+    let values = values_of(ctx, exp, listed, ruled).await?;
+    Ok(listed
+        .iter()
+        .zip(&values)
+        .filter(|(l, v)| ruled(l) && breaks(&l.spec.early_stopping_rules, metric, v))
+        .map(|(l, _)| l.name())
+        .collect())
+}
+
+fn warn_if_unavailable(ctx: &Context, exp: &Resolved, ns: &str) {
+    let Some(es) = exp.spec.spec.early_stopping.as_ref() else {
+        return;
+    };
+    if ctx.early_stopping.is_none() {
+        let algorithm = es.algorithm_name.clone().unwrap_or_default();
+        tracing::warn!(
+            "experiment {ns}/{}: early stopping {algorithm:?} is not available in this operator; trials run to completion",
+            exp.name
+        );
+    }
+}
+
+/// The objective values reported so far by each trial that `read` selects (none for others).
+async fn values_of(
+    ctx: &Context,
+    exp: &Resolved,
+    listed: &[Listed],
+    read: impl Fn(&Listed) -> bool,
+) -> Result<Vec<Vec<f64>>> {
+    let metric = &exp.objective.metric;
+    let mut values = Vec::with_capacity(listed.len());
+    for l in listed {
+        if !read(l) {
+            values.push(Vec::new());
+            continue;
+        }
+        let name = l.name();
+        let logs = ctx
+            .store
+            .observations(&name, Some(metric), None, None)
+            .await?;
+        values.push(
+            logs.iter()
+                .filter_map(|o| o.value.trim().parse::<f64>().ok())
+                .filter(|v| v.is_finite())
+                .collect(),
+        );
+    }
+    Ok(values)
+}
+
+fn progress<'a>(listed: &'a [Listed], values: &'a [Vec<f64>]) -> Vec<TrialProgress<'a>> {
+    listed
+        .iter()
+        .zip(values)
+        .map(|(l, v)| TrialProgress {
+            name: l.obj.metadata.name.as_deref().unwrap_or_default(),
+            state: l.state,
+            values: v,
+        })
+        .collect()
+}
+
+/// Marks trial `name` EarlyStopped if it is still running as listed.
+async fn mark_stopped(
+    ctx: &Context,
+    ns: &str,
+    listed: &[Listed],
+    name: &str,
+    rule: &str,
+) -> Result<()> {
+    let running = |l: &&Listed| l.name() == name && l.state == TrialState::Running;
+    let Some(l) = listed.iter().find(running) else {
+        return Ok(());
+    };
+    let mut status = l.status.clone();
+    let message = format!("Trial is early stopped by {rule}");
+    set_terminal(
+        &mut status.conditions,
+        "EarlyStopped",
+        TRIAL_EARLY_STOPPED,
+        &message,
+        now_us(),
+    );
+    status.completion_time = Some(now_rfc3339());
+    let api = namespaced(&ctx.client, &trial_resource(), ns);
+    match replace_status(&api, &l.obj, &status).await {
+        Ok(()) => {}
+        // The trial changed since it was listed; the next reconcile decides again.
+        Err(kube::Error::Api(e)) if e.code == 409 => return Ok(()),
+        Err(e) => return Err(e.into()),
+    }
+    let note = format!("{rule} stopped trial {name}");
+    publish(
+        &ctx.recorder,
+        &l.obj,
+        &trial_resource(),
+        false,
+        TRIAL_EARLY_STOPPED,
+        note,
+    )
+    .await;
+    Ok(())
+}

@@ -1,0 +1,221 @@
+//! The Trial reconciler's decisions, pure: the step to take once the trial's job was looked
+//! up, the verdict on a job that succeeded, and the Katib reasons and messages of each end.
+
+use crate::jobs::JobOutcome;
+use serde_json::Value;
+use vernier_core::TrialState;
+use vernier_engine::reason::TRIAL_FAILED;
+use vernier_engine::{Collector, Place};
+use vernier_spec::trial::TrialSpec;
+
+/// A trial that ends Failed: Katib's condition reason and message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    pub reason: String,
+    pub message: String,
+}
+
+impl Failure {
+    /// The trial itself cannot run (its spec is unusable).
+    pub fn trial(message: impl Into<String>) -> Failure {
+        Failure {
+            reason: TRIAL_FAILED.into(),
+            message: message.into(),
+        }
+    }
+
+    /// The trial's job failed or went away, with Katib's `Job reason:` / `Job message:` form.
+    pub fn job(reason: &str, message: &str) -> Failure {
+        Failure {
+            reason: format!("{TRIAL_FAILED}. Job reason: {reason}"),
+            message: format!("Trial has failed. Job message: {message}"),
+        }
+    }
+}
+
+/// What to do once the job was looked up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    CreateJob,
+    Fail(Failure),
+    Running,
+    JobFailed(Failure),
+    JobSucceeded,
+}
+
+/// The step for a live trial in `state` whose job is `job` (`None`: not found). A job is
+/// created only for a trial that never ran: one that vanished later was deleted by someone.
+pub fn on_job(
+    job: Option<JobOutcome>,
+    state: TrialState,
+    ever_running: bool,
+    kind: &str,
+    name: &str,
+) -> Step {
+    match job {
+        None if state == TrialState::Created && !ever_running => Step::CreateJob,
+        None => Step::Fail(Failure::job(
+            "JobDeleted",
+            &format!("{kind} {name} was deleted before it finished"),
+        )),
+        Some(JobOutcome::Running) => Step::Running,
+        Some(JobOutcome::Failed { reason, message }) => {
+            Step::JobFailed(Failure::job(&reason, &message))
+        }
+        Some(JobOutcome::Succeeded { .. }) => Step::JobSucceeded,
+    }
+}
+
+/// A run spec whose kind this operator may not create.
+pub fn kind_refused(run_spec: &Value, allowed: &str) -> Failure {
+    let field = |f: &str| run_spec.get(f).and_then(Value::as_str).unwrap_or_default();
+    Failure::trial(format!(
+        "spec.runSpec.kind: value {:?} (apiVersion {:?}) is not a trial resource this operator may create; hint: allowed are {allowed}",
+        field("kind"),
+        field("apiVersion"),
+    ))
+}
+
+/// The API server does not serve the job's kind (its operator is not installed).
+pub fn kind_not_served(kind: &str, api_message: &str) -> Failure {
+    Failure {
+        reason: format!("{TRIAL_FAILED}. Job reason: KindNotServed"),
+        message: format!(
+            "Trial has failed. Job message: the API server does not serve {kind} ({api_message}); hint: install the operator that provides it"
+        ),
+    }
+}
+
+/// How a trial whose job succeeded ends.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    Succeeded,
+    /// The objective metric was never reported; the message says how to report it.
+    MetricsUnavailable(String),
+}
+
+/// The verdict on a succeeded job: Succeeded when the objective `metric` was observed.
+pub fn verdict(observed: bool, metric: &str, spec: &TrialSpec) -> Verdict {
+    if observed {
+        return Verdict::Succeeded;
+    }
+    Verdict::MetricsUnavailable(format!(
+        "Metrics are not available: the job succeeded but the objective metric {metric:?} was never reported; hint: {}",
+        unavailable_hint(metric, spec)
+    ))
+}
+
+/// How to report `metric` with the trial's collector (the engine's hint for a cluster).
+fn unavailable_hint(metric: &str, spec: &TrialSpec) -> String {
+    let collector = Collector::of(spec.metrics_collector.as_ref());
+    let container = spec.primary_container_name.as_deref().unwrap_or_default();
+    vernier_engine::unavailable_hint(&collector, metric, Place::Cluster { container })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn steps_once_the_job_was_looked_up() {
+        use TrialState::{Created, Running};
+        let failed = || JobOutcome::Failed {
+            reason: "BackoffLimitExceeded".into(),
+            message: "Job has reached the specified backoff limit".into(),
+        };
+        let deleted = Step::Fail(Failure {
+            reason: "TrialFailed. Job reason: JobDeleted".into(),
+            message: "Trial has failed. Job message: TFJob t-1 was deleted before it finished"
+                .into(),
+        });
+        let table = [
+            (None, Created, false, Step::CreateJob),
+            (None, Created, true, deleted.clone()),
+            (None, Running, true, deleted),
+            (Some(JobOutcome::Running), Created, false, Step::Running),
+            (
+                Some(failed()),
+                Running,
+                true,
+                Step::JobFailed(Failure {
+                    reason: "TrialFailed. Job reason: BackoffLimitExceeded".into(),
+                    message:
+                        "Trial has failed. Job message: Job has reached the specified backoff limit"
+                            .into(),
+                }),
+            ),
+            (
+                Some(JobOutcome::Succeeded {
+                    reason: String::new(),
+                    message: String::new(),
+                }),
+                Running,
+                true,
+                Step::JobSucceeded,
+            ),
+        ];
+        for (job, state, ever_running, want) in table {
+            let got = on_job(job.clone(), state, ever_running, "TFJob", "t-1");
+            assert_eq!(got, want, "{job:?} {state:?} {ever_running}");
+        }
+    }
+
+    #[test]
+    fn refused_and_unserved_kinds_name_the_kind() {
+        let f = kind_refused(
+            &json!({"apiVersion": "argoproj.io/v1alpha1", "kind": "Workflow"}),
+            "Job.v1.batch",
+        );
+        assert_eq!(f.reason, "TrialFailed");
+        assert_eq!(
+            f.message,
+            "spec.runSpec.kind: value \"Workflow\" (apiVersion \"argoproj.io/v1alpha1\") is not a trial resource this operator may create; hint: allowed are Job.v1.batch"
+        );
+        let f = kind_not_served("TFJob", "404 page not found");
+        assert_eq!(f.reason, "TrialFailed. Job reason: KindNotServed");
+        assert!(
+            f.message
+                .contains("does not serve TFJob (404 page not found)")
+        );
+    }
+
+    #[test]
+    fn unavailable_metrics_say_how_to_report_them_per_collector() {
+        let spec = |collector: Value| -> TrialSpec {
+            serde_json::from_value(json!({
+                "objective": {"type": "maximize", "objectiveMetricName": "acc"},
+                "primaryContainerName": "trainer",
+                "metricsCollector": collector,
+            }))
+            .unwrap()
+        };
+        let table = [
+            (
+                json!({}),
+                "print a line such as `acc=0.5` from container \"trainer\"",
+            ),
+            (
+                json!({"collector": {"kind": "Push"}}),
+                "report \"acc\" with ReportObservationLog",
+            ),
+            (
+                json!({"collector": {"kind": "File"}, "source": {"fileSystemPath": {"path": "/m/out.txt", "kind": "File"}}}),
+                "write a line such as `acc=0.5` to \"/m/out.txt\", the File collector's path",
+            ),
+            (
+                json!({"collector": {"kind": "TensorFlowEvent"}, "source": {"fileSystemPath": {"path": "/ev", "kind": "Directory"}}}),
+                "write a scalar summary tagged \"acc\" to an event file under \"/ev\"",
+            ),
+        ];
+        for (collector, hint) in table {
+            let Verdict::MetricsUnavailable(m) = verdict(false, "acc", &spec(collector.clone()))
+            else {
+                panic!("{collector}: not unavailable");
+            };
+            assert!(m.starts_with("Metrics are not available: the job succeeded but the objective metric \"acc\" was never reported; hint: "), "{m}");
+            assert!(m.contains(hint), "{collector}: {m}");
+        }
+        assert_eq!(verdict(true, "acc", &spec(json!({}))), Verdict::Succeeded);
+    }
+}

@@ -1,0 +1,124 @@
+//! A trial's job: the API of its kind (when this operator may create that kind) and the object
+//! to create, owned by the Trial and labelled so that its pods can be found.
+
+use crate::context::Context;
+use crate::objects::{namespaced, owner_reference};
+use kube::ResourceExt;
+use kube::api::DynamicObject;
+use serde_json::{Value, json};
+use vernier_spec::trial::{EXPERIMENT_LABEL, TRIAL_LABEL};
+use vernier_spec::types::API_VERSION;
+
+/// The API for the job's kind, if that kind is allowed.
+pub fn job_api(
+    ctx: &Context,
+    run_spec: &Value,
+    ns: &str,
+) -> Option<(kube::Api<DynamicObject>, String)> {
+    let api_version = run_spec.get("apiVersion").and_then(Value::as_str)?;
+    let kind = run_spec.get("kind").and_then(Value::as_str)?;
+    let k = ctx.trial_kind(api_version, kind)?;
+    Some((
+        namespaced(&ctx.client, &k.api_resource(), ns),
+        kind.to_string(),
+    ))
+}
+
+/// The job to create: the rendered run spec, owned by the Trial, with the trial and
+/// experiment labels on the job and on every pod template inside it, so that the trial's
+/// pods can be found by label whatever controller creates them.
+pub fn job_object(
+    trial: &DynamicObject,
+    mut run_spec: Value,
+    name: &str,
+    ns: &str,
+) -> DynamicObject {
+    let mut labels = serde_json::Map::new();
+    labels.insert(TRIAL_LABEL.into(), name.into());
+    if let Some(exp) = trial.labels().get(EXPERIMENT_LABEL) {
+        labels.insert(EXPERIMENT_LABEL.into(), exp.clone().into());
+    }
+    label_pod_templates(&mut run_spec, &labels);
+    if let Some(obj) = run_spec.as_object_mut() {
+        let meta = obj.entry("metadata").or_insert_with(|| json!({}));
+        if let Some(meta) = meta.as_object_mut() {
+            meta.insert("name".into(), name.into());
+            meta.insert("namespace".into(), ns.into());
+            let l = meta.entry("labels").or_insert_with(|| json!({}));
+            if let Some(l) = l.as_object_mut() {
+                l.extend(labels.clone());
+            }
+            if let Some(owner) = owner_reference(trial, API_VERSION, "Trial") {
+                meta.insert("ownerReferences".into(), json!([owner]));
+            }
+        }
+    }
+    serde_json::from_value(run_spec.clone()).unwrap_or_else(|_| DynamicObject {
+        types: None,
+        metadata: Default::default(),
+        data: run_spec,
+    })
+}
+
+/// Adds `labels` to `metadata.labels` of every pod template (an object with `spec.containers`
+/// under a `template` key), wherever it sits in the job.
+fn label_pod_templates(value: &mut Value, labels: &serde_json::Map<String, Value>) {
+    match value {
+        Value::Object(map) => {
+            for (k, v) in map.iter_mut() {
+                if k == "template"
+                    && v.pointer("/spec/containers").is_some_and(Value::is_array)
+                    && let Some(t) = v.as_object_mut()
+                {
+                    let meta = t.entry("metadata").or_insert_with(|| json!({}));
+                    if let Some(meta) = meta.as_object_mut() {
+                        let l = meta.entry("labels").or_insert_with(|| json!({}));
+                        if let Some(l) = l.as_object_mut() {
+                            l.extend(labels.clone());
+                        }
+                    }
+                }
+                label_pod_templates(v, labels);
+            }
+        }
+        Value::Array(items) => items
+            .iter_mut()
+            .for_each(|v| label_pod_templates(v, labels)),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_every_pod_template() {
+        let mut tf = json!({
+            "apiVersion": "kubeflow.org/v1", "kind": "TFJob",
+            "spec": {"tfReplicaSpecs": {
+                "Chief": {"template": {"spec": {"containers": [{"name": "tensorflow"}]}}},
+                "PS": {"template": {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "tensorflow"}]}}}
+            }}
+        });
+        let mut labels = serde_json::Map::new();
+        labels.insert(TRIAL_LABEL.into(), "t-1".into());
+        label_pod_templates(&mut tf, &labels);
+        assert_eq!(
+            tf.pointer(
+                "/spec/tfReplicaSpecs/Chief/template/metadata/labels/katib.kubeflow.org~1trial"
+            ),
+            Some(&json!("t-1"))
+        );
+        assert_eq!(
+            tf.pointer("/spec/tfReplicaSpecs/PS/template/metadata/labels/a"),
+            Some(&json!("b"))
+        );
+        assert_eq!(
+            tf.pointer(
+                "/spec/tfReplicaSpecs/PS/template/metadata/labels/katib.kubeflow.org~1trial"
+            ),
+            Some(&json!("t-1"))
+        );
+    }
+}
