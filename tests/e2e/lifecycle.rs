@@ -142,6 +142,26 @@ fn exit_zero_without_the_objective_is_metrics_unavailable() {
 }
 
 #[test]
+fn metrics_unavailable_says_which_metrics_the_trial_did_report() {
+    let sb = Sandbox::new();
+    let yaml = python_experiment(
+        "othermetrics",
+        "print('val_accuracy=0.9')\nprint('val_loss=0.2')",
+        "  objective:\n    type: maximize\n    objectiveMetricName: accuracy\n  parallelTrialCount: 1\n  maxTrialCount: 1",
+    );
+    let file = sb.write("othermetrics.yaml", &yaml);
+    sb.run(&["run", file.to_str().unwrap()]);
+    let r = sb.report("othermetrics");
+    let t = &trials_in(&r, "MetricsUnavailable")[0];
+    let conditions = t["status"]["conditions"].as_array().unwrap();
+    let msg = conditions.last().unwrap()["message"].as_str().unwrap();
+    assert!(
+        msg.contains("objective metric \"accuracy\" (saw val_accuracy, val_loss)"),
+        "{msg}"
+    );
+}
+
+#[test]
 fn custom_metrics_format_and_strategies() {
     let sb = Sandbox::new();
     let yaml = python_experiment(

@@ -18,9 +18,11 @@ use vernier_proto::api::{
 use vernier_proto::convert::{experiment_from_wire, state_from_wire};
 use vernier_store::{SqlStore, TrialUpdate};
 
-/// Katib's reason and message for an early-stopped trial.
-pub const EARLY_STOPPED_REASON: &str = "TrialEarlyStopped";
-pub const EARLY_STOPPED_MESSAGE: &str = "Trial is early stopped";
+/// Katib's reason and message for an early-stopped trial, from the engine.
+pub use vernier_engine::reason::{
+    TRIAL_EARLY_STOPPED as EARLY_STOPPED_REASON,
+    TRIAL_EARLY_STOPPED_MESSAGE as EARLY_STOPPED_MESSAGE,
+};
 
 /// What a [`ManagedTrials`] hook did with a `SetTrialStatus` request.
 #[derive(Debug, Clone, PartialEq, Eq)]

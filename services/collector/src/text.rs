@@ -124,6 +124,25 @@ impl MetricsFilter {
     }
 }
 
+impl MetricsFilter {
+    /// Every metric name the formats match in `line`, wanted or not: what a trial printed,
+    /// for telling a user whose objective never arrived which names did.
+    pub fn names_in(&self, line: &str) -> Vec<String> {
+        let mut names = Vec::new();
+        for regex in &self.regexes {
+            for caps in regex.captures_iter(line) {
+                if let Some(name) = caps.get(1).map(|n| n.as_str().trim())
+                    && !name.is_empty()
+                    && !names.iter().any(|n| n == name)
+                {
+                    names.push(name.to_string());
+                }
+            }
+        }
+        names
+    }
+}
+
 /// Whether a matched value becomes an observation: a finite number, or text such as DARTS's
 /// `Genotype(...)` (Katib records any text); not an empty match, and not `nan` or an infinity,
 /// which would poison every min, max and comparison made with them.
@@ -171,6 +190,22 @@ mod tests {
 
     fn wanted(names: &[&str]) -> Vec<String> {
         names.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn names_in_lists_every_matched_name_once() {
+        let f = MetricsFilter::katib_default();
+        let cases: &[(&str, &[&str])] = &[
+            (
+                "epoch 3: val_accuracy=0.9 val_loss=0.2",
+                &["val_accuracy", "val_loss"],
+            ),
+            ("loss=1 loss=2", &["loss"]),
+            ("no metrics here", &[]),
+        ];
+        for (line, want) in cases {
+            assert_eq!(f.names_in(line), wanted(want), "{line}");
+        }
     }
 
     #[test]

@@ -47,8 +47,12 @@ pub enum Collector {
     Prometheus { port: PrometheusPort, path: String },
     /// The trial pushes its metrics to the DBManager API.
     Push,
-    /// A collector container image of the user's.
-    Custom,
+    /// A collector container of the user's (`collector.customCollector`), sharing the
+    /// `source.fileSystemPath` with the trial when one is given.
+    Custom {
+        container: Option<serde_json::Value>,
+        path: Option<String>,
+    },
     /// A kind Vernier does not know (e.g. Katib's `None`).
     Other(String),
 }
@@ -123,6 +127,7 @@ impl Collector {
             .and_then(|m| m.collector.as_ref())
             .and_then(|c| c.kind.as_deref())
             .unwrap_or("StdOut");
+        let collector = spec.and_then(|m| m.collector.as_ref());
         let source = spec.and_then(|m| m.source.as_ref());
         match kind {
             "StdOut" => Collector::StdOut,
@@ -138,7 +143,13 @@ impl Collector {
             },
             "PrometheusMetric" => prometheus(source),
             "Push" => Collector::Push,
-            "Custom" => Collector::Custom,
+            "Custom" => Collector::Custom {
+                container: collector.and_then(|c| c.custom_collector.clone()),
+                path: source
+                    .and_then(|s| s.file_system_path.as_ref())
+                    .and_then(|f| f.path.clone())
+                    .filter(|p| !p.is_empty()),
+            },
             other => Collector::Other(other.to_string()),
         }
     }
@@ -151,7 +162,7 @@ impl Collector {
             Collector::TensorFlowEvent { .. } => "TensorFlowEvent",
             Collector::Prometheus { .. } => "PrometheusMetric",
             Collector::Push => "Push",
-            Collector::Custom => "Custom",
+            Collector::Custom { .. } => "Custom",
             Collector::Other(kind) => kind,
         }
     }
@@ -162,6 +173,7 @@ impl Collector {
         match self {
             Collector::File { path, .. } => Some(path),
             Collector::TensorFlowEvent { dir } => Some(dir),
+            Collector::Custom { path, .. } => path.as_deref(),
             _ => None,
         }
     }

@@ -179,6 +179,12 @@ pub fn unavailable_hint(collector: &Collector, metric: &str, place: Place<'_>) -
                 "serve `{metric} 0.5` at http://127.0.0.1:{port}{path} for at least a second before exiting"
             )
         }
+        (Collector::Custom { .. }, Place::Local { push_env }) => format!(
+            "have the custom collector report {metric:?} with DBManager.ReportObservationLog to ${push_env} (its output is in the trial's log)"
+        ),
+        (Collector::Custom { .. }, Place::Cluster { .. }) => format!(
+            "have the custom collector container report {metric:?} with DBManager.ReportObservationLog to the operator's DBManager"
+        ),
         (Collector::Push, Place::Local { push_env }) => format!(
             "call report_metrics({{\"{metric}\": 0.5}}, db_manager_address=os.environ[\"{push_env}\"]) from the Katib SDK, or send DBManager.ReportObservationLog to that address"
         ),

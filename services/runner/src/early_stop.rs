@@ -21,10 +21,6 @@ use vernier_store::SqlStore;
 /// How often running trials are checked.
 pub const CHECK_EVERY: Duration = Duration::from_secs(1);
 
-/// Katib's condition reason and message for an early-stopped trial.
-pub const EARLY_STOPPED_REASON: &str = "TrialEarlyStopped";
-pub const EARLY_STOPPED_MESSAGE: &str = "Trial is early stopped";
-
 /// The experiment's early-stopping rule and the trials it has stopped.
 #[derive(Debug)]
 pub struct EarlyStopMonitor {
@@ -37,25 +33,12 @@ pub struct EarlyStopMonitor {
 impl EarlyStopMonitor {
     /// The monitor for `spec.earlyStopping`, or `None` when the experiment has none.
     pub fn for_experiment(exp: &LocalExperiment) -> Result<Option<EarlyStopMonitor>, RunnerError> {
-        let Some(es) = &exp.spec.spec.early_stopping else {
+        let Some(built) = vernier_engine::build_early_stopping(exp)? else {
             return Ok(None);
         };
-        let name = es.algorithm_name.clone().unwrap_or_default();
-        let settings: Vec<(String, String)> = es
-            .algorithm_settings
-            .iter()
-            .map(|s| (s.name.clone(), s.value.clone()))
-            .collect();
-        let stopper = vernier_algorithms::build_early_stopper(&name, &settings)
-            .map_err(|e| RunnerError::EarlyStopping(format!("spec.earlyStopping: {e}")))?;
-        let median = (name == "medianstop")
-            .then(|| MedianStop::from_settings(&settings))
-            .transpose()
-            .map_err(|e| RunnerError::EarlyStopping(format!("spec.earlyStopping: {e}")))?
-            .map(|m| (m, BTreeMap::new()));
         Ok(Some(EarlyStopMonitor {
-            stopper,
-            median,
+            stopper: built.stopper,
+            median: built.median.map(|m| (m, BTreeMap::new())),
             stopped: HashSet::new(),
         }))
     }
@@ -133,22 +116,6 @@ impl EarlyStopMonitor {
     /// Whether the rule stopped `trial`: its end is then EarlyStopped, whatever its exit.
     pub fn stopped(&self, trial: &str) -> bool {
         self.stopped.contains(trial)
-    }
-}
-
-/// The driver's classification, with early-stopped trials overriding it.
-pub fn classify_with(
-    monitor: Option<&EarlyStopMonitor>,
-    trial: &str,
-    classified: (TrialState, &'static str, String),
-) -> (TrialState, &'static str, String) {
-    match monitor {
-        Some(m) if m.stopped(trial) => (
-            TrialState::EarlyStopped,
-            EARLY_STOPPED_REASON,
-            EARLY_STOPPED_MESSAGE.to_string(),
-        ),
-        _ => classified,
     }
 }
 

@@ -24,6 +24,8 @@ pub enum RunnerError {
         trial: String,
         source: vernier_spec::SpecError,
     },
+    #[error(transparent)]
+    Engine(#[from] vernier_engine::EngineError),
     #[error("{0}")]
     Algorithm(#[from] vernier_algorithms::AlgorithmError),
     #[error("{0}")]

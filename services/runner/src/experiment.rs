@@ -1,15 +1,14 @@
-//! What the local driver needs from an Experiment spec, derived once: search space, objective,
-//! limits, algorithm, metrics collection, and how to turn an assignment into a command line.
+//! The local experiment: the engine's resolved experiment plus what running it on this machine
+//! adds (where trials start and log, how their metrics are read, and how an assignment becomes
+//! a command line).
 
 use crate::custom::CustomCollector;
 use crate::error::RunnerError;
 use crate::process::{Collection, MetricSource, TrialCommand};
+use std::ops::Deref;
 use std::path::{Path, PathBuf};
 use vernier_collector::MetricsFilter;
-use vernier_core::{Objective, SearchSpace};
-use vernier_spec::defaults::{DEFAULT_PROMETHEUS_PATH, DEFAULT_PROMETHEUS_PORT};
-use vernier_spec::plan::Limits;
-use vernier_spec::types::SourceSpec;
+use vernier_engine::{Collector, PrometheusPort, ResolvedExperiment};
 use vernier_spec::{Experiment, SpecError, SpecErrors};
 
 /// Where a local experiment runs and keeps its trial logs.
@@ -21,22 +20,25 @@ pub struct LocalPaths {
     pub log_dir: PathBuf,
 }
 
-/// An experiment ready to run locally.
+/// An experiment ready to run locally. It reads as its [`ResolvedExperiment`] (`exp.space`,
+/// `exp.objective`, ...) plus the local parts.
 #[derive(Debug, Clone)]
 pub struct LocalExperiment {
-    pub spec: Experiment,
-    pub name: String,
-    pub space: SearchSpace,
-    pub objective: Objective,
-    pub limits: Limits,
-    pub algorithm: String,
-    pub settings: Vec<(String, String)>,
+    pub resolved: ResolvedExperiment,
     pub collection: Collection,
     pub paths: LocalPaths,
     /// The File or TensorFlowEvent collector's path as written in the spec (absolute, e.g.
     /// `/var/log/katib/metrics.log` or `/var/log/katib/tfevent/`); each trial gets its own copy
     /// under its log directory.
     pub metrics_path: Option<String>,
+}
+
+impl Deref for LocalExperiment {
+    type Target = ResolvedExperiment;
+
+    fn deref(&self) -> &ResolvedExperiment {
+        &self.resolved
+    }
 }
 
 /// Environment variable telling a trial where its metrics file is (File collector).
@@ -48,59 +50,24 @@ pub const METRICS_DIR_ENV: &str = "VERNIER_METRICS_DIR";
 impl LocalExperiment {
     /// Derives everything from a parsed, defaulted and validated experiment.
     pub fn new(spec: Experiment, paths: LocalPaths) -> Result<Self, RunnerError> {
-        let space = spec.search_space()?;
-        let objective = spec.objective()?;
-        let s = &spec.spec;
-        let limits = Limits {
-            parallel: s.parallel_trial_count.unwrap_or(3).max(1) as u32,
-            max_trials: s.max_trial_count.map(|v| v.max(0) as u32),
-            max_failed: s.max_failed_trial_count.map(|v| v.max(0) as u32),
-        };
-        let algorithm = s
-            .algorithm
-            .as_ref()
-            .and_then(|a| a.algorithm_name.clone())
-            .unwrap_or_else(|| "random".to_string());
-        let settings: Vec<(String, String)> = s
-            .algorithm
-            .as_ref()
-            .map(|a| {
-                a.algorithm_settings
-                    .iter()
-                    .map(|x| (x.name.clone(), x.value.clone()))
-                    .collect()
-            })
-            .unwrap_or_default();
-        let collector = s.metrics_collector_spec.as_ref();
-        let kind = collector
-            .and_then(|m| m.collector.as_ref())
-            .and_then(|c| c.kind.clone())
-            .unwrap_or_else(|| "StdOut".to_string());
-        let formats: Vec<String> = collector
-            .and_then(|m| m.source.as_ref())
-            .and_then(|src| src.filter.as_ref())
-            .map(|f| f.metrics_format.clone())
-            .unwrap_or_default();
-        let filter = MetricsFilter::from_formats(&formats)?;
-        let source_spec = collector.and_then(|m| m.source.as_ref());
-        let custom = collector
-            .and_then(|m| m.collector.as_ref())
-            .and_then(|c| c.custom_collector.as_ref());
-        let (source, metrics_path) = metric_source(&kind, custom, source_spec)?;
+        Self::from_resolved(ResolvedExperiment::new(spec)?, paths)
+    }
+
+    /// Adds the local parts to a resolved experiment; refuses collectors that cannot run here.
+    pub fn from_resolved(
+        resolved: ResolvedExperiment,
+        paths: LocalPaths,
+    ) -> Result<Self, RunnerError> {
+        let filter = MetricsFilter::from_formats(&resolved.metrics_formats)?;
+        let source = metric_source(&resolved.collector)?;
         Ok(LocalExperiment {
-            name: spec.name().to_string(),
             collection: Collection {
                 filter,
-                metrics: objective.metric_names(),
+                metrics: resolved.objective.metric_names(),
                 source,
             },
-            metrics_path,
-            spec,
-            space,
-            objective,
-            limits,
-            algorithm,
-            settings,
+            metrics_path: resolved.collector.spec_path().map(str::to_string),
+            resolved,
             paths,
         })
     }
@@ -233,19 +200,8 @@ fn trim_dir_slash(path: &str) -> &str {
     if trimmed.is_empty() { path } else { trimmed }
 }
 
-/// Where the metrics of a collector kind come from locally, and the spec path of the file or
-/// directory the trial writes, if any.
-fn metric_source(
-    kind: &str,
-    custom: Option<&serde_json::Value>,
-    source: Option<&SourceSpec>,
-) -> Result<(MetricSource, Option<String>), RunnerError> {
-    let fsp = source.and_then(|s| s.file_system_path.as_ref());
-    let spec_path = |default: &str| {
-        fsp.and_then(|f| f.path.clone())
-            .filter(|p| !p.is_empty())
-            .unwrap_or_else(|| default.to_string())
-    };
+/// Where the metrics of a collector come from locally.
+fn metric_source(collector: &Collector) -> Result<MetricSource, RunnerError> {
     let unsupported = |message: String| -> RunnerError {
         SpecErrors(vec![SpecError::new(
             "spec.metricsCollectorSpec.collector.kind",
@@ -253,59 +209,31 @@ fn metric_source(
         )])
         .into()
     };
-    Ok(match kind {
-        "StdOut" => (MetricSource::Output, None),
-        "File" => {
-            let json = fsp
-                .and_then(|f| f.format.as_deref())
-                .is_some_and(|f| f.eq_ignore_ascii_case("JSON"));
-            let source = if json {
-                MetricSource::JsonFile
-            } else {
-                MetricSource::TextFile
-            };
-            (
-                source,
-                Some(spec_path(vernier_spec::known::DEFAULT_METRICS_FILE)),
-            )
+    Ok(match collector {
+        Collector::StdOut => MetricSource::Output,
+        Collector::File { json: true, .. } => MetricSource::JsonFile,
+        Collector::File { json: false, .. } => MetricSource::TextFile,
+        Collector::TensorFlowEvent { .. } => MetricSource::TfEventDir,
+        Collector::Prometheus {
+            port: PrometheusPort::Number(port),
+            path,
+        } => MetricSource::Prometheus {
+            port: *port,
+            path: path.clone(),
+        },
+        Collector::Prometheus {
+            port: PrometheusPort::Unusable(shown),
+            ..
+        } => {
+            return Err(unsupported(format!(
+                "httpGet port {shown} cannot be scraped locally\nhint: local runs scrape http://127.0.0.1:<port><path> and need a numeric port (a named container port has no meaning outside Kubernetes)"
+            )));
         }
-        "TensorFlowEvent" => (
-            MetricSource::TfEventDir,
-            Some(spec_path(vernier_spec::known::DEFAULT_TFEVENT_DIR)),
-        ),
-        "PrometheusMetric" => {
-            let http = source.and_then(|s| s.http_get.as_ref());
-            let port = match http.and_then(|h| h.get("port")) {
-                None => u16::try_from(DEFAULT_PROMETHEUS_PORT).ok(),
-                Some(serde_json::Value::Number(n)) => {
-                    n.as_u64().and_then(|p| u16::try_from(p).ok())
-                }
-                Some(serde_json::Value::String(s)) => s.parse::<u16>().ok(),
-                Some(_) => None,
-            };
-            let Some(port) = port.filter(|p| *p > 0) else {
-                let shown = http
-                    .and_then(|h| h.get("port"))
-                    .map_or_else(String::new, |v| v.to_string());
-                return Err(unsupported(format!(
-                    "httpGet port {shown} cannot be scraped locally\nhint: local runs scrape http://127.0.0.1:<port><path> and need a numeric port (a named container port has no meaning outside Kubernetes)"
-                )));
-            };
-            let path = http
-                .and_then(|h| h.get("path"))
-                .and_then(serde_json::Value::as_str)
-                .filter(|p| !p.is_empty())
-                .unwrap_or(DEFAULT_PROMETHEUS_PATH)
-                .to_string();
-            (MetricSource::Prometheus { port, path }, None)
+        Collector::Push => MetricSource::Pushed,
+        Collector::Custom { container, path } => {
+            MetricSource::Custom(CustomCollector::of(container.as_ref(), path.clone()))
         }
-        "Push" => (MetricSource::Pushed, None),
-        "Custom" => {
-            let spec_path = fsp.and_then(|f| f.path.clone()).filter(|p| !p.is_empty());
-            let collector = CustomCollector::of(custom, spec_path.clone());
-            (MetricSource::Custom(collector), spec_path)
-        }
-        other => {
+        Collector::Other(other) => {
             return Err(unsupported(format!(
                 "collector kind {other:?} cannot run locally\nhint: use StdOut, File, TensorFlowEvent, PrometheusMetric, Push or Custom"
             )));

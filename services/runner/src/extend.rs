@@ -6,7 +6,8 @@
 use crate::error::RunnerError;
 use crate::status::{conditions_json, parse_conditions};
 use serde_json::Value;
-use vernier_spec::plan::continues_after_completion;
+use vernier_engine::reason;
+use vernier_engine::resume::{Ended, ResumePolicy};
 use vernier_store::SqlStore;
 
 /// The new limits; `None` keeps the stored value.
@@ -45,8 +46,8 @@ pub fn with_limits(spec_json: &str, limits: NewLimits) -> Result<String, RunnerE
 
 /// Writes `limits` into the stored experiment `name`. A finished experiment continues only
 /// under Katib's rule (it succeeded by reaching `maxTrialCount`, and the new one is above its
-/// trial count); local mode keeps every experiment's history, so `resumePolicy` is not asked
-/// for. Returns whether a finished experiment was reopened.
+/// trial count), with the engine's local resume policy: local mode keeps every experiment's
+/// history, so `resumePolicy` is not asked for. Returns whether a finished experiment was reopened.
 pub async fn extend(store: &SqlStore, name: &str, limits: NewLimits) -> Result<bool, RunnerError> {
     let row = store
         .get_experiment(name)
@@ -61,13 +62,11 @@ pub async fn extend(store: &SqlStore, name: &str, limits: NewLimits) -> Result<b
             .max_trial_count
             .map(|n| n.max(0) as u32);
         let succeeded = row.status.phase == "Succeeded";
-        if !continues_after_completion(
-            Some("LongRunning"),
+        let ended = Ended {
             succeeded,
-            &row.status.reason,
-            max,
-            trials,
-        ) {
+            reason: &row.status.reason,
+        };
+        if !ResumePolicy::local().continues(ended, max, trials) {
             return Err(RunnerError::NotExtendable {
                 name: name.to_string(),
                 reason: row.status.reason.clone(),
@@ -82,8 +81,8 @@ pub async fn extend(store: &SqlStore, name: &str, limits: NewLimits) -> Result<b
         conditions.retain(|c| c.type_ != "Succeeded" && c.type_ != "Failed");
         status.conditions_json = conditions_json(&conditions);
         status.phase = "Restarting".into();
-        status.reason = "ExperimentRestarting".into();
-        status.message = "Experiment is restarted".into();
+        status.reason = reason::EXPERIMENT_RESTARTING.into();
+        status.message = reason::EXPERIMENT_RESTARTING_MESSAGE.into();
         status.completed_us = None;
         store.update_experiment_status(name, &status).await?;
     }

@@ -17,6 +17,7 @@ pub mod observed;
 pub mod process;
 pub mod replicas;
 pub mod report;
+pub mod reported;
 pub mod status;
 pub mod warm_start;
 

@@ -8,6 +8,7 @@ use crate::progress::Display;
 use anyhow::Context;
 use std::path::{Path, PathBuf};
 use tokio::sync::watch;
+use vernier_engine::AlgorithmSource;
 use vernier_runner::driver::{self, Outcome};
 use vernier_runner::extend::NewLimits;
 use vernier_runner::lease::ExperimentLease;
@@ -56,28 +57,28 @@ pub async fn run(
     let exp = LocalExperiment::new(spec, paths)?;
     check_local(&exp)?;
     // Bad algorithm settings are reported before anything is recorded.
-    match plugins.source_for(&exp, None)? {
-        None => {
-            vernier_algorithms::build(&exp.algorithm, &exp.settings, &exp.space, &exp.objective)
-                .map_err(|e| anyhow::anyhow!("spec.algorithm: {e}"))?;
-        }
-        Some(source) => match source.validate(&exp).await {
-            Ok(()) => {}
-            Err(SourceError::Rejected(m)) => {
-                anyhow::bail!(
-                    "spec.algorithm: {} rejected the settings: {m}",
+    let algorithm = match plugins.source_for(&exp, None)? {
+        None => AlgorithmSource::BuiltIn,
+        Some(source) => {
+            match source.validate(&exp).await {
+                Ok(()) => {}
+                Err(SourceError::Rejected(m)) => {
+                    anyhow::bail!(
+                        "spec.algorithm: {} rejected the settings: {m}",
+                        source.describe()
+                    )
+                }
+                Err(SourceError::Unavailable(m)) => errln!(
+                    "warning: {} is not reachable yet ({m}); its settings are checked when it answers",
                     source.describe()
-                )
+                ),
             }
-            Err(SourceError::Unavailable(m)) => errln!(
-                "warning: {} is not reachable yet ({m}); its settings are checked when it answers",
-                source.describe()
-            ),
-        },
-    }
-    vernier_runner::early_stop::EarlyStopMonitor::for_experiment(&exp)?;
+            AlgorithmSource::External
+        }
+    };
+    vernier_engine::check_settings(&exp, algorithm)?;
     let seed = seed
-        .or_else(|| vernier_algorithms::seed_setting(&exp.algorithm, &exp.settings))
+        .or_else(|| exp.setting_seed())
         .unwrap_or_else(random_seed);
     driver::create_experiment(&store, &exp, seed).await?;
     let lease = ExperimentLease::acquire(&store, &name).await?;

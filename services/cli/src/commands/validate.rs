@@ -10,38 +10,34 @@ use crate::Exit;
 use crate::out::{errln, outln};
 use std::path::Path;
 use vernier_core::{Domain, SearchSpace};
+use vernier_engine::{AlgorithmSource, ResolvedExperiment};
 use vernier_runner::{LocalExperiment, LocalPaths, work_dir_of};
 use vernier_spec::{Experiment, SpecError};
 
 /// What `run` would refuse in a spec that passed the shape checks, with the field it is about.
+/// The algorithm's and early-stopping rule's settings are checked as the operator checks them
+/// (algorithms served by a plugin are checked by the plugin when `run` starts).
 fn run_would_refuse(file: &Path, exp: &Experiment, runnable: bool) -> Option<String> {
+    let resolved = match ResolvedExperiment::new(exp.clone()) {
+        Ok(r) => r,
+        Err(e) => return Some(e.to_string()),
+    };
+    let source = AlgorithmSource::by_name(&resolved.algorithm);
+    if let Err(e) = vernier_engine::check_settings(&resolved, source) {
+        return Some(e.to_string());
+    }
+    if !runnable {
+        // The local verdict already says why `run` cannot take it.
+        return None;
+    }
     let paths = LocalPaths {
         work_dir: work_dir_of(file),
         log_dir: std::env::temp_dir().join("vernier-validate"),
     };
-    let local = match LocalExperiment::new(exp.clone(), paths) {
+    let local = match LocalExperiment::from_resolved(resolved, paths) {
         Ok(l) => l,
-        Err(e) if runnable => return Some(e.to_string()),
-        // The local verdict already says why `run` cannot take it.
-        Err(_) => return None,
+        Err(e) => return Some(e.to_string()),
     };
-    // Algorithms served by a plugin are checked by the plugin when `run` starts.
-    if vernier_algorithms::KNOWN_ALGORITHMS.contains(&local.algorithm.as_str())
-        && let Err(e) = vernier_algorithms::build(
-            &local.algorithm,
-            &local.settings,
-            &local.space,
-            &local.objective,
-        )
-    {
-        return Some(format!("spec.algorithm: {e}"));
-    }
-    if let Err(e) = vernier_runner::early_stop::EarlyStopMonitor::for_experiment(&local) {
-        return Some(e.to_string());
-    }
-    if !runnable {
-        return None;
-    }
     local
         .command_for("validate", &first_point(&local.space))
         .err()

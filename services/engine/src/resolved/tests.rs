@@ -127,7 +127,14 @@ fn collector_kinds_resolve_with_katib_defaults() {
             path: "/metrics".into(),
         }
     );
-    assert_eq!(Collector::Custom.kind(), "Custom");
+    assert_eq!(
+        Collector::Custom {
+            container: None,
+            path: None
+        }
+        .kind(),
+        "Custom"
+    );
     assert_eq!(Collector::Other("None".into()).kind(), "None");
 }
 

@@ -1,0 +1,316 @@
+//! One run of the driver: the state it keeps between wake-ups, the loop that asks the planner
+//! what to do next, and the wait for whatever happens first (a trial ends, the early-stopping
+//! tick, the lease is lost, a stop request).
+
+use super::record::{load_trial, set_status};
+use super::tracked::{Tracked, outcomes, progress_of};
+use super::{DriverEvent, Observer, Outcome, StopReason};
+use crate::early_stop::{CHECK_EVERY, EarlyStopMonitor};
+use crate::error::RunnerError;
+use crate::experiment::LocalExperiment;
+use crate::hooks::RunHooks;
+use crate::process::{ProcessReport, StopLevel};
+use crate::status::{conditions_json, parse_conditions, set_condition, set_terminal};
+use crate::warm_start::WarmStart;
+use std::collections::HashMap;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+use tokio::time::Interval;
+use vernier_core::Suggester;
+use vernier_engine::plan::{Completion, Plan, plan};
+use vernier_engine::reason;
+use vernier_spec::conditions::Condition;
+use vernier_store::{ExperimentStatusRow, SqlStore, StoreError};
+
+/// What the driver works with and reports to.
+pub(super) struct Shell<'a> {
+    pub store: &'a SqlStore,
+    pub exp: &'a LocalExperiment,
+    pub seed: u64,
+    pub hooks: &'a RunHooks,
+    pub observer: &'a mut dyn Observer,
+    pub stop: watch::Receiver<StopLevel>,
+    /// Turns true when another driver takes over the experiment's lease.
+    pub lost: watch::Receiver<bool>,
+}
+
+/// The driver's state between wake-ups.
+pub(super) struct Run<'a> {
+    pub shell: Shell<'a>,
+    /// The built-in algorithm; `None` when proposals come from the hooks' source.
+    pub suggester: Option<Box<dyn Suggester>>,
+    pub status: ExperimentStatusRow,
+    pub conditions: Vec<Condition>,
+    pub trials: Vec<Tracked>,
+    pub next_seq: u64,
+    pub warm: WarmStart,
+    pub monitor: Option<EarlyStopMonitor>,
+    /// Stop switches of the trials still running.
+    pub running: HashMap<String, watch::Sender<StopLevel>>,
+    pub tasks: JoinSet<(String, ProcessReport)>,
+    pub exhausted: bool,
+    pub stopping: Option<StopReason>,
+    pub lease_lost: bool,
+}
+
+/// What woke the driver up.
+enum Wake {
+    Joined(Option<Result<(String, ProcessReport), tokio::task::JoinError>>),
+    EarlyStopTick,
+    LeaseChanged,
+    StopChanged { closed: bool },
+}
+
+impl<'a> Run<'a> {
+    /// Loads the experiment's trials and marks it Running.
+    pub async fn start(shell: Shell<'a>) -> Result<Run<'a>, RunnerError> {
+        let (store, exp) = (shell.store, shell.exp);
+        let suggester = match &shell.hooks.suggestion_source {
+            Some(_) => None,
+            None => Some(vernier_engine::build_suggester(exp, shell.seed)?),
+        };
+        std::fs::create_dir_all(&exp.paths.log_dir).map_err(|source| RunnerError::LogDir {
+            path: exp.paths.log_dir.display().to_string(),
+            source,
+        })?;
+        let row = store
+            .get_experiment(&exp.name)
+            .await?
+            .ok_or_else(|| RunnerError::ExperimentNotFound(exp.name.clone()))?;
+        let mut trials = Vec::new();
+        for t in store.list_trials(&exp.name).await? {
+            trials.push(load_trial(store, exp, t).await?);
+        }
+        let mut run = Run {
+            conditions: parse_conditions(&row.status.conditions_json),
+            status: row.status,
+            next_seq: trials.len() as u64,
+            trials,
+            warm: crate::warm_start::load(store, exp).await?,
+            monitor: EarlyStopMonitor::for_experiment(exp)?,
+            suggester,
+            shell,
+            running: HashMap::new(),
+            tasks: JoinSet::new(),
+            exhausted: false,
+            stopping: None,
+            lease_lost: false,
+        };
+        run.start_notes();
+        run.mark_running().await?;
+        Ok(run)
+    }
+
+    fn start_notes(&mut self) {
+        let exp = self.shell.exp;
+        for note in crate::replicas::experiment_notes(exp) {
+            self.warn(note);
+        }
+        if self.warm.skipped > 0 {
+            self.warn(format!(
+                "warm start: {} earlier trial(s) skipped (no {} value, or outside this search space); {} used",
+                self.warm.skipped,
+                exp.objective.metric,
+                self.warm.records.len()
+            ));
+        }
+    }
+
+    async fn mark_running(&mut self) -> Result<(), RunnerError> {
+        let now = crate::process::now_us();
+        set_condition(
+            &mut self.conditions,
+            "Running",
+            true,
+            reason::EXPERIMENT_RUNNING,
+            reason::EXPERIMENT_RUNNING_MESSAGE,
+            now,
+        );
+        self.status.phase = "Running".into();
+        self.status.reason = reason::EXPERIMENT_RUNNING.into();
+        self.status.message = reason::EXPERIMENT_RUNNING_MESSAGE.into();
+        self.status.completed_us = None;
+        self.save_status().await
+    }
+
+    /// The loop: ask the planner, wind down, start trials, or wait for something to happen.
+    pub async fn drive(mut self) -> Result<Outcome, RunnerError> {
+        let mut tick = tokio::time::interval(CHECK_EVERY);
+        loop {
+            let p = self.plan();
+            if self.stopping.is_none()
+                && let Some(completion) = p.completion
+            {
+                self.wind_down(StopReason::Completed(completion), StopLevel::Terminate);
+            }
+            if self.lease_lost && self.running.is_empty() {
+                let experiment = self.shell.exp.name.clone();
+                return Err(StoreError::LeaseLost { experiment }.into());
+            }
+            if let Some(why) = self.stopping
+                && self.running.is_empty()
+            {
+                return self.finish(why).await;
+            }
+            if self.stopping.is_none() && p.request > 0 && self.start_trials(&p).await? {
+                continue;
+            }
+            if self.running.is_empty() {
+                // Nothing runs, nothing may start and the planner has not ended the
+                // experiment: only an algorithm that stopped proposing gets here.
+                self.stopping = Some(StopReason::Completed(Completion::SuggestionEndReached));
+                continue;
+            }
+            let wake = self.wait(&mut tick).await;
+            self.on_wake(wake).await?;
+        }
+    }
+
+    fn plan(&self) -> Plan {
+        let exp = self.shell.exp;
+        plan(
+            &exp.objective,
+            exp.limits,
+            &outcomes(&self.trials),
+            self.exhausted,
+        )
+    }
+
+    /// Starts stopping every running trial at `level`, for `why`.
+    pub fn wind_down(&mut self, why: StopReason, level: StopLevel) {
+        self.stopping = Some(why);
+        self.signal_all(level);
+    }
+
+    fn signal_all(&self, level: StopLevel) {
+        for tx in self.running.values() {
+            let _ = tx.send(level);
+        }
+    }
+
+    async fn wait(&mut self, tick: &mut Interval) -> Wake {
+        let ticking = self.monitor.is_some() && self.stopping.is_none();
+        let watching_lease = !self.lease_lost;
+        tokio::select! {
+            joined = self.tasks.join_next() => Wake::Joined(joined),
+            _ = tick.tick(), if ticking => Wake::EarlyStopTick,
+            Ok(()) = self.shell.lost.changed(), if watching_lease => Wake::LeaseChanged,
+            changed = self.shell.stop.changed() => Wake::StopChanged { closed: changed.is_err() },
+        }
+    }
+
+    async fn on_wake(&mut self, wake: Wake) -> Result<(), RunnerError> {
+        match wake {
+            Wake::Joined(None) => Ok(()),
+            Wake::Joined(Some(Ok((name, report)))) => self.trial_ended(name, report).await,
+            Wake::Joined(Some(Err(e))) => {
+                self.warn(format!("a trial task failed: {e}"));
+                Ok(())
+            }
+            Wake::EarlyStopTick => self.early_stop().await,
+            Wake::LeaseChanged => {
+                if *self.shell.lost.borrow() {
+                    self.lease_lost = true;
+                    self.wind_down(StopReason::Interrupted, StopLevel::Terminate);
+                }
+                Ok(())
+            }
+            Wake::StopChanged { closed } => {
+                self.stop_requested(closed);
+                Ok(())
+            }
+        }
+    }
+
+    async fn early_stop(&mut self) -> Result<(), RunnerError> {
+        let states = self.states();
+        let Some(m) = self.monitor.as_mut() else {
+            return Ok(());
+        };
+        for name in m.check(self.shell.store, self.shell.exp, &states).await? {
+            if let Some(tx) = self.running.get(&name) {
+                let _ = tx.send(StopLevel::Terminate);
+            }
+        }
+        Ok(())
+    }
+
+    /// Each trial's name and state, in creation order.
+    pub fn states(&self) -> Vec<(String, vernier_core::TrialState)> {
+        self.trials
+            .iter()
+            .map(|t| (t.record.name.clone(), t.record.state))
+            .collect()
+    }
+
+    fn stop_requested(&mut self, closed: bool) {
+        let level = if closed {
+            StopLevel::Terminate
+        } else {
+            *self.shell.stop.borrow()
+        };
+        if level != StopLevel::Run {
+            if !matches!(self.stopping, Some(StopReason::Completed(_))) {
+                self.stopping = Some(StopReason::Interrupted);
+            }
+            self.signal_all(level);
+        }
+        if closed {
+            // Nobody can ask again; stop watching.
+            self.shell.stop = watch::channel(StopLevel::Terminate).1;
+        }
+    }
+
+    /// Writes the final status once no trial runs.
+    async fn finish(mut self, why: StopReason) -> Result<Outcome, RunnerError> {
+        let progress = self.progress();
+        let now = crate::process::now_us();
+        let outcome = match why {
+            StopReason::Completed(c) => {
+                let kind = if c.succeeded() { "Succeeded" } else { "Failed" };
+                set_terminal(&mut self.conditions, kind, c.reason(), c.message(), now);
+                set_status(&mut self.status, kind, c.reason(), c.message());
+                self.status.completed_us = Some(now);
+                Outcome::Completed {
+                    completion: c,
+                    progress,
+                }
+            }
+            StopReason::Interrupted => {
+                let msg = format!(
+                    "Experiment was interrupted; `vernier resume {}` continues it",
+                    self.shell.exp.name
+                );
+                let r = reason::EXPERIMENT_INTERRUPTED;
+                set_condition(&mut self.conditions, "Running", false, r, &msg, now);
+                set_status(&mut self.status, "Interrupted", r, &msg);
+                Outcome::Interrupted { progress }
+            }
+        };
+        self.save_status().await?;
+        Ok(outcome)
+    }
+
+    pub async fn save_status(&mut self) -> Result<(), RunnerError> {
+        self.status.conditions_json = conditions_json(&self.conditions);
+        let exp = self.shell.exp;
+        Ok(self
+            .shell
+            .store
+            .update_experiment_status(&exp.name, &self.status)
+            .await?)
+    }
+
+    pub fn progress(&self) -> super::Progress {
+        progress_of(self.shell.exp, &self.trials)
+    }
+
+    pub fn warn(&mut self, message: String) {
+        self.tell(DriverEvent::Warning(message));
+    }
+
+    pub fn tell(&mut self, event: DriverEvent) {
+        let progress = self.progress();
+        self.shell.observer.on_event(&event, &progress);
+    }
+}

@@ -1,0 +1,333 @@
+//! The driver's two steps between waits: the suggest step (proposals from the enqueued
+//! trials, the built-in algorithm or an external source; each becomes a started trial) and the
+//! end of a trial (observe its report, let the engine judge it, record the verdict).
+
+use super::record::{finish_trial, insert_trial, mark_running};
+use super::run::Run;
+use super::tracked::{Tracked, progress_of};
+use super::{DriverEvent, StopReason};
+use crate::checkpoint;
+use crate::error::RunnerError;
+use crate::hooks::{
+    PUSH_ADDRESS_ENV, SourceRequest, apply_push_env, note_pushed_metrics, suggest_with_retry,
+};
+use crate::process::{ProcessEnd, ProcessReport, StopLevel};
+use crate::replicas::{TrialLaunch, run_trial};
+use tokio::sync::watch;
+use vernier_core::{Proposal, Suggestions, TrialRecord, TrialState};
+use vernier_engine::plan::Plan;
+use vernier_engine::{Finished, Place, SuggestInput, TrialEnd, Verdict};
+
+impl Run<'_> {
+    /// Asks for the planner's count of proposals and starts a trial for each; true when the
+    /// driver should plan again at once rather than wait.
+    pub(super) async fn start_trials(&mut self, p: &Plan) -> Result<bool, RunnerError> {
+        let Some(suggestions) = self.suggestions(p.request as usize).await? else {
+            // Stopped while waiting for an external source.
+            return Ok(true);
+        };
+        let active = self.running.len();
+        if vernier_engine::search_ended(&suggestions, active) {
+            self.exhausted = true;
+        }
+        let launched_any = !suggestions.proposals.is_empty();
+        if suggestions.state.is_some() && suggestions.state != self.status.algorithm_state {
+            self.status.algorithm_state = suggestions.state.clone();
+            self.save_status().await?;
+        }
+        for proposal in suggestions.proposals.into_iter().take(p.request as usize) {
+            self.start_trial(proposal).await?;
+        }
+        // Katib attaches the early-stopping rule in force when a trial is created.
+        let states = self.states();
+        if let Some(m) = self.monitor.as_mut() {
+            m.freeze(self.shell.store, self.shell.exp, &states).await?;
+        }
+        Ok(launched_any || self.exhausted)
+    }
+
+    /// The proposals for `count` trials: enqueued ones first, then the algorithm's or the
+    /// source's. `None` when a stop request ended the wait for an external source.
+    async fn suggestions(&mut self, count: usize) -> Result<Option<Suggestions>, RunnerError> {
+        let exp = self.shell.exp;
+        // Warm-start results come first in the history the algorithm sees; they are not this
+        // experiment's trials, so the seed and the planner count only the real ones.
+        let history: Vec<TrialRecord> = self
+            .warm
+            .records
+            .iter()
+            .cloned()
+            .chain(self.trials.iter().map(|t| t.record.clone()))
+            .collect();
+        let own = &history[self.warm.records.len()..];
+        let queued = crate::enqueue::pending(exp, own, count)?;
+        if !queued.is_empty() {
+            return Ok(Some(Suggestions {
+                proposals: queued,
+                state: self.status.algorithm_state.clone(),
+                exhausted: false,
+            }));
+        }
+        if let Some(suggester) = &self.suggester {
+            let input = SuggestInput {
+                history: &history,
+                own: self.trials.len(),
+                count,
+                state: self.status.algorithm_state.as_deref(),
+            };
+            let seed = self.shell.seed;
+            return Ok(Some(vernier_engine::suggest(
+                suggester.as_ref(),
+                exp,
+                seed,
+                input,
+            )?));
+        }
+        self.ask_source(&history, count).await
+    }
+
+    /// Asks the hooks' suggestion source, waiting while it is unavailable.
+    async fn ask_source(
+        &mut self,
+        history: &[TrialRecord],
+        count: usize,
+    ) -> Result<Option<Suggestions>, RunnerError> {
+        let Some(source) = self.shell.hooks.suggestion_source.clone() else {
+            unreachable!("a run has a built-in algorithm or a source");
+        };
+        let request = SourceRequest {
+            experiment: self.shell.exp,
+            trials: history,
+            count,
+            total: self.trials.len() + count,
+            state: self.status.algorithm_state.as_deref(),
+        };
+        let (exp, trials) = (self.shell.exp, &self.trials);
+        let observer = &mut *self.shell.observer;
+        let mut warn = |message: String| {
+            observer.on_event(&DriverEvent::Warning(message), &progress_of(exp, trials));
+        };
+        let stop = &mut self.shell.stop;
+        let answer = suggest_with_retry(source.as_ref(), request, stop, &mut warn).await;
+        let answer = answer?;
+        if answer.is_none() {
+            let level = *self.shell.stop.borrow();
+            self.wind_down(StopReason::Interrupted, level);
+        }
+        Ok(answer)
+    }
+
+    /// Records a trial for `proposal` and starts its process (or records why it cannot).
+    async fn start_trial(&mut self, proposal: Proposal) -> Result<(), RunnerError> {
+        let (store, exp) = (self.shell.store, self.shell.exp);
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        let row = insert_trial(store, exp, self.shell.seed, seq, &proposal).await?;
+        let name = row.name.clone();
+        self.trials.push(Tracked {
+            assignment_text: proposal.assignment.to_string(),
+            objective_text: None,
+            record: TrialRecord {
+                name: row.name,
+                assignment: proposal.assignment,
+                state: TrialState::Created,
+                objective: None,
+                labels: proposal.labels,
+                metrics: Default::default(),
+            },
+        });
+        let idx = self.trials.len() - 1;
+        match self.prepare_launch(&name, &row.assignment, idx).await {
+            Ok(launch) => self.launch(name, launch, idx).await,
+            Err(e) => {
+                let end = TrialEnd::Failed(e.to_string());
+                self.record_end(idx, &end, &[], false).await
+            }
+        }
+    }
+
+    /// The rendered launch with its checkpoint directory prepared.
+    async fn prepare_launch(
+        &self,
+        name: &str,
+        assignment: &[(String, String)],
+        idx: usize,
+    ) -> Result<TrialLaunch, RunnerError> {
+        let exp = self.shell.exp;
+        let mut launch = exp.launch_for(name, assignment)?;
+        let plan = checkpoint::plan(exp, name, &self.trials[idx].record.labels);
+        checkpoint::apply(&plan, &mut launch);
+        prepare_checkpoint(plan).await?;
+        Ok(launch)
+    }
+
+    async fn launch(
+        &mut self,
+        name: String,
+        mut launch: TrialLaunch,
+        idx: usize,
+    ) -> Result<(), RunnerError> {
+        apply_push_env(&mut launch, self.shell.hooks);
+        mark_running(self.shell.store, &name).await?;
+        self.trials[idx].record.state = TrialState::Running;
+        let (tx, rx) = watch::channel(StopLevel::Run);
+        self.running.insert(name.clone(), tx);
+        let collection = self.shell.exp.collection.clone();
+        let store = self.shell.store.clone();
+        let task_name = name.clone();
+        self.tasks.spawn(async move {
+            let report = run_trial(launch, collection, store, rx).await;
+            (task_name, report)
+        });
+        let assignment = self.trials[idx].assignment_text.clone();
+        self.tell(DriverEvent::TrialStarted { name, assignment });
+        Ok(())
+    }
+
+    /// A trial's process ended: judge it and record the verdict.
+    pub(super) async fn trial_ended(
+        &mut self,
+        name: String,
+        mut report: ProcessReport,
+    ) -> Result<(), RunnerError> {
+        self.running.remove(&name);
+        if self.lease_lost {
+            // The new holder recovers this trial; writing it here would race it.
+            return Ok(());
+        }
+        let Some(idx) = self.trials.iter().position(|t| t.record.name == name) else {
+            return Ok(());
+        };
+        let exp = self.shell.exp;
+        note_pushed_metrics(self.shell.store, &exp.collection.source, &name, &mut report).await?;
+        if report.rejected_total > 0 {
+            self.warn(rejected_warning(&name, &report));
+        }
+        if let Some(error) = report.store_error {
+            return Err(RunnerError::ObservationsNotRecorded { trial: name, error });
+        }
+        let end = trial_end(&report.end, self.stopping);
+        let early_stopped = self.monitor.as_ref().is_some_and(|m| m.stopped(&name));
+        let seen: Vec<String> = if end == TrialEnd::Completed && !early_stopped {
+            // The names it did report go into a MetricsUnavailable message.
+            crate::reported::reported_names(exp, &name, &report.metrics_seen).await
+        } else {
+            report.metrics_seen.into_iter().collect()
+        };
+        self.record_end(idx, &end, &seen, early_stopped).await
+    }
+
+    /// Lets the engine judge trial `idx`, records the verdict and tells the observer.
+    async fn record_end(
+        &mut self,
+        idx: usize,
+        end: &TrialEnd,
+        seen: &[String],
+        early_stopped: bool,
+    ) -> Result<(), RunnerError> {
+        let place = Place::Local {
+            push_env: PUSH_ADDRESS_ENV,
+        };
+        let finished = Finished {
+            end,
+            seen,
+            early_stopped,
+            place,
+        };
+        let verdict: Verdict = vernier_engine::judge(self.shell.exp, finished);
+        finish_trial(
+            self.shell.store,
+            self.shell.exp,
+            &mut self.trials[idx],
+            &verdict,
+        )
+        .await?;
+        let event = DriverEvent::TrialFinished {
+            name: self.trials[idx].record.name.clone(),
+            state: verdict.state,
+            objective: self.trials[idx].record.objective,
+            message: verdict.message,
+        };
+        self.tell(event);
+        Ok(())
+    }
+}
+
+/// How the engine sees a process's end; a stopped trial says why the driver stopped it.
+fn trial_end(end: &ProcessEnd, stopping: Option<StopReason>) -> TrialEnd {
+    match end {
+        ProcessEnd::Exited(0) => TrialEnd::Completed,
+        ProcessEnd::Exited(code) => TrialEnd::ExitCode(*code),
+        ProcessEnd::Signaled(sig) => TrialEnd::Signal(sig.clone()),
+        ProcessEnd::SpawnFailed(msg) | ProcessEnd::JobFailed(msg) => TrialEnd::Failed(msg.clone()),
+        ProcessEnd::Stopped => TrialEnd::Stopped(match stopping {
+            Some(StopReason::Completed(c)) => Some(c),
+            _ => None,
+        }),
+    }
+}
+
+fn rejected_warning(name: &str, report: &ProcessReport) -> String {
+    let shown: Vec<&str> = report.rejected.iter().take(3).map(String::as_str).collect();
+    format!(
+        "trial {name}: {} metric line(s) or value(s) could not be used and were skipped: {}",
+        report.rejected_total,
+        shown.join(", ")
+    )
+}
+
+/// Copies the parent's checkpoint directory off the async workers (it may hold a model).
+async fn prepare_checkpoint(plan: checkpoint::CheckpointPlan) -> Result<(), RunnerError> {
+    let own = plan.own.clone();
+    let done = tokio::task::spawn_blocking(move || checkpoint::prepare(&plan)).await;
+    let reason = match done {
+        Ok(Ok(())) => return Ok(()),
+        Ok(Err(e)) => e.to_string(),
+        Err(e) => e.to_string(),
+    };
+    Err(RunnerError::Checkpoint { path: own, reason })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use vernier_engine::plan::Completion;
+
+    #[test]
+    fn process_ends_map_to_engine_ends() {
+        let done = Some(StopReason::Completed(Completion::GoalReached));
+        let cases = [
+            (ProcessEnd::Exited(0), None, TrialEnd::Completed),
+            (ProcessEnd::Exited(3), None, TrialEnd::ExitCode(3)),
+            (
+                ProcessEnd::Signaled("SIGKILL".into()),
+                None,
+                TrialEnd::Signal("SIGKILL".into()),
+            ),
+            (
+                ProcessEnd::SpawnFailed("x".into()),
+                None,
+                TrialEnd::Failed("x".into()),
+            ),
+            (
+                ProcessEnd::JobFailed("y".into()),
+                None,
+                TrialEnd::Failed("y".into()),
+            ),
+            (ProcessEnd::Stopped, None, TrialEnd::Stopped(None)),
+            (
+                ProcessEnd::Stopped,
+                Some(StopReason::Interrupted),
+                TrialEnd::Stopped(None),
+            ),
+            (
+                ProcessEnd::Stopped,
+                done,
+                TrialEnd::Stopped(Some(Completion::GoalReached)),
+            ),
+        ];
+        for (end, stopping, want) in cases {
+            assert_eq!(trial_end(&end, stopping), want, "{end:?} {stopping:?}");
+        }
+    }
+}
