@@ -5,7 +5,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use vernier_core::TrialState;
-use vernier_runner::report::svg::num;
+use vernier_report::svg::num;
 use vernier_runner::{DriverEvent, Observer, Progress};
 use vernier_spec::plan::TrialCounts;
 

@@ -15,7 +15,6 @@ pub mod names;
 pub mod observed;
 pub mod process;
 pub mod replicas;
-pub mod report;
 pub mod status;
 pub mod warm_start;
 

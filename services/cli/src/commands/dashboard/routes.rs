@@ -16,8 +16,8 @@ use std::collections::HashMap;
 use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use vernier_runner::RunnerError;
-use vernier_runner::report::dashboard;
+use vernier_report::ReportError;
+use vernier_report::dashboard;
 
 const INDEX_HTML: &str = include_str!("assets/index.html");
 const APP_JS: &str = include_str!("assets/app.js");
@@ -128,8 +128,8 @@ fn json_body(value: impl serde::Serialize) -> Response {
 
 /// An error as JSON, 404 for an unknown experiment or trial.
 fn failure(e: anyhow::Error) -> Response {
-    let status = match e.downcast_ref::<RunnerError>() {
-        Some(RunnerError::ExperimentNotFound(_)) => StatusCode::NOT_FOUND,
+    let status = match e.downcast_ref::<ReportError>() {
+        Some(ReportError::ExperimentNotFound(_)) => StatusCode::NOT_FOUND,
         _ => StatusCode::INTERNAL_SERVER_ERROR,
     };
     (status, json_body(json!({"error": format!("{e:#}")}))).into_response()

@@ -8,8 +8,8 @@ use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
-use vernier_runner::report::dashboard::{self, PAGE_CURVES};
-use vernier_runner::report::{ExperimentReport, load, load_curves};
+use vernier_report::dashboard::{self, PAGE_CURVES};
+use vernier_report::{ExperimentReport, load, load_curves};
 
 /// Bytes read from the end of a trial's log for its page.
 const LOG_TAIL_BYTES: u64 = 64 * 1024;
@@ -95,7 +95,7 @@ impl DashSource {
         let phase = match &self.0 {
             Source::Db(store) => {
                 let Some(row) = store.get_experiment(name).await? else {
-                    return Err(vernier_runner::RunnerError::ExperimentNotFound(name.into()).into());
+                    return Err(vernier_report::ReportError::ExperimentNotFound(name.into()).into());
                 };
                 for t in store.list_trials(name).await? {
                     (t.name.as_str(), t.state.as_str(), t.completed_us).hash(&mut h);
@@ -117,7 +117,7 @@ impl DashSource {
             }
         };
         phase.hash(&mut h);
-        let finished = vernier_runner::report::analysis::phase_is_final(&phase);
+        let finished = vernier_report::analysis::phase_is_final(&phase);
         Ok((h.finish(), finished))
     }
 }

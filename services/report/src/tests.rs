@@ -160,7 +160,7 @@ async fn fixture_from(spec_text: &str) -> (tempfile::TempDir, ExperimentReport) 
 
 fn snapshot(name: &str, actual: &str) {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("src/report/snapshots")
+        .join("src/snapshots")
         .join(name);
     if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
         std::fs::write(&path, actual).unwrap();

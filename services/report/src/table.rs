@@ -2,9 +2,9 @@
 
 use super::ExperimentReport;
 use super::analysis::duration_s;
-use crate::status::rfc3339;
 use comfy_table::{Attribute, Cell, Color, Table, presets::UTF8_FULL_CONDENSED};
 use std::fmt::Write;
+use vernier_spec::conditions::rfc3339;
 
 /// Options of the text table.
 #[derive(Debug, Clone, Copy, Default)]
