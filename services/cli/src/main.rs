@@ -5,6 +5,7 @@
 
 mod commands;
 mod db;
+mod image_paths;
 mod out;
 mod progress;
 

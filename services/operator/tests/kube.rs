@@ -1014,6 +1014,7 @@ async fn report_reads_the_cluster_objects() {
         TableOptions {
             top: None,
             highlight: false,
+            width: None,
         },
     );
     let at = |name: &str| {

@@ -210,6 +210,11 @@ fn render(r: &ExperimentReport, args: &ReportArgs) -> anyhow::Result<String> {
                 top: args.top,
                 // Colour only for a person at a terminal, never in a file or a pipe.
                 highlight: args.output.is_none() && std::io::stdout().is_terminal(),
+                width: args
+                    .output
+                    .is_none()
+                    .then(crate::out::terminal_width)
+                    .flatten(),
             },
         ),
         Format::Csv => csv::render(r),

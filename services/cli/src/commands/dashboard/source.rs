@@ -39,12 +39,13 @@ impl DashSource {
         })
     }
 
-    /// The report without learning curves (lists, trial pages).
+    /// The report without learning curves.
     pub async fn report(&self, name: &str) -> anyhow::Result<ExperimentReport> {
         self.0.load(name, false).await
     }
 
-    /// The report with the curves the experiment page draws.
+    /// The report with the curves the experiment page draws (the one every page reads, cached
+    /// by the routes).
     pub async fn report_with_curves(&self, name: &str) -> anyhow::Result<ExperimentReport> {
         Ok(match &self.0 {
             Source::Db(store) => {
@@ -56,9 +57,9 @@ impl DashSource {
         })
     }
 
-    /// The trial page's JSON, `None` when the experiment has no such trial.
-    pub async fn trial(&self, name: &str, trial: &str) -> anyhow::Result<Option<Value>> {
-        let r = self.report(name).await?;
+    /// The trial page's JSON from its experiment's report `r`, `None` when the experiment has
+    /// no such trial. Reads only this trial's values and log.
+    pub async fn trial(&self, r: &ExperimentReport, trial: &str) -> anyhow::Result<Option<Value>> {
         let Some(index) = r.trials.iter().position(|t| t.row.name == trial) else {
             return Ok(None);
         };
@@ -83,7 +84,7 @@ impl DashSource {
                 json!({"error": "trial logs are in the cluster: kubectl logs -l training.kubeflow.org/trial-name=TRIAL"}),
             ),
         };
-        Ok(Some(dashboard::trial_json(&r, index, &curves, log)))
+        Ok(Some(dashboard::trial_json(r, index, &curves, log)))
     }
 
     /// A value that changes whenever something a page shows changes: the phase, each trial's
