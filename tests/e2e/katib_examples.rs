@@ -1,7 +1,7 @@
 //! Katib's own example experiments, run the way a migrating Katib user would: validated as
 //! they are, then run locally with a stand-in trainer in place of their images.
 
-use crate::harness::{Sandbox, last_condition, text};
+use crate::harness::{Sandbox, last_condition, python_experiment, text};
 use std::path::Path;
 
 fn example(name: &str) -> String {
@@ -84,5 +84,46 @@ fn katibs_custom_collector_example_is_valid_for_a_cluster_only() {
         all.contains("spec.metricsCollectorSpec.collector.customCollector.command")
             && all.contains("image's entrypoint"),
         "{all}"
+    );
+}
+
+/// Katib's examples run trainers the image ships (`python3 /opt/...`); local mode ignores the
+/// image, so `validate` and `run` say so before the first trial instead of leaving every
+/// trial to fail with "No such file".
+#[test]
+fn a_command_naming_a_path_only_the_image_has_is_warned_about_before_the_first_trial() {
+    let sb = Sandbox::new();
+    let yaml = python_experiment(
+        "image-path",
+        "print('loss=0.5')",
+        "  objective:\n    type: minimize\n    objectiveMetricName: loss\n  maxTrialCount: 1",
+    )
+    .replace(
+        "- python3\n",
+        "- python3\n                  - /opt/vernier-absent/mnist.py\n",
+    );
+    let file = sb.write("image-path.yaml", &yaml);
+    let warning = "warning: the trial command names a path that does not exist on this machine: /opt/vernier-absent/mnist.py";
+    let validate = sb.run(&["validate", file.to_str().unwrap()]);
+    assert!(text(&validate).contains(warning), "{}", text(&validate));
+    let run = sb.run(&["run", file.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    let at = stderr
+        .find(warning)
+        .unwrap_or_else(|| panic!("{}", text(&run)));
+    assert!(
+        stderr[at..].contains("ignores the container image"),
+        "{stderr}"
+    );
+    // The same experiment with the path present locally is not warned about.
+    let fine = sb.write(
+        "fine.yaml",
+        &yaml.replace("/opt/vernier-absent/mnist.py", "/tmp"),
+    );
+    let validate = sb.run(&["validate", fine.to_str().unwrap()]);
+    assert!(
+        !text(&validate).contains("does not exist on this machine"),
+        "{}",
+        text(&validate)
     );
 }

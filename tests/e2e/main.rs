@@ -21,6 +21,7 @@ mod lifecycle;
 mod misuse;
 mod nas;
 mod reports;
+mod sklearn_example;
 mod spec_fuzz;
 mod validation;
 mod warm_start;

@@ -6,6 +6,7 @@
 mod commands;
 mod db;
 mod logging;
+mod image_paths;
 mod out;
 mod progress;
 

@@ -21,6 +21,16 @@ pub fn stderr(args: fmt::Arguments<'_>) -> bool {
     write_to(&mut std::io::stderr().lock(), &STDERR_CLOSED, args)
 }
 
+/// The width of the terminal stdout writes to, `None` when stdout is a file or a pipe (whose
+/// tables keep every cell on one line for tools that read them).
+pub fn terminal_width() -> Option<u16> {
+    let term = console::Term::stdout();
+    if !term.is_term() {
+        return None;
+    }
+    term.size_checked().map(|(_, cols)| cols)
+}
+
 fn write_to(w: &mut dyn Write, closed: &AtomicBool, args: fmt::Arguments<'_>) -> bool {
     if closed.load(Ordering::Relaxed) {
         return false;

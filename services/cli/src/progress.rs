@@ -5,9 +5,10 @@ use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use vernier_core::TrialState;
-use vernier_runner::report::svg::num;
+use vernier_report::svg::num;
 use vernier_runner::{DriverEvent, Observer, Progress};
 use vernier_spec::plan::TrialCounts;
+use vernier_store::SqlStore;
 
 /// The last non-empty line of a log (read from its last 4 KiB), if it can be read.
 fn last_line(path: &Path) -> Option<String> {
@@ -85,10 +86,11 @@ impl Display {
                 Some(n) => ProgressBar::new(u64::from(n)),
                 None => ProgressBar::new_spinner(),
             };
+            // The second line lists the running trials' latest values (see `watch_running`).
             let template = if max_trials.is_some() {
-                "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} {msg}"
+                "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} {msg}\n  {prefix}"
             } else {
-                "{spinner} [{elapsed_precise}] {pos} trials {msg}"
+                "{spinner} [{elapsed_precise}] {pos} trials {msg}\n  {prefix}"
             };
             if let Ok(style) = ProgressStyle::with_template(template) {
                 bar.set_style(style);
@@ -108,6 +110,11 @@ impl Display {
             Some(bar) => bar.println(text),
             None => outln!("{text}"),
         }
+    }
+
+    /// The live bar, when there is one: `watch_running` writes the running trials' line on it.
+    pub fn bar(&self) -> Option<ProgressBar> {
+        self.bar.clone()
     }
 
     pub fn finish(&self) {
@@ -171,6 +178,74 @@ impl Observer for Display {
     }
 }
 
+/// How often the running trials' line is refreshed from the store.
+const RUNNING_REFRESH: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Keeps the bar's second line showing each running trial's latest `metric` value, read from
+/// the store the trials report to (the driver records observations as they are printed).
+/// Runs until aborted; a failed read leaves the line as it was.
+pub async fn watch_running(store: SqlStore, experiment: String, metric: String, bar: ProgressBar) {
+    loop {
+        if let Ok(running) = running_values(&store, &experiment, &metric).await {
+            let width = usize::from(console::Term::stderr().size().1).saturating_sub(3);
+            bar.set_prefix(running_line(&running, &metric, width.max(20)));
+        }
+        tokio::time::sleep(RUNNING_REFRESH).await;
+    }
+}
+
+/// Each running trial of `experiment` with its latest `metric` value, in creation order.
+async fn running_values(
+    store: &SqlStore,
+    experiment: &str,
+    metric: &str,
+) -> Result<Vec<(String, Option<String>)>, vernier_store::StoreError> {
+    let mut out = Vec::new();
+    for t in store.list_trials(experiment).await? {
+        if t.state != TrialState::Running {
+            continue;
+        }
+        let (metrics, _) = store.trial_summary(&t.name).await?;
+        let latest = metrics
+            .into_iter()
+            .find(|m| m.summary.name == metric)
+            .map(|m| m.summary.latest);
+        out.push((t.name, latest));
+    }
+    Ok(out)
+}
+
+/// The running trials and their latest objective value (`None` before the first) as one
+/// line of at most `width` characters: `running: t-1 loss=0.41 · t-2 loss=… (+3 more)`.
+pub(crate) fn running_line(
+    running: &[(String, Option<String>)],
+    metric: &str,
+    width: usize,
+) -> String {
+    if running.is_empty() {
+        return String::new();
+    }
+    let chars = |s: &str| s.chars().count();
+    let more = |n: usize| format!(" (+{n} more)");
+    let mut line = String::from("running:");
+    for (i, (trial, value)) in running.iter().enumerate() {
+        let item = format!(
+            "{trial} {metric}={}",
+            value.as_deref().map_or("…".into(), shown)
+        );
+        let sep = if i == 0 { " " } else { " · " };
+        let after = running.len() - i - 1;
+        let reserve = if after > 0 { chars(&more(after)) } else { 0 };
+        if chars(&line) + chars(sep) + chars(&item) + reserve > width {
+            line.push_str(&more(running.len() - i));
+            break;
+        }
+        line.push_str(sep);
+        line.push_str(&item);
+    }
+    line.chars().take(width).collect()
+}
+
 /// A best value as shown on one line: numbers with a few significant digits, text (a DARTS
 /// genotype) cut to 60 characters.
 fn shown(value: &str) -> String {
@@ -203,6 +278,36 @@ mod tests {
         assert_eq!(lines[1], format!("          log: {}", log.display()));
         assert_eq!(last_line(&dir.path().join("missing.log")), None);
         assert_eq!(failure_lines(None, &log).len(), 1);
+    }
+
+    #[test]
+    fn running_trials_line_shows_latest_values_within_the_width() {
+        let running = |n: usize| -> Vec<(String, Option<String>)> {
+            (0..n)
+                .map(|i| {
+                    let v = (i != 1).then(|| format!("0.{}123456", i + 1));
+                    (format!("t-{i}"), v)
+                })
+                .collect()
+        };
+        // (trials running, width, line)
+        let cases = [
+            (0, 80, ""),
+            (1, 80, "running: t-0 loss=0.1123"),
+            (2, 80, "running: t-0 loss=0.1123 · t-1 loss=…"),
+            (3, 40, "running: t-0 loss=0.1123 (+2 more)"),
+            (
+                3,
+                60,
+                "running: t-0 loss=0.1123 · t-1 loss=… · t-2 loss=0.3123",
+            ),
+            (2, 12, "running: (+2"),
+        ];
+        for (n, width, want) in cases {
+            let line = running_line(&running(n), "loss", width);
+            assert_eq!(line, want, "{n} at {width}");
+            assert!(line.chars().count() <= width);
+        }
     }
 
     #[test]

@@ -10,7 +10,7 @@ use kube::api::{Api, DynamicObject};
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
 use vernier_core::{MetricSummary, TrialState};
-use vernier_runner::report::{ExperimentReport, assemble};
+use vernier_report::{ExperimentReport, assemble};
 use vernier_spec::conditions::Condition;
 use vernier_spec::status::{ExperimentStatus, MetricValues};
 use vernier_spec::trial::TrialSpec;

@@ -1047,8 +1047,8 @@ async fn health_readiness_and_metrics_endpoints() {
 /// operator wrote agrees with them, and every format renders it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn report_reads_the_cluster_objects() {
-    use vernier_runner::report::html::{self, HtmlOptions};
-    use vernier_runner::report::table::{self, TableOptions};
+    use vernier_report::html::{self, HtmlOptions};
+    use vernier_report::table::{self, TableOptions};
     let env = Env::start(SimulationOptions::default()).await;
     let op = env.operator("replica-a");
     env.create(&experiment_yaml("reported", "Job", 2, 4, ""))
@@ -1096,6 +1096,7 @@ async fn report_reads_the_cluster_objects() {
         TableOptions {
             top: None,
             highlight: false,
+            width: None,
         },
     );
     let at = |name: &str| {
@@ -1108,7 +1109,7 @@ async fn report_reads_the_cluster_objects() {
     let rows: Vec<usize> = by_value.iter().map(|t| at(&t.row.name)).collect();
     assert!(rows.is_sorted(), "trials best first:\n{text}");
     assert!(text.contains("Succeeded"), "{text}");
-    let csv = vernier_runner::report::csv::render(&r);
+    let csv = vernier_report::csv::render(&r);
     assert_eq!(
         csv.lines().count(),
         5,

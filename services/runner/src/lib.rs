@@ -16,7 +16,6 @@ pub mod names;
 pub mod observed;
 pub mod process;
 pub mod replicas;
-pub mod report;
 pub mod reported;
 pub mod status;
 pub mod warm_start;

@@ -5,7 +5,7 @@ use crate::commands::report::{KubeArgs, Source, write_atomically};
 use crate::out::out;
 use anyhow::bail;
 use std::path::PathBuf;
-use vernier_runner::report::compare::{self, Convergence};
+use vernier_report::compare::{self, Convergence};
 
 /// The formats of `vernier compare`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -2,7 +2,7 @@
 
 use crate::Exit;
 use crate::out::outln;
-use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
+use comfy_table::{ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
 
 pub async fn list(db: &str) -> anyhow::Result<Exit> {
     let store = crate::db::open(db, vernier_store::OpenMode::ReadOnly).await?;
@@ -13,6 +13,11 @@ pub async fn list(db: &str) -> anyhow::Result<Exit> {
     }
     let mut table = Table::new();
     table.load_preset(UTF8_FULL_CONDENSED);
+    if let Some(width) = crate::out::terminal_width() {
+        table
+            .set_content_arrangement(ContentArrangement::Dynamic)
+            .set_width(width);
+    }
     table.set_header(vec!["NAME", "STATUS", "REASON", "TRIALS", "CREATED"]);
     for e in experiments {
         let trials = store.list_trials(&e.name).await?.len();

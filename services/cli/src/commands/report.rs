@@ -8,10 +8,10 @@ use anyhow::{Context, bail};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use vernier_runner::report::analysis::phase_is_final;
-use vernier_runner::report::html::{HtmlOptions, REFRESH_SECONDS};
-use vernier_runner::report::table::TableOptions;
-use vernier_runner::report::{ExperimentReport, csv, html, load, load_curves, table};
+use vernier_report::analysis::phase_is_final;
+use vernier_report::html::{HtmlOptions, REFRESH_SECONDS};
+use vernier_report::table::TableOptions;
+use vernier_report::{ExperimentReport, csv, html, load, load_curves, table};
 
 /// The formats of `vernier report`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -130,8 +130,8 @@ pub async fn report(db: &str, kube: &KubeArgs, args: ReportArgs) -> anyhow::Resu
 /// Whether loading failed because the experiment is not there (yet).
 fn is_not_found(e: &anyhow::Error) -> bool {
     matches!(
-        e.downcast_ref::<vernier_runner::RunnerError>(),
-        Some(vernier_runner::RunnerError::ExperimentNotFound(_))
+        e.downcast_ref::<vernier_report::ReportError>(),
+        Some(vernier_report::ReportError::ExperimentNotFound(_))
     )
 }
 
@@ -210,6 +210,11 @@ fn render(r: &ExperimentReport, args: &ReportArgs) -> anyhow::Result<String> {
                 top: args.top,
                 // Colour only for a person at a terminal, never in a file or a pipe.
                 highlight: args.output.is_none() && std::io::stdout().is_terminal(),
+                width: args
+                    .output
+                    .is_none()
+                    .then(crate::out::terminal_width)
+                    .flatten(),
             },
         ),
         Format::Csv => csv::render(r),

@@ -156,7 +156,7 @@ pub async fn resume(
 }
 
 /// Refuses, before anything is recorded or run, an experiment only a cluster can run; notes
-/// what local mode runs without.
+/// what local mode runs without and which paths in the command only the image has.
 fn check_local(exp: &LocalExperiment) -> anyhow::Result<()> {
     let verdict = vernier_runner::local_verdict(&exp.spec);
     if !verdict.runnable() {
@@ -166,6 +166,9 @@ fn check_local(exp: &LocalExperiment) -> anyhow::Result<()> {
     }
     for note in verdict.ignored {
         errln!("note: {note}");
+    }
+    if let Some(w) = crate::image_paths::check(exp) {
+        errln!("warning: {w}");
     }
     Ok(())
 }
@@ -209,7 +212,18 @@ async fn drive_leased(
         exp.limits.max_trials,
         &exp.paths.log_dir,
     );
+    let running = display.bar().map(|bar| {
+        tokio::spawn(crate::progress::watch_running(
+            store.clone(),
+            exp.spec.name().to_string(),
+            exp.objective.metric.clone(),
+            bar,
+        ))
+    });
     let result = driver::run_with(store, exp, seed, stop_rx, &mut display, &hooks, lease).await;
+    if let Some(task) = running {
+        task.abort();
+    }
     display.finish();
     signals.abort();
     push.stop().await;

@@ -14,6 +14,18 @@ use vernier_engine::{AlgorithmSource, ResolvedExperiment};
 use vernier_runner::{LocalExperiment, LocalPaths, work_dir_of};
 use vernier_spec::{Experiment, SpecError};
 
+/// The experiment as `run` would build it (its logs in a scratch directory).
+fn local_paths(file: &Path) -> LocalPaths {
+    LocalPaths {
+        work_dir: work_dir_of(file),
+        log_dir: std::env::temp_dir().join("vernier-validate"),
+    }
+}
+
+fn local_experiment(file: &Path, exp: &Experiment) -> Option<LocalExperiment> {
+    LocalExperiment::new(exp.clone(), local_paths(file)).ok()
+}
+
 /// What `run` would refuse in a spec that passed the shape checks, with the field it is about.
 /// The algorithm's and early-stopping rule's settings are checked as the operator checks them
 /// (algorithms served by a plugin are checked by the plugin when `run` starts).
@@ -30,11 +42,7 @@ fn run_would_refuse(file: &Path, exp: &Experiment, runnable: bool) -> Option<Str
         // The local verdict already says why `run` cannot take it.
         return None;
     }
-    let paths = LocalPaths {
-        work_dir: work_dir_of(file),
-        log_dir: std::env::temp_dir().join("vernier-validate"),
-    };
-    let local = match LocalExperiment::from_resolved(resolved, paths) {
+    let local = match LocalExperiment::from_resolved(resolved, local_paths(file)) {
         Ok(l) => l,
         Err(e) => return Some(e.to_string()),
     };
@@ -49,7 +57,7 @@ fn run_would_refuse(file: &Path, exp: &Experiment, runnable: bool) -> Option<Str
 }
 
 /// Each parameter's first value (its minimum, or first list entry): enough to render a trial.
-fn first_point(space: &SearchSpace) -> Vec<(String, String)> {
+pub(crate) fn first_point(space: &SearchSpace) -> Vec<(String, String)> {
     space
         .parameters()
         .iter()
@@ -74,6 +82,13 @@ pub fn validate(file: &Path) -> anyhow::Result<Exit> {
             }
             print_summary(file, &exp)?;
             for w in vernier_spec::validate::warnings(&exp) {
+                outln!("warning: {w}");
+            }
+            if verdict.runnable()
+                && let Some(w) = local_experiment(file, &exp)
+                    .as_ref()
+                    .and_then(crate::image_paths::check)
+            {
                 outln!("warning: {w}");
             }
             outln!("cluster: valid (`vernier operator` accepts it)");

@@ -16,8 +16,8 @@ use std::collections::HashMap;
 use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use vernier_runner::RunnerError;
-use vernier_runner::report::dashboard;
+use vernier_report::ReportError;
+use vernier_report::{ExperimentReport, dashboard};
 
 const INDEX_HTML: &str = include_str!("assets/index.html");
 const APP_JS: &str = include_str!("assets/app.js");
@@ -27,15 +27,24 @@ const APP_CSS: &str = include_str!("assets/app.css");
 /// page's re-read.
 const POLL: Duration = Duration::from_secs(1);
 
-/// Experiment pages kept rendered, at most this many: a large finished experiment's page is
-/// built once, then served until its fingerprint changes.
-const CACHED_PAGES: usize = 16;
+/// Experiments kept loaded, at most this many: a large experiment is read once, then its
+/// page, its trial pages and its line in the list are served from memory until its
+/// fingerprint changes.
+const CACHED_REPORTS: usize = 16;
 
-/// The shared state: the source and the rendered experiment pages by name, each with the
-/// fingerprint it was rendered at.
+/// An experiment as last read: the fingerprint it was read at, the report (with the curves
+/// the experiment page draws) and that page once rendered.
+#[derive(Clone)]
+struct Cached {
+    fingerprint: u64,
+    report: Arc<ExperimentReport>,
+    page: Option<Arc<String>>,
+}
+
+/// The shared state: the source and the experiments last read, by name.
 struct Dash {
     source: DashSource,
-    pages: Mutex<HashMap<String, (u64, Arc<String>)>>,
+    cache: Mutex<HashMap<String, Cached>>,
 }
 
 impl std::ops::Deref for Dash {
@@ -60,7 +69,7 @@ pub fn router(source: DashSource, loopback: bool) -> Router {
         .route("/api/experiments/{name}/events", get(events))
         .with_state(Arc::new(Dash {
             source,
-            pages: Mutex::new(HashMap::new()),
+            cache: Mutex::new(HashMap::new()),
         }));
     if loopback {
         app.layer(middleware::from_fn(loopback_host_only))
@@ -128,8 +137,8 @@ fn json_body(value: impl serde::Serialize) -> Response {
 
 /// An error as JSON, 404 for an unknown experiment or trial.
 fn failure(e: anyhow::Error) -> Response {
-    let status = match e.downcast_ref::<RunnerError>() {
-        Some(RunnerError::ExperimentNotFound(_)) => StatusCode::NOT_FOUND,
+    let status = match e.downcast_ref::<ReportError>() {
+        Some(ReportError::ExperimentNotFound(_)) => StatusCode::NOT_FOUND,
         _ => StatusCode::INTERNAL_SERVER_ERROR,
     };
     (status, json_body(json!({"error": format!("{e:#}")}))).into_response()
@@ -142,8 +151,8 @@ async fn list(State(src): State<Shared>) -> Response {
         Err(e) => return failure(e),
     };
     for name in names {
-        match src.report(&name).await {
-            Ok(r) => out.push(dashboard::summary_json(&r)),
+        match cached(&src, &name).await {
+            Ok(c) => out.push(dashboard::summary_json(&c.report)),
             // One unreadable experiment must not hide the others.
             Err(e) => out.push(json!({"name": name, "error": format!("{e:#}")})),
         }
@@ -162,28 +171,53 @@ async fn experiment(State(src): State<Shared>, Path(name): Path<String>) -> Resp
     }
 }
 
-/// The experiment page's JSON, from the cache while the experiment's fingerprint (the same
-/// one live updates watch) is unchanged.
-async fn experiment_page(src: &Dash, name: &str) -> anyhow::Result<Arc<String>> {
-    let (fp, _) = src.fingerprint(name).await?;
-    if let Some((at, body)) = src.pages.lock().ok().and_then(|p| p.get(name).cloned())
-        && at == fp
+/// The experiment as of now: from the cache while its fingerprint (the same one live updates
+/// watch) is unchanged, else read again (with the page's curves) and cached.
+async fn cached(src: &Dash, name: &str) -> anyhow::Result<Cached> {
+    let (fingerprint, _) = src.fingerprint(name).await?;
+    if let Some(c) = src.cache.lock().ok().and_then(|c| c.get(name).cloned())
+        && c.fingerprint == fingerprint
     {
-        return Ok(body);
+        return Ok(c);
     }
-    let r = src.report_with_curves(name).await?;
-    let body = Arc::new(serde_json::to_string(&dashboard::experiment_json(&r))?);
-    if let Ok(mut pages) = src.pages.lock() {
-        if pages.len() >= CACHED_PAGES && !pages.contains_key(name) {
-            pages.clear();
+    let fresh = Cached {
+        fingerprint,
+        report: Arc::new(src.report_with_curves(name).await?),
+        page: None,
+    };
+    store_in_cache(src, name, fresh.clone());
+    Ok(fresh)
+}
+
+fn store_in_cache(src: &Dash, name: &str, entry: Cached) {
+    if let Ok(mut cache) = src.cache.lock() {
+        if cache.len() >= CACHED_REPORTS && !cache.contains_key(name) {
+            cache.clear();
         }
-        pages.insert(name.to_string(), (fp, body.clone()));
+        cache.insert(name.to_string(), entry);
     }
-    Ok(body)
+}
+
+/// The experiment page's JSON, rendered once per fingerprint.
+async fn experiment_page(src: &Dash, name: &str) -> anyhow::Result<Arc<String>> {
+    let mut c = cached(src, name).await?;
+    if let Some(page) = &c.page {
+        return Ok(page.clone());
+    }
+    let page = Arc::new(serde_json::to_string(&dashboard::experiment_json(
+        &c.report,
+    ))?);
+    c.page = Some(page.clone());
+    store_in_cache(src, name, c);
+    Ok(page)
 }
 
 async fn trial(State(src): State<Shared>, Path((name, trial)): Path<(String, String)>) -> Response {
-    match src.trial(&name, &trial).await {
+    let report = match cached(&src, &name).await {
+        Ok(c) => c.report,
+        Err(e) => return failure(e),
+    };
+    match src.trial(&report, &trial).await {
         Ok(Some(v)) => json_body(v).into_response(),
         Ok(None) => (
             StatusCode::NOT_FOUND,

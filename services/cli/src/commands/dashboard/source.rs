@@ -8,8 +8,8 @@ use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
-use vernier_runner::report::dashboard::{self, PAGE_CURVES};
-use vernier_runner::report::{ExperimentReport, load, load_curves};
+use vernier_report::dashboard::{self, PAGE_CURVES};
+use vernier_report::{ExperimentReport, load, load_curves};
 
 /// Bytes read from the end of a trial's log for its page.
 const LOG_TAIL_BYTES: u64 = 64 * 1024;
@@ -39,12 +39,13 @@ impl DashSource {
         })
     }
 
-    /// The report without learning curves (lists, trial pages).
+    /// The report without learning curves.
     pub async fn report(&self, name: &str) -> anyhow::Result<ExperimentReport> {
         self.0.load(name, false).await
     }
 
-    /// The report with the curves the experiment page draws.
+    /// The report with the curves the experiment page draws (the one every page reads, cached
+    /// by the routes).
     pub async fn report_with_curves(&self, name: &str) -> anyhow::Result<ExperimentReport> {
         Ok(match &self.0 {
             Source::Db(store) => {
@@ -56,9 +57,9 @@ impl DashSource {
         })
     }
 
-    /// The trial page's JSON, `None` when the experiment has no such trial.
-    pub async fn trial(&self, name: &str, trial: &str) -> anyhow::Result<Option<Value>> {
-        let r = self.report(name).await?;
+    /// The trial page's JSON from its experiment's report `r`, `None` when the experiment has
+    /// no such trial. Reads only this trial's values and log.
+    pub async fn trial(&self, r: &ExperimentReport, trial: &str) -> anyhow::Result<Option<Value>> {
         let Some(index) = r.trials.iter().position(|t| t.row.name == trial) else {
             return Ok(None);
         };
@@ -83,7 +84,7 @@ impl DashSource {
                 json!({"error": "trial logs are in the cluster: kubectl logs -l training.kubeflow.org/trial-name=TRIAL"}),
             ),
         };
-        Ok(Some(dashboard::trial_json(&r, index, &curves, log)))
+        Ok(Some(dashboard::trial_json(r, index, &curves, log)))
     }
 
     /// A value that changes whenever something a page shows changes: the phase, each trial's
@@ -95,7 +96,7 @@ impl DashSource {
         let phase = match &self.0 {
             Source::Db(store) => {
                 let Some(row) = store.get_experiment(name).await? else {
-                    return Err(vernier_runner::RunnerError::ExperimentNotFound(name.into()).into());
+                    return Err(vernier_report::ReportError::ExperimentNotFound(name.into()).into());
                 };
                 for t in store.list_trials(name).await? {
                     (t.name.as_str(), t.state.as_str(), t.completed_us).hash(&mut h);
@@ -117,7 +118,7 @@ impl DashSource {
             }
         };
         phase.hash(&mut h);
-        let finished = vernier_runner::report::analysis::phase_is_final(&phase);
+        let finished = vernier_report::analysis::phase_is_final(&phase);
         Ok((h.finish(), finished))
     }
 }

@@ -2,9 +2,12 @@
 
 use super::ExperimentReport;
 use super::analysis::duration_s;
-use crate::status::rfc3339;
-use comfy_table::{Attribute, Cell, Color, Table, presets::UTF8_FULL_CONDENSED};
+use comfy_table::{
+    Attribute, Cell, Color, ColumnConstraint, ContentArrangement, Table,
+    presets::UTF8_FULL_CONDENSED,
+};
 use std::fmt::Write;
+use vernier_spec::conditions::rfc3339;
 
 /// Options of the text table.
 #[derive(Debug, Clone, Copy, Default)]
@@ -13,6 +16,9 @@ pub struct TableOptions {
     pub top: Option<usize>,
     /// Colour the best trial's row (only when writing to a terminal).
     pub highlight: bool,
+    /// Fit the table into this many columns, wrapping cells (a terminal's width); `None`
+    /// keeps every cell on one line, for files and pipes.
+    pub width: Option<u16>,
 }
 
 /// The report as text, ending with a newline.
@@ -38,6 +44,11 @@ pub fn render(r: &ExperimentReport, opts: TableOptions) -> String {
         table.enforce_styling();
     } else {
         table.force_no_tty();
+    }
+    if let Some(width) = opts.width {
+        table
+            .set_content_arrangement(ContentArrangement::Dynamic)
+            .set_width(width);
     }
     let mut header = vec![
         String::new(),
@@ -82,10 +93,10 @@ pub fn render(r: &ExperimentReport, opts: TableOptions) -> String {
             t.row.state.as_str().to_string(),
         ];
         for p in &params {
-            row.push(r.assignment(t, p).unwrap_or_default().to_string());
+            row.push(short_number(r.assignment(t, p).unwrap_or_default()));
         }
         for m in &metrics {
-            row.push(r.metric_text(t, m));
+            row.push(short_number(&r.metric_text(t, m)));
         }
         row.push(
             duration_s(&t.row)
@@ -101,6 +112,9 @@ pub fn render(r: &ExperimentReport, opts: TableOptions) -> String {
             }
         });
         table.add_row(cells);
+    }
+    if opts.width.is_some() {
+        keep_whole(&mut table, params.len() + metrics.len());
     }
     let _ = writeln!(out, "{table}");
     if shown < ranked.len() {
@@ -155,10 +169,80 @@ pub fn render(r: &ExperimentReport, opts: TableOptions) -> String {
     out
 }
 
+/// In a table fitted to a width, the marker, rank, trial, condition and duration columns
+/// keep their content on one line; only parameters and metrics (`values` columns after the
+/// first four) wrap.
+fn keep_whole(table: &mut Table, values: usize) {
+    let last = 4 + values;
+    for i in (0..4).chain([last]) {
+        if let Some(column) = table.column_mut(i) {
+            column.set_constraint(ColumnConstraint::ContentWidth);
+        }
+    }
+}
+
+/// Significant digits a number keeps in the table (JSON and CSV keep every digit).
+const TABLE_DIGITS: usize = 6;
+
+/// A cell's text with a number cut to [`TABLE_DIGITS`] significant digits, so a value such
+/// as `0.012345678901234` does not widen its column; integers and text stay as they are.
+pub fn short_number(text: &str) -> String {
+    let Some(v) = text.trim().parse::<f64>().ok().filter(|v| v.is_finite()) else {
+        return text.to_string();
+    };
+    let digits = text.chars().filter(char::is_ascii_digit).count();
+    if !text.contains(['.', 'e', 'E']) || digits <= TABLE_DIGITS {
+        return text.to_string();
+    }
+    let a = v.abs();
+    if a != 0.0 && !(1e-4..1e9).contains(&a) {
+        let s = format!("{v:.*e}", TABLE_DIGITS - 1);
+        return match s.split_once('e') {
+            Some((m, e)) => format!("{}e{e}", m.trim_end_matches('0').trim_end_matches('.')),
+            None => s,
+        };
+    }
+    let decimals = (TABLE_DIGITS as i32 - 1 - a.log10().floor() as i32).max(0) as usize;
+    let s = format!("{v:.decimals$}");
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
 pub(crate) fn strategy_name(s: vernier_core::MetricStrategy) -> &'static str {
     match s {
         vernier_core::MetricStrategy::Min => "min",
         vernier_core::MetricStrategy::Max => "max",
         vernier_core::MetricStrategy::Latest => "latest",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_keep_six_significant_digits_and_text_stays() {
+        // (cell text, shown)
+        let cases = [
+            ("0.012345678901234", "0.0123457"),
+            ("0.05", "0.05"),
+            ("123456.789", "123457"),
+            ("0.1234567", "0.123457"),
+            ("-2.718281828", "-2.71828"),
+            ("1.5e-9", "1.5e-9"),
+            ("0.00001234567891", "1.23457e-5"),
+            ("123456789012.5", "1.23457e11"),
+            ("100000000", "100000000"),
+            ("42", "42"),
+            ("adam", "adam"),
+            ("", ""),
+            ("NaN", "NaN"),
+        ];
+        for (text, want) in cases {
+            assert_eq!(short_number(text), want, "{text}");
+        }
     }
 }

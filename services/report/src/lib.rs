@@ -7,6 +7,7 @@ pub mod analysis;
 pub mod compare;
 pub mod csv;
 pub mod dashboard;
+mod error;
 pub mod html;
 pub mod pareto;
 pub mod svg;
@@ -14,12 +15,13 @@ pub mod table;
 #[cfg(test)]
 mod tests;
 
-use crate::error::RunnerError;
-use crate::status::{Condition, parse_conditions, rfc3339};
+pub use error::ReportError;
+
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use vernier_core::{MetricReducer, MetricSummary, Objective, TrialState};
 use vernier_spec::Experiment;
+use vernier_spec::conditions::{Condition, parse_conditions, rfc3339};
 use vernier_spec::plan::{TrialOutcome, best_trial, pareto_front};
 use vernier_store::{ExperimentRow, SqlStore, TrialRow};
 
@@ -109,7 +111,7 @@ async fn reduced_metrics(
     name: &str,
     metric_names: &[String],
     objective: &str,
-) -> Result<HashMap<String, (Vec<MetricSummary>, i64)>, RunnerError> {
+) -> Result<HashMap<String, (Vec<MetricSummary>, i64)>, ReportError> {
     let summaries = store.experiment_summaries(name).await?;
     let mut out: HashMap<String, (Vec<MetricSummary>, i64)> = HashMap::new();
     for m in summaries.metrics {
@@ -153,13 +155,13 @@ async fn reduced_metrics(
 /// Loads an experiment, its trials and their reduced observations: a few queries whose size
 /// follows the number of trials, not of logged values. Curves are left empty
 /// ([`load_curves`] reads the ones the HTML page draws).
-pub async fn load(store: &SqlStore, name: &str) -> Result<ExperimentReport, RunnerError> {
+pub async fn load(store: &SqlStore, name: &str) -> Result<ExperimentReport, ReportError> {
     let row = store
         .get_experiment(name)
         .await?
-        .ok_or_else(|| RunnerError::ExperimentNotFound(name.to_string()))?;
+        .ok_or_else(|| ReportError::ExperimentNotFound(name.to_string()))?;
     let spec = vernier_spec::parse_experiment(&row.spec_json).map_err(|e| {
-        RunnerError::CorruptExperiment {
+        ReportError::CorruptExperiment {
             name: name.to_string(),
             reason: e.to_string(),
         }
@@ -246,7 +248,7 @@ pub async fn load_curves(
     store: &SqlStore,
     report: &mut ExperimentReport,
     max: usize,
-) -> Result<(), RunnerError> {
+) -> Result<(), ReportError> {
     let metric = report.objective.metric.clone();
     let wanted: Vec<usize> = report
         .ranked()

@@ -343,6 +343,19 @@ impl Chart {
     }
 }
 
+/// An id fragment made of `[A-Za-z0-9_-]` only.
+pub fn id_part(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

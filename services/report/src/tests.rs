@@ -160,7 +160,7 @@ async fn fixture_from(spec_text: &str) -> (tempfile::TempDir, ExperimentReport) 
 
 fn snapshot(name: &str, actual: &str) {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("src/report/snapshots")
+        .join("src/snapshots")
         .join(name);
     if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
         std::fs::write(&path, actual).unwrap();
@@ -184,6 +184,7 @@ async fn table_snapshot_ranks_best_first_with_strategies_and_durations() {
         TableOptions {
             top: Some(2),
             highlight: false,
+            width: None,
         },
     );
     snapshot("table_top2.txt", &top);
@@ -193,10 +194,41 @@ async fn table_snapshot_ranks_best_first_with_strategies_and_durations() {
         TableOptions {
             top: None,
             highlight: true,
+            width: None,
         },
     );
     assert!(styled.contains("\u{1b}["), "{styled}");
     assert!(!plain.contains('\u{1b}'));
+}
+
+#[tokio::test]
+async fn a_table_fitted_to_a_narrow_terminal_wraps_cells_and_loses_no_trial() {
+    let (_dir, r) = fixture().await;
+    for width in [80u16, 100] {
+        let text = table::render(
+            &r,
+            TableOptions {
+                width: Some(width),
+                ..TableOptions::default()
+            },
+        );
+        let table_lines = text
+            .lines()
+            .filter(|l| l.starts_with(['┌', '│', '╞', '├', '└']));
+        for line in table_lines {
+            assert!(
+                line.chars().count() <= usize::from(width),
+                "{width}: {line}\n{text}"
+            );
+        }
+        for t in &r.trials {
+            assert!(
+                text.contains(&t.row.name),
+                "{} missing at {width}\n{text}",
+                t.row.name
+            );
+        }
+    }
 }
 
 #[tokio::test]

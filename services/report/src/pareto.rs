@@ -3,7 +3,7 @@
 //! front members red and joined by the front's staircase, infeasible trials hollow.
 
 use super::ExperimentReport;
-use super::svg::{Chart, Scale, esc, num};
+use super::svg::{Chart, Scale, esc, id_part, num};
 use std::fmt::Write;
 use vernier_core::Direction;
 
@@ -48,8 +48,8 @@ fn pair_plot(r: &ExperimentReport, a: usize, b: usize) -> String {
     let (ta, tb) = (&r.objective.objectives[a], &r.objective.objectives[b]);
     let id = format!(
         "plot-pareto-{}-{}",
-        super::html::id_part(&ta.metric),
-        super::html::id_part(&tb.metric)
+        id_part(&ta.metric),
+        id_part(&tb.metric)
     );
     let mut c = Chart::new(
         &id,

@@ -4,12 +4,12 @@
 //! (`point`, `trace`, `bar`, `curve`) so tests and users can find them.
 
 use super::analysis::{duration_s, is_usable, phase_is_final};
-use super::svg::{Chart, Scale, color, esc, num};
+use super::svg::{Chart, Scale, color, esc, id_part, num};
 use super::table::strategy_name;
 use super::{ExperimentReport, TrialReport};
-use crate::status::rfc3339;
 use std::fmt::Write;
 use vernier_core::TrialState;
+use vernier_spec::conditions::rfc3339;
 
 /// Learning curves are thinned to at most this many points each ...
 pub const MAX_CURVE_POINTS: usize = 100;
@@ -71,19 +71,6 @@ pub fn render(r: &ExperimentReport, opts: HtmlOptions) -> String {
     trial_table(&mut out, r, &ranked, opts.top);
     out.push_str("</body></html>\n");
     out
-}
-
-/// An id fragment made of `[A-Za-z0-9_-]` only.
-pub fn id_part(s: &str) -> String {
-    s.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
 }
 
 /// A failed experiment says why before anything else.

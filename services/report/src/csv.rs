@@ -4,7 +4,7 @@
 
 use super::ExperimentReport;
 use super::analysis::duration_s;
-use crate::status::rfc3339;
+use vernier_spec::conditions::rfc3339;
 
 /// The CSV text, header first, each record ending with `\n`.
 pub fn render(r: &ExperimentReport) -> String {
