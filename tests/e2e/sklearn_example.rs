@@ -28,6 +28,7 @@ fn census_sklearn_example_runs_two_trials() {
         )
         // Two small forests keep the test cheap; the search space is otherwise the example's.
         .replace("maxTrialCount: 12", "maxTrialCount: 2")
+        .replace("maxFailedTrialCount: 3", "maxFailedTrialCount: 1")
         .replace("max: \"200\"", "max: \"20\"");
     let sb = Sandbox::new();
     let file = sb.write("census-sklearn.yaml", &yaml);
