@@ -5,8 +5,8 @@
 
 mod commands;
 mod db;
-mod logging;
 mod image_paths;
+mod logging;
 mod out;
 mod progress;
 

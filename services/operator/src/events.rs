@@ -28,10 +28,7 @@ pub async fn publish(
         secondary: None,
     };
     if let Err(e) = recorder.publish(&event, &reference).await {
-        tracing::warn!(
-            "cannot publish event {reason} for {}: {e}",
-            obj.name_any()
-        );
+        tracing::warn!("cannot publish event {reason} for {}: {e}", obj.name_any());
     }
 }
 

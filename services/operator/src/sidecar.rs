@@ -162,31 +162,8 @@ fn primary_templates<'a>(
         .iter()
         .find(|t| replica_types.iter().any(|r| r == *t));
     for (template, replica_type) in templates {
-        let own = template
-            .pointer("/metadata/labels")
-            .and_then(Value::as_object)
-            .cloned()
-            .unwrap_or_default();
-        let mut runtime = Vec::new();
-        let mut primary = true;
-        for (k, v) in &wanted {
-            match own.get(k) {
-                Some(Value::String(have)) if have == v => {}
-                // The template sets the label to something else: never the primary pod.
-                Some(_) => primary = false,
-                // Only the primary replica type's first pod gets `job-role: master`.
-                None if k == JOB_ROLE_LABEL && replica_type.is_some() => {
-                    if replica_type.as_deref() == primary_type.copied() && v == "master" {
-                        runtime.push((k.clone(), v.clone()));
-                    } else {
-                        primary = false;
-                    }
-                }
-                // Set by the job's controller on the pod, if at all: checked by the sidecar.
-                None => runtime.push((k.clone(), v.clone())),
-            }
-        }
-        if primary {
+        let runtime = runtime_labels(template, replica_type.as_deref(), primary_type, &wanted);
+        if let Some(runtime) = runtime {
             chosen.push((template, runtime));
         }
     }
@@ -793,5 +770,4 @@ mod tests {
         assert!(pod.get("volumes").is_none());
         assert!(pod["containers"][2].get("volumeMounts").is_none());
     }
-
 }
