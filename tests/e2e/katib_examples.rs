@@ -96,7 +96,7 @@ fn a_command_naming_a_path_only_the_image_has_is_warned_about_before_the_first_t
     let yaml = python_experiment(
         "image-path",
         "print('loss=0.5')",
-        "  objective:\n    type: minimize\n    objectiveMetricName: loss\n  maxTrialCount: 1",
+        "  objective:\n    type: minimize\n    objectiveMetricName: loss\n  maxTrialCount: 1\n  parallelTrialCount: 1",
     )
     .replace(
         "- python3\n",
