@@ -10,11 +10,17 @@ use std::collections::BTreeMap;
 /// it, `asha` and `hyperband` accept it.
 pub const TRIAL_DIR_SETTING: &str = "suggestion_trial_dir";
 
+/// The label an ASHA promotion names the trial it continues with.
+pub const ASHA_PARENT_LABEL: &str = "vernier.asha/parent";
+
+/// The label a Hyperband promotion names the trial it continues with.
+pub const HYPERBAND_PARENT_LABEL: &str = "vernier.hyperband/parent";
+
 /// Labels that name the trial a trial continues, in order of precedence.
 pub const PARENT_LABELS: &[&str] = &[
     crate::pbt::PARENT_LABEL,
-    crate::asha::PARENT_LABEL,
-    crate::hyperband::PARENT_LABEL,
+    ASHA_PARENT_LABEL,
+    HYPERBAND_PARENT_LABEL,
 ];
 
 /// The trial whose checkpoint this trial starts from, if any.

@@ -68,7 +68,7 @@ pub const BRACKET_LABEL: &str = "vernier.hyperband/bracket";
 /// Label holding a trial's rung `i` within its bracket.
 pub const RUNG_LABEL: &str = "vernier.hyperband/rung";
 /// Label holding the name of the trial a promotion continues.
-pub const PARENT_LABEL: &str = "vernier.hyperband/parent";
+pub const PARENT_LABEL: &str = crate::checkpoint::HYPERBAND_PARENT_LABEL;
 
 const ACCEPTED: &[&str] = &[
     "r_l",

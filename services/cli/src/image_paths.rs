@@ -8,7 +8,7 @@ use vernier_runner::LocalExperiment;
 /// The warning for `exp`'s first trial's command as this machine sees it, `None` when every
 /// path it names is here (or the command cannot be rendered: `run` reports that itself).
 pub fn check(exp: &LocalExperiment) -> Option<String> {
-    let point = crate::commands::validate::first_point(&exp.space);
+    let point = crate::first_point::first_point(&exp.space);
     let cmd = exp.command_for("path-check", &point).ok()?;
     warning(&image_only_paths(
         &cmd.program,

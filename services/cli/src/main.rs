@@ -5,6 +5,7 @@
 
 mod commands;
 mod db;
+mod first_point;
 mod image_paths;
 mod logging;
 mod out;

@@ -6,8 +6,9 @@
 //! `KATIB_DB_MANAGER_SERVICE_*` variables). When the trial has ended it gets SIGTERM, as a
 //! Kubernetes native sidecar does, and [`COLLECTOR_GRACE`] to report what is left.
 
-use crate::hooks::PUSH_ADDRESS_ENV;
-use crate::process::{SharedLog, TrialCommand, signal_group, write_log};
+use crate::child::{
+    PUSH_ADDRESS_ENV, SharedLog, TrialCommand, map_spec_path, signal_group, write_log,
+};
 use nix::sys::signal::Signal;
 use nix::unistd::Pid;
 use serde_json::Value;
@@ -122,9 +123,7 @@ impl CustomCollector {
     /// name and the DBManager address the trial was given.
     pub fn command_for(&self, trial: &TrialCommand) -> CollectorCommand {
         let map = |text: &str| match (&self.spec_path, &trial.metrics_path) {
-            (Some(from), Some(to)) => {
-                crate::experiment::map_spec_path(text, from, &to.display().to_string())
-            }
+            (Some(from), Some(to)) => map_spec_path(text, from, &to.display().to_string()),
             _ => text.to_string(),
         };
         let mut env: Vec<(String, String)> =

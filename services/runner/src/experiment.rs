@@ -2,6 +2,7 @@
 //! adds (where trials start and log, how their metrics are read, and how an assignment becomes
 //! a command line).
 
+use crate::child::{map_spec_path, trim_dir_slash};
 use crate::custom::CustomCollector;
 use crate::error::RunnerError;
 use crate::process::{Collection, MetricSource, TrialCommand};
@@ -185,19 +186,6 @@ fn template_error(trial: &str, source: SpecError) -> RunnerError {
         trial: trial.to_string(),
         source,
     }
-}
-
-/// `text` with the collector's spec path `from` replaced by the trial's copy `to`. A directory
-/// is matched without its trailing '/', so `/var/log/katib/tfevent/` in the spec also maps
-/// `--logdir=/var/log/katib/tfevent/train` and `/var/log/katib/tfevent` as written.
-pub(crate) fn map_spec_path(text: &str, from: &str, to: &str) -> String {
-    text.replace(trim_dir_slash(from), trim_dir_slash(to))
-}
-
-/// `path` without trailing slashes, unless that would leave nothing (`/`).
-fn trim_dir_slash(path: &str) -> &str {
-    let trimmed = path.trim_end_matches('/');
-    if trimmed.is_empty() { path } else { trimmed }
 }
 
 /// Where the metrics of a collector come from locally.

@@ -13,11 +13,7 @@ use tokio::sync::watch;
 use vernier_core::{Suggestions, TrialRecord};
 use vernier_store::SqlStore;
 
-/// Environment variable through which a trial learns the `host:port` of the DBManager
-/// endpoint it may push metrics to (pass it as `db_manager_address` to the Katib SDK's
-/// `report_metrics`). Katib's SDK has no such variable: in Kubernetes it uses the fixed
-/// service address `katib-db-manager.kubeflow:6789`.
-pub const PUSH_ADDRESS_ENV: &str = "VERNIER_DB_MANAGER_ADDRESS";
+pub use crate::child::PUSH_ADDRESS_ENV;
 
 /// Optional parts of a local run.
 #[derive(Debug, Clone, Default)]

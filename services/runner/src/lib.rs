@@ -2,6 +2,7 @@
 //! collected from its output into the store, driven by the shared planner.
 
 pub mod checkpoint;
+mod child;
 pub mod custom;
 pub mod driver;
 pub mod early_stop;

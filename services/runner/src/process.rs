@@ -2,12 +2,14 @@
 //! a log file, metric lines parsed and recorded as they arrive, and a stop that reaches every
 //! process of the trial.
 
+pub use crate::child::TrialCommand;
+use crate::child::{SharedLog, signal_group, write_log};
 use crate::custom::CustomCollector;
-use nix::sys::signal::{Signal, killpg};
+use nix::sys::signal::Signal;
 use nix::unistd::Pid;
 use std::collections::HashSet;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -36,25 +38,6 @@ pub const REJECTED_KEPT: usize = 20;
 
 /// How much of each rejected value is kept and shown.
 pub const REJECTED_SHOWN_CHARS: usize = 160;
-
-/// What to run for one trial.
-#[derive(Debug, Clone)]
-pub struct TrialCommand {
-    pub trial: String,
-    pub program: String,
-    pub args: Vec<String>,
-    pub env: Vec<(String, String)>,
-    pub work_dir: PathBuf,
-    pub log_path: PathBuf,
-    /// Where this trial writes its metrics file (`File` collector) or event directory
-    /// (`TensorFlowEvent` collector).
-    pub metrics_path: Option<PathBuf>,
-    /// Append to the log file instead of starting it afresh (a restarted replica).
-    pub append_log: bool,
-    /// Where to keep the process group's id while it runs, so `vernier resume` can stop what a
-    /// killed driver left behind.
-    pub pid_file: Option<PathBuf>,
-}
 
 /// Where metrics are read from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -358,13 +341,6 @@ fn exit_kind(status: std::process::ExitStatus) -> ProcessEnd {
     }
 }
 
-pub(crate) fn signal_group(pgid: Option<Pid>, signal: Signal) {
-    if let Some(pgid) = pgid {
-        // ESRCH (the group is already gone) is the common, harmless case.
-        let _ = killpg(pgid, signal);
-    }
-}
-
 /// SIGTERM the whole group, escalate to SIGKILL after the grace period or on request.
 async fn stop_group(
     child: &mut tokio::process::Child,
@@ -392,16 +368,6 @@ async fn stop_group(
                 }
             }
         }
-    }
-}
-
-/// A trial's log file, written by every reader of its output.
-pub(crate) type SharedLog = Arc<Mutex<std::io::BufWriter<std::fs::File>>>;
-
-pub(crate) fn write_log(log: &Mutex<std::io::BufWriter<std::fs::File>>, bytes: &[u8]) {
-    if let Ok(mut f) = log.lock() {
-        // A full disk must not kill the trial; its metrics still reach the store.
-        let _ = f.write_all(bytes);
     }
 }
 

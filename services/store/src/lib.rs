@@ -7,6 +7,7 @@ mod error;
 mod lease;
 mod model;
 mod mysql;
+mod options;
 mod postgres;
 mod queries;
 mod records;
@@ -20,5 +21,6 @@ pub use lease::{LeaseClaim, LeaseRow, LeaseState, lease_state};
 pub use model::{
     ExperimentRow, ExperimentStatusRow, ExperimentSummaries, StoredMetric, TrialRow, TrialUpdate,
 };
-pub use store::{OpenMode, SqlStore, StoreOptions};
+pub use options::{OpenMode, StoreOptions};
+pub use store::SqlStore;
 pub use url::redact as redact_url;

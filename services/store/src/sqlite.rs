@@ -9,9 +9,9 @@
 
 use crate::dialect::Dialect;
 use crate::error::StoreError;
+use crate::options::OpenMode;
 use crate::queries::SqlBackend;
 use crate::records::select_lease;
-use crate::store::OpenMode;
 use crate::url::SqliteTarget;
 use sqlx::Sqlite;
 use sqlx::error::DatabaseError;

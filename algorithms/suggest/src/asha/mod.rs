@@ -53,7 +53,7 @@ use vernier_core::{
 /// Label holding a trial's rung `k`.
 pub const RUNG_LABEL: &str = "vernier.asha/rung";
 /// Label holding the name of the trial a promotion continues.
-pub const PARENT_LABEL: &str = "vernier.asha/parent";
+pub const PARENT_LABEL: &str = crate::checkpoint::ASHA_PARENT_LABEL;
 
 const ALGORITHM: &str = "asha";
 const ACCEPTED: &[&str] = &[

@@ -9,7 +9,6 @@
 use crate::Exit;
 use crate::out::{errln, outln};
 use std::path::Path;
-use vernier_core::{Domain, SearchSpace};
 use vernier_engine::{AlgorithmSource, ResolvedExperiment};
 use vernier_runner::{LocalExperiment, LocalPaths, work_dir_of};
 use vernier_spec::{Experiment, SpecError};
@@ -47,28 +46,13 @@ fn run_would_refuse(file: &Path, exp: &Experiment, runnable: bool) -> Option<Str
         Err(e) => return Some(e.to_string()),
     };
     local
-        .command_for("validate", &first_point(&local.space))
+        .command_for("validate", &crate::first_point::first_point(&local.space))
         .err()
         .map(|e| {
             let text = e.to_string();
             text.strip_prefix("trial validate: ")
                 .map_or(text.clone(), str::to_string)
         })
-}
-
-/// Each parameter's first value (its minimum, or first list entry): enough to render a trial.
-pub(crate) fn first_point(space: &SearchSpace) -> Vec<(String, String)> {
-    space
-        .parameters()
-        .iter()
-        .map(|p| {
-            let v = match &p.domain {
-                Domain::Double { min, .. } => min.to_string(),
-                _ => p.value_at(0).map(|v| v.to_string()).unwrap_or_default(),
-            };
-            (p.name.clone(), v)
-        })
-        .collect()
 }
 
 pub fn validate(file: &Path) -> anyhow::Result<Exit> {

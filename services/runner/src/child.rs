@@ -1,0 +1,66 @@
+//! What every local child process of a trial shares, whoever starts it (the trial's own
+//! process, a replica of a distributed job, a Custom collector beside it): its command line,
+//! its log file, how its process group is signalled, and how the spec's metrics path maps to
+//! the trial's own copy. A leaf module, so the modules that start processes need not import
+//! each other.
+
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+/// Environment variable through which a trial learns the `host:port` of the DBManager
+/// endpoint it may push metrics to (pass it as `db_manager_address` to the Katib SDK's
+/// `report_metrics`). Katib's SDK has no such variable: in Kubernetes it uses the fixed
+/// service address `katib-db-manager.kubeflow:6789`.
+pub const PUSH_ADDRESS_ENV: &str = "VERNIER_DB_MANAGER_ADDRESS";
+
+/// What to run for one trial.
+#[derive(Debug, Clone)]
+pub struct TrialCommand {
+    pub trial: String,
+    pub program: String,
+    pub args: Vec<String>,
+    pub env: Vec<(String, String)>,
+    pub work_dir: PathBuf,
+    pub log_path: PathBuf,
+    /// Where this trial writes its metrics file (`File` collector) or event directory
+    /// (`TensorFlowEvent` collector).
+    pub metrics_path: Option<PathBuf>,
+    /// Append to the log file instead of starting it afresh (a restarted replica).
+    pub append_log: bool,
+    /// Where to keep the process group's id while it runs, so `vernier resume` can stop what a
+    /// killed driver left behind.
+    pub pid_file: Option<PathBuf>,
+}
+
+/// A trial's log file, written by every reader of its output.
+pub(crate) type SharedLog = Arc<Mutex<std::io::BufWriter<std::fs::File>>>;
+
+pub(crate) fn write_log(log: &Mutex<std::io::BufWriter<std::fs::File>>, bytes: &[u8]) {
+    if let Ok(mut f) = log.lock() {
+        // A full disk must not kill the trial; its metrics still reach the store.
+        let _ = f.write_all(bytes);
+    }
+}
+
+pub(crate) fn signal_group(pgid: Option<Pid>, signal: Signal) {
+    if let Some(pgid) = pgid {
+        // ESRCH (the group is already gone) is the common, harmless case.
+        let _ = killpg(pgid, signal);
+    }
+}
+
+/// `text` with the collector's spec path `from` replaced by the trial's copy `to`. A directory
+/// is matched without its trailing '/', so `/var/log/katib/tfevent/` in the spec also maps
+/// `--logdir=/var/log/katib/tfevent/train` and `/var/log/katib/tfevent` as written.
+pub(crate) fn map_spec_path(text: &str, from: &str, to: &str) -> String {
+    text.replace(trim_dir_slash(from), trim_dir_slash(to))
+}
+
+/// `path` without trailing slashes, unless that would leave nothing (`/`).
+pub(crate) fn trim_dir_slash(path: &str) -> &str {
+    let trimmed = path.trim_end_matches('/');
+    if trimmed.is_empty() { path } else { trimmed }
+}
