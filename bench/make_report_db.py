@@ -20,7 +20,9 @@ import json
 import math
 import random
 import sqlite3
+import socket
 import subprocess
+import time
 
 START_US = 1_700_000_000_000_000
 
@@ -66,6 +68,30 @@ def spec(name, metrics, trials):
     }
 
 
+def create_schema(vernier, path):
+    """Lets Vernier create the database and run its migrations: only `run` and
+    `serve --create-db` create one, so serve on a free loopback port until `list` can read it."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen([vernier, "--db", path, "serve", "--create-db",
+                               "--listen", f"127.0.0.1:{port}"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        for _ in range(300):
+            ok = subprocess.run([vernier, "--db", path, "list"], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL).returncode == 0
+            if ok:
+                return
+            if server.poll() is not None:
+                raise SystemExit(f"vernier serve --create-db failed: {server.stderr.read().decode()}")
+            time.sleep(0.1)
+        raise SystemExit(f"{path}: vernier did not create the schema within 30 s")
+    finally:
+        server.terminate()
+        server.wait()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--vernier", required=True, help="the vernier binary (creates the schema)")
@@ -78,7 +104,7 @@ def main():
     ap.add_argument("--no-summaries", action="store_true",
                     help="write raw logs only, as an older database has them")
     a = ap.parse_args()
-    subprocess.run([a.vernier, "--db", a.db, "list"], check=True, stdout=subprocess.DEVNULL)
+    create_schema(a.vernier, a.db)
     rng = random.Random(a.seed)
     db = sqlite3.connect(a.db)
     db.execute("PRAGMA synchronous=OFF")

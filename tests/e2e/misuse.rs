@@ -140,3 +140,32 @@ fn a_closed_stdout_never_panics_and_a_run_still_finishes() {
         assert!(err.is_empty(), "{args:?} stops quietly: {}", text(&out));
     }
 }
+
+#[test]
+fn a_database_deleted_under_a_run_stops_it_and_says_so() {
+    let sb = Sandbox::new();
+    let yaml = python_experiment(
+        "vanishing",
+        "import sys, time; time.sleep(0.5); print(f'loss={sys.argv[1]}')",
+        "  objective:\n    type: minimize\n    objectiveMetricName: loss\n  maxTrialCount: 40\n  parallelTrialCount: 2",
+    );
+    let file = sb.write("vanishing.yaml", &yaml);
+    let mut run = sb
+        .cmd(&["run", file.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", sb.db()));
+    }
+    let out = run.wait_with_output().unwrap();
+    let shown = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{shown}");
+    assert!(
+        shown.contains("was deleted while this process was writing to it"),
+        "{shown}"
+    );
+    assert!(!shown.contains("panicked"), "{shown}");
+}

@@ -96,6 +96,18 @@ fn warm_start_results_are_history_and_enqueued_trials_run_first() {
         t.contains("spec.warmStart: experiment \"nope\" does not exist"),
         "{t}"
     );
+    // ... and leaves no experiment behind: fixing the file and running again just works.
+    let listed = text(&sb.run(&["list"]));
+    assert!(!listed.contains("third"), "{listed}");
+    let unreadable = sb.write(
+        "fourth.yaml",
+        &grid_experiment("fourth", LOSS, "  warmStart:\n    file: no-such-file.csv"),
+    );
+    let out = sb.run(&["run", unreadable.to_str().unwrap()]);
+    assert_ne!(out.status.code(), Some(0));
+    assert!(text(&out).contains("no-such-file.csv"), "{}", text(&out));
+    let listed = text(&sb.run(&["list"]));
+    assert!(!listed.contains("fourth"), "{listed}");
 }
 
 #[test]

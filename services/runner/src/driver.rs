@@ -113,7 +113,10 @@ pub async fn run_with(
         stop,
         lost: lease.watch_lost(),
     };
-    run::Run::start(shell).await?.drive().await
+    let outcome = run::Run::start(shell).await?.drive().await?;
+    // A run shorter than one heartbeat must still say that its records went nowhere.
+    store.check_in_place()?;
+    Ok(outcome)
 }
 
 /// Refused before the first trial, never by failing trial after trial.

@@ -18,6 +18,25 @@ pub const LEASE_TTL: Duration = Duration::from_secs(30);
 /// How often the holder renews its lease.
 pub const HEARTBEAT_EVERY: Duration = Duration::from_secs(5);
 
+/// Why a driver may write no more.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LeaseLoss {
+    /// Another driver took the lease over (this one's heartbeat lapsed).
+    TakenOver,
+    /// The SQLite file was deleted or replaced: writes would go to a file nobody can open.
+    DatabaseGone { path: String, what: &'static str },
+}
+
+impl LeaseLoss {
+    /// The error the driver ends with.
+    pub fn into_error(self, experiment: String) -> StoreError {
+        match self {
+            LeaseLoss::TakenOver => StoreError::LeaseLost { experiment },
+            LeaseLoss::DatabaseGone { path, what } => StoreError::DatabaseFileGone { path, what },
+        }
+    }
+}
+
 /// A held lease. Dropping it stops the heartbeat; [`ExperimentLease::release`] also frees it
 /// for the next driver at once (otherwise it lapses after [`LEASE_TTL`]).
 #[derive(Debug)]
@@ -25,9 +44,9 @@ pub struct ExperimentLease {
     store: SqlStore,
     experiment: String,
     owner: String,
-    lost: watch::Receiver<bool>,
+    lost: watch::Receiver<Option<LeaseLoss>>,
     /// Kept so `lost` never reports a closed channel while the lease lives.
-    _lost_tx: Arc<watch::Sender<bool>>,
+    _lost_tx: Arc<watch::Sender<Option<LeaseLoss>>>,
     heartbeat: JoinHandle<()>,
     /// The lease of a dead or silent driver this one took over.
     pub took_over: Option<LeaseRow>,
@@ -42,7 +61,7 @@ impl ExperimentLease {
         let took_over = store
             .acquire_lease(experiment, &claim, now_us(), LEASE_TTL, &gone)
             .await?;
-        let (tx, lost) = watch::channel(false);
+        let (tx, lost) = watch::channel(None);
         let tx = Arc::new(tx);
         let heartbeat = tokio::spawn(beat(
             store.clone(),
@@ -61,8 +80,9 @@ impl ExperimentLease {
         })
     }
 
-    /// Becomes `true` when another driver took the lease over.
-    pub fn watch_lost(&self) -> watch::Receiver<bool> {
+    /// Becomes `Some` when this driver may write no more: another driver took the lease over,
+    /// or the database file was deleted or replaced.
+    pub fn watch_lost(&self) -> watch::Receiver<Option<LeaseLoss>> {
         self.lost.clone()
     }
 
@@ -104,15 +124,24 @@ pub async fn live_holder(
     )
 }
 
-async fn beat(store: SqlStore, experiment: String, owner: String, lost: Arc<watch::Sender<bool>>) {
+async fn beat(
+    store: SqlStore,
+    experiment: String,
+    owner: String,
+    lost: Arc<watch::Sender<Option<LeaseLoss>>>,
+) {
     let mut tick = tokio::time::interval(HEARTBEAT_EVERY);
     tick.tick().await;
     loop {
         tick.tick().await;
+        if let Err(StoreError::DatabaseFileGone { path, what }) = store.check_in_place() {
+            let _ = lost.send(Some(LeaseLoss::DatabaseGone { path, what }));
+            return;
+        }
         match store.renew_lease(&experiment, &owner, now_us()).await {
             Ok(()) => {}
             Err(StoreError::LeaseLost { .. }) => {
-                let _ = lost.send(true);
+                let _ = lost.send(Some(LeaseLoss::TakenOver));
                 return;
             }
             // A database that does not answer now may answer at the next beat; if it stays

@@ -32,6 +32,11 @@ pub enum StoreError {
     DatabaseFileMissing { path: String },
 
     #[error(
+        "database `{path}` was {what} while this process was writing to it: what it recorded since then went to the old file and is lost\nhint: keep the database file in place while an experiment runs; its running trials were stopped"
+    )]
+    DatabaseFileGone { path: String, what: &'static str },
+
+    #[error(
         "cannot open database `{path}`: it is a directory\nhint: pass a file path, e.g. `{path}/vernier.db`"
     )]
     IsADirectory { path: String },

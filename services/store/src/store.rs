@@ -2,6 +2,7 @@
 //! so each database is one `Backend` variant and module with the same methods.
 
 use crate::error::StoreError;
+use crate::file_identity::FileIdentity;
 use crate::lease::{LeaseClaim, LeaseRow};
 use crate::model::{
     ExperimentRow, ExperimentStatusRow, ExperimentSummaries, StoredMetric, TrialRow, TrialUpdate,
@@ -10,7 +11,7 @@ use crate::mysql::MySqlBackend;
 use crate::options::{OpenMode, StoreOptions};
 use crate::postgres::PostgresBackend;
 use crate::sqlite::SqliteBackend;
-use crate::url::{self, DatabaseUrl};
+use crate::url::{self, DatabaseUrl, SqliteTarget};
 use std::time::Duration;
 use vernier_core::Observation;
 
@@ -18,6 +19,8 @@ use vernier_core::Observation;
 #[derive(Debug, Clone)]
 pub struct SqlStore {
     backend: Backend,
+    /// The SQLite file opened, to notice it being deleted or replaced under this store.
+    file: Option<FileIdentity>,
 }
 
 #[derive(Debug, Clone)]
@@ -69,7 +72,12 @@ impl SqlStore {
     /// [`SqlStore::connect`] with explicit options.
     pub async fn connect_with(url: &str, options: StoreOptions) -> Result<SqlStore, StoreError> {
         let wait = options.lock_timeout;
-        let backend = match url::parse(url)? {
+        let parsed = url::parse(url)?;
+        let path = match &parsed {
+            DatabaseUrl::Sqlite(SqliteTarget::File(path)) => Some(path.clone()),
+            _ => None,
+        };
+        let backend = match parsed {
             DatabaseUrl::Sqlite(target) => {
                 Backend::Sqlite(SqliteBackend::connect(url, &target, wait, options.mode).await?)
             }
@@ -78,7 +86,8 @@ impl SqlStore {
             }
             DatabaseUrl::MySql(u) => Backend::MySql(MySqlBackend::connect(&u, wait).await?),
         };
-        Ok(SqlStore { backend })
+        let file = path.as_deref().and_then(FileIdentity::of);
+        Ok(SqlStore { backend, file })
     }
 
     /// Which database this store talks to: `sqlite`, `postgres` or `mysql`.
@@ -93,6 +102,13 @@ impl SqlStore {
     /// Checks that the database answers.
     pub async fn ping(&self) -> Result<(), StoreError> {
         dispatch!(self.ping())
+    }
+
+    /// [`StoreError::DatabaseFileGone`] if the SQLite file this store opened has been deleted
+    /// or replaced since (writes would still succeed, into a file nobody can open again).
+    /// Server databases always pass: a lost server fails the next query by itself.
+    pub fn check_in_place(&self) -> Result<(), StoreError> {
+        self.file.as_ref().map_or(Ok(()), FileIdentity::check)
     }
 
     /// Closes the pool and waits for its connections to finish; later calls fail.

@@ -77,6 +77,9 @@ pub async fn run(
         }
     };
     vernier_engine::check_settings(&exp, algorithm)?;
+    // A warm start that cannot be read (a missing experiment, a bad or oversized file) is
+    // refused before the experiment is recorded, so it leaves nothing behind to delete.
+    vernier_runner::warm_start::load(&store, &exp).await?;
     let seed = seed
         .or_else(|| exp.setting_seed())
         .unwrap_or_else(random_seed);

@@ -9,6 +9,7 @@ use crate::early_stop::{CHECK_EVERY, EarlyStopMonitor};
 use crate::error::RunnerError;
 use crate::experiment::LocalExperiment;
 use crate::hooks::RunHooks;
+use crate::lease::LeaseLoss;
 use crate::process::{ProcessReport, StopLevel};
 use crate::status::{conditions_json, parse_conditions, set_condition, set_terminal};
 use crate::warm_start::WarmStart;
@@ -20,7 +21,7 @@ use vernier_core::Suggester;
 use vernier_engine::plan::{Completion, Plan, plan};
 use vernier_engine::reason;
 use vernier_spec::conditions::Condition;
-use vernier_store::{ExperimentStatusRow, SqlStore, StoreError};
+use vernier_store::{ExperimentStatusRow, SqlStore};
 
 /// What the driver works with and reports to.
 pub(super) struct Shell<'a> {
@@ -31,7 +32,7 @@ pub(super) struct Shell<'a> {
     pub observer: &'a mut dyn Observer,
     pub stop: watch::Receiver<StopLevel>,
     /// Turns true when another driver takes over the experiment's lease.
-    pub lost: watch::Receiver<bool>,
+    pub lost: watch::Receiver<Option<LeaseLoss>>,
 }
 
 /// The driver's state between wake-ups.
@@ -50,7 +51,8 @@ pub(super) struct Run<'a> {
     pub tasks: JoinSet<(String, ProcessReport)>,
     pub exhausted: bool,
     pub stopping: Option<StopReason>,
-    pub lease_lost: bool,
+    /// Why this driver may write no more, once it may not.
+    pub lease_lost: Option<LeaseLoss>,
 }
 
 /// What woke the driver up.
@@ -94,7 +96,7 @@ impl<'a> Run<'a> {
             tasks: JoinSet::new(),
             exhausted: false,
             stopping: None,
-            lease_lost: false,
+            lease_lost: None,
         };
         run.start_notes();
         run.mark_running().await?;
@@ -143,9 +145,11 @@ impl<'a> Run<'a> {
             {
                 self.wind_down(StopReason::Completed(completion), StopLevel::Terminate);
             }
-            if self.lease_lost && self.running.is_empty() {
+            if let Some(loss) = &self.lease_lost
+                && self.running.is_empty()
+            {
                 let experiment = self.shell.exp.name.clone();
-                return Err(StoreError::LeaseLost { experiment }.into());
+                return Err(loss.clone().into_error(experiment).into());
             }
             if let Some(why) = self.stopping
                 && self.running.is_empty()
@@ -190,7 +194,7 @@ impl<'a> Run<'a> {
 
     async fn wait(&mut self, tick: &mut Interval) -> Wake {
         let ticking = self.monitor.is_some() && self.stopping.is_none();
-        let watching_lease = !self.lease_lost;
+        let watching_lease = self.lease_lost.is_none();
         tokio::select! {
             joined = self.tasks.join_next() => Wake::Joined(joined),
             _ = tick.tick(), if ticking => Wake::EarlyStopTick,
@@ -209,8 +213,9 @@ impl<'a> Run<'a> {
             }
             Wake::EarlyStopTick => self.early_stop().await,
             Wake::LeaseChanged => {
-                if *self.shell.lost.borrow() {
-                    self.lease_lost = true;
+                let loss = self.shell.lost.borrow().clone();
+                if loss.is_some() {
+                    self.lease_lost = loss;
                     self.wind_down(StopReason::Interrupted, StopLevel::Terminate);
                 }
                 Ok(())

@@ -191,7 +191,7 @@ impl Run<'_> {
         mut report: ProcessReport,
     ) -> Result<(), RunnerError> {
         self.running.remove(&name);
-        if self.lease_lost {
+        if self.lease_lost.is_some() {
             // The new holder recovers this trial; writing it here would race it.
             return Ok(());
         }
