@@ -405,7 +405,8 @@ def finished(v, d, name):
 
 
 def a_db_deleted_while_running(v, d):
-    write(d, "x.yaml", slow_experiment("gone", 6, 2))
+    write(d, "x.yaml", slow_experiment("gone", 40, 2))
+    start = time.monotonic()
     p = subprocess.Popen([v, "run", "x.yaml"], cwd=d, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     time.sleep(1.0)
     for f in os.listdir(d):
@@ -413,8 +414,9 @@ def a_db_deleted_while_running(v, d):
             os.remove(os.path.join(d, f))
     out, err = p.communicate(timeout=120)
     text = (out + err).decode(errors="replace")
-    r = Result(p.returncode, out.decode(), err.decode(), 0, 0)
-    return p.returncode != PANIC, f"exit {p.returncode}: {first_line(err.decode()) or first_line(text)}", r
+    r = Result(p.returncode, out.decode(), err.decode(), time.monotonic() - start, 0)
+    held = p.returncode not in (0, PANIC) and "was deleted" in text
+    return held, f"exit {p.returncode}: {first_line(err.decode()) or first_line(text)}", r
 
 
 def a_db_locked(v, d):

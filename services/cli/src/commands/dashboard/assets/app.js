@@ -52,7 +52,8 @@ function dur(sec) {
   if (sec === null || sec === undefined) return "—";
   if (sec < 60) return sec.toFixed(sec < 10 ? 1 : 0) + " s";
   if (sec < 3600) return Math.floor(sec / 60) + " min " + Math.round(sec % 60) + " s";
-  return Math.floor(sec / 3600) + " h " + Math.round((sec % 3600) / 60) + " min";
+  if (sec < 172800) return Math.floor(sec / 3600) + " h " + Math.round((sec % 3600) / 60) + " min";
+  return Math.floor(sec / 86400) + " days " + Math.floor((sec % 86400) / 3600) + " h";
 }
 function trialDuration(t) {
   if (!t.startedUs) return null;
@@ -170,6 +171,7 @@ async function listPage() {
       h("thead", {}, h("tr", {}, ["name", "status", "progress", "running", "best", "algorithm", "objective", "started"].map((c) => h("th", {}, c)))),
       body)),
   );
+  markRendered();
 }
 function experimentRow(e) {
   if (e.error) return h("tr", { class: "experiment" }, h("td", {}, e.name), h("td", { colspan: 7 }, e.error));
@@ -199,6 +201,7 @@ async function experimentPage(name) {
       if (first === null) { first = d.trials.length; document.body.dataset.firstTrials = String(first); }
       summary = d.summary;
       renderExperiment(name, d);
+      markRendered();
       document.body.dataset.liveUpdates = String(updates);
     } catch (e) { showError(e); }
     inflight = false;
@@ -509,6 +512,11 @@ async function trialPage(name, trial) {
   document.getElementById("app").replaceChildren(...parts);
   const pre = document.querySelector("#log pre");
   if (pre) pre.scrollTop = pre.scrollHeight;
+  markRendered();
+}
+// Milliseconds from navigation to the first complete render, for bench/dashboard_load.py.
+function markRendered() {
+  if (!document.body.dataset.renderedMs) document.body.dataset.renderedMs = performance.now().toFixed(0);
 }
 function fmtText(x) { const n = Number(x); return x !== "" && x !== null && Number.isFinite(n) ? fmt(n) : x || "—"; }
 function metricCurve(c) {
