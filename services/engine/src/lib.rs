@@ -22,4 +22,6 @@ pub use resolved::{Collector, EarlyStopping, PrometheusPort, ResolvedExperiment}
 pub use resume::ResumePolicy;
 pub use settings::{AlgorithmSource, BuiltEarlyStopping, build_early_stopping, check_settings};
 pub use suggest::{SuggestInput, build_suggester, search_ended, suggest};
-pub use verdict::{Finished, Place, TrialEnd, Verdict, ZERO_TIME_US, judge, unavailable_hint};
+pub use verdict::{
+    Finished, Place, TrialEnd, Verdict, ZERO_TIME_US, judge, metrics_unavailable, unavailable_hint,
+};
