@@ -219,7 +219,8 @@ fn metric_source(collector: &Collector) -> Result<MetricSource, RunnerError> {
         }
         Collector::Push => MetricSource::Pushed,
         Collector::Custom { container, path } => {
-            MetricSource::Custom(CustomCollector::of(container.as_ref(), path.clone()))
+            let spec_path = path.as_ref().map(|p| p.path.clone());
+            MetricSource::Custom(CustomCollector::of(container.as_ref(), spec_path))
         }
         Collector::Other(other) => {
             return Err(unsupported(format!(
