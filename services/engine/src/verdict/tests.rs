@@ -128,19 +128,24 @@ fn every_end_has_katib_state_and_reason() {
     }
 }
 
+/// The verdict on a trial of `exp` that completed having reported `seen`.
+fn judge_completed(exp: &ResolvedExperiment, seen: &[String], place: Place<'_>) -> Verdict {
+    judge(
+        exp,
+        Finished {
+            end: &TrialEnd::Completed,
+            seen,
+            early_stopped: false,
+            place,
+        },
+    )
+}
+
 #[test]
 fn metrics_unavailable_records_katib_observation_and_says_what_was_seen() {
     let exp = experiment("");
     let many: Vec<String> = (0..10).map(|i| format!("m{i}")).collect();
-    let v = judge(
-        &exp,
-        Finished {
-            end: &TrialEnd::Completed,
-            seen: &many,
-            early_stopped: false,
-            place: CLUSTER,
-        },
-    );
+    let v = judge_completed(&exp, &many, CLUSTER);
     assert_eq!(
         v.unavailable,
         Some(Observation {
@@ -197,15 +202,7 @@ fn the_unavailable_sentence_needs_only_what_both_drivers_know() {
     // The judge says exactly what the shared function says.
     let exp = experiment("");
     let seen = names(&["val_loss"]);
-    let judged = judge(
-        &exp,
-        Finished {
-            end: &TrialEnd::Completed,
-            seen: &seen,
-            early_stopped: false,
-            place: CLUSTER,
-        },
-    );
+    let judged = judge_completed(&exp, &seen, CLUSTER);
     let shared = metrics_unavailable(&exp.objective.metric, &seen, &exp.collector, CLUSTER);
     assert_eq!(judged, shared);
 }
