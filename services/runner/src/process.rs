@@ -61,6 +61,18 @@ pub enum MetricSource {
     Custom(CustomCollector),
 }
 
+impl MetricSource {
+    /// Whether the metrics path is a directory the trial writes into (TensorFlow event files,
+    /// or a Custom collector's `fileSystemPath` of kind Directory) rather than a file.
+    pub fn path_is_dir(&self) -> bool {
+        match self {
+            MetricSource::TfEventDir => true,
+            MetricSource::Custom(c) => c.shared.as_ref().is_some_and(|s| s.directory),
+            _ => false,
+        }
+    }
+}
+
 /// How often a Prometheus endpoint is scraped.
 pub const SCRAPE_EVERY: Duration = Duration::from_secs(1);
 
@@ -164,10 +176,10 @@ pub async fn run_process(
         }
     };
     // The trial may expect its metrics directory to exist, as the Katib sidecar's shared
-    // volume does: the event directory itself, or the metrics file's parent.
-    let metrics_dir = match (&collection.source, cmd.metrics_path.as_deref()) {
-        (MetricSource::TfEventDir, Some(dir)) => Some(dir),
-        (_, path) => path.and_then(|p| p.parent()),
+    // volume does: the directory itself, or the metrics file's parent.
+    let metrics_dir = match cmd.metrics_path.as_deref() {
+        Some(dir) if collection.source.path_is_dir() => Some(dir),
+        path => path.and_then(|p| p.parent()),
     };
     if let Some(dir) = metrics_dir
         && let Err(e) = std::fs::create_dir_all(dir)
