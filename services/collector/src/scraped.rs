@@ -2,7 +2,7 @@
 //! [`FollowedSource`](crate::FollowedSource) and [`follow_until`](crate::follow_until), so a
 //! driver wires a scraped endpoint to the same [`ReadSink`] as a followed file.
 //!
-//! What a scrape's outcome means is decided by [`ScrapedSource::take`], apart from the network,
+//! What a scrape's outcome means is decided by `ScrapedSource::take`, apart from the network,
 //! so the rules are tested on made-up outcomes: a refused connection is silent (the server
 //! starts late, or has gone), one reset is silent (a server shutting down resets what it had
 //! queued), anything else is reported once per kind of failure, not once per scrape.
@@ -60,7 +60,7 @@ impl ScrapedSource {
 
     /// What one scrape's outcome adds: the wanted values of a page, and the warnings and
     /// rejected values not handed on before.
-    pub fn take(&mut self, outcome: Result<String, ScrapeFailure>) -> SourceRead {
+    fn take(&mut self, outcome: Result<String, ScrapeFailure>) -> SourceRead {
         let mut read = SourceRead::default();
         let reset_before = std::mem::take(&mut self.reset);
         match outcome {
