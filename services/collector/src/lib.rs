@@ -1,7 +1,8 @@
 //! Metrics collection: pure parsers for every source a trial can report through (Katib's TEXT
 //! regexes, JSON lines, TensorFlow event files, Prometheus text), the followers that read
 //! files and directories while a trial writes them ([`FollowedSource`], [`follow_until`]), a
-//! loopback Prometheus scraper, and (feature `sidecar`) the `vernier collect` sidecar that
+//! loopback Prometheus scraper and its loop ([`ScrapedSource`], [`scrape_until`]), and (feature
+//! `sidecar`) the `vernier collect` sidecar that
 //! reports what it follows to a DBManager.
 //!
 //! # Outcome rules (the same for every collector)
@@ -33,6 +34,7 @@ mod json;
 mod lines;
 mod prometheus;
 mod scrape;
+mod scraped;
 #[cfg(feature = "sidecar")]
 pub mod sidecar;
 mod source;
@@ -50,6 +52,7 @@ pub use json::parse_json_line;
 pub use lines::{LineReader, MAX_LINE_BYTES, drop_cut_token, read_lines};
 pub use prometheus::{Exposition, parse_exposition};
 pub use scrape::{MAX_BODY_BYTES, SCRAPE_TIMEOUT, ScrapeFailure, parse_response, scrape};
+pub use scraped::{LISTEN_RETRY, ScrapedSource, scrape_until};
 pub use source::{FollowedSource, ReadSink, SourceFormat, SourceRead, follow_until};
 pub use text::{
     KATIB_DEFAULT_FORMAT, MetricsFilter, ParsedLine, ParsedMetric, RejectedMetric, recordable,

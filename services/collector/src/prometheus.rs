@@ -6,13 +6,15 @@
 //! is not needed. When a metric has several samples (labels), the one without labels wins,
 //! else the first on the page.
 
+use crate::text::RejectedMetric;
+
 /// What one scraped page yielded for the wanted metrics.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Exposition {
     /// `(metric, value)` in the order of `wanted`; values are the page's text.
     pub values: Vec<(String, String)>,
-    /// Chosen samples of wanted metrics whose value is not a finite number, as `name=raw`.
-    pub rejected: Vec<String>,
+    /// Chosen samples of wanted metrics whose value is not a finite number.
+    pub rejected: Vec<RejectedMetric>,
     /// Lines that are not comments, blank, or a well-formed sample.
     pub malformed: usize,
 }
@@ -56,7 +58,10 @@ pub fn parse_exposition(text: &str, wanted: &[String]) -> Exposition {
         let Some((_, raw)) = found else { continue };
         match parse_value(raw) {
             Some(v) if v.is_finite() => out.values.push((name.clone(), raw.to_string())),
-            _ => out.rejected.push(format!("{name}={raw}")),
+            _ => out.rejected.push(RejectedMetric {
+                name: name.clone(),
+                raw: raw.to_string(),
+            }),
         }
     }
     out
@@ -139,6 +144,10 @@ mod tests {
         names.iter().map(|s| s.to_string()).collect()
     }
 
+    fn rejected(e: &Exposition) -> Vec<String> {
+        e.rejected.iter().map(ToString::to_string).collect()
+    }
+
     const PAGE: &str = r#"# HELP accuracy Validation accuracy.
 # TYPE accuracy gauge
 accuracy{split="val"} 0.81
@@ -161,7 +170,7 @@ this line is not a sample
                 ("accuracy".to_string(), "0.83".to_string())
             ]
         );
-        assert_eq!(e.rejected, vec!["lr=NaN"]);
+        assert_eq!(rejected(&e), ["lr=NaN"]);
         assert_eq!(e.malformed, 1);
     }
 
@@ -181,7 +190,7 @@ this line is not a sample
             assert_eq!((e.malformed, e.values.len()), (1, 0), "{line:?}");
         }
         let e = parse_exposition("loss +Inf\nloss_sum 3", &wanted(&["loss"]));
-        assert_eq!(e.rejected, vec!["loss=+Inf"]);
+        assert_eq!(rejected(&e), ["loss=+Inf"]);
         assert_eq!(e.malformed, 0);
     }
 }

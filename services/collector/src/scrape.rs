@@ -23,19 +23,36 @@ pub const SCRAPE_TIMEOUT: Duration = Duration::from_secs(2);
 pub enum ScrapeFailure {
     /// Nothing listens on the port (yet, or any more): normal while a trial starts or exits.
     NotListening,
+    /// The connection was reset before any byte of an answer: what a server that is shutting
+    /// down does to the connections it had queued (Python's `http.server` after `shutdown()`),
+    /// so normal once while a trial exits, a fault when it repeats.
+    Reset(CollectorError),
     /// Something answered, but not with a usable page.
     Failed(CollectorError),
+}
+
+/// The I/O errors of a peer that dropped the connection.
+fn is_reset(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind::{BrokenPipe, ConnectionAborted, ConnectionReset};
+    matches!(e.kind(), ConnectionReset | ConnectionAborted | BrokenPipe)
 }
 
 /// `GET http://127.0.0.1:<port><path>`, returning the body of a 200 response as text
 /// (invalid UTF-8 replaced).
 pub async fn scrape(port: u16, path: &str) -> Result<String, ScrapeFailure> {
     let url = format!("http://127.0.0.1:{port}{path}");
-    let fail = |reason: String| {
-        ScrapeFailure::Failed(CollectorError::Scrape {
-            url: url.clone(),
-            reason,
-        })
+    let error = |reason: String| CollectorError::Scrape {
+        url: url.clone(),
+        reason,
+    };
+    let fail = |reason: String| ScrapeFailure::Failed(error(reason));
+    // Before the first byte of the answer a dropped connection is a server going away.
+    let lost = |e: std::io::Error, answered: bool| {
+        if is_reset(&e) && !answered {
+            ScrapeFailure::Reset(error(e.to_string()))
+        } else {
+            fail(e.to_string())
+        }
     };
     let exchange = async {
         let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
@@ -52,14 +69,14 @@ pub async fn scrape(port: u16, path: &str) -> Result<String, ScrapeFailure> {
         stream
             .write_all(request.as_bytes())
             .await
-            .map_err(|e| fail(e.to_string()))?;
+            .map_err(|e| lost(e, false))?;
         let mut raw = Vec::new();
         // Headers on top of the body cap; a server sending more is cut off, not buffered.
-        (&mut stream)
+        let read = (&mut stream)
             .take((MAX_BODY_BYTES + 64 * 1024) as u64)
             .read_to_end(&mut raw)
-            .await
-            .map_err(|e| fail(e.to_string()))?;
+            .await;
+        read.map_err(|e| lost(e, !raw.is_empty()))?;
         parse_response(&raw).map_err(fail)
     };
     match tokio::time::timeout(SCRAPE_TIMEOUT, exchange).await {
@@ -178,5 +195,30 @@ mod tests {
             scrape(port, "/metrics").await,
             Err(ScrapeFailure::NotListening)
         ));
+    }
+
+    /// A server that drops a queued connection unanswered (as one shutting down does) resets
+    /// it; that is told apart from other failures.
+    #[tokio::test]
+    async fn a_connection_reset_before_any_answer_is_its_own_failure() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let server = tokio::spawn(async move {
+            let (s, _) = listener.accept().await.unwrap();
+            // Closing with a zero linger sends RST instead of FIN.
+            s.set_zero_linger().unwrap();
+            drop(s);
+        });
+        let got = scrape(port, "/metrics").await;
+        server.await.unwrap();
+        match got {
+            Err(ScrapeFailure::Reset(e)) => {
+                assert!(
+                    e.to_string().starts_with("scraping http://127.0.0.1:"),
+                    "{e}"
+                )
+            }
+            other => panic!("not a reset: {other:?}"),
+        }
     }
 }

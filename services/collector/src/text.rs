@@ -36,6 +36,13 @@ pub struct RejectedMetric {
     pub raw: String,
 }
 
+impl std::fmt::Display for RejectedMetric {
+    /// `name=raw`, as the user wrote it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}={}", self.name, self.raw)
+    }
+}
+
 /// Everything one line yielded.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ParsedLine {

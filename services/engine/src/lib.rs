@@ -18,8 +18,10 @@ pub use vernier_spec::plan;
 
 pub use error::EngineError;
 pub use names::{identity_seed, suggest_seed, trial_name};
-pub use resolved::{Collector, EarlyStopping, PrometheusPort, ResolvedExperiment};
+pub use resolved::{Collector, EarlyStopping, PrometheusPort, ResolvedExperiment, SharedPath};
 pub use resume::ResumePolicy;
 pub use settings::{AlgorithmSource, BuiltEarlyStopping, build_early_stopping, check_settings};
 pub use suggest::{SuggestInput, build_suggester, search_ended, suggest};
-pub use verdict::{Finished, Place, TrialEnd, Verdict, ZERO_TIME_US, judge, unavailable_hint};
+pub use verdict::{
+    Finished, Place, TrialEnd, Verdict, ZERO_TIME_US, judge, metrics_unavailable, unavailable_hint,
+};

@@ -51,10 +51,20 @@ pub enum Collector {
     /// `source.fileSystemPath` with the trial when one is given.
     Custom {
         container: Option<serde_json::Value>,
-        path: Option<String>,
+        path: Option<SharedPath>,
     },
     /// A kind Vernier does not know (e.g. Katib's `None`).
     Other(String),
+}
+
+/// `source.fileSystemPath` of a Custom collector: where the trial and the collector meet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SharedPath {
+    /// The absolute path as the spec writes it.
+    pub path: String,
+    /// Katib's `kind: Directory`; any other kind (`File`, or none) is a file, whose directory
+    /// is the one shared.
+    pub directory: bool,
 }
 
 /// `source.httpGet.port` of a Prometheus collector.
@@ -145,10 +155,7 @@ impl Collector {
             "Push" => Collector::Push,
             "Custom" => Collector::Custom {
                 container: collector.and_then(|c| c.custom_collector.clone()),
-                path: source
-                    .and_then(|s| s.file_system_path.as_ref())
-                    .and_then(|f| f.path.clone())
-                    .filter(|p| !p.is_empty()),
+                path: shared_path(source),
             },
             other => Collector::Other(other.to_string()),
         }
@@ -173,7 +180,7 @@ impl Collector {
         match self {
             Collector::File { path, .. } => Some(path),
             Collector::TensorFlowEvent { dir } => Some(dir),
-            Collector::Custom { path, .. } => path.as_deref(),
+            Collector::Custom { path, .. } => path.as_ref().map(|p| p.path.as_str()),
             _ => None,
         }
     }
@@ -186,6 +193,16 @@ fn spec_path(source: Option<&SourceSpec>, default: &str) -> String {
         .and_then(|f| f.path.clone())
         .filter(|p| !p.is_empty())
         .unwrap_or_else(|| default.to_string())
+}
+
+/// A Custom collector's `source.fileSystemPath`, when it names a path.
+fn shared_path(source: Option<&SourceSpec>) -> Option<SharedPath> {
+    let fsp = source?.file_system_path.as_ref()?;
+    let path = fsp.path.clone().filter(|p| !p.is_empty())?;
+    Some(SharedPath {
+        path,
+        directory: fsp.kind.as_deref() == Some("Directory"),
+    })
 }
 
 fn prometheus(source: Option<&SourceSpec>) -> Collector {

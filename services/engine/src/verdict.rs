@@ -86,7 +86,12 @@ pub fn judge(exp: &ResolvedExperiment, trial: Finished<'_>) -> Verdict {
             reason::TRIAL_SUCCEEDED,
             reason::TRIAL_SUCCEEDED_MESSAGE,
         ),
-        TrialEnd::Completed => metrics_unavailable(exp, trial),
+        TrialEnd::Completed => metrics_unavailable(
+            &exp.objective.metric,
+            trial.seen,
+            &exp.collector,
+            trial.place,
+        ),
         TrialEnd::ExitCode(code) => failed(format!("the trial process exited with code {code}")),
         TrialEnd::Signal(sig) => failed(format!("the trial process was killed by signal {sig}")),
         TrialEnd::Failed(message) => failed(message.clone()),
@@ -103,20 +108,29 @@ pub fn judge(exp: &ResolvedExperiment, trial: Finished<'_>) -> Verdict {
     }
 }
 
-fn metrics_unavailable(exp: &ResolvedExperiment, trial: Finished<'_>) -> Verdict {
-    let metric = &exp.objective.metric;
-    let (subject, hint_sep) = match trial.place {
+/// The verdict on a trial that completed without ever reporting its objective `metric`: Katib's
+/// MetricsUnavailable with the names it did report (`seen`, any order) and how `collector`
+/// takes the metric at `place`, and the `unavailable` observation to record. It needs only
+/// what both drivers know of a trial, so the operator, which has no [`ResolvedExperiment`] in
+/// its Trial reconciler, words it as [`judge`] does.
+pub fn metrics_unavailable(
+    metric: &str,
+    seen: &[String],
+    collector: &Collector,
+    place: Place<'_>,
+) -> Verdict {
+    let (subject, hint_sep) = match place {
         Place::Local { .. } => ("the trial exited with code 0", "\n"),
         Place::Cluster { .. } => ("the job succeeded", "; "),
     };
     let message = format!(
         "Metrics are not available: {subject} but never reported the objective metric {metric:?} ({}){hint_sep}hint: {}",
-        seen_text(trial.seen),
-        unavailable_hint(&exp.collector, metric, trial.place),
+        seen_text(seen),
+        unavailable_hint(collector, metric, place),
     );
     Verdict {
         unavailable: Some(Observation {
-            metric: metric.clone(),
+            metric: metric.to_string(),
             timestamp_us: ZERO_TIME_US,
             value: UNAVAILABLE.into(),
         }),

@@ -16,6 +16,7 @@
 use crate::config::OperatorConfig;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
+use vernier_engine::Collector;
 use vernier_spec::known::{DEFAULT_METRICS_FILE, DEFAULT_TFEVENT_DIR};
 use vernier_spec::trial::TrialSpec;
 
@@ -131,8 +132,13 @@ pub fn inject(
     trial: &str,
     mut run_spec: Value,
 ) -> Value {
-    if let Some(custom) = custom_collector(spec) {
-        let dir = custom_metrics_dir(spec);
+    if let Collector::Custom {
+        container: Some(custom),
+        path,
+    } = Collector::of(spec.metrics_collector.as_ref())
+    {
+        // Katib shares nothing when no fileSystemPath is given.
+        let dir = path.map(|p| mount_dir(&p.path, !p.directory));
         for (template, _) in primary_templates(spec, &mut run_spec) {
             add_custom(config, spec, trial, &custom, dir.as_deref(), template);
         }
@@ -452,24 +458,6 @@ impl Collect {
     }
 }
 
-/// The user's collector container, when the trial's collector is Custom.
-fn custom_collector(spec: &TrialSpec) -> Option<Value> {
-    let collector = spec.metrics_collector.as_ref()?.collector.as_ref()?;
-    if collector.kind.as_deref() != Some("Custom") {
-        return None;
-    }
-    collector.custom_collector.clone()
-}
-
-/// The directory a Custom collector shares with the training container: the one of
-/// `source.fileSystemPath`, when given (Katib shares nothing otherwise).
-fn custom_metrics_dir(spec: &TrialSpec) -> Option<String> {
-    let mc = spec.metrics_collector.as_ref()?;
-    let fsp = mc.source.as_ref()?.file_system_path.as_ref()?;
-    let path = fsp.path.as_deref().filter(|p| !p.is_empty())?;
-    Some(mount_dir(path, fsp.kind.as_deref() != Some("Directory")))
-}
-
 /// Adds the user's collector container beside the training container, as Katib's webhook
 /// does: an ordinary container of the pod (it reports to the DBManager itself and ends by
 /// itself), the metrics directory shared when there is one, and where to report in its
@@ -769,5 +757,16 @@ mod tests {
         let pod = &out["spec"]["template"]["spec"];
         assert!(pod.get("volumes").is_none());
         assert!(pod["containers"][2].get("volumeMounts").is_none());
+        // A Directory is shared itself, not its parent.
+        let spec = trial(
+            json!({"collector": {"kind": "Custom", "customCollector": {
+                "name": "my-collector", "image": "reg.example/collector:1"}},
+                "source": {"fileSystemPath": {"path": "/katib/out/", "kind": "Directory"}}}),
+            None,
+        );
+        let out = inject(&config(), &spec, "exp-abc", job());
+        let pod = &out["spec"]["template"]["spec"];
+        let mount = json!([{"name": "metrics-volume", "mountPath": "/katib/out"}]);
+        assert_eq!(pod["containers"][2]["volumeMounts"], mount);
     }
 }

@@ -25,10 +25,9 @@ use serde::Deserialize;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use vernier_core::{Objective, Observation as Log, TrialState, UNAVAILABLE};
-use vernier_engine::ZERO_TIME_US;
 use vernier_engine::reason::{
-    METRICS_UNAVAILABLE, TRIAL_CREATED, TRIAL_CREATED_MESSAGE, TRIAL_RUNNING,
-    TRIAL_RUNNING_MESSAGE, TRIAL_SUCCEEDED, TRIAL_SUCCEEDED_MESSAGE,
+    TRIAL_CREATED, TRIAL_CREATED_MESSAGE, TRIAL_RUNNING, TRIAL_RUNNING_MESSAGE, TRIAL_SUCCEEDED,
+    TRIAL_SUCCEEDED_MESSAGE,
 };
 use vernier_spec::conditions::{set_condition, set_terminal};
 use vernier_spec::status::{MetricValues, Observation, TrialStatus};
@@ -265,16 +264,23 @@ async fn succeeded(mut live: Live<'_>, spec: &TrialSpec, kind: &str) -> Result<A
         .as_ref()
         .and_then(|o| metric_value(o, &objective.metric, objective.strategy))
         .is_some();
-    match decide::verdict(observed, &objective.metric, spec) {
+    let seen = if observed {
+        Vec::new()
+    } else {
+        live.reported_names().await?
+    };
+    match decide::verdict(observed, &objective.metric, &seen, spec) {
         Verdict::Succeeded => {
             live.end("Succeeded", TRIAL_SUCCEEDED, TRIAL_SUCCEEDED_MESSAGE);
             let note = format!("{kind} {} succeeded", live.name);
             live.event(false, "JobSucceeded", note).await;
         }
-        Verdict::MetricsUnavailable(message) => {
-            live.record_unavailable(&objective).await?;
-            live.end("MetricsUnavailable", METRICS_UNAVAILABLE, &message);
-            live.event(true, METRICS_UNAVAILABLE, message).await;
+        Verdict::MetricsUnavailable(verdict) => {
+            if let Some(log) = &verdict.unavailable {
+                live.record(&objective, log).await?;
+            }
+            live.end("MetricsUnavailable", verdict.reason, &verdict.message);
+            live.event(true, verdict.reason, verdict.message).await;
         }
     }
     live.ctx.followers.stop(&follow_key(live.obj));
@@ -408,17 +414,36 @@ impl<'a> Live<'a> {
         Ok(())
     }
 
-    /// Records Katib's `unavailable` value for the objective metric, at Katib's zero time.
-    async fn record_unavailable(&mut self, objective: &Objective) -> Result<()> {
-        let log = Log {
-            metric: objective.metric.clone(),
-            timestamp_us: ZERO_TIME_US,
-            value: UNAVAILABLE.into(),
-        };
-        self.ctx
-            .store
-            .report_observations(&self.name, &[log])
-            .await?;
+    /// Records one observation (Katib's `unavailable` value for the objective) and reads the
+    /// status observation again.
+    async fn record(&mut self, objective: &Objective, log: &Log) -> Result<()> {
+        let logs = std::slice::from_ref(log);
+        self.ctx.store.report_observations(&self.name, logs).await?;
         self.observe(objective).await
+    }
+
+    /// The names of every metric the trial reported, not only the experiment's, for the
+    /// MetricsUnavailable message; from the stored summaries, or from the raw logs of a trial
+    /// logged before summaries existed. An `unavailable` recorded by an earlier reconcile that
+    /// could not save its status is not a report.
+    async fn reported_names(&self) -> Result<Vec<String>> {
+        let (stored, complete) = self.ctx.store.trial_summary(&self.name).await?;
+        if complete {
+            return Ok(stored
+                .into_iter()
+                .filter(|m| m.summary.latest != UNAVAILABLE)
+                .map(|m| m.summary.name)
+                .collect());
+        }
+        let logs = self
+            .ctx
+            .store
+            .observations(&self.name, None, None, None)
+            .await?;
+        let reported = logs.into_iter().filter(|o| o.value != UNAVAILABLE);
+        let mut names: Vec<String> = reported.map(|o| o.metric).collect();
+        names.sort_unstable();
+        names.dedup();
+        Ok(names)
     }
 }

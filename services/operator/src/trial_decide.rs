@@ -5,7 +5,7 @@ use crate::jobs::JobOutcome;
 use serde_json::Value;
 use vernier_core::TrialState;
 use vernier_engine::reason::TRIAL_FAILED;
-use vernier_engine::{Collector, Place};
+use vernier_engine::{Collector, Place, metrics_unavailable};
 use vernier_spec::trial::TrialSpec;
 
 /// A trial that ends Failed: Katib's condition reason and message.
@@ -87,29 +87,24 @@ pub fn kind_not_served(kind: &str, api_message: &str) -> Failure {
 }
 
 /// How a trial whose job succeeded ends.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Verdict {
     Succeeded,
-    /// The objective metric was never reported; the message says how to report it.
-    MetricsUnavailable(String),
+    /// The objective metric was never reported: the engine's verdict, whose message says which
+    /// metrics were and how to report the objective, with the `unavailable` observation.
+    MetricsUnavailable(vernier_engine::Verdict),
 }
 
-/// The verdict on a succeeded job: Succeeded when the objective `metric` was observed.
-pub fn verdict(observed: bool, metric: &str, spec: &TrialSpec) -> Verdict {
+/// The verdict on a succeeded job: Succeeded when the objective `metric` was observed, else
+/// the engine's MetricsUnavailable naming the metrics the trial did report (`seen`).
+pub fn verdict(observed: bool, metric: &str, seen: &[String], spec: &TrialSpec) -> Verdict {
     if observed {
         return Verdict::Succeeded;
     }
-    Verdict::MetricsUnavailable(format!(
-        "Metrics are not available: the job succeeded but the objective metric {metric:?} was never reported; hint: {}",
-        unavailable_hint(metric, spec)
-    ))
-}
-
-/// How to report `metric` with the trial's collector (the engine's hint for a cluster).
-fn unavailable_hint(metric: &str, spec: &TrialSpec) -> String {
     let collector = Collector::of(spec.metrics_collector.as_ref());
     let container = spec.primary_container_name.as_deref().unwrap_or_default();
-    vernier_engine::unavailable_hint(&collector, metric, Place::Cluster { container })
+    let place = Place::Cluster { container };
+    Verdict::MetricsUnavailable(metrics_unavailable(metric, seen, &collector, place))
 }
 
 #[cfg(test)]
@@ -181,7 +176,7 @@ mod tests {
     }
 
     #[test]
-    fn unavailable_metrics_say_how_to_report_them_per_collector() {
+    fn unavailable_metrics_say_what_was_seen_and_how_to_report_per_collector() {
         let spec = |collector: Value| -> TrialSpec {
             serde_json::from_value(json!({
                 "objective": {"type": "maximize", "objectiveMetricName": "acc"},
@@ -190,32 +185,53 @@ mod tests {
             }))
             .unwrap()
         };
+        let saw_none = "Metrics are not available: the job succeeded but never reported the objective metric \"acc\" (it reported no metric); hint: ";
+        let saw_two = "Metrics are not available: the job succeeded but never reported the objective metric \"acc\" (saw val_acc, val_loss); hint: ";
         let table = [
             (
                 json!({}),
+                Vec::new(),
+                saw_none,
                 "print a line such as `acc=0.5` from container \"trainer\"",
             ),
             (
                 json!({"collector": {"kind": "Push"}}),
-                "report \"acc\" with ReportObservationLog",
+                vec!["val_loss".to_string(), "val_acc".to_string()],
+                saw_two,
+                "report \"acc\" with ReportObservationLog to the operator's DBManager (e.g. the Katib SDK's report_metrics)",
             ),
             (
                 json!({"collector": {"kind": "File"}, "source": {"fileSystemPath": {"path": "/m/out.txt", "kind": "File"}}}),
+                Vec::new(),
+                saw_none,
                 "write a line such as `acc=0.5` to \"/m/out.txt\", the File collector's path",
             ),
             (
                 json!({"collector": {"kind": "TensorFlowEvent"}, "source": {"fileSystemPath": {"path": "/ev", "kind": "Directory"}}}),
+                vec!["val_acc".to_string(), "val_loss".to_string()],
+                saw_two,
                 "write a scalar summary tagged \"acc\" to an event file under \"/ev\"",
             ),
         ];
-        for (collector, hint) in table {
-            let Verdict::MetricsUnavailable(m) = verdict(false, "acc", &spec(collector.clone()))
+        for (collector, seen, head, hint) in table {
+            let Verdict::MetricsUnavailable(v) =
+                verdict(false, "acc", &seen, &spec(collector.clone()))
             else {
                 panic!("{collector}: not unavailable");
             };
-            assert!(m.starts_with("Metrics are not available: the job succeeded but the objective metric \"acc\" was never reported; hint: "), "{m}");
-            assert!(m.contains(hint), "{collector}: {m}");
+            assert_eq!(v.message, format!("{head}{hint}"), "{collector}");
+            assert_eq!(v.reason, "MetricsUnavailable");
+            assert_eq!(v.state, TrialState::MetricsUnavailable);
+            let log = v.unavailable.unwrap();
+            assert_eq!(
+                (log.metric.as_str(), log.value.as_str()),
+                ("acc", "unavailable")
+            );
+            assert_eq!(log.timestamp_us, vernier_engine::ZERO_TIME_US);
         }
-        assert_eq!(verdict(true, "acc", &spec(json!({}))), Verdict::Succeeded);
+        assert_eq!(
+            verdict(true, "acc", &[], &spec(json!({}))),
+            Verdict::Succeeded
+        );
     }
 }

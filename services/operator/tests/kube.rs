@@ -533,6 +533,43 @@ async fn failing_jobs_fail_the_experiment_at_max_failed() {
     env.shutdown().await;
 }
 
+/// A trainer that prints only its loss: the trial ends MetricsUnavailable, with the engine's
+/// sentence naming what the store holds for it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trial_without_its_objective_says_which_metrics_it_reported() {
+    let env = Env::start(SimulationOptions::default()).await;
+    let op = env.operator("replica-a");
+    let trainer = "print('epoch=0 loss=0.25', flush=True)\n";
+    let yaml = experiment_yaml_with("no-objective", "Job", 1, 2, "", trainer);
+    env.create(&yaml).await;
+    let trials = wait_until(
+        "the trial to end MetricsUnavailable",
+        || async {
+            let trials = env.trials_of("no-objective").await;
+            trials
+                .iter()
+                .map(|t| serde_json::to_value(t).expect("json"))
+                .collect::<Vec<_>>()
+        },
+        |ts| {
+            ts.iter()
+                .any(|t| condition(t, "MetricsUnavailable").is_some())
+        },
+    )
+    .await;
+    let c = trials
+        .iter()
+        .find_map(|t| condition(t, "MetricsUnavailable"))
+        .expect("condition");
+    assert_eq!(c["reason"], "MetricsUnavailable");
+    assert_eq!(
+        c["message"],
+        "Metrics are not available: the job succeeded but never reported the objective metric \"accuracy\" (saw loss); hint: print a line such as `accuracy=0.5` from container \"trainer\""
+    );
+    op.stop().await;
+    env.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deleting_the_experiment_removes_trials_jobs_and_observations() {
     let options = SimulationOptions {

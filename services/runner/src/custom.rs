@@ -18,6 +18,7 @@ use std::time::Duration;
 use tokio::process::Command;
 use tokio::sync::watch;
 use vernier_collector::LineReader;
+use vernier_engine::SharedPath;
 use vernier_spec::SpecError;
 
 /// How long the collector has between SIGTERM (the trial has ended) and SIGKILL.
@@ -38,9 +39,10 @@ pub struct CustomCollector {
     pub program: String,
     pub args: Vec<String>,
     pub env: Vec<(String, String)>,
-    /// `source.fileSystemPath.path` as the spec writes it: where it appears in the collector's
-    /// arguments or environment, the trial's own copy is used, as for the trial itself.
-    pub spec_path: Option<String>,
+    /// `source.fileSystemPath` as the spec writes it: where its path appears in the
+    /// collector's arguments or environment, the trial's own copy is used, as for the trial
+    /// itself.
+    pub shared: Option<SharedPath>,
 }
 
 /// Why local mode cannot run the experiment's Custom collector, if its collector is Custom and
@@ -70,12 +72,12 @@ impl CustomCollector {
     /// The collector container as local mode runs it. One that cannot run here (see
     /// [`CustomCollector::from_spec`]) has no program: local mode refuses its experiment up
     /// front (`local_verdict`), and a cluster runs the container itself.
-    pub fn of(container: Option<&Value>, spec_path: Option<String>) -> CustomCollector {
-        CustomCollector::from_spec(container, spec_path.clone()).unwrap_or(CustomCollector {
+    pub fn of(container: Option<&Value>, shared: Option<SharedPath>) -> CustomCollector {
+        CustomCollector::from_spec(container, shared.clone()).unwrap_or(CustomCollector {
             program: String::new(),
             args: Vec::new(),
             env: Vec::new(),
-            spec_path,
+            shared,
         })
     }
 
@@ -83,7 +85,7 @@ impl CustomCollector {
     /// machine (no command: the image's entrypoint; values from the cluster).
     pub fn from_spec(
         container: Option<&Value>,
-        spec_path: Option<String>,
+        shared: Option<SharedPath>,
     ) -> Result<CustomCollector, SpecError> {
         let refused = |field: String, why: &str| {
             SpecError::new(
@@ -115,15 +117,15 @@ impl CustomCollector {
             program: argv.next().unwrap_or_default(),
             args: argv.collect(),
             env: spec.env,
-            spec_path,
+            shared,
         })
     }
 
     /// The command beside `trial`: the spec path mapped to the trial's copy, told the trial's
     /// name and the DBManager address the trial was given.
     pub fn command_for(&self, trial: &TrialCommand) -> CollectorCommand {
-        let map = |text: &str| match (&self.spec_path, &trial.metrics_path) {
-            (Some(from), Some(to)) => map_spec_path(text, from, &to.display().to_string()),
+        let map = |text: &str| match (&self.shared, &trial.metrics_path) {
+            (Some(from), Some(to)) => map_spec_path(text, &from.path, &to.display().to_string()),
             _ => text.to_string(),
         };
         let mut env: Vec<(String, String)> =
@@ -252,8 +254,11 @@ mod tests {
         let container = json!({"name": "c", "image": "x",
             "command": ["python3", "collect.py"], "args": ["--path", "/katib/mnist.log"],
             "env": [{"name": "LOG", "value": "/katib/mnist.log"}]});
-        let c =
-            CustomCollector::from_spec(Some(&container), Some("/katib/mnist.log".into())).unwrap();
+        let shared = SharedPath {
+            path: "/katib/mnist.log".into(),
+            directory: false,
+        };
+        let c = CustomCollector::from_spec(Some(&container), Some(shared)).unwrap();
         let cmd = c.command_for(&trial());
         assert_eq!(cmd.program, "python3");
         assert_eq!(

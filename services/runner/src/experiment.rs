@@ -142,7 +142,7 @@ impl LocalExperiment {
                     *value = map_spec_path(value, spec_path, &to);
                 }
                 let to = trim_dir_slash(&to);
-                let var = if self.collection.source == MetricSource::TfEventDir {
+                let var = if self.collection.source.path_is_dir() {
                     METRICS_DIR_ENV
                 } else {
                     METRICS_FILE_ENV
@@ -309,6 +309,43 @@ spec:
             METRICS_DIR_ENV.into(),
             "/logs/t1/var/log/katib/tfevent".into()
         )));
+    }
+
+    #[test]
+    fn a_custom_collector_shares_a_directory_or_a_file_as_its_kind_says() {
+        let collector = |path: &str, kind: &str| {
+            format!(
+                "    collector:\n      kind: Custom\n      customCollector:\n        name: c\n        image: x\n        command: [python3, collect.py]\n    source:\n      fileSystemPath:\n        path: {path}\n        kind: {kind}"
+            )
+        };
+        let cases = [
+            (
+                "/katib/out/",
+                "Directory",
+                true,
+                METRICS_DIR_ENV,
+                "/logs/t1/katib/out",
+            ),
+            (
+                "/katib/m.log",
+                "File",
+                false,
+                METRICS_FILE_ENV,
+                "/logs/t1/katib/m.log",
+            ),
+        ];
+        for (path, kind, is_dir, var, local) in cases {
+            let exp = experiment(&collector(path, kind), "-v");
+            assert_eq!(exp.collection.source.path_is_dir(), is_dir, "{kind}");
+            let cmd = exp
+                .command_for("t1", &[("x".into(), "0.5".into())])
+                .unwrap();
+            assert!(
+                cmd.env.contains(&(var.into(), local.into())),
+                "{kind}: {:?}",
+                cmd.env
+            );
+        }
     }
 
     #[test]

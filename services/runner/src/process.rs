@@ -16,8 +16,8 @@ use std::time::Duration;
 use tokio::process::Command;
 use tokio::sync::{mpsc, watch};
 use vernier_collector::{
-    FollowedSource, LineReader, MetricsFilter, ReadSink, ScrapeFailure, SourceFormat, SourceRead,
-    follow_until, parse_exposition, scrape,
+    FollowedSource, LineReader, MetricsFilter, ReadSink, ScrapedSource, SourceFormat, SourceRead,
+    follow_until, scrape_until,
 };
 use vernier_core::Observation;
 use vernier_store::SqlStore;
@@ -51,13 +51,26 @@ pub enum MetricSource {
     /// TensorFlow event files under a directory the trial writes (Katib `TensorFlowEvent`).
     TfEventDir,
     /// Prometheus text served by the trial on `http://127.0.0.1:<port><path>`
-    /// (Katib `PrometheusMetric`), scraped every [`SCRAPE_EVERY`] while it runs.
+    /// (Katib `PrometheusMetric`), scraped every [`SCRAPE_EVERY`] while it runs (sooner
+    /// while nothing listens yet).
     Prometheus { port: u16, path: String },
     /// Nothing is read locally: metrics are pushed to the DBManager API (Katib `Push`).
     Pushed,
     /// The user's collector runs beside the trial and reports to the DBManager API itself
     /// (Katib `Custom`).
     Custom(CustomCollector),
+}
+
+impl MetricSource {
+    /// Whether the metrics path is a directory the trial writes into (TensorFlow event files,
+    /// or a Custom collector's `fileSystemPath` of kind Directory) rather than a file.
+    pub fn path_is_dir(&self) -> bool {
+        match self {
+            MetricSource::TfEventDir => true,
+            MetricSource::Custom(c) => c.shared.as_ref().is_some_and(|s| s.directory),
+            _ => false,
+        }
+    }
 }
 
 /// How often a Prometheus endpoint is scraped.
@@ -163,10 +176,10 @@ pub async fn run_process(
         }
     };
     // The trial may expect its metrics directory to exist, as the Katib sidecar's shared
-    // volume does: the event directory itself, or the metrics file's parent.
-    let metrics_dir = match (&collection.source, cmd.metrics_path.as_deref()) {
-        (MetricSource::TfEventDir, Some(dir)) => Some(dir),
-        (_, path) => path.and_then(|p| p.parent()),
+    // volume does: the directory itself, or the metrics file's parent.
+    let metrics_dir = match cmd.metrics_path.as_deref() {
+        Some(dir) if collection.source.path_is_dir() => Some(dir),
+        path => path.and_then(|p| p.parent()),
     };
     if let Some(dir) = metrics_dir
         && let Err(e) = std::fs::create_dir_all(dir)
@@ -241,13 +254,8 @@ pub async fn run_process(
     if let Some(source) = followed {
         readers.push(tokio::spawn(follow(source, tx.clone(), ended_rx)));
     } else if let MetricSource::Prometheus { port, path } = &collection.source {
-        readers.push(tokio::spawn(scrape_while_running(
-            *port,
-            path.clone(),
-            collection.metrics.clone(),
-            tx.clone(),
-            ended_rx,
-        )));
+        let source = ScrapedSource::new(*port, path, collection.metrics.clone());
+        readers.push(tokio::spawn(scrape(source, tx.clone(), ended_rx)));
     }
     drop(tx);
 
@@ -388,11 +396,7 @@ impl ParsedBatch {
             return None;
         }
         let now = now_us();
-        let mut rejected: Vec<String> = read
-            .rejected
-            .into_iter()
-            .map(|r| format!("{}={}", r.name, r.raw))
-            .collect();
+        let mut rejected: Vec<String> = read.rejected.into_iter().map(|r| r.to_string()).collect();
         rejected.extend(read.warnings);
         Some(ParsedBatch {
             observations: read
@@ -454,7 +458,7 @@ async fn follow(
     follow_until(&mut source, FILE_POLL, ended, &mut Batches(tx)).await;
 }
 
-/// Reads of a followed source, queued for the recorder.
+/// Reads of a followed or scraped source, queued for the recorder.
 struct Batches(mpsc::Sender<ParsedBatch>);
 
 impl ReadSink for Batches {
@@ -465,65 +469,16 @@ impl ReadSink for Batches {
     }
 }
 
-/// Scrapes the trial's Prometheus endpoint every [`SCRAPE_EVERY`] until the trial has ended.
-/// Refused connections are expected (the server starts late, or has gone) and stay silent;
-/// any other failure is reported once per kind of failure, not once per second.
-async fn scrape_while_running(
-    port: u16,
-    path: String,
-    metrics: Vec<String>,
+/// Scrapes the trial's Prometheus endpoint until the trial has ended.
+async fn scrape(
+    mut source: ScrapedSource,
     tx: mpsc::Sender<ParsedBatch>,
     mut ended: watch::Receiver<bool>,
 ) {
-    let mut reported = HashSet::new();
-    let mut ticker = tokio::time::interval(SCRAPE_EVERY);
-    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tokio::select! {
-            _ = ticker.tick() => {}
-            _ = ended.changed() => return,
-        }
-        if *ended.borrow() {
-            return;
-        }
-        let mut rejected = Vec::new();
-        let observations = match scrape(port, &path).await {
-            Ok(page) => {
-                let now = now_us();
-                let e = parse_exposition(&page, &metrics);
-                if e.malformed > 0 {
-                    rejected.push(format!(
-                        "{} malformed line(s) in http://127.0.0.1:{port}{path}",
-                        e.malformed
-                    ));
-                }
-                rejected.extend(e.rejected);
-                e.values
-                    .into_iter()
-                    .map(|(metric, value)| Observation {
-                        metric,
-                        timestamp_us: now,
-                        value,
-                    })
-                    .collect()
-            }
-            Err(ScrapeFailure::NotListening) => Vec::new(),
-            Err(ScrapeFailure::Failed(e)) => {
-                rejected.push(e.to_string());
-                Vec::new()
-            }
-        };
-        rejected.retain(|r| reported.insert(r.clone()));
-        if !observations.is_empty() || !rejected.is_empty() {
-            let _ = tx
-                .send(ParsedBatch {
-                    observations,
-                    rejected,
-                    exact_time: false,
-                })
-                .await;
-        }
-    }
+    let ended = async move {
+        let _ = ended.wait_for(|ended| *ended).await;
+    };
+    scrape_until(&mut source, SCRAPE_EVERY, ended, &mut Batches(tx)).await;
 }
 
 #[derive(Debug, Default)]

@@ -139,6 +139,54 @@ fn collector_kinds_resolve_with_katib_defaults() {
 }
 
 #[test]
+fn a_custom_collector_keeps_its_container_and_whether_it_shares_a_file_or_a_directory() {
+    let container = serde_json::json!({"name": "my-collector", "image": "c:1"});
+    let custom = |source: serde_json::Value| {
+        let spec: MetricsCollectorSpec = serde_json::from_value(serde_json::json!({
+            "collector": {"kind": "Custom", "customCollector": container},
+            "source": source,
+        }))
+        .unwrap();
+        Collector::of(Some(&spec))
+    };
+    let shared = |path: &str, directory: bool| {
+        Some(SharedPath {
+            path: path.into(),
+            directory,
+        })
+    };
+    let cases = [
+        (
+            serde_json::json!({"fileSystemPath": {"path": "/katib/mnist.log", "kind": "File"}}),
+            shared("/katib/mnist.log", false),
+        ),
+        (
+            serde_json::json!({"fileSystemPath": {"path": "/katib/out/", "kind": "Directory"}}),
+            shared("/katib/out/", true),
+        ),
+        (
+            serde_json::json!({"fileSystemPath": {"path": "/katib/m.log"}}),
+            shared("/katib/m.log", false),
+        ),
+        (
+            serde_json::json!({"fileSystemPath": {"path": "", "kind": "Directory"}}),
+            None,
+        ),
+        (serde_json::json!({}), None),
+    ];
+    for (source, path) in cases {
+        let spec_path = path.as_ref().map(|p| p.path.clone());
+        let got = custom(source.clone());
+        let want = Collector::Custom {
+            container: Some(container.clone()),
+            path,
+        };
+        assert_eq!(got, want, "{source}");
+        assert_eq!(got.spec_path().map(str::to_string), spec_path, "{source}");
+    }
+}
+
+#[test]
 fn algorithm_early_stopping_and_resume_settings_are_kept() {
     let exp = experiment(
         "  algorithm:\n    algorithmName: tpe\n    algorithmSettings: [{name: n_startup_trials, value: '3'}]\n  earlyStopping:\n    algorithmName: medianstop\n    algorithmSettings: [{name: start_step, value: '2'}]\n  resumePolicy: LongRunning\n  parallelTrialCount: 2",

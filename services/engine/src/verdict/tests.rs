@@ -128,19 +128,24 @@ fn every_end_has_katib_state_and_reason() {
     }
 }
 
+/// The verdict on a trial of `exp` that completed having reported `seen`.
+fn judge_completed(exp: &ResolvedExperiment, seen: &[String], place: Place<'_>) -> Verdict {
+    judge(
+        exp,
+        Finished {
+            end: &TrialEnd::Completed,
+            seen,
+            early_stopped: false,
+            place,
+        },
+    )
+}
+
 #[test]
 fn metrics_unavailable_records_katib_observation_and_says_what_was_seen() {
     let exp = experiment("");
     let many: Vec<String> = (0..10).map(|i| format!("m{i}")).collect();
-    let v = judge(
-        &exp,
-        Finished {
-            end: &TrialEnd::Completed,
-            seen: &many,
-            early_stopped: false,
-            place: CLUSTER,
-        },
-    );
+    let v = judge_completed(&exp, &many, CLUSTER);
     assert_eq!(
         v.unavailable,
         Some(Observation {
@@ -153,6 +158,53 @@ fn metrics_unavailable_records_katib_observation_and_says_what_was_seen() {
         v.message,
         "Metrics are not available: the job succeeded but never reported the objective metric \"loss\" (saw m0, m1, m2, m3, m4, m5, m6, m7 and 2 more); hint: print a line such as `loss=0.5` from container \"main\""
     );
+}
+
+/// The sentence both drivers use, from what both know: the objective's name, the names seen,
+/// the collector and where the trial ran.
+#[test]
+fn the_unavailable_sentence_needs_only_what_both_drivers_know() {
+    let cases: Vec<(&[&str], Place<'_>, Collector, &str)> = vec![
+        (
+            &[],
+            LOCAL,
+            Collector::StdOut,
+            "Metrics are not available: the trial exited with code 0 but never reported the objective metric \"loss\" (it reported no metric)\nhint: print a line such as `loss=0.5`, or set spec.metricsCollectorSpec.source.filter.metricsFormat",
+        ),
+        (
+            &["val_loss", "acc", "val_loss"],
+            CLUSTER,
+            Collector::Push,
+            "Metrics are not available: the job succeeded but never reported the objective metric \"loss\" (saw acc, val_loss); hint: report \"loss\" with ReportObservationLog to the operator's DBManager (e.g. the Katib SDK's report_metrics)",
+        ),
+        (
+            &["b", "a"],
+            LOCAL,
+            Collector::Push,
+            "Metrics are not available: the trial exited with code 0 but never reported the objective metric \"loss\" (saw a, b)\nhint: call report_metrics({\"loss\": 0.5}, db_manager_address=os.environ[\"KATIB_DB_MANAGER\"]) from the Katib SDK, or send DBManager.ReportObservationLog to that address",
+        ),
+        (
+            &["acc"],
+            CLUSTER,
+            Collector::StdOut,
+            "Metrics are not available: the job succeeded but never reported the objective metric \"loss\" (saw acc); hint: print a line such as `loss=0.5` from container \"main\"",
+        ),
+    ];
+    for (seen, place, collector, want) in cases {
+        let v = metrics_unavailable("loss", &names(seen), &collector, place);
+        assert_eq!(v.message, want);
+        assert_eq!(
+            (v.state, v.reason),
+            (TrialState::MetricsUnavailable, "MetricsUnavailable")
+        );
+        assert_eq!(v.unavailable.unwrap().metric, "loss");
+    }
+    // The judge says exactly what the shared function says.
+    let exp = experiment("");
+    let seen = names(&["val_loss"]);
+    let judged = judge_completed(&exp, &seen, CLUSTER);
+    let shared = metrics_unavailable(&exp.objective.metric, &seen, &exp.collector, CLUSTER);
+    assert_eq!(judged, shared);
 }
 
 #[test]
