@@ -39,7 +39,9 @@ class Browser:
         self.proc = subprocess.Popen(
             [binary, "--headless", "--no-sandbox", "--disable-gpu", "--remote-debugging-pipe",
              f"--user-data-dir={self.profile}", "--window-size=1400,1000", "about:blank"],
-            pass_fds=(to_browser_r, from_browser_w), preexec_fn=wire,
+            # Descriptors 3 and 4 as the browser sees them, set up by `wire` (which runs
+            # before subprocess closes every descriptor not listed here).
+            pass_fds=(3, 4), preexec_fn=wire,
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         os.close(to_browser_r)
         os.close(from_browser_w)

@@ -45,8 +45,9 @@ def main():
                                 os.path.abspath(path), "--log-dir", os.path.join(d, "logs")],
                                cwd=d, capture_output=True, text=True)
             wall = time.monotonic() - start
-        summary = [l for l in p.stdout.splitlines() if l.strip()][-1:] or [p.stderr.strip()[:200]]
-        print(f"{name:34} exit {p.returncode}  {wall:6.1f} s  {summary[0].strip()[:120]}", flush=True)
+        summary = [l for l in p.stdout.splitlines() if l.startswith("experiment ") and "trials:" in l]
+        summary = summary[-1:] or [p.stderr.strip()[:200]]
+        print(f"{name:34} exit {p.returncode}  {wall:6.1f} s  {summary[0].strip()[-110:]}", flush=True)
         failed += p.returncode != 0
     sys.exit(1 if failed else 0)
 
