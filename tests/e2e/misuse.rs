@@ -164,7 +164,7 @@ fn a_database_deleted_under_a_run_stops_it_and_says_so() {
     let shown = text(&out);
     assert_eq!(out.status.code(), Some(2), "{shown}");
     assert!(
-        shown.contains("was deleted while this process was writing to it"),
+        shown.contains("was deleted while vernier had it open"),
         "{shown}"
     );
     assert!(!shown.contains("panicked"), "{shown}");

@@ -32,7 +32,7 @@ pub enum StoreError {
     DatabaseFileMissing { path: String },
 
     #[error(
-        "database `{path}` was {what} while this process was writing to it: what it recorded since then went to the old file and is lost\nhint: keep the database file in place while an experiment runs; its running trials were stopped"
+        "database `{path}` was {what} while vernier had it open: anything written since then went to the old file and is lost\nhint: keep the database file in place while vernier uses it; a run stops its trials when this happens"
     )]
     DatabaseFileGone { path: String, what: &'static str },
 

@@ -280,7 +280,12 @@ impl SqliteBackend {
                 Err(error) => return Err(connect_err(error)),
             };
             match MIGRATOR.run(&pool).await {
-                Ok(()) => break pool,
+                Ok(()) => {
+                    // Connections opened later must not create a file deleted meanwhile: an
+                    // empty database at the same path would hide that everything is gone.
+                    pool.set_connect_options(options.clone().create_if_missing(false));
+                    break pool;
+                }
                 Err(error) if migrate_not_a_database(&error) => {
                     pool.close().await;
                     return Err(StoreError::NotADatabase { path: shown });

@@ -34,7 +34,7 @@ enum Backend {
 macro_rules! dispatch {
     ($self:ident . $method:ident ( $($arg:expr),* )) => {
         match &$self.backend {
-            Backend::Sqlite(b) => b.$method($($arg),*).await,
+            Backend::Sqlite(b) => b.$method($($arg),*).await.map_err(|e| $self.explain(e)),
             Backend::Postgres(b) => b.$method($($arg),*).await,
             Backend::MySql(b) => b.$method($($arg),*).await,
         }
@@ -113,7 +113,20 @@ impl SqlStore {
 
     /// Closes the pool and waits for its connections to finish; later calls fail.
     pub async fn close(&self) {
-        dispatch!(self.close())
+        match &self.backend {
+            Backend::Sqlite(b) => b.close().await,
+            Backend::Postgres(b) => b.close().await,
+            Backend::MySql(b) => b.close().await,
+        }
+    }
+
+    /// A failed call on a SQLite file that has been deleted or replaced since it was opened
+    /// fails because of that ("no such table", "disk I/O error"): say so instead.
+    fn explain(&self, error: StoreError) -> StoreError {
+        match self.check_in_place() {
+            Err(gone) => gone,
+            Ok(()) => error,
+        }
     }
 
     /// Fails with [`StoreError::ExperimentExists`] if the name is taken.
