@@ -91,4 +91,22 @@ mod tests {
         assert_eq!(quantile(&[7.0], 0.75), 7.0);
         assert!(quantile(&[], 0.5).is_nan());
     }
+
+    #[test]
+    fn a_summary_has_quartiles_and_times_where_reached() {
+        let run = |seed, final_regret, n: usize| RunResult {
+            seed,
+            final_regret,
+            suggest_ms: (1..=n).map(|i| i as f64).collect(),
+        };
+        let p = BenchProblem::by_name("branin").unwrap();
+        let runs = vec![run(0, 4.0, 20), run(1, 1.0, 30), run(2, 2.0, 30)];
+        let c = summarize("random", &p, 30, runs);
+        assert_eq!((c.seeds, c.trials, c.problem.as_str()), (3, 30, "branin"));
+        assert_eq!((c.regret_median, c.regret_q1, c.regret_q3), (2.0, 1.5, 3.0));
+        // Trial 25 was reached by two runs, trial 50 by none.
+        assert_eq!(c.suggest_ms_at.len(), 1);
+        assert_eq!(c.suggest_ms_at["25"], 25.0);
+        assert_eq!(c.mean_suggest_ms, (210.0 + 2.0 * 465.0) / 80.0);
+    }
 }
