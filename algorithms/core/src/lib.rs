@@ -31,6 +31,6 @@ pub use short::Short;
 pub use space::{
     Distribution, Domain, MAX_LIST_VALUES, Parameter, SearchSpace, tidy, too_many_values,
 };
-pub use suggester::{Cancel, Proposal, SuggestRequest, Suggester, Suggestions};
+pub use suggester::{Cancel, Proposal, SuggestRequest, Suggester, Suggestions, suggest_seed};
 pub use trial::{TrialRecord, TrialState};
 pub use value::{Assignment, ParamValue};

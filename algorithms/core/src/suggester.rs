@@ -25,6 +25,12 @@ pub struct SuggestRequest<'a> {
     pub state: Option<&'a str>,
 }
 
+/// The seed for a call made when `history` trials exist: the service and the benchmark
+/// harness both derive it this way, so a benchmark run proposes what the service would.
+pub fn suggest_seed(seed: u64, history: usize) -> u64 {
+    seed.wrapping_add((history as u64).wrapping_mul(0xD1B5_4A32_D192_ED03))
+}
+
 /// One proposed configuration, with labels to attach to its trial.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Proposal {
@@ -100,5 +106,23 @@ impl Cancel {
             return Err(CoreError::Cancelled(algorithm.to_string()));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn suggest_seeds_are_fixed_functions_of_their_inputs() {
+        let cases: &[(u64, usize, u64)] = &[
+            (0, 0, 0),
+            (1, 0, 1),
+            (0, 1, 0xD1B5_4A32_D192_ED03),
+            (u64::MAX, 1, 0xD1B5_4A32_D192_ED02),
+        ];
+        for &(seed, history, want) in cases {
+            assert_eq!(suggest_seed(seed, history), want, "{seed} {history}");
+        }
     }
 }

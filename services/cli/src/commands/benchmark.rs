@@ -1,20 +1,15 @@
 //! `vernier benchmark`: runs suggestion algorithms on analytic problems with known optima,
 //! in-process and sequentially (one proposal per call, as a tuning service with
 //! parallelTrialCount 1), over many seeds, and reports the final score (simple regret; for multi-objective problems the hypervolume gap to
-//! the true front; for constrained ones the best feasible regret, see `benchmark_problems`) and the time each
-//! suggestion took — a kurobako-style comparison for users choosing an algorithm.
+//! the true front; for constrained ones the best feasible regret) and the time each
+//! suggestion took — a kurobako-style comparison for users choosing an algorithm. The harness
+//! is `vernier_bench`; this command parses, times and prints.
 
-use super::benchmark_problems::BenchProblem;
 use crate::Exit;
 use crate::out::{err, errln, outln};
 use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
-use serde::Serialize;
-use std::collections::BTreeMap;
 use std::time::Instant;
-use vernier_core::{SuggestRequest, TrialRecord};
-
-/// Trial counts at which suggestion times are reported.
-const TIME_POINTS: [usize; 3] = [25, 50, 100];
+use vernier_bench::{AlgorithmSpec, BenchError, CellSummary, Stopwatch};
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -28,46 +23,34 @@ pub struct BenchmarkArgs {
     pub json: bool,
 }
 
-/// The default budget: Hartmann6 gets 100 trials, the rest 50 (the issue's comparison).
-fn default_budget(problem: &str) -> usize {
-    if problem == "hartmann6" { 100 } else { 50 }
+/// The wall clock the harness times suggestions with.
+#[derive(Debug, Default)]
+struct WallClock(Option<Instant>);
+
+impl Stopwatch for WallClock {
+    fn start(&mut self) {
+        self.0 = Some(Instant::now());
+    }
+    fn stop_ms(&mut self) -> f64 {
+        self.0
+            .take()
+            .map_or(0.0, |started| started.elapsed().as_secs_f64() * 1e3)
+    }
 }
 
-#[derive(Debug, Clone, Serialize)]
-struct RunResult {
-    seed: u64,
-    final_regret: f64,
-    /// Milliseconds per suggestion, in trial order.
-    suggest_ms: Vec<f64>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-struct CellSummary {
-    algorithm: String,
-    problem: String,
-    trials: usize,
-    seeds: usize,
-    regret_median: f64,
-    regret_q1: f64,
-    regret_q3: f64,
-    /// Mean over seeds of the time of the suggestion at trial 25, 50, 100 (when reached).
-    suggest_ms_at: BTreeMap<String, f64>,
-    mean_suggest_ms: f64,
-    runs: Vec<RunResult>,
+/// Errors about an algorithm or its settings are errors in `--algorithms`.
+fn algorithms_flag(e: BenchError) -> anyhow::Error {
+    match e {
+        BenchError::Algorithm(_) | BenchError::SettingWithoutValue { .. } => {
+            anyhow::anyhow!("--algorithms: {e}")
+        }
+        other => other.into(),
+    }
 }
 
 pub fn benchmark(args: BenchmarkArgs) -> anyhow::Result<Exit> {
-    let problems: Vec<BenchProblem> = args
-        .problems
-        .iter()
-        .map(|name| {
-            BenchProblem::by_name(name).ok_or_else(|| {
-                anyhow::anyhow!(
-                    "--problems: unknown problem {name:?}\nhint: known problems are branin, hartmann3, hartmann6, rosenbrock4, ackley5, styblinski-tang (and rosenbrockN, ackleyN, styblinski-tangN); multi-objective zdt1, zdt2, dtlz2 (zdt1-N... for N variables); constrained rosenbrock-disk (rosenbrock-disk:blind hides the constraint)"
-                )
-            })
-        })
-        .collect::<Result<_, _>>()?;
+    let problems =
+        vernier_bench::problems(&args.problems).map_err(|e| anyhow::anyhow!("--problems: {e}"))?;
     if args.seeds == 0 {
         anyhow::bail!(
             "--seeds: value 0 is not allowed\nhint: use at least 1 seed (10 or more for stable medians)"
@@ -76,20 +59,33 @@ pub fn benchmark(args: BenchmarkArgs) -> anyhow::Result<Exit> {
     if args.trials == Some(0) {
         anyhow::bail!("--trials: value 0 is not allowed\nhint: use at least 1 trial");
     }
+    let algorithms: Vec<AlgorithmSpec> = args
+        .algorithms
+        .iter()
+        .map(|a| AlgorithmSpec::parse(a).map_err(algorithms_flag))
+        .collect::<anyhow::Result<_>>()?;
+    let seeds = args.first_seed..args.first_seed + args.seeds as u64;
+    let mut clock = WallClock::default();
     let mut cells = Vec::new();
-    for algorithm in &args.algorithms {
+    for algorithm in &algorithms {
         for problem in &problems {
             let budget = args
                 .trials
-                .unwrap_or_else(|| default_budget(&problem.name()));
-            let mut runs = Vec::new();
-            for seed in args.first_seed..args.first_seed + args.seeds as u64 {
-                runs.push(run_once(algorithm, problem, budget, seed)?);
-                if !args.json {
-                    err!(".");
-                }
-            }
-            cells.push(summarize(algorithm, problem, budget, runs));
+                .unwrap_or_else(|| vernier_bench::default_budget(&problem.name()));
+            let cell = vernier_bench::run_cell(
+                algorithm,
+                problem,
+                budget,
+                seeds.clone(),
+                &mut clock,
+                &mut |_| {
+                    if !args.json {
+                        err!(".");
+                    }
+                },
+            )
+            .map_err(algorithms_flag)?;
+            cells.push(cell);
         }
     }
     if !args.json {
@@ -101,122 +97,6 @@ pub fn benchmark(args: BenchmarkArgs) -> anyhow::Result<Exit> {
         print_table(&cells);
     }
     Ok(Exit::Succeeded)
-}
-
-fn run_once(
-    algorithm: &str,
-    problem: &BenchProblem,
-    budget: usize,
-    seed: u64,
-) -> anyhow::Result<RunResult> {
-    let space = problem.space();
-    let objective = problem.objective();
-    let (name, settings) = split_settings(algorithm)?;
-    let suggester = vernier_algorithms::build(
-        name,
-        &vernier_algorithms::with_random_state(&settings, seed),
-        &space,
-        &objective,
-    )
-    .map_err(|e| anyhow::anyhow!("--algorithms: {e}"))?;
-    let mut trials: Vec<TrialRecord> = Vec::with_capacity(budget);
-    let mut state: Option<String> = None;
-    let mut times = Vec::with_capacity(budget);
-    for t in 0..budget {
-        let request = SuggestRequest {
-            space: &space,
-            objective: &objective,
-            trials: &trials,
-            count: 1,
-            seed: vernier_runner::names::suggest_seed(seed, t),
-            state: state.as_deref(),
-        };
-        let started = Instant::now();
-        let suggestions = suggester.suggest(&request)?;
-        times.push(started.elapsed().as_secs_f64() * 1e3);
-        state = suggestions.state;
-        let Some(proposal) = suggestions.proposals.into_iter().next() else {
-            break;
-        };
-        let mut trial = problem.trial(format!("trial-{t}"), proposal.assignment);
-        trial.labels = proposal.labels;
-        trials.push(trial);
-    }
-    Ok(RunResult {
-        seed,
-        final_regret: problem.score(&trials),
-        suggest_ms: times,
-    })
-}
-
-/// `name;key=value;...`: an algorithm with settings other than its defaults, so one run can
-/// compare a setting (e.g. `bayesianoptimization;acq_func=EI`).
-fn split_settings(algorithm: &str) -> anyhow::Result<(&str, Vec<(String, String)>)> {
-    let mut parts = algorithm.split(';');
-    let name = parts.next().unwrap_or_default();
-    let settings = parts
-        .map(|kv| {
-            kv.split_once('=')
-                .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
-                .ok_or_else(|| {
-                    anyhow::anyhow!(
-                        "--algorithms: setting {kv:?} of {name:?} has no '='\nhint: write \
-                         name;key=value;key=value"
-                    )
-                })
-        })
-        .collect::<anyhow::Result<_>>()?;
-    Ok((name, settings))
-}
-
-/// The `q`-quantile by linear interpolation (numpy's default), of a non-empty slice.
-fn quantile(sorted: &[f64], q: f64) -> f64 {
-    let pos = q * (sorted.len() - 1) as f64;
-    let (lo, hi) = (pos.floor() as usize, pos.ceil() as usize);
-    sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo as f64)
-}
-
-fn summarize(
-    algorithm: &str,
-    problem: &BenchProblem,
-    budget: usize,
-    runs: Vec<RunResult>,
-) -> CellSummary {
-    let mut regrets: Vec<f64> = runs.iter().map(|r| r.final_regret).collect();
-    regrets.sort_by(f64::total_cmp);
-    let mut at = BTreeMap::new();
-    for point in TIME_POINTS {
-        let times: Vec<f64> = runs
-            .iter()
-            .filter_map(|r| r.suggest_ms.get(point - 1).copied())
-            .collect();
-        if !times.is_empty() {
-            at.insert(
-                point.to_string(),
-                times.iter().sum::<f64>() / times.len() as f64,
-            );
-        }
-    }
-    let all: Vec<f64> = runs
-        .iter()
-        .flat_map(|r| r.suggest_ms.iter().copied())
-        .collect();
-    CellSummary {
-        algorithm: algorithm.to_string(),
-        problem: problem.name(),
-        trials: budget,
-        seeds: runs.len(),
-        regret_median: quantile(&regrets, 0.5),
-        regret_q1: quantile(&regrets, 0.25),
-        regret_q3: quantile(&regrets, 0.75),
-        suggest_ms_at: at,
-        mean_suggest_ms: if all.is_empty() {
-            0.0
-        } else {
-            all.iter().sum::<f64>() / all.len() as f64
-        },
-        runs,
-    }
 }
 
 fn print_table(cells: &[CellSummary]) {
@@ -262,42 +142,27 @@ mod tests {
     use super::*;
 
     #[test]
-    fn quantiles_interpolate_like_numpy() {
-        let v = [1.0, 2.0, 3.0, 4.0];
-        assert_eq!(quantile(&v, 0.5), 2.5);
-        assert_eq!(quantile(&v, 0.25), 1.75);
-        assert_eq!(quantile(&[7.0], 0.75), 7.0);
-    }
-
-    #[test]
-    fn random_search_runs_and_reports_regret() {
-        let p = BenchProblem::by_name("branin").unwrap();
-        let r = run_once("random", &p, 20, 1).unwrap();
-        assert_eq!(r.suggest_ms.len(), 20);
-        assert!(r.final_regret >= 0.0 && r.final_regret.is_finite());
-        let again = run_once("random", &p, 20, 1).unwrap();
-        assert_eq!(r.final_regret, again.final_regret);
-        let cell = summarize("random", &p, 20, vec![r, again]);
-        assert!(!cell.suggest_ms_at.contains_key("25"));
-        assert_eq!(cell.seeds, 2);
-    }
-
-    #[test]
-    fn algorithm_settings_follow_semicolons() {
-        let (name, settings) = split_settings("tpe; gamma=0.2;n_ei_candidates=48").unwrap();
-        assert_eq!(name, "tpe");
-        assert_eq!(
-            settings,
-            vec![
-                ("gamma".to_string(), "0.2".to_string()),
-                ("n_ei_candidates".to_string(), "48".to_string())
-            ]
+    fn errors_name_the_flag_they_come_from() {
+        let args = |algorithms: &str, problems: &str| BenchmarkArgs {
+            algorithms: vec![algorithms.to_string()],
+            problems: vec![problems.to_string()],
+            trials: Some(2),
+            seeds: 1,
+            first_seed: 0,
+            json: true,
+        };
+        let e = benchmark(args("random", "nope")).unwrap_err().to_string();
+        assert!(e.starts_with("--problems: unknown problem \"nope\""), "{e}");
+        let e = benchmark(args("tpe;gamma", "branin"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("--algorithms: setting \"gamma\""), "{e}");
+        let e = benchmark(args("tpe;nope=1", "branin"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("--algorithms: unknown setting \"nope\""),
+            "{e}"
         );
-        assert_eq!(split_settings("random").unwrap().1, vec![]);
-        let e = split_settings("tpe;gamma").unwrap_err().to_string();
-        assert!(e.contains("\"gamma\"") && e.contains("hint:"), "{e}");
-        let p = BenchProblem::by_name("branin").unwrap();
-        let e = run_once("tpe;nope=1", &p, 2, 0).unwrap_err().to_string();
-        assert!(e.contains("nope"), "{e}");
     }
 }

@@ -1,7 +1,6 @@
 //! One module per subcommand.
 
 pub mod benchmark;
-pub mod benchmark_problems;
 pub mod collect;
 pub mod compare;
 pub mod completions;

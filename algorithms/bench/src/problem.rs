@@ -1,8 +1,9 @@
-//! The problems `vernier benchmark` accepts beyond single-objective ones: multi-objective
-//! problems scored by the hypervolume gap to the true front, and a constrained problem scored
-//! by the regret of the best feasible trial, with the constraint declared to the algorithm or
-//! hidden from it (`:blind`), to measure what constraint handling buys.
+//! The problems the harness accepts: single-objective ones scored by simple regret,
+//! multi-objective problems scored by the hypervolume gap to the true front, and a constrained
+//! problem scored by the regret of the best feasible trial, with the constraint declared to the
+//! algorithm or hidden from it (`:blind`), to measure what constraint handling buys.
 
+use crate::error::BenchError;
 use std::collections::BTreeMap;
 use vernier_core::{
     Assignment, Constraint, ConstraintOp, Direction, Objective, ObjectiveTerm, SearchSpace,
@@ -22,6 +23,17 @@ pub enum BenchProblem {
         problem: ConstrainedProblem,
         declared: bool,
     },
+}
+
+/// Resolves problem names, failing on the first unknown one.
+pub fn problems(names: &[String]) -> Result<Vec<BenchProblem>, BenchError> {
+    names
+        .iter()
+        .map(|name| {
+            BenchProblem::by_name(name)
+                .ok_or_else(|| BenchError::UnknownProblem { name: name.clone() })
+        })
+        .collect()
 }
 
 impl BenchProblem {
@@ -178,6 +190,10 @@ mod tests {
             f64::INFINITY
         );
         assert!(BenchProblem::by_name("nope").is_none());
+        let names = ["branin".to_string(), "nope".to_string()];
+        let e = problems(&names).unwrap_err().to_string();
+        assert!(e.contains("\"nope\"") && e.contains("hint:"), "{e}");
+        assert_eq!(problems(&names[..1]).unwrap().len(), 1);
     }
 
     fn space_of(p: &BenchProblem) -> SearchSpace {
