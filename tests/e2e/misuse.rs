@@ -150,7 +150,7 @@ fn a_database_deleted_under_a_run_stops_it_and_says_so() {
         "  objective:\n    type: minimize\n    objectiveMetricName: loss\n  maxTrialCount: 40\n  parallelTrialCount: 2",
     );
     let file = sb.write("vanishing.yaml", &yaml);
-    let mut run = sb
+    let run = sb
         .cmd(&["run", file.to_str().unwrap()])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

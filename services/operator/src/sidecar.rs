@@ -17,7 +17,6 @@ use crate::config::OperatorConfig;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use vernier_engine::Collector;
-use vernier_spec::known::{DEFAULT_METRICS_FILE, DEFAULT_TFEVENT_DIR};
 use vernier_spec::trial::TrialSpec;
 
 pub use crate::config::{DEFAULT_COLLECTOR_IMAGE, DEFAULT_DB_MANAGER_ADDRESS};
@@ -58,27 +57,16 @@ struct Collection {
 impl Collection {
     fn of(spec: &TrialSpec) -> Option<Collection> {
         let mc = spec.metrics_collector.as_ref()?;
-        let kind = match mc.collector.as_ref()?.kind.as_deref()? {
-            "File" => "File",
-            "TensorFlowEvent" => "TensorFlowEvent",
+        // Where and how the trial writes comes from the engine, as for `vernier run`.
+        let (kind, path, format) = match Collector::of(Some(mc)) {
+            Collector::File { path, json } => (
+                "File",
+                path,
+                Some(if json { "JSON" } else { "TEXT" }.into()),
+            ),
+            Collector::TensorFlowEvent { dir } => ("TensorFlowEvent", dir, None),
             _ => return None,
         };
-        let fsp = mc.source.as_ref().and_then(|s| s.file_system_path.as_ref());
-        let default = if kind == "File" {
-            DEFAULT_METRICS_FILE
-        } else {
-            DEFAULT_TFEVENT_DIR
-        };
-        let path = fsp
-            .and_then(|f| f.path.clone())
-            .filter(|p| !p.is_empty())
-            .unwrap_or_else(|| default.to_string());
-        let format = (kind == "File").then(|| {
-            fsp.and_then(|f| f.format.clone())
-                .filter(|f| !f.is_empty())
-                .unwrap_or_else(|| "TEXT".into())
-                .to_uppercase()
-        });
         let metrics_formats = mc
             .source
             .as_ref()
