@@ -639,3 +639,47 @@ fn a_model_is_fitted_on_the_latest_points_only() {
         assert_ne!(whole, shorter, "the cap is MODEL_MAX_POINTS, not less");
     }
 }
+
+#[test]
+fn a_large_batch_refits_the_liar_model_on_a_thinning_schedule() {
+    for (i, due) in [
+        (0, true),
+        (63, true),
+        (64, true),
+        (65, false),
+        (66, true),
+        (127, false),
+        (128, true),
+        (130, false),
+        (6400, true),
+        (6401, false),
+    ] {
+        assert_eq!(liar_refit_due(i), due, "proposal {i}");
+    }
+    assert_eq!((0..64).filter(|i| liar_refit_due(*i)).count(), 64);
+    assert_eq!((0..10_000).filter(|i| liar_refit_due(*i)).count(), 430);
+}
+
+#[test]
+fn a_batch_beyond_the_full_liar_stays_valid_and_distinct() {
+    let space = mixed_space();
+    let o = Objective::new("loss", Direction::Minimize);
+    let trials = history(&space, 30, 5, |a| a.key().len() as f64);
+    for name in BOTH {
+        let s = suggest(algorithm(name, &[]).as_ref(), &space, &o, &trials, 300, 9);
+        assert_eq!(s.proposals.len(), 300, "{name}");
+        let mut keys: HashSet<String> = trials.iter().map(|t| t.assignment.key()).collect();
+        for p in &s.proposals {
+            assert!(
+                space.check(&p.assignment).is_ok(),
+                "{name}: {}",
+                p.assignment
+            );
+            assert!(
+                keys.insert(p.assignment.key()),
+                "{name}: {} repeated",
+                p.assignment
+            );
+        }
+    }
+}
