@@ -24,7 +24,7 @@ use kube::runtime::finalizer::{self, Event, finalizer};
 use serde::Deserialize;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use vernier_core::{Objective, Observation as Log, TrialState, UNAVAILABLE};
+use vernier_core::{Objective, Observation as Log, TrialState};
 use vernier_engine::reason::{
     TRIAL_CREATED, TRIAL_CREATED_MESSAGE, TRIAL_RUNNING, TRIAL_RUNNING_MESSAGE, TRIAL_SUCCEEDED,
     TRIAL_SUCCEEDED_MESSAGE,
@@ -423,27 +423,9 @@ impl<'a> Live<'a> {
     }
 
     /// The names of every metric the trial reported, not only the experiment's, for the
-    /// MetricsUnavailable message; from the stored summaries, or from the raw logs of a trial
-    /// logged before summaries existed. An `unavailable` recorded by an earlier reconcile that
+    /// MetricsUnavailable message. An `unavailable` recorded by an earlier reconcile that
     /// could not save its status is not a report.
     async fn reported_names(&self) -> Result<Vec<String>> {
-        let (stored, complete) = self.ctx.store.trial_summary(&self.name).await?;
-        if complete {
-            return Ok(stored
-                .into_iter()
-                .filter(|m| m.summary.latest != UNAVAILABLE)
-                .map(|m| m.summary.name)
-                .collect());
-        }
-        let logs = self
-            .ctx
-            .store
-            .observations(&self.name, None, None, None)
-            .await?;
-        let reported = logs.into_iter().filter(|o| o.value != UNAVAILABLE);
-        let mut names: Vec<String> = reported.map(|o| o.metric).collect();
-        names.sort_unstable();
-        names.dedup();
-        Ok(names)
+        Ok(self.ctx.store.reported_metric_names(&self.name).await?)
     }
 }

@@ -342,6 +342,30 @@ impl SqlStore {
             .filter_map(|n| vernier_core::MetricSummary::reduce(n, &logs))
             .collect())
     }
+
+    /// The names of the metrics the trial reported a value for, sorted, from its stored
+    /// summary or from its raw logs when they predate the summaries. Katib's `unavailable`
+    /// marker (recorded for an objective that was never reported) is not a report.
+    pub async fn reported_metric_names(&self, trial: &str) -> Result<Vec<String>, StoreError> {
+        use vernier_core::UNAVAILABLE;
+        let (stored, complete) = self.trial_summary(trial).await?;
+        let mut names: Vec<String> = if complete {
+            stored
+                .into_iter()
+                .filter(|m| m.numeric_count > 0 || m.summary.latest != UNAVAILABLE)
+                .map(|m| m.summary.name)
+                .collect()
+        } else {
+            let logs = self.observations(trial, None, None, None).await?;
+            logs.into_iter()
+                .filter(|o| o.value != UNAVAILABLE)
+                .map(|o| o.metric)
+                .collect()
+        };
+        names.sort_unstable();
+        names.dedup();
+        Ok(names)
+    }
 }
 
 /// A unique violation or deadlock between two transactions inserting the same lease row.

@@ -567,6 +567,9 @@ async fn summaries_equal_the_reduction_of_the_raw_logs(db: Arc<TestDb>) {
         (Some(3.0), Some(4.0))
     );
     assert_eq!(one[0].summary.latest, "unavailable");
+    // Values before the marker are reports; the marker alone is not.
+    let names = store.reported_metric_names("e-1").await.unwrap();
+    assert_eq!(names, [one[0].summary.name.clone()]);
 
     assert_eq!(store.delete_observations("e-1").await.unwrap(), 3);
     assert!(store.trial_summary("e-1").await.unwrap().0.is_empty());

@@ -31,7 +31,7 @@ pub(super) struct Shell<'a> {
     pub hooks: &'a RunHooks,
     pub observer: &'a mut dyn Observer,
     pub stop: watch::Receiver<StopLevel>,
-    /// Turns true when another driver takes over the experiment's lease.
+    /// Becomes `Some` when this driver may write no more (lease taken over, database gone).
     pub lost: watch::Receiver<Option<LeaseLoss>>,
 }
 
