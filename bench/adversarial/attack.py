@@ -147,6 +147,16 @@ def phase(vernier, cwd, name):
     return None if rep is None else condition(rep)
 
 
+def refused(r, needle=""):
+    """An error exit that is not a panic and names `needle`."""
+    return r.code not in (0, PANIC) and needle in r.text
+
+
+def refusal(r, needle=""):
+    """The attack's row for a command that must be refused naming `needle`."""
+    return refused(r, needle), f"exit {r.code}: {first_line(r.err)}", r
+
+
 # --- attacks: each returns (held: bool, seen: str, Result for its figures) ---
 
 def a_full_i64_range(v, d):
@@ -181,24 +191,24 @@ def a_categorical_1m(v, d):
     write(d, "x.yaml", experiment("cat", big_categorical(1_000_000), ["true"]))
     r = run_measured(v, ["validate", "x.yaml"], d)
     named = "feasibleSpace.list" in r.text and "200000" in r.text.replace(",", "")
-    return r.code not in (0, PANIC) and named, f"exit {r.code}: {first_line(r.err)}", r
+    return named and refused(r), f"exit {r.code}: {first_line(r.err)}", r
 
 
 def a_flow_nesting(v, d):
     write(d, "x.yaml", "a: " + "[" * 100_000 + "]" * 100_000 + "\n")
     r = run_measured(v, ["validate", "x.yaml"], d)
-    return r.code not in (0, PANIC) and "x.yaml" in r.text, f"exit {r.code}: {first_line(r.err)}", r
+    return refusal(r, "x.yaml")
 
 
 def a_json_nesting(v, d):
     write(d, "x.json", "[" * 50_000 + "]" * 50_000)
     r = run_measured(v, ["validate", "x.json"], d)
-    return r.code not in (0, PANIC), f"exit {r.code}: {first_line(r.err)}", r
+    return refusal(r)
 
 
 def a_validate_dev_zero(v, d):
     r = run_measured(v, ["validate", "/dev/zero"], d, timeout=60)
-    return r.code not in (0, PANIC) and "/dev/zero" in r.text, f"exit {r.code}: {first_line(r.err)}", r
+    return refusal(r, "/dev/zero")
 
 
 def a_warm_start_dev_zero(v, d):
@@ -206,7 +216,7 @@ def a_warm_start_dev_zero(v, d):
     write(d, "x.yaml", experiment("warm", X_PARAM, ["true"], extra=extra))
     r = run_measured(v, ["run", "x.yaml"], d, timeout=60)
     ph = phase(v, d, "warm")
-    held = r.code not in (0, PANIC) and "/dev/zero" in r.text and ph in (None, "Failed")
+    held = refused(r, "/dev/zero") and ph in (None, "Failed")
     return held, f"exit {r.code}, phase {ph}: {first_line(r.err)}", r
 
 
@@ -251,7 +261,7 @@ def a_tiny_step(v, d):
                                                  "${trialParameters.x}"], trials=3))
     r = run_measured(v, ["run", "x.yaml"], d)
     states = trial_states(v, d, "step")
-    held = (r.code == 0 and states.get("Succeeded") == 3) or (r.code not in (0, PANIC) and "step" in r.text)
+    held = (r.code == 0 and states.get("Succeeded") == 3) or refused(r, "step")
     return held, f"exit {r.code}, trials {states}", r
 
 
@@ -263,7 +273,7 @@ def a_huge_grid(v, d):
 """
     write(d, "x.yaml", experiment("grid", p, ["true"], algorithm="grid"))
     r = run_measured(v, ["validate", "x.yaml"], d)
-    return r.code not in (0, PANIC) and "step" in r.text, f"exit {r.code}: {first_line(r.err)}", r
+    return refusal(r, "step")
 
 
 def a_widest_uniform(v, d):
@@ -285,7 +295,7 @@ def a_collector_escape(v, d):
              "      fileSystemPath:\n        path: /../../../../tmp/escape/metrics.log\n        kind: File\n")
     write(d, "x.yaml", experiment("esc", X_PARAM, ["true"], extra=extra))
     r = run_measured(v, ["validate", "x.yaml"], d)
-    return r.code not in (0, PANIC) and "fileSystemPath" in r.text, f"exit {r.code}: {first_line(r.err)}", r
+    return refusal(r, "fileSystemPath")
 
 
 def a_settings_out_of_range(v, d):
@@ -297,7 +307,7 @@ def a_settings_out_of_range(v, d):
         s = f"    algorithmSettings:\n      - name: {key}\n        value: \"{value}\"\n"
         write(d, "x.yaml", experiment("s", X_PARAM, ["true"], algorithm=algo, settings=s))
         r = run_measured(v, ["validate", "x.yaml"], d)
-        ok &= r.code not in (0, PANIC) and key in r.text
+        ok &= refused(r, key)
         seen.append(f"{key}={value}: exit {r.code}")
     return ok, "; ".join(seen), r
 
@@ -323,7 +333,7 @@ def a_odd_parameter_names(v, d):
 """
     write(d, "x.yaml", experiment("odd", p, ["true"]))
     r = run_measured(v, ["validate", "x.yaml"], d)
-    return r.code not in (0, PANIC) and "a=b" in r.text, f"exit {r.code}: {first_line(r.err)}", r
+    return refusal(r, "a=b")
 
 
 def a_closed_stdout(v, d):
@@ -342,7 +352,7 @@ def a_closed_stdout(v, d):
 def a_typo_db(v, d):
     r = run_measured(v, ["--db", "vernir.db", "report", "x"], d)
     created = [f for f in os.listdir(d) if f.startswith("vernir")]
-    return r.code not in (0, PANIC) and not created and "vernir.db" in r.text, \
+    return refused(r, "vernir.db") and not created, \
         f"exit {r.code}, files created {created}: {first_line(r.err)}", r
 
 
@@ -362,6 +372,9 @@ def a_two_drivers(v, d):
     held = (second.code not in (0, PANIC) and "pid" in second.text and first.returncode == 0
             and states.get("Succeeded") == 6)
     return held, f"second exit {second.code}: {first_line(second.err)}; first exit {first.returncode}, trials {states}", second
+
+
+TRIALS_K9 = 120
 
 
 def a_kill9_and_resume(v, d, rounds=6):
@@ -396,9 +409,6 @@ def a_kill9_and_resume(v, d, rounds=6):
             and "Running" not in states)
     return held, (f"{kills} kills, last resume exit {last.code}, phase {ph}, trials {states}, "
                   f"finished trials changed by a later driver: {lost or 'none'}"), r
-
-
-TRIALS_K9 = 120
 
 
 def finished(v, d, name):
