@@ -458,18 +458,15 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def a_grpc_heavy_and_concurrent(v, d):
-    """`vernier serve` under Katib's own stubs: a 150,000-value categorical to validate, a GP
-    request over 10,000 trials with a 2 s deadline and 8 clients asking for random
-    suggestions, all at once. Held if every call gets an answer that is not INTERNAL, the
-    small calls keep being answered meanwhile, and the GP work stops after its deadline."""
+def katib_server(v, d):
+    """`vernier serve` on a free port and a Suggestion stub from Katib's own package, or None
+    where the package is missing."""
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "tests", "e2e", "python"))
     try:
         from katib_stubs import grpc, pb, pb_grpc
-    except SystemExit as e:
-        return None, f"skipped: {e}", Result(None, "", "", 0, 0)
+    except SystemExit:
+        return None
     import socket
-    import threading
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
@@ -477,29 +474,90 @@ def a_grpc_heavy_and_concurrent(v, d):
                                "--listen", f"127.0.0.1:{port}"], stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL)
     channel = grpc.insecure_channel(f"127.0.0.1:{port}",
-                                    options=[("grpc.max_send_message_length", 64 << 20)])
+                                    options=[("grpc.max_send_message_length", 64 << 20),
+                                             ("grpc.max_receive_message_length", 64 << 20)])
     grpc.channel_ready_future(channel).result(timeout=20)
-    stub = pb_grpc.SuggestionStub(channel)
+    return server, grpc, pb, pb_grpc.SuggestionStub(channel)
+
+
+def katib_experiment(pb, algorithm, params):
+    return pb.Experiment(name="attack", spec=pb.ExperimentSpec(
+        parameter_specs=pb.ExperimentSpec.ParameterSpecs(parameters=params),
+        objective=pb.ObjectiveSpec(type=pb.MINIMIZE, objective_metric_name="loss"),
+        algorithm=pb.AlgorithmSpec(algorithm_name=algorithm),
+        parallel_trial_count=1, max_trial_count=100000))
+
+
+def katib_trials(pb, n, running=0):
+    """`n` succeeded trials with a random `x` and `loss`, then `running` running ones."""
+    rng = random.Random(3)
+
+    def trial(i, condition, metrics):
+        return pb.Trial(
+            name=f"t{i}",
+            spec=pb.TrialSpec(parameter_assignments=pb.TrialSpec.ParameterAssignments(
+                assignments=[pb.ParameterAssignment(name="x", value=repr(rng.random()))])),
+            status=pb.TrialStatus(condition=condition, observation=pb.Observation(metrics=metrics)))
+    done = [trial(i, pb.TrialStatus.SUCCEEDED, [pb.Metric(name="loss", value=repr(rng.random()))])
+            for i in range(n)]
+    return done + [trial(n + i, pb.TrialStatus.RUNNING, []) for i in range(running)]
+
+
+def peak_rss_mb(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def a_grpc_gp_whole_batch(v, d):
+    """A GP request for 10,000 proposals over 10,000 finished and 1,000 running trials, with no
+    deadline. Held if it is answered with 10,000 distinct proposals (the work per request is
+    bounded by the algorithm itself, not by a deadline)."""
+    started = katib_server(v, d)
+    if started is None:
+        return None, "skipped: the kubeflow-katib package is missing", Result(None, "", "", 0, 0)
+    server, grpc, pb, stub = started
+    x = pb.ParameterSpec(name="x", parameter_type=pb.DOUBLE,
+                         feasible_space=pb.FeasibleSpace(min="0", max="1"))
+    request = pb.GetSuggestionsRequest(
+        experiment=katib_experiment(pb, "bayesianoptimization", [x]),
+        trials=katib_trials(pb, 10_000, running=1_000), current_request_number=10_000)
+    start = time.monotonic()
+    try:
+        reply = stub.GetSuggestions(request, timeout=1800)
+        answer = f"OK with {len(reply.parameter_assignments)} proposals"
+        distinct = len({a.assignments[0].value for a in reply.parameter_assignments})
+    except grpc.RpcError as e:
+        answer, distinct = e.code().name, 0
+    wall = time.monotonic() - start
+    rss = peak_rss_mb(server.pid)
+    server.terminate()
+    server.wait()
+    held = distinct == 10_000
+    return held, f"{answer} ({distinct} distinct)", Result(0, "", "", wall, rss)
+
+
+def a_grpc_heavy_and_concurrent(v, d):
+    """`vernier serve` under Katib's own stubs: a 150,000-value categorical to validate, a GP
+    request over 10,000 trials with a 2 s deadline and 8 clients asking for random
+    suggestions, all at once. Held if every call gets an answer that is not INTERNAL, the
+    small calls keep being answered meanwhile, and the GP work stops after its deadline."""
+    started = katib_server(v, d)
+    if started is None:
+        return None, "skipped: the kubeflow-katib package is missing", Result(None, "", "", 0, 0)
+    server, grpc, pb, stub = started
+    import threading
 
     def experiment(algorithm, params):
-        return pb.Experiment(name="attack", spec=pb.ExperimentSpec(
-            parameter_specs=pb.ExperimentSpec.ParameterSpecs(parameters=params),
-            objective=pb.ObjectiveSpec(type=pb.MINIMIZE, objective_metric_name="loss"),
-            algorithm=pb.AlgorithmSpec(algorithm_name=algorithm),
-            parallel_trial_count=1, max_trial_count=100000))
+        return katib_experiment(pb, algorithm, params)
 
     x = pb.ParameterSpec(name="x", parameter_type=pb.DOUBLE,
                          feasible_space=pb.FeasibleSpace(min="0", max="1"))
     big = pb.ParameterSpec(name="c", parameter_type=pb.CATEGORICAL,
                            feasible_space=pb.FeasibleSpace(list=[f"v{i}" for i in range(150_000)]))
-    rng = random.Random(3)
-    trials = [pb.Trial(
-        name=f"t{i}",
-        spec=pb.TrialSpec(parameter_assignments=pb.TrialSpec.ParameterAssignments(
-            assignments=[pb.ParameterAssignment(name="x", value=repr(rng.random()))])),
-        status=pb.TrialStatus(condition=pb.TrialStatus.SUCCEEDED, observation=pb.Observation(
-            metrics=[pb.Metric(name="loss", value=repr(rng.random()))])))
-        for i in range(10_000)]
+    trials = katib_trials(pb, 10_000)
     outcomes, small = {}, []
 
     def call(key, fn):
@@ -573,6 +631,7 @@ ATTACKS = [
     ("database file deleted while running", a_db_deleted_while_running),
     ("report while another process holds an exclusive lock", a_db_locked),
     ("gRPC: heavy validate, GP past its deadline, 8 clients at once", a_grpc_heavy_and_concurrent),
+    ("gRPC: GP batch of 10,000 over 10,000 + 1,000 running trials, no deadline", a_grpc_gp_whole_batch),
 ]
 
 

@@ -38,7 +38,12 @@
 //!
 //! Batches and pending trials use the kriging believer heuristic (Ginsbourger et al. 2010):
 //! each created/running trial and each proposal already made in the batch is added to the data
-//! with the posterior mean as its value, then the acquisition is maximised again.
+//! with the posterior mean as its value (growing the Cholesky factor by a row, not refactoring),
+//! then the acquisition is maximised again. The work of one request is bounded whatever it
+//! carries: the model conditions on at most [`MODEL_MAX_POINTS`] observed trials and the latest
+//! [`MAX_PENDING_BELIEVERS`] running ones, the first [`MAX_MODEL_PROPOSALS`] proposals of a
+//! batch come from the model and any more from the priors, and an enumerated space scores a
+//! sample of its points once the model is large.
 
 mod acquisition;
 mod feasibility;
@@ -288,12 +293,12 @@ impl GpOptimizer {
         let features = Features::new(req.space);
         let d = features.dim();
         let n = observed.len();
-        let mut x: Vec<f64> = Vec::with_capacity((n + req.count) * d);
+        let mut x: Vec<f64> = Vec::with_capacity(n * d);
         for (a, _) in &observed {
             x.extend(features.encode(req.space, a));
         }
         let losses: Vec<f64> = observed.iter().map(|(_, l)| *l).collect();
-        let mut y = transform(&losses);
+        let y = transform(&losses);
         let best = y
             .iter()
             .zip(&violations)
@@ -328,7 +333,7 @@ impl GpOptimizer {
 
         let hyper = fit_hyper(&x, n, d, &y, &mut rng);
         cancel.check(self.name())?;
-        let Some(mut post) = Posterior::new(x.clone(), d, &y, hyper.clone()) else {
+        let Some(mut post) = Posterior::new(x.clone(), d, &y, hyper) else {
             return RandomSearch::new().suggest(req);
         };
         let params = AcqParams {
@@ -339,14 +344,11 @@ impl GpOptimizer {
 
         let mut taken = history::taken(req.trials);
         let pending = history::pending(req.trials);
-        if !pending.is_empty() {
-            for a in pending {
-                let xp = features.encode(req.space, a);
-                let (mu, _) = post.predict(&xp);
-                x.extend(xp);
-                y.push(mu);
-            }
-            post = refit(&x, d, &y, &hyper, post);
+        let believed = &pending[pending.len().saturating_sub(MAX_PENDING_BELIEVERS)..];
+        for a in believed {
+            let xp = features.encode(req.space, a);
+            let (mu, _) = post.predict(&xp);
+            post.append(&xp, mu);
         }
 
         // Good observed points seed local candidates.
@@ -371,10 +373,19 @@ impl GpOptimizer {
         let mut unused = finite;
 
         let mut out = Suggestions::default();
-        let budget = search_budget(y.len(), self.local_search);
-        for _ in 0..req.count {
-            // Each proposal refits the model: the unit of work between polls.
+        let budget = search_budget(post.len(), self.local_search);
+        for i in 0..req.count {
+            // Each proposal searches the acquisition: the unit of work between polls.
             cancel.check(self.name())?;
+            if i >= MAX_MODEL_PROPOSALS {
+                let Some(a) = random_fill(req.space, unused.as_mut(), &taken, &mut rng) else {
+                    out.exhausted = true;
+                    break;
+                };
+                taken.insert(a.key());
+                out.proposals.push(Proposal::new(a));
+                continue;
+            }
             let pick = match unused.as_mut() {
                 Some(points) => self.pick_finite(
                     req.space,
@@ -408,11 +419,9 @@ impl GpOptimizer {
             taken.insert(a.key());
             let xa = features.encode(req.space, &a);
             out.proposals.push(Proposal::new(a));
-            if out.proposals.len() < req.count {
+            if out.proposals.len() < req.count.min(MAX_MODEL_PROPOSALS) {
                 let (mu, _) = post.predict(&xa);
-                x.extend(xa);
-                y.push(mu);
-                post = refit(&x, d, &y, &hyper, post);
+                post.append(&xa, mu);
             }
         }
         if let Some(points) = &unused
@@ -481,6 +490,16 @@ fn parego_losses<'a, R: Rng + ?Sized>(
         .collect();
     (scalar, violations)
 }
+
+/// Running trials the model believes (the latest ones); the rest only count as taken. With
+/// [`MODEL_MAX_POINTS`] and [`MAX_MODEL_PROPOSALS`] this bounds the posterior's size, and so
+/// the work of one request, whatever it carries.
+pub const MAX_PENDING_BELIEVERS: usize = 64;
+/// Proposals of one request chosen by the model, each a kriging believer for the next; the
+/// rest of a larger batch are drawn from the priors. A believer adds no information about the
+/// objective, so by then the batch is exploring anyway, and each model-based proposal costs an
+/// acquisition search over the whole posterior (about 0.2 s at 1,000 trials).
+pub const MAX_MODEL_PROPOSALS: usize = 64;
 
 /// Observed points used as centres of local candidates.
 const ANCHORS: usize = 5;
@@ -574,12 +593,13 @@ impl GpOptimizer {
             return None;
         }
         let d = features.dim();
-        let mut xs = Vec::with_capacity(points.len() * d);
-        for a in points.iter() {
-            xs.extend(features.encode(space, a));
+        let scored = finite_sample(points.len(), post.len(), rng);
+        let mut xs = Vec::with_capacity(scored.len() * d);
+        for i in &scored {
+            xs.extend(features.encode(space, &points[*i]));
         }
-        let pred = post.predict_batch(&xs, points.len());
-        let log_pof = feas.map(|f| f.log_pof_batch(&xs, points.len()));
+        let pred = post.predict_batch(&xs, scored.len());
+        let log_pof = feas.map(|f| f.log_pof_batch(&xs, scored.len()));
         let mut nominees = Vec::new();
         for acq in self.acqs(feas) {
             let mut best: Option<(f64, usize)> = None;
@@ -594,13 +614,34 @@ impl GpOptimizer {
                 }
             }
             if let Some((_, i)) = best {
-                nominees.push((acq, xs[i * d..(i + 1) * d].to_vec(), points[i].clone()));
+                let point = points[scored[i]].clone();
+                nominees.push((acq, xs[i * d..(i + 1) * d].to_vec(), point));
             }
         }
         let a = self.choose(post, nominees, rng)?;
         points.retain(|p| p.key() != a.key());
         Some(a)
     }
+}
+
+/// Scoring `m` points costs `O(m n²)` on a posterior of `n` points; this many kernel-matrix
+/// products per proposal (4,096 points at 250 trials) is what an enumerated space may use.
+const FINITE_SCORE_WORK: usize = ENUMERATE_LIMIT as usize * 250 * 250;
+
+/// Indices of the remaining points of an enumerated space to score: all of them while the
+/// work fits [`FINITE_SCORE_WORK`], else a seeded sample of what fits (at least 256).
+fn finite_sample<R: Rng + ?Sized>(len: usize, n: usize, rng: &mut R) -> Vec<usize> {
+    let fits = (FINITE_SCORE_WORK / (n * n).max(1)).max(256);
+    let mut all: Vec<usize> = (0..len).collect();
+    if len <= fits {
+        return all;
+    }
+    for i in 0..fits {
+        let j = rng.random_range(i..len);
+        all.swap(i, j);
+    }
+    all.truncate(fits);
+    all
 }
 
 /// The best candidate whose snapped assignment is new: candidates are re-scored after
@@ -658,9 +699,19 @@ fn random_unseen<R: Rng + ?Sized>(
     a
 }
 
-/// The posterior with extra (fantasy) points, keeping the fitted hyperparameters.
-fn refit(x: &[f64], d: usize, y: &[f64], hyper: &model::Hyper, fallback: Posterior) -> Posterior {
-    Posterior::new(x.to_vec(), d, y, hyper.clone()).unwrap_or(fallback)
+/// A proposal past the batch's model-based ones: a draw from the priors (or, in an
+/// enumerated space, a random remaining point), as in the initial design.
+fn random_fill<R: Rng + ?Sized>(
+    space: &SearchSpace,
+    unused: Option<&mut Vec<Assignment>>,
+    taken: &HashSet<String>,
+    rng: &mut R,
+) -> Option<Assignment> {
+    match unused {
+        Some(points) if points.is_empty() => None,
+        Some(points) => Some(points.swap_remove(rng.random_range(0..points.len()))),
+        None => Some(random_unseen(space, taken, rng)),
+    }
 }
 
 /// Fits the hyperparameters on at most `FIT_MAX_POINTS` points (the best quarter plus a

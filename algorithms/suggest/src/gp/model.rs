@@ -327,6 +327,10 @@ pub(crate) struct Posterior {
     alpha: DVector<f64>,
     /// `L⁻¹`, so a batch of predictive variances is one matrix product.
     linv: DMatrix<f64>,
+    /// `L⁻¹ y`, which lets [`Posterior::append`] extend `alpha` without a new factorisation.
+    z: DVector<f64>,
+    /// The kernel matrix's diagonal as factorised (signal + noise + any jitter).
+    diag: f64,
 }
 
 impl Posterior {
@@ -345,17 +349,63 @@ impl Posterior {
                 k[(j, i)] = c;
             }
         }
-        let (chol, _) = factor(k, hyper.signal + hyper.noise, hyper.signal)?;
-        let alpha = chol.solve(&DVector::from_column_slice(y));
+        let (chol, jitter) = factor(k, hyper.signal + hyper.noise, hyper.signal)?;
+        let y = DVector::from_column_slice(y);
+        let alpha = chol.solve(&y);
         let linv = lower_inverse(chol.l_dirty());
+        let z = &linv * y;
         Some(Posterior {
             x,
             n,
             d,
+            diag: hyper.signal + hyper.noise + jitter,
             hyper,
             alpha,
             linv,
+            z,
         })
+    }
+
+    /// Conditions on one more point, keeping the hyperparameters: the Cholesky factor grows by
+    /// one row, `O(n²)` instead of the `O(n³)` of [`Posterior::new`], which is what keeps a
+    /// batch's kriging believers affordable. Returns false, leaving `self` unchanged, where
+    /// the point is numerically a duplicate and the factor cannot grow.
+    pub(crate) fn append(&mut self, x: &[f64], y: f64) -> bool {
+        let (n, d) = (self.n, self.d);
+        let k = DVector::from_iterator(
+            n,
+            (0..n).map(|i| {
+                let r2 = dist2(&self.x[i * d..(i + 1) * d], x, &self.hyper.inv_ls2);
+                self.hyper.signal * matern52(r2).0
+            }),
+        );
+        let l = &self.linv * &k;
+        let pivot2 = self.diag - l.norm_squared();
+        // Below this the new row would be dominated by rounding error.
+        if pivot2.is_nan() || pivot2 <= 1e-10 * self.diag {
+            return false;
+        }
+        let pivot = pivot2.sqrt();
+        // The new last row of L⁻¹ is [−lᵀL⁻¹, 1] / pivot.
+        let last = self.linv.tr_mul(&l);
+        let mut linv = self.linv.clone().resize(n + 1, n + 1, 0.0);
+        for j in 0..n {
+            linv[(n, j)] = -last[j] / pivot;
+        }
+        linv[(n, n)] = 1.0 / pivot;
+        let mut z = self.z.clone().resize_vertically(n + 1, 0.0);
+        z[n] = (y - l.dot(&self.z)) / pivot;
+        self.alpha = linv.tr_mul(&z);
+        self.linv = linv;
+        self.z = z;
+        self.x.extend_from_slice(x);
+        self.n += 1;
+        true
+    }
+
+    /// How many points the posterior conditions on.
+    pub(crate) fn len(&self) -> usize {
+        self.n
     }
 
     /// Mean and standard deviation of the latent function at `m` points (row-major).

@@ -257,6 +257,92 @@ fn batch_of_four_is_distinct_and_spread() {
     }
 }
 
+#[test]
+fn only_the_latest_running_trials_are_believed() {
+    let p = Problem::by_name("branin").unwrap();
+    let space = p.space();
+    let o = Objective::new("loss", Direction::Minimize);
+    let mut trials = history_of(&space, 12, 5, |a| p.eval_assignment(a));
+    let mut rng = ChaCha8Rng::seed_from_u64(8);
+    for i in 0..MAX_PENDING_BELIEVERS + 10 {
+        let a = sample_assignment(&space, &mut rng);
+        trials.push(record(format!("r{i}"), a, TrialState::Running, None));
+    }
+    let settle = |from: usize, to: usize| {
+        let mut t = trials.clone();
+        for r in &mut t[from..to] {
+            r.state = TrialState::Failed;
+        }
+        t
+    };
+    let gp = build_default_for(&space);
+    let ask = |t: &[TrialRecord]| gp.suggest(&request(&space, &o, t, 2, 3)).unwrap();
+    // The ten oldest running trials are only taken, as failed ones are...
+    assert_eq!(ask(&trials), ask(&settle(12, 22)));
+    // ...while the latest are believed: settling them changes the proposals.
+    assert_ne!(ask(&trials), ask(&settle(12, trials.len())));
+}
+
+#[test]
+fn a_batch_past_the_model_proposals_is_drawn_from_the_priors() {
+    let p = Problem::by_name("branin").unwrap();
+    let space = p.space();
+    let o = Objective::new("loss", Direction::Minimize);
+    let trials = history_of(&space, 12, 5, |a| p.eval_assignment(a));
+    let gp = build_default_for(&space);
+    let count = MAX_MODEL_PROPOSALS + 16;
+    let big = gp.suggest(&request(&space, &o, &trials, count, 4)).unwrap();
+    assert_eq!(big.proposals.len(), count);
+    let keys: HashSet<String> = big.proposals.iter().map(|p| p.assignment.key()).collect();
+    assert_eq!(keys.len(), count);
+    let model = gp
+        .suggest(&request(&space, &o, &trials, MAX_MODEL_PROPOSALS, 4))
+        .unwrap();
+    assert_eq!(big.proposals[..MAX_MODEL_PROPOSALS], model.proposals[..]);
+    for prop in &big.proposals[MAX_MODEL_PROPOSALS..] {
+        assert!(space.check(&prop.assignment).is_ok(), "{}", prop.assignment);
+    }
+}
+
+#[test]
+fn a_finite_batch_past_the_model_proposals_still_runs_out() {
+    let space = SearchSpace::new(vec![vernier_core::Parameter {
+        name: "n".into(),
+        domain: vernier_core::Domain::Int {
+            min: 1,
+            max: 100,
+            step: None,
+        },
+        distribution: vernier_core::Distribution::Uniform,
+    }])
+    .unwrap();
+    let o = Objective::new("loss", Direction::Minimize);
+    let trials = history_of(&space, 10, 2, |a| match a.get("n") {
+        Some(vernier_core::ParamValue::Int(v)) => (*v as f64 - 40.0).abs(),
+        _ => unreachable!(),
+    });
+    let gp = GpOptimizer::with(2, AcqFunc::Hedge);
+    let s = gp.suggest(&request(&space, &o, &trials, 200, 0)).unwrap();
+    let keys: HashSet<String> = s.proposals.iter().map(|p| p.assignment.key()).collect();
+    let seen: HashSet<String> = trials.iter().map(|t| t.assignment.key()).collect();
+    assert_eq!(keys.len() + seen.len(), 100);
+    assert!(keys.is_disjoint(&seen));
+    assert!(s.exhausted);
+}
+
+#[test]
+fn scoring_an_enumerated_space_shrinks_with_the_model() {
+    let mut rng = ChaCha8Rng::seed_from_u64(1);
+    assert_eq!(finite_sample(4096, 250, &mut rng).len(), 4096);
+    assert_eq!(finite_sample(4096, 500, &mut rng).len(), 1024);
+    assert_eq!(finite_sample(4096, 1128, &mut rng).len(), 256);
+    assert_eq!(finite_sample(100, 1128, &mut rng).len(), 100);
+    let picked = finite_sample(4096, 1000, &mut rng);
+    let distinct: HashSet<usize> = picked.iter().copied().collect();
+    assert_eq!(distinct.len(), picked.len());
+    assert!(picked.iter().all(|i| *i < 4096));
+}
+
 fn build_default_for(space: &SearchSpace) -> Box<dyn Suggester> {
     let o = Objective::new("loss", Direction::Minimize);
     build(NAME, &[], space, &o).unwrap()
@@ -480,6 +566,48 @@ fn fitted_model_tracks_a_smooth_function() {
     // The irrelevant-ish second coordinate gets the longer length scale.
     assert!(hyper.inv_ls2[0] > hyper.inv_ls2[1], "{hyper:?}");
     assert!(hyper.noise < 1e-2, "{hyper:?}");
+}
+
+#[test]
+fn appending_a_point_matches_a_full_refit() {
+    let mut rng = ChaCha8Rng::seed_from_u64(11);
+    let d = 3;
+    let n = 20;
+    let x: Vec<f64> = (0..(n + 1) * d).map(|_| rng.random::<f64>()).collect();
+    let y: Vec<f64> = (0..=n).map(|_| rng.random::<f64>() - 0.5).collect();
+    let hyper = model::Hyper {
+        inv_ls2: vec![3.0, 5.0, 2.0],
+        signal: 1.3,
+        noise: 1e-4,
+    };
+    let mut grown = Posterior::new(x[..n * d].to_vec(), d, &y[..n], hyper.clone()).unwrap();
+    assert!(grown.append(&x[n * d..], y[n]));
+    let full = Posterior::new(x.clone(), d, &y, hyper).unwrap();
+    assert_eq!(grown.len(), n + 1);
+    for _ in 0..20 {
+        let at: Vec<f64> = (0..d).map(|_| rng.random::<f64>()).collect();
+        let (m1, s1) = grown.predict(&at);
+        let (m2, s2) = full.predict(&at);
+        assert!(
+            (m1 - m2).abs() < 1e-9 && (s1 - s2).abs() < 1e-9,
+            "{m1} {m2} {s1} {s2}"
+        );
+    }
+}
+
+#[test]
+fn appending_a_duplicate_without_noise_is_refused() {
+    let x = vec![0.1, 0.2, 0.7, 0.9];
+    let hyper = model::Hyper {
+        inv_ls2: vec![1.0, 1.0],
+        signal: 1.0,
+        noise: 0.0,
+    };
+    let mut post = Posterior::new(x, 2, &[0.3, -0.3], hyper).unwrap();
+    let before = post.predict(&[0.4, 0.4]);
+    assert!(!post.append(&[0.1, 0.2], 0.3));
+    assert_eq!(post.len(), 2);
+    assert_eq!(post.predict(&[0.4, 0.4]), before);
 }
 
 #[test]
