@@ -2,6 +2,7 @@
 //! the event recorder, the running pod-log followers and the trial cache.
 
 pub use crate::config::OperatorConfig;
+use crate::experiment_lease::ExperimentLeases;
 use crate::jobs::TrialKind;
 use crate::logs::Followers;
 use crate::metrics::Metrics;
@@ -25,6 +26,8 @@ pub struct Context {
     pub shared: Arc<Shared>,
     /// Builds the early-stopping rule named in an experiment; `None` leaves early stopping off.
     pub early_stopping: Option<EarlyStopperFactory>,
+    /// The store leases of the experiments this operator drives.
+    pub leases: ExperimentLeases,
 }
 
 /// Builds an early-stopping rule from its Katib name and settings (e.g. medianstop).
@@ -63,6 +66,7 @@ impl Context {
         config: OperatorConfig,
         metrics: Arc<Metrics>,
     ) -> Self {
+        let leases = ExperimentLeases::new(&config.identity);
         let recorder = Recorder::new(
             client.clone(),
             Reporter {
@@ -80,6 +84,7 @@ impl Context {
             backoff: Backoff::default(),
             shared: Arc::new(Shared::default()),
             early_stopping: None,
+            leases,
         }
     }
 

@@ -36,6 +36,7 @@ use vernier_engine::{SuggestInput, resume, search_ended};
 use vernier_spec::conditions::{set_condition, set_terminal};
 use vernier_spec::plan::{Plan, plan};
 use vernier_spec::status::{ExperimentStatus, OptimalTrial};
+use vernier_store::{LEASE_TTL, StoreError};
 
 /// Status fields a merge patch must clear when they become empty.
 const CLEARABLE: &[&str] = &[
@@ -89,20 +90,25 @@ fn key(obj: &DynamicObject) -> String {
 }
 
 async fn reconcile_experiment(obj: &DynamicObject, ctx: &Context) -> Result<Action> {
+    let mut run = Run::read(obj, ctx);
     if obj.meta().deletion_timestamp.is_some() {
         // Trials are owned by the experiment: the garbage collector removes them.
+        ctx.leases.release(&ctx.store, &run.ns, &run.name).await?;
         return Ok(Action::await_change());
     }
-    let mut run = Run::read(obj, ctx);
     let exp = match resolve(obj, ctx).await? {
         Ok(exp) => exp,
         Err(message) => return run.invalid(message).await,
     };
     if let Some(ended) = run.ended() {
         if !restartable(&exp, &run.status, &ended) {
+            ctx.leases.release(&ctx.store, &run.ns, &run.name).await?;
             return Ok(Action::await_change());
         }
         run.restart().await;
+    }
+    if let Err(e) = ctx.leases.hold(&ctx.store, &run.ns, &run.name).await {
+        return run.wait_for_lease(e).await;
     }
     let stopping = stopping(&exp, ctx).map_err(OperatorError::Algorithm)?;
     let mut listed = list_trials(ctx, obj, &run.ns, &run.name, &exp.objective).await?;
@@ -316,9 +322,41 @@ impl<'a> Run<'a> {
             patch_status(&self.api, &self.name, &self.status, CLEARABLE).await?;
         }
         Ok(match p.completion {
-            Some(_) => Action::await_change(),
+            Some(_) => {
+                let leases = &self.ctx.leases;
+                leases
+                    .release(&self.ctx.store, &self.ns, &self.name)
+                    .await?;
+                Action::await_change()
+            }
             None => Action::requeue(RESYNC),
         })
+    }
+
+    /// Another driver (a `vernier run` sharing the operator's database) holds the experiment's
+    /// lease: drive nothing, say who holds it, and look again once a lapsed lease could be
+    /// taken over.
+    async fn wait_for_lease(&self, error: StoreError) -> Result<Action> {
+        let StoreError::LeaseHeld {
+            host,
+            pid,
+            since,
+            heartbeat_age_s,
+            ..
+        } = &error
+        else {
+            return Err(error.into());
+        };
+        let note = format!(
+            "experiment {} is driven by a local vernier (pid {pid} on host {host}, since \
+             {since}, last heartbeat {heartbeat_age_s} s ago) that shares the operator's \
+             database; no trials are created while it holds the experiment's lease; hint: stop \
+             it, or rename one of the two experiments",
+            self.name
+        );
+        tracing::warn!("{note}");
+        self.event(true, "LeaseHeld", note).await;
+        Ok(Action::requeue(LEASE_TTL))
     }
 
     async fn event(&self, warning: bool, reason: &str, note: String) {

@@ -12,6 +12,7 @@ mod error;
 pub mod events;
 pub mod experiment;
 pub mod experiment_check;
+pub mod experiment_lease;
 pub mod experiment_trials;
 pub mod http;
 pub mod jobs;

@@ -110,10 +110,12 @@ pub async fn run_controllers(
         shutdown.await;
         let _ = stop_tx.send(true);
     };
+    let leases = ctx.leases.keep(&ctx.store, stopped(stop_rx.clone()));
     tokio::join!(
         until_asked(experiments, watched("experiment")),
         until_asked(trials, watched("trial")),
-        stop
+        stop,
+        leases
     );
     ctx.shared.stop();
 }

@@ -177,6 +177,34 @@ impl Env {
             .expect("patched");
     }
 
+    /// Waits for an event with `reason` about the object `name`.
+    async fn event(&self, name: &str, reason: &str) -> DynamicObject {
+        let events: Api<DynamicObject> = Api::namespaced_with(
+            self.client.clone(),
+            "default",
+            &kube::api::ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk(
+                "events.k8s.io",
+                "v1",
+                "Event",
+            )),
+        );
+        let about =
+            |e: &DynamicObject| e.data["reason"] == reason && e.data["regarding"]["name"] == name;
+        let found = wait_until(
+            &format!("a {reason} event about {name}"),
+            || async {
+                events
+                    .list(&ListParams::default())
+                    .await
+                    .expect("events")
+                    .items
+            },
+            |items| items.iter().any(about),
+        )
+        .await;
+        found.into_iter().find(about).expect("event")
+    }
+
     async fn trials_of(&self, experiment: &str) -> Vec<DynamicObject> {
         let lp =
             ListParams::default().labels(&format!("katib.kubeflow.org/experiment={experiment}"));
@@ -765,6 +793,75 @@ async fn a_gracefully_stopped_leader_releases_the_lease_to_the_other_replica() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_local_driver_and_the_operator_never_drive_one_experiment() {
+    use vernier_store::{LEASE_TTL, LeaseClaim, OPERATOR_LEASE_OWNER, StoreError};
+    let env = Env::start(SimulationOptions::default()).await;
+    // A live `vernier run` of an experiment of the same name, on the operator's database.
+    let local = LeaseClaim {
+        owner: "local-run".into(),
+        host: "laptop".into(),
+        pid: 4242,
+    };
+    let now = vernier_operator::objects::now_us;
+    let alive = |_: &vernier_store::LeaseRow| false;
+    env.store
+        .acquire_lease("shared", &local, now(), LEASE_TTL, &alive)
+        .await
+        .expect("the local driver holds the lease");
+    let op = env.operator("replica-a");
+    env.create(&experiment_yaml("shared", "Job", 1, 2, ""))
+        .await;
+    let event = env.event("shared", "LeaseHeld").await;
+    let note = event.data["note"].as_str().unwrap_or_default();
+    assert!(note.contains("pid 4242 on host laptop"), "{note}");
+    assert!(note.contains("hint:"), "{note}");
+    assert!(env.trials_of("shared").await.is_empty());
+
+    // The local driver ends; the next look at the experiment takes the lease and drives it.
+    assert!(
+        env.store
+            .release_lease("shared", "local-run")
+            .await
+            .unwrap()
+    );
+    env.edit(
+        "shared",
+        serde_json::json!({"metadata": {"labels": {"poke": "1"}}}),
+    )
+    .await;
+    wait_until(
+        "the operator to create a trial",
+        || env.trials_of("shared"),
+        |t| !t.is_empty(),
+    )
+    .await;
+    let lease = env.store.get_lease("shared").await.unwrap().expect("lease");
+    assert_eq!(lease.owner, OPERATOR_LEASE_OWNER);
+    // Now a local driver is refused, told that the operator drives it.
+    let refused = env
+        .store
+        .acquire_lease("shared", &local, now(), LEASE_TTL, &alive)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(refused, StoreError::LeaseHeldByOperator { .. }),
+        "{refused}"
+    );
+    // The finished experiment frees its lease.
+    let done = finished(&env, "shared").await;
+    assert!(condition(&done, "Succeeded").is_some(), "{done:#}");
+    let released = wait_until(
+        "the lease to be released",
+        || env.store.get_lease("shared"),
+        |l| matches!(l, Ok(None)),
+    )
+    .await;
+    assert!(matches!(released, Ok(None)));
+    op.stop().await;
+    env.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn invalid_experiments_fail_with_field_and_value_and_an_event() {
     let env = Env::start(SimulationOptions::default()).await;
     let op = env.operator("replica-a");
@@ -786,36 +883,7 @@ async fn invalid_experiments_fail_with_field_and_value_and_an_event() {
         let e = finished(&env, name).await;
         assert!(condition(&e, "Failed").is_some(), "{e:#}");
     }
-    let events: Api<DynamicObject> = Api::namespaced_with(
-        env.client.clone(),
-        "default",
-        &kube::api::ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk(
-            "events.k8s.io",
-            "v1",
-            "Event",
-        )),
-    );
-    let found = wait_until(
-        "a ValidationFailed event",
-        || async {
-            events
-                .list(&ListParams::default())
-                .await
-                .expect("events")
-                .items
-        },
-        |items| {
-            items.iter().any(|e| {
-                e.data["reason"] == "ValidationFailed"
-                    && e.data["regarding"]["name"] == "bad-bounds"
-            })
-        },
-    )
-    .await;
-    let event = found
-        .iter()
-        .find(|e| e.data["regarding"]["name"] == "bad-bounds")
-        .expect("event");
+    let event = env.event("bad-bounds", "ValidationFailed").await;
     assert!(
         event.data["note"]
             .as_str()

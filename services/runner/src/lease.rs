@@ -6,17 +6,11 @@
 use crate::error::RunnerError;
 use crate::process::now_us;
 use std::sync::Arc;
-use std::time::Duration;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use vernier_store::{LeaseClaim, LeaseRow, LeaseState, SqlStore, StoreError, lease_state};
 
-/// How long a lease lives without a heartbeat: longer than any pause a healthy driver makes
-/// (a slow database, a busy machine), short enough that a lost machine's experiment can be
-/// resumed soon. Clocks of hosts sharing one database must agree to well within it.
-pub const LEASE_TTL: Duration = Duration::from_secs(30);
-/// How often the holder renews its lease.
-pub const HEARTBEAT_EVERY: Duration = Duration::from_secs(5);
+pub use vernier_store::{HEARTBEAT_EVERY, LEASE_TTL};
 
 /// Why a driver may write no more.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -98,6 +98,15 @@ pub enum StoreError {
     },
 
     #[error(
+        "experiment `{experiment}` is driven by the Kubernetes operator (pod {host}, since {since}), which shares this database\nhint: give the local experiment another name, or its own database (--db or VERNIER_DB)"
+    )]
+    LeaseHeldByOperator {
+        experiment: String,
+        host: String,
+        since: String,
+    },
+
+    #[error(
         "lost the lease on experiment `{experiment}`: another vernier took it over (this one's heartbeat lapsed, e.g. while the machine slept or the database was unreachable)\nhint: `vernier report {experiment}` shows what the other driver does; nothing more is recorded by this one"
     )]
     LeaseLost { experiment: String },

@@ -5,6 +5,16 @@
 use crate::error::StoreError;
 use std::time::Duration;
 
+/// How long a lease lives without a heartbeat: longer than any pause a healthy driver makes
+/// (a slow database, a busy machine), short enough that a lost machine's experiment can be
+/// resumed soon. Clocks of hosts sharing one database must agree to well within it.
+pub const LEASE_TTL: Duration = Duration::from_secs(30);
+/// How often a holder renews its lease.
+pub const HEARTBEAT_EVERY: Duration = Duration::from_secs(5);
+/// The owner of every lease `vernier operator` holds: one name for all its replicas, since
+/// leader election already keeps them to one and a new leader continues the old one's work.
+pub const OPERATOR_LEASE_OWNER: &str = "vernier-operator";
+
 /// The lease an experiment's driver holds (one row per experiment).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LeaseRow {
@@ -88,6 +98,13 @@ pub(crate) fn settle(
         LeaseState::Stale => Ok(LeaseWrite::Take { replacing: current }),
         LeaseState::Held => {
             let holder = current.unwrap_or_else(|| unreachable!("a held lease has a row"));
+            if holder.owner == OPERATOR_LEASE_OWNER {
+                return Err(StoreError::LeaseHeldByOperator {
+                    experiment: experiment.to_owned(),
+                    host: holder.host,
+                    since: format_time(holder.acquired_us),
+                });
+            }
             Err(StoreError::LeaseHeld {
                 experiment: experiment.to_owned(),
                 host: holder.host,
@@ -238,5 +255,35 @@ mod tests {
         assert!(err.contains("since 1970-01-01T00:00:00Z"), "{err}");
         assert!(err.contains("last heartbeat 5 s ago"), "{err}");
         assert!(err.contains("hint:"), "{err}");
+    }
+
+    #[test]
+    fn a_live_operator_holder_is_named_as_the_operator() {
+        let claim = LeaseClaim {
+            owner: "me".into(),
+            host: "laptop".into(),
+            pid: 7,
+        };
+        let err = settle(
+            Some(row(OPERATOR_LEASE_OWNER, 95 * S)),
+            "exp",
+            &claim,
+            100 * S,
+            TTL,
+            false,
+        )
+        .unwrap_err();
+        assert!(matches!(err, StoreError::LeaseHeldByOperator { .. }));
+        let err = err.to_string();
+        assert!(err.contains("Kubernetes operator (pod h1"), "{err}");
+        assert!(err.contains("hint: give the local experiment"), "{err}");
+        // A lapsed operator lease is taken over like any other.
+        let lapsed = row(OPERATOR_LEASE_OWNER, 0);
+        assert_eq!(
+            settle(Some(lapsed.clone()), "exp", &claim, 100 * S, TTL, false).unwrap(),
+            LeaseWrite::Take {
+                replacing: Some(lapsed)
+            }
+        );
     }
 }

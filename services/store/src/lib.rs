@@ -18,7 +18,9 @@ mod summary;
 mod url;
 
 pub use error::StoreError;
-pub use lease::{LeaseClaim, LeaseRow, LeaseState, lease_state};
+pub use lease::{
+    HEARTBEAT_EVERY, LEASE_TTL, LeaseClaim, LeaseRow, LeaseState, OPERATOR_LEASE_OWNER, lease_state,
+};
 pub use model::{
     ExperimentRow, ExperimentStatusRow, ExperimentSummaries, StoredMetric, TrialRow, TrialUpdate,
 };
