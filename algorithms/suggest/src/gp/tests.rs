@@ -47,6 +47,18 @@ fn double(name: &str, min: f64, max: f64) -> vernier_core::Parameter {
     }
 }
 
+fn int(name: &str, min: i64, max: i64) -> vernier_core::Parameter {
+    vernier_core::Parameter {
+        name: name.into(),
+        domain: vernier_core::Domain::Int {
+            min,
+            max,
+            step: None,
+        },
+        distribution: vernier_core::Distribution::Uniform,
+    }
+}
+
 fn mixed_space() -> SearchSpace {
     use vernier_core::{Distribution, Domain, Parameter};
     SearchSpace::new(vec![
@@ -306,16 +318,7 @@ fn a_batch_past_the_model_proposals_is_drawn_from_the_priors() {
 
 #[test]
 fn a_finite_batch_past_the_model_proposals_still_runs_out() {
-    let space = SearchSpace::new(vec![vernier_core::Parameter {
-        name: "n".into(),
-        domain: vernier_core::Domain::Int {
-            min: 1,
-            max: 100,
-            step: None,
-        },
-        distribution: vernier_core::Distribution::Uniform,
-    }])
-    .unwrap();
+    let space = SearchSpace::new(vec![int("n", 1, 100)]).unwrap();
     let o = Objective::new("loss", Direction::Minimize);
     let trials = history_of(&space, 10, 2, |a| match a.get("n") {
         Some(vernier_core::ParamValue::Int(v)) => (*v as f64 - 40.0).abs(),
@@ -442,16 +445,7 @@ fn categorical_choices_are_one_hot_and_learned() {
 
 #[test]
 fn finite_space_runs_out() {
-    let space = SearchSpace::new(vec![vernier_core::Parameter {
-        name: "n".into(),
-        domain: vernier_core::Domain::Int {
-            min: 1,
-            max: 5,
-            step: None,
-        },
-        distribution: vernier_core::Distribution::Uniform,
-    }])
-    .unwrap();
+    let space = SearchSpace::new(vec![int("n", 1, 5)]).unwrap();
     let o = Objective::new("loss", Direction::Minimize);
     let trials: Vec<TrialRecord> = [1, 2, 4]
         .iter()
