@@ -249,7 +249,20 @@ impl GpOptimizer {
         let mut rng = ChaCha8Rng::seed_from_u64(req.seed ^ 0x9e37_79b9_7f4a_7c15);
         let mut trials: Vec<vernier_core::TrialRecord> = req.trials.to_vec();
         let mut out = Suggestions::default();
-        for _ in 0..req.count {
+        for i in 0..req.count {
+            if i >= MAX_MODEL_PROPOSALS {
+                // As in the scalar path, the rest of a large batch comes from the priors.
+                let rest = SuggestRequest {
+                    trials: &trials,
+                    count: req.count - i,
+                    seed: rng.random(),
+                    ..*req
+                };
+                let more = RandomSearch::new().suggest(&rest)?;
+                out.exhausted = more.exhausted;
+                out.proposals.extend(more.proposals);
+                break;
+            }
             let (observed, violations) = parego_losses(req.objective, &trials, &mut rng);
             let sub = SuggestRequest {
                 trials: &trials,

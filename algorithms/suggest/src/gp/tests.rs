@@ -752,6 +752,32 @@ fn parego_improves_on_random_search_for_two_objectives() {
     assert_eq!((hv_gp, &trials), (again, &trials2));
 }
 
+#[test]
+fn a_parego_batch_past_the_model_proposals_is_drawn_from_the_priors() {
+    use vernier_core::ObjectiveTerm;
+    let p = vernier_testfunctions::MultiProblem::by_name("zdt1-4").unwrap();
+    let space = p.space();
+    let mut o = Objective::new("f1", Direction::Minimize);
+    o.objectives.push(ObjectiveTerm {
+        metric: "f2".into(),
+        direction: Direction::Minimize,
+        goal: None,
+    });
+    let mut trials = history_of(&space, 12, 6, |a| p.eval_assignment(a)[0]);
+    for t in &mut trials {
+        let f = p.eval_assignment(&t.assignment);
+        t.metrics = BTreeMap::from([("f1".into(), f[0]), ("f2".into(), f[1])]);
+    }
+    let gp = GpOptimizer::with(10, AcqFunc::Single(Acq::Ei));
+    let count = MAX_MODEL_PROPOSALS + 10;
+    let s = gp.suggest(&request(&space, &o, &trials, count, 2)).unwrap();
+    let keys: HashSet<String> = s.proposals.iter().map(|p| p.assignment.key()).collect();
+    assert_eq!(keys.len(), count);
+    for prop in &s.proposals {
+        assert!(space.check(&prop.assignment).is_ok(), "{}", prop.assignment);
+    }
+}
+
 /// Loss falls with x while the constraint demands `x <= bound`; returns the batch's mean x.
 fn constrained_mean_proposal(bound: Option<f64>, xs: &[f64]) -> f64 {
     use vernier_core::{Constraint, ConstraintOp, ParamValue};
