@@ -246,3 +246,47 @@ fn a_second_driver_is_refused_while_the_first_runs() {
     let out = sb.run(&["delete", "leased"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
 }
+
+#[test]
+fn a_name_the_operator_drives_in_a_shared_database_is_refused_and_nothing_recorded() {
+    let sb = Sandbox::new();
+    let yaml = |name: &str| {
+        python_experiment(
+            name,
+            "print('loss=0.5', flush=True)",
+            "  objective:\n    type: minimize\n    objectiveMetricName: loss\n  parallelTrialCount: 1\n  maxTrialCount: 1",
+        )
+    };
+    // A first run makes the database; then the operator, sharing it, holds `shared`.
+    let first = sb.write("first.yaml", &yaml("first"));
+    let out = sb.run(&["run", first.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let insert = "import sqlite3, sys, time\n\
+        now = int(time.time() * 1e6)\n\
+        con = sqlite3.connect(sys.argv[1])\n\
+        con.execute('INSERT INTO experiment_leases VALUES (?, ?, ?, ?, ?, ?)', \
+        ('shared', 'vernier-operator', 'vernier-operator-7d9f', 1, now, now))\n\
+        con.commit()\n";
+    let status = std::process::Command::new("python3")
+        .args(["-c", insert, &sb.db()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+
+    let shared = sb.write("shared.yaml", &yaml("shared"));
+    let out = sb.run(&["run", shared.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("driven by the Kubernetes operator (pod vernier-operator-7d9f"),
+        "{}",
+        text(&out)
+    );
+    assert!(err.contains("hint:"), "{}", text(&out));
+    let listed = sb.run(&["list"]);
+    let listed = String::from_utf8_lossy(&listed.stdout);
+    assert!(
+        listed.contains("first") && !listed.contains("shared"),
+        "{listed}"
+    );
+}

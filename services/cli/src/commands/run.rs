@@ -83,8 +83,13 @@ pub async fn run(
     let seed = seed
         .or_else(|| exp.setting_seed())
         .unwrap_or_else(random_seed);
-    driver::create_experiment(&store, &exp, seed).await?;
+    // The lease before the record: a name the operator drives in this database (it has no
+    // row in `experiments`) is refused without leaving an empty experiment behind.
     let lease = ExperimentLease::acquire(&store, &name).await?;
+    if let Err(e) = driver::create_experiment(&store, &exp, seed).await {
+        let _ = lease.release().await;
+        return Err(e.into());
+    }
     outln!(
         "experiment {name}: {} with {} parameter(s), seed {seed}, logs in {}",
         exp.algorithm,
