@@ -1,7 +1,8 @@
 //! Running a container's `command` + `args` as a local process, the part of a kubelet the
 //! simulation needs: no shell, environment from the container spec (values, and `fieldRef`s
 //! to the pod's metadata), `$(VAR)` references expanded as Kubernetes does, stdout and stderr
-//! into the pod log. The process is killed when its task is dropped (job deleted).
+//! into the pod log through one pipe, so the log keeps the order the process wrote in (two
+//! pipes read by two tasks could interleave a late stderr line before earlier stdout). The process is killed when its task is dropped (job deleted).
 
 use crate::logs::LogSink;
 use serde_json::Value;
@@ -9,7 +10,6 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
-use tokio::io::AsyncReadExt;
 use tokio::sync::watch;
 
 /// How a container ended, as its `state.terminated` reports it.
@@ -52,6 +52,8 @@ pub async fn run_container(container: &Value, pod: &Value, sink: LogSink) -> Ter
 pub struct Started {
     child: tokio::process::Child,
     sink: LogSink,
+    /// The read end of the pipe the process has as both stdout and stderr.
+    output: std::io::PipeReader,
 }
 
 /// Spawn `container`'s process; a program without a `/` is looked for in `program_dirs`
@@ -89,21 +91,42 @@ pub fn start_container(
         });
     };
     let resolved = resolve_program(program, program_dirs);
+    let pipe = std::io::pipe().and_then(|(read, write)| Ok((read, write.try_clone()?, write)));
+    let (output, stdout, stderr) = match pipe {
+        Ok(ends) => ends,
+        Err(e) => {
+            let message = format!("kube double: cannot make the log pipe: {e}\n");
+            sink.write(message.as_bytes());
+            sink.finish();
+            return Err(Termination {
+                exit_code: 128,
+                reason: "StartError".to_owned(),
+                message,
+            });
+        }
+    };
     let mut command = tokio::process::Command::new(resolved);
     command
         .args(args)
         .envs(&env)
         .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+        .stdout(stdout)
+        .stderr(stderr)
         .kill_on_drop(true);
     if let Some(dir) = container.get("workingDir").and_then(Value::as_str)
         && std::path::Path::new(dir).is_dir()
     {
         command.current_dir(dir);
     }
-    match command.spawn() {
-        Ok(child) => Ok(Started { child, sink }),
+    let spawned = command.spawn();
+    // The write ends must close here, or the log would never reach its end.
+    drop(command);
+    match spawned {
+        Ok(child) => Ok(Started {
+            child,
+            sink,
+            output,
+        }),
         Err(e) => {
             let message = format!("exec: {program:?}: {e}\n");
             sink.write(message.as_bytes());
@@ -117,25 +140,33 @@ pub fn start_container(
     }
 }
 
+/// Copies the process's output to the log until every writer has closed the pipe.
+fn copy_to(mut output: std::io::PipeReader, sink: &LogSink) {
+    use std::io::Read;
+    let mut buffer = vec![0u8; 8192];
+    while let Ok(n) = output.read(&mut buffer) {
+        if n == 0 {
+            break;
+        }
+        sink.write(&buffer[..n]);
+    }
+}
+
 impl Started {
     /// Copy the output to the log until the process exits. When `stop` turns true the process
     /// gets SIGTERM, as the kubelet stops a sidecar; a process still there after `grace`
     /// gets SIGKILL.
     pub async fn wait(self, stop: Option<(watch::Receiver<bool>, Duration)>) -> Termination {
-        let Started { mut child, sink } = self;
-        let stdout = child.stdout.take();
-        let stderr = child.stderr.take();
-        let copy = |stream: Option<Box<dyn tokio::io::AsyncRead + Unpin + Send>>| {
+        let Started {
+            mut child,
+            sink,
+            output,
+        } = self;
+        let copy = {
             let sink = sink.clone();
+            let reader = tokio::task::spawn_blocking(move || copy_to(output, &sink));
             async move {
-                let Some(mut stream) = stream else { return };
-                let mut buffer = vec![0u8; 8192];
-                while let Ok(n) = stream.read(&mut buffer).await {
-                    if n == 0 {
-                        break;
-                    }
-                    sink.write(&buffer[..n]);
-                }
+                let _ = reader.await;
             }
         };
         let exited = async {
@@ -161,11 +192,7 @@ impl Started {
                 }
             }
         };
-        let (_, _, status) = tokio::join!(
-            copy(stdout.map(|s| Box::new(s) as Box<dyn tokio::io::AsyncRead + Unpin + Send>)),
-            copy(stderr.map(|s| Box::new(s) as Box<dyn tokio::io::AsyncRead + Unpin + Send>)),
-            exited
-        );
+        let (_, status) = tokio::join!(copy, exited);
         sink.finish();
         match status {
             Ok(status) => {
