@@ -82,13 +82,7 @@ pub fn start_container(
         let message = format!(
             "kube double: container {name} has no command; the simulated kubelet cannot run an image's entrypoint (hint: set command in the pod template)\n"
         );
-        sink.write(message.as_bytes());
-        sink.finish();
-        return Err(Termination {
-            exit_code: 128,
-            reason: "ContainerCannotRun".to_owned(),
-            message,
-        });
+        return Err(cannot_start(&sink, "ContainerCannotRun", message));
     };
     let resolved = resolve_program(program, program_dirs);
     let pipe = std::io::pipe().and_then(|(read, write)| Ok((read, write.try_clone()?, write)));
@@ -96,13 +90,7 @@ pub fn start_container(
         Ok(ends) => ends,
         Err(e) => {
             let message = format!("kube double: cannot make the log pipe: {e}\n");
-            sink.write(message.as_bytes());
-            sink.finish();
-            return Err(Termination {
-                exit_code: 128,
-                reason: "StartError".to_owned(),
-                message,
-            });
+            return Err(cannot_start(&sink, "StartError", message));
         }
     };
     let mut command = tokio::process::Command::new(resolved);
@@ -127,16 +115,23 @@ pub fn start_container(
             sink,
             output,
         }),
-        Err(e) => {
-            let message = format!("exec: {program:?}: {e}\n");
-            sink.write(message.as_bytes());
-            sink.finish();
-            Err(Termination {
-                exit_code: 128,
-                reason: "StartError".to_owned(),
-                message,
-            })
-        }
+        Err(e) => Err(cannot_start(
+            &sink,
+            "StartError",
+            format!("exec: {program:?}: {e}\n"),
+        )),
+    }
+}
+
+/// A container that never ran: its reason is the whole log, and it ends as the kubelet
+/// reports such a container (exit code 128).
+fn cannot_start(sink: &LogSink, reason: &str, message: String) -> Termination {
+    sink.write(message.as_bytes());
+    sink.finish();
+    Termination {
+        exit_code: 128,
+        reason: reason.to_owned(),
+        message,
     }
 }
 
