@@ -710,19 +710,25 @@ mod props {
     }
 }
 
-#[test]
-fn parego_improves_on_random_search_for_two_objectives() {
-    use std::collections::BTreeMap;
-    use vernier_core::pareto::hypervolume;
-    use vernier_core::{ObjectiveTerm, TrialRecord, TrialState};
+/// ZDT1 in 4-D, its space, and an objective minimising both `f1` and `f2`.
+fn zdt1_minimising_both() -> (vernier_testfunctions::MultiProblem, SearchSpace, Objective) {
     let p = vernier_testfunctions::MultiProblem::by_name("zdt1-4").unwrap();
     let space = p.space();
     let mut o = Objective::new("f1", Direction::Minimize);
-    o.objectives.push(ObjectiveTerm {
+    o.objectives.push(vernier_core::ObjectiveTerm {
         metric: "f2".into(),
         direction: Direction::Minimize,
         goal: None,
     });
+    (p, space, o)
+}
+
+#[test]
+fn parego_improves_on_random_search_for_two_objectives() {
+    use std::collections::BTreeMap;
+    use vernier_core::pareto::hypervolume;
+    use vernier_core::{TrialRecord, TrialState};
+    let (p, space, o) = zdt1_minimising_both();
     let run = |s: &dyn Suggester| {
         let mut trials: Vec<TrialRecord> = Vec::new();
         for t in 0..30u64 {
@@ -758,15 +764,7 @@ fn parego_improves_on_random_search_for_two_objectives() {
 
 #[test]
 fn a_parego_batch_past_the_model_proposals_is_drawn_from_the_priors() {
-    use vernier_core::ObjectiveTerm;
-    let p = vernier_testfunctions::MultiProblem::by_name("zdt1-4").unwrap();
-    let space = p.space();
-    let mut o = Objective::new("f1", Direction::Minimize);
-    o.objectives.push(ObjectiveTerm {
-        metric: "f2".into(),
-        direction: Direction::Minimize,
-        goal: None,
-    });
+    let (p, space, o) = zdt1_minimising_both();
     let mut trials = history_of(&space, 12, 6, |a| p.eval_assignment(a)[0]);
     for t in &mut trials {
         let f = p.eval_assignment(&t.assignment);
