@@ -157,6 +157,13 @@ impl Env {
         Api::namespaced_with(self.client.clone(), "default", &trial_resource())
     }
 
+    /// Objects of any kind in the test namespace, e.g. ("batch", "v1", "Job").
+    fn api(&self, group: &str, version: &str, kind: &str) -> Api<DynamicObject> {
+        let gvk = kube::api::GroupVersionKind::gvk(group, version, kind);
+        let resource = kube::api::ApiResource::from_gvk(&gvk);
+        Api::namespaced_with(self.client.clone(), "default", &resource)
+    }
+
     async fn create(&self, yaml: &str) -> DynamicObject {
         let obj: DynamicObject = yaml_serde::from_str(yaml).expect("experiment yaml");
         self.experiments()
@@ -179,15 +186,7 @@ impl Env {
 
     /// Waits for an event with `reason` about the object `name`.
     async fn event(&self, name: &str, reason: &str) -> DynamicObject {
-        let events: Api<DynamicObject> = Api::namespaced_with(
-            self.client.clone(),
-            "default",
-            &kube::api::ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk(
-                "events.k8s.io",
-                "v1",
-                "Event",
-            )),
-        );
+        let events = self.api("events.k8s.io", "v1", "Event");
         let about =
             |e: &DynamicObject| e.data["reason"] == reason && e.data["regarding"]["name"] == name;
         let found = wait_until(
@@ -608,11 +607,7 @@ async fn deleting_the_experiment_removes_trials_jobs_and_observations() {
     let op = env.operator("replica-a");
     env.create(&experiment_yaml("doomed", "Job", 2, 4, ""))
         .await;
-    let jobs: Api<DynamicObject> = Api::namespaced_with(
-        env.client.clone(),
-        "default",
-        &kube::api::ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk("batch", "v1", "Job")),
-    );
+    let jobs = env.api("batch", "v1", "Job");
     let selector = ListParams::default().labels("katib.kubeflow.org/experiment=doomed");
     wait_until(
         "two running jobs",
@@ -949,11 +944,7 @@ async fn early_stopping_deletes_the_job_and_marks_the_trial() {
     let exp = finished(&env, "stopped").await;
     assert!(condition(&exp, "Succeeded").is_some(), "{exp:#}");
     assert_eq!(exp["status"]["trialsEarlyStopped"], 2, "{exp:#}");
-    let jobs: Api<DynamicObject> = Api::namespaced_with(
-        env.client.clone(),
-        "default",
-        &kube::api::ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk("batch", "v1", "Job")),
-    );
+    let jobs = env.api("batch", "v1", "Job");
     let selector = ListParams::default().labels("katib.kubeflow.org/experiment=stopped");
     wait_until(
         "stopped jobs deleted",
@@ -1426,15 +1417,7 @@ async fn an_entrypoint_only_tfjob_with_value_from_is_rendered_as_written() {
     .await;
     let op = env.operator("replica-a");
     env.create(ENTRYPOINT_TFJOB).await;
-    let tfjobs: Api<DynamicObject> = Api::namespaced_with(
-        env.client.clone(),
-        "default",
-        &kube::api::ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk(
-            "kubeflow.org",
-            "v1",
-            "TFJob",
-        )),
-    );
+    let tfjobs = env.api("kubeflow.org", "v1", "TFJob");
     let selector = ListParams::default().labels("katib.kubeflow.org/experiment=entrypoint");
     let jobs = wait_until(
         "the trial's TFJob",
@@ -1582,13 +1565,7 @@ async fn pbt_trials_get_checkpoint_directories_on_the_experiment_claim() {
     let claim = claims.get("pbt-ckpt-pbt").await.expect("the claim exists");
     assert_eq!(claim.metadata.owner_references.unwrap()[0].name, "pbt-ckpt");
 
-    let jobs: Api<DynamicObject> = Api::namespaced_with(
-        env.client.clone(),
-        "default",
-        &kube::discovery::ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk(
-            "batch", "v1", "Job",
-        )),
-    );
+    let jobs = env.api("batch", "v1", "Job");
     let trials = env.trials_of("pbt-ckpt").await;
     assert_eq!(trials.len(), 10);
     let mut copied = 0;
@@ -1689,11 +1666,7 @@ async fn a_custom_collector_is_injected_beside_the_training_container() {
     .await;
     let op = env.operator("replica-a");
     env.create(CUSTOM_COLLECTOR).await;
-    let jobs: Api<DynamicObject> = Api::namespaced_with(
-        env.client.clone(),
-        "default",
-        &kube::api::ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk("batch", "v1", "Job")),
-    );
+    let jobs = env.api("batch", "v1", "Job");
     let selector = ListParams::default().labels("katib.kubeflow.org/experiment=custom");
     let found = wait_until(
         "the trial's Job",
