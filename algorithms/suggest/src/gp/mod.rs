@@ -251,16 +251,7 @@ impl GpOptimizer {
         let mut out = Suggestions::default();
         for i in 0..req.count {
             if i >= MAX_MODEL_PROPOSALS {
-                // As in the scalar path, the rest of a large batch comes from the priors.
-                let rest = SuggestRequest {
-                    trials: &trials,
-                    count: req.count - i,
-                    seed: rng.random(),
-                    ..*req
-                };
-                let more = RandomSearch::new().suggest(&rest)?;
-                out.exhausted = more.exhausted;
-                out.proposals.extend(more.proposals);
+                rest_from_priors(req, &trials, rng.random(), &mut out)?;
                 break;
             }
             let (observed, violations) = parego_losses(req.objective, &trials, &mut rng);
@@ -275,14 +266,7 @@ impl GpOptimizer {
                 out.exhausted = one.exhausted;
                 break;
             };
-            trials.push(vernier_core::TrialRecord {
-                name: String::new(),
-                assignment: p.assignment.clone(),
-                state: vernier_core::TrialState::Created,
-                objective: None,
-                labels: Default::default(),
-                metrics: Default::default(),
-            });
+            trials.push(proposed(&p));
             out.proposals.push(p);
         }
         Ok(out)
@@ -391,13 +375,10 @@ impl GpOptimizer {
             // Each proposal searches the acquisition: the unit of work between polls.
             cancel.check(self.name())?;
             if i >= MAX_MODEL_PROPOSALS {
-                let Some(a) = random_fill(req.space, unused.as_mut(), &taken, &mut rng) else {
-                    out.exhausted = true;
-                    break;
-                };
-                taken.insert(a.key());
-                out.proposals.push(Proposal::new(a));
-                continue;
+                let mut trials = req.trials.to_vec();
+                trials.extend(out.proposals.iter().map(proposed));
+                rest_from_priors(req, &trials, rng.random(), &mut out)?;
+                return Ok(out);
             }
             let pick = match unused.as_mut() {
                 Some(points) => self.pick_finite(
@@ -712,18 +693,35 @@ fn random_unseen<R: Rng + ?Sized>(
     a
 }
 
-/// A proposal past the batch's model-based ones: a draw from the priors (or, in an
-/// enumerated space, a random remaining point), as in the initial design.
-fn random_fill<R: Rng + ?Sized>(
-    space: &SearchSpace,
-    unused: Option<&mut Vec<Assignment>>,
-    taken: &HashSet<String>,
-    rng: &mut R,
-) -> Option<Assignment> {
-    match unused {
-        Some(points) if points.is_empty() => None,
-        Some(points) => Some(points.swap_remove(rng.random_range(0..points.len()))),
-        None => Some(random_unseen(space, taken, rng)),
+/// Fills `out` up to the request's count past its model-based proposals, drawing from the
+/// priors as in the initial design; `trials` are the request's trials and `out`'s proposals.
+fn rest_from_priors(
+    req: &SuggestRequest<'_>,
+    trials: &[vernier_core::TrialRecord],
+    seed: u64,
+    out: &mut Suggestions,
+) -> Result<(), CoreError> {
+    let rest = SuggestRequest {
+        trials,
+        count: req.count - out.proposals.len(),
+        seed,
+        ..*req
+    };
+    let more = RandomSearch::new().suggest(&rest)?;
+    out.exhausted = more.exhausted;
+    out.proposals.extend(more.proposals);
+    Ok(())
+}
+
+/// A proposal of the batch as a trial not yet finished, so later proposals avoid it.
+fn proposed(p: &Proposal) -> vernier_core::TrialRecord {
+    vernier_core::TrialRecord {
+        name: String::new(),
+        assignment: p.assignment.clone(),
+        state: vernier_core::TrialState::Created,
+        objective: None,
+        labels: Default::default(),
+        metrics: Default::default(),
     }
 }
 
