@@ -64,8 +64,9 @@ impl ExperimentLeases {
                     }
                     empty
                 }
-                // Not held by this process, perhaps by the replica before it: release anyway.
-                None => true,
+                // Not held here: nothing to write. (A lease a dead predecessor left lapses
+                // on its own, since no one renews it.)
+                None => false,
             }
         };
         if last {
