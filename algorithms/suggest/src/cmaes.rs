@@ -743,53 +743,6 @@ mod tests {
         SearchSpace::new(vec![unit("x"), unit("y")]).unwrap()
     }
 
-    fn mixed_space() -> SearchSpace {
-        SearchSpace::new(vec![
-            param(
-                "lr",
-                Domain::Double {
-                    min: 1e-4,
-                    max: 0.1,
-                    step: None,
-                },
-                Distribution::LogUniform,
-            ),
-            param(
-                "layers",
-                Domain::Int {
-                    min: 1,
-                    max: 9,
-                    step: Some(2),
-                },
-                Distribution::Normal,
-            ),
-            param(
-                "momentum",
-                Domain::Double {
-                    min: 0.5,
-                    max: 0.95,
-                    step: Some(0.05),
-                },
-                Distribution::LogNormal,
-            ),
-            param(
-                "opt",
-                Domain::Categorical {
-                    values: vec!["sgd".into(), "adam".into()],
-                },
-                Distribution::Uniform,
-            ),
-            param(
-                "batch",
-                Domain::Discrete {
-                    values: vec!["16".into(), "32".into(), "64".into()],
-                },
-                Distribution::Uniform,
-            ),
-        ])
-        .unwrap()
-    }
-
     fn pairs(p: &[(&str, &str)]) -> Vec<(String, String)> {
         p.iter()
             .map(|(a, b)| (a.to_string(), b.to_string()))
@@ -879,7 +832,7 @@ mod tests {
 
     #[test]
     fn seeded_proposals_are_exact() {
-        let space = mixed_space();
+        let space = crate::test_params::mixed_space();
         let c = cmaes(&space, &[("random_state", "1")]);
         let o = Objective::new("loss", Direction::Minimize);
         let s = ask(&c, &space, &o, &[], 2, 42);
@@ -1217,7 +1170,7 @@ mod tests {
         fn proposals_are_in_space_distinct_and_deterministic(
             seed in any::<u64>(), count in 1usize..12, done in 0usize..20, maximize in any::<bool>()
         ) {
-            let space = mixed_space();
+            let space = crate::test_params::mixed_space();
             let c = cmaes(&space, &[]);
             let direction = if maximize { Direction::Maximize } else { Direction::Minimize };
             let history = run(&c, &space, direction, done, 3, seed, |a| {

@@ -24,6 +24,8 @@ mod resource;
 pub mod sample;
 mod settings;
 mod sobol;
+#[cfg(test)]
+mod test_params;
 mod tpe;
 
 pub use asha::{Asha, AshaPruner};

@@ -89,53 +89,6 @@ mod tests {
         TrialRecord, TrialState,
     };
 
-    fn mixed_space() -> SearchSpace {
-        SearchSpace::new(vec![
-            Parameter {
-                name: "lr".into(),
-                domain: Domain::Double {
-                    min: 1e-4,
-                    max: 0.1,
-                    step: None,
-                },
-                distribution: Distribution::LogUniform,
-            },
-            Parameter {
-                name: "layers".into(),
-                domain: Domain::Int {
-                    min: 1,
-                    max: 9,
-                    step: Some(2),
-                },
-                distribution: Distribution::Normal,
-            },
-            Parameter {
-                name: "momentum".into(),
-                domain: Domain::Double {
-                    min: 0.5,
-                    max: 0.95,
-                    step: Some(0.05),
-                },
-                distribution: Distribution::LogNormal,
-            },
-            Parameter {
-                name: "opt".into(),
-                domain: Domain::Categorical {
-                    values: vec!["sgd".into(), "adam".into()],
-                },
-                distribution: Distribution::Uniform,
-            },
-            Parameter {
-                name: "batch".into(),
-                domain: Domain::Discrete {
-                    values: vec!["16".into(), "32".into(), "64".into()],
-                },
-                distribution: Distribution::Uniform,
-            },
-        ])
-        .unwrap()
-    }
-
     fn request<'a>(
         space: &'a SearchSpace,
         objective: &'a Objective,
@@ -155,7 +108,7 @@ mod tests {
 
     #[test]
     fn seeded_proposals_are_exact() {
-        let space = mixed_space();
+        let space = crate::test_params::mixed_space();
         let o = Objective::new("loss", Direction::Minimize);
         let s = RandomSearch
             .suggest(&request(&space, &o, &[], 2, 42))
@@ -215,7 +168,7 @@ mod tests {
     proptest! {
         #[test]
         fn proposals_stay_in_space_and_repeat_with_the_seed(seed in any::<u64>(), count in 1usize..20) {
-            let space = mixed_space();
+            let space = crate::test_params::mixed_space();
             let o = Objective::new("loss", Direction::Maximize);
             let a = RandomSearch.suggest(&request(&space, &o, &[], count, seed)).unwrap();
             let b = RandomSearch.suggest(&request(&space, &o, &[], count, seed)).unwrap();

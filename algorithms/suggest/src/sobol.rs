@@ -260,48 +260,13 @@ mod tests {
     }
 
     fn mixed_space() -> SearchSpace {
+        use crate::test_params::{categorical, discrete, double, int};
         SearchSpace::new(vec![
-            param(
-                "lr",
-                Domain::Double {
-                    min: 1e-4,
-                    max: 0.1,
-                    step: None,
-                },
-                Distribution::LogUniform,
-            ),
-            param(
-                "layers",
-                Domain::Int {
-                    min: 1,
-                    max: 9,
-                    step: Some(2),
-                },
-                Distribution::Uniform,
-            ),
-            param(
-                "momentum",
-                Domain::Double {
-                    min: 0.5,
-                    max: 0.95,
-                    step: None,
-                },
-                Distribution::Normal,
-            ),
-            param(
-                "opt",
-                Domain::Categorical {
-                    values: vec!["sgd".into(), "adam".into()],
-                },
-                Distribution::Uniform,
-            ),
-            param(
-                "batch",
-                Domain::Discrete {
-                    values: vec!["16".into(), "32".into(), "64".into()],
-                },
-                Distribution::Uniform,
-            ),
+            double("lr", (1e-4, 0.1), None, Distribution::LogUniform),
+            int("layers", (1, 9), Some(2), Distribution::Uniform),
+            double("momentum", (0.5, 0.95), None, Distribution::Normal),
+            categorical("opt", &["sgd", "adam"]),
+            discrete("batch", &["16", "32", "64"]),
         ])
         .unwrap()
     }

@@ -60,49 +60,14 @@ fn int(name: &str, min: i64, max: i64) -> vernier_core::Parameter {
 }
 
 fn mixed_space() -> SearchSpace {
-    use vernier_core::{Distribution, Domain, Parameter};
+    use crate::test_params::{categorical, discrete, double, int};
+    use vernier_core::Distribution::{LogNormal, LogUniform, Normal};
     SearchSpace::new(vec![
-        Parameter {
-            name: "lr".into(),
-            domain: Domain::Double {
-                min: 1e-4,
-                max: 0.1,
-                step: None,
-            },
-            distribution: Distribution::LogUniform,
-        },
-        Parameter {
-            name: "layers".into(),
-            domain: Domain::Int {
-                min: 1,
-                max: 9,
-                step: Some(2),
-            },
-            distribution: Distribution::Normal,
-        },
-        Parameter {
-            name: "momentum".into(),
-            domain: Domain::Double {
-                min: 0.5,
-                max: 0.95,
-                step: Some(0.05),
-            },
-            distribution: Distribution::LogNormal,
-        },
-        Parameter {
-            name: "opt".into(),
-            domain: Domain::Categorical {
-                values: vec!["sgd".into(), "adam".into(), "rmsprop".into()],
-            },
-            distribution: Distribution::Uniform,
-        },
-        Parameter {
-            name: "batch".into(),
-            domain: Domain::Discrete {
-                values: vec!["16".into(), "32".into(), "64".into()],
-            },
-            distribution: Distribution::Uniform,
-        },
+        double("lr", (1e-4, 0.1), None, LogUniform),
+        int("layers", (1, 9), Some(2), Normal),
+        double("momentum", (0.5, 0.95), Some(0.05), LogNormal),
+        categorical("opt", &["sgd", "adam", "rmsprop"]),
+        discrete("batch", &["16", "32", "64"]),
     ])
     .unwrap()
 }
