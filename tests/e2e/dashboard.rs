@@ -17,17 +17,25 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::time::{Duration, Instant};
 
-/// Each trial logs `loss` three times, `SLEEP` seconds apart, then `accuracy` once.
-const SCRIPT: &str = "import sys, time\nx = float(sys.argv[1])\nfor i in range(3):\n    print(f'loss={(x - 0.3) ** 2 + 1.0 / (i + 1)}', flush=True)\n    time.sleep(SLEEP)\nprint(f'accuracy={1 - x}')";
+/// Each trial waits until the file `GATE` exists (when `GATE` is not empty), then logs `loss`
+/// three times, `SLEEP` seconds apart, and `accuracy` once. The gate holds a running
+/// experiment at its first trial until the test has its page open, however slowly the
+/// browser starts.
+const SCRIPT: &str = "import os, sys, time\nx = float(sys.argv[1])\nwhile 'GATE' and not os.path.exists('GATE'):\n    time.sleep(0.05)\nfor i in range(3):\n    print(f'loss={(x - 0.3) ** 2 + 1.0 / (i + 1)}', flush=True)\n    time.sleep(SLEEP)\nprint(f'accuracy={1 - x}')";
 
 /// How long a wait for the page may take before the test gives up (a hang guard, not a
 /// speed requirement).
 const PATIENCE: Duration = Duration::from_secs(90);
 
-fn experiment(sb: &Sandbox, name: &str, trials: u32, sleep: f64) -> String {
+/// An experiment of `trials` trials running [`SCRIPT`]; `gate` is the file its trials wait
+/// for, or `None` for trials that start at once.
+fn experiment(sb: &Sandbox, name: &str, trials: u32, sleep: f64, gate: Option<&Path>) -> String {
+    let gate = gate.map_or(String::new(), |g| g.display().to_string());
     let yaml = python_experiment(
         name,
-        &SCRIPT.replace("SLEEP", &sleep.to_string()),
+        &SCRIPT
+            .replace("SLEEP", &sleep.to_string())
+            .replace("GATE", &gate),
         &format!(
             "  objective:\n    type: minimize\n    objectiveMetricName: loss\n    additionalMetricNames: [accuracy]\n  parallelTrialCount: 1\n  maxTrialCount: {trials}"
         ),
@@ -294,7 +302,7 @@ impl Drop for Browser {
 #[test]
 fn dashboard_api_answers_and_guards_loopback() {
     let sb = Sandbox::new();
-    let file = experiment(&sb, "api", 4, 0.0);
+    let file = experiment(&sb, "api", 4, 0.0, None);
     let out = sb.run(&["run", &file, "--seed", "7"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let d = Dashboard::start(&sb);
@@ -342,7 +350,7 @@ fn dashboard_api_answers_and_guards_loopback() {
 #[test]
 fn dashboard_pages_load_cleanly_and_a_running_experiment_updates_in_place() {
     let sb = Sandbox::new();
-    let file = experiment(&sb, "done", 6, 0.0);
+    let file = experiment(&sb, "done", 6, 0.0, None);
     let out = sb.run(&["run", &file, "--seed", "3"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let Some(binary) =
@@ -350,7 +358,8 @@ fn dashboard_pages_load_cleanly_and_a_running_experiment_updates_in_place() {
     else {
         return;
     };
-    let live_file = experiment(&sb, "live", 6, 0.5);
+    let gate = sb.path().join("live-trials-may-go");
+    let live_file = experiment(&sb, "live", 6, 0.2, Some(&gate));
     let mut run = sb
         .cmd(&["run", &live_file, "--seed", "4"])
         .stdout(Stdio::null())
@@ -422,7 +431,11 @@ fn dashboard_pages_load_cleanly_and_a_running_experiment_updates_in_place() {
         .eval("Number(document.body.dataset.firstTrials)")
         .as_u64()
         .unwrap();
-    assert!(first < 6, "the experiment finished before the page opened");
+    assert_eq!(
+        first, 1,
+        "only the gated first trial exists before the gate opens"
+    );
+    std::fs::write(&gate, "").unwrap();
     b.wait_for(
         "a trial added without reload",
         &format!("document.querySelectorAll('tr.trial').length > {first}"),
