@@ -6,11 +6,14 @@
 //!     --algorithms bayesianoptimization --problems branin,hartmann6 --seeds 10 --first-seed 0
 //!
 //! Flags: --algorithms a,b (`name;key=value` sets a setting), --problems p,q, --seeds N
-//! (default 10), --first-seed S (default 0), --trials N (default: each problem's budget).
+//! (default 10), --first-seed S (default 0), --trials N (default: each problem's budget),
+//! --per-seed FILE (also write every run's final regret, one `algorithm problem seed regret`
+//! line each, for comparisons that need more than quartiles: `bench/peers/compare.py`).
 //! Prints one line per algorithm and problem: median, q1, q3 of the final regret and the mean
 //! milliseconds of the suggestion at trials 25, 50 and 100.
 
 use std::error::Error;
+use std::io::Write;
 use std::time::Instant;
 use vernier_bench::{AlgorithmSpec, Stopwatch};
 
@@ -32,6 +35,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     let mut algorithms = vec!["random".to_string()];
     let mut problems = vec!["branin".to_string()];
     let (mut seeds, mut first_seed, mut trials) = (10_u64, 0_u64, None::<usize>);
+    let mut per_seed: Option<std::fs::File> = None;
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
         let value = args
@@ -44,10 +48,16 @@ fn main() -> Result<(), Box<dyn Error>> {
             "--seeds" => seeds = value.parse()?,
             "--first-seed" => first_seed = value.parse()?,
             "--trials" => trials = Some(value.parse()?),
+            "--per-seed" => {
+                let mut file = std::fs::File::create(&value)
+                    .map_err(|e| format!("--per-seed {value:?}: {e}"))?;
+                writeln!(file, "algorithm\tproblem\tseed\tregret")?;
+                per_seed = Some(file);
+            }
             _ => {
                 return Err(format!(
                     "unknown flag {flag:?}\nhint: use --algorithms, --problems, --seeds, \
-                     --first-seed, --trials"
+                     --first-seed, --trials, --per-seed"
                 )
                 .into());
             }
@@ -68,6 +78,12 @@ fn main() -> Result<(), Box<dyn Error>> {
                 &mut clock,
                 &mut |_| {},
             )?;
+            if let Some(file) = per_seed.as_mut() {
+                for run in &c.runs {
+                    let (a, p) = (&c.algorithm, &c.problem);
+                    writeln!(file, "{a}\t{p}\t{}\t{:e}", run.seed, run.final_regret)?;
+                }
+            }
             let ms = |p: &str| {
                 c.suggest_ms_at
                     .get(p)
