@@ -160,15 +160,17 @@ fn trials_to_reach(values: &[(Assignment, f64)], target: f64) -> Option<usize> {
     values.iter().position(|(_, v)| *v <= target).map(|i| i + 1)
 }
 
-/// Over ten seeds, the warm-started run reaches the first run's best in fewer trials than the
-/// first run took, in a majority of seeds and in total (as measured: 7 of 10 seeds, 91 trials
-/// against 176). Not in every seed: a first run that found its best by luck early (trial 4 of
-/// 30 with seed 5, trial 1 with seed 9) sets a target a 30-trial TPE run may not reach again.
+/// Over sixty seeds, the warm-started run reaches the first run's best in fewer trials than
+/// the first run took, in a majority of seeds and in total (as measured: 36 of 60 seeds, 1041
+/// trials against 1284). Not in every seed: a first run that found its best by luck early
+/// (trial 1 of 30 with seed 9) sets a target a 30-trial TPE run may not reach again, and ten
+/// seeds are too few to show a 60 % majority (5 of 10 with TPE's 15 % good set).
 #[test]
 fn a_warm_started_run_reaches_the_first_runs_best_in_fewer_trials() {
     const TRIALS: usize = 30;
+    const SEEDS: u64 = 60;
     let (mut wins, mut first_total, mut second_total) = (0, 0, 0);
-    for seed in 1..=10u64 {
+    for seed in 1..=SEEDS {
         let first = branin_run("tpe", seed, TRIALS, &[]);
         let best = first.iter().map(|(_, v)| *v).fold(f64::INFINITY, f64::min);
         let first_needed = trials_to_reach(&first, best).unwrap();
@@ -190,9 +192,12 @@ fn a_warm_started_run_reaches_the_first_runs_best_in_fewer_trials() {
         second_total += second_needed;
     }
     eprintln!(
-        "fewer trials in {wins} of 10 seeds; {second_total} trials in all against {first_total}"
+        "fewer trials in {wins} of {SEEDS} seeds; {second_total} trials in all against {first_total}"
     );
-    assert!(wins > 5, "fewer trials in only {wins} of 10 seeds");
+    assert!(
+        wins as u64 > SEEDS / 2,
+        "fewer trials in only {wins} of {SEEDS} seeds"
+    );
     assert!(
         second_total < first_total,
         "{second_total} trials against {first_total}"

@@ -173,15 +173,40 @@ fn seeded_proposals_are_exact() {
         got,
         vec![
             vec![
-                "lr=0.00013042425328013848, layers=1, width=8, momentum=0.5, opt=adam, batch=32",
-                "lr=0.002691447012187139, layers=9, width=197, momentum=0.95, opt=adam, batch=32",
+                "lr=0.00013042425328013848, layers=9, width=8, momentum=0.95, opt=adam, batch=32",
+                "lr=0.032359905396705455, layers=1, width=194, momentum=0.5, opt=adam, batch=32",
             ],
             vec![
-                "lr=0.007244864816795966, layers=5, width=9, momentum=0.55, opt=adam, batch=32",
-                "lr=0.008694411403492064, layers=5, width=48, momentum=0.6, opt=adam, batch=32",
+                "lr=0.03775502345494692, layers=7, width=34, momentum=0.65, opt=adam, batch=32",
+                "lr=0.06407226280259566, layers=7, width=138, momentum=0.65, opt=adam, batch=32",
             ],
         ]
     );
+}
+
+#[test]
+fn the_good_set_is_fifteen_percent_capped_at_25_unless_gamma_is_set() {
+    // (gamma setting, finished trials, good trials)
+    let table = [
+        (None, 0, 0),
+        (None, 1, 1),
+        (None, 10, 2),
+        (None, 15, 3),
+        (None, 50, 8),
+        (None, 100, 15),
+        (None, 166, 25),
+        (None, 1000, 25),
+        (Some(0.1), 50, 5),
+        (Some(0.1), 1000, 100),
+        (Some(0.5), 3, 2),
+    ];
+    for (gamma, n, want) in table {
+        assert_eq!(
+            super::good_set_size(gamma, n),
+            want,
+            "gamma {gamma:?}, n {n}"
+        );
+    }
 }
 
 #[test]
