@@ -83,10 +83,9 @@ const DEFAULT_PRIOR_WEIGHT: f64 = 1.0;
 const MAX_EI_CANDIDATES: i64 = 100_000;
 /// The default good fraction, BOHB's `top_n_percent` (Falkner et al. 2018): Optuna's 0.1
 /// leaves 5 good trials at 50, so few that `l(x)` is mostly the prior kernel and the
-/// magic-clipped bandwidths. 0.15 lowered the median regret on
-/// five of six benchmark problems in each of two 80-seed sets, chosen on seeds 0–79 and
-/// confirmed on 80–159, and was not significantly worse on any (BENCHMARKS.md, "TPE's good
-/// set").
+/// magic-clipped bandwidths. 0.15 lowered the median regret on five of six benchmark problems
+/// in each of two 80-seed sets (chosen on seeds 0–79, confirmed on 80–159) and was not
+/// significantly worse on any (BENCHMARKS.md, "TPE's good set").
 const DEFAULT_GAMMA: f64 = 0.15;
 /// Optuna's default `gamma` caps the good set at this many trials.
 const MAX_DEFAULT_BELOW: usize = 25;
