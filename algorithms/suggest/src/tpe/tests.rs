@@ -173,8 +173,8 @@ fn seeded_proposals_are_exact() {
         got,
         vec![
             vec![
-                "lr=0.00013042425328013848, layers=9, width=8, momentum=0.95, opt=adam, batch=32",
-                "lr=0.032359905396705455, layers=1, width=194, momentum=0.5, opt=adam, batch=32",
+                "lr=0.00013716640191234873, layers=9, width=9, momentum=0.5, opt=adam, batch=32",
+                "lr=0.039420722860710695, layers=1, width=196, momentum=0.95, opt=adam, batch=32",
             ],
             vec![
                 "lr=0.03775502345494692, layers=7, width=34, momentum=0.65, opt=adam, batch=32",
@@ -209,19 +209,42 @@ fn the_good_set_is_fifteen_percent_capped_at_25_unless_gamma_is_set() {
     }
 }
 
-#[test]
-fn tpe_is_multivariate_unless_told_otherwise() {
+/// Two seeded proposals of `name` with `settings` (Vernier's own defaults: not the
+/// module's univariate `build`) after 15 trials on the mixed space.
+fn two_seeded_proposals(name: &str, settings: &[(&str, &str)]) -> Vec<String> {
     let space = mixed_space();
     let o = Objective::new("loss", Direction::Minimize);
     let trials = history(&space, 15, 1, mixed_loss);
-    let run = |name: &str, settings: &[(&str, &str)]| {
-        let pairs: Vec<(String, String)> = settings
-            .iter()
-            .map(|(a, b)| (a.to_string(), b.to_string()))
-            .collect();
-        let alg = super::build(name, &pairs, &space, &o).unwrap();
-        texts(&suggest(alg.as_ref(), &space, &o, &trials, 2, 42))
-    };
+    let pairs: Vec<(String, String)> = settings
+        .iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect();
+    let alg = super::build(name, &pairs, &space, &o).unwrap();
+    texts(&suggest(alg.as_ref(), &space, &o, &trials, 2, 42))
+}
+
+#[test]
+fn candidates_default_to_48_joint_and_24_per_parameter() {
+    let run = two_seeded_proposals;
+    let univariate = [("multivariate", "false")];
+    let (u24, u48) = (
+        [("multivariate", "false"), ("n_ei_candidates", "24")],
+        [("multivariate", "false"), ("n_ei_candidates", "48")],
+    );
+    assert_eq!(run("tpe", &univariate), run("tpe", &u24));
+    assert_ne!(run("tpe", &univariate), run("tpe", &u48));
+    let j48 = [("n_ei_candidates", "48")];
+    assert_eq!(run("multivariate-tpe", &[]), run("multivariate-tpe", &j48));
+    assert_ne!(
+        run("multivariate-tpe", &[]),
+        run("multivariate-tpe", &[("n_ei_candidates", "24")])
+    );
+}
+
+#[test]
+fn tpe_is_multivariate_unless_told_otherwise() {
+    let (space, o) = (mixed_space(), Objective::new("loss", Direction::Minimize));
+    let run = two_seeded_proposals;
     let joint = run("multivariate-tpe", &[]);
     assert_eq!(run("tpe", &[]), joint);
     assert_eq!(run("tpe", &[("multivariate", "true")]), joint);
