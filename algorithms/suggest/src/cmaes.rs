@@ -716,37 +716,12 @@ impl Suggester for CmaEs {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_params::{pairs, param, unit};
     use proptest::prelude::*;
-    use vernier_core::{Direction, Distribution, ParamValue, Parameter, TrialState};
-
-    fn param(name: &str, domain: Domain, distribution: Distribution) -> Parameter {
-        Parameter {
-            name: name.into(),
-            domain,
-            distribution,
-        }
-    }
-
-    fn unit(name: &str) -> Parameter {
-        param(
-            name,
-            Domain::Double {
-                min: 0.0,
-                max: 1.0,
-                step: None,
-            },
-            Distribution::Uniform,
-        )
-    }
+    use vernier_core::{Direction, Distribution, ParamValue, TrialState};
 
     fn square() -> SearchSpace {
         SearchSpace::new(vec![unit("x"), unit("y")]).unwrap()
-    }
-
-    fn pairs(p: &[(&str, &str)]) -> Vec<(String, String)> {
-        p.iter()
-            .map(|(a, b)| (a.to_string(), b.to_string()))
-            .collect()
     }
 
     fn cmaes(space: &SearchSpace, settings: &[(&str, &str)]) -> CmaEs {

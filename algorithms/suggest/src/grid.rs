@@ -234,6 +234,7 @@ pub(crate) fn splitmix64(state: &mut u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_params::pairs;
     use proptest::prelude::*;
     use std::collections::BTreeMap;
     use vernier_core::{Direction, Distribution, TrialState};
@@ -305,12 +306,6 @@ mod tests {
             ),
         ])
         .unwrap()
-    }
-
-    fn pairs(p: &[(&str, &str)]) -> Vec<(String, String)> {
-        p.iter()
-            .map(|(a, b)| (a.to_string(), b.to_string()))
-            .collect()
     }
 
     fn grid(space: &SearchSpace, settings: &[(&str, &str)]) -> Box<dyn Suggester> {

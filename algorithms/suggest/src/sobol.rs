@@ -235,29 +235,10 @@ pub(crate) fn normal_quantile(p: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_params::{pairs, param, unit};
     use proptest::prelude::*;
     use std::collections::{BTreeMap, HashSet};
     use vernier_core::{Direction, TrialRecord, TrialState};
-
-    fn param(name: &str, domain: Domain, distribution: Distribution) -> Parameter {
-        Parameter {
-            name: name.into(),
-            domain,
-            distribution,
-        }
-    }
-
-    fn unit(name: &str) -> Parameter {
-        param(
-            name,
-            Domain::Double {
-                min: 0.0,
-                max: 1.0,
-                step: None,
-            },
-            Distribution::Uniform,
-        )
-    }
 
     fn mixed_space() -> SearchSpace {
         use crate::test_params::{categorical, discrete, double, int};
@@ -272,12 +253,8 @@ mod tests {
     }
 
     fn sobol(settings: &[(&str, &str)]) -> Box<dyn Suggester> {
-        let pairs: Vec<(String, String)> = settings
-            .iter()
-            .map(|(a, b)| (a.to_string(), b.to_string()))
-            .collect();
         let o = Objective::new("loss", Direction::Minimize);
-        build("sobol", &pairs, &mixed_space(), &o).unwrap()
+        build("sobol", &pairs(settings), &mixed_space(), &o).unwrap()
     }
 
     fn ask(

@@ -1,7 +1,16 @@
-//! Parameter constructors and the mixed search space shared by the algorithms' unit tests, so
-//! a test space reads as one line per parameter and the common one is written once.
+//! Parameter constructors, the mixed search space and the settings conversion shared by the
+//! algorithms' unit tests, so a test space reads as one line per parameter and each helper is
+//! written once.
 
 use vernier_core::{Distribution, Domain, Parameter, SearchSpace};
+
+pub fn param(name: &str, domain: Domain, distribution: Distribution) -> Parameter {
+    Parameter {
+        name: name.into(),
+        domain,
+        distribution,
+    }
+}
 
 pub fn double(
     name: &str,
@@ -9,12 +18,7 @@ pub fn double(
     step: Option<f64>,
     distribution: Distribution,
 ) -> Parameter {
-    let domain = Domain::Double { min, max, step };
-    Parameter {
-        name: name.into(),
-        domain,
-        distribution,
-    }
+    param(name, Domain::Double { min, max, step }, distribution)
 }
 
 pub fn int(
@@ -23,30 +27,22 @@ pub fn int(
     step: Option<i64>,
     distribution: Distribution,
 ) -> Parameter {
-    let domain = Domain::Int { min, max, step };
-    Parameter {
-        name: name.into(),
-        domain,
-        distribution,
-    }
+    param(name, Domain::Int { min, max, step }, distribution)
+}
+
+/// A uniform double on [0, 1].
+pub fn unit(name: &str) -> Parameter {
+    double(name, (0.0, 1.0), None, Distribution::Uniform)
 }
 
 pub fn categorical(name: &str, values: &[&str]) -> Parameter {
     let values = values.iter().map(|v| v.to_string()).collect();
-    Parameter {
-        name: name.into(),
-        domain: Domain::Categorical { values },
-        distribution: Distribution::Uniform,
-    }
+    param(name, Domain::Categorical { values }, Distribution::Uniform)
 }
 
 pub fn discrete(name: &str, values: &[&str]) -> Parameter {
     let values = values.iter().map(|v| v.to_string()).collect();
-    Parameter {
-        name: name.into(),
-        domain: Domain::Discrete { values },
-        distribution: Distribution::Uniform,
-    }
+    param(name, Domain::Discrete { values }, Distribution::Uniform)
 }
 
 /// One parameter of every kind and most distributions: a log-uniform learning rate, a stepped
@@ -60,4 +56,12 @@ pub fn mixed_space() -> SearchSpace {
         discrete("batch", &["16", "32", "64"]),
     ])
     .unwrap()
+}
+
+/// Settings as the algorithms take them, from string literals.
+pub fn pairs(settings: &[(&str, &str)]) -> Vec<(String, String)> {
+    settings
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
 }

@@ -35,28 +35,16 @@ fn run_problem(problem: &Problem, opt: &GpOptimizer, trials: usize, seed: u64) -
     problem.regret(best)
 }
 
+/// A uniform double without a step.
 fn double(name: &str, min: f64, max: f64) -> vernier_core::Parameter {
-    vernier_core::Parameter {
-        name: name.into(),
-        domain: vernier_core::Domain::Double {
-            min,
-            max,
-            step: None,
-        },
-        distribution: vernier_core::Distribution::Uniform,
-    }
+    let uniform = vernier_core::Distribution::Uniform;
+    crate::test_params::double(name, (min, max), None, uniform)
 }
 
+/// A uniform integer without a step.
 fn int(name: &str, min: i64, max: i64) -> vernier_core::Parameter {
-    vernier_core::Parameter {
-        name: name.into(),
-        domain: vernier_core::Domain::Int {
-            min,
-            max,
-            step: None,
-        },
-        distribution: vernier_core::Distribution::Uniform,
-    }
+    let uniform = vernier_core::Distribution::Uniform;
+    crate::test_params::int(name, (min, max), None, uniform)
 }
 
 fn mixed_space() -> SearchSpace {
@@ -435,11 +423,7 @@ fn finite_space_runs_out() {
 fn settings_are_validated() {
     let space = mixed_space();
     let o = Objective::new("loss", Direction::Minimize);
-    let pairs = |p: &[(&str, &str)]| -> Vec<(String, String)> {
-        p.iter()
-            .map(|(a, b)| (a.to_string(), b.to_string()))
-            .collect()
-    };
+    let pairs = crate::test_params::pairs;
     let ok = pairs(&[
         ("base_estimator", "GP"),
         ("n_initial_points", "5"),

@@ -1,6 +1,7 @@
 //! Seeded, property and behaviour tests of both TPE variants.
 
 use super::*;
+use crate::test_params::pairs;
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 use vernier_core::{Direction, Distribution, Domain, ParamValue, TrialRecord, TrialState};
@@ -104,14 +105,10 @@ fn history(
 }
 
 fn algorithm(name: &str, settings: &[(&str, &str)]) -> Box<dyn Suggester> {
-    let pairs: Vec<(String, String)> = settings
-        .iter()
-        .map(|(a, b)| (a.to_string(), b.to_string()))
-        .collect();
     let space = space_1d(0.0, 1.0);
     build(
         name,
-        &pairs,
+        &pairs(settings),
         &space,
         &Objective::new("loss", Direction::Minimize),
     )
@@ -215,11 +212,7 @@ fn two_seeded_proposals(name: &str, settings: &[(&str, &str)]) -> Vec<String> {
     let space = mixed_space();
     let o = Objective::new("loss", Direction::Minimize);
     let trials = history(&space, 15, 1, mixed_loss);
-    let pairs: Vec<(String, String)> = settings
-        .iter()
-        .map(|(a, b)| (a.to_string(), b.to_string()))
-        .collect();
-    let alg = super::build(name, &pairs, &space, &o).unwrap();
+    let alg = super::build(name, &pairs(settings), &space, &o).unwrap();
     texts(&suggest(alg.as_ref(), &space, &o, &trials, 2, 42))
 }
 
@@ -462,16 +455,13 @@ fn rejects_bad_settings_naming_setting_and_value() {
                 "{e}"
             );
         }
-        let ok: Vec<(String, String)> = [
+        let ok = pairs(&[
             ("n_startup_trials", "0"),
             ("n_EI_candidates", "48"),
             ("gamma", "0.25"),
             ("prior_weight", "2.0"),
             ("random_state", "7"),
-        ]
-        .iter()
-        .map(|(a, b)| (a.to_string(), b.to_string()))
-        .collect();
+        ]);
         assert!(build(name, &ok, &space, &o).is_ok());
     }
 }
