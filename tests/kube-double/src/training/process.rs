@@ -2,7 +2,8 @@
 //! simulation needs: no shell, environment from the container spec (values, and `fieldRef`s
 //! to the pod's metadata), `$(VAR)` references expanded as Kubernetes does, stdout and stderr
 //! into the pod log through one pipe, so the log keeps the order the process wrote in (two
-//! pipes read by two tasks could interleave a late stderr line before earlier stdout). The process is killed when its task is dropped (job deleted).
+//! pipes read by two tasks could interleave a late stderr line before earlier stdout). The
+//! process is killed when its task is dropped (job deleted).
 
 use crate::logs::LogSink;
 use serde_json::Value;
@@ -157,13 +158,10 @@ impl Started {
             sink,
             output,
         } = self;
-        let copy = {
+        let copy = tokio::task::spawn_blocking({
             let sink = sink.clone();
-            let reader = tokio::task::spawn_blocking(move || copy_to(output, &sink));
-            async move {
-                let _ = reader.await;
-            }
-        };
+            move || copy_to(output, &sink)
+        });
         let exited = async {
             let Some((mut stop, grace)) = stop else {
                 return child.wait().await;
