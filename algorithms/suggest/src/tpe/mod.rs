@@ -207,10 +207,6 @@ struct Tpe {
 struct Model(Vec<Mixture>);
 
 impl Tpe {
-    fn n_below(&self, n: usize) -> usize {
-        good_set_size(self.gamma, n)
-    }
-
     /// `rows` are encoded observations in chronological order; only the latest
     /// [`MODEL_MAX_POINTS`] are used.
     fn fit(&self, dims: &[Dim], rows: &[&[f64]]) -> Model {
@@ -401,7 +397,7 @@ impl Suggester for Tpe {
                 .then(observed[*i].1.total_cmp(&observed[*j].1))
         });
         let mut good = vec![false; n];
-        for i in by_loss.iter().take(self.n_below(n)) {
+        for i in by_loss.iter().take(good_set_size(self.gamma, n)) {
             good[*i] = true;
         }
         let rows: Vec<Vec<f64>> = observed
