@@ -485,6 +485,7 @@ impl Hyperband {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_params::pairs as settings;
     use proptest::prelude::*;
     use vernier_core::{Direction, Distribution, Domain, Parameter, TrialState};
 
@@ -547,13 +548,6 @@ mod tests {
             ),
         ])
         .unwrap()
-    }
-
-    fn settings(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-        pairs
-            .iter()
-            .map(|(a, b)| (a.to_string(), b.to_string()))
-            .collect()
     }
 
     fn hb(eta: &str, r_l: &str, space: &SearchSpace) -> Hyperband {

@@ -169,13 +169,7 @@ impl EarlyStopper for MedianStop {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn settings(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-        pairs
-            .iter()
-            .map(|(a, b)| (a.to_string(), b.to_string()))
-            .collect()
-    }
+    use crate::test_params::pairs as settings;
 
     fn progress<'a>(name: &'a str, state: TrialState, values: &'a [f64]) -> TrialProgress<'a> {
         TrialProgress {

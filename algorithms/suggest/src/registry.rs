@@ -95,6 +95,7 @@ pub fn seed_setting(algorithm: &str, settings: &[(String, String)]) -> Option<u6
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_params::pairs as settings;
     use vernier_core::{Direction, Distribution, Domain, Parameter};
 
     fn space() -> SearchSpace {
@@ -108,13 +109,6 @@ mod tests {
             distribution: Distribution::Uniform,
         }])
         .unwrap()
-    }
-
-    fn settings(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-        pairs
-            .iter()
-            .map(|(a, b)| (a.to_string(), b.to_string()))
-            .collect()
     }
 
     #[test]

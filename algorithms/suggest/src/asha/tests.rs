@@ -1,6 +1,7 @@
 //! ASHA's rungs, settings errors, promotion rule, restarts and the pruner's decisions.
 
 use super::*;
+use crate::test_params::pairs as settings;
 use proptest::prelude::*;
 use vernier_core::{
     Assignment, Direction, Distribution, Domain, EarlyStopper, EarlyStoppingRequest, Parameter,
@@ -43,13 +44,6 @@ fn epochs(min: i64, max: i64) -> Domain {
         max,
         step: None,
     }
-}
-
-fn settings(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-    pairs
-        .iter()
-        .map(|(a, b)| (a.to_string(), b.to_string()))
-        .collect()
 }
 
 fn asha(pairs: &[(&str, &str)], space: &SearchSpace) -> Asha {

@@ -1,5 +1,6 @@
 use super::*;
 use crate::hyperband::{BRACKET_LABEL, PARENT_LABEL, RUNG_LABEL};
+use crate::test_params::pairs as settings;
 use proptest::prelude::*;
 use rand::SeedableRng;
 use std::collections::{BTreeMap, HashSet};
@@ -29,13 +30,6 @@ fn space() -> SearchSpace {
         distribution: Distribution::Uniform,
     };
     SearchSpace::new(vec![double("x"), double("y"), epochs]).unwrap()
-}
-
-fn settings(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-    pairs
-        .iter()
-        .map(|(a, b)| (a.to_string(), b.to_string()))
-        .collect()
 }
 
 fn bohb(extra: &[(&str, &str)]) -> Box<dyn Suggester> {

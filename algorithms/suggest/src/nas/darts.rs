@@ -178,6 +178,7 @@ impl Suggester for Darts {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_params::pairs as settings;
     use vernier_core::{Direction, NasOperation, NasParameter, Objective, SearchSpace};
 
     fn space(layers: i32, ops: Vec<NasOperation>) -> SearchSpace {
@@ -197,13 +198,6 @@ mod tests {
                 vec![NasParameter::categorical("filter_size", sizes)]
             },
         }
-    }
-
-    fn settings(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-        pairs
-            .iter()
-            .map(|(a, b)| (a.to_string(), b.to_string()))
-            .collect()
     }
 
     /// Katib's `test_darts_service.py` request, and the exact texts Katib's service sends.

@@ -2,15 +2,9 @@
 
 use super::explore::perturb;
 use super::*;
+use crate::test_params::pairs as settings;
 use proptest::prelude::*;
 use vernier_core::{Direction, Distribution, Domain, ParamValue, Parameter, TrialState};
-
-fn settings(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-    pairs
-        .iter()
-        .map(|(a, b)| (a.to_string(), b.to_string()))
-        .collect()
-}
 
 fn base(extra: &[(&str, &str)]) -> Vec<(String, String)> {
     let mut s = settings(&[
