@@ -22,6 +22,9 @@ pub struct RunHooks {
     pub push_address: Option<String>,
     /// Where proposals come from instead of the built-in algorithm.
     pub suggestion_source: Option<Arc<dyn SuggestionSource>>,
+    /// `spec.warmStart` as the caller already read it (`vernier run` reads it to refuse a bad
+    /// one before recording the experiment); `None` has the driver read it.
+    pub warm_start: Option<crate::warm_start::WarmStart>,
 }
 
 /// One request for proposals, with Katib's controller semantics: the whole history, how many

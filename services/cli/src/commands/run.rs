@@ -13,6 +13,7 @@ use vernier_runner::driver::{self, Outcome};
 use vernier_runner::extend::NewLimits;
 use vernier_runner::lease::ExperimentLease;
 use vernier_runner::process::StopLevel;
+use vernier_runner::warm_start::WarmStart;
 use vernier_runner::{LocalExperiment, LocalPaths, RunHooks, SourceError, work_dir_of};
 use vernier_spec::plan::Completion;
 use vernier_store::SqlStore;
@@ -78,8 +79,9 @@ pub async fn run(
     };
     vernier_engine::check_settings(&exp, algorithm)?;
     // A warm start that cannot be read (a missing experiment, a bad or oversized file) is
-    // refused before the experiment is recorded, so it leaves nothing behind to delete.
-    vernier_runner::warm_start::load(&store, &exp).await?;
+    // refused before the experiment is recorded, so it leaves nothing behind to delete; the
+    // driver starts from what was read here.
+    let warm = vernier_runner::warm_start::load(&store, &exp).await?;
     let seed = seed
         .or_else(|| exp.setting_seed())
         .unwrap_or_else(random_seed);
@@ -96,7 +98,7 @@ pub async fn run(
         exp.space.len(),
         exp.paths.log_dir.display()
     );
-    drive(&store, db, &exp, seed, plugins, lease).await
+    drive(&store, db, &exp, seed, plugins, lease, Some(warm)).await
 }
 
 pub async fn resume(
@@ -160,7 +162,7 @@ pub async fn resume(
             String::new()
         }
     );
-    drive(&store, db, &exp, row.seed as u64, plugins, lease).await
+    drive(&store, db, &exp, row.seed as u64, plugins, lease, None).await
 }
 
 /// Refuses, before anything is recorded or run, an experiment only a cluster can run; notes
@@ -181,7 +183,8 @@ fn check_local(exp: &LocalExperiment) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Runs the driver with Ctrl-C / SIGTERM handling and prints the result.
+/// Runs the driver with Ctrl-C / SIGTERM handling and prints the result. `warm` is the warm
+/// start already read by the caller's checks; `None` has the driver read it.
 async fn drive(
     store: &SqlStore,
     db: &str,
@@ -189,8 +192,9 @@ async fn drive(
     seed: u64,
     plugins: &Plugins,
     lease: ExperimentLease,
+    warm: Option<WarmStart>,
 ) -> anyhow::Result<Exit> {
-    let result = drive_leased(store, db, exp, seed, plugins, &lease).await;
+    let result = drive_leased(store, db, exp, seed, plugins, &lease, warm).await;
     let released = lease.release().await;
     let exit = result?;
     released?;
@@ -204,6 +208,7 @@ async fn drive_leased(
     seed: u64,
     plugins: &Plugins,
     lease: &ExperimentLease,
+    warm: Option<WarmStart>,
 ) -> anyhow::Result<Exit> {
     let (stop_tx, stop_rx) = watch::channel(StopLevel::Run);
     let signals = tokio::spawn(watch_signals(stop_tx));
@@ -211,6 +216,7 @@ async fn drive_leased(
     let hooks = RunHooks {
         push_address: Some(push.address.clone()),
         suggestion_source: plugins.source_for(exp, Some(store))?,
+        warm_start: warm,
     };
     if let Some(source) = &hooks.suggestion_source {
         outln!("suggestions come from {}", source.describe());

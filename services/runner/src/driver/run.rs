@@ -88,7 +88,10 @@ impl<'a> Run<'a> {
             status: row.status,
             next_seq: trials.len() as u64,
             trials,
-            warm: crate::warm_start::load(store, exp).await?,
+            warm: match &shell.hooks.warm_start {
+                Some(warm) => warm.clone(),
+                None => crate::warm_start::load(store, exp).await?,
+            },
             monitor: EarlyStopMonitor::for_experiment(exp)?,
             suggester,
             shell,
