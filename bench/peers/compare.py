@@ -6,7 +6,8 @@
         --pair tpe=optuna-tpe --pair cmaes=optuna-cmaes
 
 `--vernier` files are the `--per-seed` output of the `regret` example of vernier-bench
-(`algorithm problem seed regret`, tab-separated); `--peers` files are `peers.py` results.
+(`algorithm problem seed regret`, tab-separated) or the output of `vernier benchmark --format
+json` (its runs carry six significant digits); `--peers` files are `peers.py` results.
 For each pair and problem, over the seeds both have:
 
 - the median final regret of each and their ratio (Vernier / peer; below 1 is ahead), with a
@@ -38,6 +39,11 @@ def load_vernier(paths):
     runs = defaultdict(dict)
     for path in paths:
         with open(path) as f:
+            if f.read(1) == "[":
+                f.seek(0)
+                load_benchmark_json(path, json.load(f), runs)
+                continue
+            f.seek(0)
             header = f.readline().rstrip("\n").split("\t")
             if header != ["algorithm", "problem", "seed", "regret"]:
                 raise SystemExit(f"{path}: header {header!r} is not a --per-seed file")
@@ -45,6 +51,16 @@ def load_vernier(paths):
                 algorithm, problem, seed, regret = line.rstrip("\n").split("\t")
                 runs[(algorithm, problem)][int(seed)] = float(regret)
     return runs
+
+
+def load_benchmark_json(path, cells, runs):
+    """`vernier benchmark --format json`: one cell per algorithm and problem, each with its runs."""
+    for cell in cells:
+        if not isinstance(cell, dict) or "runs" not in cell:
+            raise SystemExit(f"{path}: not the output of `vernier benchmark --format json`")
+        for run in cell["runs"]:
+            if run.get("final_regret") is not None:
+                runs[(cell["algorithm"], cell["problem"])][run["seed"]] = run["final_regret"]
 
 
 def load_peers(paths):
