@@ -1,6 +1,7 @@
 //! Warm start, enqueued configurations and ASHA through the real binary: earlier results are
-//! history (never re-run by grid, never counted), enqueued configurations run first, and
-//! `vernier enqueue` adds one to an interrupted experiment that `resume` then runs.
+//! history (never re-run by grid, never counted, still there after a resume), enqueued
+//! configurations run first, and `vernier enqueue` adds one to an interrupted experiment that
+//! `resume` then runs.
 
 use crate::harness::{Sandbox, last_condition, python_experiment, text};
 
@@ -186,6 +187,39 @@ fn enqueue_adds_a_configuration_that_resume_runs_first() {
         text(&out).contains("has already finished"),
         "{}",
         text(&out)
+    );
+}
+
+#[test]
+fn a_resumed_experiment_still_starts_from_its_warm_start() {
+    let sb = Sandbox::new();
+    // The first trial stops its own driver, as Ctrl-C would; `resume` then reads the warm
+    // start itself, where `run` had handed the driver the copy it checked.
+    let script = "import os, signal, sys\nx = float(sys.argv[1])\nprint(f'loss={(x - 0.3) ** 2}')\n\
+                  if os.path.exists('stop-once'):\n    os.remove('stop-once')\n    \
+                  os.kill(os.getppid(), signal.SIGTERM)";
+    sb.write("stop-once", "");
+    sb.write(
+        "known.jsonl",
+        "{\"x\": 0, \"loss\": 0.09}\n{\"x\": 1, \"loss\": 0.49}\n",
+    );
+    let extra = "  parallelTrialCount: 1\n  maxTrialCount: 10\n  warmStart:\n    file: known.jsonl";
+    let file = sb.write("exp.yaml", &grid_experiment("resumed", script, extra));
+    let out = sb.run(&["run", file.to_str().unwrap(), "--seed", "6"]);
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out));
+    let before = xs(&sb.report("resumed"));
+    assert_eq!(before.len(), 1, "{before:?}");
+
+    let out = sb.run(&["resume", "resumed"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let r = sb.report("resumed");
+    let mut ran = xs(&r);
+    // Grid ran each of the three points the warm start did not know, once, then ran out.
+    ran.sort();
+    assert_eq!(ran, ["0.25", "0.5", "0.75"], "{}", text(&out));
+    assert_eq!(
+        last_condition(&r)["reason"],
+        "ExperimentSuggestionEndReached"
     );
 }
 
