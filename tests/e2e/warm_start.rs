@@ -14,6 +14,12 @@ fn experiment(name: &str, script: &str, extra: &str) -> String {
 
 const LOSS: &str = "import sys; x = float(sys.argv[1]); print(f'loss={(x - 0.3) ** 2}')";
 
+/// Reports like `LOSS`; if the file `stop-once` exists, removes it and stops its own driver,
+/// as Ctrl-C would, leaving the experiment interrupted.
+const STOPS_ONCE: &str = "import os, signal, sys\nx = float(sys.argv[1])\nprint(f'loss={(x - 0.3) ** 2}')\n\
+                          if os.path.exists('stop-once'):\n    os.remove('stop-once')\n    \
+                          os.kill(os.getppid(), signal.SIGTERM)";
+
 /// A grid over x in {0, 0.25, 0.5, 0.75, 1}.
 fn grid_experiment(name: &str, script: &str, extra: &str) -> String {
     experiment(name, script, extra)
@@ -116,15 +122,12 @@ fn enqueue_adds_a_configuration_that_resume_runs_first() {
     let sb = Sandbox::new();
     // The first trial stops its own driver (as Ctrl-C would), leaving the experiment
     // interrupted; later trials just report.
-    let script = "import os, signal, sys\nx = float(sys.argv[1])\nprint(f'loss={(x - 0.3) ** 2}')\n\
-                  if os.path.exists('stop-once'):\n    os.remove('stop-once')\n    \
-                  os.kill(os.getppid(), signal.SIGTERM)";
     sb.write("stop-once", "");
     let file = sb.write(
         "exp.yaml",
         &experiment(
             "queued",
-            script,
+            STOPS_ONCE,
             "  parallelTrialCount: 1\n  maxTrialCount: 3",
         ),
     );
@@ -195,16 +198,13 @@ fn a_resumed_experiment_still_starts_from_its_warm_start() {
     let sb = Sandbox::new();
     // The first trial stops its own driver, as Ctrl-C would; `resume` then reads the warm
     // start itself, where `run` had handed the driver the copy it checked.
-    let script = "import os, signal, sys\nx = float(sys.argv[1])\nprint(f'loss={(x - 0.3) ** 2}')\n\
-                  if os.path.exists('stop-once'):\n    os.remove('stop-once')\n    \
-                  os.kill(os.getppid(), signal.SIGTERM)";
     sb.write("stop-once", "");
     sb.write(
         "known.jsonl",
         "{\"x\": 0, \"loss\": 0.09}\n{\"x\": 1, \"loss\": 0.49}\n",
     );
     let extra = "  parallelTrialCount: 1\n  maxTrialCount: 10\n  warmStart:\n    file: known.jsonl";
-    let file = sb.write("exp.yaml", &grid_experiment("resumed", script, extra));
+    let file = sb.write("exp.yaml", &grid_experiment("resumed", STOPS_ONCE, extra));
     let out = sb.run(&["run", file.to_str().unwrap(), "--seed", "6"]);
     assert_eq!(out.status.code(), Some(130), "{}", text(&out));
     let before = xs(&sb.report("resumed"));
