@@ -324,6 +324,7 @@ impl Suggester for Nsga2 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_params::pairs;
     use proptest::prelude::*;
     use std::collections::BTreeMap;
     use vernier_core::pareto::hypervolume;
@@ -386,7 +387,7 @@ mod tests {
     fn settings_are_validated() {
         let space = MultiProblem::by_name("zdt1").unwrap().space();
         let o = two_objectives();
-        let s = |k: &str, v: &str| vec![(k.to_string(), v.to_string())];
+        let s = |k: &str, v: &str| pairs(&[(k, v)]);
         assert!(build(NAME, &s("population_size", "8"), &space, &o).is_ok());
         let e = build(NAME, &s("population_size", "1"), &space, &o).unwrap_err();
         assert!(e.to_string().contains("population_size"), "{e}");

@@ -18,17 +18,17 @@
 //!   before 5.0: one estimator per parameter; each parameter's candidate is chosen
 //!   independently.
 //!
-//! The estimators are Optuna 5.0's (`optuna/samplers/_tpe/parzen_estimator.py`, compared line
-//! by line), except for two defaults measured on the benchmark suite: 48 candidates per proposal
-//! for the joint estimator instead of 24 (the univariate one keeps 24), and a good set of `gamma(n) = min(ceil(0.15 n), 25)` instead of Optuna's
-//! `min(ceil(0.1 n), 25)`. Both follow Optuna's other defaults: a prior kernel
-//! of weight `prior_weight` (centre of the range, sd = the range), per-dimension bandwidths
-//! from the gaps to the neighbouring observations with the outermost ones not widened by the
-//! endpoints, clipped to `[range / min(100, kernels + 1), range]` (the magic clip), flat
-//! weights for the newest 25 observations and a linear ramp for older ones. Current Optuna uses
-//! the neighbour rule for joint kernels too; the older `0.2 · n^(-1/(d+4))` joint bandwidth
-//! was measured worse here (Hartmann6, Ackley) and is not used. A `gamma` setting is a plain
-//! fraction: the best `ceil(gamma · n)` trials are good.
+//! The estimators are Optuna 5.0's (`optuna/samplers/_tpe/parzen_estimator.py`, compared line by
+//! line), except for two defaults measured on the benchmark suite: 48 candidates per proposal for
+//! the joint estimator instead of 24 (the univariate one keeps 24), and a good set of `gamma(n) =
+//! min(ceil(0.15 n), 25)` instead of Optuna's `min(ceil(0.1 n), 25)`. Both follow Optuna's other
+//! defaults: a prior kernel of weight `prior_weight` (centre of the range, sd = the range),
+//! per-dimension bandwidths from the gaps to the neighbouring observations with the outermost ones
+//! not widened by the endpoints, clipped to `[range / min(100, kernels + 1), range]` (the magic
+//! clip), flat weights for the newest 25 observations and a linear ramp for older ones. Current
+//! Optuna uses the neighbour rule for joint kernels too; the older `0.2 · n^(-1/(d+4))` joint
+//! bandwidth was measured worse here (Hartmann6, Ackley) and is not used. A `gamma` setting is a
+//! plain fraction: the best `ceil(gamma · n)` trials are good.
 //!
 //! Parameters are modelled in the unit coordinates of [`crate::encode`], so log-uniform and
 //! log-normal parameters are smoothed on the log scale. The prior *shape* (normal versus

@@ -244,8 +244,7 @@ fn tpe_is_multivariate_unless_told_otherwise() {
     assert_ne!(run("tpe", &[("multivariate", "false")]), joint);
     assert_eq!(run("multivariate-tpe", &[("multivariate", "true")]), joint);
     let err = |name: &str, v: &str| {
-        let pairs = vec![("multivariate".to_string(), v.to_string())];
-        super::build(name, &pairs, &space, &o)
+        super::build(name, &pairs(&[("multivariate", v)]), &space, &o)
             .unwrap_err()
             .to_string()
     };
@@ -430,7 +429,7 @@ fn rejects_bad_settings_naming_setting_and_value() {
     let space = space_1d(0.0, 1.0);
     let o = Objective::new("loss", Direction::Minimize);
     let err = |name: &str, k: &str, v: &str| {
-        build(name, &[(k.to_string(), v.to_string())], &space, &o)
+        build(name, &pairs(&[(k, v)]), &space, &o)
             .unwrap_err()
             .to_string()
     };
