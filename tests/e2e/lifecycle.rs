@@ -161,6 +161,45 @@ fn metrics_unavailable_says_which_metrics_the_trial_did_report() {
     );
 }
 
+/// A trial that prints its objective only as `nan` or an infinity printed the name but
+/// reported no value: MetricsUnavailable, as a trial that printed nothing, and never the best.
+#[test]
+fn an_objective_printed_only_as_nan_or_infinity_is_metrics_unavailable() {
+    let sb = Sandbox::new();
+    let yaml = python_experiment(
+        "nanmetrics",
+        "print('accuracy=nan')\nprint('accuracy=-inf')\nprint('loss=0.3')",
+        "  objective:\n    type: maximize\n    objectiveMetricName: accuracy\n    additionalMetricNames: [loss]\n  parallelTrialCount: 1\n  maxTrialCount: 2\n  maxFailedTrialCount: 2",
+    );
+    let file = sb.write("nanmetrics.yaml", &yaml);
+    let out = sb.run(&["run", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let printed = text(&out);
+    assert!(
+        printed.contains("accuracy=nan") && printed.contains("accuracy=-inf"),
+        "{printed}"
+    );
+    let r = sb.report("nanmetrics");
+    assert_eq!(r["status"]["trialMetricsUnavailable"], 2);
+    assert_eq!(r["status"]["trialsSucceeded"], 0);
+    assert!(r["status"]["currentOptimalTrial"].is_null());
+    let t = &trials_in(&r, "MetricsUnavailable")[0];
+    let metrics = t["status"]["observation"]["metrics"].as_array().unwrap();
+    let accuracy = metrics.iter().find(|m| m["name"] == "accuracy").unwrap();
+    assert_eq!(accuracy["latest"], "unavailable");
+    let msg = t["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()["message"]
+        .as_str()
+        .unwrap();
+    assert!(
+        msg.contains("never reported a usable value of the objective metric \"accuracy\""),
+        "{msg}"
+    );
+}
+
 #[test]
 fn custom_metrics_format_and_strategies() {
     let sb = Sandbox::new();

@@ -11,8 +11,9 @@
 //!   object, a Prometheus line that is not a sample, a TFRecord with a bad checksum, a record
 //!   that is not an `Event`: each is skipped, counted, and reported to the user as a warning;
 //!   collection goes on with the next line or record.
-//! - **Non-finite values are rejected; text is kept.** `nan`, `inf`, `+Inf`, `NaN` and empty
-//!   matches are not observations: they are skipped and counted as rejected. A TEXT or JSON
+//! - **Non-finite values are rejected; text is kept.** `nan`, `inf`, `+Inf`, `NaN`, empty
+//!   matches and a lone sign (all Katib's default regex keeps of `-inf`) are not observations:
+//!   they are skipped and counted as rejected. A TEXT or JSON
 //!   value that is not a number at all (DARTS's `Genotype(...)`) is recorded as text, as Katib
 //!   does; it can be a metric's `latest`, never its min or max.
 //! - **Input is untrusted bytes.** Invalid UTF-8 is replaced, binary garbage is skipped, a

@@ -156,16 +156,24 @@ impl MetricsFilter {
 pub fn recordable(value: &str) -> bool {
     match value.parse::<f64>() {
         Ok(v) => v.is_finite(),
-        Err(_) => !value.is_empty(),
+        Err(_) => !is_empty_number(value),
     }
 }
 
+/// Nothing, or only a sign: what Katib's default regex keeps of `loss=nan` and `loss=-inf`.
+fn is_empty_number(value: &str) -> bool {
+    matches!(value, "" | "-" | "+")
+}
+
 /// What to show of a value that is not a number: the match itself, or when the format matched
-/// nothing (Katib's default regex matches an empty value before `nan`), the text that follows,
-/// up to whitespace and at most [`SHOWN_VALUE_BYTES`].
+/// no digits (Katib's default regex matches an empty value before `nan`, a lone sign before
+/// `-inf`), the match and the text that follows it, up to whitespace and at most
+/// [`SHOWN_VALUE_BYTES`].
 fn shown_value(matched: &str, rest: &str) -> String {
-    let text = if matched.is_empty() {
-        rest.split_whitespace().next().unwrap_or("")
+    let joined;
+    let text = if is_empty_number(matched) {
+        joined = format!("{matched}{}", rest.split_whitespace().next().unwrap_or(""));
+        joined.as_str()
     } else {
         matched
     };
@@ -250,6 +258,17 @@ mod tests {
         let long = format!("loss={}", "n".repeat(1 << 20));
         let raw = &f.parse_line(&long, &w).rejected[0].raw;
         assert_eq!(raw, &format!("{}... (1048576 bytes)", "n".repeat(64)));
+        // Katib's regex keeps only the sign of a signed infinity: no value, not the text "-".
+        for (line, shown) in [
+            ("loss=-inf step=3", "-inf"),
+            ("loss=+Infinity", "+Infinity"),
+            ("loss=-", "-"),
+        ] {
+            let p = f.parse_line(line, &w);
+            assert!(p.metrics.is_empty(), "{line}: {p:?}");
+            let raws: Vec<&str> = p.rejected.iter().map(|r| r.raw.as_str()).collect();
+            assert_eq!(raws, [shown], "{line}");
+        }
     }
 
     #[test]
@@ -276,6 +295,8 @@ mod tests {
             ("NaN", false),
             ("inf", false),
             ("-Infinity", false),
+            ("-", false),
+            ("+", false),
         ];
         for (value, want) in table {
             assert_eq!(recordable(value), want, "{value:?}");

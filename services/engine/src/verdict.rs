@@ -42,7 +42,12 @@ pub enum Place<'a> {
 #[derive(Debug, Clone, Copy)]
 pub struct Finished<'a> {
     pub end: &'a TrialEnd,
-    /// Names of the metrics the trial reported, any order (a bounded sample is enough).
+    /// The collector recorded a value of the objective metric: this, not `seen`, decides
+    /// Succeeded against MetricsUnavailable.
+    pub objective_recorded: bool,
+    /// Names of the metrics the trial reported or printed, any order (a bounded sample is
+    /// enough): they word the MetricsUnavailable message. The objective's name can be among
+    /// them when every value printed for it was rejected (`nan`, an infinity, an empty match).
     pub seen: &'a [String],
     /// The early-stopping rule stopped it: that is its end, whatever its exit.
     pub early_stopped: bool,
@@ -81,7 +86,7 @@ pub fn judge(exp: &ResolvedExperiment, trial: Finished<'_>) -> Verdict {
     }
     let failed = |message: String| Verdict::of(TrialState::Failed, reason::TRIAL_FAILED, message);
     match trial.end {
-        TrialEnd::Completed if trial.seen.contains(&exp.objective.metric) => Verdict::of(
+        TrialEnd::Completed if trial.objective_recorded => Verdict::of(
             TrialState::Succeeded,
             reason::TRIAL_SUCCEEDED,
             reason::TRIAL_SUCCEEDED_MESSAGE,
@@ -123,8 +128,15 @@ pub fn metrics_unavailable(
         Place::Local { .. } => ("the trial exited with code 0", "\n"),
         Place::Cluster { .. } => ("the job succeeded", "; "),
     };
+    let what = if seen.iter().any(|s| s == metric) {
+        format!(
+            "never reported a usable value of the objective metric {metric:?}: every value printed for it was rejected as nan, an infinity or empty"
+        )
+    } else {
+        format!("never reported the objective metric {metric:?}")
+    };
     let message = format!(
-        "Metrics are not available: {subject} but never reported the objective metric {metric:?} ({}){hint_sep}hint: {}",
+        "Metrics are not available: {subject} but {what} ({}){hint_sep}hint: {}",
         seen_text(seen),
         unavailable_hint(collector, metric, place),
     );

@@ -114,6 +114,9 @@ fn every_end_has_katib_state_and_reason() {
             &exp,
             Finished {
                 end: &end,
+                // In this table a trial that reported the objective had it recorded; the test
+                // below separates the two.
+                objective_recorded: seen.iter().any(|s| s == "loss"),
                 seen: &seen,
                 early_stopped,
                 place: LOCAL,
@@ -128,12 +131,60 @@ fn every_end_has_katib_state_and_reason() {
     }
 }
 
+/// Whether the objective was recorded decides, not whether its name was printed: a trial whose
+/// every `loss` value was rejected (`loss=nan`) printed the name and recorded nothing.
+#[test]
+fn only_a_recorded_objective_makes_a_completed_trial_succeed() {
+    let exp = experiment("");
+    let cases: Vec<(bool, Vec<String>, TrialState, &str)> = vec![
+        (
+            true,
+            names(&["loss"]),
+            TrialState::Succeeded,
+            "Trial has succeeded",
+        ),
+        (
+            true,
+            names(&[]),
+            TrialState::Succeeded,
+            "Trial has succeeded",
+        ),
+        (
+            false,
+            names(&["acc", "loss"]),
+            TrialState::MetricsUnavailable,
+            "the trial exited with code 0 but never reported a usable value of the objective metric \"loss\": every value printed for it was rejected as nan, an infinity or empty (saw acc, loss)\nhint: print a line such as `loss=0.5`",
+        ),
+        (
+            false,
+            names(&["acc"]),
+            TrialState::MetricsUnavailable,
+            "never reported the objective metric \"loss\" (saw acc)",
+        ),
+    ];
+    for (recorded, seen, state, fragment) in cases {
+        let v = judge(
+            &exp,
+            Finished {
+                end: &TrialEnd::Completed,
+                objective_recorded: recorded,
+                seen: &seen,
+                early_stopped: false,
+                place: LOCAL,
+            },
+        );
+        assert_eq!(v.state, state, "{recorded} {seen:?}");
+        assert!(v.message.contains(fragment), "{}", v.message);
+    }
+}
+
 /// The verdict on a trial of `exp` that completed having reported `seen`.
 fn judge_completed(exp: &ResolvedExperiment, seen: &[String], place: Place<'_>) -> Verdict {
     judge(
         exp,
         Finished {
             end: &TrialEnd::Completed,
+            objective_recorded: seen.contains(&exp.objective.metric),
             seen,
             early_stopped: false,
             place,

@@ -141,7 +141,7 @@ impl Run<'_> {
             Ok(launch) => self.launch(name, launch, idx).await,
             Err(e) => {
                 let end = TrialEnd::Failed(e.to_string());
-                self.record_end(idx, &end, &[], false).await
+                self.record_end(idx, &end, false, &[], false).await
             }
         }
     }
@@ -208,13 +208,15 @@ impl Run<'_> {
         }
         let end = trial_end(&report.end, self.stopping);
         let early_stopped = self.monitor.as_ref().is_some_and(|m| m.stopped(&name));
+        let objective_recorded = report.metrics_seen.contains(&exp.objective.metric);
         let seen: Vec<String> = if end == TrialEnd::Completed && !early_stopped {
             // The names it did report go into a MetricsUnavailable message.
             crate::reported::reported_names(exp, &name, &report.metrics_seen).await
         } else {
             report.metrics_seen.into_iter().collect()
         };
-        self.record_end(idx, &end, &seen, early_stopped).await
+        self.record_end(idx, &end, objective_recorded, &seen, early_stopped)
+            .await
     }
 
     /// Lets the engine judge trial `idx`, records the verdict and tells the observer.
@@ -222,6 +224,7 @@ impl Run<'_> {
         &mut self,
         idx: usize,
         end: &TrialEnd,
+        objective_recorded: bool,
         seen: &[String],
         early_stopped: bool,
     ) -> Result<(), RunnerError> {
@@ -230,6 +233,7 @@ impl Run<'_> {
         };
         let finished = Finished {
             end,
+            objective_recorded,
             seen,
             early_stopped,
             place,
