@@ -62,6 +62,29 @@ fn file_collector_reads_json_lines_and_skips_malformed_ones() {
     assert_eq!(m["min"], "0.5");
 }
 
+/// JSON lines follow the TEXT rule: a `"nan"`, an infinity or an empty string is skipped with a
+/// warning, and a trial that wrote nothing else for its objective ends MetricsUnavailable.
+#[test]
+fn file_collector_rejects_nan_and_empty_json_values() {
+    let sb = Sandbox::new();
+    let script = "import json, os\nwith open(os.environ['VERNIER_METRICS_FILE'], 'w') as f:\n    for v in ('nan', '-Infinity', ''):\n        f.write(json.dumps({'accuracy': v}) + '\\n')";
+    let yaml = python_experiment(
+        "jsonnan",
+        script,
+        "  objective:\n    type: maximize\n    objectiveMetricName: accuracy\n  parallelTrialCount: 1\n  maxTrialCount: 1\n  metricsCollectorSpec:\n    collector:\n      kind: File\n    source:\n      fileSystemPath:\n        path: /var/log/katib/metrics.json\n        kind: File\n        format: JSON",
+    );
+    let file = sb.write("jsonnan.yaml", &yaml);
+    sb.run(&["run", file.to_str().unwrap()]);
+    let r = sb.report("jsonnan");
+    assert_eq!(r["status"]["trialMetricsUnavailable"], 1, "{r:#}");
+    let t = &r["trials"][0];
+    let m = &t["status"]["observation"]["metrics"][0];
+    assert_eq!(m["latest"], "unavailable");
+    let conditions = t["status"]["conditions"].as_array().unwrap();
+    let msg = conditions.last().unwrap()["message"].as_str().unwrap();
+    assert!(msg.contains("never reported a usable value"), "{msg}");
+}
+
 /// An example experiment from `examples/`, with its trainer paths made absolute so it runs
 /// from the sandbox.
 fn example(name: &str) -> String {

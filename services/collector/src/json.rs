@@ -1,15 +1,16 @@
 //! Katib's JSON metrics format: one JSON object per line, metric values as strings (numbers
-//! are accepted too), an optional `timestamp` (RFC 3339 text or epoch seconds).
+//! are accepted too), an optional `timestamp` (RFC 3339 text or epoch seconds). Values follow
+//! the TEXT format's rule: `"nan"`, `"Infinity"` and `""` are rejected, other text is kept.
 
 use crate::error::CollectorError;
-use crate::text::ParsedMetric;
+use crate::text::{ParsedLine, ParsedMetric, RejectedMetric, recordable};
 use serde_json::Value;
 
 /// Extracts the wanted metrics from one JSON line; blank lines yield nothing.
-pub fn parse_json_line(line: &str, wanted: &[String]) -> Result<Vec<ParsedMetric>, CollectorError> {
+pub fn parse_json_line(line: &str, wanted: &[String]) -> Result<ParsedLine, CollectorError> {
     let trimmed = line.trim();
     if trimmed.is_empty() {
-        return Ok(Vec::new());
+        return Ok(ParsedLine::default());
     }
     let bad = |reason: String| CollectorError::BadJson {
         line: trimmed.chars().take(200).collect(),
@@ -26,21 +27,27 @@ pub fn parse_json_line(line: &str, wanted: &[String]) -> Result<Vec<ParsedMetric
         Some(Value::Number(n)) => n.as_f64().map(|secs| (secs * 1e6).round() as i64),
         _ => None,
     };
-    Ok(wanted
-        .iter()
-        .filter_map(|name| {
-            let value = match map.get(name)? {
-                Value::String(s) => s.clone(),
-                Value::Number(n) => n.to_string(),
-                _ => return None,
-            };
-            Some(ParsedMetric {
+    let mut out = ParsedLine::default();
+    for name in wanted {
+        let value = match map.get(name) {
+            Some(Value::String(s)) => s.trim().to_string(),
+            Some(Value::Number(n)) => n.to_string(),
+            _ => continue,
+        };
+        if recordable(&value) {
+            out.metrics.push(ParsedMetric {
                 name: name.clone(),
                 value,
                 timestamp_us,
-            })
-        })
-        .collect())
+            });
+        } else {
+            out.rejected.push(RejectedMetric {
+                name: name.clone(),
+                raw: format!("{value:?}"),
+            });
+        }
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -54,13 +61,37 @@ mod tests {
             r#"{"loss": "0.5", "acc": 0.9, "timestamp": 1638422847.5}"#,
             &w,
         )
-        .unwrap();
+        .unwrap()
+        .metrics;
         assert_eq!(m.len(), 2);
         assert_eq!(m[1].value, "0.9");
         assert_eq!(m[0].timestamp_us, Some(1_638_422_847_500_000));
-        assert!(parse_json_line("  ", &w).unwrap().is_empty());
+        assert_eq!(parse_json_line("  ", &w).unwrap(), ParsedLine::default());
         let err = parse_json_line("[1,2]", &w).unwrap_err();
         assert!(err.to_string().contains("[1,2]"), "{err}");
         assert!(parse_json_line("{oops", &w).is_err());
+    }
+
+    #[test]
+    fn rejects_nan_infinities_and_empty_values_as_text_lines_do() {
+        let w = vec!["loss".to_string()];
+        let cases = [
+            (r#"{"loss": "nan"}"#, Some(r#""nan""#)),
+            (r#"{"loss": "-Infinity"}"#, Some(r#""-Infinity""#)),
+            (r#"{"loss": ""}"#, Some(r#""""#)),
+            (r#"{"loss": " - "}"#, Some(r#""-""#)),
+            (r#"{"loss": "Genotype(normal=[])"}"#, None),
+            (r#"{"loss": "0.5"}"#, None),
+        ];
+        for (line, rejected) in cases {
+            let p = parse_json_line(line, &w).unwrap();
+            match rejected {
+                Some(raw) => {
+                    assert!(p.metrics.is_empty(), "{line}: {p:?}");
+                    assert_eq!(p.rejected[0].to_string(), format!("loss={raw}"), "{line}");
+                }
+                None => assert_eq!((p.metrics.len(), p.rejected.len()), (1, 0), "{line}"),
+            }
+        }
     }
 }

@@ -123,7 +123,10 @@ fn read_lines(
                 out.rejected.extend(parsed.rejected);
             }
             None => match parse_json_line(&line, wanted) {
-                Ok(metrics) => out.metrics.extend(metrics),
+                Ok(parsed) => {
+                    out.metrics.extend(parsed.metrics);
+                    out.rejected.extend(parsed.rejected);
+                }
                 Err(e) => out.warnings.push(e.to_string()),
             },
         }

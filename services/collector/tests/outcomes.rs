@@ -18,6 +18,7 @@ fn malformed_lines_are_errors_to_count_not_to_stop_on() {
     assert_eq!(
         parse_json_line(r#"{"loss": "0.5"}"#, &wanted())
             .unwrap()
+            .metrics
             .len(),
         1
     );
