@@ -2,7 +2,7 @@
 //! and the TensorFlowEvent collector with Katib's absolute default paths mapped into the
 //! trial's own directory, the PrometheusMetric scraper, and what Push and Custom do locally.
 
-use crate::harness::{Sandbox, python_experiment, text, trials_in};
+use crate::harness::{Sandbox, last_condition, python_experiment, text, trials_in};
 use std::path::Path;
 
 const WRITE_TEXT: &str = "import os, sys, time\npath = sys.argv[2].split('=', 1)[1]\nassert path == os.environ['VERNIER_METRICS_FILE'], path\nf = open(path, 'w')\nfor i in range(3):\n    f.write(f'epoch {i}: loss=0.{3 - i}\\n'); f.flush(); time.sleep(0.15)\nf.write('loss=0.05')\nprint('loss=99')";
@@ -80,8 +80,7 @@ fn file_collector_rejects_nan_and_empty_json_values() {
     let t = &r["trials"][0];
     let m = &t["status"]["observation"]["metrics"][0];
     assert_eq!(m["latest"], "unavailable");
-    let conditions = t["status"]["conditions"].as_array().unwrap();
-    let msg = conditions.last().unwrap()["message"].as_str().unwrap();
+    let msg = last_condition(t)["message"].as_str().unwrap();
     assert!(msg.contains("never reported a usable value"), "{msg}");
 }
 

@@ -1,7 +1,7 @@
 //! `spec.earlyStopping` (medianstop and ASHA) in a local run: trials that break the rule are
 //! stopped and recorded EarlyStopped with Katib's reason and message.
 
-use crate::harness::{Sandbox, python_experiment, text, trials_in};
+use crate::harness::{Sandbox, last_condition, python_experiment, text, trials_in};
 
 #[test]
 fn medianstop_stops_trials_worse_than_the_succeeded_ones() {
@@ -28,12 +28,7 @@ fn medianstop_stops_trials_worse_than_the_succeeded_ones() {
     let mut succeeded_xs: Vec<f64> = Vec::new();
     let mut stopped = 0;
     for t in trials {
-        let last = t["status"]["conditions"]
-            .as_array()
-            .unwrap()
-            .last()
-            .unwrap()
-            .clone();
+        let last = last_condition(t);
         match last["type"].as_str().unwrap() {
             "Succeeded" => succeeded_xs.push(x(t)),
             "EarlyStopped" => {
@@ -77,12 +72,7 @@ fn asha_stops_trials_outranked_at_a_rung() {
             .unwrap()
             .parse()
             .unwrap();
-        let last = t["status"]["conditions"]
-            .as_array()
-            .unwrap()
-            .last()
-            .unwrap()
-            .clone();
+        let last = last_condition(t);
         match last["type"].as_str().unwrap() {
             "Succeeded" => {}
             "EarlyStopped" => {

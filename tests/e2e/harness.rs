@@ -133,6 +133,14 @@ spec:
     )
 }
 
+/// The last condition of a reported experiment or trial (`status.conditions`).
+pub fn last_condition(resource: &serde_json::Value) -> &serde_json::Value {
+    resource["status"]["conditions"]
+        .as_array()
+        .and_then(|c| c.last())
+        .unwrap_or_else(|| panic!("no conditions in {resource:#}"))
+}
+
 /// Trials of `report` with the given condition type as their last condition.
 pub fn trials_in(report: &serde_json::Value, state: &str) -> Vec<serde_json::Value> {
     report["trials"]
@@ -147,14 +155,6 @@ pub fn trials_in(report: &serde_json::Value, state: &str) -> Vec<serde_json::Val
         })
         .cloned()
         .collect()
-}
-
-pub fn last_condition(report: &serde_json::Value) -> serde_json::Value {
-    report["status"]["conditions"]
-        .as_array()
-        .and_then(|c| c.last())
-        .cloned()
-        .expect("experiment has conditions")
 }
 
 /// Waits for a `vernier` child to exit, failing the test after `limit`; its exit code.

@@ -1,7 +1,9 @@
 //! Interruption: Ctrl-C stops trials and records them Killed; `kill -9` of the driver loses no
 //! recorded observation and `vernier resume` finishes within maxTrialCount.
 
-use crate::harness::{Sandbox, pid_alive, python_experiment, text, trials_in, wait_exit};
+use crate::harness::{
+    Sandbox, last_condition, pid_alive, python_experiment, text, trials_in, wait_exit,
+};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use std::io::{BufRead, BufReader};
@@ -77,12 +79,7 @@ fn ctrl_c_kills_running_trials_and_records_them() {
     let killed = trials_in(&r, "Killed");
     assert_eq!(killed.len(), 2, "{r:#}");
     assert_eq!(r["status"]["trials"], 2, "no trial started after Ctrl-C");
-    let last = r["status"]["conditions"]
-        .as_array()
-        .unwrap()
-        .last()
-        .unwrap()
-        .clone();
+    let last = last_condition(&r);
     assert_eq!(last["reason"], "ExperimentInterrupted");
     // The metric printed before the interruption is kept.
     assert_eq!(
@@ -118,11 +115,7 @@ fn kill_9_then_resume_finishes_without_losing_or_double_counting() {
         .unwrap()
         .iter()
         .filter(|t| {
-            let last = t["status"]["conditions"]
-                .as_array()
-                .unwrap()
-                .last()
-                .unwrap();
+            let last = last_condition(t);
             last["type"] == "Succeeded"
         })
         .map(|t| {
@@ -158,11 +151,7 @@ fn kill_9_then_resume_finishes_without_losing_or_double_counting() {
     // Trials that were running at the kill are Killed with a reason, never re-counted.
     let interrupted: Vec<_> = trials_in(&after, "Killed");
     for t in &interrupted {
-        let last = t["status"]["conditions"]
-            .as_array()
-            .unwrap()
-            .last()
-            .unwrap();
+        let last = last_condition(t);
         assert_eq!(last["reason"], "TrialInterrupted");
     }
     assert_eq!(
@@ -170,12 +159,7 @@ fn kill_9_then_resume_finishes_without_losing_or_double_counting() {
         8
     );
     assert!(trials_before <= 8);
-    let last = after["status"]["conditions"]
-        .as_array()
-        .unwrap()
-        .last()
-        .unwrap()
-        .clone();
+    let last = last_condition(&after);
     assert_eq!(last["reason"], "ExperimentMaxTrialsReached");
     // Resuming a finished experiment says so.
     let done = sb.run(&["resume", "crash"]);

@@ -96,11 +96,7 @@ fn max_failed_trial_count_fails_the_experiment() {
     assert_eq!(r["status"]["trialsFailed"], 2);
     let failed = trials_in(&r, "Failed");
     assert_eq!(failed.len(), 2);
-    let msg = failed[0]["status"]["conditions"]
-        .as_array()
-        .unwrap()
-        .last()
-        .unwrap()["message"]
+    let msg = last_condition(&failed[0])["message"]
         .as_str()
         .unwrap()
         .to_string();
@@ -127,14 +123,7 @@ fn exit_zero_without_the_objective_is_metrics_unavailable() {
     let m = &t["status"]["observation"]["metrics"][0];
     assert_eq!(m["name"], "accuracy");
     assert_eq!(m["latest"], "unavailable");
-    let msg = t["status"]["conditions"]
-        .as_array()
-        .unwrap()
-        .last()
-        .unwrap()["message"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let msg = last_condition(t)["message"].as_str().unwrap().to_string();
     assert!(
         msg.contains("never reported the objective metric \"accuracy\""),
         "{msg}"
@@ -153,8 +142,7 @@ fn metrics_unavailable_says_which_metrics_the_trial_did_report() {
     sb.run(&["run", file.to_str().unwrap()]);
     let r = sb.report("othermetrics");
     let t = &trials_in(&r, "MetricsUnavailable")[0];
-    let conditions = t["status"]["conditions"].as_array().unwrap();
-    let msg = conditions.last().unwrap()["message"].as_str().unwrap();
+    let msg = last_condition(t)["message"].as_str().unwrap();
     assert!(
         msg.contains("objective metric \"accuracy\" (saw val_accuracy, val_loss)"),
         "{msg}"
@@ -187,13 +175,7 @@ fn an_objective_printed_only_as_nan_or_infinity_is_metrics_unavailable() {
     let metrics = t["status"]["observation"]["metrics"].as_array().unwrap();
     let accuracy = metrics.iter().find(|m| m["name"] == "accuracy").unwrap();
     assert_eq!(accuracy["latest"], "unavailable");
-    let msg = t["status"]["conditions"]
-        .as_array()
-        .unwrap()
-        .last()
-        .unwrap()["message"]
-        .as_str()
-        .unwrap();
+    let msg = last_condition(t)["message"].as_str().unwrap();
     assert!(
         msg.contains("never reported a usable value of the objective metric \"accuracy\""),
         "{msg}"
