@@ -16,7 +16,7 @@ use crate::objects::{
 use crate::trial_decide::{self as decide, Failure, Step, Verdict};
 use crate::trial_job::{job_api, job_object};
 use crate::trial_spec::{follow_target, follows_log, objective_of};
-use crate::trial_state::{metric_value, state_of, trial_status};
+use crate::trial_state::{objective_reported, state_of, trial_status};
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, DynamicObject, PostParams};
 use kube::runtime::controller::Action;
@@ -262,8 +262,7 @@ async fn succeeded(mut live: Live<'_>, spec: &TrialSpec, kind: &str) -> Result<A
         .status
         .observation
         .as_ref()
-        .and_then(|o| metric_value(o, &objective.metric, objective.strategy))
-        .is_some();
+        .is_some_and(|o| objective_reported(o, &objective.metric));
     let seen = if observed {
         Vec::new()
     } else {

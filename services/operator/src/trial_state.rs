@@ -58,6 +58,16 @@ pub fn metric_value(
     }
 }
 
+/// Katib's test of a succeeded job: its observation holds the objective `metric` with a
+/// `latest` other than `unavailable`. A number or text (DARTS's genotype) both count; the
+/// collectors never record `nan`, an infinity or an empty value.
+pub fn objective_reported(observation: &Observation, metric: &str) -> bool {
+    observation
+        .metrics
+        .iter()
+        .any(|m| m.name == metric && m.latest != vernier_core::UNAVAILABLE)
+}
+
 /// Whether the metric's latest value is text (not a number, not Katib's `unavailable`), the
 /// value Katib's best-trial rule falls back to for DARTS's genotype.
 pub fn metric_is_text(observation: &Observation, metric: &str) -> bool {
@@ -102,5 +112,30 @@ mod tests {
         assert_eq!(metric_value(&obs, "loss", MetricStrategy::Min), Some(0.4));
         assert_eq!(metric_value(&obs, "loss", MetricStrategy::Max), Some(0.9));
         assert_eq!(metric_value(&obs, "acc", MetricStrategy::Max), None);
+    }
+
+    #[test]
+    fn a_number_or_text_reports_the_objective_and_unavailable_does_not() {
+        let obs = |latest: &str| Observation {
+            metrics: vec![MetricValues {
+                name: "acc".into(),
+                min: "unavailable".into(),
+                max: "unavailable".into(),
+                latest: latest.into(),
+            }],
+        };
+        let cases = [
+            ("0.5", "acc", true),
+            ("Genotype(normal=[])", "acc", true),
+            ("unavailable", "acc", false),
+            ("0.5", "loss", false),
+        ];
+        for (latest, metric, want) in cases {
+            assert_eq!(
+                objective_reported(&obs(latest), metric),
+                want,
+                "{latest} {metric}"
+            );
+        }
     }
 }

@@ -560,6 +560,34 @@ async fn failing_jobs_fail_the_experiment_at_max_failed() {
     env.shutdown().await;
 }
 
+/// An objective reported as text, as Katib's DARTS example reports `Best-Genotype`: the trial
+/// succeeds, as in Katib (its objective has a `latest` that is not `unavailable`), and is the
+/// best trial for want of a number.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_text_objective_like_darts_genotype_succeeds() {
+    let env = Env::start(SimulationOptions::default()).await;
+    let op = env.operator("replica-a");
+    let trainer = "print(\"accuracy=Genotype(normal=[[('max_pooling_3x3', 0)]])\", flush=True)\n";
+    let collector = "  metricsCollectorSpec:\n    source:\n      filter:\n        metricsFormat:\n          - \"([\\\\w-]+)=(Genotype.*)\"\n";
+    let yaml = experiment_yaml_with("text-objective", "Job", 1, 2, collector, trainer);
+    env.create(&yaml).await;
+    let exp = finished(&env, "text-objective").await;
+    assert_eq!(exp["status"]["trialsSucceeded"], 2, "{exp:#}");
+    let t = serde_json::to_value(&env.trials_of("text-objective").await[0]).expect("json");
+    assert!(condition(&t, "Succeeded").is_some(), "{t:#}");
+    let best = &exp["status"]["currentOptimalTrial"]["observation"]["metrics"][0];
+    assert_eq!(best["name"], "accuracy");
+    assert!(
+        best["latest"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("Genotype("),
+        "{exp:#}"
+    );
+    op.stop().await;
+    env.shutdown().await;
+}
+
 /// A trainer that prints only its loss: the trial ends MetricsUnavailable, with the engine's
 /// sentence naming what the store holds for it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
