@@ -59,8 +59,8 @@ pub fn metric_value(
 }
 
 /// Katib's test of a succeeded job: its observation holds the objective `metric` with a
-/// `latest` other than `unavailable`. A number or text (DARTS's genotype) both count; the
-/// collectors never record `nan`, an infinity or an empty value.
+/// `latest` other than `unavailable`. A number and text (DARTS's genotype) both count, as a
+/// recorded value does in local mode.
 pub fn objective_reported(observation: &Observation, metric: &str) -> bool {
     observation
         .metrics
