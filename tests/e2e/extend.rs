@@ -55,7 +55,12 @@ fn a_finished_experiment_continues_as_one_run_with_the_larger_budget() {
     );
     let same = extended.run(&["resume", "extended", "--max-trial-count", "3"]);
     assert_eq!(same.status.code(), Some(2), "{}", text(&same));
-    assert!(text(&same).contains("above 3"), "{}", text(&same));
+    assert!(
+        text(&same).contains("a maxTrialCount of 3 does not reopen it")
+            && text(&same).contains("hint: pass --max-trial-count above 3"),
+        "{}",
+        text(&same)
+    );
 
     let more = extended.run(&["resume", "extended", "--max-trial-count", "6"]);
     assert_eq!(more.status.code(), Some(0), "{}", text(&more));
@@ -70,6 +75,28 @@ fn a_finished_experiment_continues_as_one_run_with_the_larger_budget() {
     let out = straight.run(&["run", file.to_str().unwrap(), "--seed", "11"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert_eq!(continued, trials(&straight));
+}
+
+/// `vernier enqueue` takes a configuration for an experiment that ended at its budget, and the
+/// resume that reopens it runs that configuration first.
+#[test]
+fn a_configuration_enqueued_after_the_budget_runs_first_when_reopened() {
+    let sb = Sandbox::new();
+    let file = sb.write("e.yaml", &experiment(3));
+    let out = sb.run(&["run", file.to_str().unwrap(), "--seed", "11"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let out = sb.run(&["enqueue", "extended", "--param", "x=0.3"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        text(&out).contains("--max-trial-count N`, with N above its 3 trials, reopens it"),
+        "{}",
+        text(&out)
+    );
+    let out = sb.run(&["resume", "extended", "--max-trial-count", "4"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let all = trials(&sb);
+    assert_eq!(all.len(), 4);
+    assert!(all[3].1.contains("\"0.3\""), "{all:?}");
 }
 
 #[test]
@@ -88,6 +115,14 @@ fn an_experiment_that_reached_its_goal_does_not_continue() {
         text(&more).contains("ExperimentGoalReached") && text(&more).contains("hint:"),
         "{}",
         text(&more)
+    );
+    // Nothing would reopen it, so a configuration is refused too.
+    let queued = sb.run(&["enqueue", "extended", "--param", "x=0.5"]);
+    assert_eq!(queued.status.code(), Some(2), "{}", text(&queued));
+    assert!(
+        text(&queued).contains("has already finished"),
+        "{}",
+        text(&queued)
     );
     assert_eq!(trials(&sb).len(), 1);
 }

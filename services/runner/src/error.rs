@@ -59,6 +59,10 @@ pub enum RunnerError {
         reason: String,
         trials: u32,
     },
+    #[error(
+        "experiment {name:?} ended by reaching maxTrialCount with {trials} trial(s); a maxTrialCount of {max} does not reopen it\nhint: pass --max-trial-count above {trials}"
+    )]
+    LimitNotAbove { name: String, max: u32, trials: u32 },
     #[error("spec.warmStart: {0}")]
     WarmStart(String),
     #[error("spec.enqueuedTrials[{index}]: {message}")]

@@ -67,6 +67,14 @@ pub async fn extend(store: &SqlStore, name: &str, limits: NewLimits) -> Result<b
             reason: &row.status.reason,
         };
         if !ResumePolicy::local().continues(ended, max, trials) {
+            // The reason allows it and only the count is short: say which count would do.
+            if ResumePolicy::local().continues(ended, Some(u32::MAX), trials) {
+                return Err(RunnerError::LimitNotAbove {
+                    name: name.to_string(),
+                    max: max.unwrap_or(0),
+                    trials,
+                });
+            }
             return Err(RunnerError::NotExtendable {
                 name: name.to_string(),
                 reason: row.status.reason.clone(),

@@ -1,10 +1,13 @@
 //! `vernier enqueue NAME --param k=v ...`: adds a hand-picked configuration to an existing
 //! experiment's `spec.enqueuedTrials`; the next `vernier resume` runs it before the algorithm
-//! proposes anything.
+//! proposes anything. An experiment that ended by reaching maxTrialCount takes one too, since
+//! `vernier resume --max-trial-count` reopens it (the engine's resume rule decides).
 
 use crate::Exit;
 use crate::out::outln;
 use anyhow::Context;
+use vernier_engine::ResumePolicy;
+use vernier_engine::resume::Ended;
 use vernier_spec::enqueue::enqueued_assignment;
 use vernier_spec::types::{EnqueuedTrial, ParameterAssignmentSpec};
 
@@ -24,7 +27,15 @@ pub async fn enqueue(db: &str, name: &str, params: &[String]) -> anyhow::Result<
             "experiment {name:?} does not exist in {db}\nhint: `vernier list` shows the experiments there"
         )
     })?;
-    if matches!(row.status.phase.as_str(), "Succeeded" | "Failed") {
+    let finished = matches!(row.status.phase.as_str(), "Succeeded" | "Failed");
+    let trials = store.list_trials(name).await?.len() as u32;
+    let ended = Ended {
+        succeeded: row.status.phase == "Succeeded",
+        reason: &row.status.reason,
+    };
+    // Reopened by a larger maxTrialCount, as `vernier resume --max-trial-count` does.
+    let reopenable = finished && ResumePolicy::local().continues(ended, Some(u32::MAX), trials);
+    if finished && !reopenable {
         anyhow::bail!(
             "experiment {name:?} has already finished ({}: {}), so nothing would run the configuration\nhint: start a new experiment with spec.enqueuedTrials (and spec.warmStart.experiments: [{name}] to keep its results)",
             row.status.phase,
@@ -54,7 +65,11 @@ pub async fn enqueue(db: &str, name: &str, params: &[String]) -> anyhow::Result<
         format!(" --db {db}")
     };
     outln!("enqueued {assignment} as spec.enqueuedTrials[{index}] of experiment {name}");
-    if let Some(holder) = vernier_runner::lease::live_holder(&store, name).await? {
+    if reopenable {
+        outln!(
+            "`vernier resume {name}{db_flag} --max-trial-count N`, with N above its {trials} trials, reopens it and runs it first"
+        );
+    } else if let Some(holder) = vernier_runner::lease::live_holder(&store, name).await? {
         outln!(
             "note: pid {} on host {} drives {name} now and read its spec when it started; the configuration runs at the next `vernier resume {name}{db_flag}` after it ends",
             holder.pid,
