@@ -57,6 +57,13 @@ impl ResumePolicy {
             trials,
         )
     }
+
+    /// Whether a larger maxTrialCount would continue an experiment that `ended` with `trials`
+    /// trials: what `enqueue` asks before taking a configuration for a finished experiment, and
+    /// `resume` before saying only the count is short.
+    pub fn reopenable(self, ended: Ended<'_>, trials: u32) -> bool {
+        self.continues(ended, Some(u32::MAX), trials)
+    }
 }
 
 #[cfg(test)]
@@ -102,6 +109,13 @@ mod tests {
                 policy.continues(ended, max_trials, trials),
                 want,
                 "{policy:?} {reason} {max_trials:?} {trials}"
+            );
+            // Short only of a count: a larger one reopens it; else nothing does.
+            let reopens = policy != Never && succeeded && reason == max;
+            assert_eq!(
+                policy.reopenable(ended, trials),
+                reopens,
+                "{policy:?} {reason}"
             );
         }
         assert_eq!(ResumePolicy::local(), LongRunning);

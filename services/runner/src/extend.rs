@@ -68,7 +68,7 @@ pub async fn extend(store: &SqlStore, name: &str, limits: NewLimits) -> Result<b
         };
         if !ResumePolicy::local().continues(ended, max, trials) {
             // The reason allows it and only the count is short: say which count would do.
-            if ResumePolicy::local().continues(ended, Some(u32::MAX), trials) {
+            if ResumePolicy::local().reopenable(ended, trials) {
                 return Err(RunnerError::LimitNotAbove {
                     name: name.to_string(),
                     max: max.unwrap_or(0),

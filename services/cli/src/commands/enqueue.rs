@@ -33,8 +33,8 @@ pub async fn enqueue(db: &str, name: &str, params: &[String]) -> anyhow::Result<
         succeeded: row.status.phase == "Succeeded",
         reason: &row.status.reason,
     };
-    // Reopened by a larger maxTrialCount, as `vernier resume --max-trial-count` does.
-    let reopenable = finished && ResumePolicy::local().continues(ended, Some(u32::MAX), trials);
+    // A larger maxTrialCount reopens it, as `vernier resume --max-trial-count` does.
+    let reopenable = finished && ResumePolicy::local().reopenable(ended, trials);
     if finished && !reopenable {
         anyhow::bail!(
             "experiment {name:?} has already finished ({}: {}), so nothing would run the configuration\nhint: start a new experiment with spec.enqueuedTrials (and spec.warmStart.experiments: [{name}] to keep its results)",
