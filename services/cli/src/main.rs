@@ -5,6 +5,7 @@
 
 mod commands;
 mod db;
+mod error_text;
 mod first_point;
 mod image_paths;
 mod logging;
@@ -223,7 +224,7 @@ fn main() -> ExitCode {
         Ok(Exit::Interrupted) => ExitCode::from(130),
         Ok(Exit::ClusterOnly) => ExitCode::from(3),
         Err(e) => {
-            errln!("error: {e:#}");
+            errln!("error: {}", error_text::render(&e));
             ExitCode::from(2)
         }
     }
