@@ -34,12 +34,11 @@ pub enum ApiError {
         "trial {name:?} already ended as {state}; only a created or running trial can be early-stopped"
     )]
     TrialAlreadyEnded { name: String, state: String },
-    #[error(
-        "cannot listen on {addr}: {source}\nhint: pick a free port with --listen 127.0.0.1:PORT"
-    )]
+    #[error("cannot listen on {addr}: {source}\nhint: {hint}")]
     Bind {
         addr: String,
         source: std::io::Error,
+        hint: &'static str,
     },
     #[error(
         "early stopping algorithm {0:?} cannot be expressed as Katib early stopping rules\nhint: use medianstop with a Katib controller; {0} works in `vernier run` and `vernier operator`"

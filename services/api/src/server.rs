@@ -108,8 +108,20 @@ pub async fn bind(addr: &str) -> Result<TcpListener, ApiError> {
         .await
         .map_err(|source| ApiError::Bind {
             addr: addr.to_string(),
+            hint: bind_hint(source.kind()),
             source,
         })
+}
+
+/// What to change when an address cannot be bound: its form, its port, or the address.
+fn bind_hint(kind: std::io::ErrorKind) -> &'static str {
+    match kind {
+        std::io::ErrorKind::InvalidInput => {
+            "write the address as HOST:PORT, e.g. --listen 127.0.0.1:6789"
+        }
+        std::io::ErrorKind::AddrInUse => "pick a free port with --listen 127.0.0.1:PORT",
+        _ => "pick an address of this machine and a free port with --listen HOST:PORT",
+    }
 }
 
 /// Serves `router` on `listener` until `shutdown` resolves, then finishes in-flight calls.
@@ -130,4 +142,36 @@ pub async fn serve(
         .serve_with_incoming_shutdown(incoming, shutdown)
         .await?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_bad_or_busy_address_names_itself_and_what_to_change() {
+        let busy = bind("127.0.0.1:0").await.unwrap_or_else(|e| panic!("{e}"));
+        let taken = busy
+            .local_addr()
+            .unwrap_or_else(|e| panic!("{e}"))
+            .to_string();
+        let cases = [
+            (
+                taken.as_str(),
+                "hint: pick a free port with --listen 127.0.0.1:PORT",
+            ),
+            ("nonsense", "hint: write the address as HOST:PORT"),
+        ];
+        for (addr, hint) in cases {
+            let Err(e) = bind(addr).await else {
+                panic!("{addr} was bound");
+            };
+            let text = e.to_string();
+            assert!(
+                text.starts_with(&format!("cannot listen on {addr}: ")),
+                "{text}"
+            );
+            assert!(text.contains(hint), "{text}");
+        }
+    }
 }

@@ -1,7 +1,8 @@
 //! How an error is printed: anyhow's `{:#}` joins a context and its cause as "context: cause",
 //! which puts a context's `hint:` line before the cause it explains ("cannot write the report
 //! to x.html / hint: pass --output ...: No such file or directory"). Here every link's message
-//! comes first, joined as anyhow joins them, and the hints follow, outermost first.
+//! comes first, joined as anyhow joins them (a cause the message already ends with is not
+//! repeated), and the hints follow, outermost first.
 
 /// The error's chain as one message, then each link's hint on its own line.
 pub fn render(error: &anyhow::Error) -> String {
@@ -14,6 +15,9 @@ pub fn render(error: &anyhow::Error) -> String {
                 messages.push(message.to_string());
                 hints.push(format!("hint:{hint}"));
             }
+            // A message that already ends with its cause (`"cannot listen on x: {source}"`)
+            // is not followed by the cause again.
+            None if messages.last().is_some_and(|m: &String| m.ends_with(&text)) => {}
             None => messages.push(text),
         }
     }
@@ -60,6 +64,14 @@ mod tests {
         for (error, want) in cases {
             assert_eq!(render(&error), want);
         }
+        let io = std::io::Error::new(std::io::ErrorKind::AddrInUse, "Address already in use");
+        let repeated = Err::<(), _>(io)
+            .context("cannot listen on x: Address already in use\nhint: pick a free port")
+            .unwrap_err();
+        assert_eq!(
+            render(&repeated),
+            "cannot listen on x: Address already in use\nhint: pick a free port"
+        );
         let nested = failing("inner\nhint: fix the inner").context("outer\nhint: fix the outer");
         assert_eq!(
             render(&nested),
