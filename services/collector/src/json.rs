@@ -3,7 +3,7 @@
 //! the TEXT format's rule: `"nan"`, `"Infinity"` and `""` are rejected, other text is kept.
 
 use crate::error::CollectorError;
-use crate::text::{ParsedLine, ParsedMetric, RejectedMetric, recordable};
+use crate::text::ParsedLine;
 use serde_json::Value;
 
 /// Extracts the wanted metrics from one JSON line; blank lines yield nothing.
@@ -34,18 +34,7 @@ pub fn parse_json_line(line: &str, wanted: &[String]) -> Result<ParsedLine, Coll
             Some(Value::Number(n)) => n.to_string(),
             _ => continue,
         };
-        if recordable(&value) {
-            out.metrics.push(ParsedMetric {
-                name: name.clone(),
-                value,
-                timestamp_us,
-            });
-        } else {
-            out.rejected.push(RejectedMetric {
-                name: name.clone(),
-                raw: format!("{value:?}"),
-            });
-        }
+        out.take(name, value, timestamp_us, |v| format!("{v:?}"));
     }
     Ok(out)
 }

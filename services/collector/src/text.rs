@@ -50,6 +50,31 @@ pub struct ParsedLine {
     pub rejected: Vec<RejectedMetric>,
 }
 
+impl ParsedLine {
+    /// Keeps `value` of metric `name` as an observation when [`recordable`], else as a rejected
+    /// value shown as `shown(value)`: the one rule for TEXT and JSON lines.
+    pub(crate) fn take(
+        &mut self,
+        name: &str,
+        value: String,
+        timestamp_us: Option<i64>,
+        shown: impl FnOnce(&str) -> String,
+    ) {
+        if recordable(&value) {
+            self.metrics.push(ParsedMetric {
+                name: name.to_string(),
+                value,
+                timestamp_us,
+            });
+        } else {
+            self.rejected.push(RejectedMetric {
+                name: name.to_string(),
+                raw: shown(&value),
+            });
+        }
+    }
+}
+
 /// The compiled `metricsFormat` regexes of an experiment.
 #[derive(Debug, Clone)]
 pub struct MetricsFilter {
@@ -112,19 +137,9 @@ impl MetricsFilter {
                 if !wanted.iter().any(|w| w == name) {
                     continue;
                 }
-                let value = value.as_str().trim();
-                if recordable(value) {
-                    out.metrics.push(ParsedMetric {
-                        name: name.to_string(),
-                        value: value.to_string(),
-                        timestamp_us,
-                    });
-                } else {
-                    out.rejected.push(RejectedMetric {
-                        name: name.to_string(),
-                        raw: shown_value(value, &line[caps.get(0).map_or(0, |m| m.end())..]),
-                    });
-                }
+                let rest = &line[caps.get(0).map_or(0, |m| m.end())..];
+                let value = value.as_str().trim().to_string();
+                out.take(name, value, timestamp_us, |v| shown_value(v, rest));
             }
         }
         out
