@@ -23,5 +23,6 @@ pub use resume::ResumePolicy;
 pub use settings::{AlgorithmSource, BuiltEarlyStopping, build_early_stopping, check_settings};
 pub use suggest::{SuggestInput, build_suggester, search_ended, suggest};
 pub use verdict::{
-    Finished, Place, TrialEnd, Verdict, ZERO_TIME_US, judge, metrics_unavailable, unavailable_hint,
+    Finished, Place, TrialEnd, Verdict, ZERO_TIME_US, judge, metrics_unavailable,
+    objective_reported, unavailable_hint,
 };

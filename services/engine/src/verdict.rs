@@ -42,9 +42,9 @@ pub enum Place<'a> {
 #[derive(Debug, Clone, Copy)]
 pub struct Finished<'a> {
     pub end: &'a TrialEnd,
-    /// The collector recorded a value of the objective metric: this, not `seen`, decides
-    /// Succeeded against MetricsUnavailable.
-    pub objective_recorded: bool,
+    /// The latest value recorded for the objective metric, if any: through
+    /// [`objective_reported`] this, not `seen`, decides Succeeded against MetricsUnavailable.
+    pub objective_latest: Option<&'a str>,
     /// Names of the metrics the trial reported or printed, any order (a bounded sample is
     /// enough): they word the MetricsUnavailable message. The objective's name can be among
     /// them when every value printed for it was rejected (`nan`, an infinity, an empty match).
@@ -86,7 +86,7 @@ pub fn judge(exp: &ResolvedExperiment, trial: Finished<'_>) -> Verdict {
     }
     let failed = |message: String| Verdict::of(TrialState::Failed, reason::TRIAL_FAILED, message);
     match trial.end {
-        TrialEnd::Completed if trial.objective_recorded => Verdict::of(
+        TrialEnd::Completed if objective_reported(trial.objective_latest) => Verdict::of(
             TrialState::Succeeded,
             reason::TRIAL_SUCCEEDED,
             reason::TRIAL_SUCCEEDED_MESSAGE,
@@ -111,6 +111,12 @@ pub fn judge(exp: &ResolvedExperiment, trial: Finished<'_>) -> Verdict {
             "stopped because the experiment was interrupted",
         ),
     }
+}
+
+/// Katib's test of a completed trial, the same for both drivers: its objective has a latest
+/// value other than `unavailable`. A number and text (DARTS's genotype) both count.
+pub fn objective_reported(latest: Option<&str>) -> bool {
+    latest.is_some_and(|v| v != UNAVAILABLE)
 }
 
 /// The verdict on a trial that completed without ever reporting its objective `metric`: Katib's

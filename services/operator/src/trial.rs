@@ -16,7 +16,7 @@ use crate::objects::{
 use crate::trial_decide::{self as decide, Failure, Step, Verdict};
 use crate::trial_job::{job_api, job_object};
 use crate::trial_spec::{follow_target, follows_log, objective_of};
-use crate::trial_state::{objective_reported, state_of, trial_status};
+use crate::trial_state::{latest_of, state_of, trial_status};
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, DynamicObject, PostParams};
 use kube::runtime::controller::Action;
@@ -258,11 +258,12 @@ async fn succeeded(mut live: Live<'_>, spec: &TrialSpec, kind: &str) -> Result<A
         return live.fail(Failure::trial(why)).await;
     };
     live.observe(&objective).await?;
-    let observed = live
-        .status
-        .observation
-        .as_ref()
-        .is_some_and(|o| objective_reported(o, &objective.metric));
+    let observed = vernier_engine::objective_reported(
+        live.status
+            .observation
+            .as_ref()
+            .and_then(|o| latest_of(o, &objective.metric)),
+    );
     let seen = if observed {
         Vec::new()
     } else {

@@ -58,14 +58,14 @@ pub fn metric_value(
     }
 }
 
-/// Katib's test of a succeeded job: its observation holds the objective `metric` with a
-/// `latest` other than `unavailable`. A number and text (DARTS's genotype) both count, as a
-/// recorded value does in local mode.
-pub fn objective_reported(observation: &Observation, metric: &str) -> bool {
+/// The `latest` value an observation holds for `metric`, which the engine's
+/// `objective_reported` judges a succeeded job by.
+pub fn latest_of<'a>(observation: &'a Observation, metric: &str) -> Option<&'a str> {
     observation
         .metrics
         .iter()
-        .any(|m| m.name == metric && m.latest != vernier_core::UNAVAILABLE)
+        .find(|m| m.name == metric)
+        .map(|m| m.latest.as_str())
 }
 
 /// Whether the metric's latest value is text (not a number, not Katib's `unavailable`), the
@@ -115,7 +115,7 @@ mod tests {
     }
 
     #[test]
-    fn a_number_or_text_reports_the_objective_and_unavailable_does_not() {
+    fn the_latest_value_of_the_named_metric_is_read() {
         let obs = |latest: &str| Observation {
             metrics: vec![MetricValues {
                 name: "acc".into(),
@@ -125,17 +125,13 @@ mod tests {
             }],
         };
         let cases = [
-            ("0.5", "acc", true),
-            ("Genotype(normal=[])", "acc", true),
-            ("unavailable", "acc", false),
-            ("0.5", "loss", false),
+            ("0.5", "acc", Some("0.5")),
+            ("Genotype(normal=[])", "acc", Some("Genotype(normal=[])")),
+            ("unavailable", "acc", Some("unavailable")),
+            ("0.5", "loss", None),
         ];
         for (latest, metric, want) in cases {
-            assert_eq!(
-                objective_reported(&obs(latest), metric),
-                want,
-                "{latest} {metric}"
-            );
+            assert_eq!(latest_of(&obs(latest), metric), want, "{latest} {metric}");
         }
     }
 }

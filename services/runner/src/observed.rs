@@ -16,6 +16,9 @@ pub struct TrialMetrics {
     pub metrics: BTreeMap<String, f64>,
     /// The objective's strategy selects text (e.g. DARTS's genotype), not a number.
     pub objective_text: Option<String>,
+    /// The objective's latest recorded value, whatever it is: what the engine's
+    /// `objective_reported` judges a completed trial by.
+    pub objective_latest: Option<String>,
 }
 
 /// Reads the trial's stored summary; a trial logged before the store kept summaries (an older
@@ -40,6 +43,7 @@ pub fn select(objective: &Objective, summaries: &[MetricSummary]) -> TrialMetric
         };
         if s.name == objective.metric {
             out.objective_text = s.text(strategy).map(str::to_string);
+            out.objective_latest = Some(s.latest.clone());
         }
         if let Some(v) = s.value(strategy) {
             out.metrics.insert(s.name.clone(), v);

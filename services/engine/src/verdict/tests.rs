@@ -114,9 +114,9 @@ fn every_end_has_katib_state_and_reason() {
             &exp,
             Finished {
                 end: &end,
-                // In this table a trial that reported the objective had it recorded; the test
-                // below separates the two.
-                objective_recorded: seen.iter().any(|s| s == "loss"),
+                // In this table a trial that reported the objective had a value recorded; the
+                // test below separates the two.
+                objective_latest: seen.iter().any(|s| s == "loss").then_some("0.5"),
                 seen: &seen,
                 early_stopped,
                 place: LOCAL,
@@ -131,49 +131,61 @@ fn every_end_has_katib_state_and_reason() {
     }
 }
 
-/// Whether the objective was recorded decides, not whether its name was printed: a trial whose
-/// every `loss` value was rejected (`loss=nan`) printed the name and recorded nothing.
+/// The objective's recorded latest value decides, not whether its name was printed: a trial
+/// whose every `loss` value was rejected (`loss=nan`) printed the name and recorded nothing.
 #[test]
 fn only_a_recorded_objective_makes_a_completed_trial_succeed() {
     let exp = experiment("");
-    let cases: Vec<(bool, Vec<String>, TrialState, &str)> = vec![
+    let cases: Vec<(Option<&str>, Vec<String>, TrialState, &str)> = vec![
         (
-            true,
+            Some("0.5"),
             names(&["loss"]),
             TrialState::Succeeded,
             "Trial has succeeded",
         ),
         (
-            true,
+            Some("0.5"),
             names(&[]),
             TrialState::Succeeded,
             "Trial has succeeded",
         ),
         (
-            false,
+            Some("Genotype(normal=[])"),
+            names(&["loss"]),
+            TrialState::Succeeded,
+            "Trial has succeeded",
+        ),
+        (
+            Some("unavailable"),
+            names(&["loss"]),
+            TrialState::MetricsUnavailable,
+            "never reported a usable value of the objective metric \"loss\"",
+        ),
+        (
+            None,
             names(&["acc", "loss"]),
             TrialState::MetricsUnavailable,
             "the trial exited with code 0 but never reported a usable value of the objective metric \"loss\": every value printed for it was rejected as nan, an infinity or empty (saw acc, loss)\nhint: print a line such as `loss=0.5`",
         ),
         (
-            false,
+            None,
             names(&["acc"]),
             TrialState::MetricsUnavailable,
             "never reported the objective metric \"loss\" (saw acc)",
         ),
     ];
-    for (recorded, seen, state, fragment) in cases {
+    for (latest, seen, state, fragment) in cases {
         let v = judge(
             &exp,
             Finished {
                 end: &TrialEnd::Completed,
-                objective_recorded: recorded,
+                objective_latest: latest,
                 seen: &seen,
                 early_stopped: false,
                 place: LOCAL,
             },
         );
-        assert_eq!(v.state, state, "{recorded} {seen:?}");
+        assert_eq!(v.state, state, "{latest:?} {seen:?}");
         assert!(v.message.contains(fragment), "{}", v.message);
     }
 }
@@ -184,7 +196,7 @@ fn judge_completed(exp: &ResolvedExperiment, seen: &[String], place: Place<'_>) 
         exp,
         Finished {
             end: &TrialEnd::Completed,
-            objective_recorded: seen.contains(&exp.objective.metric),
+            objective_latest: seen.contains(&exp.objective.metric).then_some("0.5"),
             seen,
             early_stopped: false,
             place,
@@ -313,5 +325,20 @@ fn hints_name_the_collector_and_the_place() {
     for (collector, place, fragment) in cases {
         let hint = unavailable_hint(collector, "acc", place);
         assert!(hint.contains(fragment), "{collector:?} {place:?}: {hint}");
+    }
+}
+
+/// The rule both drivers apply to a completed trial's objective (Katib's): any latest value but
+/// `unavailable`, number or text.
+#[test]
+fn a_number_or_text_reports_the_objective_and_unavailable_does_not() {
+    let cases = [
+        (Some("0.5"), true),
+        (Some("Genotype(normal=[])"), true),
+        (Some("unavailable"), false),
+        (None, false),
+    ];
+    for (latest, want) in cases {
+        assert_eq!(objective_reported(latest), want, "{latest:?}");
     }
 }

@@ -4,7 +4,7 @@
 use super::tracked::Tracked;
 use crate::error::RunnerError;
 use crate::experiment::LocalExperiment;
-use crate::observed::trial_metrics;
+use crate::observed::{TrialMetrics, trial_metrics};
 use crate::process::now_us;
 use crate::status::{conditions_json, set_condition};
 use vernier_core::{Proposal, TrialRecord, TrialState};
@@ -139,11 +139,13 @@ pub(super) async fn mark_running(store: &SqlStore, trial: &str) -> Result<(), Ru
 
 /// Records the verdict (with Katib's `unavailable` observation when it has one) and reads back
 /// the objective value from the stored observations.
+/// `observed` is the trial's metrics as read before the verdict: recording the `unavailable`
+/// observation of a MetricsUnavailable trial changes none of them.
 pub(super) async fn finish_trial(
     store: &SqlStore,
-    exp: &LocalExperiment,
     trial: &mut Tracked,
     verdict: &Verdict,
+    observed: TrialMetrics,
 ) -> Result<(), RunnerError> {
     let name = &trial.record.name;
     if let Some(unavailable) = &verdict.unavailable {
@@ -161,7 +163,6 @@ pub(super) async fn finish_trial(
     };
     store.update_trial(name, &update).await?;
     trial.record.state = verdict.state;
-    let observed = trial_metrics(store, &exp.objective, name).await?;
     trial.record.objective = observed.objective;
     trial.record.metrics = observed.metrics;
     trial.objective_text = observed.objective_text;

@@ -11,6 +11,7 @@ use crate::error::RunnerError;
 use crate::hooks::{
     PUSH_ADDRESS_ENV, SourceRequest, apply_push_env, note_pushed_metrics, suggest_with_retry,
 };
+use crate::observed::{TrialMetrics, trial_metrics};
 use crate::process::{ProcessEnd, ProcessReport, StopLevel};
 use crate::replicas::{TrialLaunch, run_trial};
 use tokio::sync::watch;
@@ -141,7 +142,9 @@ impl Run<'_> {
             Ok(launch) => self.launch(name, launch, idx).await,
             Err(e) => {
                 let end = TrialEnd::Failed(e.to_string());
-                self.record_end(idx, &end, false, &[], false).await
+                // It never ran, so nothing of it is recorded.
+                let observed = TrialMetrics::default();
+                self.record_end(idx, &end, observed, &[], false).await
             }
         }
     }
@@ -208,14 +211,14 @@ impl Run<'_> {
         }
         let end = trial_end(&report.end, self.stopping);
         let early_stopped = self.monitor.as_ref().is_some_and(|m| m.stopped(&name));
-        let objective_recorded = report.metrics_seen.contains(&exp.objective.metric);
+        let observed = trial_metrics(self.shell.store, &exp.objective, &name).await?;
         let seen: Vec<String> = if end == TrialEnd::Completed && !early_stopped {
             // The names it did report go into a MetricsUnavailable message.
             crate::reported::reported_names(exp, &name, &report.metrics_seen).await
         } else {
             report.metrics_seen.into_iter().collect()
         };
-        self.record_end(idx, &end, objective_recorded, &seen, early_stopped)
+        self.record_end(idx, &end, observed, &seen, early_stopped)
             .await
     }
 
@@ -224,7 +227,7 @@ impl Run<'_> {
         &mut self,
         idx: usize,
         end: &TrialEnd,
-        objective_recorded: bool,
+        observed: TrialMetrics,
         seen: &[String],
         early_stopped: bool,
     ) -> Result<(), RunnerError> {
@@ -233,19 +236,13 @@ impl Run<'_> {
         };
         let finished = Finished {
             end,
-            objective_recorded,
+            objective_latest: observed.objective_latest.as_deref(),
             seen,
             early_stopped,
             place,
         };
         let verdict: Verdict = vernier_engine::judge(self.shell.exp, finished);
-        finish_trial(
-            self.shell.store,
-            self.shell.exp,
-            &mut self.trials[idx],
-            &verdict,
-        )
-        .await?;
+        finish_trial(self.shell.store, &mut self.trials[idx], &verdict, observed).await?;
         let event = DriverEvent::TrialFinished {
             name: self.trials[idx].record.name.clone(),
             state: verdict.state,
