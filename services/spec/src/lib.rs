@@ -15,6 +15,7 @@ pub mod reference;
 pub mod status;
 pub mod template;
 pub mod trial;
+mod type_errors;
 pub mod types;
 pub mod validate;
 

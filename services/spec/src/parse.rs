@@ -5,6 +5,7 @@ use crate::error::{SpecError, SpecErrors};
 use crate::limits::{
     CappedReadError, MAX_NESTING, MAX_SPEC_BYTES, nesting_beyond, read_text_capped,
 };
+use crate::type_errors::later_type_errors;
 use crate::types::{API_VERSION, Experiment, FIELD_NAMES, KIND};
 use crate::{defaults, validate};
 use std::path::Path;
@@ -16,8 +17,8 @@ pub fn parse_experiment(text: &str) -> Result<Experiment, SpecErrors> {
     errors.0.extend(unknown);
     let mut exp = match parsed {
         Ok(exp) => exp,
-        Err(e) => {
-            errors.push(e);
+        Err(type_errors) => {
+            errors.0.extend(type_errors);
             return Err(errors);
         }
     };
@@ -58,10 +59,12 @@ pub fn parse_experiment_file(path: &Path) -> Result<Experiment, SpecErrors> {
     parse_experiment(&text)
 }
 
-/// Syntax errors end parsing at once; otherwise returns the typed result (or the first type
-/// error, which ends serde's walk) together with every unknown field seen on the way.
+/// Syntax errors end parsing at once; otherwise returns the typed result (or every type error
+/// found) together with every unknown field seen on the way.
 #[allow(clippy::type_complexity)]
-fn deserialize(text: &str) -> Result<(Result<Experiment, SpecError>, Vec<SpecError>), SpecErrors> {
+fn deserialize(
+    text: &str,
+) -> Result<(Result<Experiment, Vec<SpecError>>, Vec<SpecError>), SpecErrors> {
     if text.trim().is_empty() {
         return Err(SpecError::new("document", "the document is empty").into());
     }
@@ -86,12 +89,13 @@ fn deserialize(text: &str) -> Result<(Result<Experiment, SpecError>, Vec<SpecErr
     let result: Result<Experiment, _> = serde_path_to_error::deserialize(ignored);
     let result = result.map_err(|e| {
         if is_too_deep(e.inner()) {
-            return too_deep(e.inner());
+            return vec![too_deep(e.inner())];
         }
-        let path = e.path().to_string();
-        let message = strip_inner_path(&e.inner().to_string());
-        let path = if path == "." { "document".into() } else { path };
-        SpecError::new(path, message)
+        let first = type_error(&e.path().to_string(), &e.inner().to_string());
+        let later = later_type_errors(text, e.path())
+            .into_iter()
+            .map(|t| type_error(&t.path, &t.message));
+        std::iter::once(first).chain(later).collect()
     });
     let unknown = unknown
         .into_iter()
@@ -195,6 +199,40 @@ fn format_ignored(path: &serde_ignored::Path<'_>) -> String {
         serde_ignored::Path::Some { parent }
         | serde_ignored::Path::NewtypeStruct { parent }
         | serde_ignored::Path::NewtypeVariant { parent } => format_ignored(parent),
+    }
+}
+
+/// A type error at `path` (serde's `.` for the root), in the words of every other error.
+fn type_error(path: &str, message: &str) -> SpecError {
+    let path = if path == "." { "document" } else { path };
+    SpecError::new(path, plain_words(&strip_inner_path(message)))
+}
+
+/// serde names Rust types ("expected i32"); a Katib user reads YAML, so say what to write.
+fn plain_words(message: &str) -> String {
+    let Some((head, expected)) = message.split_once(", expected ") else {
+        return message.to_string();
+    };
+    let (what, rest) = expected.split_once(' ').unwrap_or((expected, ""));
+    let plain = match what {
+        "i8" | "i16" | "i32" | "i64" | "u8" | "u16" | "u32" | "u64" | "usize" => {
+            "an integer".to_string()
+        }
+        "f32" | "f64" => "a number".to_string(),
+        "struct" => {
+            let rest = rest.split_once(' ').map_or("", |(_, tail)| tail);
+            return format!("{head}, expected a mapping{}", prefixed(rest));
+        }
+        _ => return message.to_string(),
+    };
+    format!("{head}, expected {plain}{}", prefixed(rest))
+}
+
+fn prefixed(rest: &str) -> String {
+    if rest.is_empty() {
+        String::new()
+    } else {
+        format!(" {rest}")
     }
 }
 

@@ -214,13 +214,39 @@ fn type_error_names_the_path() {
     assert_error(
         &e,
         "spec.parallelTrialCount",
-        r#"invalid type: string "abc", expected i32"#,
+        r#"invalid type: string "abc", expected an integer"#,
     );
     let nested = RANDOM.replace("    goal: 0.001", "    goal: [1]");
     assert_error(
         &parse_err(&nested),
         "spec.objective.goal",
+        "invalid type: sequence, expected a number",
+    );
+    assert_error(
+        &parse_err(&nested),
+        "spec.objective.goal",
         "invalid type: sequence",
+    );
+}
+
+#[test]
+fn every_type_error_is_listed_at_once() {
+    let text = RANDOM
+        .replace("parallelTrialCount: 3", "parallelTrialCount: abc")
+        .replace("    goal: 0.001", "    goal: low");
+    let e = parse_err(&text);
+    assert_eq!(e.errors().len(), 2, "{e}");
+    assert_error(
+        &e,
+        "spec.objective.goal",
+        r#"string "low", expected a number"#,
+    );
+    assert_error(&e, "spec.parallelTrialCount", "expected an integer");
+    let text = RANDOM.replace("  parameters:\n", "  parameters:\n    - 7\n");
+    assert_error(
+        &parse_err(&text),
+        "spec.parameters[0]",
+        "invalid type: integer `7`, expected a mapping",
     );
 }
 
