@@ -38,6 +38,17 @@ fn wait_for_lines(child: &mut Child, needle: &str, count: usize) -> Vec<String> 
 
 #[test]
 fn ctrl_c_kills_running_trials_and_records_them() {
+    interrupt_kills_running_trials_and_records_them(Signal::SIGINT);
+}
+
+/// A closed terminal or a dropped ssh session (SIGHUP) stops the run as Ctrl-C does, instead of
+/// ending it at once with its trials left running and the experiment marked Running.
+#[test]
+fn a_hangup_kills_running_trials_and_records_them() {
+    interrupt_kills_running_trials_and_records_them(Signal::SIGHUP);
+}
+
+fn interrupt_kills_running_trials_and_records_them(signal: Signal) {
     let sb = Sandbox::new();
     // Each trial records its pid, reports a metric, then trains "forever".
     let yaml = python_experiment(
@@ -69,11 +80,11 @@ fn ctrl_c_kills_running_trials_and_records_them() {
         std::thread::sleep(Duration::from_millis(50));
     };
     std::thread::sleep(Duration::from_millis(300));
-    kill(Pid::from_raw(child.id() as i32), Signal::SIGINT).unwrap();
+    kill(Pid::from_raw(child.id() as i32), signal).unwrap();
     let code = wait_exit(&mut child, Duration::from_secs(20));
-    assert_eq!(code, Some(130));
+    assert_eq!(code, Some(130), "after {signal}");
     for pid in pids {
-        assert!(!pid_alive(pid), "trial process {pid} survived Ctrl-C");
+        assert!(!pid_alive(pid), "trial process {pid} survived {signal}");
     }
     let r = sb.report("sigint");
     let killed = trials_in(&r, "Killed");
@@ -86,6 +97,50 @@ fn ctrl_c_kills_running_trials_and_records_them() {
         killed[0]["status"]["observation"]["metrics"][0]["latest"],
         "0.5"
     );
+}
+
+/// A trial that never writes again does not notice its driver's `kill -9`; `resume` stops it
+/// before marking it Killed, so it does not run on unseen beside the new trials.
+#[test]
+fn resume_after_kill_9_stops_a_trial_left_sleeping() {
+    let sb = Sandbox::new();
+    // The first trial records its pid and sleeps; later ones report at once.
+    let yaml = python_experiment(
+        "sleeper",
+        "import os, time\nif not os.path.exists('pid'):\n    open('pid', 'w').write(str(os.getpid())); print('loss=0.5', flush=True); time.sleep(120)\nprint('loss=0.4')",
+        "  objective:\n    type: minimize\n    objectiveMetricName: loss\n  parallelTrialCount: 1\n  maxTrialCount: 2",
+    );
+    let file = sb.write("sleeper.yaml", &yaml);
+    let mut child = sb
+        .cmd(&["run", file.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for_lines(&mut child, "started", 1);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let pid: i32 = loop {
+        if let Some(pid) = std::fs::read_to_string(sb.path().join("pid"))
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+        {
+            break pid;
+        }
+        assert!(Instant::now() < deadline, "the trial did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGKILL).unwrap();
+    let _ = child.wait();
+    assert!(
+        pid_alive(pid),
+        "the sleeping trial should outlive its driver"
+    );
+    let out = sb.run(&["resume", "sleeper"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(!pid_alive(pid), "trial process {pid} survived the resume");
+    let r = sb.report("sleeper");
+    assert_eq!(trials_in(&r, "Killed").len(), 1, "{r:#}");
+    assert_eq!(trials_in(&r, "Succeeded").len(), 1, "{r:#}");
 }
 
 #[test]

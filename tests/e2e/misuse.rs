@@ -169,3 +169,75 @@ fn a_database_deleted_under_a_run_stops_it_and_says_so() {
     );
     assert!(!shown.contains("panicked"), "{shown}");
 }
+
+fn quick_experiment(sb: &Sandbox, name: &str) -> std::path::PathBuf {
+    let yaml = python_experiment(
+        name,
+        "import sys; print('loss=' + sys.argv[1])",
+        "  objective:\n    type: minimize\n    objectiveMetricName: loss\n  parallelTrialCount: 1\n  maxTrialCount: 2",
+    );
+    sb.write(&format!("{name}.yaml"), &yaml)
+}
+
+/// A SQLite file in WAL mode holds recent writes in `vernier.db-wal` until its connections close
+/// cleanly; every command closes them, so `vernier.db` alone, copied or moved after a command
+/// ended, holds the whole experiment.
+#[test]
+fn the_database_file_alone_holds_everything_once_a_command_ends() {
+    let sb = Sandbox::new();
+    let file = quick_experiment(&sb, "walled");
+    let out = sb.run(&["run", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let copy = Sandbox::new();
+    std::fs::copy(sb.db(), copy.db()).unwrap();
+    let r = copy.report("walled");
+    assert_eq!(r["status"]["trials"], 2, "{r:#}");
+    assert!(
+        !sb.path().join("vernier.db-wal").exists()
+            || std::fs::metadata(sb.path().join("vernier.db-wal"))
+                .unwrap()
+                .len()
+                == 0,
+        "a write-ahead log with content was left behind"
+    );
+}
+
+/// A `--log-dir` that cannot be made is refused before the experiment is recorded, so a second
+/// run with a good one is not refused as "already exists".
+#[test]
+fn a_log_dir_that_cannot_be_made_records_nothing() {
+    let sb = Sandbox::new();
+    let file = quick_experiment(&sb, "logless");
+    sb.write("afile", "");
+    let out = sb.run(&["run", file.to_str().unwrap(), "--log-dir", "afile"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("cannot create log directory") && text(&out).contains("afile"),
+        "{}",
+        text(&out)
+    );
+    let out = sb.run(&["run", file.to_str().unwrap(), "--log-dir", "logs"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+}
+
+/// A refused `resume` (the experiment has finished) leaves no lease behind: the next command
+/// does not report taking over from a process that is gone.
+#[test]
+fn a_refused_resume_leaves_the_experiment_free() {
+    let sb = Sandbox::new();
+    let file = quick_experiment(&sb, "done");
+    assert_eq!(
+        sb.run(&["run", file.to_str().unwrap()]).status.code(),
+        Some(0)
+    );
+    for _ in 0..2 {
+        let out = sb.run(&["resume", "done"]);
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+        assert!(
+            text(&out).contains("has already finished"),
+            "{}",
+            text(&out)
+        );
+        assert!(!text(&out).contains("took over"), "{}", text(&out));
+    }
+}

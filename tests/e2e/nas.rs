@@ -24,6 +24,20 @@ fn assignment<'a>(trial: &'a serde_json::Value, name: &str) -> &'a str {
         .unwrap_or_else(|| panic!("no {name} in {trial}"))
 }
 
+/// `validate` renders the first trial with what the NAS algorithm proposes (its trial
+/// parameters, such as DARTS's `algorithm-settings`, exist only in its proposals), so it
+/// accepts what `run` runs.
+#[test]
+fn validate_accepts_the_nas_examples_that_run_runs() {
+    for name in ["darts-toy.yaml", "enas-toy.yaml"] {
+        let sb = Sandbox::new();
+        let file = sb.write(name, &example(name, |y| y));
+        let out = sb.run(&["validate", file.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(0), "{name}: {}", text(&out));
+        assert!(text(&out).contains("local: runnable"), "{}", text(&out));
+    }
+}
+
 #[test]
 fn darts_example_records_the_genotype_as_the_best_trial() {
     let sb = Sandbox::new();

@@ -1,7 +1,9 @@
 //! Opening the database for a command: which commands may create one (only `run` and the
-//! operator), and the error for a missing file naming where its path came from.
+//! operator), the error for a missing file naming where its path came from, and closing every
+//! store a command opened before the process exits.
 
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
 use vernier_store::{OpenMode, SqlStore, StoreError};
 
 /// Where `--db`'s value came from, set once by `main` from clap's matches. A process-wide
@@ -13,6 +15,12 @@ pub fn set_source(source: &'static str) {
     let _ = SOURCE.set(source);
 }
 
+/// Every store opened by this process, closed by [`close_all`] at exit.
+static OPENED: Mutex<Vec<SqlStore>> = Mutex::new(Vec::new());
+
+/// How long closing waits for connections still in use (a task the command left running).
+const CLOSE_WAIT: Duration = Duration::from_secs(5);
+
 /// Opens `db` in `mode`; a missing SQLite file (outside `Create`) names its path and source.
 pub async fn open(db: &str, mode: OpenMode) -> anyhow::Result<SqlStore> {
     match SqlStore::open(db, mode).await {
@@ -22,7 +30,40 @@ pub async fn open(db: &str, mode: OpenMode) -> anyhow::Result<SqlStore> {
                 "database `{path}` does not exist (path from {source})\nhint: check the path; only `vernier run` creates a database"
             )
         }
-        other => Ok(other?),
+        Ok(store) => {
+            remember(&store);
+            Ok(store)
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Opens or creates `db` ([`SqlStore::connect`]), to be closed by [`close_all`].
+pub async fn connect(db: &str) -> anyhow::Result<SqlStore> {
+    let store = SqlStore::connect(db).await?;
+    remember(&store);
+    Ok(store)
+}
+
+fn remember(store: &SqlStore) {
+    OPENED
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(store.clone());
+}
+
+/// Closes every store opened by [`open`] or [`connect`]. A SQLite file in WAL mode keeps what was written in
+/// `NAME-wal` until its last connection closes cleanly and folds it in; without this a copy of
+/// `vernier.db` alone, made after a command ended, would hold none of it.
+pub async fn close_all() {
+    let stores = std::mem::take(&mut *OPENED.lock().unwrap_or_else(|e| e.into_inner()));
+    for store in stores {
+        if tokio::time::timeout(CLOSE_WAIT, store.close())
+            .await
+            .is_err()
+        {
+            tracing::warn!("a database connection was still in use at exit");
+        }
     }
 }
 

@@ -218,7 +218,12 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match runtime.block_on(dispatch(cli)) {
+    let result = runtime.block_on(async {
+        let result = dispatch(cli).await;
+        db::close_all().await;
+        result
+    });
+    match result {
         Ok(Exit::Succeeded) => ExitCode::SUCCESS,
         Ok(Exit::Failed) => ExitCode::from(1),
         Ok(Exit::Interrupted) => ExitCode::from(130),

@@ -162,7 +162,7 @@ impl LocalExperiment {
             log_path,
             metrics_path,
             append_log: false,
-            pid_file: None,
+            pid_file: Some(self.paths.log_dir.join(format!("{trial}.pid"))),
         })
     }
 

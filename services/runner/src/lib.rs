@@ -15,6 +15,7 @@ pub mod lease;
 pub mod local_support;
 pub mod names;
 pub mod observed;
+pub mod orphans;
 pub mod process;
 pub mod replicas;
 pub mod reported;

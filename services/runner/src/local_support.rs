@@ -152,9 +152,14 @@ spec:
                 None,
             ),
             (
-                "{name: main, image: i, args: ['--lr=${trialParameters.lr}']}",
+                "{name: main, image: i, args: [python3, t.py, '--lr=${trialParameters.lr}']}",
                 "main",
                 None,
+            ),
+            (
+                "{name: main, image: i, args: ['--lr=${trialParameters.lr}']}",
+                "main",
+                Some("containers[0].command"),
             ),
             (
                 "{name: main, image: i, env: [{name: LR, value: '${trialParameters.lr}'}]}",

@@ -72,7 +72,7 @@ pub async fn operator(db: &str, args: OperatorArgs) -> anyhow::Result<Exit> {
         std::env::var("HOSTNAME")
             .unwrap_or_else(|_| format!("vernier-operator-{}", std::process::id()))
     });
-    let store = vernier_store::SqlStore::connect(db)
+    let store = crate::db::connect(db)
         .await
         .with_context(|| format!("cannot open the store {db}"))?;
     let client = vernier_operator::client::connect(args.kube_url.as_deref()).await?;

@@ -33,7 +33,7 @@ pub async fn run(
             errors.len()
         ),
     };
-    let store = SqlStore::connect(db).await?;
+    let store = crate::db::connect(db).await?;
     let name = spec.name().to_string();
     if store.get_experiment(&name).await?.is_some() {
         anyhow::bail!(
@@ -57,6 +57,14 @@ pub async fn run(
     }
     let exp = LocalExperiment::new(spec, paths)?;
     check_local(&exp)?;
+    // A log directory that cannot be made is refused before the experiment is recorded: a
+    // record left behind could only be deleted, as `resume` keeps the directory it names.
+    std::fs::create_dir_all(&exp.paths.log_dir).map_err(|source| {
+        vernier_runner::RunnerError::LogDir {
+            path: exp.paths.log_dir.display().to_string(),
+            source,
+        }
+    })?;
     // Bad algorithm settings are reported before anything is recorded.
     let algorithm = match plugins.source_for(&exp, None)? {
         None => AlgorithmSource::BuiltIn,
@@ -108,13 +116,9 @@ pub async fn resume(
     plugins: &Plugins,
 ) -> anyhow::Result<Exit> {
     let store = crate::db::open(db, vernier_store::OpenMode::Existing).await?;
-    let missing = || {
-        anyhow::anyhow!(
-            "experiment {name:?} does not exist in {}\nhint: `vernier list` shows the experiments there",
-            vernier_store::redact_url(db)
-        )
-    };
-    let mut row = store.get_experiment(name).await?.ok_or_else(missing)?;
+    if store.get_experiment(name).await?.is_none() {
+        return Err(missing_experiment(db, name));
+    }
     // Only the lease holder may change the budget or recover trials: another live driver's
     // trials are not stale.
     let lease = ExperimentLease::acquire(&store, name).await?;
@@ -126,12 +130,38 @@ pub async fn resume(
             vernier_runner::lease::LEASE_TTL.as_secs()
         );
     }
-    if !limits.is_empty() {
-        if vernier_runner::extend::extend(&store, name, limits).await? {
-            outln!("experiment {name} continues: maxTrialCount was raised");
+    match prepare_resume(&store, db, name, limits).await {
+        Ok((exp, seed)) => drive(&store, db, &exp, seed, plugins, lease, None).await,
+        Err(e) => {
+            // A refused resume leaves the experiment free, not held by a process now gone.
+            let _ = lease.release().await;
+            Err(e)
         }
-        row = store.get_experiment(name).await?.ok_or_else(missing)?;
     }
+}
+
+fn missing_experiment(db: &str, name: &str) -> anyhow::Error {
+    anyhow::anyhow!(
+        "experiment {name:?} does not exist in {}\nhint: `vernier list` shows the experiments there",
+        vernier_store::redact_url(db)
+    )
+}
+
+/// Under the lease: applies new limits, refuses a finished experiment, and marks the trials
+/// the previous run left running. Returns the experiment to drive and its seed.
+async fn prepare_resume(
+    store: &SqlStore,
+    db: &str,
+    name: &str,
+    limits: NewLimits,
+) -> anyhow::Result<(LocalExperiment, u64)> {
+    if !limits.is_empty() && vernier_runner::extend::extend(store, name, limits).await? {
+        outln!("experiment {name} continues: maxTrialCount was raised");
+    }
+    let row = store
+        .get_experiment(name)
+        .await?
+        .ok_or_else(|| missing_experiment(db, name))?;
     if matches!(row.status.phase.as_str(), "Succeeded" | "Failed") {
         let hint = if row.status.reason == Completion::MaxTrialsReached.reason() {
             format!("`vernier resume {name} --max-trial-count N` continues it with a larger budget")
@@ -152,7 +182,7 @@ pub async fn resume(
     };
     let exp = LocalExperiment::new(spec, paths)?;
     check_local(&exp)?;
-    let recovered = driver::recover_interrupted(&store, name).await?;
+    let recovered = driver::recover_interrupted(store, name).await?;
     outln!(
         "resuming experiment {name} (seed {}){}",
         row.seed,
@@ -162,7 +192,7 @@ pub async fn resume(
             String::new()
         }
     );
-    drive(&store, db, &exp, row.seed as u64, plugins, lease, None).await
+    Ok((exp, row.seed as u64))
 }
 
 /// Refuses, before anything is recorded or run, an experiment only a cluster can run; notes
@@ -297,25 +327,20 @@ async fn drive_leased(
     }
 }
 
-/// First Ctrl-C or SIGTERM: stop gracefully; a second one: kill now.
+/// First Ctrl-C, SIGTERM or SIGHUP (the terminal closed, an ssh session dropped): stop
+/// gracefully; a second one: kill now. Without SIGHUP a closed terminal would end `run` at
+/// once and leave its trials running and the experiment marked Running.
 async fn watch_signals(stop: watch::Sender<StopLevel>) {
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate()).ok();
+    let mut hup = signal(SignalKind::hangup()).ok();
     let mut level = StopLevel::Run;
     loop {
-        let got = async {
-            match term.as_mut() {
-                Some(t) => {
-                    tokio::select! {
-                        _ = tokio::signal::ctrl_c() => {},
-                        _ = t.recv() => {},
-                    }
-                }
-                None => {
-                    let _ = tokio::signal::ctrl_c().await;
-                }
-            }
-        };
-        got.await;
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {},
+            Some(()) = next_signal(&mut term) => {},
+            Some(()) = next_signal(&mut hup) => {},
+        }
         level = if level == StopLevel::Run {
             errln!("stopping: terminating running trials (press Ctrl-C again to kill them now)");
             StopLevel::Terminate
@@ -323,6 +348,14 @@ async fn watch_signals(stop: watch::Sender<StopLevel>) {
             StopLevel::Kill
         };
         let _ = stop.send(level);
+    }
+}
+
+/// The next delivery of a signal whose handler could be installed; never, otherwise.
+async fn next_signal(s: &mut Option<tokio::signal::unix::Signal>) -> Option<()> {
+    match s {
+        Some(s) => s.recv().await,
+        None => std::future::pending().await,
     }
 }
 

@@ -69,7 +69,7 @@ pub async fn recover_interrupted(store: &SqlStore, experiment: &str) -> Result<u
     for t in store.list_trials(experiment).await? {
         if t.state.is_active() {
             if let Some(dir) = &log_dir {
-                crate::replicas::orphans::stop_orphans(dir, &t.name).await;
+                crate::orphans::stop_orphans(dir, &t.name).await;
             }
             store
                 .update_trial(

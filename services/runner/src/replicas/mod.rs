@@ -4,7 +4,6 @@
 
 pub mod env;
 pub mod launch;
-pub mod orphans;
 pub mod policy;
 pub mod resources;
 pub mod supervise;

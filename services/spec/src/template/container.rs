@@ -99,6 +99,21 @@ pub fn container_from(c: &Value, name: &str, path: &str) -> Result<ContainerSpec
              hint: set command (and args) on the primary container",
         ));
     }
+    // Without a command, args run as the program, as in an image with no ENTRYPOINT; an
+    // option or a parameter value first can only be arguments to an entrypoint.
+    if let Some(first) = args
+        .first()
+        .filter(|a| command.is_empty() && !could_be_program(a))
+    {
+        return Err(SpecError::new(
+            format!("{path}.command"),
+            format!(
+                "is empty and args starts with {first:?}, an argument rather than a program, \
+                 so the image's entrypoint would run with args, which local mode cannot do; \
+                 hint: set command to what the image's entrypoint runs (e.g. [python3, train.py])"
+            ),
+        ));
+    }
     Ok(ContainerSpec {
         name: name.to_string(),
         image: c.get("image").and_then(Value::as_str).map(str::to_string),
@@ -111,6 +126,12 @@ pub fn container_from(c: &Value, name: &str, path: &str) -> Result<ContainerSpec
             .map(str::to_string),
         resources: c.get("resources").cloned(),
     })
+}
+
+/// Whether the first of args may name a program: not an option, not a parameter value.
+fn could_be_program(arg: &str) -> bool {
+    let arg = arg.trim();
+    !arg.is_empty() && !arg.starts_with('-') && !arg.contains("${")
 }
 
 fn env(c: &Value, path: &str) -> Result<Vec<(String, String)>, SpecError> {

@@ -1,7 +1,7 @@
 //! Trial-template rendering and primary-container extraction.
 
 use super::{RANDOM, TFJOB, mutated, parse_ok, set};
-use crate::{primary_container, render_trial_spec};
+use crate::{container_from, primary_container, render_trial_spec};
 use serde_json::{Value, json};
 
 fn pairs(items: &[(&str, &str)]) -> Vec<(String, String)> {
@@ -178,4 +178,29 @@ fn finds_containers_in_any_crd() {
     assert_eq!(c.args, vec!["python", "train.py"]);
     assert_eq!(c.working_dir.as_deref(), Some("/src"));
     assert!(c.command.is_empty());
+}
+
+/// Args without a command run as the program (an image with no ENTRYPOINT), unless they start
+/// with an option or a parameter value: then only the image's entrypoint could take them.
+#[test]
+fn args_that_start_with_an_argument_need_a_command() {
+    for (first, refused) in [
+        ("python", false),
+        ("./train.sh", false),
+        ("--job_type=Train", true),
+        ("-m", true),
+        ("${trialParameters.lr}", true),
+        ("", true),
+    ] {
+        let c = json!({"name": "train", "image": "i", "args": [first, "x"]});
+        let got = container_from(&c, "train", "spec.c");
+        assert_eq!(got.is_err(), refused, "{first:?}: {got:?}");
+        if let Err(e) = got {
+            assert_eq!(e.path(), "spec.c.command");
+            assert!(
+                e.to_string().contains("entrypoint would run with args"),
+                "{e}"
+            );
+        }
+    }
 }

@@ -1,11 +1,12 @@
-//! Stops the replica process groups a killed driver (`kill -9`, a crash) left running, when
-//! `vernier resume` marks their trial Killed. A single-process trial dies at its next write to
-//! the closed output pipe, but a parameter server that only listens would live on forever.
+//! Stops the process groups a killed driver (`kill -9`, a crash, a lost terminal) left
+//! running, when `vernier resume` marks their trial Killed: a trial that sleeps or only
+//! listens (a parameter server) would otherwise live on, unseen, beside the new trials.
 //!
-//! Each replica's process group id is kept in `<trial>/<replica>.pid` while it runs. A group is
-//! signalled only if one of its processes still carries the trial's `KATIB_TRIAL_NAME` in its
-//! environment (read from `/proc`), so a process id reused by an unrelated program is never
-//! touched. Where `/proc` does not exist (macOS), nothing is stopped.
+//! A running trial's process group id is kept in `<log dir>/<trial>.pid`, and each replica's of
+//! a distributed trial in `<log dir>/<trial>/<replica>.pid`. A group is signalled only if one of
+//! its processes still carries the trial's `KATIB_TRIAL_NAME` in its environment (read from
+//! `/proc`), so a process id reused by an unrelated program is never touched. Where `/proc`
+//! does not exist (macOS), nothing is stopped.
 
 use crate::process::STOP_GRACE;
 use nix::sys::signal::{Signal, killpg};
@@ -13,18 +14,20 @@ use nix::unistd::Pid;
 use std::path::Path;
 use std::time::Duration;
 
-/// Stops every replica group of `trial` still running; returns the replicas stopped.
+/// Stops every process group of `trial` still running; returns what was stopped (`trial` for a
+/// single-process trial, the replica names of a distributed one).
 pub async fn stop_orphans(log_dir: &Path, trial: &str) -> Vec<String> {
-    let dir = log_dir.join(trial);
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        return Vec::new();
-    };
+    let mut pid_files = vec![log_dir.join(format!("{trial}.pid"))];
+    if let Ok(entries) = std::fs::read_dir(log_dir.join(trial)) {
+        pid_files.extend(
+            entries
+                .filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| p.extension().and_then(|e| e.to_str()) == Some("pid")),
+        );
+    }
     let mut stopped = Vec::new();
-    for entry in entries.filter_map(Result::ok) {
-        let path = entry.path();
-        if path.extension().and_then(|e| e.to_str()) != Some("pid") {
-            continue;
-        }
+    for path in pid_files {
         let pgid = std::fs::read_to_string(&path)
             .ok()
             .and_then(|t| t.trim().parse::<i32>().ok());
