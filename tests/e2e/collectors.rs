@@ -84,6 +84,29 @@ fn file_collector_rejects_nan_and_empty_json_values() {
     assert!(msg.contains("never reported a usable value"), "{msg}");
 }
 
+/// A metric at the end of a line longer than the collector's 1 MiB cap is not read, and the
+/// run says so instead of dropping it silently; the next line's value is recorded.
+#[test]
+fn a_metric_on_a_line_cut_for_length_is_warned_about() {
+    let sb = Sandbox::new();
+    let yaml = python_experiment(
+        "longline",
+        "import sys\nsys.stdout.write('x' * 2000000 + ' loss=0.3\\n')\nprint('loss=0.5')",
+        "  objective:\n    type: minimize\n    objectiveMetricName: loss\n  parallelTrialCount: 1\n  maxTrialCount: 1",
+    );
+    let file = sb.write("longline.yaml", &yaml);
+    let out = sb.run(&["run", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        text(&out).contains("a line of 2000010 bytes was cut at 1 MiB"),
+        "{}",
+        text(&out)
+    );
+    let r = sb.report("longline");
+    let m = &r["trials"][0]["status"]["observation"]["metrics"][0];
+    assert_eq!(m["latest"], "0.5", "{r:#}");
+}
+
 /// An example experiment from `examples/`, with its trainer paths made absolute so it runs
 /// from the sandbox.
 fn example(name: &str) -> String {

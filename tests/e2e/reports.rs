@@ -52,6 +52,16 @@ fn csv_and_table_hold_every_trial_and_top_limits_the_table() {
     let out = sb.run(&["report", "rep", "--watch"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--output"));
+    // A directory as --output is refused by name and leaves no temporary file beside it.
+    std::fs::create_dir(sb.path().join("out")).unwrap();
+    let out = sb.run(&["report", "rep", "--format", "html", "--output", "out"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("--output out is a directory"),
+        "{}",
+        text(&out)
+    );
+    assert!(!sb.path().join("out.tmp").exists());
 }
 
 #[test]

@@ -26,12 +26,24 @@ fn last_line(path: &Path) -> Option<String> {
         .map(str::to_string)
 }
 
+/// How much of the last output line is shown; the log has all of it.
+const LAST_OUTPUT_CHARS: usize = 300;
+
+/// `line` cut to [`LAST_OUTPUT_CHARS`], saying how long it was: one progress bar printed
+/// without newlines must not fill the terminal.
+fn shortened(line: &str) -> String {
+    match line.char_indices().nth(LAST_OUTPUT_CHARS) {
+        None => line.to_string(),
+        Some((end, _)) => format!("{}... ({} bytes)", &line[..end], line.len()),
+    }
+}
+
 /// What a failed trial's line adds: the last thing it printed (most often the error) and
 /// where its whole log is.
 fn failure_lines(last: Option<&str>, log: &Path) -> Vec<String> {
     let mut out = Vec::new();
     if let Some(l) = last {
-        out.push(format!("          last output: {l}"));
+        out.push(format!("          last output: {}", shortened(l)));
     }
     out.push(format!("          log: {}", log.display()));
     out
@@ -275,6 +287,12 @@ mod tests {
         assert_eq!(last.as_deref(), Some("ValueError: bad lr"));
         let lines = failure_lines(last.as_deref(), &log);
         assert_eq!(lines[0], "          last output: ValueError: bad lr");
+        let long = "x".repeat(5000);
+        let cut = failure_lines(Some(&long), Path::new("/l/t.log"));
+        assert_eq!(
+            cut[0],
+            format!("          last output: {}... (5000 bytes)", "x".repeat(300))
+        );
         assert_eq!(lines[1], format!("          log: {}", log.display()));
         assert_eq!(last_line(&dir.path().join("missing.log")), None);
         assert_eq!(failure_lines(None, &log).len(), 1);

@@ -2,7 +2,7 @@
 //! be truncated or be replaced (rotated); lines may arrive split across writes; a line may be
 //! absurdly long or not text at all.
 
-use crate::lines::{MAX_LINE_BYTES, drop_cut_token};
+use crate::lines::{MAX_LINE_BYTES, cut_line_warning, drop_cut_token};
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::fs::MetadataExt;
@@ -21,6 +21,10 @@ pub struct FileFollower {
     partial: Vec<u8>,
     /// True while the current line has grown past `MAX_LINE_BYTES` and is being skipped.
     overlong: bool,
+    /// The current line's length, counted past the cut.
+    line_bytes: usize,
+    /// Warnings for lines cut since the last [`take_warnings`](Self::take_warnings).
+    warnings: Vec<String>,
 }
 
 impl FileFollower {
@@ -32,6 +36,8 @@ impl FileFollower {
             offset: 0,
             partial: Vec::new(),
             overlong: false,
+            line_bytes: 0,
+            warnings: Vec::new(),
         }
     }
 
@@ -53,6 +59,7 @@ impl FileFollower {
             self.offset = 0;
             self.partial.clear();
             self.overlong = false;
+            self.line_bytes = 0;
         }
         let Some(file) = self.file.as_mut() else {
             return Ok(Vec::new());
@@ -70,6 +77,7 @@ impl FileFollower {
             } else {
                 piece
             };
+            self.line_bytes += body.len();
             if !self.overlong {
                 let room = MAX_LINE_BYTES.saturating_sub(self.partial.len());
                 self.partial
@@ -93,10 +101,17 @@ impl FileFollower {
         Some(self.take_line())
     }
 
+    /// A warning for each line cut since the last call.
+    pub fn take_warnings(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.warnings)
+    }
+
     fn take_line(&mut self) -> String {
         if self.overlong {
             drop_cut_token(&mut self.partial);
+            self.warnings.push(cut_line_warning(self.line_bytes));
         }
+        self.line_bytes = 0;
         while self.partial.last() == Some(&b'\r') {
             self.partial.pop();
         }
@@ -154,6 +169,10 @@ mod tests {
         assert_eq!(lines.len(), 2);
         assert_eq!(lines[0].len(), 0);
         assert!(lines[1].ends_with("loss=1"));
+        let warnings = f.take_warnings();
+        assert_eq!(warnings, vec![crate::cut_line_warning(MAX_LINE_BYTES * 2)]);
+        assert!(warnings[0].contains("hint:"), "{warnings:?}");
+        assert_eq!(f.take_warnings(), Vec::<String>::new());
     }
 
     #[test]

@@ -18,7 +18,8 @@
 //!   does; it can be a metric's `latest`, never its min or max.
 //! - **Input is untrusted bytes.** Invalid UTF-8 is replaced, binary garbage is skipped, a
 //!   line longer than [`MAX_LINE_BYTES`] is cut there (the rest of it is consumed, not kept,
-//!   and so is the token the cut went through, so `loss=123456789` never records `loss=12`),
+//!   and so is the token the cut went through, so `loss=123456789` never records `loss=12`;
+//!   each cut is warned about),
 //!   a TFRecord longer than [`MAX_RECORD_BYTES`] is treated as corrupt and a scraped page is
 //!   cut at [`MAX_BODY_BYTES`], so memory stays bounded whatever a trial writes.
 //! - **Incomplete input waits.** A line without its newline, or a record without its last
@@ -50,7 +51,7 @@ pub use event::{
 };
 pub use follow::FileFollower;
 pub use json::parse_json_line;
-pub use lines::{LineReader, MAX_LINE_BYTES, drop_cut_token, read_lines};
+pub use lines::{LineReader, MAX_LINE_BYTES, cut_line_warning, drop_cut_token, read_lines};
 pub use prometheus::{Exposition, parse_exposition};
 pub use scrape::{MAX_BODY_BYTES, SCRAPE_TIMEOUT, ScrapeFailure, parse_response, scrape};
 pub use scraped::{LISTEN_RETRY, ScrapedSource, scrape_until};

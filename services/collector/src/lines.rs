@@ -7,6 +7,15 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 /// Longer lines are cut here; a runaway progress bar must not exhaust memory.
 pub const MAX_LINE_BYTES: usize = 1 << 20;
 
+/// The warning for a line cut at [`MAX_LINE_BYTES`]: what came after the cut was not read.
+pub fn cut_line_warning(bytes: usize) -> String {
+    format!(
+        "a line of {bytes} bytes was cut at {} MiB; metrics after the cut were not read; \
+         hint: print each metric on a line of its own",
+        MAX_LINE_BYTES >> 20
+    )
+}
+
 /// Calls `on_line` for each line (without its terminator, invalid UTF-8 replaced) until EOF.
 /// `on_raw` receives the bytes exactly as read, for keeping a faithful log.
 pub async fn read_lines<R, F, G>(
@@ -33,6 +42,8 @@ where
 pub struct LineReader<R> {
     reader: BufReader<R>,
     buf: Vec<u8>,
+    /// The length of the last line returned, if it was cut at [`MAX_LINE_BYTES`].
+    cut: Option<usize>,
 }
 
 impl<R: AsyncRead + Unpin> LineReader<R> {
@@ -40,6 +51,7 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
         LineReader {
             reader: BufReader::with_capacity(8 * 1024, reader),
             buf: Vec::with_capacity(1024),
+            cut: None,
         }
     }
 
@@ -54,6 +66,7 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
         if n == 0 {
             return Ok(None);
         }
+        self.cut = cut.then_some(n);
         if cut {
             drop_cut_token(&mut self.buf);
         }
@@ -61,6 +74,14 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
             self.buf.pop();
         }
         Ok(Some(String::from_utf8_lossy(&self.buf).into_owned()))
+    }
+}
+
+impl<R> LineReader<R> {
+    /// The length in bytes of the line [`next_line`](Self::next_line) returned last, if it was
+    /// cut at [`MAX_LINE_BYTES`].
+    pub fn last_cut(&self) -> Option<usize> {
+        self.cut
     }
 }
 
@@ -148,6 +169,16 @@ mod tests {
         let lens: Vec<usize> = lines.iter().map(String::len).collect();
         assert_eq!(lens, vec![0, 6, MAX_LINE_BYTES - 8, 12, MAX_LINE_BYTES]);
         assert!(!lines[2].contains("loss"));
+
+        // Each cut line says so, with its whole length; the others do not.
+        let mut reader = LineReader::new(&data[..]);
+        let mut cuts = Vec::new();
+        while let Some(_line) = reader.next_line(&mut |_| {}).await.unwrap() {
+            cuts.push(reader.last_cut());
+        }
+        let first = MAX_LINE_BYTES + 11;
+        let third = MAX_LINE_BYTES + 8;
+        assert_eq!(cuts, vec![Some(first), None, Some(third), None, None]);
     }
 
     #[test]

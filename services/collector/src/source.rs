@@ -115,6 +115,7 @@ fn read_lines(
     if last {
         lines.extend(follower.finish());
     }
+    out.warnings.extend(follower.take_warnings());
     for line in lines {
         match filter {
             Some(filter) => {

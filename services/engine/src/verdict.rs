@@ -136,7 +136,7 @@ pub fn metrics_unavailable(
     };
     let what = if seen.iter().any(|s| s == metric) {
         format!(
-            "never reported a usable value of the objective metric {metric:?}: each value printed for it was nan, an infinity, empty or {UNAVAILABLE:?}"
+            "never reported a usable value of the objective metric {metric:?}: every value printed for it was unusable (nan, an infinity, empty, {UNAVAILABLE:?} or cut off)"
         )
     } else {
         format!("never reported the objective metric {metric:?}")

@@ -422,6 +422,15 @@ async fn pump<R: tokio::io::AsyncRead + Unpin>(
     let mut lines = LineReader::new(reader);
     let mut on_raw = |raw: &[u8]| write_log(&log, raw);
     while let Ok(Some(line)) = lines.next_line(&mut on_raw).await {
+        if parse && let Some(bytes) = lines.last_cut() {
+            let warning = SourceRead {
+                warnings: vec![vernier_collector::cut_line_warning(bytes)],
+                ..SourceRead::default()
+            };
+            if let Some(batch) = ParsedBatch::of(warning) {
+                let _ = tx.send(batch).await;
+            }
+        }
         if parse && let Some(batch) = collection.parse(&line) {
             // Waiting here when the recorder is behind is the back-pressure: the trial then
             // waits on its pipe.

@@ -223,8 +223,15 @@ fn render(r: &ExperimentReport, args: &ReportArgs) -> anyhow::Result<String> {
 }
 
 /// Writes through a temporary file and a rename, so a browser reloading a watched report
-/// never sees half a page.
+/// never sees half a page. A failed rename takes the temporary file away again.
 pub fn write_atomically(path: &Path, text: &str) -> anyhow::Result<()> {
+    if path.is_dir() {
+        anyhow::bail!(
+            "--output {} is a directory\nhint: name the file to write, e.g. {}",
+            path.display(),
+            path.join("report.html").display()
+        );
+    }
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(".tmp");
     let tmp = PathBuf::from(tmp);
@@ -234,12 +241,14 @@ pub fn write_atomically(path: &Path, text: &str) -> anyhow::Result<()> {
             path.display()
         )
     })?;
-    std::fs::rename(&tmp, path).with_context(|| {
-        format!(
-            "cannot move {} to {}\nhint: pass --output with a path in a writable directory",
-            tmp.display(),
-            path.display()
-        )
-    })?;
+    if let Err(e) = std::fs::rename(&tmp, path) {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e).with_context(|| {
+            format!(
+                "cannot write the report to {}\nhint: pass --output with a path in a writable directory",
+                path.display()
+            )
+        });
+    }
     Ok(())
 }

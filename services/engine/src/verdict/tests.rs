@@ -165,7 +165,7 @@ fn only_a_recorded_objective_makes_a_completed_trial_succeed() {
             None,
             names(&["acc", "loss"]),
             TrialState::MetricsUnavailable,
-            "the trial exited with code 0 but never reported a usable value of the objective metric \"loss\": each value printed for it was nan, an infinity, empty or \"unavailable\" (saw acc, loss)\nhint: print a line such as `loss=0.5`",
+            "the trial exited with code 0 but never reported a usable value of the objective metric \"loss\": every value printed for it was unusable (nan, an infinity, empty, \"unavailable\" or cut off) (saw acc, loss)\nhint: print a line such as `loss=0.5`",
         ),
         (
             None,
