@@ -13,6 +13,7 @@ pub mod extend;
 pub mod hooks;
 pub mod lease;
 pub mod local_support;
+mod locked_write;
 pub mod names;
 pub mod observed;
 pub mod orphans;

@@ -219,7 +219,7 @@ pub async fn run_process(
     }
 
     let (tx, rx) = mpsc::channel::<ParsedBatch>(BATCH_QUEUE);
-    let recorder = tokio::spawn(record(cmd.trial.clone(), store, rx));
+    let recorder = tokio::spawn(record(cmd.trial.clone(), store, rx, stop.clone()));
     let mut readers = Vec::new();
     if let Some(out) = child.stdout.take() {
         readers.push(tokio::spawn(pump(
@@ -518,7 +518,12 @@ pub(crate) fn shorten(text: &str, max: usize) -> String {
 }
 
 /// Writes observations to the store in arrival order, batching whatever is queued.
-async fn record(trial: String, store: SqlStore, mut rx: mpsc::Receiver<ParsedBatch>) -> Recorded {
+async fn record(
+    trial: String,
+    store: SqlStore,
+    mut rx: mpsc::Receiver<ParsedBatch>,
+    stop: watch::Receiver<StopLevel>,
+) -> Recorded {
     let mut rec = Recorded::default();
     let mut last_ts = i64::MIN;
     while let Some(first) = rx.recv().await {
@@ -545,7 +550,8 @@ async fn record(trial: String, store: SqlStore, mut rx: mpsc::Receiver<ParsedBat
         if logs.is_empty() {
             continue;
         }
-        if let Err(e) = store.report_observations(&trial, &logs).await {
+        if let Err(e) = crate::locked_write::record_observations(&store, &trial, &logs, &stop).await
+        {
             rec.error = Some(e.to_string());
         }
     }

@@ -1,0 +1,139 @@
+//! Writing a trial's observations through a database lock another session holds. The store
+//! gives up on one statement after its lock timeout; dropping the batch then would lose values
+//! the trial printed, so the recorder tries again, and the trial meanwhile waits on its output
+//! pipe (the recorder's queue is bounded). Only a stop (Ctrl-C, the experiment ending) ends
+//! the waiting, with the store's error.
+
+use crate::process::StopLevel;
+use tokio::sync::watch;
+use vernier_core::Observation;
+use vernier_store::{SqlStore, StoreError};
+
+/// Records `logs` for `trial`, trying again while the database stays locked and the trial is
+/// not being stopped.
+pub(crate) async fn record_observations(
+    store: &SqlStore,
+    trial: &str,
+    logs: &[Observation],
+    stop: &watch::Receiver<StopLevel>,
+) -> Result<(), StoreError> {
+    let mut warned = false;
+    loop {
+        match store.report_observations(trial, logs).await {
+            Err(StoreError::Locked { url, waited, .. }) if *stop.borrow() == StopLevel::Run => {
+                if !warned {
+                    tracing::warn!(
+                        "database {url} has been locked by another session for more than \
+                         {waited:?}; {} observation(s) of trial {trial} wait and are recorded \
+                         once it is free (the trial waits too)\nhint: end the session holding \
+                         the lock; Ctrl-C stops the run, and `vernier resume` continues it",
+                        logs.len()
+                    );
+                    warned = true;
+                }
+            }
+            other => return other,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sqlx::{Connection, Executor};
+    use std::time::Duration;
+    use vernier_core::TrialState;
+    use vernier_store::{ExperimentRow, ExperimentStatusRow, StoreOptions, TrialRow};
+
+    fn obs(t: i64, v: &str) -> Observation {
+        Observation {
+            metric: "loss".into(),
+            timestamp_us: t,
+            value: v.into(),
+        }
+    }
+
+    /// A file store waiting 200 ms for locks, with experiment `e` and its trial `e-0`.
+    async fn store(dir: &std::path::Path) -> (SqlStore, String) {
+        let url = format!("sqlite://{}", dir.join("v.db").display());
+        let options = StoreOptions {
+            lock_timeout: Duration::from_millis(200),
+            ..StoreOptions::default()
+        };
+        let store = SqlStore::connect_with(&url, options).await.unwrap();
+        let status = ExperimentStatusRow {
+            phase: "Running".into(),
+            reason: String::new(),
+            message: String::new(),
+            started_us: None,
+            completed_us: None,
+            algorithm_state: None,
+            conditions_json: "[]".into(),
+        };
+        let experiment = ExperimentRow {
+            name: "e".into(),
+            spec_json: "{}".into(),
+            seed: 1,
+            created_us: 0,
+            work_dir: String::new(),
+            log_dir: String::new(),
+            status,
+        };
+        store.create_experiment(&experiment).await.unwrap();
+        let trial = TrialRow {
+            experiment: "e".into(),
+            name: "e-0".into(),
+            seq: 0,
+            assignment: vec![],
+            labels: Default::default(),
+            state: TrialState::Running,
+            reason: String::new(),
+            message: String::new(),
+            created_us: 0,
+            started_us: None,
+            completed_us: None,
+            attempt: 0,
+        };
+        store.insert_trial(&trial).await.unwrap();
+        (store, url)
+    }
+
+    /// Holds the database's write lock from another connection for `held`.
+    async fn lock_for(url: &str, held: Duration) -> tokio::task::JoinHandle<()> {
+        let mut other = sqlx::SqliteConnection::connect(url).await.unwrap();
+        other.execute("BEGIN IMMEDIATE").await.unwrap();
+        tokio::spawn(async move {
+            tokio::time::sleep(held).await;
+            other.execute("ROLLBACK").await.unwrap();
+            let _ = other.close().await;
+        })
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_lock_held_past_the_timeout_delays_observations_but_keeps_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, url) = store(dir.path()).await;
+        let (_tx, stop) = watch::channel(StopLevel::Run);
+        // Five times the store's lock timeout.
+        let holder = lock_for(&url, Duration::from_millis(1000)).await;
+        record_observations(&store, "e-0", &[obs(1, "0.5"), obs(2, "0.4")], &stop)
+            .await
+            .unwrap();
+        holder.await.unwrap();
+        let logs = store.observations("e-0", None, None, None).await.unwrap();
+        assert_eq!(logs.len(), 2);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_stopped_trial_stops_waiting_with_the_stores_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, url) = store(dir.path()).await;
+        let (_tx, stop) = watch::channel(StopLevel::Terminate);
+        let holder = lock_for(&url, Duration::from_millis(1000)).await;
+        let err = record_observations(&store, "e-0", &[obs(1, "0.5")], &stop)
+            .await
+            .unwrap_err();
+        assert!(matches!(err, StoreError::Locked { .. }), "{err:?}");
+        holder.await.unwrap();
+    }
+}
