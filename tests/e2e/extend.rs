@@ -62,6 +62,17 @@ fn a_finished_experiment_continues_as_one_run_with_the_larger_budget() {
         text(&same)
     );
 
+    // Counts a spec cannot hold are refused by the flag's name, before anything is touched.
+    for bad in ["0", "3000000000"] {
+        let out = extended.run(&["resume", "extended", "--max-trial-count", bad]);
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+        assert!(
+            text(&out).contains("--max-trial-count") && text(&out).contains("1..=2147483647"),
+            "{}",
+            text(&out)
+        );
+    }
+
     let more = extended.run(&["resume", "extended", "--max-trial-count", "6"]);
     assert_eq!(more.status.code(), Some(0), "{}", text(&more));
     let r = extended.report("extended");

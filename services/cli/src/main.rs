@@ -50,10 +50,10 @@ enum Command {
         /// The experiment name.
         name: String,
         /// Raise the experiment's maxTrialCount to N (the local twin of editing it on a cluster).
-        #[arg(long, value_name = "N")]
+        #[arg(long, value_name = "N", value_parser = trial_count())]
         max_trial_count: Option<u32>,
         /// Change the experiment's parallelTrialCount to P.
-        #[arg(long, value_name = "P")]
+        #[arg(long, value_name = "P", value_parser = trial_count())]
         parallel_trial_count: Option<u32>,
         #[command(flatten)]
         plugins: PluginArgs,
@@ -197,6 +197,11 @@ pub enum Exit {
     Interrupted,
     /// `vernier validate`: valid for a cluster, but local mode cannot run it.
     ClusterOnly,
+}
+
+/// A trial count a Katib spec can hold: at least 1, at most an int32.
+fn trial_count() -> clap::builder::RangedI64ValueParser<u32> {
+    clap::value_parser!(u32).range(1..=i64::from(i32::MAX))
 }
 
 fn main() -> ExitCode {

@@ -50,6 +50,16 @@ pub(crate) trait Dialect: sqlx::Database {
         false
     }
 
+    /// The database refuses writes: a read-only file or mount, or a read-only server.
+    fn is_read_only(_db: &dyn DatabaseError) -> bool {
+        false
+    }
+
+    /// The database file is damaged.
+    fn is_damaged(_db: &dyn DatabaseError) -> bool {
+        false
+    }
+
     /// A unique violation on `trials` is the `(experiment, seq)` key, not the name.
     fn is_seq_key(db: &dyn DatabaseError) -> bool;
 

@@ -47,6 +47,11 @@ pub enum StoreError {
     NotADatabase { path: String },
 
     #[error(
+        "database `{path}` is damaged (SQLite: the database disk image is malformed)\nhint: restore it from a copy; `sqlite3 FILE .recover` saves what is still readable into a new database"
+    )]
+    DamagedFile { path: String },
+
+    #[error(
         "cannot reach database `{url}`: {error}\nhint: check that the database server is running and accepts connections at the host and port in the url"
     )]
     Unreachable { url: String, error: sqlx::Error },
@@ -141,6 +146,25 @@ pub enum StoreError {
         error: sqlx::Error,
     },
 
+    #[error(
+        "cannot {action} `{name}`: database `{url}` is read-only (file or directory permissions, a read-only mount, or a read-only server); nothing of this call was recorded\nhint: `vernier list`, `report` and `compare` read it as it is; to run or change experiments, make it writable or copy it somewhere writable and pass --db"
+    )]
+    ReadOnly {
+        action: &'static str,
+        name: String,
+        url: String,
+    },
+
+    #[error(
+        "cannot {action} `{name}`: database `{url}` is damaged ({error})\nhint: restore it from a copy; `sqlite3 FILE .recover` saves what is still readable into a new database"
+    )]
+    Damaged {
+        action: &'static str,
+        name: String,
+        url: String,
+        error: sqlx::Error,
+    },
+
     #[error("cannot {action} `{name}`: {error}")]
     Query {
         action: &'static str,
@@ -171,6 +195,21 @@ impl ErrorContext {
                 name: name.to_owned(),
                 url: self.url.clone(),
                 waited: self.lock_timeout,
+            };
+        }
+        if matches!(&error, sqlx::Error::Database(db) if D::is_read_only(db.as_ref())) {
+            return StoreError::ReadOnly {
+                action,
+                name: name.to_owned(),
+                url: self.url.clone(),
+            };
+        }
+        if matches!(&error, sqlx::Error::Database(db) if D::is_damaged(db.as_ref())) {
+            return StoreError::Damaged {
+                action,
+                name: name.to_owned(),
+                url: self.url.clone(),
+                error,
             };
         }
         if is_connection_loss::<D>(&error) {

@@ -54,6 +54,11 @@ impl Dialect for MySql {
         number(db) == Some(1205)
     }
 
+    /// ER_OPTION_PREVENTS_STATEMENT (`--read-only`), ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION
+    fn is_read_only(db: &dyn DatabaseError) -> bool {
+        matches!(number(db), Some(1290 | 1792))
+    }
+
     /// ER_LOCK_DEADLOCK
     fn is_deadlock(db: &dyn DatabaseError) -> bool {
         number(db) == Some(1213)

@@ -50,6 +50,11 @@ impl Dialect for Postgres {
         db.code().as_deref() == Some("55P03")
     }
 
+    /// read_only_sql_transaction (a standby, or `default_transaction_read_only`)
+    fn is_read_only(db: &dyn DatabaseError) -> bool {
+        db.code().as_deref() == Some("25006")
+    }
+
     /// deadlock_detected, serialization_failure
     fn is_deadlock(db: &dyn DatabaseError) -> bool {
         matches!(db.code().as_deref(), Some("40P01" | "40001"))

@@ -63,6 +63,16 @@ impl Dialect for Sqlite {
     fn is_seq_key(db: &dyn DatabaseError) -> bool {
         db.message().contains("trials.seq")
     }
+
+    /// SQLITE_READONLY with its extended codes.
+    fn is_read_only(db: &dyn DatabaseError) -> bool {
+        primary_code(db) == Some(8)
+    }
+
+    /// SQLITE_CORRUPT with its extended codes.
+    fn is_damaged(db: &dyn DatabaseError) -> bool {
+        primary_code(db) == Some(11)
+    }
 }
 
 fn primary_code(db: &dyn DatabaseError) -> Option<u32> {
@@ -96,6 +106,17 @@ const OPEN_ATTEMPTS: u32 = 10;
 fn is_busy(e: &sqlx::Error) -> bool {
     match e {
         sqlx::Error::Database(db) => matches!(db.code().as_deref(), Some("5" | "6")),
+        _ => false,
+    }
+}
+
+/// SQLITE_CORRUPT while the schema was read or brought up to date.
+fn migrate_damaged(e: &sqlx::migrate::MigrateError) -> bool {
+    match e {
+        sqlx::migrate::MigrateError::Execute(sqlx::Error::Database(db))
+        | sqlx::migrate::MigrateError::ExecuteMigration(sqlx::Error::Database(db), _) => {
+            primary_code(db.as_ref()) == Some(11)
+        }
         _ => false,
     }
 }
@@ -289,6 +310,10 @@ impl SqliteBackend {
                 Err(error) if migrate_not_a_database(&error) => {
                     pool.close().await;
                     return Err(StoreError::NotADatabase { path: shown });
+                }
+                Err(error) if migrate_damaged(&error) => {
+                    pool.close().await;
+                    return Err(StoreError::DamagedFile { path: shown });
                 }
                 Err(_) if attempt < OPEN_ATTEMPTS => {
                     pool.close().await;

@@ -280,3 +280,42 @@ fn nix_is_root() -> bool {
     let f = tempfile::NamedTempFile::new().expect("temp file");
     f.as_file().metadata().expect("temp file metadata").uid() == 0
 }
+
+/// A write refused because the database is read-only says so, names it and what still works;
+/// a damaged file says it is damaged, naming it, instead of passing SQLite's words along.
+#[tokio::test]
+async fn a_read_only_or_damaged_database_is_named_as_such() {
+    let dir = tempfile::tempdir().unwrap();
+    let u = url(dir.path());
+    let store = SqlStore::connect(&u).await.unwrap();
+    store.create_experiment(&experiment("e", 1)).await.unwrap();
+    store.close().await;
+
+    let read_only = SqlStore::open(&u, OpenMode::ReadOnly).await.unwrap();
+    let err = read_only
+        .create_experiment(&experiment("f", 2))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StoreError::ReadOnly { .. }), "{err:?}");
+    let text = err.to_string();
+    assert!(text.contains("is read-only") && text.contains(&u), "{text}");
+    assert!(text.contains("\nhint: "), "{text}");
+    read_only.close().await;
+
+    // Overwrite every page after the first (the header) with junk.
+    let path = dir.path().join("vernier.db");
+    let mut bytes = std::fs::read(&path).unwrap();
+    for b in bytes.iter_mut().skip(4096) {
+        *b = 0x5a;
+    }
+    std::fs::write(&path, &bytes).unwrap();
+    let damaged = SqlStore::open(&u, OpenMode::ReadOnly).await;
+    let err = match damaged {
+        Ok(store) => store.list_experiments().await.unwrap_err(),
+        Err(e) => e,
+    };
+    let text = err.to_string();
+    assert!(text.contains("is damaged"), "{text}");
+    assert!(text.contains("\nhint: restore it from a copy"), "{text}");
+    assert!(text.contains("vernier.db"), "{text}");
+}
