@@ -357,20 +357,12 @@ pub fn state_to_wire(state: TrialState) -> TrialConditionType {
     }
 }
 
-/// What Katib's controller sends for a metric a trial never reported (its
-/// `consts.UnavailableMetricValue`, also Min/Max of a metric with only non-numeric values).
-pub const UNAVAILABLE_METRIC_VALUE: &str = "unavailable";
-
-/// An empty value (a metric without a strategy) or Katib's `unavailable`: no value at all.
-pub fn is_missing_value(value: &str) -> bool {
-    let v = value.trim();
-    v.is_empty() || v == UNAVAILABLE_METRIC_VALUE
-}
-
 /// The request's trials as core records. `extra_labels` adds labels by trial name (labels a
-/// Katib controller does not echo back, carried in algorithm settings instead). Empty metric
-/// values (Katib sends them for metrics without a strategy) and Katib's `unavailable` are
-/// skipped; any other value must be a number.
+/// Katib controller does not echo back, carried in algorithm settings instead). Only numbers
+/// are kept as metric values: empty values (Katib sends them for metrics without a strategy),
+/// Katib's `unavailable` and text (a DARTS genotype, a `latest` strategy's label) are no value,
+/// as Katib's services never parse them; a succeeded trial whose objective is text is then one
+/// without an objective, which no algorithm learns from.
 pub fn trials_from_wire(
     trials: &[Trial],
     space: &SearchSpace,
@@ -414,21 +406,10 @@ fn trial_from_wire(
     let state = state_from_wire(&format!("{field}.status.condition"), status.condition)?;
     let mut metrics = BTreeMap::new();
     if let Some(obs) = &status.observation {
-        for (j, m) in obs.metrics.iter().enumerate() {
-            if is_missing_value(&m.value) {
-                continue;
+        for m in &obs.metrics {
+            if let Ok(v) = m.value.trim().parse::<f64>() {
+                metrics.insert(m.name.clone(), v);
             }
-            let v: f64 = m.value.trim().parse().map_err(|_| {
-                ProtoError::invalid(
-                    format!("{field}.status.observation.metrics[{j}].value"),
-                    &m.value,
-                    format!(
-                        "of metric {:?} (trial {:?}) is not a number",
-                        m.name, t.name
-                    ),
-                )
-            })?;
-            metrics.insert(m.name.clone(), v);
         }
     }
     let mut labels: BTreeMap<String, String> = spec

@@ -1,27 +1,44 @@
 //! RFC 3339 timestamps as Katib puts them on the wire, to and from microseconds since the epoch.
 
 use crate::error::ProtoError;
-use chrono::{DateTime, SecondsFormat, Utc};
+use chrono::{DateTime, Datelike, SecondsFormat, Utc};
 
-/// Parses an RFC 3339 time (any offset, any fraction) into µs since the Unix epoch.
+/// Parses an RFC 3339 time (any offset, any fraction) into µs since the Unix epoch. A time
+/// whose offset takes it outside the years 0000 to 9999 in UTC is refused: it could not be
+/// written back as RFC 3339.
 pub fn parse_rfc3339_us(field: &str, text: &str) -> Result<i64, ProtoError> {
-    DateTime::parse_from_rfc3339(text.trim())
-        .map(|t| t.timestamp_micros())
-        .map_err(|e| {
-            ProtoError::invalid(
-                field,
-                text,
-                format!("is not an RFC 3339 time ({e})\nhint: write it like 2024-05-01T12:00:00Z"),
-            )
-        })
+    let hint = "\nhint: write it like 2024-05-01T12:00:00Z";
+    let t = DateTime::parse_from_rfc3339(text.trim()).map_err(|e| {
+        ProtoError::invalid(field, text, format!("is not an RFC 3339 time ({e}){hint}"))
+    })?;
+    let utc = t.with_timezone(&Utc);
+    if !(0..=9999).contains(&utc.year()) {
+        return Err(ProtoError::invalid(
+            field,
+            text,
+            format!(
+                "is in the year {} in UTC, outside 0000 to 9999{hint}",
+                utc.year()
+            ),
+        ));
+    }
+    Ok(t.timestamp_micros())
 }
 
-/// Formats µs since the epoch as RFC 3339 UTC with as many fraction digits as needed
-/// (Go's RFC3339Nano, which Katib's DB manager returns).
+/// Formats µs since the epoch as RFC 3339 UTC as Go's RFC3339Nano does (what Katib's DB
+/// manager returns): the fraction without trailing zeros, none when it is zero.
 pub fn format_rfc3339_us(us: i64) -> String {
-    DateTime::<Utc>::from_timestamp_micros(us)
-        .map(|t| t.to_rfc3339_opts(SecondsFormat::AutoSi, true))
-        .unwrap_or_default()
+    let Some(t) = DateTime::<Utc>::from_timestamp_micros(us) else {
+        return String::new();
+    };
+    let seconds = t.format("%Y-%m-%dT%H:%M:%S");
+    let fraction = format!("{:06}", t.timestamp_subsec_micros());
+    let fraction = fraction.trim_end_matches('0');
+    if fraction.is_empty() {
+        format!("{seconds}Z")
+    } else {
+        format!("{seconds}.{fraction}Z")
+    }
 }
 
 /// Second precision, as Katib's controller formats trial start and completion times.
@@ -39,7 +56,9 @@ mod tests {
     fn round_trips_microseconds() {
         let us = parse_rfc3339_us("t", "2024-05-01T12:00:00.25Z").unwrap();
         assert_eq!(us, 1_714_564_800_250_000);
-        assert_eq!(format_rfc3339_us(us), "2024-05-01T12:00:00.250Z");
+        assert_eq!(format_rfc3339_us(us), "2024-05-01T12:00:00.25Z");
+        assert_eq!(format_rfc3339_us(us - 250_000), "2024-05-01T12:00:00Z");
+        assert_eq!(format_rfc3339_us(us + 1), "2024-05-01T12:00:00.250001Z");
         assert_eq!(format_rfc3339_seconds(us), "2024-05-01T12:00:00Z");
         assert_eq!(
             parse_rfc3339_us("t", "2024-05-01T14:00:00+02:00").unwrap(),
@@ -52,5 +71,11 @@ mod tests {
             e.starts_with("start_time: value \"yesterday\" is not an RFC 3339 time"),
             "{e}"
         );
+        // An offset may not carry a time out of the years RFC 3339 can write.
+        let e = parse_rfc3339_us("t", "9999-12-31T23:59:59-23:59")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("year 10000 in UTC"), "{e}");
+        assert!(parse_rfc3339_us("t", "9999-12-31T23:59:59Z").is_ok());
     }
 }

@@ -58,8 +58,9 @@ impl MedianStop {
         let start_step = s
             .get::<i64>(
                 "start_step",
-                |v| v >= 1,
-                "start_step must be greater or equal than one (>=1)",
+                // The rule carries it as an int32 (`EarlyStoppingRule.start_step`).
+                |v| (1..=i64::from(i32::MAX)).contains(&v),
+                "start_step must be greater or equal than one (>=1) and at most 2147483647",
             )?
             .map_or(DEFAULT_START_STEP, |v| v as usize);
         Ok(MedianStop {
@@ -195,6 +196,10 @@ mod tests {
             e.contains("min_trials_required must be greater than zero (>0)") && e.contains("\"0\""),
             "{e}"
         );
+        let e = MedianStop::from_settings(&settings(&[("start_step", "3000000000")]))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("at most 2147483647"), "{e}");
         let e = MedianStop::from_settings(&settings(&[("start_step", "0")]))
             .unwrap_err()
             .to_string();

@@ -85,9 +85,20 @@ impl From<ApiError> for Status {
             ApiError::SearchComplete { .. } => Code::OutOfRange,
             ApiError::RulesUnsupported(_) => Code::Unimplemented,
             ApiError::TrialAlreadyEnded { .. } => Code::FailedPrecondition,
-            ApiError::Store(StoreError::Connect { .. } | StoreError::Query { .. }) => {
-                Code::Unavailable
-            }
+            ApiError::Store(
+                StoreError::Connect { .. }
+                | StoreError::Query { .. }
+                | StoreError::Locked { .. }
+                | StoreError::ConnectionLost { .. }
+                | StoreError::Unreachable { .. },
+            ) => Code::Unavailable,
+            // Retrying cannot help until someone fixes the database.
+            ApiError::Store(
+                StoreError::DatabaseFileGone { .. }
+                | StoreError::ReadOnly { .. }
+                | StoreError::Damaged { .. }
+                | StoreError::DamagedFile { .. },
+            ) => Code::FailedPrecondition,
             ApiError::Store(StoreError::NotFound { .. }) => Code::NotFound,
             _ => Code::Internal,
         };

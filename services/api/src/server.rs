@@ -18,14 +18,19 @@ use vernier_proto::api::suggestion_server::SuggestionServer;
 use vernier_proto::health::health_server::HealthServer;
 use vernier_store::SqlStore;
 
-/// Largest request or reply message accepted, in bytes. Larger requests are refused (tonic answers
+/// Largest request message accepted, in bytes. Larger requests are refused (tonic answers
 /// `OUT_OF_RANGE` with both sizes in the message) before they are decoded, so a huge message costs no memory beyond
 /// the transport's buffers. A `GetSuggestions` request with 10,000 trials is about 2 MB.
 pub const MAX_MESSAGE_BYTES: usize = 4 * 1024 * 1024;
 
-/// DBManager's cap, larger: Katib's collectors send all of a trial's observation logs in one
-/// `ReportObservationLog` (a million logs is about 45 MB) and `GetObservationLog` returns them
-/// in one reply. 128 MiB holds about 2.8 million logs.
+/// Largest reply sent: gRPC's own limit (Katib's Go and Python servers set none below it), so
+/// a reply the server has already computed, such as every log of a long trial, is never
+/// refused on the way out; the client's receive limit decides.
+pub const MAX_REPLY_BYTES: usize = i32::MAX as usize;
+
+/// DBManager's request cap, larger: Katib's collectors send all of a trial's observation logs
+/// in one `ReportObservationLog` (a million logs is about 45 MB). 128 MiB holds about 2.8
+/// million logs.
 pub const DB_MANAGER_MAX_MESSAGE_BYTES: usize = 128 * 1024 * 1024;
 
 fn reflection() -> Result<
@@ -74,17 +79,17 @@ fn router_with(
         .add_service(
             SuggestionServer::new(SuggestionService::default())
                 .max_decoding_message_size(MAX_MESSAGE_BYTES)
-                .max_encoding_message_size(MAX_MESSAGE_BYTES),
+                .max_encoding_message_size(MAX_REPLY_BYTES),
         )
         .add_service(
             EarlyStoppingServer::new(early_stopping(store.clone()))
                 .max_decoding_message_size(MAX_MESSAGE_BYTES)
-                .max_encoding_message_size(MAX_MESSAGE_BYTES),
+                .max_encoding_message_size(MAX_REPLY_BYTES),
         )
         .add_service(
             DbManagerServer::new(DbManagerService::new(store.clone()))
                 .max_decoding_message_size(DB_MANAGER_MAX_MESSAGE_BYTES)
-                .max_encoding_message_size(DB_MANAGER_MAX_MESSAGE_BYTES),
+                .max_encoding_message_size(MAX_REPLY_BYTES),
         )
         .add_service(HealthServer::new(HealthService::new(store)))
         .add_service(v1)
@@ -97,7 +102,7 @@ pub fn db_manager_router(store: SqlStore) -> Router {
         .add_service(
             DbManagerServer::new(DbManagerService::new(store.clone()))
                 .max_decoding_message_size(DB_MANAGER_MAX_MESSAGE_BYTES)
-                .max_encoding_message_size(DB_MANAGER_MAX_MESSAGE_BYTES),
+                .max_encoding_message_size(MAX_REPLY_BYTES),
         )
         .add_service(HealthServer::new(HealthService::new(store)))
 }

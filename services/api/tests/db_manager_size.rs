@@ -90,3 +90,46 @@ async fn other_services_keep_the_small_cap() {
         .unwrap_err();
     assert_eq!(e.code(), Code::OutOfRange, "{e}");
 }
+
+/// A reply is never refused on the way out: every log of a trial reported in several calls
+/// comes back in one `GetObservationLog`, even past the request cap (Katib's servers set no
+/// send limit below gRPC's own).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_log_comes_back_whatever_the_reply_size() {
+    use vernier_api::proto::api::GetObservationLogRequest;
+    let (channel, _store, _stop) = start().await;
+    let value = "7".repeat(1 << 20);
+    let mut client = DbManagerClient::new(channel)
+        .max_encoding_message_size(usize::MAX)
+        .max_decoding_message_size(usize::MAX);
+    let per_call = 48;
+    for call in 0..3 {
+        let metric_logs = (0..per_call)
+            .map(|i| MetricLog {
+                time_stamp: format!("2026-01-01T00:{call:02}:{i:02}Z"),
+                metric: Some(Metric {
+                    name: "blob".into(),
+                    value: value.clone(),
+                }),
+            })
+            .collect();
+        client
+            .report_observation_log(ReportObservationLogRequest {
+                trial_name: "wide".into(),
+                observation_log: Some(ObservationLog { metric_logs }),
+            })
+            .await
+            .unwrap();
+    }
+    let reply = client
+        .get_observation_log(GetObservationLogRequest {
+            trial_name: "wide".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let logs = reply.observation_log.unwrap().metric_logs;
+    assert_eq!(logs.len(), 3 * per_call);
+    assert!(3 * per_call * value.len() > vernier_api::DB_MANAGER_MAX_MESSAGE_BYTES);
+}

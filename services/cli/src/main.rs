@@ -199,6 +199,9 @@ pub enum Exit {
     ClusterOnly,
 }
 
+/// How long the process waits at exit for blocking work still running.
+const EXIT_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// A trial count a Katib spec can hold: at least 1, at most an int32.
 fn trial_count() -> clap::builder::RangedI64ValueParser<u32> {
     clap::value_parser!(u32).range(1..=i64::from(i32::MAX))
@@ -228,6 +231,9 @@ fn main() -> ExitCode {
         db::close_all().await;
         result
     });
+    // Dropping the runtime would wait for every blocking task, and one still computing a
+    // suggestion for a client that went away would keep `serve` alive after SIGTERM.
+    runtime.shutdown_timeout(EXIT_WAIT);
     match result {
         Ok(Exit::Succeeded) => ExitCode::SUCCESS,
         Ok(Exit::Failed) => ExitCode::from(1),

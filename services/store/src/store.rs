@@ -99,8 +99,9 @@ impl SqlStore {
         }
     }
 
-    /// Checks that the database answers.
+    /// Checks that the database answers (and, for a SQLite file, is still where it was opened).
     pub async fn ping(&self) -> Result<(), StoreError> {
+        self.check_in_place()?;
         dispatch!(self.ping())
     }
 
@@ -245,6 +246,8 @@ impl SqlStore {
         trial: &str,
         logs: &[Observation],
     ) -> Result<(), StoreError> {
+        // Into a deleted file they would be acknowledged and lost.
+        self.check_in_place()?;
         dispatch!(self.report_observations(trial, logs))
     }
 

@@ -243,7 +243,13 @@ async fn read_only_mode_reads_and_never_writes() {
         .create_experiment(&experiment("f", 2))
         .await
         .unwrap_err();
-    assert!(err.to_string().contains("readonly"), "{err}");
+    assert!(matches!(err, StoreError::ReadOnly { .. }), "{err:?}");
+    let text = err.to_string();
+    assert!(
+        text.contains("is read-only") && text.contains("vernier.db"),
+        "{text}"
+    );
+    assert!(text.contains("\nhint: "), "{text}");
 }
 
 #[tokio::test]
@@ -281,26 +287,14 @@ fn nix_is_root() -> bool {
     f.as_file().metadata().expect("temp file metadata").uid() == 0
 }
 
-/// A write refused because the database is read-only says so, names it and what still works;
-/// a damaged file says it is damaged, naming it, instead of passing SQLite's words along.
+/// A damaged file says it is damaged, naming it, instead of passing SQLite's words along.
 #[tokio::test]
-async fn a_read_only_or_damaged_database_is_named_as_such() {
+async fn a_damaged_database_is_named_as_such() {
     let dir = tempfile::tempdir().unwrap();
     let u = url(dir.path());
     let store = SqlStore::connect(&u).await.unwrap();
     store.create_experiment(&experiment("e", 1)).await.unwrap();
     store.close().await;
-
-    let read_only = SqlStore::open(&u, OpenMode::ReadOnly).await.unwrap();
-    let err = read_only
-        .create_experiment(&experiment("f", 2))
-        .await
-        .unwrap_err();
-    assert!(matches!(err, StoreError::ReadOnly { .. }), "{err:?}");
-    let text = err.to_string();
-    assert!(text.contains("is read-only") && text.contains(&u), "{text}");
-    assert!(text.contains("\nhint: "), "{text}");
-    read_only.close().await;
 
     // Overwrite every page after the first (the header) with junk.
     let path = dir.path().join("vernier.db");
@@ -318,4 +312,29 @@ async fn a_read_only_or_damaged_database_is_named_as_such() {
     assert!(text.contains("is damaged"), "{text}");
     assert!(text.contains("\nhint: restore it from a copy"), "{text}");
     assert!(text.contains("vernier.db"), "{text}");
+}
+
+/// Once the file is deleted under an open store, a ping (what health checks answer from) and
+/// a report of observations fail naming it, instead of writing into a file nobody can open.
+#[tokio::test]
+async fn a_deleted_file_fails_pings_and_reports() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqlStore::connect(&url(dir.path())).await.unwrap();
+    store.create_experiment(&experiment("e", 1)).await.unwrap();
+    store.insert_trial(&trial("e", "e-1", 1)).await.unwrap();
+    store.ping().await.unwrap();
+    std::fs::remove_file(dir.path().join("vernier.db")).unwrap();
+    for err in [
+        store.ping().await.unwrap_err(),
+        store
+            .report_observations("e-1", &[obs("loss", 1, "0.5")])
+            .await
+            .unwrap_err(),
+    ] {
+        assert!(
+            matches!(err, StoreError::DatabaseFileGone { .. }),
+            "{err:?}"
+        );
+        assert!(err.to_string().contains("vernier.db"), "{err}");
+    }
 }

@@ -836,14 +836,41 @@ fn warp(losses: &[f64]) -> Vec<f64> {
 /// How lopsided the losses must be before they are warped.
 const WARP_SKEW: f64 = 3.0;
 
+/// Zero mean, unit variance. Where the variance overflows (objectives past about 1e154), it is
+/// computed on the values divided by their largest deviation instead, and where even the
+/// deviations overflow (values of opposite sign near f64's limits), on their ranks: left at
+/// that size the model fit never converged and the call never returned.
 fn standardize(v: &[f64]) -> Vec<f64> {
     let n = v.len() as f64;
     let mean = v.iter().sum::<f64>() / n;
     let var = v.iter().map(|y| (y - mean).powi(2)).sum::<f64>() / n;
-    let sd = if var > 0.0 && var.is_finite() {
-        var.sqrt()
-    } else {
-        1.0
-    };
-    v.iter().map(|y| (y - mean) / sd).collect()
+    if var == 0.0 {
+        return vec![0.0; v.len()];
+    }
+    if var.is_finite() {
+        let sd = var.sqrt();
+        return v.iter().map(|y| (y - mean) / sd).collect();
+    }
+    let mean = v.iter().map(|y| y / n).sum::<f64>();
+    let scale = v.iter().map(|y| (y - mean).abs()).fold(0.0, f64::max);
+    if scale == 0.0 {
+        return vec![0.0; v.len()];
+    }
+    if !scale.is_finite() {
+        return standardize(&ranks(v));
+    }
+    let var = v.iter().map(|y| ((y - mean) / scale).powi(2)).sum::<f64>() / n;
+    let sd = var.sqrt();
+    v.iter().map(|y| (y - mean) / scale / sd).collect()
+}
+
+/// Each value's rank (0 for the smallest), ties in input order.
+fn ranks(v: &[f64]) -> Vec<f64> {
+    let mut order: Vec<usize> = (0..v.len()).collect();
+    order.sort_by(|&a, &b| v[a].total_cmp(&v[b]));
+    let mut out = vec![0.0; v.len()];
+    for (rank, i) in order.into_iter().enumerate() {
+        out[i] = rank as f64;
+    }
+    out
 }

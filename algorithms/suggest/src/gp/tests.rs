@@ -812,3 +812,18 @@ fn history_beyond_the_model_cap_keeps_the_best_and_a_sample_in_order() {
     let (small, _) = cap_history(observed[..10].to_vec(), violations[..10].to_vec(), 9);
     assert_eq!(small.len(), 10);
 }
+
+/// Objectives near the ends of f64 (their squares overflow) still give a proposal inside the
+/// space, as the same losses scaled down would.
+#[test]
+fn huge_objectives_still_give_a_proposal() {
+    let space = mixed_space();
+    let o = Objective::new("loss", Direction::Minimize);
+    for scale in [1e154, 1e200, 1e300, -1e300] {
+        let trials = history_of(&space, 12, 3, |a| scale * mixed_loss(a));
+        let gp = build_default();
+        let s = gp.suggest(&request(&space, &o, &trials, 1, 4)).unwrap();
+        assert_eq!(s.proposals.len(), 1, "{scale}");
+        space.check(&s.proposals[0].assignment).unwrap();
+    }
+}

@@ -30,12 +30,18 @@ pub(crate) fn nas_error(algorithm: &str, field: &str, reason: &str) -> Algorithm
     }
 }
 
+/// The most layers ENAS samples: its controller's work and memory grow with the layer count
+/// (skip connections with its square), and a count far past any network trained is a typo.
+const MAX_ENAS_LAYERS: i32 = 1000;
+
 /// What one NAS algorithm needs of `nasConfig` (Katib's `nas/common/validation.py` plus the
 /// algorithm's own checks).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct NasRules {
     /// ENAS builds input and output layers from these sizes.
     needs_sizes: bool,
+    /// ENAS's controller samples every layer on each call; DARTS only passes the count on.
+    max_layers: Option<i32>,
     /// DARTS expands the first parameter's list into `<op>_<k>x<k>`; `skip_connection` is bare.
     first_parameter_is_a_list: bool,
 }
@@ -44,6 +50,7 @@ impl NasRules {
     pub(crate) fn darts() -> Self {
         NasRules {
             needs_sizes: false,
+            max_layers: None,
             first_parameter_is_a_list: true,
         }
     }
@@ -51,6 +58,7 @@ impl NasRules {
     pub(crate) fn enas() -> Self {
         NasRules {
             needs_sizes: true,
+            max_layers: Some(MAX_ENAS_LAYERS),
             first_parameter_is_a_list: false,
         }
     }
@@ -61,6 +69,16 @@ impl NasRules {
             return err(
                 "spec.nasConfig.graphConfig.numLayers".into(),
                 &format!("value {} must be at least 1", nas.num_layers),
+            );
+        }
+        if let Some(max) = self.max_layers.filter(|max| nas.num_layers > *max) {
+            return err(
+                "spec.nasConfig.graphConfig.numLayers".into(),
+                &format!(
+                    "value {} is above {max}, the most the controller samples per \
+                     architecture; hint: Katib's examples use 8 to 12",
+                    nas.num_layers
+                ),
             );
         }
         if self.needs_sizes {

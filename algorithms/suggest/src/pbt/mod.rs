@@ -8,7 +8,7 @@
 //!
 //! Settings and their checks are Katib's (`pkg/suggestion/v1beta1/pbt`):
 //! `suggestion_trial_dir`, `n_population` and `truncation_threshold` are required,
-//! `n_population` must be an integer >= 5, `truncation_threshold` in [0, 1],
+//! `n_population` must be an integer from 5 to 100000 (Katib sets no upper bound), `truncation_threshold` in [0, 1],
 //! `resample_probability` unset (perturb every parameter by 0.8 or 1.2) or in [0, 1]
 //! (resample each parameter from its prior with that probability). `suggestion_trial_dir`
 //! must be an absolute path: it is where the trial's own checkpoint directory appears.
@@ -54,6 +54,9 @@ pub const PARENT_LABEL: &str = "pbt.suggestion.katib.kubeflow.org/parent";
 pub const MEMBER_LABEL: &str = "vernier.pbt/member";
 
 const ALGORITHM: &str = "pbt";
+/// The largest population: each member is a trial per generation, and a count past any
+/// cluster's capacity is a typo that would only fill memory.
+const MAX_POPULATION: usize = 100_000;
 const REQUIRED: &[&str] = &[
     "suggestion_trial_dir",
     "n_population",
@@ -115,7 +118,11 @@ impl Pbt {
             ));
         }
         let population = s
-            .get::<usize>("n_population", |v| v >= 5, "n_population should be >= 5")?
+            .get::<usize>(
+                "n_population",
+                |v| (5..=MAX_POPULATION).contains(&v),
+                "n_population should be >= 5 and at most 100000",
+            )?
             .unwrap_or(5);
         let truncation = s
             .get::<f64>(

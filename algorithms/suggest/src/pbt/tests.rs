@@ -69,6 +69,10 @@ fn settings_follow_katib_rules() {
             &["n_population", "\"4\"", "should be >= 5"],
         ),
         (
+            base(&[("n_population", "1000000000")]),
+            &["n_population", "\"1000000000\"", "at most 100000"],
+        ),
+        (
             base(&[("n_population", "5.5")]),
             &["n_population", "\"5.5\"", "does not parse"],
         ),

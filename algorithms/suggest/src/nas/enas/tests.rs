@@ -149,6 +149,20 @@ fn nas_rules_for_enas_name_the_field() {
         err.contains("spec.nasConfig.operations[1].parameters[1].feasibleSpace"),
         "{err}"
     );
+    // A layer count no network has is refused before the controller allocates for it.
+    for (layers, refused) in [(1000, false), (1001, true), (i32::MAX, true)] {
+        let mut nas = cpu_example();
+        nas.num_layers = layers;
+        let built = build("enas", &[], &SearchSpace::for_nas(nas), &o);
+        assert_eq!(built.is_err(), refused, "{layers}");
+        if let Err(e) = built {
+            assert!(
+                e.to_string()
+                    .contains("spec.nasConfig.graphConfig.numLayers value"),
+                "{e}"
+            );
+        }
+    }
 }
 
 fn trial(i: usize, assignment: Assignment, value: f64) -> TrialRecord {
