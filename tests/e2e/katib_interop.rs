@@ -262,3 +262,36 @@ fn a_plugin_that_is_down_makes_the_experiment_wait_and_say_so() {
         "interrupted while waiting; {seen}"
     );
 }
+
+/// Katib's `SetTrialStatus`, sent to `vernier serve` on the run's database (as a custom
+/// collector applying its own rule would), stops the running trial of `vernier run` and ends it
+/// EarlyStopped, instead of being overwritten when the trial finishes.
+#[test]
+fn set_trial_status_stops_a_trial_of_vernier_run() {
+    if !katib_sdk("set_trial_status_stops_a_trial_of_vernier_run") {
+        return;
+    }
+    let sb = Sandbox::new();
+    let (_server, addr) = serve(&sb);
+    let trial = format!(
+        "import os, time, grpc\nfrom kubeflow.katib import katib_api_pb2 as pb, katib_api_pb2_grpc as pbg\nopen('pid', 'w').write(str(os.getpid()))\nprint('loss=0.5', flush=True)\nstub = pbg.EarlyStoppingStub(grpc.insecure_channel('{addr}'))\nstub.SetTrialStatus(pb.SetTrialStatusRequest(trial_name=os.environ['KATIB_TRIAL_NAME']), timeout=20)\ntime.sleep(30)"
+    );
+    let yaml = python_experiment(
+        "told",
+        &trial,
+        "  objective:\n    type: minimize\n    objectiveMetricName: loss\n  parallelTrialCount: 1\n  maxTrialCount: 1",
+    );
+    let file = sb.write("told.yaml", &yaml);
+    let out = sb.run(&["run", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let pid: i32 = std::fs::read_to_string(sb.path().join("pid"))
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        !crate::harness::pid_alive(pid),
+        "trial process {pid} survived"
+    );
+    let r = sb.report("told");
+    assert_eq!(trials_in(&r, "EarlyStopped").len(), 1, "{r:#}");
+}

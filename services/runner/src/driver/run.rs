@@ -13,7 +13,7 @@ use crate::lease::LeaseLoss;
 use crate::process::{ProcessReport, StopLevel};
 use crate::status::{conditions_json, parse_conditions, set_condition, set_terminal};
 use crate::warm_start::WarmStart;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tokio::time::Interval;
@@ -46,6 +46,9 @@ pub(super) struct Run<'a> {
     pub next_seq: u64,
     pub warm: WarmStart,
     pub monitor: Option<EarlyStopMonitor>,
+    /// Running trials a client marked EarlyStopped in the store (Katib's `SetTrialStatus`,
+    /// e.g. from a custom collector applying its own rule): stopped, and ended EarlyStopped.
+    pub requested_stops: HashSet<String>,
     /// Stop switches of the trials still running.
     pub running: HashMap<String, watch::Sender<StopLevel>>,
     pub tasks: JoinSet<(String, ProcessReport)>,
@@ -93,6 +96,7 @@ impl<'a> Run<'a> {
                 None => crate::warm_start::load(store, exp).await?,
             },
             monitor: EarlyStopMonitor::for_experiment(exp)?,
+            requested_stops: HashSet::new(),
             suggester,
             shell,
             running: HashMap::new(),
@@ -196,7 +200,7 @@ impl<'a> Run<'a> {
     }
 
     async fn wait(&mut self, tick: &mut Interval) -> Wake {
-        let ticking = self.monitor.is_some() && self.stopping.is_none();
+        let ticking = !self.running.is_empty() && self.stopping.is_none();
         let watching_lease = self.lease_lost.is_none();
         tokio::select! {
             joined = self.tasks.join_next() => Wake::Joined(joined),
@@ -232,15 +236,38 @@ impl<'a> Run<'a> {
 
     async fn early_stop(&mut self) -> Result<(), RunnerError> {
         let states = self.states();
-        let Some(m) = self.monitor.as_mut() else {
-            return Ok(());
-        };
-        for name in m.check(self.shell.store, self.shell.exp, &states).await? {
+        let mut stops = self.requested_early_stops().await?;
+        if let Some(m) = self.monitor.as_mut() {
+            stops.extend(m.check(self.shell.store, self.shell.exp, &states).await?);
+        }
+        for name in stops {
             if let Some(tx) = self.running.get(&name) {
                 let _ = tx.send(StopLevel::Terminate);
             }
         }
         Ok(())
+    }
+
+    /// Running trials newly marked EarlyStopped in the store by a client of the gRPC API.
+    async fn requested_early_stops(&mut self) -> Result<Vec<String>, RunnerError> {
+        let mut fresh = Vec::new();
+        for name in self.running.keys() {
+            if self.requested_stops.contains(name) {
+                continue;
+            }
+            let stored = self.shell.store.get_trial(name).await?;
+            if stored.is_some_and(|t| t.state == vernier_core::TrialState::EarlyStopped) {
+                fresh.push(name.clone());
+            }
+        }
+        self.requested_stops.extend(fresh.iter().cloned());
+        Ok(fresh)
+    }
+
+    /// Whether `trial` ends EarlyStopped: the experiment's rule or a client stopped it.
+    pub fn early_stopped(&self, trial: &str) -> bool {
+        self.requested_stops.contains(trial)
+            || self.monitor.as_ref().is_some_and(|m| m.stopped(trial))
     }
 
     /// Each trial's name and state, in creation order.

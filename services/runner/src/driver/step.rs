@@ -210,7 +210,7 @@ impl Run<'_> {
             return Err(RunnerError::ObservationsNotRecorded { trial: name, error });
         }
         let end = trial_end(&report.end, self.stopping);
-        let early_stopped = self.monitor.as_ref().is_some_and(|m| m.stopped(&name));
+        let early_stopped = self.early_stopped(&name);
         let observed = trial_metrics(self.shell.store, &exp.objective, &name).await?;
         let seen: Vec<String> = if end == TrialEnd::Completed && !early_stopped {
             // The names it did report go into a MetricsUnavailable message.
