@@ -110,6 +110,15 @@ fn is_busy(e: &sqlx::Error) -> bool {
     }
 }
 
+/// Whether a connection handed back to the pool may be used again. One still inside a
+/// transaction (its COMMIT failed, e.g. on a full disk, and sqlx kept its depth) would refuse
+/// every later `BEGIN` with "non-zero transaction depth"; closing it rolls the transaction
+/// back, and the pool opens a fresh one when needed.
+async fn leaves_no_transaction(conn: &mut sqlx::SqliteConnection) -> Result<bool, sqlx::Error> {
+    use sqlx::Connection;
+    Ok(!conn.is_in_transaction())
+}
+
 /// SQLITE_CORRUPT while the schema was read or brought up to date.
 fn migrate_damaged(e: &sqlx::migrate::MigrateError) -> bool {
     match e {
@@ -255,7 +264,9 @@ impl SqliteBackend {
                     .create_if_missing(mode == OpenMode::Create);
                 (
                     options,
-                    SqlitePoolOptions::new().max_connections(MAX_CONNECTIONS),
+                    SqlitePoolOptions::new()
+                        .max_connections(MAX_CONNECTIONS)
+                        .after_release(|conn, _| Box::pin(leaves_no_transaction(conn))),
                     path.display().to_string(),
                 )
             }
