@@ -7,12 +7,20 @@ pub enum EngineError {
     /// The spec does not resolve (search space, objective, collector settings).
     #[error("{0}")]
     Spec(#[from] vernier_spec::SpecErrors),
-    /// The algorithm refused its name or settings.
-    #[error("spec.algorithm: {0}")]
-    Algorithm(#[source] vernier_algorithms::AlgorithmError),
+    /// The algorithm refused its name or settings; `path` is the field, down to the setting.
+    #[error("{path}: {source}")]
+    Algorithm {
+        path: String,
+        #[source]
+        source: vernier_algorithms::AlgorithmError,
+    },
     /// The early-stopping rule refused its name or settings.
-    #[error("spec.earlyStopping: {0}")]
-    EarlyStopping(#[source] vernier_algorithms::AlgorithmError),
+    #[error("{path}: {source}")]
+    EarlyStopping {
+        path: String,
+        #[source]
+        source: vernier_algorithms::AlgorithmError,
+    },
     /// The algorithm failed while proposing.
     #[error("{0}")]
     Suggest(#[from] vernier_core::CoreError),

@@ -4,8 +4,9 @@
 
 use crate::error::EngineError;
 use crate::resolved::ResolvedExperiment;
-use vernier_algorithms::MedianStop;
+use vernier_algorithms::{AlgorithmError, MedianStop};
 use vernier_core::EarlyStopper;
+use vernier_spec::types::AlgorithmSpec;
 
 /// Who proposes the trials.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,7 +44,7 @@ pub fn check_settings(
 ) -> Result<(), EngineError> {
     if source == AlgorithmSource::BuiltIn {
         vernier_algorithms::build(&exp.algorithm, &exp.settings, &exp.space, &exp.objective)
-            .map_err(EngineError::Algorithm)?;
+            .map_err(|e| algorithm_error(exp, e))?;
     }
     build_early_stopping(exp)?;
     Ok(())
@@ -56,13 +57,44 @@ pub fn build_early_stopping(
     let Some(es) = &exp.early_stopping else {
         return Ok(None);
     };
-    let stopper = vernier_algorithms::build_early_stopper(&es.algorithm, &es.settings)
-        .map_err(EngineError::EarlyStopping)?;
+    let refused = |source: AlgorithmError| {
+        let spec = exp.spec.spec.early_stopping.as_ref();
+        EngineError::EarlyStopping {
+            path: field_of(spec, "spec.earlyStopping", &source),
+            source,
+        }
+    };
+    let stopper =
+        vernier_algorithms::build_early_stopper(&es.algorithm, &es.settings).map_err(refused)?;
     let median = (es.algorithm == "medianstop")
         .then(|| MedianStop::from_settings(&es.settings))
         .transpose()
-        .map_err(EngineError::EarlyStopping)?;
+        .map_err(refused)?;
     Ok(Some(BuiltEarlyStopping { stopper, median }))
+}
+
+/// The algorithm's refusal, at the field it is about.
+pub(crate) fn algorithm_error(exp: &ResolvedExperiment, source: AlgorithmError) -> EngineError {
+    let spec = exp.spec.spec.algorithm.as_ref();
+    EngineError::Algorithm {
+        path: field_of(spec, "spec.algorithm", &source),
+        source,
+    }
+}
+
+/// `base.algorithmName`, `base.algorithmSettings[i].name` or `.value` for the setting an error
+/// names (its index in the file), else `base`.
+fn field_of(spec: Option<&AlgorithmSpec>, base: &str, e: &AlgorithmError) -> String {
+    let (setting, part) = match e {
+        AlgorithmError::UnknownAlgorithm { .. } => return format!("{base}.algorithmName"),
+        AlgorithmError::UnknownSetting { setting, .. } => (setting, "name"),
+        AlgorithmError::InvalidSetting { setting, .. } => (setting, "value"),
+        _ => return base.to_string(),
+    };
+    spec.and_then(|s| s.algorithm_settings.iter().position(|a| a.name == *setting))
+        .map_or(base.to_string(), |i| {
+            format!("{base}.algorithmSettings[{i}].{part}")
+        })
 }
 
 #[cfg(test)]
@@ -80,7 +112,11 @@ mod tests {
                 "algorithmName: random\n    algorithmSettings: [{name: bogus, value: '1'}]",
                 "",
                 AlgorithmSource::BuiltIn,
-                Some(&["spec.algorithm:", "\"bogus\"", "hint:"]),
+                Some(&[
+                    "spec.algorithm.algorithmSettings[0].name:",
+                    "\"bogus\"",
+                    "hint:",
+                ]),
             ),
             (
                 "algorithmName: random\n    algorithmSettings: [{name: bogus, value: '1'}]",
@@ -92,13 +128,20 @@ mod tests {
                 "algorithmName: tpe\n    algorithmSettings: [{name: n_startup_trials, value: 'many'}]",
                 "",
                 AlgorithmSource::BuiltIn,
-                Some(&["spec.algorithm:", "n_startup_trials", "\"many\""]),
+                Some(&[
+                    "spec.algorithm.algorithmSettings[0].value:",
+                    "n_startup_trials",
+                    "\"many\"",
+                ]),
             ),
             (
                 "algorithmName: random",
                 "  earlyStopping:\n    algorithmName: medianstop\n    algorithmSettings: [{name: start_step, value: 'x'}]",
                 AlgorithmSource::BuiltIn,
-                Some(&["spec.earlyStopping:", "start_step"]),
+                Some(&[
+                    "spec.earlyStopping.algorithmSettings[0].value:",
+                    "start_step",
+                ]),
             ),
             (
                 "algorithmName: random",

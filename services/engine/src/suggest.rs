@@ -27,7 +27,7 @@ pub fn build_suggester(
 ) -> Result<Box<dyn Suggester>, EngineError> {
     let settings = vernier_algorithms::with_random_state(&exp.settings, seed);
     vernier_algorithms::build(&exp.algorithm, &settings, &exp.space, &exp.objective)
-        .map_err(EngineError::Algorithm)
+        .map_err(|e| crate::settings::algorithm_error(exp, e))
 }
 
 /// Asks `suggester` for proposals; a panicking algorithm comes back as an error.

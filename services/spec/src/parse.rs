@@ -159,26 +159,21 @@ fn too_deep(e: &yaml_serde::Error) -> SpecError {
 }
 
 fn check_version(exp: &Experiment) -> Vec<SpecError> {
-    let mut errors = Vec::new();
-    if exp.api_version != API_VERSION {
-        errors.push(SpecError::new(
-            "apiVersion",
-            format!(
-                "value {:?} is not supported; hint: set apiVersion: {API_VERSION}",
-                exp.api_version
-            ),
-        ));
-    }
-    if exp.kind != KIND {
-        errors.push(SpecError::new(
-            "kind",
-            format!(
-                "value {:?} is not supported; hint: set kind: {KIND}",
-                exp.kind
-            ),
-        ));
-    }
-    errors
+    [
+        ("apiVersion", exp.api_version.as_str(), API_VERSION),
+        ("kind", exp.kind.as_str(), KIND),
+    ]
+    .into_iter()
+    .filter(|(_, value, wanted)| value != wanted)
+    .map(|(field, value, wanted)| {
+        let what = if value.trim().is_empty() {
+            "is required".to_string()
+        } else {
+            format!("value {value:?} is not supported")
+        };
+        SpecError::new(field, format!("{what}; hint: set {field}: {wanted}"))
+    })
+    .collect()
 }
 
 /// Renders a `serde_ignored` path in the same `a.b[1].c` form as every other error.

@@ -262,6 +262,8 @@ fn wrong_api_version_and_kind() {
         r#"value "kubeflow.org/v1alpha3" is not supported"#,
     );
     assert_error(&e, "kind", r#"value "Trial" is not supported"#);
+    let e = parse_err(&RANDOM.replace("kind: Experiment", ""));
+    assert_error(&e, "kind", "is required; hint: set kind: Experiment");
 }
 
 #[test]
