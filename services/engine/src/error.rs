@@ -12,14 +12,14 @@ pub enum EngineError {
     Algorithm {
         path: String,
         #[source]
-        source: vernier_algorithms::AlgorithmError,
+        source: Box<vernier_algorithms::AlgorithmError>,
     },
     /// The early-stopping rule refused its name or settings.
     #[error("{path}: {source}")]
     EarlyStopping {
         path: String,
         #[source]
-        source: vernier_algorithms::AlgorithmError,
+        source: Box<vernier_algorithms::AlgorithmError>,
     },
     /// The algorithm failed while proposing.
     #[error("{0}")]
