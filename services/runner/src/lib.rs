@@ -21,6 +21,8 @@ pub mod process;
 pub mod replicas;
 pub mod reported;
 pub mod status;
+#[cfg(test)]
+mod test_store;
 pub mod warm_start;
 
 pub use driver::{BestSoFar, DriverEvent, Observer, Outcome, Progress};

@@ -4,23 +4,21 @@
 //! pipe (the recorder's queue is bounded). Only a stop (Ctrl-C, the experiment ending) ends
 //! the waiting, with the store's error.
 
-use crate::process::StopLevel;
-use tokio::sync::watch;
 use vernier_core::Observation;
 use vernier_store::{SqlStore, StoreError};
 
-/// Records `logs` for `trial`, trying again while the database stays locked and the trial is
-/// not being stopped.
+/// Records `logs` for `trial`, trying again while the database stays locked and `stopping`
+/// says the trial is not being stopped.
 pub(crate) async fn record_observations(
     store: &SqlStore,
     trial: &str,
     logs: &[Observation],
-    stop: &watch::Receiver<StopLevel>,
+    stopping: impl Fn() -> bool,
 ) -> Result<(), StoreError> {
     let mut warned = false;
     loop {
         match store.report_observations(trial, logs).await {
-            Err(StoreError::Locked { url, waited, .. }) if *stop.borrow() == StopLevel::Run => {
+            Err(StoreError::Locked { url, waited, .. }) if !stopping() => {
                 if !warned {
                     tracing::warn!(
                         "database {url} has been locked by another session for more than \
@@ -40,18 +38,11 @@ pub(crate) async fn record_observations(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_store::{obs, with_trial};
     use sqlx::{Connection, Executor};
     use std::time::Duration;
     use vernier_core::TrialState;
-    use vernier_store::{ExperimentRow, ExperimentStatusRow, StoreOptions, TrialRow};
-
-    fn obs(t: i64, v: &str) -> Observation {
-        Observation {
-            metric: "loss".into(),
-            timestamp_us: t,
-            value: v.into(),
-        }
-    }
+    use vernier_store::StoreOptions;
 
     /// A file store waiting 200 ms for locks, with experiment `e` and its trial `e-0`.
     async fn store(dir: &std::path::Path) -> (SqlStore, String) {
@@ -61,40 +52,7 @@ mod tests {
             ..StoreOptions::default()
         };
         let store = SqlStore::connect_with(&url, options).await.unwrap();
-        let status = ExperimentStatusRow {
-            phase: "Running".into(),
-            reason: String::new(),
-            message: String::new(),
-            started_us: None,
-            completed_us: None,
-            algorithm_state: None,
-            conditions_json: "[]".into(),
-        };
-        let experiment = ExperimentRow {
-            name: "e".into(),
-            spec_json: "{}".into(),
-            seed: 1,
-            created_us: 0,
-            work_dir: String::new(),
-            log_dir: String::new(),
-            status,
-        };
-        store.create_experiment(&experiment).await.unwrap();
-        let trial = TrialRow {
-            experiment: "e".into(),
-            name: "e-0".into(),
-            seq: 0,
-            assignment: vec![],
-            labels: Default::default(),
-            state: TrialState::Running,
-            reason: String::new(),
-            message: String::new(),
-            created_us: 0,
-            started_us: None,
-            completed_us: None,
-            attempt: 0,
-        };
-        store.insert_trial(&trial).await.unwrap();
+        with_trial(&store, TrialState::Running).await;
         (store, url)
     }
 
@@ -113,10 +71,10 @@ mod tests {
     async fn a_lock_held_past_the_timeout_delays_observations_but_keeps_them() {
         let dir = tempfile::tempdir().unwrap();
         let (store, url) = store(dir.path()).await;
-        let (_tx, stop) = watch::channel(StopLevel::Run);
         // Five times the store's lock timeout.
         let holder = lock_for(&url, Duration::from_millis(1000)).await;
-        record_observations(&store, "e-0", &[obs(1, "0.5"), obs(2, "0.4")], &stop)
+        let logs = [obs("loss", 1, "0.5"), obs("loss", 2, "0.4")];
+        record_observations(&store, "e-0", &logs, || false)
             .await
             .unwrap();
         holder.await.unwrap();
@@ -128,9 +86,8 @@ mod tests {
     async fn a_stopped_trial_stops_waiting_with_the_stores_error() {
         let dir = tempfile::tempdir().unwrap();
         let (store, url) = store(dir.path()).await;
-        let (_tx, stop) = watch::channel(StopLevel::Terminate);
         let holder = lock_for(&url, Duration::from_millis(1000)).await;
-        let err = record_observations(&store, "e-0", &[obs(1, "0.5")], &stop)
+        let err = record_observations(&store, "e-0", &[obs("loss", 1, "0.5")], || true)
             .await
             .unwrap_err();
         assert!(matches!(err, StoreError::Locked { .. }), "{err:?}");

@@ -58,57 +58,13 @@ pub fn select(objective: &Objective, summaries: &[MetricSummary]) -> TrialMetric
 #[cfg(test)]
 mod tests {
     use super::*;
-    use vernier_core::{Direction, MetricStrategy, Observation, TrialState};
-    use vernier_store::{ExperimentRow, ExperimentStatusRow, TrialRow};
-
-    fn obs(metric: &str, t: i64, v: &str) -> Observation {
-        Observation {
-            metric: metric.into(),
-            timestamp_us: t,
-            value: v.into(),
-        }
-    }
+    use crate::test_store::{obs, with_trial};
+    use vernier_core::{Direction, MetricStrategy, TrialState};
 
     #[tokio::test]
     async fn every_metric_by_its_strategy_from_the_stored_summary() {
         let store = SqlStore::connect(":memory:").await.unwrap();
-        store
-            .create_experiment(&ExperimentRow {
-                name: "e".into(),
-                spec_json: "{}".into(),
-                seed: 1,
-                created_us: 0,
-                work_dir: String::new(),
-                log_dir: String::new(),
-                status: ExperimentStatusRow {
-                    phase: "Running".into(),
-                    reason: String::new(),
-                    message: String::new(),
-                    started_us: None,
-                    completed_us: None,
-                    algorithm_state: None,
-                    conditions_json: "[]".into(),
-                },
-            })
-            .await
-            .unwrap();
-        store
-            .insert_trial(&TrialRow {
-                experiment: "e".into(),
-                name: "e-0".into(),
-                seq: 0,
-                assignment: vec![],
-                labels: Default::default(),
-                state: TrialState::Succeeded,
-                reason: String::new(),
-                message: String::new(),
-                created_us: 0,
-                started_us: None,
-                completed_us: None,
-                attempt: 0,
-            })
-            .await
-            .unwrap();
+        with_trial(&store, TrialState::Succeeded).await;
         store
             .report_observations(
                 "e-0",

@@ -550,7 +550,9 @@ async fn record(
         if logs.is_empty() {
             continue;
         }
-        if let Err(e) = crate::locked_write::record_observations(&store, &trial, &logs, &stop).await
+        let stopping = || *stop.borrow() != StopLevel::Run;
+        if let Err(e) =
+            crate::locked_write::record_observations(&store, &trial, &logs, stopping).await
         {
             rec.error = Some(e.to_string());
         }
