@@ -229,8 +229,21 @@ fn validate_shows_both_verdicts() {
     assert!(out.contains("cluster: valid"), "{out}");
     assert!(
         out.contains("local: `vernier run` cannot run it:")
-            && out.contains("containers[0].env[0].valueFrom")
+            && out.contains("containers[0].command")
+            && out.contains("entrypoint would run with args")
             && out.contains("hint:"),
+        "{out}"
+    );
+    // With a command, the secret is what local mode cannot take.
+    let secret = VALID.replacen(
+        "command: [python3, train.py, ",
+        "env: [{name: TOKEN, valueFrom: {secretKeyRef: {name: s, key: k}}}]\n                command: [python3, train.py, ",
+        1,
+    );
+    let (code, out) = verdict(&secret);
+    assert_eq!(code, Some(3), "{out}");
+    assert!(
+        out.contains("containers[0].env[0].valueFrom") && out.contains("hint:"),
         "{out}"
     );
 }
