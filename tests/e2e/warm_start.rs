@@ -268,3 +268,23 @@ fn asha_runs_rungs_with_labelled_promotions() {
     }
     assert!(promoted >= 3, "only {promoted} promotions in 24 trials");
 }
+
+/// `validate` reads `spec.warmStart.file` as `run` does, so a missing or unusable file is
+/// reported there instead of "runnable" followed by a refusal from `run`.
+#[test]
+fn validate_reads_the_warm_start_file() {
+    let sb = Sandbox::new();
+    let extra = "  parallelTrialCount: 1\n  maxTrialCount: 2\n  warmStart:\n    file: known.jsonl";
+    let file = sb.write("warm.yaml", &experiment("warm", LOSS, extra));
+    let out = sb.run(&["validate", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("spec.warmStart: cannot read file")
+            && text(&out).contains("known.jsonl"),
+        "{}",
+        text(&out)
+    );
+    sb.write("known.jsonl", "{\"x\": 1, \"loss\": 0.49}\n");
+    let out = sb.run(&["validate", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+}

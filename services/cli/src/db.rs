@@ -27,7 +27,7 @@ pub async fn open(db: &str, mode: OpenMode) -> anyhow::Result<SqlStore> {
         Err(StoreError::DatabaseFileMissing { path }) => {
             let source = SOURCE.get().copied().unwrap_or("--db");
             anyhow::bail!(
-                "database `{path}` does not exist (path from {source})\nhint: check the path; only `vernier run` creates a database"
+                "database `{path}` does not exist (path from {source})\nhint: check the path; only `vernier run` (and `vernier serve --create-db`) creates a database"
             )
         }
         Ok(store) => {

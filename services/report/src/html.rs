@@ -179,7 +179,7 @@ fn summary(out: &mut String, r: &ExperimentReport) {
 fn best(out: &mut String, r: &ExperimentReport) {
     out.push_str("<h2>Best trial</h2>\n");
     let Some(i) = r.best else {
-        out.push_str("<p id=\"best\">No trial has reported the objective metric yet.</p>\n");
+        out.push_str("<p id=\"best\">No succeeded or early-stopped trial has reported the objective metric (failed trials are never best).</p>\n");
         return;
     };
     let t = &r.trials[i];

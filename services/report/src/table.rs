@@ -163,7 +163,10 @@ pub fn render(r: &ExperimentReport, opts: TableOptions) -> String {
             );
         }
         None => {
-            let _ = writeln!(out, "no trial has reported the objective metric yet");
+            let _ = writeln!(
+                out,
+                "no succeeded or early-stopped trial has reported the objective metric (failed trials are never best)"
+            );
         }
     }
     out

@@ -27,7 +27,7 @@ pub enum StoreError {
     MissingDirectory { path: String, dir: String },
 
     #[error(
-        "database `{path}` does not exist\nhint: check the path (only `vernier run` creates a database)"
+        "database `{path}` does not exist\nhint: check the path (only `vernier run`, and `vernier serve --create-db`, create a database)"
     )]
     DatabaseFileMissing { path: String },
 

@@ -304,7 +304,7 @@ async fn drive_leased(
                     best.assignment
                 ),
                 None => outln!(
-                    "no trial reported the objective metric {}",
+                    "no succeeded or early-stopped trial reported the objective metric {} (failed trials are never best)",
                     exp.objective.metric
                 ),
             }

@@ -46,12 +46,25 @@ fn run_would_refuse(file: &Path, exp: &Experiment, runnable: bool) -> Option<Str
         Ok(l) => l,
         Err(e) => return Some(e.to_string()),
     };
+    if let Some(e) = warm_start_file_error(&local) {
+        return Some(e);
+    }
     let point = first_proposal(&local, source).unwrap_or_else(|| first_point(&local.space));
     local.command_for("validate", &point).err().map(|e| {
         let text = e.to_string();
         text.strip_prefix("trial validate: ")
             .map_or(text.clone(), str::to_string)
     })
+}
+
+/// What `run` would say of `spec.warmStart.file`: missing, unreadable, or rows that do not
+/// fit the space. (Warm-start experiments live in a database, which `validate` does not open.)
+fn warm_start_file_error(exp: &LocalExperiment) -> Option<String> {
+    let file = exp.spec.spec.warm_start.as_ref()?.file.as_ref()?;
+    let path = exp.paths.work_dir.join(file);
+    vernier_runner::warm_start::read_file(&path, &exp.space, &exp.objective.metric)
+        .err()
+        .map(|e| e.to_string())
 }
 
 /// What the experiment's own algorithm proposes first: the assignment `run` would render its
