@@ -162,7 +162,7 @@ impl LocalExperiment {
             log_path,
             metrics_path,
             append_log: false,
-            pid_file: Some(self.paths.log_dir.join(format!("{trial}.pid"))),
+            pid_file: Some(crate::orphans::pid_path(&self.paths.log_dir, trial)),
         })
     }
 
@@ -178,6 +178,15 @@ impl LocalExperiment {
 
     pub fn log_path(&self, trial: &str) -> PathBuf {
         self.paths.log_dir.join(format!("{trial}.log"))
+    }
+
+    /// Creates the experiment's log directory (and its parents).
+    pub fn create_log_dir(&self) -> Result<(), RunnerError> {
+        let dir = &self.paths.log_dir;
+        std::fs::create_dir_all(dir).map_err(|source| RunnerError::LogDir {
+            path: dir.display().to_string(),
+            source,
+        })
     }
 }
 

@@ -11,13 +11,18 @@
 use crate::process::STOP_GRACE;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+/// Where a single-process trial's group id is kept while it runs.
+pub fn pid_path(log_dir: &Path, trial: &str) -> PathBuf {
+    log_dir.join(format!("{trial}.pid"))
+}
 
 /// Stops every process group of `trial` still running; returns what was stopped (`trial` for a
 /// single-process trial, the replica names of a distributed one).
 pub async fn stop_orphans(log_dir: &Path, trial: &str) -> Vec<String> {
-    let mut pid_files = vec![log_dir.join(format!("{trial}.pid"))];
+    let mut pid_files = vec![pid_path(log_dir, trial)];
     if let Ok(entries) = std::fs::read_dir(log_dir.join(trial)) {
         pid_files.extend(
             entries

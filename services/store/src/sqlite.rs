@@ -124,7 +124,7 @@ fn migrate_damaged(e: &sqlx::migrate::MigrateError) -> bool {
     match e {
         sqlx::migrate::MigrateError::Execute(sqlx::Error::Database(db))
         | sqlx::migrate::MigrateError::ExecuteMigration(sqlx::Error::Database(db), _) => {
-            primary_code(db.as_ref()) == Some(11)
+            Sqlite::is_damaged(db.as_ref())
         }
         _ => false,
     }

@@ -59,12 +59,7 @@ pub async fn run(
     check_local(&exp)?;
     // A log directory that cannot be made is refused before the experiment is recorded: a
     // record left behind could only be deleted, as `resume` keeps the directory it names.
-    std::fs::create_dir_all(&exp.paths.log_dir).map_err(|source| {
-        vernier_runner::RunnerError::LogDir {
-            path: exp.paths.log_dir.display().to_string(),
-            source,
-        }
-    })?;
+    exp.create_log_dir()?;
     // Bad algorithm settings are reported before anything is recorded.
     let algorithm = match plugins.source_for(&exp, None)? {
         None => AlgorithmSource::BuiltIn,

@@ -137,10 +137,9 @@ pub(super) async fn mark_running(store: &SqlStore, trial: &str) -> Result<(), Ru
     Ok(store.update_trial(trial, &update).await?)
 }
 
-/// Records the verdict (with Katib's `unavailable` observation when it has one) and reads back
-/// the objective value from the stored observations.
-/// `observed` is the trial's metrics as read before the verdict: recording the `unavailable`
-/// observation of a MetricsUnavailable trial changes none of them.
+/// Records the verdict (with Katib's `unavailable` observation when it has one) and keeps
+/// `observed`, the trial's metrics as read before the verdict, on the tracked trial: recording
+/// the `unavailable` observation of a MetricsUnavailable trial changes none of them.
 pub(super) async fn finish_trial(
     store: &SqlStore,
     trial: &mut Tracked,

@@ -74,10 +74,7 @@ impl<'a> Run<'a> {
             Some(_) => None,
             None => Some(vernier_engine::build_suggester(exp, shell.seed)?),
         };
-        std::fs::create_dir_all(&exp.paths.log_dir).map_err(|source| RunnerError::LogDir {
-            path: exp.paths.log_dir.display().to_string(),
-            source,
-        })?;
+        exp.create_log_dir()?;
         let row = store
             .get_experiment(&exp.name)
             .await?
