@@ -135,12 +135,25 @@ fn resume_after_kill_9_stops_a_trial_left_sleeping() {
         pid_alive(pid),
         "the sleeping trial should outlive its driver"
     );
+    // Readers say the experiment is not really running, at once (the driver's pid is gone).
+    let list = text(&sb.run(&["list"]));
+    assert!(
+        list.contains("(no driver: vernier resume sleeper)"),
+        "{list}"
+    );
+    let table = text(&sb.run(&["report", "sleeper"]));
+    assert!(
+        table.contains("no longer runs: nothing runs its trials")
+            && table.contains("hint: vernier resume sleeper continues it"),
+        "{table}"
+    );
     let out = sb.run(&["resume", "sleeper"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert!(!pid_alive(pid), "trial process {pid} survived the resume");
     let r = sb.report("sleeper");
     assert_eq!(trials_in(&r, "Killed").len(), 1, "{r:#}");
     assert_eq!(trials_in(&r, "Succeeded").len(), 1, "{r:#}");
+    assert!(!text(&sb.run(&["list"])).contains("no driver"));
 }
 
 #[test]

@@ -64,6 +64,58 @@ fn csv_and_table_hold_every_trial_and_top_limits_the_table() {
     assert!(!sb.path().join("out.tmp").exists());
 }
 
+/// A watched page that cannot be written is refused at once, not after the experiment
+/// appears and runs.
+#[test]
+fn watch_refuses_an_unwritable_output_before_waiting() {
+    let sb = Sandbox::new();
+    run(&sb, "other", 1, "1");
+    let out = sb.run(&[
+        "report",
+        "--watch",
+        "not-yet",
+        "--format",
+        "html",
+        "--output",
+        "missing-dir/x.html",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("cannot write the report to missing-dir/x.html"),
+        "{}",
+        text(&out)
+    );
+}
+
+/// `--output` through a symlink writes its target and keeps the link; through a link to the
+/// process's own stdout (as `/dev/stdout` is) it prints, where a rename would replace it.
+#[test]
+fn output_through_a_symlink_writes_its_target() {
+    let sb = Sandbox::new();
+    run(&sb, "rep", 2, "3");
+    let (target, link) = (sb.path().join("target.html"), sb.path().join("report.html"));
+    std::fs::write(&target, "keep").unwrap();
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let out = sb.run(&[
+        "report",
+        "rep",
+        "--format",
+        "html",
+        "--output",
+        "report.html",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(link.is_symlink(), "the link was replaced by a file");
+    assert!(std::fs::read_to_string(&target).unwrap().contains("<html"));
+
+    let to_stdout = sb.path().join("stdout");
+    std::os::unix::fs::symlink("/proc/self/fd/1", &to_stdout).unwrap();
+    let out = sb.run(&["report", "rep", "--format", "csv", "--output", "stdout"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(to_stdout.is_symlink(), "the link was replaced by a file");
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("trial,index,"));
+}
+
 #[test]
 fn watch_refreshes_the_page_while_running_and_exits_when_the_experiment_ends() {
     let sb = Sandbox::new();
@@ -91,6 +143,12 @@ fn watch_refreshes_the_page_while_running_and_exits_when_the_experiment_ends() {
     assert!(
         line.contains("does not exist yet; waiting for it"),
         "{line}"
+    );
+    // The page is there while it waits (written before the note is read back here).
+    let waiting = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        waiting.contains("Waiting for experiment watched"),
+        "{waiting}"
     );
     let mut runner = sb
         .cmd(&["run", file.to_str().unwrap(), "--seed", "5"])

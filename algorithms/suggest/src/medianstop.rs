@@ -133,14 +133,18 @@ impl MedianStop {
 }
 
 impl MedianRule {
-    /// Whether a trial that reported `values` so far breaks the rule now.
+    /// Whether a trial that reported `values` so far breaks the rule. Decided once, on the
+    /// best of the first `start_step` values, as Katib's collector evaluates a rule only when
+    /// its start-step counter reaches zero: the verdict is the same whenever it is asked (a
+    /// driver polling each second, a reconcile), never a race with the trial's next value.
     pub fn breaks(&self, values: &[f64]) -> bool {
-        if values.len() < self.start_step.max(1) {
+        let steps = self.start_step.max(1);
+        let Some(head) = values.get(..steps) else {
             return false;
-        }
+        };
         let best = match self.comparison {
-            Comparison::Less => values.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-            Comparison::Greater => values.iter().copied().fold(f64::INFINITY, f64::min),
+            Comparison::Less => head.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            Comparison::Greater => head.iter().copied().fold(f64::INFINITY, f64::min),
         };
         match self.comparison {
             Comparison::Less => best < self.value,
@@ -250,7 +254,7 @@ mod tests {
     }
 
     #[test]
-    fn waits_for_start_step_and_uses_the_best_value_so_far() {
+    fn decides_at_start_step_on_the_best_value_until_then() {
         let rule = MedianRule {
             value: 1.0,
             comparison: Comparison::Greater,
@@ -262,6 +266,9 @@ mod tests {
             !rule.breaks(&[5.0, 0.5, 5.0]),
             "minimising: best so far 0.5 is better"
         );
+        // Decided at start_step whenever asked: later values change nothing.
+        assert!(rule.breaks(&[5.0, 5.0, 5.0, 0.5]));
+        assert!(!rule.breaks(&[5.0, 0.5, 5.0, 9.0, 9.0]));
         let rule = MedianRule {
             value: 1.0,
             comparison: Comparison::Less,

@@ -75,3 +75,12 @@ pub fn describe(source: Option<clap::parser::ValueSource>) -> &'static str {
         _ => "the default, vernier.db in the current directory",
     }
 }
+
+/// Why a running experiment in `store` has no live driver, if so: its lease lapsed, or its
+/// holder's process no longer runs on this host (known at once, without the lease's lapse).
+pub async fn unattended(
+    store: &SqlStore,
+    row: &vernier_store::ExperimentRow,
+) -> anyhow::Result<Option<vernier_store::Unattended>> {
+    Ok(vernier_report::unattended(store, row, vernier_runner::lease::holder_gone_here).await?)
+}

@@ -1,15 +1,27 @@
 //! Following a metrics file while a trial writes it, like `tail -F`: the file may appear late,
 //! be truncated or be replaced (rotated); lines may arrive split across writes; a line may be
 //! absurdly long or not text at all.
+//!
+//! Trainers also rewrite their metrics file whole, each epoch: in place (`open(path, "w")`)
+//! or through a temporary file renamed over it, with only the latest values or with every
+//! line so far. Katib reads the file once, at the end, and would record the final content;
+//! a follower must tell a rewrite from an append to do as well. It keeps a hash of the bytes
+//! it consumed and their last few bytes: when those last bytes change (or the file is
+//! replaced or shrinks), a file that still begins with everything consumed is followed on
+//! from where it was, and any other is new content, read from the start.
 
 use crate::lines::{MAX_LINE_BYTES, cut_line_warning, drop_cut_token};
+use std::collections::hash_map::DefaultHasher;
 use std::fs::File;
+use std::hash::Hasher;
 use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 /// Bytes read per `poll`, so one huge write cannot stall the caller.
 const MAX_READ_PER_POLL: usize = 8 << 20;
+/// How many of the last consumed bytes are compared on every poll to notice a rewrite.
+const TAIL_BYTES: usize = 64;
 
 /// Reads complete lines appended to a file since the previous call.
 #[derive(Debug)]
@@ -18,6 +30,10 @@ pub struct FileFollower {
     file: Option<File>,
     inode: u64,
     offset: u64,
+    /// Hash of the bytes `0..offset` (a streaming hash: chunking does not change it).
+    consumed: DefaultHasher,
+    /// The last (up to [`TAIL_BYTES`]) bytes before `offset`.
+    tail: Vec<u8>,
     partial: Vec<u8>,
     /// True while the current line has grown past `MAX_LINE_BYTES` and is being skipped.
     overlong: bool,
@@ -34,6 +50,8 @@ impl FileFollower {
             file: None,
             inode: 0,
             offset: 0,
+            consumed: DefaultHasher::new(),
+            tail: Vec::new(),
             partial: Vec::new(),
             overlong: false,
             line_bytes: 0,
@@ -53,13 +71,14 @@ impl FileFollower {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
             Err(e) => return Err(e),
         };
-        if self.file.is_none() || meta.ino() != self.inode || meta.len() < self.offset {
-            self.file = Some(File::open(&self.path)?);
+        let replaced = self.file.is_none() || meta.ino() != self.inode;
+        if replaced || meta.len() < self.offset || !self.tail_unchanged()? {
+            let file = File::open(&self.path)?;
+            if !self.begins_with_consumed(&file, meta.len())? {
+                self.restart();
+            }
+            self.file = Some(file);
             self.inode = meta.ino();
-            self.offset = 0;
-            self.partial.clear();
-            self.overlong = false;
-            self.line_bytes = 0;
         }
         let Some(file) = self.file.as_mut() else {
             return Ok(Vec::new());
@@ -69,6 +88,11 @@ impl FileFollower {
         file.take(MAX_READ_PER_POLL as u64)
             .read_to_end(&mut chunk)?;
         self.offset += chunk.len() as u64;
+        self.consumed.write(&chunk);
+        let keep = chunk.len().min(TAIL_BYTES);
+        let drop = (self.tail.len() + keep).saturating_sub(TAIL_BYTES);
+        self.tail.drain(..drop);
+        self.tail.extend_from_slice(&chunk[chunk.len() - keep..]);
         let mut lines = Vec::new();
         for piece in chunk.split_inclusive(|b| *b == b'\n') {
             let complete = piece.last() == Some(&b'\n');
@@ -91,6 +115,53 @@ impl FileFollower {
             }
         }
         Ok(lines)
+    }
+
+    /// Forgets everything consumed: the file is read again from the start.
+    fn restart(&mut self) {
+        self.offset = 0;
+        self.consumed = DefaultHasher::new();
+        self.tail.clear();
+        self.partial.clear();
+        self.overlong = false;
+        self.line_bytes = 0;
+    }
+
+    /// Whether the open file still holds the last consumed bytes where they were read.
+    fn tail_unchanged(&mut self) -> std::io::Result<bool> {
+        let Some(file) = self.file.as_mut() else {
+            return Ok(false);
+        };
+        let mut now = vec![0; self.tail.len()];
+        file.seek(SeekFrom::Start(self.offset - self.tail.len() as u64))?;
+        match file.read_exact(&mut now) {
+            Ok(()) => Ok(now == self.tail),
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Whether `file` (of `len` bytes) begins with every byte consumed so far: a rewrite
+    /// that kept the earlier lines, to be followed on from `offset`.
+    fn begins_with_consumed(&self, mut file: &File, len: u64) -> std::io::Result<bool> {
+        if self.offset == 0 || len < self.offset {
+            return Ok(false);
+        }
+        let mut hash = DefaultHasher::new();
+        let mut left = self.offset;
+        let mut buf = vec![0; 64 << 10];
+        file.seek(SeekFrom::Start(0))?;
+        while left > 0 {
+            let n = buf.len().min(usize::try_from(left).unwrap_or(usize::MAX));
+            match file.read_exact(&mut buf[..n]) {
+                Ok(()) => hash.write(&buf[..n]),
+                // Shrunk while being read: rewritten again; the next poll looks afresh.
+                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(false),
+                Err(e) => return Err(e),
+            }
+            left -= n as u64;
+        }
+        Ok(hash.finish() == self.consumed.finish())
     }
 
     /// The last line if the file did not end with a newline (call once the writer is done).
@@ -155,6 +226,40 @@ mod tests {
         assert_eq!(f.poll().unwrap(), vec!["loss=4"]);
         assert_eq!(f.finish(), Some("loss=5".to_string()));
         assert_eq!(f.finish(), None);
+    }
+
+    /// A file rewritten whole each epoch, in place or by renaming a temporary file over it,
+    /// with the latest value only or with every line so far: each value once, in order.
+    #[test]
+    fn rewrites_of_the_whole_file_yield_each_new_value_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.log");
+        let mut f = FileFollower::new(&path);
+        // In place, latest value only, same length and then longer.
+        for (text, want) in [
+            ("loss=0.9\n", "loss=0.9"),
+            ("loss=0.5\n", "loss=0.5"),
+            ("loss=0.25\n", "loss=0.25"),
+        ] {
+            std::fs::write(&path, text).unwrap();
+            assert_eq!(f.poll().unwrap(), vec![want]);
+            assert!(f.poll().unwrap().is_empty(), "{want} read twice");
+        }
+        // Renamed over, every line so far: only the new line, however the old ones were read.
+        let mut all = String::new();
+        for k in 0..4 {
+            all.push_str(&format!("epoch={k} loss={}\n", 1.0 / f64::from(k + 1)));
+            let tmp = dir.path().join("m.log.tmp");
+            std::fs::write(&tmp, &all).unwrap();
+            std::fs::rename(&tmp, &path).unwrap();
+            let got = f.poll().unwrap();
+            assert_eq!(got.len(), 1, "epoch {k}: {got:?}");
+            assert!(got[0].starts_with(&format!("epoch={k} ")), "{got:?}");
+        }
+        // Rewritten in place with every line so far and one more.
+        all.push_str("epoch=4 loss=0.2\n");
+        std::fs::write(&path, &all).unwrap();
+        assert_eq!(f.poll().unwrap(), vec!["epoch=4 loss=0.2"]);
     }
 
     #[test]

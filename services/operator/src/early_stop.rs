@@ -167,10 +167,13 @@ mod tests {
                 start_step: Some(2),
             }]
         };
-        let table: [(&[EarlyStoppingRule], &[f64], bool); 7] = [
+        let table: [(&[EarlyStoppingRule], &[f64], bool); 9] = [
             (&[], &[0.1, 0.1, 0.1], false),
             (&rules("0.7", "less"), &[0.1], false),
             (&rules("0.7", "less"), &[0.1, 0.6], true),
+            // Decided at the start step, whichever reconcile sees it.
+            (&rules("0.7", "less"), &[0.1, 0.6, 0.9], true),
+            (&rules("0.7", "less"), &[0.1, 0.8, 0.1], false),
             (&rules("0.7", "less"), &[0.1, 0.7], false),
             (&rules("0.7", "greater"), &[0.9, 0.8], true),
             (&rules("0.7", "equal"), &[0.7, 0.7], false),

@@ -38,6 +38,23 @@ impl ExperimentReport {
         })
     }
 
+    /// Whether the trial may be the experiment's result: usable and feasible, as
+    /// `vernier_spec::plan::best_trial` decides, so rankings and best-so-far lines never put an
+    /// infeasible trial above the best one.
+    pub fn is_result(&self, t: &TrialReport) -> bool {
+        is_usable(t) && self.is_feasible(t)
+    }
+
+    /// What to tell a reader of a running experiment whose driver is gone.
+    pub fn unattended_note(&self) -> Option<String> {
+        self.unattended.as_ref().map(|u| {
+            format!(
+                "{u}: nothing runs its trials\nhint: vernier resume {} continues it",
+                self.row.name
+            )
+        })
+    }
+
     /// Parameter names in spec order (falling back to the first trial's assignment).
     pub fn parameter_names(&self) -> Vec<String> {
         let from_spec: Vec<String> = self
@@ -57,6 +74,23 @@ impl ExperimentReport {
             .unwrap_or_default()
     }
 
+    /// A categorical parameter's choices in spec order (`None` for any other type): its values
+    /// are labels, never numbers, even where they read as one (`"007"`, `"1.10"`).
+    pub fn parameter_choices(&self, name: &str) -> Option<Vec<String>> {
+        self.spec
+            .spec
+            .parameters
+            .iter()
+            .find(|q| q.name == name)
+            .filter(|q| q.parameter_type.as_deref() == Some("categorical"))
+            .map(|q| {
+                q.feasible_space
+                    .as_ref()
+                    .map(|f| f.list.clone())
+                    .unwrap_or_default()
+            })
+    }
+
     /// Whether values on the parameter's axis are better drawn on a log scale.
     pub fn parameter_is_log(&self, name: &str) -> bool {
         self.spec
@@ -66,14 +100,21 @@ impl ExperimentReport {
             .unwrap_or(false)
     }
 
-    /// Trial indices, best first: usable trials by objective, then trials with a partial
-    /// objective (failed, killed, running) by objective, then the rest. Ties keep creation
-    /// order, so the first row is always `self.best`.
+    /// Trial indices, best first: results (usable and feasible) by objective, then usable
+    /// trials breaking a constraint, then trials with a partial objective (failed, killed,
+    /// running), each by objective, then the rest. Ties keep creation order, so the first row
+    /// is always `self.best`.
     pub fn ranked(&self) -> Vec<usize> {
-        let class = |t: &TrialReport| match (is_usable(t), t.objective.is_some()) {
-            (true, _) => 0,
-            (false, true) => 1,
-            _ => 2,
+        let class = |t: &TrialReport| {
+            if self.is_result(t) {
+                0
+            } else if is_usable(t) {
+                1
+            } else if t.objective.is_some() {
+                2
+            } else {
+                3
+            }
         };
         let dir = self.objective.direction;
         let mut idx: Vec<usize> = (0..self.trials.len()).collect();
@@ -103,14 +144,14 @@ impl ExperimentReport {
             .unwrap_or_default()
     }
 
-    /// The best usable objective after each trial, in creation order.
+    /// The best objective of a result (usable and feasible) after each trial, in creation order.
     pub fn best_so_far(&self) -> Vec<Option<f64>> {
         let dir = self.objective.direction;
         let mut best: Option<f64> = None;
         self.trials
             .iter()
             .map(|t| {
-                if is_usable(t)
+                if self.is_result(t)
                     && let Some(v) = t.objective
                     && best.is_none_or(|b| dir.is_better(v, b))
                 {

@@ -69,7 +69,9 @@ fn push_record(out: &mut String, fields: &[String]) {
         if i > 0 {
             out.push(',');
         }
-        if f.contains([',', '"', '\n', '\r']) {
+        // Leading or trailing spaces are quoted too: readers (spreadsheets, Vernier's own
+        // warm start) may trim them from unquoted fields.
+        if f.contains([',', '"', '\n', '\r']) || f.trim() != f {
             out.push('"');
             out.push_str(&f.replace('"', "\"\""));
             out.push('"');
@@ -78,4 +80,20 @@ fn push_record(out: &mut String, fields: &[String]) {
         }
     }
     out.push('\n');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::push_record;
+
+    #[test]
+    fn fields_a_reader_could_change_are_quoted() {
+        let mut out = String::new();
+        let fields = [" adam", "a,b", "say \"hi\"", "plain", "tail "].map(String::from);
+        push_record(&mut out, &fields);
+        assert_eq!(
+            out,
+            "\" adam\",\"a,b\",\"say \"\"hi\"\"\",plain,\"tail \"\n"
+        );
+    }
 }

@@ -62,6 +62,7 @@ pub fn summary_json(r: &ExperimentReport) -> Value {
         "reason": s.reason,
         "message": s.message,
         "final": phase_is_final(&s.phase),
+        "unattended": r.unattended_note(),
         "algorithm": spec.algorithm.as_ref().and_then(|a| a.algorithm_name.clone()),
         "objective": {"metric": r.objective.metric, "direction": direction_word(r.objective.direction)},
         "maxTrials": spec.max_trial_count,
@@ -212,7 +213,9 @@ pub fn experiment_json(r: &ExperimentReport) -> Value {
             "metric": c.metric, "op": c.op.as_str(), "value": c.bound,
         })).collect::<Vec<_>>(),
         "metrics": o.metric_names(),
-        "parameters": params.iter().map(|p| json!({"name": p, "log": r.parameter_is_log(p)})).collect::<Vec<_>>(),
+        "parameters": params.iter().map(|p| json!({
+            "name": p, "log": r.parameter_is_log(p), "choices": r.parameter_choices(p),
+        })).collect::<Vec<_>>(),
         "trials": trials,
         "best": r.best,
         "front": r.front,
@@ -264,13 +267,15 @@ pub fn trial_json(
 }
 
 /// The last `max_lines` lines of a log's tail `bytes` (read from the end of the file), and
-/// whether earlier lines were left out.
+/// whether earlier lines were left out. A line redrawn with carriage returns (a progress bar)
+/// shows what a terminal would: its last redraw.
 pub fn log_tail(bytes: &[u8], whole_file: bool, max_lines: usize) -> (Vec<String>, bool) {
     let text = String::from_utf8_lossy(bytes);
-    let mut lines: Vec<&str> = text.lines().collect();
-    // A tail cut mid-file starts mid-line: drop that partial first line.
+    let mut lines: Vec<&str> = text.lines().map(last_redraw).collect();
+    // A tail cut mid-file starts mid-line: drop that partial first line, unless it is all
+    // there is (a long progress bar without a newline is still the log's end).
     let mut truncated = !whole_file;
-    if truncated && !lines.is_empty() {
+    if truncated && lines.len() > 1 {
         lines.remove(0);
     }
     if lines.len() > max_lines {
@@ -278,6 +283,12 @@ pub fn log_tail(bytes: &[u8], whole_file: bool, max_lines: usize) -> (Vec<String
         truncated = true;
     }
     (lines.into_iter().map(str::to_string).collect(), truncated)
+}
+
+/// The text after a line's last carriage return that is followed by something.
+fn last_redraw(line: &str) -> &str {
+    let line = line.trim_end_matches('\r');
+    line.rsplit('\r').next().unwrap_or(line)
 }
 
 #[cfg(test)]
@@ -330,8 +341,17 @@ mod tests {
     fn log_tail_drops_a_partial_first_line_and_keeps_the_last_lines() {
         // (tail bytes, whole file, max lines, lines kept, truncated)
         type Case<'a> = (&'a [u8], bool, usize, Vec<&'a str>, bool);
-        let cases: [Case; 4] = [
+        let cases: [Case; 7] = [
             (b"a\nb\nc\n", true, 10, vec!["a", "b", "c"], false),
+            (b"\r 1/9\r 2/9\r 3/9", false, 10, vec![" 3/9"], true),
+            (
+                b"x\n\r1/2\r2/2\r\ndone\n",
+                true,
+                10,
+                vec!["x", "2/2", "done"],
+                false,
+            ),
+            (b"a\r\nb\r\n", true, 10, vec!["a", "b"], false),
             (b"a\nb\nc\n", true, 2, vec!["b", "c"], true),
             (b"tial\nb\nc", false, 10, vec!["b", "c"], true),
             (b"", true, 10, vec![], false),

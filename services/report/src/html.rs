@@ -76,6 +76,14 @@ pub fn render(r: &ExperimentReport, opts: HtmlOptions) -> String {
 /// A failed experiment says why before anything else.
 fn failure(out: &mut String, r: &ExperimentReport) {
     let s = &r.row.status;
+    if let Some(note) = r.unattended_note() {
+        let _ = writeln!(
+            out,
+            "<p id=\"unattended\" class=\"failure\"><strong>{}, but no driver</strong><br>{}</p>",
+            esc(&s.phase),
+            esc(&note).replace('\n', "<br>")
+        );
+    }
     if s.phase != "Failed" {
         return;
     }
@@ -203,13 +211,13 @@ fn best(out: &mut String, r: &ExperimentReport) {
     out.push_str("</table>\n");
 }
 
-/// `1` for the best usable trial down to `0` for the worst, by rank so outliers do not wash
-/// out the colours; `None` for trials without a usable objective.
+/// `1` for the best result down to `0` for the worst, by rank so outliers do not wash out the
+/// colours; `None` for trials that are no result (unusable or infeasible).
 fn rank_colors(r: &ExperimentReport, ranked: &[usize]) -> Vec<Option<f64>> {
     let usable: Vec<usize> = ranked
         .iter()
         .copied()
-        .filter(|&i| is_usable(&r.trials[i]))
+        .filter(|&i| r.is_result(&r.trials[i]))
         .collect();
     let mut out = vec![None; r.trials.len()];
     let n = usable.len();
@@ -231,14 +239,14 @@ fn history(r: &ExperimentReport) -> String {
         .trials
         .iter()
         .enumerate()
-        .filter_map(|(i, t)| Some((i, t.objective.filter(|v| v.is_finite())?, is_usable(t))))
+        .filter_map(|(i, t)| Some((i, t.objective.filter(|v| v.is_finite())?, r.is_result(t))))
         .collect();
     let x = Scale::fit([1.0, r.trials.len().max(1) as f64], false);
     let y = Scale::fit(pts.iter().map(|p| p.1), false);
     c.axes(&x, "trial # (creation order)", &y, &r.objective.metric);
-    for &(i, v, usable) in &pts {
+    for &(i, v, result) in &pts {
         let t = &r.trials[i];
-        let fill = if usable { "#1f77b4" } else { "#bbbbbb" };
+        let fill = if result { "#1f77b4" } else { "#bbbbbb" };
         c.circle(
             x.unit((i + 1) as f64),
             y.unit(v),
@@ -276,7 +284,11 @@ fn history(r: &ExperimentReport) -> String {
         36.0,
         "middle",
         "legend",
-        "blue: trial, grey: failed/unfinished, red: best so far",
+        if r.objective.constraints.is_empty() {
+            "blue: trial, grey: failed/unfinished, red: best so far"
+        } else {
+            "blue: trial, grey: failed/unfinished/infeasible, red: best so far"
+        },
     );
     c.finish()
 }
@@ -327,20 +339,16 @@ fn importance(r: &ExperimentReport) -> String {
 /// the parameter's distribution is).
 fn param_scale(r: &ExperimentReport, p: &str) -> Scale {
     let values: Vec<&str> = r.trials.iter().filter_map(|t| r.assignment(t, p)).collect();
-    let nums: Option<Vec<f64>> = values.iter().map(|v| v.trim().parse().ok()).collect();
+    let choices = r.parameter_choices(p);
+    let nums: Option<Vec<f64>> = match choices {
+        Some(_) => None,
+        None => values.iter().map(|v| v.trim().parse().ok()).collect(),
+    };
     match nums {
         Some(xs) => Scale::fit(xs, r.parameter_is_log(p)),
         None => {
             // Categories in the order the spec lists them, then any others as seen.
-            let mut cats: Vec<String> = r
-                .spec
-                .spec
-                .parameters
-                .iter()
-                .find(|q| q.name == p)
-                .and_then(|q| q.feasible_space.as_ref())
-                .map(|f| f.list.clone())
-                .unwrap_or_default();
+            let mut cats = choices.unwrap_or_default();
             for v in values {
                 if !cats.iter().any(|c| c == v) {
                     cats.push(v.to_string());

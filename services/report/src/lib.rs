@@ -56,6 +56,9 @@ pub struct ExperimentReport {
     /// False when the source holds only reduced observations (a cluster's Trial objects),
     /// so there are no intermediate values to draw whatever the trials logged.
     pub curves_recorded: bool,
+    /// Why a running experiment has no live driver (killed before it could record an end),
+    /// when that is so; `None` otherwise and for a cluster's objects.
+    pub unattended: Option<vernier_store::Unattended>,
 }
 
 /// One trial's metrics being reduced while its raw observations stream by.
@@ -181,6 +184,30 @@ pub async fn load(store: &SqlStore, name: &str) -> Result<ExperimentReport, Repo
     Ok(assemble(row, spec, objective, trials, true))
 }
 
+/// Whether a running experiment's driver is gone (see [`vernier_store::unattended`]), with
+/// `holder_gone` telling a lease holder known to be gone (its pid no longer runs here); the
+/// caller sets [`ExperimentReport::unattended`] with it.
+pub async fn unattended(
+    store: &SqlStore,
+    row: &ExperimentRow,
+    holder_gone: impl Fn(&vernier_store::LeaseRow) -> bool,
+) -> Result<Option<vernier_store::Unattended>, ReportError> {
+    if analysis::phase_is_final(&row.status.phase) {
+        return Ok(None);
+    }
+    let lease = store.get_lease(&row.name).await?;
+    let now_us = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX));
+    Ok(vernier_store::unattended(
+        lease.as_ref(),
+        row.created_us,
+        now_us,
+        vernier_store::LEASE_TTL,
+        lease.as_ref().is_some_and(holder_gone),
+    ))
+}
+
 /// Builds the report from an experiment and its trials with their reduced metrics and
 /// objective curve lengths, whatever they were read from (the store, or a cluster's
 /// Experiment and Trial objects): objective values by strategy, then the best trial and the
@@ -238,6 +265,7 @@ pub fn assemble(
         front,
         objective,
         curves_recorded,
+        unattended: None,
     }
 }
 

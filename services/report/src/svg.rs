@@ -77,8 +77,15 @@ impl Scale {
             (lo, hi)
         };
         if h - l <= f64::EPSILON * l.abs().max(1.0) {
-            l -= 0.5;
-            h += 0.5;
+            // Relative room as well: ±0.5 is lost in the rounding of values past about 1e16.
+            // (On a log axis a decade either side; its top must still be a finite value.)
+            let (half, top) = if log {
+                (0.5, f64::MAX.log10())
+            } else {
+                (0.5f64.max(l.abs() * 0.05), f64::MAX)
+            };
+            l = (l - half).max(-f64::MAX);
+            h = (h + half).min(top);
         } else {
             // Enough room that a 5 px mark at the extreme stays off the frame.
             let pad = (h - l) * 0.08;
@@ -375,5 +382,17 @@ mod tests {
         assert_eq!(c.unit_of("b"), Some(0.75));
         assert_eq!(esc("<a&\"b\">"), "&lt;a&amp;&quot;b&quot;&gt;");
         assert_eq!(color(0.0), "#440154");
+    }
+
+    #[test]
+    fn a_scale_of_equal_values_has_room_at_any_magnitude() {
+        for v in [0.0, 0.3, -2.0, 1e17, -1e20, 1e300, 1e307, 1e-300] {
+            for log in [false, true] {
+                let s = Scale::fit([v, v], log);
+                let u = s.unit(v);
+                assert!(u > 0.0 && u < 1.0, "{v} (log {log}) at {u}");
+                assert!(!s.ticks().is_empty(), "{v} (log {log}) has no ticks");
+            }
+        }
     }
 }

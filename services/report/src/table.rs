@@ -28,6 +28,9 @@ pub fn render(r: &ExperimentReport, opts: TableOptions) -> String {
     // Writing to a String cannot fail; the results are ignored for that reason.
     let _ = writeln!(out, "experiment {}: {} ({})", r.row.name, s.phase, s.reason);
     let _ = writeln!(out, "  {}", s.message);
+    if let Some(note) = r.unattended_note() {
+        let _ = writeln!(out, "  {}", note.replace('\n', "\n  "));
+    }
     let _ = writeln!(
         out,
         "  started {}{}",

@@ -520,6 +520,49 @@ async fn single_objective_reports_have_no_front_extras() {
     assert!(!csv::render(&r).contains("pareto_front"));
 }
 
+/// One objective under the constraint `accuracy <= 0.85`: trial 1 has the lowest loss but breaks
+/// it, so trial 4 is the best, and every view ranks and draws it so, not only the headline.
+#[tokio::test]
+async fn a_trial_breaking_a_constraint_is_never_ranked_or_drawn_as_best() {
+    let spec = SPEC.replace(
+        "      - name: accuracy\n        value: max\n",
+        "      - name: accuracy\n        value: max\n    constraints:\n      - {metricName: accuracy, op: \"<=\", value: 0.85}\n",
+    );
+    assert!(
+        spec.contains("constraints:"),
+        "the fixture's objective moved"
+    );
+    let (_dir, r) = fixture_from(&spec).await;
+    assert_eq!(r.best, Some(4));
+    assert_eq!(r.ranked(), vec![4, 0, 2, 1, 3]);
+    assert_eq!(
+        r.best_so_far(),
+        vec![Some(0.31), Some(0.31), Some(0.31), Some(0.31), Some(0.2)]
+    );
+    let c = compare::Convergence::of(&r);
+    assert_eq!(c.best_at(), Some(5));
+
+    let text = table::render(&r, TableOptions::default());
+    let first_row = text.lines().find(|l| l.contains("fixture-")).unwrap();
+    assert!(first_row.contains("fixture-4"), "{text}");
+    let dash = dashboard::experiment_json(&r);
+    assert_eq!(dash["trials"][4]["rank"], 1);
+    assert_eq!(dash["trials"][1]["rank"], 4);
+}
+
+/// Categorical values are labels: the dashboard learns the choices in spec order, so `"007"` is
+/// never shown as 7, and numeric parameters have none.
+#[tokio::test]
+async fn the_dashboard_knows_which_parameters_are_categorical() {
+    let (_dir, r) = fixture().await;
+    let dash = dashboard::experiment_json(&r);
+    assert_eq!(dash["parameters"][0]["choices"], Value::Null);
+    assert_eq!(
+        dash["parameters"][1]["choices"],
+        serde_json::json!(["sgd", "adam"])
+    );
+}
+
 /// A database written before the store kept observation summaries (simulated: the summaries
 /// removed and every trial marked pending, as migration 0002 leaves such a database) gives
 /// the same report, reduced from the raw logs.

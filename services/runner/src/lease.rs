@@ -171,6 +171,11 @@ fn host_name() -> String {
         .unwrap_or_else(|| "unknown-host".to_owned())
 }
 
+/// Whether the lease's holder ran on this host and its process no longer exists.
+pub fn holder_gone_here(lease: &LeaseRow) -> bool {
+    holder_gone(lease, &host_name())
+}
+
 /// A holder on this host whose process no longer exists (killed with `kill -9`, crashed) is
 /// gone now, without waiting for its heartbeat to lapse. A reused pid only delays that.
 fn holder_gone(lease: &LeaseRow, this_host: &str) -> bool {

@@ -180,8 +180,10 @@ pub fn parse_csv(
     space: &SearchSpace,
     metric: &str,
 ) -> Result<Vec<KnownResult>, String> {
+    // Values keep their spaces (a categorical value may begin or end with one); `known`
+    // falls back to the trimmed values for hand-written files (`lr, optimizer`).
     let mut reader = csv::ReaderBuilder::new()
-        .trim(csv::Trim::All)
+        .trim(csv::Trim::Headers)
         .from_reader(text.as_bytes());
     let header = reader
         .headers()
@@ -219,7 +221,7 @@ pub fn parse_csv(
         if !usable_condition(condition.and_then(|c| record.get(c))) {
             continue;
         }
-        let value_text = record.get(objective).unwrap_or_default();
+        let value_text = record.get(objective).unwrap_or_default().trim();
         if value_text.is_empty() {
             continue;
         }
@@ -287,9 +289,16 @@ fn known(
     pairs: &[(String, String)],
     value_text: &str,
 ) -> Result<KnownResult, String> {
-    let assignment = space.parse_assignment(pairs).map_err(|e| {
-        format!("line {line}: {e}\nhint: warm-start results must lie inside the search space")
-    })?;
+    let trimmed: Vec<(String, String)> = pairs
+        .iter()
+        .map(|(n, v)| (n.clone(), v.trim().to_string()))
+        .collect();
+    let assignment = space
+        .parse_assignment(pairs)
+        .or_else(|_| space.parse_assignment(&trimmed))
+        .map_err(|e| {
+            format!("line {line}: {e}\nhint: warm-start results must lie inside the search space")
+        })?;
     let objective: f64 = value_text
         .trim()
         .parse()

@@ -50,6 +50,27 @@ fn csv_from_a_report_is_read_and_unfinished_rows_skipped() {
     );
 }
 
+/// A categorical value with a leading space survives a report's CSV (which quotes it); the
+/// spaces after the commas of a hand-written file are still dropped.
+#[test]
+fn csv_keeps_quoted_spaces_and_trims_hand_written_ones() {
+    let spaced = SearchSpace::new(vec![Parameter {
+        name: "optimizer".into(),
+        domain: Domain::Categorical {
+            values: vec![" adam".into(), "sgd".into()],
+        },
+        distribution: Distribution::Uniform,
+    }])
+    .unwrap();
+    let got = parse_csv("optimizer,loss\n\" adam\",0.5\n", &spaced, "loss").unwrap();
+    assert_eq!(got[0].assignment.to_string(), "optimizer= adam");
+    let got = parse_csv("lr, optimizer, loss\n0.01, sgd, 0.25\n", &space(), "loss").unwrap();
+    assert_eq!(
+        (got[0].assignment.to_string(), got[0].objective),
+        ("lr=0.01, optimizer=sgd".to_string(), 0.25)
+    );
+}
+
 #[test]
 fn csv_errors_name_columns_and_lines() {
     let e = parse_csv("lr,accuracy\n0.01,0.9\n", &space(), "loss").unwrap_err();

@@ -74,6 +74,68 @@ pub fn lease_state(
     }
 }
 
+/// Why no live driver runs an experiment whose phase says it is running, as a reader (the
+/// dashboard, `vernier list`) sees it: the driver was killed (`kill -9`, a crash, a lost
+/// machine) before it could record an ending.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unattended {
+    /// No lease row, and the experiment is older than a lease's lifetime.
+    NoDriver,
+    /// The last holder stopped renewing `silent_s` seconds ago.
+    Lapsed {
+        host: String,
+        pid: i64,
+        silent_s: i64,
+    },
+    /// The last holder's process is known to be gone (its pid no longer runs on its host).
+    Gone { host: String, pid: i64 },
+}
+
+impl std::fmt::Display for Unattended {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unattended::NoDriver => write!(f, "no vernier process drives it"),
+            Unattended::Lapsed {
+                host,
+                pid,
+                silent_s,
+            } => write!(
+                f,
+                "its driver (pid {pid} on {host}) has not been heard from for {silent_s} s"
+            ),
+            Unattended::Gone { host, pid } => {
+                write!(f, "its driver (pid {pid} on {host}) no longer runs")
+            }
+        }
+    }
+}
+
+/// Whether a running experiment created at `created_us` has no live driver at `now_us`, with
+/// `holder_gone` as the caller knows it (see [`lease_state`]). A new experiment gets a grace of
+/// `ttl` for its driver to take the lease it was created for.
+pub fn unattended(
+    current: Option<&LeaseRow>,
+    created_us: i64,
+    now_us: i64,
+    ttl: Duration,
+    holder_gone: bool,
+) -> Option<Unattended> {
+    let ttl_us = i64::try_from(ttl.as_micros()).unwrap_or(i64::MAX);
+    let Some(row) = current else {
+        return (now_us.saturating_sub(created_us) > ttl_us).then_some(Unattended::NoDriver);
+    };
+    let (host, pid) = (row.host.clone(), row.pid);
+    match lease_state(current, "", now_us, ttl, holder_gone) {
+        LeaseState::Stale if holder_gone => Some(Unattended::Gone { host, pid }),
+        LeaseState::Stale => Some(Unattended::Lapsed {
+            host,
+            pid,
+            silent_s: now_us.saturating_sub(row.heartbeat_us) / 1_000_000,
+        }),
+        _ => None,
+    }
+}
+
 /// What a backend writes after deciding, inside the same transaction.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum LeaseWrite {
@@ -140,6 +202,91 @@ mod tests {
             acquired_us: 0,
             heartbeat_us,
         }
+    }
+
+    #[test]
+    fn a_running_experiment_is_unattended_once_its_lease_lapses_or_never_came() {
+        let lapsed = |silent_s| {
+            Some(Unattended::Lapsed {
+                host: "h1".into(),
+                pid: 42,
+                silent_s,
+            })
+        };
+        let gone = Some(Unattended::Gone {
+            host: "h1".into(),
+            pid: 42,
+        });
+        // (case, lease, created at, now, holder known gone, expected)
+        type Case = (
+            &'static str,
+            Option<LeaseRow>,
+            i64,
+            i64,
+            bool,
+            Option<Unattended>,
+        );
+        let cases: &[Case] = &[
+            (
+                "new, lease not taken yet",
+                None,
+                90 * S,
+                100 * S,
+                false,
+                None,
+            ),
+            (
+                "old, never leased",
+                None,
+                0,
+                100 * S,
+                false,
+                Some(Unattended::NoDriver),
+            ),
+            (
+                "live heartbeat",
+                Some(row("a", 95 * S)),
+                0,
+                100 * S,
+                false,
+                None,
+            ),
+            (
+                "heartbeat at the limit",
+                Some(row("a", 70 * S)),
+                0,
+                100 * S,
+                false,
+                None,
+            ),
+            (
+                "lapsed heartbeat",
+                Some(row("a", 60 * S)),
+                0,
+                100 * S,
+                false,
+                lapsed(40),
+            ),
+            (
+                "fresh heartbeat, process gone",
+                Some(row("a", 99 * S)),
+                0,
+                100 * S,
+                true,
+                gone,
+            ),
+        ];
+        for (case, lease, created, now, holder_gone, want) in cases {
+            assert_eq!(
+                &unattended(lease.as_ref(), *created, *now, TTL, *holder_gone),
+                want,
+                "{case}"
+            );
+        }
+        assert_eq!(
+            lapsed(40).unwrap().to_string(),
+            "its driver (pid 42 on h1) has not been heard from for 40 s"
+        );
     }
 
     #[test]

@@ -19,7 +19,8 @@ mod url;
 
 pub use error::StoreError;
 pub use lease::{
-    HEARTBEAT_EVERY, LEASE_TTL, LeaseClaim, LeaseRow, LeaseState, OPERATOR_LEASE_OWNER, lease_state,
+    HEARTBEAT_EVERY, LEASE_TTL, LeaseClaim, LeaseRow, LeaseState, OPERATOR_LEASE_OWNER, Unattended,
+    lease_state, unattended,
 };
 pub use model::{
     ExperimentRow, ExperimentStatusRow, ExperimentSummaries, StoredMetric, TrialRow, TrialUpdate,

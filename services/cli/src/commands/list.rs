@@ -21,9 +21,14 @@ pub async fn list(db: &str) -> anyhow::Result<Exit> {
     table.set_header(vec!["NAME", "STATUS", "REASON", "TRIALS", "CREATED"]);
     for e in experiments {
         let trials = store.list_trials(&e.name).await?.len();
+        // A driver killed before it could record an end leaves a phase that is not so.
+        let phase = match crate::db::unattended(&store, &e).await? {
+            Some(_) => format!("{} (no driver: vernier resume {})", e.status.phase, e.name),
+            None => e.status.phase.clone(),
+        };
         table.add_row(vec![
             e.name.clone(),
-            e.status.phase.clone(),
+            phase,
             e.status.reason.clone(),
             trials.to_string(),
             vernier_runner::status::rfc3339(e.created_us),

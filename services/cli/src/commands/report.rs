@@ -69,6 +69,7 @@ impl Source {
                 if curves {
                     load_curves(store, &mut report, html::MAX_CURVES).await?;
                 }
+                report.unattended = crate::db::unattended(store, &report.row).await?;
                 report
             }
             Source::Kube { client, namespace } => {
@@ -95,6 +96,12 @@ pub async fn report(db: &str, kube: &KubeArgs, args: ReportArgs) -> anyhow::Resu
         let report = match source.load(&args.name, args.format == Format::Html).await {
             Ok(r) => r,
             Err(e) if args.watch && is_not_found(&e) => {
+                if !said.waiting
+                    && let Some(path) = &args.output
+                {
+                    // A page to open now, and an unwritable path named now, not after the run.
+                    write_atomically(path, &waiting_page(&args.name))?;
+                }
                 said.waiting(&args.name);
                 tokio::time::sleep(Duration::from_secs(REFRESH_SECONDS.into())).await;
                 continue;
@@ -108,6 +115,7 @@ pub async fn report(db: &str, kube: &KubeArgs, args: ReportArgs) -> anyhow::Resu
         }
         if args.watch {
             said.writing(&args, &report);
+            said.unattended(&report);
         }
         let phase = report.row.status.phase.as_str();
         if !args.watch || phase_is_final(phase) {
@@ -127,6 +135,14 @@ pub async fn report(db: &str, kube: &KubeArgs, args: ReportArgs) -> anyhow::Resu
     }
 }
 
+/// What a watched page shows until its experiment exists: it reloads itself like the report.
+fn waiting_page(name: &str) -> String {
+    let name = vernier_report::svg::esc(name);
+    format!(
+        "<!doctype html>\n<html><head><meta charset=\"utf-8\"><meta http-equiv=\"refresh\" content=\"{REFRESH_SECONDS}\"><title>{name}</title></head>\n<body><p>Waiting for experiment {name} to start.</p></body></html>\n"
+    )
+}
+
 /// Whether loading failed because the experiment is not there (yet).
 fn is_not_found(e: &anyhow::Error) -> bool {
     matches!(
@@ -140,6 +156,8 @@ fn is_not_found(e: &anyhow::Error) -> bool {
 struct WatchNotes {
     waiting: bool,
     writing: bool,
+    /// Whether the experiment was last seen without a driver.
+    unattended: bool,
     trials: Option<usize>,
 }
 
@@ -150,6 +168,19 @@ impl WatchNotes {
                 "experiment {name} does not exist yet; waiting for it (checking every {REFRESH_SECONDS} s, Ctrl-C stops)"
             );
         }
+    }
+
+    /// Says when the driver is found gone (the page keeps being written: a resume may follow).
+    fn unattended(&mut self, r: &ExperimentReport) {
+        let note = r.unattended_note();
+        if note.is_some() && !self.unattended {
+            errln!(
+                "experiment {}: {}",
+                r.row.name,
+                note.as_deref().unwrap_or_default()
+            );
+        }
+        self.unattended = note.is_some();
     }
 
     fn writing(&mut self, args: &ReportArgs, r: &ExperimentReport) {
@@ -223,7 +254,9 @@ fn render(r: &ExperimentReport, args: &ReportArgs) -> anyhow::Result<String> {
 }
 
 /// Writes through a temporary file and a rename, so a browser reloading a watched report
-/// never sees half a page. A failed rename takes the temporary file away again.
+/// never sees half a page. A failed rename takes the temporary file away again. A symlink is
+/// written through (its target replaced, the link kept), and a path that is no regular file
+/// (`/dev/stdout`, a named pipe) is written directly, as a rename would replace it.
 pub fn write_atomically(path: &Path, text: &str) -> anyhow::Result<()> {
     if path.is_dir() {
         anyhow::bail!(
@@ -232,23 +265,28 @@ pub fn write_atomically(path: &Path, text: &str) -> anyhow::Result<()> {
             path.join("report.html").display()
         );
     }
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    let tmp = PathBuf::from(tmp);
-    std::fs::write(&tmp, text).with_context(|| {
+    let cannot = || {
         format!(
             "cannot write the report to {}\nhint: pass --output with a path in a writable directory",
             path.display()
         )
-    })?;
-    if let Err(e) = std::fs::rename(&tmp, path) {
+    };
+    let target = match std::fs::canonicalize(path) {
+        Ok(resolved) => resolved,
+        // A link whose target does not exist yet: writing through it creates the target.
+        Err(_) if path.is_symlink() => return std::fs::write(path, text).with_context(cannot),
+        Err(_) => path.to_path_buf(),
+    };
+    if target.exists() && !target.is_file() {
+        return std::fs::write(&target, text).with_context(cannot);
+    }
+    let mut tmp = target.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    std::fs::write(&tmp, text).with_context(cannot)?;
+    if let Err(e) = std::fs::rename(&tmp, &target) {
         let _ = std::fs::remove_file(&tmp);
-        return Err(e).with_context(|| {
-            format!(
-                "cannot write the report to {}\nhint: pass --output with a path in a writable directory",
-                path.display()
-            )
-        });
+        return Err(e).with_context(cannot);
     }
     Ok(())
 }

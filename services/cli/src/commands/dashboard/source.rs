@@ -51,6 +51,7 @@ impl DashSource {
             Source::Db(store) => {
                 let mut r = load(store, name).await?;
                 load_curves(store, &mut r, PAGE_CURVES).await?;
+                r.unattended = crate::db::unattended(store, &r.row).await?;
                 r
             }
             Source::Kube { .. } => self.0.load(name, false).await?,
@@ -106,6 +107,11 @@ impl DashSource {
                         }
                     }
                 }
+                // A driver found gone shows at once, not at the next trial change.
+                crate::db::unattended(store, &row)
+                    .await?
+                    .is_some()
+                    .hash(&mut h);
                 row.status.phase
             }
             Source::Kube { .. } => {

@@ -179,7 +179,8 @@ function experimentRow(e) {
   const pct = max ? Math.min(100, (100 * e.done) / max) : 0;
   return h("tr", { class: "experiment" },
     h("td", {}, h("a", { href: `/experiments/${enc(e.name)}` }, e.name)),
-    h("td", {}, e.phase, e.reason ? h("span", { class: "note" }, ` (${e.reason})`) : null),
+    h("td", {}, e.phase, e.reason ? h("span", { class: "note" }, ` (${e.reason})`) : null,
+      e.unattended ? h("span", { class: "note", title: e.unattended }, " (no driver)") : null),
     h("td", {}, h("div", { class: "bar", title: `${e.done} of ${max} trials done` }, h("span", { style: `width:${pct}%` })), h("span", { class: "note" }, `${e.done}/${max}`)),
     h("td", { class: "num" }, String(e.counts.Running)),
     h("td", { class: "num" }, e.best ? fmt(e.best.value) : "—"),
@@ -210,9 +211,11 @@ async function experimentPage(name) {
   await refresh();
   if (!summary || summary.final) return;
   const live = document.getElementById("live");
-  live.textContent = "● live";
+  // Said after each refresh: a driver may die (or a resume start) while the page is open.
+  const liveWord = () => { live.textContent = summary && summary.unattended ? "no driver" : "● live"; };
+  liveWord();
   const es = new EventSource(`/api/experiments/${enc(name)}/events`);
-  es.addEventListener("update", () => { updates++; refresh(); });
+  es.addEventListener("update", async () => { updates++; await refresh(); liveWord(); });
   es.addEventListener("end", () => { updates++; refresh(); es.close(); live.textContent = "finished"; });
   es.addEventListener("gone", () => { es.close(); live.textContent = ""; });
 }
@@ -240,6 +243,7 @@ function renderExperiment(name, d) {
   if (S.phase === "Failed") {
     parts.push(h("div", { class: "panel failure", id: "failure" }, h("h2", {}, `Failed: ${S.reason || "no reason recorded"}`), h("p", {}, S.message || "no message recorded")));
   }
+  if (S.unattended) parts.push(h("div", { class: "panel failure", id: "unattended" }, h("h2", {}, `${S.phase}, but no driver`), h("p", {}, S.unattended)));
   if (bestT) parts.push(bestPanel(name, d, bestT));
   const grid = h("div", { class: "grid" });
   grid.append(panel(historyPlot(d), historyTools(name, d)));
@@ -352,11 +356,15 @@ function timelinePlot(d) {
   }
   return f.svg;
 }
+// A categorical parameter's axis lists its choices in spec order (values such as "007" stay
+// labels); other parameters are numeric when every value reads as a number.
 function numericAxis(d, k) {
   const vals = d.trials.map((t) => t.params[k]);
+  const choices = d.parameters[k].choices;
   const nums = vals.map((v) => (v === null ? null : Number(v)));
-  if (nums.every((v) => v === null || Number.isFinite(v))) return { numeric: true, vals: nums };
-  const cats = [...new Set(vals.filter((v) => v !== null))].sort();
+  if (!choices && nums.every((v) => v === null || Number.isFinite(v))) return { numeric: true, vals: nums };
+  const cats = choices ? [...choices] : [...new Set(vals.filter((v) => v !== null))].sort();
+  for (const v of vals) if (v !== null && !cats.includes(v)) cats.push(v);
   return { numeric: false, cats, vals: vals.map((v) => (v === null ? null : cats.indexOf(v))) };
 }
 function parallelNote(d) {
@@ -439,7 +447,7 @@ function trialTable(name, d) {
     { key: "name", label: "trial", get: (t) => t.name },
     { key: "state", label: "status", get: (t) => t.state },
     ...metrics.map((mn) => ({ key: "m:" + mn, label: mn, get: (t) => (mn === d.summary.objective.metric ? t.objective : t.values[mn] ?? null), num: true })),
-    ...d.parameters.map((p, k) => ({ key: "p:" + p.name, label: p.name, get: (t) => { const v = t.params[k]; const n = Number(v); return v !== null && Number.isFinite(n) ? n : v; }, num: true })),
+    ...d.parameters.map((p, k) => ({ key: "p:" + p.name, label: p.name, get: (t) => { const v = t.params[k]; const n = Number(v); return !p.choices && v !== null && Number.isFinite(n) ? n : v; }, num: !p.choices })),
     { key: "duration", label: "duration", get: (t) => trialDuration(t), num: true },
   ];
   const states = [...new Set(d.trials.map((t) => t.state))];
