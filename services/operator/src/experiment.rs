@@ -5,9 +5,9 @@
 //! ([`crate::trial_create`]), and Katib's status is written (conditions, counters, trial
 //! lists, `currentOptimalTrial`).
 //!
-//! Trials are named `<experiment>-<suffix>` from the experiment's seed and the trial's sequence
-//! number, and every reconcile lists the trials (from the operator's Trial cache, which a
-//! change reaches before the reconcile it causes): a restarted operator (or a retried
+//! Trials are named `<experiment>-<suffix>` from the experiment's UID and the trial's sequence
+//! number (numbers continue after the highest in use), and every reconcile lists the trials
+//! (from the operator's Trial cache, which a change reaches before the reconcile it causes): a restarted operator (or a retried
 //! reconcile) continues the sequence where the existing trials end and never creates a trial
 //! twice. A cache that lags behind a create only makes the next create of that sequence
 //! number meet the existing trial (a 409), which is then taken as it is.
@@ -96,16 +96,27 @@ async fn reconcile_experiment(obj: &DynamicObject, ctx: &Context) -> Result<Acti
         ctx.leases.release(&ctx.store, &run.ns, &run.name).await?;
         return Ok(Action::await_change());
     }
-    let exp = match resolve(obj, ctx).await? {
-        Ok(exp) => exp,
-        Err(message) => return run.invalid(message).await,
-    };
-    if let Some(ended) = run.ended() {
-        if !restartable(&exp, &run.status, &ended) {
+    let ended = run.ended();
+    let exp = match (resolve(obj, ctx).await?, &ended) {
+        (Ok(exp), _) => exp,
+        // A finished experiment keeps its one terminal condition, whatever its spec (or the
+        // ConfigMap of its template) says now: Katib never validates it again.
+        (Err(_), Some(e)) if e.reason != INVALID_REASON => {
             ctx.leases.release(&ctx.store, &run.ns, &run.name).await?;
             return Ok(Action::await_change());
         }
-        run.restart().await;
+        (Err(message), _) => return run.invalid(message).await,
+    };
+    if let Some(ended) = ended {
+        if ended.reason == INVALID_REASON {
+            run.revalidated().await;
+        } else if restartable(&exp, &run.status, &ended) {
+            run.restart().await;
+        } else {
+            ctx.leases.release(&ctx.store, &run.ns, &run.name).await?;
+            let listed = list_trials(ctx, obj, &run.ns, &run.name, &exp.objective).await?;
+            return run.refresh_ended(&exp, &listed).await;
+        }
     }
     if let Err(e) = ctx.leases.hold(&ctx.store, &run.ns, &run.name).await {
         return run.wait_for_lease(e).await;
@@ -123,7 +134,6 @@ async fn reconcile_experiment(obj: &DynamicObject, ctx: &Context) -> Result<Acti
             owner: obj,
             exp: &exp,
             ns: &run.ns,
-            seed: experiment_seed(obj, &exp),
             rules: rules_for_new_trials(ctx, &stopping, &exp, &listed).await?,
         };
         let proposals = &suggested.proposals[..suggested.proposals.len().min(p.request as usize)];
@@ -233,6 +243,31 @@ impl<'a> Run<'a> {
             self.name
         );
         self.event(false, EXPERIMENT_RESTARTING, note).await;
+    }
+
+    /// A spec marked invalid was corrected (or its template's ConfigMap appeared): the
+    /// experiment starts as if just created, since Katib's webhook would have refused the
+    /// invalid version and accepted this one.
+    async fn revalidated(&mut self) {
+        let conditions = &mut self.status.conditions;
+        conditions.retain(|c| c.type_ != "Failed");
+        self.status.completion_time = None;
+        let note = format!("experiment {}: the spec is valid now; it runs", self.name);
+        self.event(false, "ValidationSucceeded", note).await;
+    }
+
+    /// An ended experiment's trials may still finish (those running when the goal was
+    /// reached): its counters, lists and best trial follow them, its terminal condition
+    /// stays, and no trial is created (Katib reconciles a completed experiment until no
+    /// trial runs).
+    async fn refresh_ended(mut self, exp: &Resolved, listed: &[Listed]) -> Result<Action> {
+        let p = plan(&exp.objective, exp.limits, &outcomes(listed), false);
+        write_status(&mut self.status, listed, &p);
+        if self.status != self.old {
+            self.status.last_reconcile_time = Some(now_rfc3339());
+            patch_status(&self.api, &self.name, &self.status, CLEARABLE).await?;
+        }
+        Ok(Action::await_change())
     }
 
     /// Marks the experiment Failed with the validation errors, once, with a Warning event.

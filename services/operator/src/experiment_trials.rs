@@ -71,11 +71,7 @@ pub async fn list_trials(
     let mut listed: Vec<(u64, Listed)> = trials
         .into_iter()
         .map(|t| {
-            let seq = t
-                .annotations()
-                .get(SEQ_ANNOTATION)
-                .and_then(|s| s.parse().ok())
-                .unwrap_or(u64::MAX);
+            let seq = seq_of(&t).unwrap_or(u64::MAX);
             // A trial whose spec cannot be read still counts (it occupies its sequence number).
             let spec = t.data.get("spec");
             let spec = spec.and_then(|s| TrialSpec::deserialize(s).ok());
@@ -84,6 +80,22 @@ pub async fn list_trials(
         .collect();
     listed.sort_by(|(a, x), (b, y)| a.cmp(b).then_with(|| x.name().cmp(&y.name())));
     Ok(listed.into_iter().map(|(_, l)| l).collect())
+}
+
+/// The sequence number a trial was created with (its annotation), if it has a readable one.
+pub fn seq_of(trial: &DynamicObject) -> Option<u64> {
+    trial.annotations().get(SEQ_ANNOTATION)?.parse().ok()
+}
+
+/// The sequence number of the next trial: after the highest in use, so a trial deleted by hand
+/// does not leave its number to be taken again by a living trial's.
+pub fn next_seq(listed: &[Listed]) -> u64 {
+    let after_highest = listed
+        .iter()
+        .filter_map(|l| seq_of(&l.obj))
+        .max()
+        .map_or(0, |m| m.saturating_add(1));
+    after_highest.max(listed.len() as u64)
 }
 
 /// The Trial objects this experiment owns, from the cache while the controllers run.
@@ -159,4 +171,42 @@ pub fn records(space: &SearchSpace, listed: &[Listed]) -> Vec<TrialRecord> {
             })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use vernier_core::Direction;
+
+    fn listed(seqs: &[Option<&str>]) -> Vec<Listed> {
+        let objective = Objective::new("acc", Direction::Maximize);
+        seqs.iter()
+            .enumerate()
+            .map(|(i, seq)| {
+                let mut obj = DynamicObject::new(&format!("t{i}"), &trial_resource());
+                if let Some(seq) = seq {
+                    obj.annotations_mut()
+                        .insert(SEQ_ANNOTATION.into(), (*seq).into());
+                }
+                Listed::read(Arc::new(obj), TrialSpec::default(), &objective)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_next_trial_number_follows_the_highest_in_use() {
+        // (sequence annotations of the listed trials, next number)
+        let table: [(&[Option<&str>], u64); 5] = [
+            (&[], 0),
+            (&[Some("0"), Some("1")], 2),
+            // Trial 0 deleted by hand: 1 is still in use.
+            (&[Some("1")], 2),
+            (&[Some("0"), Some("4"), Some("2")], 5),
+            // Unreadable numbers still occupy a place.
+            (&[Some("x"), None, Some("0")], 3),
+        ];
+        for (seqs, next) in table {
+            assert_eq!(next_seq(&listed(seqs)), next, "{seqs:?}");
+        }
+    }
 }

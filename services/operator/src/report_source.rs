@@ -40,6 +40,14 @@ pub async fn load_report(
             message: "not found; hint: check the name and --namespace (kubectl get experiments -n NAMESPACE)".into(),
         })?;
     let object = format!("experiment {namespace}/{name}");
+    // A template in a ConfigMap is read as the operator reads it, so the spec parses as it ran.
+    let spec = obj.data.get("spec").cloned().unwrap_or(Value::Null);
+    let spec = match crate::template_source::resolve(client, spec).await? {
+        crate::template_source::Resolved::Spec(spec) => spec,
+        crate::template_source::Resolved::Invalid(message) => {
+            return Err(OperatorError::Malformed { object, message });
+        }
+    };
     let doc = json!({
         "apiVersion": obj.types.as_ref().map_or(API_VERSION, |t| t.api_version.as_str()),
         "kind": "Experiment",
@@ -49,7 +57,7 @@ pub async fn load_report(
             "labels": obj.labels(),
             "annotations": {},
         },
-        "spec": obj.data.get("spec").cloned().unwrap_or(Value::Null),
+        "spec": spec,
     });
     let spec = vernier_spec::parse_experiment_value(&doc).map_err(|e| {
         OperatorError::Malformed {

@@ -1,5 +1,5 @@
 //! Creating an experiment's Trial objects for the algorithm's proposals: named from the
-//! experiment's seed and sequence number, rendered from the trial template, with the
+//! experiment's UID and the trial's sequence number, rendered from the trial template, with the
 //! checkpoint directory when the algorithm uses one and the early-stopping rules frozen now.
 //! A name already taken by this experiment's own trial of the same sequence number (an
 //! interrupted reconcile) is taken as it is.
@@ -7,7 +7,7 @@
 use crate::context::Context;
 use crate::error::{OperatorError, Result};
 use crate::experiment_check::Resolved;
-use crate::experiment_trials::Listed;
+use crate::experiment_trials::{Listed, next_seq};
 use crate::names::{FINALIZER, RENDER_ERROR_ANNOTATION, SEQ_ANNOTATION};
 use crate::objects::{namespaced, owner_reference, trial_resource};
 use futures_util::StreamExt;
@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use vernier_algorithms::checkpoint::{parent_trial, trial_dir_setting};
 use vernier_core::Proposal;
-use vernier_engine::trial_name;
+use vernier_engine::{identity_seed, trial_name};
 use vernier_spec::status::ParameterAssignment;
 use vernier_spec::trial::{EXPERIMENT_LABEL, EarlyStoppingRule, TrialSpec};
 use vernier_spec::types::API_VERSION;
@@ -37,12 +37,11 @@ pub struct Batch<'a> {
     pub owner: &'a DynamicObject,
     pub exp: &'a Resolved,
     pub ns: &'a str,
-    pub seed: u64,
     /// Katib's `earlyStoppingRules`, frozen for trials created now.
     pub rules: Vec<EarlyStoppingRule>,
 }
 
-/// Creates a trial per proposal, numbered from `listed.len()`, and adds the new ones to
+/// Creates a trial per proposal, numbered on from the highest number in use, and adds the new ones to
 /// `listed`. Creates run concurrently (API round trips dominate); results come back in
 /// sequence order, and the first error stops the batch after the trials already created.
 pub async fn create_trials(
@@ -54,7 +53,7 @@ pub async fn create_trials(
         return Ok(());
     }
     ensure_checkpoint_claim(batch).await?;
-    let first_seq = listed.len() as u64;
+    let first_seq = next_seq(listed);
     // Collected first: a lazy `map` over the proposals makes the future not `Send`.
     let mut creates = Vec::with_capacity(proposals.len());
     for (i, p) in proposals.iter().enumerate() {
@@ -74,8 +73,12 @@ pub async fn create_trials(
 async fn create_trial(batch: &Batch<'_>, seq: u64, proposal: &Proposal) -> Result<Listed> {
     let api = namespaced(&batch.ctx.client, &trial_resource(), batch.ns);
     let exp_name = batch.owner.name_any();
+    // Names come from the experiment's UID, not its seed: two experiments of one name in two
+    // namespaces often share a seed (`random_state`), and observation logs are keyed by trial
+    // name alone (as Katib's are), so their trials must not share names.
+    let name_seed = identity_seed(&batch.owner.uid().unwrap_or_else(|| exp_name.clone()));
     for retry in 0..NAME_RETRIES {
-        let name = trial_name(&exp_name, batch.seed, seq, retry);
+        let name = trial_name(&exp_name, name_seed, seq, retry);
         let (trial, spec) = trial_object(batch, &name, seq, proposal)?;
         match api.create(&PostParams::default(), &trial).await {
             Ok(created) => {

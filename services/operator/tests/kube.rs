@@ -11,7 +11,7 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, PostParams};
 use kube::{Client, ResourceExt};
-use serde_json::Value;
+use serde_json::{Value, json};
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
@@ -1341,6 +1341,12 @@ async fn config_map_trial_templates_are_read_from_the_cluster() {
         stored["spec"]["trialTemplate"].get("trialSpec").is_none(),
         "{stored:#}"
     );
+    // `vernier report --kube` reads the template as the operator did.
+    let report =
+        vernier_operator::report_source::load_report(&env.client, "default", "cm-template")
+            .await
+            .expect("a report of a configMap-template experiment");
+    assert_eq!(report.trials.len(), 3);
 
     // A missing key and a missing ConfigMap fail the experiment naming field and value.
     let (exp, _) = with_config_map_template("cm-missing-key", "no-such.yaml");
@@ -1740,6 +1746,142 @@ async fn a_custom_collector_is_injected_beside_the_training_container() {
     assert!(pod.get("initContainers").is_none(), "{job:#}");
     let exp = experiment_json(&env, "custom").await;
     assert!(condition(&exp, "Failed").is_none(), "{exp:#}");
+    op.stop().await;
+    env.shutdown().await;
+}
+
+/// Katib's webhook refuses an invalid Experiment and accepts its corrected version; here the
+/// invalid one is marked Failed and its correction runs. A finished experiment keeps its one
+/// ending whatever its spec says later.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_corrected_experiment_runs_and_a_finished_one_keeps_its_ending() {
+    let env = Env::start(SimulationOptions::default()).await;
+    let op = env.operator("replica-a");
+    let bad = experiment_yaml("fixed", "Job", 1, 2, "").replace("min: \"0.01\"", "min: \"0.9\"");
+    env.create(&bad).await;
+    let exp = finished(&env, "fixed").await;
+    assert!(condition(&exp, "Failed").is_some(), "{exp:#}");
+    let bounds = json!({"spec": {"parameters": [
+        {"name": "lr", "parameterType": "double", "feasibleSpace": {"min": "0.01", "max": "0.05"}},
+        {"name": "batch_size", "parameterType": "int", "feasibleSpace": {"min": "100", "max": "200"}},
+    ]}});
+    env.edit("fixed", bounds).await;
+    let exp = wait_until(
+        "the corrected experiment to succeed",
+        || experiment_json(&env, "fixed"),
+        |e| condition(e, "Succeeded").is_some(),
+    )
+    .await;
+    assert!(condition(&exp, "Failed").is_none(), "{exp:#}");
+    assert_eq!(exp["status"]["trials"], 2, "{exp:#}");
+
+    // Made invalid once finished: still Succeeded alone, after a reconcile has seen it.
+    let seen = experiment_reconciles(&op.metrics);
+    env.edit(
+        "fixed",
+        json!({"spec": {"algorithm": {"algorithmName": "no-such-algorithm"}}}),
+    )
+    .await;
+    wait_until(
+        "a reconcile after the edit",
+        || async { experiment_reconciles(&op.metrics) },
+        |n| *n > seen,
+    )
+    .await;
+    let exp = experiment_json(&env, "fixed").await;
+    assert!(condition(&exp, "Succeeded").is_some(), "{exp:#}");
+    assert!(condition(&exp, "Failed").is_none(), "{exp:#}");
+    op.stop().await;
+    env.shutdown().await;
+}
+
+/// Trials still running when the goal is reached finish, and the ended experiment's counters,
+/// lists and best trial follow them (Katib reconciles it until no trial runs).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ended_experiments_status_follows_its_last_trials() {
+    const SLOW_TRAINER: &str = "import sys, time\n\
+a = dict(x.lstrip('-').split('=', 1) for x in sys.argv[1:])\n\
+time.sleep(int(a['batch-size']) / 100)\n\
+print(f\"accuracy={a['lr']} loss=0.5\", flush=True)\n";
+    let env = Env::start(SimulationOptions::default()).await;
+    let op = env.operator("replica-a");
+    let goal = "    goal: 0.001\n    objectiveMetricName: accuracy";
+    let yaml = experiment_yaml_with("goal", "Job", 3, 3, "", SLOW_TRAINER)
+        .replace("    objectiveMetricName: accuracy", goal);
+    env.create(&yaml).await;
+    let exp = wait_until(
+        "every trial to succeed and the status to say so",
+        || experiment_json(&env, "goal"),
+        |e| e["status"]["trialsSucceeded"] == 3,
+    )
+    .await;
+    let ended = condition(&exp, "Succeeded").unwrap_or_else(|| panic!("{exp:#}"));
+    assert_eq!(ended["reason"], "ExperimentGoalReached", "{exp:#}");
+    assert!(exp["status"].get("runningTrialList").is_none(), "{exp:#}");
+    let best = exp["status"]["currentOptimalTrial"]["observation"]["metrics"][0]["max"].clone();
+    let trials = env.trials_of("goal").await;
+    let top = trials
+        .iter()
+        .filter_map(|t| {
+            t.data
+                .pointer("/status/observation/metrics")?
+                .as_array()?
+                .iter()
+                .find(|m| m["name"] == "accuracy")?["max"]
+                .as_str()?
+                .parse::<f64>()
+                .ok()
+        })
+        .fold(f64::NEG_INFINITY, f64::max);
+    assert_eq!(best.as_str().and_then(|v| v.parse::<f64>().ok()), Some(top));
+    op.stop().await;
+    env.shutdown().await;
+}
+
+/// Two experiments of one name in two namespaces with one `random_state` (as Katib's TPE and
+/// BO examples set it) name their trials apart: observation logs are keyed by trial name.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn same_named_experiments_in_two_namespaces_never_share_trial_names() {
+    let env = Env::start(SimulationOptions::default()).await;
+    let op = env.operator("replica-a");
+    let seeded = "    algorithmSettings:\n      - {name: random_state, value: \"10\"}\n";
+    let yaml = experiment_yaml("same", "Job", 1, 2, seeded);
+    let other: Api<DynamicObject> =
+        Api::namespaced_with(env.client.clone(), "team-b", &experiment_resource());
+    let mut in_b: DynamicObject =
+        yaml_serde::from_str(&yaml.replace("namespace: default", "namespace: team-b")).unwrap();
+    in_b.metadata.resource_version = None;
+    env.create(&yaml).await;
+    other.create(&PostParams::default(), &in_b).await.unwrap();
+    finished(&env, "same").await;
+    let b_trials: Api<DynamicObject> =
+        Api::namespaced_with(env.client.clone(), "team-b", &trial_resource());
+    let names_b: Vec<String> = wait_until(
+        "team-b's trials",
+        || async {
+            b_trials
+                .list(&ListParams::default())
+                .await
+                .unwrap()
+                .items
+                .iter()
+                .map(|t| t.name_any())
+                .collect::<Vec<_>>()
+        },
+        |n| n.len() == 2,
+    )
+    .await;
+    let names_a: Vec<String> = env
+        .trials_of("same")
+        .await
+        .iter()
+        .map(|t| t.name_any())
+        .collect();
+    assert_eq!(names_a.len(), 2);
+    assert!(
+        names_a.iter().all(|n| !names_b.contains(n)),
+        "{names_a:?} {names_b:?}"
+    );
     op.stop().await;
     env.shutdown().await;
 }
