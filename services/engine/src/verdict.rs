@@ -196,9 +196,12 @@ pub fn unavailable_hint(collector: &Collector, metric: &str, place: Place<'_>) -
         (Collector::Push, Place::Cluster { .. }) => format!(
             "report {metric:?} with ReportObservationLog to the operator's DBManager (e.g. the Katib SDK's report_metrics)"
         ),
-        (Collector::File { json: true, .. }, Place::Local { .. }) => {
-            format!("write a JSON line such as {{\"{metric}\": \"0.5\"}} to the metrics file")
-        }
+        (Collector::File { json: true, path }, Place::Local { .. }) => format!(
+            "write a JSON line such as {{\"{metric}\": \"0.5\"}} to $VERNIER_METRICS_FILE, where {path:?} is mapped (printing it is not read)"
+        ),
+        (Collector::File { json: false, path }, Place::Local { .. }) => format!(
+            "write a line such as `{metric}=0.5` to $VERNIER_METRICS_FILE, where {path:?} is mapped (printing it is not read)"
+        ),
         (Collector::TensorFlowEvent { .. }, Place::Local { .. }) => format!(
             "write a scalar summary tagged {metric:?} to an events.out.tfevents.* file under $VERNIER_METRICS_DIR"
         ),

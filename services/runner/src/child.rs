@@ -7,7 +7,7 @@
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 /// Environment variable through which a trial learns the `host:port` of the DBManager
@@ -57,6 +57,28 @@ pub(crate) fn signal_group(pgid: Option<Pid>, signal: Signal) {
 /// `--logdir=/var/log/katib/tfevent/train` and `/var/log/katib/tfevent` as written.
 pub(crate) fn map_spec_path(text: &str, from: &str, to: &str) -> String {
     text.replace(trim_dir_slash(from), trim_dir_slash(to))
+}
+
+/// A directory above the spec path given whole, alone or as an option's value
+/// (`/logs`, `--logdir=/logs`), mapped to the same directory above the trial's copy, which
+/// is `local_root` plus the spec path: Katib's TFJob example passes the parent of its event
+/// directory, where the trainer writes `train/` and `test/`. Only whole values are mapped, so
+/// `/var/data.csv` is left alone when the spec path is under `/var`; `/` never is.
+pub(crate) fn map_spec_ancestor(text: &str, spec_path: &str, local_root: &Path) -> String {
+    let (prefix, value) = match text.rfind('=') {
+        Some(i) => text.split_at(i + 1),
+        None => ("", text),
+    };
+    let value = trim_dir_slash(value);
+    let is_ancestor = Path::new(spec_path)
+        .ancestors()
+        .skip(1)
+        .any(|a| a.as_os_str().len() > 1 && a.as_os_str() == value);
+    if !is_ancestor {
+        return text.to_string();
+    }
+    let mapped = local_root.join(value.trim_start_matches('/'));
+    format!("{prefix}{}", mapped.display())
 }
 
 /// `path` without trailing slashes, unless that would leave nothing (`/`).

@@ -2,7 +2,7 @@
 //! adds (where trials start and log, how their metrics are read, and how an assignment becomes
 //! a command line).
 
-use crate::child::{map_spec_path, trim_dir_slash};
+use crate::child::{map_spec_ancestor, map_spec_path, trim_dir_slash};
 use crate::custom::CustomCollector;
 use crate::error::RunnerError;
 use crate::process::{Collection, MetricSource, TrialCommand};
@@ -135,11 +135,15 @@ impl LocalExperiment {
                 // The same YAML must work on a laptop: wherever the spec's absolute path appears
                 // in the command or environment, the trial's own copy is used instead.
                 let to = local.display().to_string();
+                let root = self.local_metrics_path(metrics_key, "");
+                let map = |text: &str| {
+                    map_spec_ancestor(&map_spec_path(text, spec_path, &to), spec_path, &root)
+                };
                 for arg in argv.iter_mut() {
-                    *arg = map_spec_path(arg, spec_path, &to);
+                    *arg = map(arg);
                 }
                 for (_, value) in env.iter_mut() {
-                    *value = map_spec_path(value, spec_path, &to);
+                    *value = map(value);
                 }
                 let to = trim_dir_slash(&to);
                 let var = if self.collection.source.path_is_dir() {
@@ -318,6 +322,30 @@ spec:
             METRICS_DIR_ENV.into(),
             "/logs/t1/var/log/katib/tfevent".into()
         )));
+    }
+
+    /// Katib's tfjob-mnist-with-summaries reads `/mnist-with-summaries-logs/test` and passes
+    /// the trainer its parent: both land in the trial's own directory.
+    #[test]
+    fn a_directory_above_the_collector_path_given_whole_is_mapped_too() {
+        let collector = "    source:\n      fileSystemPath:\n        path: /summaries/test\n        kind: Directory\n    collector:\n      kind: TensorFlowEvent";
+        let table = [
+            ("--logdir=/summaries", "--logdir=/logs/t1/summaries"),
+            ("/summaries/", "/logs/t1/summaries"),
+            (
+                "--logdir=/summaries/test/x",
+                "--logdir=/logs/t1/summaries/test/x",
+            ),
+            ("--logdir=/summaries-other", "--logdir=/summaries-other"),
+            ("--data=/summariesx/a", "--data=/summariesx/a"),
+            ("/", "/"),
+        ];
+        for (arg, want) in table {
+            let cmd = experiment(collector, arg)
+                .command_for("t1", &[("x".into(), "0.5".into())])
+                .unwrap();
+            assert_eq!(cmd.args[0], want, "{arg}");
+        }
     }
 
     #[test]

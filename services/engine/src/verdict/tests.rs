@@ -296,7 +296,11 @@ fn hints_name_the_collector_and_the_place() {
             CLUSTER,
             "print a line such as `acc=0.5` from container \"main\"",
         ),
-        (&file, LOCAL, "print a line such as `acc=0.5`, or set"),
+        (
+            &file,
+            LOCAL,
+            "write a line such as `acc=0.5` to $VERNIER_METRICS_FILE, where \"/var/log/m.log\" is mapped (printing it is not read)",
+        ),
         (
             &file,
             CLUSTER,
@@ -305,7 +309,7 @@ fn hints_name_the_collector_and_the_place() {
         (
             &json,
             LOCAL,
-            "write a JSON line such as {\"acc\": \"0.5\"} to the metrics file",
+            "write a JSON line such as {\"acc\": \"0.5\"} to $VERNIER_METRICS_FILE, where \"/m.json\" is mapped (printing it is not read)",
         ),
         (
             &json,
