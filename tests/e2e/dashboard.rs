@@ -339,6 +339,9 @@ fn dashboard_api_answers_and_guards_loopback() {
     assert!(body.contains("nope"), "{body}");
     let (status, _) = d.get("/api/experiments/api/trials/nope");
     assert_eq!(status, 404);
+    // A pasted page address with a trailing slash is the page.
+    let (status, body) = d.get("/experiments/api/");
+    assert_eq!(status, 200, "{body}");
     let (status, _) = d.get_as("/api/experiments", "rebound.example:80");
     assert_eq!(status, 403);
     // A finished experiment's stream says so and ends.

@@ -45,6 +45,15 @@ impl ExperimentReport {
         is_usable(t) && self.is_feasible(t)
     }
 
+    /// Why there is no best trial (lowercase; the HTML page capitalises it).
+    pub fn no_best_note(&self) -> &'static str {
+        if self.objective.constraints.is_empty() {
+            "no succeeded or early-stopped trial has reported the objective metric (failed trials are never best)"
+        } else {
+            "no succeeded or early-stopped trial has reported the objective metric and met every constraint (failed trials are never best)"
+        }
+    }
+
     /// What to tell a reader of a running experiment whose driver is gone.
     pub fn unattended_note(&self) -> Option<String> {
         self.unattended.as_ref().map(|u| {

@@ -3,7 +3,7 @@
 //! convergence curves overlaid.
 
 use super::ExperimentReport;
-use super::svg::{Chart, PALETTE, Scale, esc, num};
+use super::svg::{Chart, PALETTE, Scale, esc, num, step_line};
 use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 use serde_json::{Value, json};
 use std::fmt::Write;
@@ -200,12 +200,7 @@ pub fn html(cs: &[Convergence]) -> String {
     chart.axes(&x, "trial", &y, &format!("best {metric} so far"));
     for (k, c) in cs.iter().enumerate() {
         let colour = PALETTE[k % PALETTE.len()];
-        let pts: Vec<(f64, f64)> = c
-            .best_so_far
-            .iter()
-            .enumerate()
-            .filter_map(|(i, v)| Some((x.unit((i + 1) as f64), y.unit((*v)?))))
-            .collect();
+        let pts = step_line(&c.best_so_far, &x, &y);
         chart.polyline(&pts, colour, "series", "stroke-width=\"2\"");
         if let (Some(at), Some(best)) = (c.best_at(), c.best()) {
             chart.circle(

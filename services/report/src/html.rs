@@ -4,7 +4,7 @@
 //! (`point`, `trace`, `bar`, `curve`) so tests and users can find them.
 
 use super::analysis::{duration_s, is_usable, phase_is_final};
-use super::svg::{Chart, Scale, color, esc, id_part, num};
+use super::svg::{Chart, Scale, color, esc, id_part, num, step_line};
 use super::table::strategy_name;
 use super::{ExperimentReport, TrialReport};
 use std::fmt::Write;
@@ -187,7 +187,13 @@ fn summary(out: &mut String, r: &ExperimentReport) {
 fn best(out: &mut String, r: &ExperimentReport) {
     out.push_str("<h2>Best trial</h2>\n");
     let Some(i) = r.best else {
-        out.push_str("<p id=\"best\">No succeeded or early-stopped trial has reported the objective metric (failed trials are never best).</p>\n");
+        let note = r.no_best_note();
+        let _ = writeln!(
+            out,
+            "<p id=\"best\">{}{}.</p>",
+            note[..1].to_uppercase(),
+            &note[1..]
+        );
         return;
     };
     let t = &r.trials[i];
@@ -262,20 +268,7 @@ fn history(r: &ExperimentReport) -> String {
             ),
         );
     }
-    // Best so far as a step line: flat until the next improvement.
-    let mut line = Vec::new();
-    let mut last: Option<f64> = None;
-    for (i, b) in r.best_so_far().into_iter().enumerate() {
-        let Some(b) = b else { continue };
-        let ux = x.unit((i + 1) as f64);
-        if let Some(prev) = last
-            && prev != b
-        {
-            line.push((ux, y.unit(prev)));
-        }
-        line.push((ux, y.unit(b)));
-        last = Some(b);
-    }
+    let line = step_line(&r.best_so_far(), &x, &y);
     if !line.is_empty() {
         c.polyline(&line, "#d62728", "best-so-far", "stroke-width=\"2\"");
     }

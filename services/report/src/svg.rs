@@ -350,17 +350,38 @@ impl Chart {
     }
 }
 
-/// An id fragment made of `[A-Za-z0-9_-]` only.
+/// Points of a best-so-far series (value after trial `i + 1`, `None` before the first) as a
+/// step line: flat until the next improvement, then straight down (or up) to it.
+pub fn step_line(series: &[Option<f64>], x: &Scale, y: &Scale) -> Vec<(f64, f64)> {
+    let mut line = Vec::new();
+    let mut last: Option<f64> = None;
+    for (i, b) in series.iter().enumerate() {
+        let Some(b) = *b else { continue };
+        let ux = x.unit((i + 1) as f64);
+        if let Some(prev) = last
+            && prev != b
+        {
+            line.push((ux, y.unit(prev)));
+        }
+        line.push((ux, y.unit(b)));
+        last = Some(b);
+    }
+    line
+}
+
+/// An id fragment made of `[A-Za-z0-9_-]` only, and one-to-one: letters, digits and `-` stay,
+/// any other character becomes `_<hex code>_`, so `a.b` and `a_b` (both valid parameter names)
+/// get different ids.
 pub fn id_part(s: &str) -> String {
-    s.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if c.is_ascii_alphanumeric() || c == '-' {
+            out.push(c);
+        } else {
+            out.push_str(&format!("_{:x}_", u32::from(c)));
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -382,6 +403,14 @@ mod tests {
         assert_eq!(c.unit_of("b"), Some(0.75));
         assert_eq!(esc("<a&\"b\">"), "&lt;a&amp;&quot;b&quot;&gt;");
         assert_eq!(color(0.0), "#440154");
+        assert_eq!(id_part("lr"), "lr");
+        let (x, y) = (Scale::fit([1.0, 3.0], false), Scale::fit([1.0, 2.0], false));
+        let steps = step_line(&[None, Some(2.0), Some(1.0)], &x, &y);
+        let at = |i: f64, v: f64| (x.unit(i), y.unit(v));
+        assert_eq!(steps, [at(2.0, 2.0), at(3.0, 2.0), at(3.0, 1.0)]);
+        assert_eq!(id_part("a.b"), "a_2e_b");
+        assert_eq!(id_part("a_b"), "a_5f_b");
+        assert_eq!(id_part("é/x"), "_e9__2f_x");
     }
 
     #[test]

@@ -166,10 +166,7 @@ pub fn render(r: &ExperimentReport, opts: TableOptions) -> String {
             );
         }
         None => {
-            let _ = writeln!(
-                out,
-                "no succeeded or early-stopped trial has reported the objective metric (failed trials are never best)"
-            );
+            let _ = writeln!(out, "{}", r.no_best_note());
         }
     }
     out

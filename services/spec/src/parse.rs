@@ -33,8 +33,37 @@ pub fn parse_experiment(text: &str) -> Result<Experiment, SpecErrors> {
 /// Parses an experiment already held as JSON (e.g. a custom resource read from Kubernetes).
 /// It goes through the text parser so numbers written where Katib expects strings keep their
 /// digits, and every check runs exactly as for a file.
+/// A type error's position ("at line 1 column 292") is dropped: it points into text the user
+/// never wrote; the field path names the place.
 pub fn parse_experiment_value(value: &serde_json::Value) -> Result<Experiment, SpecErrors> {
-    parse_experiment(&value.to_string())
+    parse_experiment(&value.to_string()).map_err(|SpecErrors(errors)| {
+        SpecErrors(
+            errors
+                .into_iter()
+                .map(|e| match e {
+                    SpecError::Field { path, message } => SpecError::Field {
+                        path,
+                        message: without_position(&message).to_string(),
+                    },
+                    other => other,
+                })
+                .collect(),
+        )
+    })
+}
+
+/// `message` without a trailing " at line N column M".
+fn without_position(message: &str) -> &str {
+    let Some((head, tail)) = message.rsplit_once(" at line ") else {
+        return message;
+    };
+    let is_position = tail.split_once(" column ").is_some_and(|(l, c)| {
+        !l.is_empty()
+            && !c.is_empty()
+            && l.bytes().all(|b| b.is_ascii_digit())
+            && c.bytes().all(|b| b.is_ascii_digit())
+    });
+    if is_position { head } else { message }
 }
 
 /// Reads `path` and parses it with [`parse_experiment`].

@@ -175,6 +175,18 @@ fn json_value_input_keeps_numeric_text() {
     assert_eq!(fs.max.as_deref(), Some("0.9"));
 }
 
+/// A cluster's object arrives as JSON the user never wrote: a type error names the field and
+/// the value, not a column of that text.
+#[test]
+fn json_value_type_errors_carry_no_text_position() {
+    let mut v: serde_json::Value = yaml_serde::from_str(RANDOM).unwrap();
+    v["spec"]["objective"]["goal"] = json!("high");
+    let err = crate::parse_experiment_value(&v).unwrap_err().to_string();
+    assert!(err.contains("spec.objective.goal"), "{err}");
+    assert!(err.contains("\"high\""), "{err}");
+    assert!(!err.contains(" at line "), "{err}");
+}
+
 #[test]
 fn metadata_keeps_unknown_keys_and_status_is_free_form() {
     let text = RANDOM.replace(
