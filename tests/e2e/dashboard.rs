@@ -460,3 +460,63 @@ fn dashboard_pages_load_cleanly_and_a_running_experiment_updates_in_place() {
     let errors = std::mem::take(&mut b.errors);
     assert!(errors.is_empty(), "console errors: {errors:#?}");
 }
+
+/// A run killed with `kill -9` leaves its experiment Running with nothing driving it: the
+/// pages say so and how to continue, instead of showing it live forever.
+#[test]
+fn an_experiment_whose_driver_was_killed_says_so() {
+    let sb = Sandbox::new();
+    let gate = sb.path().join("never-yet");
+    let file = experiment(&sb, "orphaned", 3, 0.0, Some(&gate));
+    let mut run = sb
+        .cmd(&["run", &file, "--seed", "1"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + PATIENCE;
+    while !sb.path().join("vernier.db").exists() {
+        assert!(Instant::now() < deadline, "the run never made its database");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let d = Dashboard::start(&sb);
+    while d.json("/api/experiments/orphaned")["trials"]
+        .as_array()
+        .is_none_or(|t| t.is_empty())
+    {
+        assert!(Instant::now() < deadline, "the run never started a trial");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(run.id() as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    run.wait().unwrap();
+    let summary = d.json("/api/experiments/orphaned")["summary"].clone();
+    let note = summary["unattended"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    // The gated trial is released either way, so nothing outlives the test.
+    std::fs::write(&gate, "").unwrap();
+    assert!(
+        note.contains("no longer runs") && note.contains("vernier resume orphaned"),
+        "{summary:#}"
+    );
+    let Some(binary) = chromium("an_experiment_whose_driver_was_killed_says_so") else {
+        return;
+    };
+    let mut b = Browser::launch(&binary);
+    b.open(&format!("http://{}/experiments/orphaned", d.addr));
+    b.wait_for(
+        "the no-driver panel",
+        "!!document.getElementById('unattended')",
+    );
+    assert_eq!(
+        b.eval("document.getElementById('live').textContent"),
+        json!("no driver")
+    );
+    let errors = std::mem::take(&mut b.errors);
+    assert!(errors.is_empty(), "console errors: {errors:#?}");
+}
