@@ -146,6 +146,27 @@ async fn every_store_command_works_against_postgres() {
             4,
             "one learning curve per trial"
         );
+        // `serve` names its database without the password, also one given as a parameter.
+        let mut secret = url::Url::parse(&db).unwrap();
+        secret.set_query(Some("password=hunter2"));
+        let mut serve = Command::new(env!("CARGO_BIN_EXE_vernier"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--db", secret.as_str()])
+            .current_dir(d)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut first = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(serve.stdout.take().unwrap()),
+            &mut first,
+        )
+        .unwrap();
+        let _ = serve.kill();
+        let _ = serve.wait();
+        assert!(
+            first.contains("password=***") && !first.contains("hunter2"),
+            "{first}"
+        );
         let cmp = ok(&vernier(d, &["compare", "pg-cli", "--db", &db], None));
         assert!(cmp.contains("pg-cli"), "{cmp}");
         let resumed = vernier(d, &["resume", "pg-cli", "--db", &db], None);

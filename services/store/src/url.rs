@@ -75,18 +75,36 @@ fn check_server_url(url: &str) -> Result<(), StoreError> {
     Ok(())
 }
 
-/// The URL with any password replaced by `***`, for messages. Text that does not parse as a
-/// URL is returned unchanged unless it looks like it holds credentials.
+/// The URL with any password replaced by `***`, for messages: the user-info one and any query
+/// parameter named like one (`?password=`, `?sslpassword=`, which the drivers also read). Text
+/// that does not parse as a URL is returned unchanged unless it looks like it holds credentials.
 pub fn redact(url: &str) -> String {
     match ::url::Url::parse(url) {
-        Ok(mut parsed) if parsed.password().is_some() => {
-            if parsed.set_password(Some("***")).is_ok() {
-                parsed.to_string()
-            } else {
-                "<database url with a password>".to_owned()
+        Ok(mut parsed) => {
+            let secret = |k: &str| k.to_ascii_lowercase().contains("password");
+            let in_query = parsed.query_pairs().any(|(k, _)| secret(&k));
+            if parsed.password().is_none() && !in_query {
+                return url.to_owned();
             }
+            if parsed.password().is_some() && parsed.set_password(Some("***")).is_err() {
+                return "<database url with a password>".to_owned();
+            }
+            if in_query {
+                let pairs: Vec<(String, String)> = parsed
+                    .query_pairs()
+                    .map(|(k, v)| {
+                        let v = if secret(&k) {
+                            "***".into()
+                        } else {
+                            v.into_owned()
+                        };
+                        (k.into_owned(), v)
+                    })
+                    .collect();
+                parsed.query_pairs_mut().clear().extend_pairs(pairs);
+            }
+            parsed.to_string()
         }
-        Ok(_) => url.to_owned(),
         // `user:secret@host` that did not parse: hide everything before the `@`.
         Err(_) if url.contains('@') && url.contains("://") => {
             let scheme_end = url.find("://").map_or(0, |i| i + 3);
@@ -173,5 +191,13 @@ mod tests {
         );
         assert_eq!(redact("runs/a.db"), "runs/a.db");
         assert_eq!(redact("sqlite:///tmp/a.db"), "sqlite:///tmp/a.db");
+        assert_eq!(
+            redact("postgres://u@db/x?password=S3cret&sslmode=disable"),
+            "postgres://u@db/x?password=***&sslmode=disable"
+        );
+        assert_eq!(
+            redact("mysql://u:a@db/x?sslPassword=b"),
+            "mysql://u:***@db/x?sslPassword=***"
+        );
     }
 }

@@ -24,7 +24,8 @@ pub async fn enqueue(db: &str, name: &str, params: &[String]) -> anyhow::Result<
     let store = crate::db::open(db, vernier_store::OpenMode::Existing).await?;
     let row = store.get_experiment(name).await?.ok_or_else(|| {
         anyhow::anyhow!(
-            "experiment {name:?} does not exist in {db}\nhint: `vernier list` shows the experiments there"
+            "experiment {name:?} does not exist in {}\nhint: `vernier list` shows the experiments there",
+            vernier_store::redact_url(db)
         )
     })?;
     let finished = matches!(row.status.phase.as_str(), "Succeeded" | "Failed");
@@ -62,7 +63,7 @@ pub async fn enqueue(db: &str, name: &str, params: &[String]) -> anyhow::Result<
     let db_flag = if db == "vernier.db" {
         String::new()
     } else {
-        format!(" --db {db}")
+        format!(" --db {}", vernier_store::redact_url(db))
     };
     outln!("enqueued {assignment} as spec.enqueuedTrials[{index}] of experiment {name}");
     if reopenable {

@@ -74,7 +74,7 @@ pub async fn operator(db: &str, args: OperatorArgs) -> anyhow::Result<Exit> {
     });
     let store = crate::db::connect(db)
         .await
-        .with_context(|| format!("cannot open the store {db}"))?;
+        .with_context(|| format!("cannot open the store {}", vernier_store::redact_url(db)))?;
     let client = vernier_operator::client::connect(args.kube_url.as_deref()).await?;
     let managed = Arc::new(OperatorTrials {
         client: client.clone(),

@@ -22,7 +22,8 @@ pub async fn serve(db: &str, listen: &str, create_db: bool) -> anyhow::Result<Ex
         .local_addr()
         .context("cannot read the bound address")?;
     outln!(
-        "vernier serve: api.v1.beta1 Suggestion, EarlyStopping, DBManager, health and reflection on {local} (database {db})"
+        "vernier serve: api.v1.beta1 Suggestion, EarlyStopping, DBManager, health and reflection on {local} (database {})",
+        vernier_store::redact_url(db)
     );
     vernier_api::serve(router, listener, shutdown_signal()).await?;
     store.close().await;
