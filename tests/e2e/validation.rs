@@ -62,6 +62,13 @@ fn invalid(yaml: &str) -> String {
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     let run = sb.run(&["run", file.to_str().unwrap()]);
     assert_eq!(run.status.code(), Some(2), "{}", text(&run));
+    // Each problem and hint is said once (a chained error once repeated both).
+    let said = String::from_utf8_lossy(&run.stderr).into_owned();
+    let mut lines: Vec<&str> = said.lines().filter(|l| !l.trim().is_empty()).collect();
+    let all = lines.len();
+    lines.sort_unstable();
+    lines.dedup();
+    assert_eq!(lines.len(), all, "a line said twice:\n{said}");
     assert!(
         !sb.path().join("vernier.db").exists() || {
             let list = sb.run(&["list"]);
@@ -263,6 +270,13 @@ fn run_refuses_what_local_mode_cannot_run_before_any_trial() {
     assert_eq!(out.status.code(), Some(3), "{}", text(&out));
     let run = sb.run(&["run", file.to_str().unwrap()]);
     assert_eq!(run.status.code(), Some(2), "{}", text(&run));
+    // Each problem and hint is said once (a chained error once repeated both).
+    let said = String::from_utf8_lossy(&run.stderr).into_owned();
+    let mut lines: Vec<&str> = said.lines().filter(|l| !l.trim().is_empty()).collect();
+    let all = lines.len();
+    lines.sort_unstable();
+    lines.dedup();
+    assert_eq!(lines.len(), all, "a line said twice:\n{said}");
     let err = String::from_utf8_lossy(&run.stderr);
     assert!(
         err.contains("spec.trialTemplate.configMap") && err.contains("hint:"),
@@ -290,6 +304,12 @@ fn bad_metrics_format_regex() {
             "([a-z]+=(",
         ],
     );
+}
+
+#[test]
+fn an_algorithm_refusing_the_space() {
+    let err = invalid(&VALID.replacen("algorithmName: random", "algorithmName: grid", 1));
+    assert_mentions(&err, &["spec.algorithm", "grid"]);
 }
 
 #[test]

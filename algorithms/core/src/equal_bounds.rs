@@ -16,12 +16,14 @@ pub enum EqualBounds {
     Placeholder(Domain),
 }
 
-/// The setting holding the top budget of an algorithm that overwrites its resource parameter.
-fn top_budget_setting(algorithm: &str) -> Option<&'static str> {
+/// The settings that may hold the top budget of an algorithm that overwrites its resource
+/// parameter, in the order they are looked for (BOHB takes either name).
+fn top_budget_settings(algorithm: &str) -> &'static [&'static str] {
     match algorithm {
-        "hyperband" => Some("r_l"),
-        "asha" => Some("max_resource"),
-        _ => None,
+        "hyperband" => &["r_l"],
+        "asha" => &["max_resource"],
+        "bohb" => &["r_l", "max_resource"],
+        _ => &[],
     }
 }
 
@@ -44,11 +46,15 @@ fn placeholder(
     name: &str,
     domain: &Domain,
 ) -> Option<Domain> {
-    let top_key = top_budget_setting(algorithm)?;
-    if setting(settings, "resource_name")? != name {
+    let keys = top_budget_settings(algorithm);
+    if keys.is_empty() || setting(settings, "resource_name")? != name {
         return None;
     }
-    let top: f64 = setting(settings, top_key)?.parse().ok()?;
+    let top: f64 = keys
+        .iter()
+        .find_map(|k| setting(settings, k))?
+        .parse()
+        .ok()?;
     if !(top.is_finite() && top > 0.0) {
         return None;
     }
@@ -126,6 +132,7 @@ mod tests {
         let hb = s(&[("resource_name", "epochs"), ("r_l", "9")]);
         let asha = s(&[("resource_name", "epochs"), ("max_resource", "2.5")]);
         let bad_top = s(&[("resource_name", "epochs"), ("r_l", "-1")]);
+        let bohb_max = s(&[("resource_name", "epochs"), ("max_resource", "9")]);
         let fixed = |v: &str| {
             Some(EqualBounds::Fixed(Domain::Discrete {
                 values: vec![v.into()],
@@ -143,6 +150,23 @@ mod tests {
                 Some(EqualBounds::Placeholder(int(1, 9))),
             ),
             ("hyperband", &hb, "lr", int(1, 1), "1", fixed("1")),
+            // BOHB takes Hyperband's r_l or ASHA's max_resource.
+            (
+                "bohb",
+                &hb,
+                "epochs",
+                int(1, 1),
+                "1",
+                Some(EqualBounds::Placeholder(int(1, 9))),
+            ),
+            (
+                "bohb",
+                &bohb_max,
+                "epochs",
+                int(1, 1),
+                "1",
+                Some(EqualBounds::Placeholder(int(1, 9))),
+            ),
             (
                 "asha",
                 &asha,

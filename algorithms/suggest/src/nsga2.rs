@@ -20,6 +20,7 @@
 use crate::encode::{assignment_to_unit, unit_to_assignment};
 use crate::error::AlgorithmError;
 use crate::history::{fingerprint, taken_fingerprints};
+use crate::random::unused_points;
 use crate::sample::{sample_assignment, sample_param};
 use crate::settings::Settings;
 use rand::{Rng, RngExt, SeedableRng};
@@ -280,6 +281,7 @@ impl Suggester for Nsga2 {
             .filter(|(_, t)| t.state.is_active())
             .count();
         let mut parents: Option<Vec<Parent<'_>>> = None;
+        let mut unused = unused_points(req.space, &taken);
         let mut out = Suggestions::default();
         while out.proposals.len() < req.count {
             if created >= self.population {
@@ -291,24 +293,33 @@ impl Suggester for Nsga2 {
                 unfinished = 0;
                 parents = None;
             }
-            let a = if generation == 0 {
-                sample_assignment(req.space, &mut rng)
-            } else {
-                let ps = parents
-                    .get_or_insert_with(|| self.parents(req.objective, req.trials, generation));
-                if ps.is_empty() {
-                    sample_assignment(req.space, &mut rng)
-                } else {
-                    let mut a = self.child(req.space, ps, &mut rng);
-                    for _ in 0..MAX_RETRIES {
-                        if !taken.contains(&fingerprint(req.space, &a)) {
-                            break;
-                        }
-                        a = self.child(req.space, ps, &mut rng);
-                    }
-                    a
-                }
+            let ps = (generation > 0).then(|| {
+                parents.get_or_insert_with(|| self.parents(req.objective, req.trials, generation))
+            });
+            let draw = |rng: &mut ChaCha8Rng| match &ps {
+                Some(ps) if !ps.is_empty() => self.child(req.space, ps, rng),
+                _ => sample_assignment(req.space, rng),
             };
+            let mut a = draw(&mut rng);
+            for _ in 0..MAX_RETRIES {
+                if !taken.contains(&fingerprint(req.space, &a)) {
+                    break;
+                }
+                a = draw(&mut rng);
+            }
+            // A finite space never repeats a point: an unseen one replaces a repeat, and with
+            // none left the search is over (as for every other algorithm).
+            if let Some(points) = unused.as_mut() {
+                if taken.contains(&fingerprint(req.space, &a)) {
+                    if points.is_empty() {
+                        break;
+                    }
+                    a = points.swap_remove(rng.random_range(0..points.len()));
+                } else {
+                    let fp = fingerprint(req.space, &a);
+                    points.retain(|p| fingerprint(req.space, p) != fp);
+                }
+            }
             taken.insert(fingerprint(req.space, &a));
             let mut p = Proposal::new(a);
             p.labels
@@ -317,6 +328,7 @@ impl Suggester for Nsga2 {
             created += 1;
             unfinished += 1;
         }
+        out.exhausted = unused.is_some_and(|points| points.is_empty());
         Ok(out)
     }
 }
@@ -435,6 +447,60 @@ mod tests {
                 .iter()
                 .all(|p| p.labels[GENERATION_LABEL] == "1")
         );
+    }
+
+    /// A finite space: no point twice, across generations, and the search ends once all
+    /// four are taken.
+    #[test]
+    fn a_finite_space_is_covered_once_and_then_exhausted() {
+        let space = SearchSpace::new(vec![
+            Parameter {
+                name: "x".into(),
+                domain: Domain::Int {
+                    min: 0,
+                    max: 1,
+                    step: None,
+                },
+                distribution: Distribution::Uniform,
+            },
+            Parameter {
+                name: "c".into(),
+                domain: Domain::Categorical {
+                    values: vec!["a".into(), "b".into()],
+                },
+                distribution: Distribution::Uniform,
+            },
+        ])
+        .unwrap();
+        let o = two_objectives();
+        let mut trials: Vec<TrialRecord> = Vec::new();
+        let mut exhausted = false;
+        for round in 0..6 {
+            let req = SuggestRequest {
+                space: &space,
+                objective: &o,
+                trials: &trials,
+                count: 2,
+                seed: round,
+                state: None,
+            };
+            let out = nsga(2).suggest(&req).unwrap();
+            exhausted = out.exhausted;
+            for p in out.proposals {
+                let metrics = BTreeMap::from([("f1".into(), 1.0), ("f2".into(), 1.0)]);
+                trials.push(TrialRecord {
+                    name: String::new(),
+                    assignment: p.assignment,
+                    state: TrialState::Succeeded,
+                    objective: Some(1.0),
+                    metrics,
+                    labels: p.labels,
+                });
+            }
+        }
+        let distinct: HashSet<String> = trials.iter().map(|t| t.assignment.key()).collect();
+        assert_eq!((trials.len(), distinct.len()), (4, 4), "{trials:?}");
+        assert!(exhausted);
     }
 
     #[test]

@@ -36,11 +36,7 @@ impl Suggester for RandomSearch {
         let mut seen: HashSet<u64> = taken_fingerprints(req.space, req.trials);
         let mut out = Suggestions::default();
 
-        if let Some(size) = req.space.cardinality().filter(|n| *n <= ENUMERATE_LIMIT) {
-            let mut unused: Vec<_> = (0..size)
-                .filter_map(|i| point_at(req.space, i))
-                .filter(|a| !seen.contains(&fingerprint(req.space, a)))
-                .collect();
+        if let Some(mut unused) = unused_points(req.space, &seen) {
             while out.proposals.len() < req.count && !unused.is_empty() {
                 let i = rand::RngExt::random_range(&mut rng, 0..unused.len());
                 out.proposals.push(Proposal::new(unused.swap_remove(i)));
@@ -62,6 +58,21 @@ impl Suggester for RandomSearch {
         }
         Ok(out)
     }
+}
+
+/// The points of a finite space small enough to list that are not in `taken`; `None` for a
+/// space too large (or infinite), where redrawing finds an unseen point instead.
+pub(crate) fn unused_points(
+    space: &vernier_core::SearchSpace,
+    taken: &HashSet<u64>,
+) -> Option<Vec<vernier_core::Assignment>> {
+    let size = space.cardinality().filter(|n| *n <= ENUMERATE_LIMIT)?;
+    Some(
+        (0..size)
+            .filter_map(|i| point_at(space, i))
+            .filter(|a| !taken.contains(&fingerprint(space, a)))
+            .collect(),
+    )
 }
 
 /// The `index`-th point of a finite space in mixed-radix order.

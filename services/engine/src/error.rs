@@ -8,18 +8,18 @@ pub enum EngineError {
     #[error("{0}")]
     Spec(#[from] vernier_spec::SpecErrors),
     /// The algorithm refused its name or settings; `path` is the field, down to the setting.
-    #[error("{path}: {source}")]
+    /// The refusal is part of the message, not a separate source: a chained report (`{:#}`)
+    /// would otherwise say it, and its hint, twice.
+    #[error("{path}: {refusal}")]
     Algorithm {
         path: String,
-        #[source]
-        source: Box<vernier_algorithms::AlgorithmError>,
+        refusal: Box<vernier_algorithms::AlgorithmError>,
     },
     /// The early-stopping rule refused its name or settings.
-    #[error("{path}: {source}")]
+    #[error("{path}: {refusal}")]
     EarlyStopping {
         path: String,
-        #[source]
-        source: Box<vernier_algorithms::AlgorithmError>,
+        refusal: Box<vernier_algorithms::AlgorithmError>,
     },
     /// The algorithm failed while proposing.
     #[error("{0}")]

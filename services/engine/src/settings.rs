@@ -61,7 +61,7 @@ pub fn build_early_stopping(
         let spec = exp.spec.spec.early_stopping.as_ref();
         EngineError::EarlyStopping {
             path: field_of(spec, "spec.earlyStopping", &source),
-            source: Box::new(source),
+            refusal: Box::new(source),
         }
     };
     let stopper =
@@ -78,7 +78,7 @@ pub(crate) fn algorithm_error(exp: &ResolvedExperiment, source: AlgorithmError) 
     let spec = exp.spec.spec.algorithm.as_ref();
     EngineError::Algorithm {
         path: field_of(spec, "spec.algorithm", &source),
-        source: Box::new(source),
+        refusal: Box::new(source),
     }
 }
 

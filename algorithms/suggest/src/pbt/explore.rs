@@ -48,15 +48,21 @@ pub fn perturb(p: &Parameter, value: &ParamValue, up: bool) -> ParamValue {
             })
         }
         (Domain::Int { min, max, step }, v) => {
-            let step = step.unwrap_or(1);
-            let old = v.as_f64().unwrap_or(*min as f64) as i64;
-            let last = min + (max - min) / step * step;
-            let k = ((old as f64 * factor - *min as f64) / step as f64).round() as i64;
-            let mut new = (min + k * step).clamp(*min, last);
+            // In i128: a range may span all of i64, whose width overflows it.
+            let (lo, hi) = (i128::from(*min), i128::from(*max));
+            let step = i128::from(step.unwrap_or(1));
+            let old = v.as_f64().unwrap_or(*min as f64) as i128;
+            let last = lo + (hi - lo) / step * step;
+            // Scaled, then snapped to the grid in integers (an f64 offset from a far-away
+            // `min` would lose the low digits).
+            let target = (old as f64 * factor).round() as i128;
+            let k = (target - lo + step / 2).div_euclid(step);
+            let mut new = (lo + k * step).clamp(lo, last);
             if new == old {
-                new = (old + if up { step } else { -step }).clamp(*min, last);
+                new = (old + if up { step } else { -step }).clamp(lo, last);
             }
-            ParamValue::Int(new)
+            // Inside [min, max], so it fits.
+            ParamValue::Int(i64::try_from(new).unwrap_or(*max))
         }
         (Domain::Discrete { values }, v) => {
             let i = position(values, v);

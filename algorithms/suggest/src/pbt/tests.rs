@@ -331,9 +331,23 @@ fn perturbation_table() {
     let cat = p(Domain::Categorical {
         values: vec!["a".into(), "b".into(), "c".into()],
     });
+    let wide = p(Domain::Int {
+        min: i64::MIN,
+        max: i64::MAX,
+        step: None,
+    });
     let c = |s: &str| ParamValue::Choice(s.into());
     let cases = [
         (&int, ParamValue::Int(1), true, ParamValue::Int(2)),
+        // The whole of i64: no overflow, and the ends hold.
+        (
+            &wide,
+            ParamValue::Int(i64::MAX),
+            true,
+            ParamValue::Int(i64::MAX),
+        ),
+        (&wide, ParamValue::Int(1000), true, ParamValue::Int(1200)),
+        (&wide, ParamValue::Int(-1000), true, ParamValue::Int(-1200)),
         (&int, ParamValue::Int(1), false, ParamValue::Int(1)),
         (&int, ParamValue::Int(10), true, ParamValue::Int(10)),
         (&int, ParamValue::Int(10), false, ParamValue::Int(8)),
