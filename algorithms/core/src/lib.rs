@@ -25,7 +25,10 @@ pub use nas::{NasConfig, NasOperation, NasParameter, NasParameterKind};
 pub use objective::{
     Constraint, ConstraintOp, Direction, MetricStrategy, Objective, ObjectiveTerm,
 };
-pub use observation::{MetricReducer, MetricSummary, Observation, UNAVAILABLE};
+pub use observation::{
+    MAX_METRIC_NAME_BYTES, MAX_METRIC_VALUE_BYTES, MetricReducer, MetricSummary, Observation,
+    UNAVAILABLE,
+};
 pub use regex_compat::escape_literal_braces;
 pub use short::Short;
 pub use space::{

@@ -7,6 +7,13 @@ use serde::{Deserialize, Serialize};
 /// The value Katib records when a trial never reported its objective metric.
 pub const UNAVAILABLE: &str = "unavailable";
 
+/// The longest metric name every store can key (Katib's `metric_name VARCHAR(255)`, Vernier's
+/// MySQL and PostgreSQL columns alike), in bytes.
+pub const MAX_METRIC_NAME_BYTES: usize = 255;
+/// The longest metric value every store can hold (MySQL's `TEXT`, Katib's `value` column), in
+/// bytes.
+pub const MAX_METRIC_VALUE_BYTES: usize = 65_535;
+
 /// One reported value of one metric (Katib `MetricLog`). Values stay strings, as on the wire:
 /// a trial may legitimately report a non-numeric value such as `unavailable`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

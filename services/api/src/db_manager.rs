@@ -70,6 +70,23 @@ fn observation_from_wire(i: usize, ml: &MetricLog) -> Result<(i64, &Metric), Api
         }
         .into());
     }
+    // Beyond what every store's columns hold (as Katib's do): refused here as the caller's
+    // error, not failed in the database as one the caller would retry forever.
+    for (part, text, limit) in [
+        ("name", &metric.name, vernier_core::MAX_METRIC_NAME_BYTES),
+        ("value", &metric.value, vernier_core::MAX_METRIC_VALUE_BYTES),
+    ] {
+        if text.len() > limit {
+            return Err(ProtoError::Core {
+                field: format!("{field}.metric.{part}"),
+                reason: format!(
+                    "{} bytes, more than the {limit} a metric {part} may have",
+                    text.len()
+                ),
+            }
+            .into());
+        }
+    }
     Ok((timestamp_us, metric))
 }
 

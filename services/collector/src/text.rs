@@ -166,9 +166,13 @@ impl MetricsFilter {
 }
 
 /// Whether a matched value becomes an observation: a finite number, or text such as DARTS's
-/// `Genotype(...)` (Katib records any text); not an empty match, and not `nan` or an infinity,
-/// which would poison every min, max and comparison made with them.
+/// `Genotype(...)` (Katib records any text); not an empty match, not `nan` or an infinity,
+/// which would poison every min, max and comparison made with them, and not longer than
+/// [`vernier_core::MAX_METRIC_VALUE_BYTES`], which no database column of every backend holds.
 pub fn recordable(value: &str) -> bool {
+    if value.len() > vernier_core::MAX_METRIC_VALUE_BYTES {
+        return false;
+    }
     match value.parse::<f64>() {
         Ok(v) => v.is_finite(),
         Err(_) => !is_empty_number(value),
@@ -316,6 +320,10 @@ mod tests {
         for (value, want) in table {
             assert_eq!(recordable(value), want, "{value:?}");
         }
+        // Longer than a MySQL TEXT column (a 70,000-digit number): refused, not a failed run.
+        let longest = format!("0.{}", "1".repeat(vernier_core::MAX_METRIC_VALUE_BYTES - 2));
+        assert!(recordable(&longest));
+        assert!(!recordable(&format!("{longest}1")));
     }
 
     #[test]

@@ -220,10 +220,17 @@ async fn drive(
     warm: Option<WarmStart>,
 ) -> anyhow::Result<Exit> {
     let result = drive_leased(store, db, exp, seed, plugins, &lease, warm).await;
-    let released = lease.release().await;
-    let exit = result?;
-    released?;
-    Ok(exit)
+    // The experiment's end is recorded by now: a lease left behind only makes the next
+    // driver wait out its heartbeat (or see its pid gone), so it costs a warning, not the
+    // exit code the result earned.
+    if let Err(e) = lease.release().await {
+        errln!(
+            "warning: could not release the lease of experiment {} ({e}); hint: a later `vernier resume` takes it over once its heartbeat lapses ({} s)",
+            exp.name,
+            vernier_store::LEASE_TTL.as_secs()
+        );
+    }
+    result
 }
 
 async fn drive_leased(

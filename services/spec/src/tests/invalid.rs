@@ -579,3 +579,31 @@ fn several_errors_are_reported_at_once() {
     // One error per line, `path: message`.
     assert_eq!(e.to_string().lines().count(), e.len());
 }
+
+#[test]
+fn metric_names_longer_than_any_store_keys() {
+    let long = "m".repeat(256);
+    let e = err_with(RANDOM, |v| {
+        set(v, "/spec/objective/objectiveMetricName", json!(long));
+        set(v, "/spec/objective/additionalMetricNames", json!([long]));
+    });
+    assert_error(
+        &e,
+        "spec.objective.objectiveMetricName",
+        "is 256 bytes long, more than the 255 a metric name may have",
+    );
+    assert_error(
+        &e,
+        "spec.objective.additionalMetricNames[0]",
+        "is 256 bytes long",
+    );
+    // 255 is fine.
+    let ok = mutated(RANDOM, |v| {
+        set(
+            v,
+            "/spec/objective/objectiveMetricName",
+            json!("m".repeat(255)),
+        )
+    });
+    assert!(crate::parse_experiment(&ok).is_ok());
+}

@@ -183,8 +183,10 @@ fn check_objective(exp: &Experiment, errs: &mut Errors) {
             "name the metric the trials report",
         );
     }
+    check_metric_name_length("spec.objective.objectiveMetricName", objective, errs);
     for (i, name) in obj.additional_metric_names.iter().enumerate() {
         let path = format!("spec.objective.additionalMetricNames[{i}]");
+        check_metric_name_length(&path, name, errs);
         if name.trim().is_empty() {
             errs.add(path, "value \"\" is not a metric name");
         } else if name == objective {
@@ -203,6 +205,23 @@ fn check_objective(exp: &Experiment, errs: &mut Errors) {
         if !METRIC_STRATEGIES.contains(&s.value.as_str()) {
             errs.not_one_of(format!("{path}.value"), &s.value, METRIC_STRATEGIES);
         }
+    }
+}
+
+/// A metric name no store can key is refused before anything runs (Katib's database has the
+/// same limit).
+fn check_metric_name_length(path: &str, name: &str, errs: &mut Errors) {
+    let limit = vernier_core::MAX_METRIC_NAME_BYTES;
+    if name.len() > limit {
+        errs.add(
+            path,
+            format!(
+                "value {:?}... is {} bytes long, more than the {limit} a metric name may have \
+                 (as in Katib's database); hint: shorten it",
+                name.chars().take(40).collect::<String>(),
+                name.len()
+            ),
+        );
     }
 }
 
