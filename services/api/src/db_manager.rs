@@ -35,6 +35,18 @@ fn require_trial(trial: &str) -> Result<(), ApiError> {
         }
         .into());
     }
+    // MySQL compares with trailing spaces padded, so `t1 ` would read and delete `t1`'s logs
+    // there and not elsewhere; no trial Vernier or Katib names has such spaces.
+    if trial.trim() != trial {
+        return Err(ProtoError::Core {
+            field: "trial_name".into(),
+            reason: format!(
+                "value {trial:?} begins or ends with whitespace, which no trial name has; \
+                 hint: send the name as the trial has it"
+            ),
+        }
+        .into());
+    }
     Ok(())
 }
 

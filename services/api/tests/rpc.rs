@@ -580,6 +580,18 @@ async fn db_manager_reports_filters_and_deletes_observation_logs() {
         );
     }
     let s = status_of(
+        db.delete_observation_log(DeleteObservationLogRequest {
+            trial_name: "t1   ".into(),
+        })
+        .await,
+    );
+    assert_eq!(s.code(), Code::InvalidArgument, "{}", s.message());
+    assert!(
+        s.message().starts_with("trial_name: value \"t1   \""),
+        "{}",
+        s.message()
+    );
+    let s = status_of(
         db.report_observation_log(ReportObservationLogRequest {
             trial_name: String::new(),
             observation_log: None,

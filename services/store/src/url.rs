@@ -72,6 +72,19 @@ fn check_server_url(url: &str) -> Result<(), StoreError> {
             reason: "it names no database".to_owned(),
         });
     }
+    // Another character set stores what it cannot hold as mojibake, silently; the tables are
+    // utf8mb4 whatever the connection says.
+    if let Some((_, charset)) = parsed.query_pairs().find(|(k, _)| k == "charset")
+        && !charset.eq_ignore_ascii_case("utf8mb4")
+    {
+        return Err(StoreError::InvalidUrl {
+            url: redact(url),
+            reason: format!(
+                "charset {charset:?} cannot hold every name and value Vernier stores; hint: \
+                 drop ?charset= (Vernier talks utf8mb4)"
+            ),
+        });
+    }
     Ok(())
 }
 
@@ -167,6 +180,9 @@ mod tests {
         assert!(!text.contains("pw"), "{text}");
         let e = parse("mysql:///katib").unwrap_err();
         assert!(e.to_string().contains("names no host"), "{e}");
+        let e = parse("mysql://root@db/katib?charset=latin1").unwrap_err();
+        assert!(e.to_string().contains("charset \"latin1\""), "{e}");
+        assert!(parse("mysql://root@db/katib?charset=UTF8MB4").is_ok());
     }
 
     #[test]
