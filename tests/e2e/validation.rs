@@ -62,13 +62,7 @@ fn invalid(yaml: &str) -> String {
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     let run = sb.run(&["run", file.to_str().unwrap()]);
     assert_eq!(run.status.code(), Some(2), "{}", text(&run));
-    // Each problem and hint is said once (a chained error once repeated both).
-    let said = String::from_utf8_lossy(&run.stderr).into_owned();
-    let mut lines: Vec<&str> = said.lines().filter(|l| !l.trim().is_empty()).collect();
-    let all = lines.len();
-    lines.sort_unstable();
-    lines.dedup();
-    assert_eq!(lines.len(), all, "a line said twice:\n{said}");
+    assert_said_once(&run);
     assert!(
         !sb.path().join("vernier.db").exists() || {
             let list = sb.run(&["list"]);
@@ -76,6 +70,16 @@ fn invalid(yaml: &str) -> String {
         }
     );
     String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Each problem and hint of a refused run is said once (a chained error once repeated both).
+fn assert_said_once(run: &std::process::Output) {
+    let said = String::from_utf8_lossy(&run.stderr).into_owned();
+    let mut lines: Vec<&str> = said.lines().filter(|l| !l.trim().is_empty()).collect();
+    let all = lines.len();
+    lines.sort_unstable();
+    lines.dedup();
+    assert_eq!(lines.len(), all, "a line said twice:\n{said}");
 }
 
 fn assert_mentions(err: &str, parts: &[&str]) {
@@ -270,13 +274,7 @@ fn run_refuses_what_local_mode_cannot_run_before_any_trial() {
     assert_eq!(out.status.code(), Some(3), "{}", text(&out));
     let run = sb.run(&["run", file.to_str().unwrap()]);
     assert_eq!(run.status.code(), Some(2), "{}", text(&run));
-    // Each problem and hint is said once (a chained error once repeated both).
-    let said = String::from_utf8_lossy(&run.stderr).into_owned();
-    let mut lines: Vec<&str> = said.lines().filter(|l| !l.trim().is_empty()).collect();
-    let all = lines.len();
-    lines.sort_unstable();
-    lines.dedup();
-    assert_eq!(lines.len(), all, "a line said twice:\n{said}");
+    assert_said_once(&run);
     let err = String::from_utf8_lossy(&run.stderr);
     assert!(
         err.contains("spec.trialTemplate.configMap") && err.contains("hint:"),
