@@ -98,15 +98,16 @@ async fn other_services_keep_the_small_cap() {
 async fn every_log_comes_back_whatever_the_reply_size() {
     use vernier_api::proto::api::GetObservationLogRequest;
     let (channel, _store, _stop) = start().await;
-    let value = "7".repeat(1 << 20);
+    // The longest value a metric may have, in enough logs to pass the request cap.
+    let value = "7".repeat(vernier_core::MAX_METRIC_VALUE_BYTES);
     let mut client = DbManagerClient::new(channel)
         .max_encoding_message_size(usize::MAX)
         .max_decoding_message_size(usize::MAX);
-    let per_call = 48;
+    let per_call = 768;
     for call in 0..3 {
         let metric_logs = (0..per_call)
             .map(|i| MetricLog {
-                time_stamp: format!("2026-01-01T00:{call:02}:{i:02}Z"),
+                time_stamp: format!("2026-01-01T00:{call:02}:00.{i:06}Z"),
                 metric: Some(Metric {
                     name: "blob".into(),
                     value: value.clone(),
