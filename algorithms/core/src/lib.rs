@@ -36,4 +36,4 @@ pub use space::{
 };
 pub use suggester::{Cancel, Proposal, SuggestRequest, Suggester, Suggestions, suggest_seed};
 pub use trial::{TrialRecord, TrialState};
-pub use value::{Assignment, ParamValue};
+pub use value::{Assignment, ParamValue, shown_pair};

@@ -77,9 +77,25 @@ impl Assignment {
 }
 
 impl std::fmt::Display for Assignment {
+    /// `name=value, ...` for people; a value holding a control character (a categorical
+    /// `"a\nb"`) is shown quoted and escaped, so it never breaks the line it is printed on.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let parts: Vec<String> = self.0.iter().map(|(n, v)| format!("{n}={v}")).collect();
+        let parts: Vec<String> = self
+            .0
+            .iter()
+            .map(|(n, v)| shown_pair(n, &v.to_string()))
+            .collect();
         f.write_str(&parts.join(", "))
+    }
+}
+
+/// `name=value` as people read it: quoted and escaped when the value holds a control
+/// character, so a value can never break the line it is printed on.
+pub fn shown_pair(name: &str, value: &str) -> String {
+    if value.chars().any(char::is_control) {
+        format!("{name}={value:?}")
+    } else {
+        format!("{name}={value}")
     }
 }
 
@@ -98,5 +114,9 @@ mod tests {
         assert_eq!(a.key(), "layers=3,lr=0.1,opt=adam");
         assert_eq!(a.get("layers"), Some(&ParamValue::Int(3)));
         assert_eq!(ParamValue::Choice("0.5".into()).as_f64(), Some(0.5));
+        // A control character never reaches the terminal raw.
+        let odd = Assignment(vec![("c".into(), ParamValue::Choice("a\nb".into()))]);
+        assert_eq!(odd.to_string(), "c=\"a\\nb\"");
+        assert_eq!(odd.to_strings()[0].1, "a\nb");
     }
 }

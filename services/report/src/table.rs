@@ -154,7 +154,7 @@ pub fn render(r: &ExperimentReport, opts: TableOptions) -> String {
                 .row
                 .assignment
                 .iter()
-                .map(|(n, v)| format!("{n}={v}"))
+                .map(|(n, v)| vernier_core::shown_pair(n, v))
                 .collect();
             let _ = writeln!(
                 out,
