@@ -281,7 +281,6 @@ impl Suggester for Nsga2 {
             .filter(|(_, t)| t.state.is_active())
             .count();
         let mut parents: Option<Vec<Parent<'_>>> = None;
-        let mut unused = unused_points(req.space, &taken);
         let mut out = Suggestions::default();
         while out.proposals.len() < req.count {
             if created >= self.population {
@@ -307,18 +306,16 @@ impl Suggester for Nsga2 {
                 }
                 a = draw(&mut rng);
             }
-            // A finite space never repeats a point: an unseen one replaces a repeat, and with
-            // none left the search is over (as for every other algorithm).
-            if let Some(points) = unused.as_mut() {
-                if taken.contains(&fingerprint(req.space, &a)) {
-                    if points.is_empty() {
-                        break;
-                    }
-                    a = points.swap_remove(rng.random_range(0..points.len()));
-                } else {
-                    let fp = fingerprint(req.space, &a);
-                    points.retain(|p| fingerprint(req.space, p) != fp);
+            // A finite space never repeats a point: an unseen one (listed only now, when the
+            // draws kept repeating) replaces a repeat, and with none left the search is over
+            // (as for every other algorithm).
+            if taken.contains(&fingerprint(req.space, &a))
+                && let Some(mut points) = unused_points(req.space, &taken)
+            {
+                if points.is_empty() {
+                    break;
                 }
+                a = points.swap_remove(rng.random_range(0..points.len()));
             }
             taken.insert(fingerprint(req.space, &a));
             let mut p = Proposal::new(a);
@@ -328,7 +325,12 @@ impl Suggester for Nsga2 {
             created += 1;
             unfinished += 1;
         }
-        out.exhausted = unused.is_some_and(|points| points.is_empty());
+        // `taken` holds each distinct point of the trials and proposals: as many as the space
+        // has means every one is used.
+        out.exhausted = req
+            .space
+            .cardinality()
+            .is_some_and(|size| taken.len() as u128 >= size);
         Ok(out)
     }
 }
