@@ -86,11 +86,7 @@ fn router_with(
                 .max_decoding_message_size(MAX_MESSAGE_BYTES)
                 .max_encoding_message_size(MAX_REPLY_BYTES),
         )
-        .add_service(
-            DbManagerServer::new(DbManagerService::new(store.clone()))
-                .max_decoding_message_size(DB_MANAGER_MAX_MESSAGE_BYTES)
-                .max_encoding_message_size(MAX_REPLY_BYTES),
-        )
+        .add_service(db_manager(store.clone()))
         .add_service(HealthServer::new(HealthService::new(store)))
         .add_service(v1)
         .add_service(v1alpha))
@@ -99,12 +95,15 @@ fn router_with(
 /// Only DBManager and Health: what a trial of a local run may push its metrics to.
 pub fn db_manager_router(store: SqlStore) -> Router {
     Server::builder()
-        .add_service(
-            DbManagerServer::new(DbManagerService::new(store.clone()))
-                .max_decoding_message_size(DB_MANAGER_MAX_MESSAGE_BYTES)
-                .max_encoding_message_size(MAX_REPLY_BYTES),
-        )
+        .add_service(db_manager(store.clone()))
         .add_service(HealthServer::new(HealthService::new(store)))
+}
+
+/// The DBManager service with its limits, the same in both routers.
+fn db_manager(store: SqlStore) -> DbManagerServer<DbManagerService> {
+    DbManagerServer::new(DbManagerService::new(store))
+        .max_decoding_message_size(DB_MANAGER_MAX_MESSAGE_BYTES)
+        .max_encoding_message_size(MAX_REPLY_BYTES)
 }
 
 /// Binds `addr` (`host:port`; port 0 picks a free one).

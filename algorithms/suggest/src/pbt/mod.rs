@@ -8,8 +8,8 @@
 //!
 //! Settings and their checks are Katib's (`pkg/suggestion/v1beta1/pbt`):
 //! `suggestion_trial_dir`, `n_population` and `truncation_threshold` are required,
-//! `n_population` must be an integer from 5 to 100000 (Katib sets no upper bound), `truncation_threshold` in [0, 1],
-//! `resample_probability` unset (perturb every parameter by 0.8 or 1.2) or in [0, 1]
+//! `n_population` must be an integer from 5 to 100000 (Katib sets no upper bound),
+//! `truncation_threshold` in [0, 1], `resample_probability` unset (perturb every parameter by 0.8 or 1.2) or in [0, 1]
 //! (resample each parameter from its prior with that probability). `suggestion_trial_dir`
 //! must be an absolute path: it is where the trial's own checkpoint directory appears.
 //!

@@ -35,7 +35,7 @@ pub async fn compare(
     let source = Source::open(db, kube).await?;
     let mut cs = Vec::with_capacity(names.len());
     for name in names {
-        cs.push(Convergence::of(&source.load(name, false).await?));
+        cs.push(Convergence::of(&source.load(name, 0).await?));
     }
     let text = match format {
         Format::Table => compare::table(&cs),

@@ -61,13 +61,14 @@ impl Source {
         })
     }
 
-    /// The report of `name`, with learning curves for the HTML page when the source has them.
-    pub async fn load(&self, name: &str, curves: bool) -> anyhow::Result<ExperimentReport> {
+    /// The report of `name`, with the learning curves of its `curves` best trials when the
+    /// source has them (0 for none), and whether its driver is gone.
+    pub async fn load(&self, name: &str, curves: usize) -> anyhow::Result<ExperimentReport> {
         Ok(match self {
             Source::Db(store) => {
                 let mut report = load(store, name).await?;
-                if curves {
-                    load_curves(store, &mut report, html::MAX_CURVES).await?;
+                if curves > 0 {
+                    load_curves(store, &mut report, curves).await?;
                 }
                 report.unattended = crate::db::unattended(store, &report.row).await?;
                 report
@@ -92,8 +93,13 @@ pub async fn report(db: &str, kube: &KubeArgs, args: ReportArgs) -> anyhow::Resu
     check(&args)?;
     let source = Source::open(db, kube).await?;
     let mut said = WatchNotes::default();
+    let curves = if args.format == Format::Html {
+        html::MAX_CURVES
+    } else {
+        0
+    };
     loop {
-        let report = match source.load(&args.name, args.format == Format::Html).await {
+        let report = match source.load(&args.name, curves).await {
             Ok(r) => r,
             Err(e) if args.watch && is_not_found(&e) => {
                 if !said.waiting

@@ -8,8 +8,8 @@ use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
+use vernier_report::ExperimentReport;
 use vernier_report::dashboard::{self, PAGE_CURVES};
-use vernier_report::{ExperimentReport, load, load_curves};
 
 /// Bytes read from the end of a trial's log for its page.
 const LOG_TAIL_BYTES: u64 = 64 * 1024;
@@ -41,21 +41,13 @@ impl DashSource {
 
     /// The report without learning curves.
     pub async fn report(&self, name: &str) -> anyhow::Result<ExperimentReport> {
-        self.0.load(name, false).await
+        self.0.load(name, 0).await
     }
 
     /// The report with the curves the experiment page draws (the one every page reads, cached
     /// by the routes).
     pub async fn report_with_curves(&self, name: &str) -> anyhow::Result<ExperimentReport> {
-        Ok(match &self.0 {
-            Source::Db(store) => {
-                let mut r = load(store, name).await?;
-                load_curves(store, &mut r, PAGE_CURVES).await?;
-                r.unattended = crate::db::unattended(store, &r.row).await?;
-                r
-            }
-            Source::Kube { .. } => self.0.load(name, false).await?,
-        })
+        self.0.load(name, PAGE_CURVES).await
     }
 
     /// The trial page's JSON from its experiment's report `r`, `None` when the experiment has
