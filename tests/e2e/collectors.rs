@@ -39,6 +39,34 @@ fn file_collector_reads_text_lines_from_the_mapped_katib_path() {
     }
 }
 
+/// A deleted experiment's trials left their metrics files; the same name and seed run again
+/// gives its trials the same names, and they must not read those files as their own.
+#[test]
+fn a_trial_never_reads_a_metrics_file_left_by_a_deleted_namesake() {
+    let sb = Sandbox::new();
+    let extra = "  objective:\n    type: minimize\n    objectiveMetricName: loss\n  parallelTrialCount: 1\n  maxTrialCount: 1\n  metricsCollectorSpec:\n    collector:\n      kind: File\n    source:\n      fileSystemPath:\n        path: /var/log/katib/metrics.log\n        kind: File";
+    let writes = python_experiment(
+        "namesake",
+        "import os\nopen(os.environ['VERNIER_METRICS_FILE'], 'w').write('loss=0.5\\n')",
+        extra,
+    );
+    let silent = python_experiment("namesake", "pass", extra);
+    let first = sb.write("writes.yaml", &writes);
+    let out = sb.run(&["run", first.to_str().unwrap(), "--seed", "7"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let out = sb.run(&["delete", "namesake"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let second = sb.write("silent.yaml", &silent);
+    let out = sb.run(&["run", second.to_str().unwrap(), "--seed", "7"]);
+    let r = sb.report("namesake");
+    assert_eq!(
+        trials_in(&r, "MetricsUnavailable").len(),
+        1,
+        "{}\n{r:#}",
+        text(&out)
+    );
+}
+
 #[test]
 fn file_collector_reads_json_lines_and_skips_malformed_ones() {
     let sb = Sandbox::new();

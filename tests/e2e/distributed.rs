@@ -398,7 +398,7 @@ fn the_backoff_limit_caps_restarts_across_the_job() {
     let sb = Sandbox::new();
     let yaml = tfjob(
         "backoff",
-        "        runPolicy:\n          backoffLimit: 1\n",
+        "        runPolicy:\n          backoffLimit: 2\n",
         &[
             replica("Chief", 1, "Never", &[("CHIEF_WAITS", "worker-0.done")]),
             replica("Worker", 1, "OnFailure", &[("MODE", "fail"), ("CODE", "2")]),
@@ -409,10 +409,11 @@ fn the_backoff_limit_caps_restarts_across_the_job() {
     let (state, message) = condition(&trial);
     assert_eq!(state, "Failed");
     assert!(
-        message.contains("runPolicy.backoffLimit of 1 restart(s)"),
+        message.contains("runPolicy.backoffLimit of 2 restart(s)"),
         "{message}"
     );
-    // One restart allowed: two runs, the second failure ends the job.
+    // As the training operator counts: the job fails at its second restart, so the worker
+    // runs twice (one restart runs on) and its second failure ends the job.
     assert_eq!(runs(&sb, &trial, "worker-0"), 2, "{summary}");
 }
 
@@ -599,6 +600,8 @@ else:
     assert_eq!(code, Some(0), "{summary}");
     assert_eq!(metric(&trial, "slots")["latest"], "4", "{trial}");
     assert_eq!(read(&dir.join("hostfile")), "localhost slots=4\n");
+    // MPICH's and Intel MPI's Hydra launcher refuses `slots=`: theirs says `host:slots`.
+    assert_eq!(read(&dir.join("hostfile.hydra")), "localhost:4\n");
     assert!(summary.contains("worker-1: port"), "{summary}");
     assert!(
         summary.contains("not started (the launcher's mpirun starts its ranks)"),

@@ -142,16 +142,12 @@ fn katib_sdk_report_metrics_in_a_local_trial_lands_in_the_store() {
     }
 }
 
-#[test]
-fn a_python_suggestion_plugin_drives_vernier_run_to_the_end() {
-    if !katib_sdk("a_python_suggestion_plugin_drives_vernier_run_to_the_end") {
-        return;
-    }
-    let sb = Sandbox::new();
-    let log = sb.path().join("plugin.log");
+/// Starts `suggestion_plugin.py` with `args` after its log path; returns it with its port.
+fn start_plugin(log: &std::path::Path, args: &[&str]) -> (Guard, String) {
     let mut child = Command::new("python3")
         .arg(script("suggestion_plugin.py"))
-        .arg(&log)
+        .arg(log)
+        .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -173,13 +169,24 @@ fn a_python_suggestion_plugin_drives_vernier_run_to_the_end() {
             .unwrap();
         panic!("the plugin did not start:\n{err}");
     }
+    (plugin, port.trim().to_string())
+}
+
+#[test]
+fn a_python_suggestion_plugin_drives_vernier_run_to_the_end() {
+    if !katib_sdk("a_python_suggestion_plugin_drives_vernier_run_to_the_end") {
+        return;
+    }
+    let sb = Sandbox::new();
+    let log = sb.path().join("plugin.log");
+    let (_plugin, port) = start_plugin(&log, &[]);
     let yaml = python_experiment(
         "plugged",
         "import sys; print('score=' + sys.argv[1])",
         "  objective:\n    type: maximize\n    objectiveMetricName: score\n  parallelTrialCount: 2\n  maxTrialCount: 5",
     );
     let file = sb.write("plugged.yaml", &yaml);
-    let flag = format!("random=127.0.0.1:{}", port.trim());
+    let flag = format!("random=127.0.0.1:{port}");
     let out = sb.run(&["run", file.to_str().unwrap(), "--suggestion-plugin", &flag]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert!(
@@ -207,6 +214,33 @@ fn a_python_suggestion_plugin_drives_vernier_run_to_the_end() {
         "{requests}"
     );
     assert!(requests.lines().count() >= 3, "{requests}");
+}
+
+/// Katib's controller refuses a reply that does not hold the assignments it asked for and asks
+/// again; an empty reply is no end of the search.
+#[test]
+fn a_plugin_reply_short_of_the_request_is_asked_again() {
+    if !katib_sdk("a_plugin_reply_short_of_the_request_is_asked_again") {
+        return;
+    }
+    let sb = Sandbox::new();
+    let log = sb.path().join("plugin.log");
+    let (_plugin, port) = start_plugin(&log, &["short-once"]);
+    let yaml = python_experiment(
+        "hiccup",
+        "import sys; print('score=' + sys.argv[1])",
+        "  objective:\n    type: maximize\n    objectiveMetricName: score\n  parallelTrialCount: 2\n  maxTrialCount: 3",
+    );
+    let file = sb.write("hiccup.yaml", &yaml);
+    let flag = format!("random=127.0.0.1:{port}");
+    let out = sb.run(&["run", file.to_str().unwrap(), "--suggestion-plugin", &flag]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        text(&out).contains("its reply holds 0 assignment(s) where 2 were asked for"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(trials_in(&sb.report("hiccup"), "Succeeded").len(), 3);
 }
 
 #[test]

@@ -12,6 +12,7 @@
 //! hand-written (regular files, directories and symbolic links, a dozen lines of std) rather
 //! than a crate, since nothing in the workspace copies trees yet.
 
+use crate::child::replace_path;
 use crate::experiment::LocalExperiment;
 use crate::process::TrialCommand;
 use crate::replicas::TrialLaunch;
@@ -85,10 +86,10 @@ fn apply_to(plan: &CheckpointPlan, cmd: &mut TrialCommand) {
         let from = mount.trim_end_matches('/');
         if !from.is_empty() {
             for arg in cmd.args.iter_mut() {
-                *arg = arg.replace(from, &own);
+                *arg = replace_path(arg, from, &own);
             }
             for (_, value) in cmd.env.iter_mut() {
-                *value = value.replace(from, &own);
+                *value = replace_path(value, from, &own);
             }
         }
     }
@@ -126,8 +127,15 @@ fn copy_tree(from: &Path, to: &Path) -> io::Result<()> {
             copy_tree(&entry.path(), &target)?;
         } else if kind.is_symlink() {
             std::os::unix::fs::symlink(std::fs::read_link(entry.path())?, &target)?;
-        } else {
+        } else if kind.is_file() {
             std::fs::copy(entry.path(), &target)?;
+        } else {
+            // A named pipe would block the copy (and the driver) forever; sockets and devices
+            // are no checkpoint either. Python's copytree, which Katib's PBT uses, refuses them.
+            tracing::warn!(
+                "checkpoint copy skips {}: not a regular file, directory or symlink",
+                entry.path().display()
+            );
         }
     }
     Ok(())
@@ -184,6 +192,54 @@ mod tests {
                 ),
             ]
         );
+    }
+
+    #[test]
+    fn only_the_mount_path_itself_and_paths_under_it_are_mapped() {
+        let plan = CheckpointPlan {
+            own: PathBuf::from("/logs/e/checkpoints/t2"),
+            parent: None,
+            mount: Some("/data".into()),
+        };
+        let mut launch = TrialLaunch::Process(command(
+            &["--ckpt=/data", "--cache=/database/cache", "/data/m.pt"],
+            &[("URL", "https://example.com/data/train.csv")],
+        ));
+        apply(&plan, &mut launch);
+        let TrialLaunch::Process(cmd) = launch else {
+            unreachable!()
+        };
+        assert_eq!(
+            cmd.args,
+            [
+                "--ckpt=/logs/e/checkpoints/t2",
+                "--cache=/database/cache",
+                "/logs/e/checkpoints/t2/m.pt"
+            ]
+        );
+        assert_eq!(cmd.env[0].1, "https://example.com/data/train.csv");
+    }
+
+    #[test]
+    fn a_named_pipe_in_the_parent_is_skipped_not_waited_on() {
+        let root = std::env::temp_dir().join(format!("vernier-ckpt-fifo-{}", std::process::id()));
+        let parent = checkpoint_dir(&root, "p");
+        std::fs::create_dir_all(&parent).unwrap();
+        std::fs::write(parent.join("model.ckpt"), "w").unwrap();
+        let made = std::process::Command::new("mkfifo")
+            .arg(parent.join("pipe"))
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let plan = CheckpointPlan {
+            own: checkpoint_dir(&root, "c"),
+            parent: Some(parent),
+            mount: None,
+        };
+        prepare(&plan).unwrap();
+        assert!(plan.own.join("model.ckpt").is_file());
+        assert!(!plan.own.join("pipe").exists());
+        std::fs::remove_dir_all(&root).unwrap();
     }
 
     #[test]

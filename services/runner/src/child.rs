@@ -56,7 +56,36 @@ pub(crate) fn signal_group(pgid: Option<Pid>, signal: Signal) {
 /// is matched without its trailing '/', so `/var/log/katib/tfevent/` in the spec also maps
 /// `--logdir=/var/log/katib/tfevent/train` and `/var/log/katib/tfevent` as written.
 pub(crate) fn map_spec_path(text: &str, from: &str, to: &str) -> String {
-    text.replace(trim_dir_slash(from), trim_dir_slash(to))
+    replace_path(text, trim_dir_slash(from), trim_dir_slash(to))
+}
+
+/// `text` with each whole occurrence of the path `from` replaced by `to`, as a volume mounted
+/// at `from` would move it: `/data`, `/data/x` and `--dir=/data` are, `/database`,
+/// `/data.csv` and the `/data/` of `https://host/data/` are not.
+pub(crate) fn replace_path(text: &str, from: &str, to: &str) -> String {
+    let is_path_char = |c: char| c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | '/');
+    if from.is_empty() {
+        return text.to_string();
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find(from) {
+        let (before, after) = (&rest[..i], &rest[i + from.len()..]);
+        let starts = out
+            .chars()
+            .chain(before.chars())
+            .last()
+            .is_none_or(|c| !is_path_char(c));
+        let ends = after
+            .chars()
+            .next()
+            .is_none_or(|c| c == '/' || !is_path_char(c));
+        out.push_str(before);
+        out.push_str(if starts && ends { to } else { from });
+        rest = after;
+    }
+    out.push_str(rest);
+    out
 }
 
 /// A directory above the spec path given whole, alone or as an option's value
@@ -85,4 +114,29 @@ pub(crate) fn map_spec_ancestor(text: &str, spec_path: &str, local_root: &Path) 
 pub(crate) fn trim_dir_slash(path: &str) -> &str {
     let trimmed = path.trim_end_matches('/');
     if trimmed.is_empty() { path } else { trimmed }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_path_is_replaced_only_where_a_mount_would_move_it() {
+        let table = [
+            ("/data", "/L"),
+            ("/data/", "/L/"),
+            ("/data/x.pt", "/L/x.pt"),
+            ("--dir=/data", "--dir=/L"),
+            ("a:/data,b:/data", "a:/L,b:/L"),
+            ("/database", "/database"),
+            ("/data.csv", "/data.csv"),
+            ("/x/data", "/x/data"),
+            ("https://host/data/f", "https://host/data/f"),
+            ("/database /data", "/database /L"),
+        ];
+        for (text, want) in table {
+            assert_eq!(replace_path(text, "/data", "/L"), want, "{text}");
+        }
+        assert_eq!(replace_path("/data", "", "/L"), "/data");
+    }
 }

@@ -104,8 +104,11 @@ pub async fn run_with(
     lease: &ExperimentLease,
 ) -> Result<Outcome, RunnerError> {
     preflight(exp, lease)?;
+    // Trials keep running through a database restart; the driver waits for the server with
+    // them until it answers or the user stops the run.
+    let riding = store.riding_outages(give_up_on(stop.clone()));
     let shell = run::Shell {
-        store,
+        store: &riding,
         exp,
         seed,
         hooks,
@@ -117,6 +120,21 @@ pub async fn run_with(
     // A run shorter than one heartbeat must still say that its records went nowhere.
     store.check_in_place()?;
     Ok(outcome)
+}
+
+/// `true` from the first stop request on (Ctrl-C, SIGTERM, a lost terminal).
+fn give_up_on(mut stop: watch::Receiver<StopLevel>) -> watch::Receiver<bool> {
+    let (tx, rx) = watch::channel(*stop.borrow() != StopLevel::Run);
+    tokio::spawn(async move {
+        if stop
+            .wait_for(|level| *level != StopLevel::Run)
+            .await
+            .is_ok()
+        {
+            let _ = tx.send(true);
+        }
+    });
+    rx
 }
 
 /// Refused before the first trial, never by failing trial after trial.

@@ -181,7 +181,22 @@ impl LocalExperiment {
     }
 
     pub fn log_path(&self, trial: &str) -> PathBuf {
-        self.paths.log_dir.join(format!("{trial}.log"))
+        let [log, ..] = trial_files(&self.paths.log_dir, trial);
+        log
+    }
+
+    /// Empties what a trial of this name may find under the log directory before it first
+    /// starts: a deleted experiment of the same name and seed had trials of the same names,
+    /// and a collector would read their metrics files as this trial's.
+    pub fn clear_trial_dir(&self, trial: &str) -> Result<(), RunnerError> {
+        let dir = self.paths.log_dir.join(trial);
+        match std::fs::remove_dir_all(&dir) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(RunnerError::LogDir {
+                path: dir.display().to_string(),
+                source: e,
+            }),
+            _ => Ok(()),
+        }
     }
 
     /// Creates the experiment's log directory (and its parents).
@@ -243,6 +258,17 @@ fn metric_source(collector: &Collector) -> Result<MetricSource, RunnerError> {
 }
 
 /// The directory a trial runs in: the experiment file's directory (or `.` for a bare name).
+/// Everything a trial leaves under the experiment's log directory: its log, its own
+/// directory (collector files mapped under it, the logs of a distributed trial's replicas) and
+/// its checkpoint directory.
+pub fn trial_files(log_dir: &Path, trial: &str) -> [PathBuf; 3] {
+    [
+        log_dir.join(format!("{trial}.log")),
+        log_dir.join(trial),
+        crate::checkpoint::checkpoint_dir(log_dir, trial),
+    ]
+}
+
 pub fn work_dir_of(experiment_file: &Path) -> PathBuf {
     let dir = experiment_file.parent().unwrap_or_else(|| Path::new("."));
     let dir = if dir.as_os_str().is_empty() {

@@ -27,6 +27,6 @@ pub mod warm_start;
 
 pub use driver::{BestSoFar, DriverEvent, Observer, Outcome, Progress};
 pub use error::RunnerError;
-pub use experiment::{LocalExperiment, LocalPaths, work_dir_of};
+pub use experiment::{LocalExperiment, LocalPaths, trial_files, work_dir_of};
 pub use hooks::{RunHooks, SourceError, SourceRequest, SuggestionSource};
 pub use local_support::{LocalVerdict, local_verdict};

@@ -9,6 +9,7 @@ mod lease;
 mod model;
 mod mysql;
 mod options;
+mod outage;
 mod postgres;
 mod queries;
 mod records;

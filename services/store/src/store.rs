@@ -9,10 +9,12 @@ use crate::model::{
 };
 use crate::mysql::MySqlBackend;
 use crate::options::{OpenMode, StoreOptions};
+use crate::outage::Outages;
 use crate::postgres::PostgresBackend;
 use crate::sqlite::SqliteBackend;
 use crate::url::{self, DatabaseUrl, SqliteTarget};
 use std::time::Duration;
+use tokio::sync::watch;
 use vernier_core::Observation;
 
 /// A pooled connection to the experiment database. Cheap to clone; clones share the pool.
@@ -21,6 +23,8 @@ pub struct SqlStore {
     backend: Backend,
     /// The SQLite file opened, to notice it being deleted or replaced under this store.
     file: Option<FileIdentity>,
+    /// Set on a driver's store: calls wait out a server that stops answering.
+    outages: Option<Outages>,
 }
 
 #[derive(Debug, Clone)]
@@ -30,13 +34,23 @@ enum Backend {
     MySql(MySqlBackend),
 }
 
-/// Forwards a call to whichever backend the store was opened with.
-macro_rules! dispatch {
+/// Forwards a call to whichever backend the store was opened with, once.
+macro_rules! dispatch_once {
     ($self:ident . $method:ident ( $($arg:expr),* )) => {
         match &$self.backend {
             Backend::Sqlite(b) => b.$method($($arg),*).await.map_err(|e| $self.explain(e)),
             Backend::Postgres(b) => b.$method($($arg),*).await,
             Backend::MySql(b) => b.$method($($arg),*).await,
+        }
+    };
+}
+
+/// Forwards a call, and again while the server is unreachable if this store rides outages.
+macro_rules! dispatch {
+    ($self:ident . $method:ident ( $($arg:expr),* )) => {
+        match &$self.outages {
+            None => dispatch_once!($self.$method($($arg),*)),
+            Some(outages) => outages.ride(|| async { dispatch_once!($self.$method($($arg),*)) }).await,
         }
     };
 }
@@ -87,7 +101,21 @@ impl SqlStore {
             DatabaseUrl::MySql(u) => Backend::MySql(MySqlBackend::connect(&u, wait).await?),
         };
         let file = path.as_deref().and_then(FileIdentity::of);
-        Ok(SqlStore { backend, file })
+        Ok(SqlStore {
+            backend,
+            file,
+            outages: None,
+        })
+    }
+
+    /// A clone whose calls, when the connection to the server is lost, wait and try again every
+    /// second until it answers or `give_up` turns `true` (see [`crate::outage`]). For drivers,
+    /// whose trials keep running through a database restart; the clone shares the pool.
+    pub fn riding_outages(&self, give_up: watch::Receiver<bool>) -> SqlStore {
+        SqlStore {
+            outages: Some(Outages::new(give_up)),
+            ..self.clone()
+        }
     }
 
     /// Which database this store talks to: `sqlite`, `postgres` or `mysql`.
@@ -293,7 +321,8 @@ impl SqlStore {
         experiment: &str,
         f: &mut (dyn FnMut(&str, i64, &str, &str) + Send),
     ) -> Result<(), StoreError> {
-        dispatch!(self.for_each_experiment_observation(experiment, f))
+        // Not retried: rows already handed to `f` would be handed to it again.
+        dispatch_once!(self.for_each_experiment_observation(experiment, f))
     }
 
     /// Deletes a trial's observation logs and its reduced observation (Katib

@@ -1,12 +1,14 @@
 """A small Katib suggestion plugin built on the kubeflow-katib stubs: proposes lr values on a
 fixed ladder (0.1, 0.2, ...), one per requested trial, counting from the trials it is sent.
-Prints its port on stdout, logs each request to argv[1]."""
+Prints its port on stdout, logs each request to argv[1]. With argv[2] `short-once` its first
+reply holds no assignment, as a plugin having a hiccup would."""
 import sys
 from concurrent import futures
 
 from katib_stubs import grpc, pb, pb_grpc
 
 LOG = sys.argv[1]
+SHORT_ONCE = sys.argv[2:] == ["short-once"]
 
 
 class Ladder(pb_grpc.SuggestionServicer):
@@ -18,6 +20,10 @@ class Ladder(pb_grpc.SuggestionServicer):
             f.write(f"{request.experiment.name} trials={done} current={request.current_request_number} "
                     f"total={request.total_request_number} names={','.join(names)}\n")
         out = []
+        global SHORT_ONCE
+        if SHORT_ONCE:
+            SHORT_ONCE = False
+            return pb.GetSuggestionsReply(parameter_assignments=out)
         for k in range(request.current_request_number):
             value = round(0.1 * (done + k + 1), 10)
             out.append(pb.GetSuggestionsReply.ParameterAssignments(

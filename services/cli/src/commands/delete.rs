@@ -1,6 +1,7 @@
 //! `vernier delete NAME`: removes an experiment with its trials and observations, and with
-//! `--logs` its trial logs too (only the `<trial>.log` files of its own trials, so a log
-//! directory shared with other experiments keeps theirs).
+//! `--logs` what its trials left in the log directory too (each trial's log, its own directory
+//! and its checkpoint directory, and nothing else, so a log directory shared with other
+//! experiments keeps theirs).
 
 use crate::Exit;
 use crate::out::{errln, outln};
@@ -43,11 +44,16 @@ pub async fn delete(db: &str, name: &str, logs: bool) -> anyhow::Result<Exit> {
         return Ok(Exit::Succeeded);
     }
     for f in &files {
-        if let Err(e) = std::fs::remove_file(f) {
+        let removed = match f.is_dir() {
+            true => std::fs::remove_dir_all(f),
+            false => std::fs::remove_file(f),
+        };
+        if let Err(e) = removed {
             errln!("warning: cannot remove {}: {e}", f.display());
         }
     }
     // Only an emptied directory goes; anything else in it stays.
+    let _ = std::fs::remove_dir(Path::new(&exp.log_dir).join("checkpoints"));
     let _ = std::fs::remove_dir(&exp.log_dir);
     outln!(
         "removed {} trial log{} from {}",
@@ -58,15 +64,15 @@ pub async fn delete(db: &str, name: &str, logs: bool) -> anyhow::Result<Exit> {
     Ok(Exit::Succeeded)
 }
 
-/// The log file of each trial (`<log_dir>/<trial>.log`, as the runner names them); none when
-/// the experiment keeps no local logs.
+/// What each trial left under the log directory (see [`vernier_runner::trial_files`]); none
+/// when the experiment keeps no local logs.
 fn log_files(log_dir: &Path, trials: &[String]) -> Vec<PathBuf> {
     if log_dir.as_os_str().is_empty() {
         return Vec::new();
     }
     trials
         .iter()
-        .map(|t| log_dir.join(format!("{t}.log")))
+        .flat_map(|t| vernier_runner::trial_files(log_dir, t))
         .collect()
 }
 
@@ -77,11 +83,17 @@ mod tests {
     #[test]
     fn log_files_are_the_trials_own_and_none_without_a_log_dir() {
         let trials = ["e-a".to_string(), "e-b".to_string()];
+        let files = log_files(Path::new("logs/e"), &trials);
+        let shown: Vec<&str> = files.iter().filter_map(|p| p.to_str()).collect();
         assert_eq!(
-            log_files(Path::new("logs/e"), &trials),
+            shown,
             [
-                PathBuf::from("logs/e/e-a.log"),
-                PathBuf::from("logs/e/e-b.log")
+                "logs/e/e-a.log",
+                "logs/e/e-a",
+                "logs/e/checkpoints/e-a",
+                "logs/e/e-b.log",
+                "logs/e/e-b",
+                "logs/e/checkpoints/e-b"
             ]
         );
         assert!(log_files(Path::new(""), &trials).is_empty());

@@ -240,9 +240,10 @@ impl SuggestionSource for PluginSource {
             })
             .await
             .map_err(source_error)?;
-        if reply.parameter_assignments.len() > request.count {
-            return Err(SourceError::Rejected(format!(
-                "the reply contains {} assignments, {} were asked for",
+        if reply.parameter_assignments.len() != request.count {
+            // Katib's controller refuses such a reply and asks again; it never ends a search.
+            return Err(SourceError::Unavailable(format!(
+                "its reply holds {} assignment(s) where {} were asked for, which Katib's controller refuses",
                 reply.parameter_assignments.len(),
                 request.count
             )));

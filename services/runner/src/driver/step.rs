@@ -125,6 +125,7 @@ impl Run<'_> {
         self.next_seq += 1;
         let row = insert_trial(store, exp, self.shell.seed, seq, &proposal).await?;
         let name = row.name.clone();
+        exp.clear_trial_dir(&name)?;
         self.trials.push(Tracked {
             assignment_text: proposal.assignment.to_string(),
             objective_text: None,

@@ -49,13 +49,15 @@ pub fn operator_env(
     set: &ReplicaSet,
     id: ReplicaId,
     ports: &BTreeMap<ReplicaId, u16>,
-    mpi_hostfile: Option<&Path>,
+    mpi_hostfile_dir: Option<&Path>,
 ) -> Vec<(String, String)> {
     match set.kind {
+        // The operator leaves TF_CONFIG out of a job of one replica ("local training").
+        JobKind::TfJob if total(set) == 1 => Vec::new(),
         JobKind::TfJob => vec![("TF_CONFIG".into(), tf_config(set, id, ports))],
         JobKind::PyTorchJob => pytorch_env(set, id, ports),
         JobKind::XgBoostJob => xgboost_env(set, id, ports),
-        JobKind::MpiJob => mpi_env(id, mpi_hostfile),
+        JobKind::MpiJob => mpi_env(id, mpi_hostfile_dir),
     }
 }
 
@@ -203,33 +205,43 @@ fn xgboost_env(
     env
 }
 
-/// The launcher gets the hostfile through the variables Open MPI (`OMPI_MCA_orte_default_hostfile`,
-/// as the operator sets it), MPICH (`HYDRA_HOST_FILE`) and Intel MPI (`I_MPI_HYDRA_HOST_FILE`)
-/// read, so a plain `mpirun` starts its ranks on this machine. No rsh agent is set: the ranks
-/// are local processes of `mpirun`, not `kubectl exec` calls into worker pods.
-fn mpi_env(id: ReplicaId, hostfile: Option<&Path>) -> Vec<(String, String)> {
-    match (id.replica_type, hostfile) {
-        (ReplicaType::Launcher, Some(path)) => {
-            let path = path.display().to_string();
+/// The launcher gets the hostfiles through the variables Open MPI
+/// (`OMPI_MCA_orte_default_hostfile`, as the operator sets it), MPICH (`HYDRA_HOST_FILE`) and
+/// Intel MPI (`I_MPI_HYDRA_HOST_FILE`) read, so a plain `mpirun` starts its ranks on this
+/// machine; `dir` holds the files [`mpi_hostfiles`] names. No rsh agent is set: the ranks are
+/// local processes of `mpirun`, not `kubectl exec` calls into worker pods.
+fn mpi_env(id: ReplicaId, dir: Option<&Path>) -> Vec<(String, String)> {
+    match (id.replica_type, dir) {
+        (ReplicaType::Launcher, Some(dir)) => {
+            let open_mpi = dir.join(OPEN_MPI_HOSTFILE).display().to_string();
+            let hydra = dir.join(HYDRA_HOSTFILE).display().to_string();
             [
-                "OMPI_MCA_orte_default_hostfile",
-                "HYDRA_HOST_FILE",
-                "I_MPI_HYDRA_HOST_FILE",
-                MPI_HOSTFILE_ENV,
+                ("OMPI_MCA_orte_default_hostfile", &open_mpi),
+                ("HYDRA_HOST_FILE", &hydra),
+                ("I_MPI_HYDRA_HOST_FILE", &hydra),
+                (MPI_HOSTFILE_ENV, &open_mpi),
             ]
             .iter()
-            .map(|k| (k.to_string(), path.clone()))
+            .map(|(k, path)| (k.to_string(), path.to_string()))
             .collect()
         }
         _ => Vec::new(),
     }
 }
 
-/// The hostfile for the launcher: this machine, with a slot for every worker slot
+/// Open MPI's hostfile, `localhost slots=N`.
+pub const OPEN_MPI_HOSTFILE: &str = "hostfile";
+/// The Hydra launcher's (MPICH, Intel MPI), `localhost:N`: Hydra refuses `slots=`.
+pub const HYDRA_HOSTFILE: &str = "hostfile.hydra";
+
+/// The launcher's hostfiles (file name, text): this machine, with a slot for every worker slot
 /// (`replicas × slotsPerWorker`), where the operator lists one line per worker pod.
-pub fn mpi_hostfile(set: &ReplicaSet) -> String {
+pub fn mpi_hostfiles(set: &ReplicaSet) -> [(&'static str, String); 2] {
     let slots = count(set, ReplicaType::Worker).max(1) * set.slots_per_worker.max(1);
-    format!("localhost slots={slots}\n")
+    [
+        (OPEN_MPI_HOSTFILE, format!("localhost slots={slots}\n")),
+        (HYDRA_HOSTFILE, format!("localhost:{slots}\n")),
+    ]
 }
 
 /// The operator's pod labels for replica `id` (used to find the primary replicas).
@@ -357,6 +369,19 @@ mod tests {
     }
 
     #[test]
+    fn a_tfjob_of_one_replica_gets_no_tf_config_as_from_the_operator() {
+        for replicas in [json!({"Worker": pod(1)}), json!({"Chief": pod(1)})] {
+            let s = set("TFJob", "tfReplicaSpecs", replicas);
+            let ids = replica_ids(&s);
+            assert!(operator_env(&s, ids[0], &ports_for(&s), None).is_empty());
+        }
+        let two = set("TFJob", "tfReplicaSpecs", json!({"Worker": pod(2)}));
+        let ids = replica_ids(&two);
+        let env = operator_env(&two, ids[0], &ports_for(&two), None);
+        assert!(get(&env, "TF_CONFIG").contains("\"worker\""));
+    }
+
+    #[test]
     fn pytorch_ranks_follow_the_master() {
         let s = set(
             "PyTorchJob",
@@ -426,14 +451,19 @@ mod tests {
         let s = vernier_spec::template::replica_set(&doc, "main")
             .unwrap()
             .unwrap();
-        assert_eq!(mpi_hostfile(&s), "localhost slots=6\n");
-        let ids = replica_ids(&s);
-        let env = operator_env(&s, ids[0], &BTreeMap::new(), Some(Path::new("/t/hostfile")));
-        assert_eq!(get(&env, "OMPI_MCA_orte_default_hostfile"), "/t/hostfile");
-        assert_eq!(get(&env, "HYDRA_HOST_FILE"), "/t/hostfile");
-        assert!(
-            operator_env(&s, ids[1], &BTreeMap::new(), Some(Path::new("/t/hostfile"))).is_empty()
+        assert_eq!(
+            mpi_hostfiles(&s),
+            [
+                ("hostfile", "localhost slots=6\n".to_string()),
+                ("hostfile.hydra", "localhost:6\n".to_string())
+            ]
         );
+        let ids = replica_ids(&s);
+        let env = operator_env(&s, ids[0], &BTreeMap::new(), Some(Path::new("/t")));
+        assert_eq!(get(&env, "OMPI_MCA_orte_default_hostfile"), "/t/hostfile");
+        assert_eq!(get(&env, "HYDRA_HOST_FILE"), "/t/hostfile.hydra");
+        assert_eq!(get(&env, "I_MPI_HYDRA_HOST_FILE"), "/t/hostfile.hydra");
+        assert!(operator_env(&s, ids[1], &BTreeMap::new(), Some(Path::new("/t"))).is_empty());
         // The worker has no command: mpirun starts its ranks.
         assert!(s.get(ReplicaType::Worker).unwrap().container.is_none());
     }

@@ -2,7 +2,7 @@
 //! processes to run: a command per replica with the operator's environment and free loopback
 //! ports, which replicas Katib would collect metrics from, and the notes the user should see.
 
-use super::env::{ReplicaId, mpi_hostfile, operator_env, operator_labels, replica_ids};
+use super::env::{ReplicaId, mpi_hostfiles, operator_env, operator_labels, replica_ids};
 use super::policy::SuccessRule;
 use super::resources::{GpuAssigner, gpus_requested, requested};
 use crate::error::RunnerError;
@@ -37,8 +37,8 @@ pub struct ReplicaJob {
     pub summary_log: PathBuf,
     /// Lines for the top of the summary log: addresses, resources, ignored fields.
     pub description: Vec<String>,
-    /// The MPI hostfile to write before the launcher starts.
-    pub hostfile: Option<(PathBuf, String)>,
+    /// The MPI hostfiles to write before the launcher starts.
+    pub hostfiles: Vec<(PathBuf, String)>,
 }
 
 /// The trial's replica set, if its template is a training-operator job.
@@ -79,8 +79,14 @@ pub fn build_job(
             ),
         ))
     })?;
-    let hostfile =
-        (set.kind == JobKind::MpiJob).then(|| (trial_dir.join("hostfile"), mpi_hostfile(set)));
+    let mpi = set.kind == JobKind::MpiJob;
+    let hostfiles: Vec<(PathBuf, String)> = match mpi {
+        true => mpi_hostfiles(set)
+            .into_iter()
+            .map(|(name, text)| (trial_dir.join(name), text))
+            .collect(),
+        false => Vec::new(),
+    };
     let primary_labels: BTreeMap<String, String> = exp
         .spec
         .spec
@@ -98,7 +104,7 @@ pub fn build_job(
     if let Some(limit) = set.backoff_limit {
         description.push(format!(
             "runPolicy.backoffLimit {limit}: the job fails at restart {}",
-            limit + 1
+            limit.max(1)
         ));
     }
     for field in &set.ignored {
@@ -163,7 +169,7 @@ pub fn build_job(
             set,
             id,
             &ports,
-            hostfile.as_ref().map(|(p, _)| p.as_path()),
+            mpi.then_some(trial_dir.as_path()),
         ));
         if let Some(visible) = assignment.visible {
             cmd.env.push(("CUDA_VISIBLE_DEVICES".into(), visible));
@@ -196,7 +202,7 @@ pub fn build_job(
         success: SuccessRule::of(set),
         summary_log: exp.log_path(trial),
         description,
-        hostfile,
+        hostfiles,
     })
 }
 

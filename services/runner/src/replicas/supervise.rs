@@ -108,13 +108,13 @@ pub async fn run_job(
             store_error: None,
         },
     };
-    if let Some((path, text)) = &sup.job.hostfile
-        && let Err(e) = std::fs::write(path, text)
-    {
-        let msg = format!("cannot write the MPI hostfile {}: {e}", path.display());
-        sup.summary.line(&msg);
-        sup.report.end = ProcessEnd::JobFailed(msg);
-        return sup.report;
+    for (path, text) in &sup.job.hostfiles {
+        if let Err(e) = std::fs::write(path, text) {
+            let msg = format!("cannot write the MPI hostfile {}: {e}", path.display());
+            sup.summary.line(&msg);
+            sup.report.end = ProcessEnd::JobFailed(msg);
+            return sup.report;
+        }
     }
     for i in 0..sup.slots.len() {
         sup.start(i, None);
@@ -188,7 +188,13 @@ impl Supervisor {
         match decide(policy, &r.end) {
             Decision::Restart => {
                 self.restarts += 1;
-                if let Some(limit) = self.job.backoff_limit.filter(|l| self.restarts > *l) {
+                // The operator fails the job once its pods' restart counts reach the limit
+                // (`PastBackoffLimit`: `>= limit`, or `> 0` for a limit of 0).
+                if let Some(limit) = self
+                    .job
+                    .backoff_limit
+                    .filter(|l| self.restarts >= (*l).max(1))
+                {
                     return Some(Ending::Failed(format!(
                         "replica {id} {what} (restartPolicy {}) and the job has used its runPolicy.backoffLimit of {limit} restart(s)",
                         policy.name()

@@ -1,0 +1,219 @@
+//! Riding out a database server that stops answering for a while (a restart, a failover, a
+//! network blip): a driver's store tries a call again, once a second, when its connection was
+//! lost, instead of failing it and ending an experiment whose trials are still running. It
+//! waits until the server answers again or the driver gives up (Ctrl-C), and then returns the
+//! connection error as before.
+//!
+//! A write whose connection broke after the server committed it but before it answered is sent
+//! again: for observations that records one value twice, which changes no metric strategy
+//! (min, max, latest); for a new trial row the second insert is refused as a duplicate and the
+//! run ends with that error, which `vernier resume` continues. Commands that only read
+//! (`report`, `list`) do not ride: they fail at once and can simply be run again.
+
+use crate::error::StoreError;
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+use tokio::sync::watch;
+
+/// How long a call waits before it is tried again.
+const RETRY_EVERY: Duration = Duration::from_secs(1);
+
+/// The riding policy a store's clones share.
+#[derive(Debug, Clone)]
+pub(crate) struct Outages {
+    /// Becomes `true` when the driver is being stopped: waiting ends with the error.
+    give_up: watch::Receiver<bool>,
+    /// Whether a call is waiting now, so one outage is told once, not once per call.
+    waiting: Arc<AtomicBool>,
+    retry_every: Duration,
+}
+
+impl Outages {
+    pub(crate) fn new(give_up: watch::Receiver<bool>) -> Outages {
+        Outages {
+            give_up,
+            waiting: Arc::new(AtomicBool::new(false)),
+            retry_every: RETRY_EVERY,
+        }
+    }
+
+    /// Runs `call`, and again while it fails with a lost connection and nobody gave up.
+    pub(crate) async fn ride<T, F, Fut>(&self, mut call: F) -> Result<T, StoreError>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, StoreError>>,
+    {
+        let mut result = call().await;
+        let mut since = None;
+        loop {
+            let error = match result {
+                Err(e) if rides(&e) => e,
+                other => {
+                    if let Some(since) = since {
+                        self.answered(since);
+                    }
+                    return other;
+                }
+            };
+            let mut give_up = self.give_up.clone();
+            if *give_up.borrow_and_update() {
+                return Err(error);
+            }
+            since.get_or_insert_with(Instant::now);
+            self.waits(&error);
+            let retry = async {
+                tokio::time::sleep(self.retry_every).await;
+                call().await
+            };
+            tokio::select! {
+                r = retry => result = r,
+                () = given_up(&mut give_up) => return Err(error),
+            }
+        }
+    }
+
+    fn waits(&self, error: &StoreError) {
+        if !self.waiting.swap(true, Ordering::SeqCst)
+            && let StoreError::ConnectionLost { url, error, .. } = error
+        {
+            tracing::warn!(
+                "database {url} does not answer ({error}); the run waits for it and tries again every {:?}, and what trials print meanwhile is recorded once it answers\nhint: Ctrl-C stops the run (`vernier resume` continues it)",
+                self.retry_every
+            );
+        }
+    }
+
+    fn answered(&self, since: Instant) {
+        if self.waiting.swap(false, Ordering::SeqCst) {
+            tracing::info!(
+                "the database answers again ({:.0?} after the first retry); the run goes on",
+                since.elapsed()
+            );
+        }
+    }
+}
+
+/// A lost connection is worth waiting out; a store closed on purpose is not.
+fn rides(error: &StoreError) -> bool {
+    matches!(error, StoreError::ConnectionLost { error, .. } if !matches!(error, sqlx::Error::PoolClosed))
+}
+
+/// Resolves once `give_up` says `true`; never if its sender is gone (nobody can ask any more).
+async fn given_up(give_up: &mut watch::Receiver<bool>) {
+    if give_up.wait_for(|g| *g).await.is_err() {
+        std::future::pending::<()>().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+
+    fn lost(error: sqlx::Error) -> StoreError {
+        StoreError::ConnectionLost {
+            action: "read trial",
+            name: "t".into(),
+            url: "postgres://h/db".into(),
+            error,
+        }
+    }
+
+    /// Fails the first `failures` calls with `error()`, then answers with the call count.
+    fn flaky(
+        failures: usize,
+        error: fn() -> StoreError,
+    ) -> (
+        Arc<AtomicUsize>,
+        impl FnMut() -> std::future::Ready<Result<usize, StoreError>>,
+    ) {
+        let calls = Arc::new(AtomicUsize::new(0));
+        let counter = calls.clone();
+        let call = move || {
+            let n = counter.fetch_add(1, Ordering::SeqCst) + 1;
+            std::future::ready(if n <= failures { Err(error()) } else { Ok(n) })
+        };
+        (calls, call)
+    }
+
+    fn refused() -> StoreError {
+        lost(sqlx::Error::PoolTimedOut)
+    }
+
+    const PAUSE: Duration = Duration::from_millis(20);
+
+    /// Riding with a short pause, so the tests run in real time.
+    fn outages(give_up: watch::Receiver<bool>) -> Outages {
+        Outages {
+            retry_every: PAUSE,
+            ..Outages::new(give_up)
+        }
+    }
+
+    #[tokio::test]
+    async fn lost_connections_are_tried_again_until_the_server_answers() {
+        let (_tx, rx) = watch::channel(false);
+        let outages = outages(rx);
+        let (calls, call) = flaky(3, refused);
+        let started = Instant::now();
+        assert_eq!(outages.ride(call).await.unwrap(), 4);
+        assert_eq!(calls.load(Ordering::SeqCst), 4);
+        assert!(started.elapsed() >= PAUSE * 3);
+        assert!(!outages.waiting.load(Ordering::SeqCst));
+    }
+
+    #[tokio::test]
+    async fn other_errors_and_a_closed_store_fail_at_once() {
+        let (_tx, rx) = watch::channel(false);
+        let outages = outages(rx);
+        type Case = (fn() -> StoreError, &'static str);
+        let table: [Case; 3] = [
+            (|| StoreError::not_found("trial", "t"), "not found"),
+            (|| lost(sqlx::Error::PoolClosed), "closed"),
+            (
+                || StoreError::Locked {
+                    action: "update trial",
+                    name: "t".into(),
+                    url: "u".into(),
+                    waited: Duration::from_secs(30),
+                },
+                "locked",
+            ),
+        ];
+        for (error, case) in table {
+            let (calls, call) = flaky(1, error);
+            assert!(outages.ride(call).await.is_err(), "{case}");
+            assert_eq!(calls.load(Ordering::SeqCst), 1, "{case}");
+        }
+    }
+
+    #[tokio::test]
+    async fn giving_up_ends_the_wait_with_the_connection_error() {
+        let (tx, rx) = watch::channel(false);
+        let outages = outages(rx);
+        let (calls, call) = flaky(usize::MAX, refused);
+        let stopper = tokio::spawn(async move {
+            tokio::time::sleep(PAUSE * 5 / 2).await;
+            tx.send(true).unwrap();
+        });
+        let err = outages.ride(call).await.unwrap_err();
+        assert!(matches!(err, StoreError::ConnectionLost { .. }), "{err}");
+        assert!(calls.load(Ordering::SeqCst) >= 2);
+        stopper.await.unwrap();
+        // Already given up: the first failure is returned without waiting.
+        let (calls, call) = flaky(usize::MAX, refused);
+        assert!(outages.ride(call).await.is_err());
+        assert_eq!(calls.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test]
+    async fn nobody_left_to_give_up_means_waiting_on() {
+        let (tx, rx) = watch::channel(false);
+        drop(tx);
+        let outages = outages(rx);
+        let (_, call) = flaky(2, refused);
+        assert_eq!(outages.ride(call).await.unwrap(), 3);
+    }
+}
