@@ -243,6 +243,40 @@ fn a_plugin_reply_short_of_the_request_is_asked_again() {
     assert_eq!(trials_in(&sb.report("hiccup"), "Succeeded").len(), 3);
 }
 
+/// A reply the run must refuse ends it with that error, and the trial still running is stopped
+/// and recorded Killed, the experiment Interrupted, as after Ctrl-C: nothing is left Running.
+#[test]
+fn a_refused_plugin_reply_stops_and_records_the_running_trials() {
+    if !katib_sdk("a_refused_plugin_reply_stops_and_records_the_running_trials") {
+        return;
+    }
+    let sb = Sandbox::new();
+    let log = sb.path().join("plugin.log");
+    let (_plugin, port) = start_plugin(&log, &["bad-later"]);
+    let yaml = python_experiment(
+        "refused",
+        "import sys, time\nx = float(sys.argv[1])\ntime.sleep(0.2 if x < 0.15 else 30)\nprint('score=' + sys.argv[1])",
+        "  objective:\n    type: maximize\n    objectiveMetricName: score\n  parallelTrialCount: 2\n  maxTrialCount: 4",
+    );
+    let file = sb.write("refused.yaml", &yaml);
+    let flag = format!("random=127.0.0.1:{port}");
+    let out = sb.run(&["run", file.to_str().unwrap(), "--suggestion-plugin", &flag]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("\"bogus\""), "{}", text(&out));
+    let r = sb.report("refused");
+    assert_eq!(trials_in(&r, "Succeeded").len(), 1, "{r:#}");
+    assert_eq!(trials_in(&r, "Killed").len(), 1, "{r:#}");
+    assert_eq!(trials_in(&r, "Running").len(), 0, "{r:#}");
+    let message = r["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "Running")
+        .unwrap()["message"]
+        .to_string();
+    assert!(message.contains("interrupted by an error"), "{r:#}");
+}
+
 #[test]
 fn a_plugin_that_is_down_makes_the_experiment_wait_and_say_so() {
     let sb = Sandbox::new();

@@ -1,7 +1,8 @@
 """A small Katib suggestion plugin built on the kubeflow-katib stubs: proposes lr values on a
 fixed ladder (0.1, 0.2, ...), one per requested trial, counting from the trials it is sent.
 Prints its port on stdout, logs each request to argv[1]. With argv[2] `short-once` its first
-reply holds no assignment, as a plugin having a hiccup would."""
+reply holds no assignment, as a plugin having a hiccup would; with `bad-later` every reply after
+the first names a parameter the experiment does not have."""
 import sys
 from concurrent import futures
 
@@ -9,6 +10,7 @@ from katib_stubs import grpc, pb, pb_grpc
 
 LOG = sys.argv[1]
 SHORT_ONCE = sys.argv[2:] == ["short-once"]
+BAD_LATER = sys.argv[2:] == ["bad-later"]
 
 
 class Ladder(pb_grpc.SuggestionServicer):
@@ -24,10 +26,11 @@ class Ladder(pb_grpc.SuggestionServicer):
         if SHORT_ONCE:
             SHORT_ONCE = False
             return pb.GetSuggestionsReply(parameter_assignments=out)
+        name = "bogus" if BAD_LATER and done > 0 else "x"
         for k in range(request.current_request_number):
             value = round(0.1 * (done + k + 1), 10)
             out.append(pb.GetSuggestionsReply.ParameterAssignments(
-                assignments=[pb.ParameterAssignment(name="x", value=str(value))]))
+                assignments=[pb.ParameterAssignment(name=name, value=str(value))]))
         return pb.GetSuggestionsReply(parameter_assignments=out)
 
     def ValidateAlgorithmSettings(self, request, context):

@@ -139,8 +139,22 @@ impl<'a> Run<'a> {
         self.save_status().await
     }
 
-    /// The loop: ask the planner, wind down, start trials, or wait for something to happen.
+    /// Runs the experiment to its end; on an error (a plugin's bad reply, a database that
+    /// refuses a write) the running trials are stopped and recorded Killed first, as Ctrl-C
+    /// would, so none is left Running with its process gone.
     pub async fn drive(mut self) -> Result<Outcome, RunnerError> {
+        match self.steer().await {
+            Ok(why) => self.finish(why).await,
+            Err(error) => {
+                self.abandon(&error).await;
+                Err(error)
+            }
+        }
+    }
+
+    /// The loop: ask the planner, wind down, start trials, or wait for something to happen;
+    /// returns why the experiment ends once no trial runs.
+    async fn steer(&mut self) -> Result<StopReason, RunnerError> {
         let mut tick = tokio::time::interval(CHECK_EVERY);
         loop {
             let p = self.plan();
@@ -158,7 +172,7 @@ impl<'a> Run<'a> {
             if let Some(why) = self.stopping
                 && self.running.is_empty()
             {
-                return self.finish(why).await;
+                return Ok(why);
             }
             if self.stopping.is_none() && p.request > 0 && self.start_trials(&p).await? {
                 continue;
@@ -293,6 +307,37 @@ impl<'a> Run<'a> {
         }
     }
 
+    /// After `error`: stops the running trials, records how each ended and marks the
+    /// experiment Interrupted, as far as the store lets it. Nothing is written once another
+    /// driver holds the lease or the database is gone.
+    async fn abandon(&mut self, error: &RunnerError) {
+        if self.lease_lost.is_some() {
+            return;
+        }
+        self.stopping = Some(StopReason::Interrupted);
+        self.signal_all(StopLevel::Terminate);
+        while let Some(joined) = self.tasks.join_next().await {
+            if let Ok((name, report)) = joined
+                && let Err(e) = self.trial_ended(name, report).await
+            {
+                self.warn(format!("while stopping after an error: {e}"));
+            }
+        }
+        let msg = format!(
+            "Experiment was interrupted by an error: {error}; `vernier resume {}` continues it",
+            self.shell.exp.name
+        );
+        self.set_interrupted(&msg);
+        let _ = self.save_status().await;
+    }
+
+    fn set_interrupted(&mut self, msg: &str) {
+        let now = crate::process::now_us();
+        let r = reason::EXPERIMENT_INTERRUPTED;
+        set_condition(&mut self.conditions, "Running", false, r, msg, now);
+        set_status(&mut self.status, "Interrupted", r, msg);
+    }
+
     /// Writes the final status once no trial runs.
     async fn finish(mut self, why: StopReason) -> Result<Outcome, RunnerError> {
         let progress = self.progress();
@@ -313,9 +358,7 @@ impl<'a> Run<'a> {
                     "Experiment was interrupted; `vernier resume {}` continues it",
                     self.shell.exp.name
                 );
-                let r = reason::EXPERIMENT_INTERRUPTED;
-                set_condition(&mut self.conditions, "Running", false, r, &msg, now);
-                set_status(&mut self.status, "Interrupted", r, &msg);
+                self.set_interrupted(&msg);
                 Outcome::Interrupted { progress }
             }
         };
