@@ -418,6 +418,27 @@ fn the_backoff_limit_caps_restarts_across_the_job() {
 }
 
 #[test]
+fn a_job_past_its_active_deadline_fails_as_on_the_operator() {
+    let sb = Sandbox::new();
+    let yaml = tfjob(
+        "deadline",
+        "        runPolicy:\n          activeDeadlineSeconds: 1\n",
+        &[
+            replica("Chief", 1, "Never", &[("CHIEF_WAITS", "never.done")]),
+            replica("PS", 1, "Never", &[("MODE", "forever")]),
+        ],
+    );
+    let (code, trial, summary, _) = run_one(&sb, "deadline", &yaml);
+    assert_eq!(code, Some(1), "{summary}");
+    let (state, message) = condition(&trial);
+    assert_eq!(state, "Failed");
+    assert!(
+        message.contains("runPolicy.activeDeadlineSeconds of 1 s"),
+        "{message}"
+    );
+}
+
+#[test]
 fn a_parameter_server_that_never_exits_is_stopped_when_the_chief_finishes() {
     let sb = Sandbox::new();
     let yaml = tfjob(

@@ -216,6 +216,32 @@ fn a_python_suggestion_plugin_drives_vernier_run_to_the_end() {
     assert!(requests.lines().count() >= 3, "{requests}");
 }
 
+/// An algorithm Vernier does not have, served by a plugin, as a katib-config entry would serve
+/// it on a cluster: accepted, run, and reported.
+#[test]
+fn a_plugin_serves_an_algorithm_vernier_does_not_have() {
+    if !katib_sdk("a_plugin_serves_an_algorithm_vernier_does_not_have") {
+        return;
+    }
+    let sb = Sandbox::new();
+    let log = sb.path().join("plugin.log");
+    let (_plugin, port) = start_plugin(&log, &[]);
+    let yaml = python_experiment(
+        "ladder",
+        "import sys; print('score=' + sys.argv[1])",
+        "  objective:\n    type: maximize\n    objectiveMetricName: score\n  parallelTrialCount: 1\n  maxTrialCount: 2",
+    )
+    .replace("algorithmName: random", "algorithmName: my-ladder");
+    let file = sb.write("ladder.yaml", &yaml);
+    let out = sb.run(&["run", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("\"my-ladder\""), "{}", text(&out));
+    let flag = format!("my-ladder=127.0.0.1:{port}");
+    let out = sb.run(&["run", file.to_str().unwrap(), "--suggestion-plugin", &flag]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(trials_in(&sb.report("ladder"), "Succeeded").len(), 2);
+}
+
 /// Katib's controller refuses a reply that does not hold the assignments it asked for and asks
 /// again; an empty reply is no end of the search.
 #[test]

@@ -163,7 +163,7 @@ pub async fn load(store: &SqlStore, name: &str) -> Result<ExperimentReport, Repo
         .get_experiment(name)
         .await?
         .ok_or_else(|| ReportError::ExperimentNotFound(name.to_string()))?;
-    let spec = vernier_spec::parse_experiment(&row.spec_json).map_err(|e| {
+    let spec = vernier_spec::parse_stored_experiment(&row.spec_json).map_err(|e| {
         ReportError::CorruptExperiment {
             name: name.to_string(),
             reason: e.to_string(),

@@ -40,7 +40,7 @@ pub fn with_limits(spec_json: &str, limits: NewLimits) -> Result<String, RunnerE
         }
     }
     let text = doc.to_string();
-    vernier_spec::parse_experiment(&text)?;
+    vernier_spec::parse_stored_experiment(&text)?;
     Ok(text)
 }
 
@@ -57,7 +57,7 @@ pub async fn extend(store: &SqlStore, name: &str, limits: NewLimits) -> Result<b
     let finished = matches!(row.status.phase.as_str(), "Succeeded" | "Failed");
     if finished {
         let trials = store.list_trials(name).await?.len() as u32;
-        let max = vernier_spec::parse_experiment(&spec_json)?
+        let max = vernier_spec::parse_stored_experiment(&spec_json)?
             .spec
             .max_trial_count
             .map(|n| n.max(0) as u32);

@@ -21,7 +21,10 @@ pub mod validate;
 
 pub use defaults::apply_defaults;
 pub use error::{SpecError, SpecErrors};
-pub use parse::{parse_experiment, parse_experiment_file, parse_experiment_value};
+pub use parse::{
+    parse_experiment, parse_experiment_file, parse_experiment_file_served, parse_experiment_served,
+    parse_experiment_value, parse_stored_experiment,
+};
 pub use template::{ContainerSpec, container_from, primary_container, render_trial_spec};
 #[cfg(feature = "crd")]
 pub use trial::TrialResource;

@@ -12,6 +12,12 @@ use std::path::Path;
 
 /// Parses, defaults and validates an experiment written in YAML or JSON.
 pub fn parse_experiment(text: &str) -> Result<Experiment, SpecErrors> {
+    parse_experiment_served(text, &[])
+}
+
+/// [`parse_experiment`] accepting also the algorithm names in `served`, which an external
+/// suggestion service serves (as Katib accepts any name its katib-config lists).
+pub fn parse_experiment_served(text: &str, served: &[&str]) -> Result<Experiment, SpecErrors> {
     let mut errors = SpecErrors::default();
     let (parsed, unknown) = deserialize(text)?;
     errors.0.extend(unknown);
@@ -24,10 +30,24 @@ pub fn parse_experiment(text: &str) -> Result<Experiment, SpecErrors> {
     };
     errors.0.extend(check_version(&exp));
     defaults::apply_defaults(&mut exp);
-    if let Err(invalid) = validate::validate(&exp) {
+    if let Err(invalid) = validate::validate_served(&exp, served) {
         errors.0.extend(invalid);
     }
     errors.into_result(exp)
+}
+
+/// Parses an experiment a store recorded: it was validated then, with whatever suggestion
+/// service served its algorithm, so its own algorithm name is accepted whatever it is.
+pub fn parse_stored_experiment(json: &str) -> Result<Experiment, SpecErrors> {
+    let own = serde_json::from_str::<serde_json::Value>(json)
+        .ok()
+        .and_then(|v| {
+            v["spec"]["algorithm"]["algorithmName"]
+                .as_str()
+                .map(str::to_owned)
+        });
+    let served: Vec<&str> = own.as_deref().into_iter().collect();
+    parse_experiment_served(json, &served)
 }
 
 /// Parses an experiment already held as JSON (e.g. a custom resource read from Kubernetes).
@@ -68,6 +88,14 @@ fn without_position(message: &str) -> &str {
 
 /// Reads `path` and parses it with [`parse_experiment`].
 pub fn parse_experiment_file(path: &Path) -> Result<Experiment, SpecErrors> {
+    parse_experiment_file_served(path, &[])
+}
+
+/// Reads `path` and parses it with [`parse_experiment_served`].
+pub fn parse_experiment_file_served(
+    path: &Path,
+    served: &[&str],
+) -> Result<Experiment, SpecErrors> {
     let text = read_text_capped(path, MAX_SPEC_BYTES).map_err(|e| {
         let message = match e {
             CappedReadError::Io(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -85,7 +113,7 @@ pub fn parse_experiment_file(path: &Path) -> Result<Experiment, SpecErrors> {
             message,
         }
     })?;
-    parse_experiment(&text)
+    parse_experiment_served(&text, served)
 }
 
 /// Syntax errors end parsing at once; otherwise returns the typed result (or every type error

@@ -43,7 +43,7 @@ pub async fn enqueue(db: &str, name: &str, params: &[String]) -> anyhow::Result<
             row.status.reason
         );
     }
-    let mut spec = vernier_spec::parse_experiment(&row.spec_json)
+    let mut spec = vernier_spec::parse_stored_experiment(&row.spec_json)
         .map_err(|e| anyhow::anyhow!("stored experiment {name:?} is unreadable: {e}"))?;
     let space = spec
         .search_space()

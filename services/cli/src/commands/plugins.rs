@@ -34,16 +34,52 @@ use vernier_runner::{LocalExperiment, SourceError, SourceRequest, SuggestionSour
 use vernier_store::{SqlStore, TrialRow};
 
 #[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 struct PluginEntry {
     algorithm_name: String,
     address: String,
     #[serde(default)]
     timeout_seconds: Option<u64>,
-    /// Katib's entries carry an image and resources; they mean nothing locally.
     #[serde(default)]
     image: Option<String>,
+    /// The rest of a katib-config entry (its container's fields, its volume); checked
+    /// against [`KATIB_ENTRY_FIELDS`] so a misspelt field is still refused.
+    #[serde(flatten)]
+    katib: BTreeMap<String, serde::de::IgnoredAny>,
 }
+
+/// What a katib-config `suggestions` entry may hold besides the fields above: Katib's
+/// `SuggestionConfig` and the Kubernetes container it embeds. They mean nothing locally.
+const KATIB_ENTRY_FIELDS: [&str; 28] = [
+    "serviceAccountName",
+    "volumeMountPath",
+    "persistentVolumeClaimSpec",
+    "persistentVolumeSpec",
+    "persistentVolumeLabels",
+    "name",
+    "command",
+    "args",
+    "workingDir",
+    "ports",
+    "envFrom",
+    "env",
+    "resources",
+    "resizePolicy",
+    "restartPolicy",
+    "volumeMounts",
+    "volumeDevices",
+    "livenessProbe",
+    "readinessProbe",
+    "startupProbe",
+    "lifecycle",
+    "terminationMessagePath",
+    "terminationMessagePolicy",
+    "imagePullPolicy",
+    "securityContext",
+    "stdin",
+    "stdinOnce",
+    "tty",
+];
 
 #[derive(Debug, Deserialize, Default)]
 struct PluginFile {
@@ -57,6 +93,8 @@ struct PluginFile {
 #[derive(Debug, Clone, Default)]
 pub struct Plugins {
     by_algorithm: BTreeMap<String, (String, Duration)>,
+    /// Names given with `--suggestion-plugin`, each meant for the experiment at hand.
+    flagged: Vec<String>,
 }
 
 impl Plugins {
@@ -75,6 +113,16 @@ impl Plugins {
                 .into_iter()
                 .chain(parsed.runtime.map(|r| r.suggestions).unwrap_or_default());
             for (i, e) in entries.enumerate() {
+                if let Some(field) = e
+                    .katib
+                    .keys()
+                    .find(|k| !KATIB_ENTRY_FIELDS.contains(&k.as_str()))
+                {
+                    bail!(
+                        "{}: suggestions[{i}].{field} is not a field of a suggestion entry\nhint: an entry holds algorithmName, address and timeoutSeconds (katib-config's image, resources and other container fields are accepted and ignored)",
+                        path.display()
+                    );
+                }
                 if e.address.trim().is_empty() {
                     bail!(
                         "{}: suggestions[{i}].address is empty{}\nhint: give the host:port the plugin listens on",
@@ -104,8 +152,25 @@ impl Plugins {
             plugins
                 .by_algorithm
                 .insert(name.to_string(), (addr.to_string(), DEFAULT_DEADLINE));
+            plugins.flagged.push(name.to_string());
         }
         Ok(plugins)
+    }
+
+    /// Refuses a `--suggestion-plugin` name that is not `algorithm` (a typo would otherwise
+    /// leave the built-in algorithm running unnoticed); a file's entries may serve others.
+    pub fn check_flags_for(&self, algorithm: &str) -> anyhow::Result<()> {
+        match self.flagged.iter().find(|n| *n != algorithm) {
+            Some(name) => bail!(
+                "--suggestion-plugin {name}=...: the experiment's algorithm is {algorithm:?}, so no request would reach it\nhint: name the plugin after spec.algorithm.algorithmName ({algorithm}=HOST:PORT)"
+            ),
+            None => Ok(()),
+        }
+    }
+
+    /// The algorithm names the plugins serve: an experiment may name one Vernier lacks.
+    pub fn algorithms(&self) -> Vec<&str> {
+        self.by_algorithm.keys().map(String::as_str).collect()
     }
 
     /// The source serving this experiment's algorithm, if a plugin is configured for it;
@@ -276,6 +341,55 @@ mod tests {
     use super::*;
     use std::collections::BTreeMap;
     use vernier_core::{Assignment, Direction, Objective, ParamValue};
+
+    fn load_file(text: &str) -> anyhow::Result<Plugins> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("plugins.yaml");
+        std::fs::write(&path, text).unwrap();
+        Plugins::load(Some(&path), &[])
+    }
+
+    #[test]
+    fn katib_config_entries_are_read_and_their_container_fields_ignored() {
+        let plugins = load_file(
+            "runtime:\n  suggestions:\n    - algorithmName: random\n      image: docker.io/kubeflowkatib/suggestion-hyperopt\n      imagePullPolicy: IfNotPresent\n      resources: {limits: {memory: 200Mi}}\n      address: 127.0.0.1:7000\n      timeoutSeconds: 5\n",
+        )
+        .unwrap();
+        assert_eq!(plugins.algorithms(), ["random"]);
+        assert_eq!(
+            plugins.by_algorithm["random"],
+            ("127.0.0.1:7000".to_string(), Duration::from_secs(5))
+        );
+    }
+
+    #[test]
+    fn a_misspelt_entry_field_is_refused_by_name() {
+        let err = load_file(
+            "suggestions:\n  - algorithmName: random\n    address: 127.0.0.1:7000\n    timeoutSecond: 5\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("suggestions[0].timeoutSecond is not a field"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_flag_for_another_algorithm_than_the_experiments_is_refused() {
+        let flags = ["randmo=127.0.0.1:7000".to_string()];
+        let plugins = Plugins::load(None, &flags).unwrap();
+        let err = plugins.check_flags_for("random").unwrap_err().to_string();
+        assert!(err.contains("--suggestion-plugin randmo=..."), "{err}");
+        assert!(err.contains("\"random\""), "{err}");
+        let flags = ["random=127.0.0.1:7000".to_string()];
+        assert!(
+            Plugins::load(None, &flags)
+                .unwrap()
+                .check_flags_for("random")
+                .is_ok()
+        );
+    }
 
     fn record(name: &str, state: TrialState, objective: Option<f64>) -> TrialRecord {
         TrialRecord {

@@ -25,7 +25,7 @@ pub async fn run(
     log_dir: Option<PathBuf>,
     plugins: &Plugins,
 ) -> anyhow::Result<Exit> {
-    let spec = match vernier_spec::parse_experiment_file(file) {
+    let spec = match vernier_spec::parse_experiment_file_served(file, &plugins.algorithms()) {
         Ok(spec) => spec,
         Err(errors) => anyhow::bail!(
             "{}: {} problem(s) found\n{errors}",
@@ -60,6 +60,7 @@ pub async fn run(
     // A log directory that cannot be made is refused before the experiment is recorded: a
     // record left behind could only be deleted, as `resume` keeps the directory it names.
     exp.create_log_dir()?;
+    plugins.check_flags_for(&exp.algorithm)?;
     // Bad algorithm settings are reported before anything is recorded.
     let algorithm = match plugins.source_for(&exp, None)? {
         None => AlgorithmSource::BuiltIn,
@@ -169,7 +170,7 @@ async fn prepare_resume(
             row.status.reason
         );
     }
-    let spec = vernier_spec::parse_experiment(&row.spec_json)
+    let spec = vernier_spec::parse_stored_experiment(&row.spec_json)
         .map_err(|e| anyhow::anyhow!("stored experiment {name:?} is unreadable: {e}"))?;
     let paths = LocalPaths {
         work_dir: PathBuf::from(&row.work_dir),

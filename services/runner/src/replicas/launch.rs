@@ -32,6 +32,8 @@ pub struct ReplicaJob {
     pub kind: JobKind,
     pub processes: Vec<ReplicaProcess>,
     pub backoff_limit: Option<u32>,
+    /// `runPolicy.activeDeadlineSeconds`, counted from the job's start.
+    pub active_deadline: Option<std::time::Duration>,
     pub success: SuccessRule,
     /// `<log dir>/<trial>.log`: what the supervisor did, replica by replica.
     pub summary_log: PathBuf,
@@ -105,6 +107,11 @@ pub fn build_job(
         description.push(format!(
             "runPolicy.backoffLimit {limit}: the job fails at restart {}",
             limit.max(1)
+        ));
+    }
+    if let Some(deadline) = set.active_deadline_seconds {
+        description.push(format!(
+            "runPolicy.activeDeadlineSeconds {deadline}: the job fails if it runs longer"
         ));
     }
     for field in &set.ignored {
@@ -199,6 +206,9 @@ pub fn build_job(
         kind: set.kind,
         processes,
         backoff_limit: set.backoff_limit,
+        active_deadline: set
+            .active_deadline_seconds
+            .map(|s| std::time::Duration::from_secs(s.into())),
         success: SuccessRule::of(set),
         summary_log: exp.log_path(trial),
         description,

@@ -121,6 +121,11 @@ pub async fn run_job(
     }
 
     let mut stop_open = true;
+    // The operator's `PastActiveDeadline`: measured from the job's start, restarts included.
+    let deadline = sup.job.active_deadline;
+    let never = std::time::Duration::from_secs(100 * 365 * 24 * 3600);
+    let past_deadline = tokio::time::sleep(deadline.unwrap_or(never));
+    tokio::pin!(past_deadline);
     let ending = loop {
         if *stop.borrow() != StopLevel::Run {
             break Ending::StopRequested;
@@ -138,6 +143,12 @@ pub async fn run_job(
                 if let Some(ending) = ending {
                     break ending;
                 }
+            }
+            () = &mut past_deadline, if deadline.is_some() => {
+                break Ending::Failed(format!(
+                    "it was active longer than its runPolicy.activeDeadlineSeconds of {} s",
+                    deadline.unwrap_or_default().as_secs()
+                ));
             }
             changed = stop.changed(), if stop_open => {
                 if changed.is_err() {

@@ -177,6 +177,8 @@ pub struct ReplicaSet {
     pub replicas: Vec<ReplicaSpec>,
     /// `spec.runPolicy.backoffLimit`: restarts allowed across the whole job.
     pub backoff_limit: Option<u32>,
+    /// `spec.runPolicy.activeDeadlineSeconds`: the job fails once it has run this long.
+    pub active_deadline_seconds: Option<u32>,
     /// TFJob `spec.successPolicy` (`""` or `AllWorkers`).
     pub success_policy: Option<String>,
     /// PyTorchJob `spec.nprocPerNode`.
@@ -288,10 +290,17 @@ fn read_replica_set(
             &format!("{ROOT}.spec.runPolicy.backoffLimit"),
         )?),
     };
+    let active_deadline_seconds = match run_policy.and_then(|r| r.get("activeDeadlineSeconds")) {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(non_negative(
+            v,
+            &format!("{ROOT}.spec.runPolicy.activeDeadlineSeconds"),
+        )?),
+    };
     let mut ignored = Vec::new();
     for f in [
-        "activeDeadlineSeconds",
         "ttlSecondsAfterFinished",
+        "cleanPodPolicy",
         "schedulingPolicy",
     ] {
         if run_policy.and_then(|r| r.get(f)).is_some() {
@@ -316,6 +325,7 @@ fn read_replica_set(
         kind,
         replicas,
         backoff_limit,
+        active_deadline_seconds,
         success_policy: text("successPolicy"),
         nproc_per_node: text("nprocPerNode"),
         slots_per_worker,

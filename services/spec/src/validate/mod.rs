@@ -23,12 +23,17 @@ pub const MAX_NAME_LEN: usize = 40;
 
 /// Checks a (defaulted) experiment; the error lists every problem found.
 pub fn validate(exp: &Experiment) -> Result<(), SpecErrors> {
+    validate_served(exp, &[])
+}
+
+/// [`validate`], accepting also the algorithm names an external suggestion service serves.
+pub fn validate_served(exp: &Experiment, served: &[&str]) -> Result<(), SpecErrors> {
     let mut errs = Errors::default();
     check_name(exp, &mut errs);
     check_counts(exp, &mut errs);
     check_objective(exp, &mut errs);
     objectives::check(exp, &mut errs);
-    check_algorithm(exp, &mut errs);
+    check_algorithm(exp, served, &mut errs);
     check_resume_policy(exp, &mut errs);
     parameters::check(exp, &mut errs);
     nas::check(exp, &mut errs);
@@ -225,13 +230,14 @@ fn check_metric_name_length(path: &str, name: &str, errs: &mut Errors) {
     }
 }
 
-fn check_algorithm(exp: &Experiment, errs: &mut Errors) {
+fn check_algorithm(exp: &Experiment, served: &[&str], errs: &mut Errors) {
+    let known: Vec<&str> = ALGORITHM_NAMES.iter().chain(served).copied().collect();
     match &exp.spec.algorithm {
         None => errs.required(
             "spec.algorithm",
-            &format!("set algorithmName to one of {}", ALGORITHM_NAMES.join(", ")),
+            &format!("set algorithmName to one of {}", known.join(", ")),
         ),
-        Some(a) => check_algorithm_name(a, "spec.algorithm.algorithmName", ALGORITHM_NAMES, errs),
+        Some(a) => check_algorithm_name(a, "spec.algorithm.algorithmName", &known, errs),
     }
     if let Some(es) = &exp.spec.early_stopping {
         check_algorithm_name(
