@@ -98,9 +98,10 @@ fn pytorchjob_example_all_reduces_through_the_master() {
 
 /// One trainer for every replica of the policy tests. Each run leaves `marks/<trial>/<replica>.runN`
 /// holding its pid. The chief waits for the file named by CHIEF_WAITS, prints the metric and
-/// exits 0. Other replicas act by MODE: `ok` (mark done, exit 0), `crash-once` (exit CODE on
-/// the first run, then as ok), `fail` (exit CODE), `always` (exit 0, mark done from the second
-/// run on), `forever` (sleep).
+/// exits 0 (MODE `silent`: without the metric). Other replicas act by MODE: `ok` (mark done,
+/// exit 0), `loud` (print a metric, then as ok), `crash-once` (exit CODE on the first run, then
+/// as ok), `fail` (exit CODE), `always` (exit 0, mark done from the second run on), `forever`
+/// (sleep).
 const SCRIPT: &str = r#"import json, os, pathlib, sys, time
 task = json.loads(os.environ['TF_CONFIG'])['task']
 me = f"{task['type']}-{task['index']}"
@@ -114,8 +115,11 @@ if task['type'] == 'chief':
     wait = os.environ.get('CHIEF_WAITS', '')
     while wait and not (d / wait).exists():
         time.sleep(0.05)
-    print('loss=0.25', flush=True)
+    if mode != 'silent':
+        print('loss=0.25', flush=True)
     sys.exit(0)
+if mode == 'loud':
+    print('loss=0.5', flush=True)
 if mode == 'forever':
     time.sleep(600)
 if mode == 'fail' or (mode == 'crash-once' and runs == 0):
@@ -415,6 +419,33 @@ fn the_backoff_limit_caps_restarts_across_the_job() {
     // As the training operator counts: the job fails at its second restart, so the worker
     // runs twice (one restart runs on) and its second failure ends the job.
     assert_eq!(runs(&sb, &trial, "worker-0"), 2, "{summary}");
+}
+
+/// Katib reads metrics from the chief only: a worker's value does not count, and the message
+/// says the objective was never reported (not that what was printed was unusable).
+#[test]
+fn a_metric_only_a_worker_prints_leaves_the_trial_metrics_unavailable() {
+    let sb = Sandbox::new();
+    let yaml = tfjob(
+        "worker-metric",
+        "",
+        &[
+            replica(
+                "Chief",
+                1,
+                "Never",
+                &[("CHIEF_WAITS", "worker-0.done"), ("MODE", "silent")],
+            ),
+            replica("Worker", 1, "Never", &[("MODE", "loud")]),
+        ],
+    );
+    let (_, trial, summary, _) = run_one(&sb, "worker-metric", &yaml);
+    let (state, message) = condition(&trial);
+    assert_eq!(state, "MetricsUnavailable", "{summary}");
+    assert!(
+        message.contains("never reported the objective metric"),
+        "{message}"
+    );
 }
 
 #[test]

@@ -38,7 +38,13 @@ impl CallFailure {
             Code::Unavailable | Code::DeadlineExceeded | Code::Cancelled => {
                 CallFailure::Unavailable(format!("{address}: {text}"))
             }
-            _ => CallFailure::Rejected(text),
+            // What a listener that is not a gRPC server (an HTTP/1 server, say) makes of a call.
+            Code::Internal | Code::Unknown if s.message().contains("h2 protocol error") => {
+                CallFailure::Rejected(format!(
+                    "{address} does not answer as a gRPC server ({text})"
+                ))
+            }
+            _ => CallFailure::Rejected(format!("it answered with an error: {text}")),
         }
     }
 }

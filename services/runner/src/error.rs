@@ -8,7 +8,7 @@ pub enum RunnerError {
     Store(#[from] vernier_store::StoreError),
     #[error("{0}")]
     EarlyStopping(String),
-    #[error("{source_name} rejected the request: {message}")]
+    #[error("{source_name} failed: {message}")]
     SuggestionSource {
         source_name: String,
         message: String,

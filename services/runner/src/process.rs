@@ -9,7 +9,7 @@ use nix::sys::signal::Signal;
 use nix::unistd::Pid;
 use std::collections::HashSet;
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -136,6 +136,9 @@ pub struct ProcessReport {
     pub rejected_total: usize,
     /// A failure to record observations (the trial still ran).
     pub store_error: Option<String>,
+    /// The output or metrics files the collector read: the process's own, or the primary
+    /// replicas' of a distributed trial.
+    pub collected_from: Vec<PathBuf>,
 }
 
 /// Microseconds since the Unix epoch.
@@ -150,12 +153,20 @@ pub async fn run_process(
     store: SqlStore,
     mut stop: watch::Receiver<StopLevel>,
 ) -> ProcessReport {
+    let collected_from = match collection.source {
+        MetricSource::Output => vec![cmd.log_path.clone()],
+        MetricSource::TextFile | MetricSource::JsonFile => {
+            cmd.metrics_path.iter().cloned().collect()
+        }
+        _ => Vec::new(),
+    };
     let mut report = ProcessReport {
         end: ProcessEnd::Stopped,
         metrics_seen: HashSet::new(),
         rejected: Vec::new(),
         rejected_total: 0,
         store_error: None,
+        collected_from,
     };
     let opened = if cmd.append_log {
         std::fs::OpenOptions::new()

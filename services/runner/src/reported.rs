@@ -16,23 +16,27 @@ pub const TAIL_BYTES: u64 = 1 << 20;
 pub const MAX_NAMES: usize = 32;
 
 /// The names the collector recorded, plus — when the objective is not among them — the other
-/// names the trial's output or metrics file shows.
+/// names the files it read (`sources`: the trial's output, or its metrics file) show.
 pub async fn reported_names(
     exp: &LocalExperiment,
-    trial: &str,
     recorded: &HashSet<String>,
+    sources: &[PathBuf],
 ) -> Vec<String> {
     let mut names: Vec<String> = recorded.iter().cloned().collect();
     if recorded.contains(&exp.objective.metric) {
         return names;
     }
-    let Some((path, json)) = source_file(exp, trial) else {
-        return names;
-    };
+    let json = matches!(exp.collection.source, MetricSource::JsonFile);
     let filter = exp.collection.filter.clone();
-    let found = tokio::task::spawn_blocking(move || names_in_file(&path, json, &filter))
-        .await
-        .unwrap_or_default();
+    let paths = sources.to_vec();
+    let found = tokio::task::spawn_blocking(move || {
+        paths
+            .iter()
+            .flat_map(|p| names_in_file(p, json, &filter))
+            .collect::<Vec<_>>()
+    })
+    .await
+    .unwrap_or_default();
     for name in found {
         if names.len() >= MAX_NAMES {
             break;
@@ -42,20 +46,6 @@ pub async fn reported_names(
         }
     }
     names
-}
-
-/// The file holding what the trial reported, and whether it is JSON lines.
-fn source_file(exp: &LocalExperiment, trial: &str) -> Option<(PathBuf, bool)> {
-    let metrics_file = || {
-        let spec_path = exp.metrics_path.as_deref()?;
-        Some(exp.local_metrics_path(trial, spec_path))
-    };
-    match exp.collection.source {
-        MetricSource::Output => Some((exp.log_path(trial), false)),
-        MetricSource::TextFile => Some((metrics_file()?, false)),
-        MetricSource::JsonFile => Some((metrics_file()?, true)),
-        _ => None,
-    }
 }
 
 /// Metric names in the last [`TAIL_BYTES`] of `path` (none if it cannot be read).

@@ -72,7 +72,7 @@ pub async fn enqueue(db: &str, name: &str, params: &[String]) -> anyhow::Result<
         );
     } else if let Some(holder) = vernier_runner::lease::live_holder(&store, name).await? {
         outln!(
-            "note: pid {} on host {} drives {name} now and read its spec when it started; the configuration runs at the next `vernier resume {name}{db_flag}` after it ends",
+            "note: pid {} on host {} drives {name} now and read its spec when it started; the configuration runs when the experiment is resumed after that run: `vernier resume {name}{db_flag}` if it is interrupted, `vernier resume {name} --max-trial-count N{db_flag}` (N above its trial count) if it ends by reaching maxTrialCount; an experiment that ends by reaching its goal or failing does not continue",
             holder.pid,
             holder.host
         );

@@ -314,7 +314,7 @@ impl SuggestionSource for PluginSource {
             )));
         }
         let proposals = proposals_from_wire(&reply.parameter_assignments, &exp.space)
-            .map_err(|e| SourceError::Rejected(format!("the reply's {e}")))?;
+            .map_err(|e| SourceError::Rejected(format!("its reply is refused: {e}")))?;
         let mut returned: Vec<(String, String)> = request
             .state
             .and_then(|s| serde_json::from_str(s).ok())

@@ -69,7 +69,7 @@ pub async fn run(
                 Ok(()) => {}
                 Err(SourceError::Rejected(m)) => {
                     anyhow::bail!(
-                        "spec.algorithm: {} rejected the settings: {m}",
+                        "spec.algorithm: checking the settings with {} failed: {m}",
                         source.describe()
                     )
                 }

@@ -215,7 +215,7 @@ impl Run<'_> {
         let observed = trial_metrics(self.shell.store, &exp.objective, &name).await?;
         let seen: Vec<String> = if end == TrialEnd::Completed && !early_stopped {
             // The names it did report go into a MetricsUnavailable message.
-            crate::reported::reported_names(exp, &name, &report.metrics_seen).await
+            crate::reported::reported_names(exp, &report.metrics_seen, &report.collected_from).await
         } else {
             report.metrics_seen.into_iter().collect()
         };

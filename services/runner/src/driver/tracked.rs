@@ -38,7 +38,7 @@ pub(super) fn progress_of(exp: &LocalExperiment, trials: &[Tracked]) -> Progress
             value: trials[i]
                 .record
                 .objective
-                .map(|v| v.to_string())
+                .map(|v| vernier_core::Short(v).to_string())
                 .or_else(|| trials[i].objective_text.clone())?,
             assignment: trials[i].assignment_text.clone(),
         })

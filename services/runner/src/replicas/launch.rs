@@ -196,8 +196,9 @@ pub fn build_job(
         return Err(wrap(SpecError::new(
             "spec.trialTemplate.primaryPodLabels",
             format!(
-                "{{{}}} matches no replica that runs, so no metrics could be collected; hint: leave it unset for Katib's default (training.kubeflow.org/job-role: master) or match a replica's labels",
-                shown.join(", ")
+                "{{{}}} (Katib's default when unset) matches no replica of this {} that runs, so no metrics could be collected; hint: set it to the labels of the replica that prints the metrics, e.g. {{training.kubeflow.org/replica-type: worker}} (a PyTorchJob without a Master has no job-role: master replica)",
+                shown.join(", "),
+                set.kind.name()
             ),
         )));
     }

@@ -106,6 +106,7 @@ pub async fn run_job(
             rejected: Vec::new(),
             rejected_total: 0,
             store_error: None,
+            collected_from: Vec::new(),
         },
     };
     for (path, text) in &sup.job.hostfiles {
@@ -379,6 +380,7 @@ async fn delayed_start(
             rejected: Vec::new(),
             rejected_total: 0,
             store_error: None,
+            collected_from: Vec::new(),
         };
     }
     if let Ok(mut f) = std::fs::OpenOptions::new()
@@ -398,6 +400,11 @@ async fn delayed_start(
 fn merge(report: &mut ProcessReport, process: &ReplicaProcess, r: &ProcessReport) {
     if process.primary {
         report.metrics_seen.extend(r.metrics_seen.iter().cloned());
+        for path in &r.collected_from {
+            if !report.collected_from.contains(path) {
+                report.collected_from.push(path.clone());
+            }
+        }
     }
     let room = crate::process::REJECTED_KEPT.saturating_sub(report.rejected.len());
     report.rejected.extend(
