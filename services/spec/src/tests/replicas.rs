@@ -60,11 +60,13 @@ fn defaults_follow_the_operator_per_kind() {
         "xgbReplicaSpecs",
         json!({"Master": pod("main")}),
     );
-    doc["spec"]["runPolicy"] = json!({"backoffLimit": 2, "activeDeadlineSeconds": 60});
+    doc["spec"]["runPolicy"] =
+        json!({"backoffLimit": 2, "activeDeadlineSeconds": 60, "cleanPodPolicy": "None"});
     let set = replica_set(&doc, "main").unwrap().unwrap();
     assert_eq!(set.backoff_limit, Some(2));
+    assert_eq!(set.active_deadline_seconds, Some(60));
     assert_eq!(set.replicas[0].restart_policy, RestartPolicy::Never);
-    assert_eq!(set.ignored, ["spec.runPolicy.activeDeadlineSeconds"]);
+    assert_eq!(set.ignored, ["spec.runPolicy.cleanPodPolicy"]);
     assert!(
         replica_set(&json!({"kind": "Job", "spec": {}}), "main")
             .unwrap()
