@@ -223,6 +223,46 @@ fn a_resumed_experiment_still_starts_from_its_warm_start() {
     );
 }
 
+/// A source experiment deleted after the warm-started one began does not make it impossible
+/// to resume: the resume says so and goes on without it. A new experiment still refuses it.
+#[test]
+fn a_resume_goes_on_without_a_deleted_warm_start_source() {
+    let sb = Sandbox::new();
+    let source = sb.write(
+        "source.yaml",
+        &experiment(
+            "source",
+            LOSS,
+            "  parallelTrialCount: 1\n  maxTrialCount: 2",
+        ),
+    );
+    let out = sb.run(&["run", source.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    sb.write("stop-once", "");
+    let extra =
+        "  parallelTrialCount: 1\n  maxTrialCount: 3\n  warmStart:\n    experiments: [source]";
+    let file = sb.write("exp.yaml", &experiment("warmed", STOPS_ONCE, extra));
+    let out = sb.run(&["run", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out));
+    let out = sb.run(&["delete", "source"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let out = sb.run(&["resume", "warmed"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        text(&out).contains("experiment \"source\" no longer exists"),
+        "{}",
+        text(&out)
+    );
+    let again = sb.write("again.yaml", &experiment("again", LOSS, extra));
+    let out = sb.run(&["run", again.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("does not exist in the store"),
+        "{}",
+        text(&out)
+    );
+}
+
 #[test]
 fn asha_runs_rungs_with_labelled_promotions() {
     let sb = Sandbox::new();

@@ -224,9 +224,12 @@ impl Parameter {
                 };
                 ParamValue::Int(v)
             }
-            Domain::Discrete { .. } | Domain::Categorical { .. } => {
-                ParamValue::Choice(text.to_string())
+            // A discrete value given another way ("2e0" for "2") becomes the list's spelling,
+            // which is what trials receive.
+            Domain::Discrete { values } => {
+                ParamValue::Choice(discrete_spelling(values, text).unwrap_or(text).to_string())
             }
+            Domain::Categorical { .. } => ParamValue::Choice(text.to_string()),
         };
         self.check(&value).map_err(|reason| invalid(&reason))?;
         Ok(value)
@@ -258,15 +261,9 @@ impl Parameter {
                 Ok(())
             }
             (Domain::Discrete { values }, ParamValue::Choice(c)) => {
-                // Discrete values match numerically too, so "1" finds "1.0".
-                let num = c.trim().parse::<f64>().ok();
-                if values
-                    .iter()
-                    .any(|v| v == c || (num.is_some() && v.trim().parse::<f64>().ok() == num))
-                {
-                    Ok(())
-                } else {
-                    Err(format!("not one of {values:?}"))
+                match discrete_spelling(values, c) {
+                    Some(_) => Ok(()),
+                    None => Err(format!("not one of {values:?}")),
                 }
             }
             (Domain::Categorical { values }, ParamValue::Choice(c)) => {
@@ -409,6 +406,21 @@ impl SearchSpace {
     }
 }
 
+/// The element of a discrete list that `text` names: itself, or the one of equal numeric value
+/// ("1" finds "1.0").
+fn discrete_spelling<'a>(values: &'a [String], text: &str) -> Option<&'a str> {
+    let num = text.trim().parse::<f64>().ok();
+    values
+        .iter()
+        .find(|v| *v == text)
+        .or_else(|| {
+            values
+                .iter()
+                .find(|v| num.is_some() && v.trim().parse::<f64>().ok() == num)
+        })
+        .map(String::as_str)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -419,6 +431,31 @@ mod tests {
             domain,
             distribution: Distribution::Uniform,
         }
+    }
+
+    #[test]
+    fn a_discrete_value_written_another_way_takes_the_lists_spelling() {
+        let x = p(
+            "x",
+            Domain::Discrete {
+                values: vec!["1".into(), "2.0".into(), "0.5".into()],
+            },
+        );
+        let table = [
+            ("1", "1"),
+            ("1.0", "1"),
+            ("2e0", "2.0"),
+            ("+2", "2.0"),
+            (".5", "0.5"),
+        ];
+        for (given, want) in table {
+            assert_eq!(
+                x.parse_value(given).unwrap(),
+                ParamValue::Choice(want.into()),
+                "{given}"
+            );
+        }
+        assert!(x.parse_value("3").is_err());
     }
 
     #[test]

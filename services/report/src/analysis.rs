@@ -27,31 +27,35 @@ pub fn is_usable(t: &TrialReport) -> bool {
 }
 
 impl ExperimentReport {
-    /// Every constraint holds for the trial's recorded metrics (true when unconstrained).
-    pub fn is_feasible(&self, t: &TrialReport) -> bool {
-        let o = &self.objective;
-        o.is_feasible(|n| {
-            t.values
-                .get(n)
-                .copied()
-                .or(if n == o.metric { t.objective } else { None })
-        })
+    /// A metric's recorded value for the trial, the objective included.
+    fn value_of<'a>(&'a self, t: &'a TrialReport) -> impl Fn(&str) -> Option<f64> + 'a {
+        move |n| {
+            t.values.get(n).copied().or(if n == self.objective.metric {
+                t.objective
+            } else {
+                None
+            })
+        }
     }
 
-    /// Whether the trial may be the experiment's result: usable and feasible, as
-    /// `vernier_spec::plan::best_trial` decides, so rankings and best-so-far lines never put an
-    /// infeasible trial above the best one.
+    /// Every constraint holds for the trial's recorded metrics (true when unconstrained).
+    pub fn is_feasible(&self, t: &TrialReport) -> bool {
+        self.objective.is_feasible(self.value_of(t))
+    }
+
+    /// Whether the trial may be the experiment's result: usable, feasible and (with several
+    /// objectives) reporting each, as `vernier_spec::plan::best_trial` decides, so rankings
+    /// and best-so-far lines never put a trial above the best one that could not be it.
     pub fn is_result(&self, t: &TrialReport) -> bool {
-        is_usable(t) && self.is_feasible(t)
+        let o = &self.objective;
+        is_usable(t)
+            && self.is_feasible(t)
+            && (!o.is_multi() || o.losses(self.value_of(t)).is_some())
     }
 
     /// Why there is no best trial (lowercase; the HTML page capitalises it).
     pub fn no_best_note(&self) -> &'static str {
-        if self.objective.constraints.is_empty() {
-            "no succeeded or early-stopped trial has reported the objective metric (failed trials are never best)"
-        } else {
-            "no succeeded or early-stopped trial has reported the objective metric and met every constraint (failed trials are never best)"
-        }
+        no_best_note(&self.objective)
     }
 
     /// What to tell a reader of a running experiment whose driver is gone.
@@ -261,6 +265,16 @@ fn correlation_ratio(pairs: &[(&str, f64)]) -> f64 {
         .map(|(s, c)| c * (s / c - mean).powi(2))
         .sum();
     (between / total).clamp(0.0, 1.0)
+}
+
+/// Why an experiment with `objective` has no best trial (lowercase), for reports and the end
+/// of `vernier run` alike.
+pub fn no_best_note(objective: &vernier_core::Objective) -> &'static str {
+    if objective.constraints.is_empty() {
+        "no succeeded or early-stopped trial has reported the objective metric (failed trials are never best)"
+    } else {
+        "no succeeded or early-stopped trial has reported the objective metric and met every constraint (failed trials are never best)"
+    }
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ pub fn render(r: &ExperimentReport) -> String {
     let params = r.parameter_names();
     let metrics = r.objective.metric_names();
     let mut out = String::new();
-    let mut header: Vec<String> = ["trial", "index", "condition", "best"]
+    let mut header: Vec<String> = vernier_spec::status::CSV_TRIAL_COLUMNS
         .iter()
         .map(|s| s.to_string())
         .collect();

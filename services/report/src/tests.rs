@@ -447,6 +447,21 @@ fn multi_objective_spec() -> String {
     .replace("algorithmName: random", "algorithmName: nsga2")
 }
 
+/// A trial that reported only the first of two objectives is never ranked first: it cannot be
+/// the experiment's result, as `best_trial` decides.
+#[tokio::test]
+async fn with_two_objectives_a_trial_missing_one_is_not_ranked_first() {
+    let spec = multi_objective_spec().replace(
+        "    constraints:\n      - {metricName: accuracy, op: \">=\", value: 0.5}\n",
+        "",
+    );
+    let (_dir, mut r) = fixture_from(&spec).await;
+    assert_eq!(r.ranked()[0], 1);
+    r.trials[1].values.remove("accuracy");
+    assert!(!r.is_result(&r.trials[1]));
+    assert_ne!(r.ranked()[0], 1);
+}
+
 #[tokio::test]
 async fn multi_objective_reports_show_the_feasible_front() {
     let spec = multi_objective_spec();

@@ -54,7 +54,7 @@ impl EarlyStopMonitor {
         if self.median.is_none() {
             return Ok(());
         }
-        let values = read_values(store, exp, trials).await?;
+        let values = read_values(store, &exp.objective.metric, trials).await?;
         let progress = self.progress(trials, &values);
         if let Some((ms, rules)) = self.median.as_mut() {
             ms.freeze_rules(&exp.objective, &progress, rules);
@@ -70,7 +70,7 @@ impl EarlyStopMonitor {
         exp: &LocalExperiment,
         trials: &[(String, TrialState)],
     ) -> Result<Vec<String>, RunnerError> {
-        let values = read_values(store, exp, trials).await?;
+        let values = read_values(store, &exp.objective.metric, trials).await?;
         let progress = self.progress(trials, &values);
         let names = match &mut self.median {
             Some((ms, rules)) => {
@@ -119,16 +119,17 @@ impl EarlyStopMonitor {
     }
 }
 
-/// Each trial's objective values so far (none for trials neither running nor succeeded).
+/// Each trial's objective values so far (none for trials not started), whatever its state:
+/// the rules choose whom they count (the ASHA rule ranks stopped and failed trials' values
+/// too, as the operator's reading does).
 async fn read_values(
     store: &SqlStore,
-    exp: &LocalExperiment,
+    metric: &str,
     trials: &[(String, TrialState)],
 ) -> Result<Vec<Vec<f64>>, RunnerError> {
-    let metric = &exp.objective.metric;
     let mut values: Vec<Vec<f64>> = Vec::with_capacity(trials.len());
     for (name, state) in trials {
-        if !matches!(state, TrialState::Running | TrialState::Succeeded) {
+        if *state == TrialState::Created {
             values.push(Vec::new());
             continue;
         }
@@ -140,4 +141,28 @@ async fn read_values(
         );
     }
     Ok(values)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_store::{obs, with_trial};
+
+    /// An early-stopped trial's values still reach the rules (the ASHA rule ranks them); a
+    /// trial not started has none.
+    #[tokio::test]
+    async fn every_started_trials_values_are_read_whatever_its_state() {
+        let store = SqlStore::connect(":memory:").await.unwrap();
+        with_trial(&store, TrialState::EarlyStopped).await;
+        store
+            .report_observations("e-0", &[obs("loss", 1, "0.5"), obs("loss", 2, "0.25")])
+            .await
+            .unwrap();
+        let trials = [
+            ("e-0".to_string(), TrialState::EarlyStopped),
+            ("e-1".to_string(), TrialState::Created),
+        ];
+        let values = read_values(&store, "loss", &trials).await.unwrap();
+        assert_eq!(values, [vec![0.5, 0.25], vec![]]);
+    }
 }

@@ -46,6 +46,22 @@ pub struct WarmStart {
     pub records: Vec<TrialRecord>,
     /// Earlier trials left out because they lack the objective or do not fit this space.
     pub skipped: usize,
+    /// Source experiments no longer in the store (deleted after this experiment started).
+    pub missing: Vec<String>,
+}
+
+impl WarmStart {
+    /// Refuses a warm start whose source experiments are not all there: what a new
+    /// experiment requires (a resumed one goes on without a source deleted since).
+    pub fn complete(self) -> Result<WarmStart, RunnerError> {
+        match self.missing.first() {
+            Some(name) => Err(RunnerError::WarmStart(format!(
+                "experiment {name:?} does not exist in the store\nhint: `vernier list` shows \
+                 the experiments there; warm start reads experiments of the same --db"
+            ))),
+            None => Ok(self),
+        }
+    }
 }
 
 /// One known result read from a file.
@@ -64,10 +80,8 @@ pub async fn load(store: &SqlStore, exp: &LocalExperiment) -> Result<WarmStart, 
     };
     for name in &ws.experiments {
         if store.get_experiment(name).await?.is_none() {
-            return Err(RunnerError::WarmStart(format!(
-                "experiment {name:?} does not exist in the store\nhint: `vernier list` shows \
-                 the experiments there; warm start reads experiments of the same --db"
-            )));
+            out.missing.push(name.clone());
+            continue;
         }
         let source = format!("experiment/{name}");
         for row in store.list_trials(name).await? {
@@ -189,7 +203,19 @@ pub fn parse_csv(
         .headers()
         .map_err(|e| format!("the header row does not parse: {e}"))?
         .clone();
-    let column = |name: &str| header.iter().position(|h| h == name);
+    // In a report's CSV the parameters and metrics come after its own leading columns, which
+    // a parameter may be named after (`index`): they are looked up after those.
+    let leading = vernier_spec::status::CSV_TRIAL_COLUMNS;
+    let from_report =
+        header.len() >= leading.len() && header.iter().zip(leading).all(|(h, l)| h == l);
+    let skip = if from_report { leading.len() } else { 0 };
+    let column = |name: &str| {
+        header
+            .iter()
+            .skip(skip)
+            .position(|h| h == name)
+            .map(|i| i + skip)
+    };
     let mut missing = Vec::new();
     let params: Vec<(String, usize)> = space
         .parameters()
@@ -213,7 +239,10 @@ pub fn parse_csv(
             missing.join(", ")
         ));
     };
-    let condition = column("condition");
+    let condition = match from_report {
+        true => leading.iter().position(|c| *c == "condition"),
+        false => column("condition"),
+    };
     let mut out = Vec::new();
     for record in reader.records() {
         let record = record.map_err(|e| format!("does not parse as CSV: {e}"))?;

@@ -50,6 +50,29 @@ fn csv_from_a_report_is_read_and_unfinished_rows_skipped() {
     );
 }
 
+/// A parameter may be named after one of the report's own columns: its value is the one in
+/// the parameter's column, not the row number's.
+#[test]
+fn csv_parameters_named_like_the_reports_columns_are_read_from_their_own_columns() {
+    let space = SearchSpace::new(vec![Parameter {
+        name: "index".into(),
+        domain: Domain::Int {
+            min: 1,
+            max: 9,
+            step: None,
+        },
+        distribution: Distribution::Uniform,
+    }])
+    .unwrap();
+    let text = "trial,index,condition,best,index,loss
+                a-1,1,Succeeded,true,5,4
+                a-2,2,Failed,false,7,
+";
+    let got = parse_csv(text, &space, "loss").unwrap();
+    let shown: Vec<String> = got.iter().map(|k| k.assignment.to_string()).collect();
+    assert_eq!(shown, ["index=5"]);
+}
+
 /// A categorical value with a leading space survives a report's CSV (which quotes it); the
 /// spaces after the commas of a hand-written file are still dropped.
 #[test]

@@ -4,6 +4,10 @@
 use crate::conditions::Condition;
 use serde::{Deserialize, Serialize};
 
+/// The columns `vernier report --format csv` writes before the parameters' (and warm start
+/// reads back): a parameter may share a name with one of them.
+pub const CSV_TRIAL_COLUMNS: [&str; 4] = ["trial", "index", "condition", "best"];
+
 /// One `{name, value}` parameter assignment as Katib writes it in trials and statuses.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -85,7 +85,9 @@ pub async fn run(
     // A warm start that cannot be read (a missing experiment, a bad or oversized file) is
     // refused before the experiment is recorded, so it leaves nothing behind to delete; the
     // driver starts from what was read here.
-    let warm = vernier_runner::warm_start::load(&store, &exp).await?;
+    let warm = vernier_runner::warm_start::load(&store, &exp)
+        .await?
+        .complete()?;
     let seed = seed
         .or_else(|| exp.setting_seed())
         .unwrap_or_else(random_seed);
@@ -307,7 +309,8 @@ async fn drive_leased(
                     best.assignment
                 ),
                 None => outln!(
-                    "no succeeded or early-stopped trial reported the objective metric {} (failed trials are never best)",
+                    "{}; objective metric: {}",
+                    vernier_report::analysis::no_best_note(&exp.objective),
                     exp.objective.metric
                 ),
             }

@@ -112,6 +112,11 @@ impl<'a> Run<'a> {
         for note in crate::replicas::experiment_notes(exp) {
             self.warn(note);
         }
+        for name in self.warm.missing.clone() {
+            self.warn(format!(
+                "warm start: experiment {name:?} no longer exists (deleted after this one started); the run goes on without its trials"
+            ));
+        }
         if self.warm.skipped > 0 {
             self.warn(format!(
                 "warm start: {} earlier trial(s) skipped (no {} value, or outside this search space); {} used",

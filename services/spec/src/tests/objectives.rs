@@ -89,6 +89,15 @@ fn first_objective_must_agree_with_katib_fields() {
         "spec.objective.objectives[0].type",
         r#"value "minimize" differs from spec.objective.type ("maximize")"#,
     );
+    let e = parse_err(&with_objectives(|v| {
+        set(v, "/spec/objective/objectives/0/goal", json!(1));
+        set(v, "/spec/objective/goal", json!(2));
+    }));
+    assert_error(
+        &e,
+        "spec.objective.objectives[0].goal",
+        "value 1 differs from spec.objective.goal (2)",
+    );
 }
 
 #[test]

@@ -66,6 +66,17 @@ pub(crate) fn check(exp: &Experiment, errs: &mut Errors) {
                 ),
             );
         }
+        if let (Some(a), Some(b)) = (first.goal, obj.goal)
+            && a != b
+        {
+            errs.add(
+                "spec.objective.objectives[0].goal",
+                format!(
+                    "value {a} differs from spec.objective.goal ({b}); hint: remove \
+                     objective.goal or make them equal"
+                ),
+            );
+        }
     }
     for (i, c) in obj.constraints.iter().enumerate() {
         let path = format!("spec.objective.constraints[{i}]");
