@@ -32,7 +32,8 @@ pub use observation::{
 pub use regex_compat::escape_literal_braces;
 pub use short::Short;
 pub use space::{
-    Distribution, Domain, MAX_LIST_VALUES, Parameter, SearchSpace, tidy, too_many_values,
+    Distribution, Domain, MAX_LIST_VALUES, Parameter, SearchSpace, grid_point, tidy,
+    too_many_values,
 };
 pub use suggester::{Cancel, Proposal, SuggestRequest, Suggester, Suggestions, suggest_seed};
 pub use trial::{TrialRecord, TrialState};

@@ -19,8 +19,12 @@ pub fn double_grid_fits(min: f64, max: f64, step: f64) -> bool {
 pub fn double_last(min: f64, max: f64, step: f64) -> f64 {
     let n = (max - min) / step;
     let k = n.round();
-    // The quotient's own rounding error grows with it: a few ulps of `n`.
-    let tol = (4.0 * f64::EPSILON * n.abs()).max(1e-6);
+    // The quotient's own rounding error grows with it (a few ulps of `n`), and so does that of
+    // `max - min` over the step: bounds near 1e6 written to 1e-6 carry it in their last digits.
+    let operands = 4.0 * f64::EPSILON * min.abs().max(max.abs()) / step;
+    let tol = (4.0 * f64::EPSILON * n.abs())
+        .max(operands.min(0.25))
+        .max(1e-6);
     if (n - k).abs() <= tol { k } else { n.floor() }
 }
 
@@ -140,6 +144,9 @@ mod tests {
         assert_eq!(double_last(0.0, 0.3, 0.1), 3.0);
         assert_eq!(double_last(0.0, 0.95, 0.1), 9.0);
         assert_eq!(double_last(0.0, 1.0, 1e-15), 1e15);
+        // Bounds whose last digits carry the grid: `max - min` is off by far more than `n`'s ulps.
+        assert_eq!(double_last(1000000.000001, 1000000.000009, 0.000001), 8.0);
+        assert_eq!(double_last(1000000.0, 1000000.7, 0.25), 2.0);
         assert_eq!(lerp(0.0, 1.0, 0.25), 0.25);
         assert_eq!(fraction(0.25, 0.0, 1.0), 0.25);
     }

@@ -75,6 +75,21 @@ pub fn tidy(x: f64) -> f64 {
     format!("{x:.11e}").parse().unwrap_or(x)
 }
 
+/// The grid point `min + k*step` with its binary noise rounded away: the fewest significant
+/// digits (12 or more) that stay on the point, so `1000000.000009` (13 digits) is kept apart
+/// from its neighbours where [`tidy`] alone would merge them.
+pub fn grid_point(min: f64, k: f64, step: f64) -> f64 {
+    let x = min + k * step;
+    if x == 0.0 || !x.is_finite() {
+        return x;
+    }
+    let tol = (GRID_TOLERANCE * step.abs()).max(x.abs() * 4.0 * f64::EPSILON);
+    (11..=16)
+        .map(|digits| format!("{x:.digits$e}").parse().unwrap_or(x))
+        .find(|t: &f64| (t - x).abs() <= tol)
+        .unwrap_or(x)
+}
+
 /// The most values a `discrete` or `categorical` list may hold. Every algorithm's work grows
 /// with it (the GP one-hot encodes it, TPE weighs every value), and a million values arrive in
 /// a 4 MiB request; twice the largest list tested keeps real specs well inside.
@@ -187,7 +202,7 @@ impl Parameter {
         }
         Some(match &self.domain {
             Domain::Double { min, step, .. } => {
-                ParamValue::Double(tidy(min + step.unwrap_or(0.0) * i as f64))
+                ParamValue::Double(grid_point(*min, i as f64, step.unwrap_or(0.0)))
             }
             Domain::Int { min, step, .. } => ParamValue::Int(range::int_at(*min, *step, i as u64)),
             Domain::Discrete { values } | Domain::Categorical { values } => {
@@ -430,6 +445,19 @@ mod tests {
             name: name.into(),
             domain,
             distribution: Distribution::Uniform,
+        }
+    }
+
+    #[test]
+    fn grid_points_keep_the_digits_that_tell_them_apart() {
+        assert_eq!(grid_point(0.1, 2.0, 0.1), 0.3);
+        assert_eq!(grid_point(0.0, 3.0, 0.1), 0.3);
+        let points: Vec<f64> = (0..9)
+            .map(|k| grid_point(1000000.000001, k as f64, 0.000001))
+            .collect();
+        for (k, p) in points.iter().enumerate() {
+            let want = format!("1000000.00000{}", k + 1);
+            assert_eq!(p.to_string(), want);
         }
     }
 

@@ -136,7 +136,10 @@ fn value_index(p: &Parameter, v: &ParamValue) -> Option<u128> {
         (Domain::Double { min, max, step }, ParamValue::Double(x)) => {
             let s = (*step)?;
             let k = ((x - min) / s).round();
-            let tol = 1e-9 * vernier_core::range::span(*min, *max).max(s);
+            // Bounds near 1e6 written to 1e-6 put the points' float error near 1e-10, far above
+            // a tolerance scaled by the span alone.
+            let ulps = 8.0 * f64::EPSILON * min.abs().max(max.abs());
+            let tol = (1e-9 * vernier_core::range::span(*min, *max).max(s)).max(ulps);
             if k.is_nan() || k < 0.0 || (min + k * s - x).abs() > tol {
                 return None;
             }
@@ -367,6 +370,39 @@ mod tests {
         assert_eq!(s, ask(g.as_ref(), &space, &[], 3, 1));
         let other = grid(&space, &[]);
         assert_ne!(texts(&s), texts(&ask(other.as_ref(), &space, &[], 3, 99)));
+    }
+
+    /// Bounds whose last digits carry the grid (13 significant digits): nine distinct points,
+    /// each inside the bounds, each recognised as taken once it ran.
+    #[test]
+    fn a_grid_in_the_last_digits_of_large_bounds_visits_each_point_once() {
+        let space = SearchSpace::new(vec![param(
+            "x",
+            Domain::Double {
+                min: 1000000.000001,
+                max: 1000000.000009,
+                step: Some(0.000001),
+            },
+            Distribution::Uniform,
+        )])
+        .unwrap();
+        let g = grid(&space, &[]);
+        let mut trials = Vec::new();
+        for i in 0..9 {
+            let s = ask(g.as_ref(), &space, &trials, 1, i);
+            assert_eq!(s.proposals.len(), 1, "point {i}");
+            trials.push(record(
+                i as usize,
+                s.proposals[0].assignment.clone(),
+                TrialState::Succeeded,
+            ));
+        }
+        let mut seen: Vec<String> = trials.iter().map(|t| t.assignment.to_string()).collect();
+        seen.sort();
+        let want: Vec<String> = (1..=9).map(|k| format!("x=1000000.00000{k}")).collect();
+        assert_eq!(seen, want);
+        let last = ask(g.as_ref(), &space, &trials, 1, 9);
+        assert!(last.proposals.is_empty() && last.exhausted);
     }
 
     #[test]

@@ -90,7 +90,7 @@ fn truncated_normal<R: Rng + ?Sized>(lo: f64, hi: f64, rng: &mut R) -> f64 {
 pub fn snap(x: f64, min: f64, max: f64, step: f64) -> f64 {
     let last = range::double_last(min, max, step);
     let k = ((x - min) / step).round().clamp(0.0, last);
-    tidy(min + k * step)
+    vernier_core::grid_point(min, k, step)
 }
 
 #[cfg(test)]
