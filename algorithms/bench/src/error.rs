@@ -8,13 +8,17 @@ use vernier_core::CoreError;
 #[derive(Debug, Error, Clone, PartialEq)]
 pub enum BenchError {
     #[error(
-        "unknown problem {name:?}\nhint: known problems are branin, hartmann3, hartmann6, rosenbrock4, ackley5, styblinski-tang (and rosenbrockN, ackleyN, styblinski-tangN); multi-objective zdt1, zdt2, dtlz2 (zdt1-N... for N variables); constrained rosenbrock-disk (rosenbrock-disk:blind hides the constraint)"
+        "unknown problem {name:?}\nhint: known problems are branin, hartmann3, hartmann6, rosenbrock4, ackley5, styblinski-tang (and rosenbrockN, ackleyN, styblinski-tangN for N from 2 to 50); multi-objective zdt1, zdt2, dtlz2 (zdt1-N... for N variables); constrained rosenbrock-disk (rosenbrock-disk:blind hides the constraint)"
     )]
     UnknownProblem { name: String },
     #[error(
         "setting {setting:?} of {algorithm:?} has no '='\nhint: write name;key=value;key=value"
     )]
     SettingWithoutValue { algorithm: String, setting: String },
+    #[error(
+        "setting random_state of {algorithm:?} cannot be given: each run takes its seed from --seeds and --first-seed\nhint: remove random_state; --first-seed N runs seeds N, N+1, ..."
+    )]
+    SeedInSettings { algorithm: String },
     /// The algorithm name or one of its settings is not accepted (boxed: the error type is
     /// large and this one is rare).
     #[error(transparent)]

@@ -43,7 +43,11 @@ impl AlgorithmSpec {
                         setting: kv.to_string(),
                     })
             })
-            .collect::<Result<_, _>>()?;
+            .collect::<Result<Vec<(String, String)>, _>>()?;
+        // Each run's seed is the benchmark's; a fixed one here would be overridden unseen.
+        if settings.iter().any(|(k, _)| k == "random_state") {
+            return Err(BenchError::SeedInSettings { algorithm: name });
+        }
         Ok(AlgorithmSpec {
             label: text.to_string(),
             name,
@@ -167,6 +171,13 @@ pub(crate) mod tests {
         assert_eq!(spec("random").settings, vec![]);
         let e = AlgorithmSpec::parse("tpe;gamma").unwrap_err().to_string();
         assert!(e.contains("\"gamma\"") && e.contains("hint:"), "{e}");
+        let e = AlgorithmSpec::parse("random;random_state=3")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("random_state") && e.contains("--first-seed"),
+            "{e}"
+        );
         let p = BenchProblem::by_name("branin").unwrap();
         let e = run_once(&spec("tpe;nope=1"), &p, 2, 0, &mut Ticks::default())
             .unwrap_err()

@@ -126,7 +126,10 @@ pub(crate) fn build(
         return Err(AlgorithmError::InvalidSetting {
             algorithm: name.to_string(),
             setting: "parameters".into(),
-            value: format!("{} double/int parameter(s)", numeric.len()),
+            value: format!(
+                "{} tunable double/int parameter(s) (min below max)",
+                numeric.len()
+            ),
             reason: "is not enough: cmaes only supports two or more dimensional continuous \
                      search space\nhint: use tpe or bayesianoptimization for this space"
                 .into(),

@@ -74,9 +74,9 @@ pub(crate) fn build(
     }
     if size > MAX_GRID {
         return Err(invalid(
-            "the search space".into(),
+            format!("{size} combinations"),
             format!(
-                "has {size} combinations, more than the {MAX_GRID} a grid may enumerate\nhint: use \
+                "is more than the {MAX_GRID} a grid may enumerate\nhint: use \
                  larger steps or fewer parameters, or a sampling algorithm such as sobol"
             ),
         ));
@@ -526,7 +526,10 @@ mod tests {
         let o = Objective::new("loss", Direction::Minimize);
         let space = SearchSpace::new(vec![big("a"), big("b"), big("c")]).unwrap();
         let err = build("grid", &[], &space, &o).unwrap_err().to_string();
-        assert!(err.contains("has 1000000000 combinations"), "{err}");
+        assert!(
+            err.contains("value \"1000000000 combinations\" is more than the 10000000"),
+            "{err}"
+        );
         let huge = SearchSpace::new(
             (0..14)
                 .map(|i| {

@@ -37,8 +37,9 @@
 //! from every configuration already taken (resource value included), preferring ones whose
 //! non-resource part was never tried. Finite spaces are enumerated when random draws stop
 //! finding unused points; a bracket whose space runs out gets fewer configurations. The
-//! resource parameter must be an int or a double: an int takes Katib's `int(r)` (never below
-//! 1), a double takes `r` itself (snapped onto its step grid when it has one).
+//! resource parameter must be an int, a double or a discrete list of the budgets: an int takes
+//! Katib's `int(r)` (never below 1), a double takes `r` itself (snapped onto its step grid when
+//! it has one), a discrete list the element equal to `int(r)` (or `r`).
 //!
 //! Deviations from Katib (§3.3 of the Katib notes): every bracket runs, side by side (Katib's
 //! controller stalls after the first one, issues #1366/#557/#690); rung sizes use floor, not ceil;
@@ -191,7 +192,7 @@ impl Hyperband {
             invalid(
                 name,
                 "r_l",
-                &r_l.to_string(),
+                raw("r_l").unwrap_or_default(),
                 format!(
                     "is out of range: with eta {eta} the first bracket would need more than \
                      {} configurations",
@@ -723,7 +724,29 @@ mod tests {
         );
         assert!(e.contains("\"nope\""), "{e}");
         let e = build_err(&[("r_l", "81"), ("resource_name", "opt")], &space);
-        assert!(e.contains("must be an int or a double"), "{e}");
+        assert!(
+            e.contains("must be an int, a double or a discrete list"),
+            "{e}"
+        );
+        // A discrete list holding every budget is a resource; one missing a budget is not.
+        let budgets = |list: &[&str]| {
+            SearchSpace::new(vec![Parameter {
+                name: "ep".into(),
+                domain: Domain::Discrete {
+                    values: list.iter().map(|v| v.to_string()).collect(),
+                },
+                distribution: Distribution::Uniform,
+            }])
+            .unwrap()
+        };
+        let o = Objective::new("loss", Direction::Minimize);
+        let pairs = settings(&[("r_l", "9"), ("resource_name", "ep")]);
+        assert!(build("hyperband", &pairs, &budgets(&["1", "3", "9"]), &o).is_ok());
+        let e = build_err(
+            &[("r_l", "9"), ("resource_name", "ep")],
+            &budgets(&["1", "9"]),
+        );
+        assert!(e.contains("3 is not in its list"), "{e}");
         let e = build_err(
             &[("r_l", "81"), ("resource_name", "epochs"), ("s_max", "4")],
             &space,

@@ -226,8 +226,15 @@ pub(crate) fn budget_value(p: &Parameter, r: f64) -> Result<ParamValue, String> 
                 None => v,
             }
         }
-        Domain::Discrete { .. } | Domain::Categorical { .. } => {
-            return Err("the resource parameter must be an int or a double".to_string());
+        // A list of budgets: the element equal to Katib's `int(r)` (or to `r` itself).
+        Domain::Discrete { .. } => p
+            .parse_value(&int_budget(r).to_string())
+            .or_else(|_| p.parse_value(&tidy(r).to_string()))
+            .map_err(|_| format!("{} is not in its list", show_budget(p, r)))?,
+        Domain::Categorical { .. } => {
+            return Err(
+                "the resource parameter must be an int, a double or a discrete list".to_string(),
+            );
         }
     };
     p.check(&value).map_err(|why| format!("{value} is {why}"))?;

@@ -199,7 +199,10 @@ fn settings_errors_name_the_setting_and_value() {
         "{e}"
     );
     let e = build_err(&[("resource_name", "opt"), ("max_resource", "81")], &space);
-    assert!(e.contains("must be an int or a double"), "{e}");
+    assert!(
+        e.contains("must be an int, a double or a discrete list"),
+        "{e}"
+    );
     // One rung is not successive halving.
     let e = build_err(
         &[("resource_name", "epochs"), ("max_resource", "2")],
