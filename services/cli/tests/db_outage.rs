@@ -5,8 +5,10 @@
 //! Uses a database of its own on the server in `VERNIER_TEST_POSTGRES_URL`; skips loudly where
 //! that is unset (fails instead under `VERNIER_TEST_REQUIRE=1`).
 
-use sqlx::{Connection, Executor, Row};
-use std::io::{BufRead, BufReader, Write};
+mod support;
+
+use sqlx::{Connection, Row};
+use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -85,27 +87,15 @@ async fn proxy(listener: TcpListener, upstream: SocketAddr, cut: watch::Receiver
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_waits_out_a_database_that_stops_answering_and_loses_nothing() {
-    let Ok(admin) = std::env::var("VERNIER_TEST_POSTGRES_URL") else {
-        if std::env::var("VERNIER_TEST_REQUIRE").as_deref() == Ok("1") {
-            panic!(
-                "VERNIER_TEST_POSTGRES_URL is unset but VERNIER_TEST_REQUIRE=1 forbids skipping"
-            );
-        }
-        let _ = writeln!(
-            std::io::stderr(),
-            "SKIPPED a_run_waits_out_a_database_that_stops_answering_and_loses_nothing: VERNIER_TEST_POSTGRES_URL is unset"
-        );
+    let Some(mut pg) = support::PgDatabase::create(
+        "a_run_waits_out_a_database_that_stops_answering_and_loses_nothing",
+        "vernier_outage",
+    )
+    .await
+    else {
         return;
     };
-    let name = format!("vernier_outage_{}", std::process::id());
-    let mut c = sqlx::PgConnection::connect(&admin).await.unwrap();
-    let drop = || sqlx::AssertSqlSafe(format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"));
-    c.execute(drop()).await.unwrap();
-    c.execute(sqlx::AssertSqlSafe(format!("CREATE DATABASE \"{name}\"")))
-        .await
-        .unwrap();
-    let mut server_url = url::Url::parse(&admin).unwrap();
-    server_url.set_path(&name);
+    let server_url = pg.url.clone();
     let upstream: SocketAddr = tokio::net::lookup_host(format!(
         "{}:{}",
         server_url.host_str().unwrap(),
@@ -186,5 +176,5 @@ async fn a_run_waits_out_a_database_that_stops_answering_and_loses_nothing() {
         .get(0);
     assert_eq!(rows, (TRIALS * LINES) as i64, "{seen}\n{errors}");
     db.close().await.unwrap();
-    c.execute(drop()).await.unwrap();
+    pg.drop_it().await;
 }

@@ -3,8 +3,8 @@
 //! database of its own on the server in `VERNIER_TEST_POSTGRES_URL` and drops it afterwards;
 //! skips loudly where that is unset (fails instead under `VERNIER_TEST_REQUIRE=1`).
 
-use sqlx::{Connection, Executor};
-use std::io::Write;
+mod support;
+
 use std::process::{Command, Output};
 
 const SPEC: &str = r#"apiVersion: kubeflow.org/v1beta1
@@ -64,31 +64,13 @@ fn ok(out: &Output) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_store_command_works_against_postgres() {
-    let Ok(admin) = std::env::var("VERNIER_TEST_POSTGRES_URL") else {
-        if std::env::var("VERNIER_TEST_REQUIRE").as_deref() == Ok("1") {
-            panic!(
-                "VERNIER_TEST_POSTGRES_URL is unset but VERNIER_TEST_REQUIRE=1 forbids skipping"
-            );
-        }
-        let _ = writeln!(
-            std::io::stderr(),
-            "SKIPPED every_store_command_works_against_postgres: VERNIER_TEST_POSTGRES_URL is unset"
-        );
+    let Some(mut pg) =
+        support::PgDatabase::create("every_store_command_works_against_postgres", "vernier_cli")
+            .await
+    else {
         return;
     };
-    let name = format!("vernier_cli_{}", std::process::id());
-    let mut c = sqlx::PgConnection::connect(&admin).await.unwrap();
-    c.execute(sqlx::AssertSqlSafe(format!(
-        "DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"
-    )))
-    .await
-    .unwrap();
-    c.execute(sqlx::AssertSqlSafe(format!("CREATE DATABASE \"{name}\"")))
-        .await
-        .unwrap();
-    let mut u = url::Url::parse(&admin).unwrap();
-    u.set_path(&name);
-    let db = u.to_string();
+    let db = pg.url.to_string();
 
     let dir = tempfile::tempdir().unwrap();
     let result = std::panic::catch_unwind(|| {
@@ -176,11 +158,7 @@ async fn every_store_command_works_against_postgres() {
         let gone = vernier(d, &["report", "pg-cli", "--db", &db], None);
         assert_eq!(gone.status.code(), Some(2));
     });
-    c.execute(sqlx::AssertSqlSafe(format!(
-        "DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"
-    )))
-    .await
-    .unwrap();
+    pg.drop_it().await;
     if let Err(p) = result {
         std::panic::resume_unwind(p);
     }
