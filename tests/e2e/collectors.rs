@@ -270,8 +270,9 @@ fn push_collector_reads_nothing_locally_and_ends_metrics_unavailable() {
 }
 
 /// A trainer writing three losses to the path in its second argument, the last line
-/// unterminated, slowly enough that the collector reads it in more than one pass.
-const WRITE_LOSSES: &str = "import sys, time\npath = sys.argv[2].split('=', 1)[1]\nf = open(path, 'w')\nfor loss in ['0.3', '0.2']:\n    f.write(f'loss={loss}\\n'); f.flush(); time.sleep(0.3)\nf.write('loss=0.1')";
+/// unterminated, slowly enough that the collector reads it in more than one pass; it first
+/// waits (up to a minute) for the collector to say its imports are done.
+const WRITE_LOSSES: &str = "import os, sys, time\npath = sys.argv[2].split('=', 1)[1]\nt = time.time()\nwhile not os.path.exists(path + '.ready') and time.time() - t < 60:\n    time.sleep(0.05)\nf = open(path, 'w')\nfor loss in ['0.3', '0.2']:\n    f.write(f'loss={loss}\\n'); f.flush(); time.sleep(0.3)\nf.write('loss=0.1')";
 
 #[test]
 fn custom_collector_runs_beside_the_trial_and_reports_to_the_db_manager() {
