@@ -28,6 +28,8 @@ pub struct Context {
     pub early_stopping: Option<EarlyStopperFactory>,
     /// The store leases of the experiments this operator drives.
     pub leases: ExperimentLeases,
+    /// Trials created and not yet in the cache, per experiment.
+    pub expectations: crate::expectations::Expectations,
 }
 
 /// Builds an early-stopping rule from its Katib name and settings (e.g. medianstop).
@@ -85,6 +87,7 @@ impl Context {
             shared: Arc::new(Shared::default()),
             early_stopping: None,
             leases,
+            expectations: Default::default(),
         }
     }
 

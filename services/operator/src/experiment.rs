@@ -9,8 +9,9 @@
 //! number (numbers continue after the highest in use), and every reconcile lists the trials
 //! (from the operator's Trial cache, which a change reaches before the reconcile it causes): a restarted operator (or a retried
 //! reconcile) continues the sequence where the existing trials end and never creates a trial
-//! twice. A cache that lags behind a create only makes the next create of that sequence
-//! number meet the existing trial (a 409), which is then taken as it is.
+//! twice. A reconcile whose cache does not show every trial this operator just created waits
+//! for it ([`crate::expectations`]); a create that still meets the existing trial of its
+//! sequence number (a 409) takes it as it is.
 
 use crate::context::Context;
 use crate::error::{OperatorError, Result};
@@ -123,6 +124,13 @@ async fn reconcile_experiment(obj: &DynamicObject, ctx: &Context) -> Result<Acti
     }
     let stopping = stopping(&exp, ctx).map_err(OperatorError::Algorithm)?;
     let mut listed = list_trials(ctx, obj, &run.ns, &run.name, &exp.objective).await?;
+    let key = format!("{}/{}", run.ns, run.name);
+    let names: Vec<String> = listed.iter().map(Listed::name).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    if ctx.expectations.waiting(&key, &names, Instant::now()) {
+        // The cache has not shown every trial the last reconcile created: plan from it later.
+        return Ok(Action::requeue(Duration::from_millis(100)));
+    }
     stop_trials(ctx, &stopping, &exp, &run.ns, &listed).await?;
     let mut p = plan(&exp.objective, exp.limits, &outcomes(&listed), false);
     if p.completion.is_none() && p.request > 0 {
@@ -137,7 +145,11 @@ async fn reconcile_experiment(obj: &DynamicObject, ctx: &Context) -> Result<Acti
             rules: rules_for_new_trials(ctx, &stopping, &exp, &listed).await?,
         };
         let proposals = &suggested.proposals[..suggested.proposals.len().min(p.request as usize)];
-        create_trials(&batch, proposals, &mut listed).await?;
+        let known = listed.len();
+        let created = create_trials(&batch, proposals, &mut listed).await;
+        let fresh = listed[known..].iter().map(|l| l.name().to_string());
+        ctx.expectations.created(&key, fresh);
+        created?;
         p = plan(&exp.objective, exp.limits, &outcomes(&listed), exhausted);
     }
     run.finish(&listed, &p).await

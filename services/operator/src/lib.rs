@@ -10,6 +10,7 @@ pub mod crd;
 pub mod early_stop;
 mod error;
 pub mod events;
+pub mod expectations;
 pub mod experiment;
 pub mod experiment_check;
 pub mod experiment_lease;
