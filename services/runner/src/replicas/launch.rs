@@ -196,7 +196,7 @@ pub fn build_job(
         return Err(wrap(SpecError::new(
             "spec.trialTemplate.primaryPodLabels",
             format!(
-                "{{{}}} (Katib's default when unset) matches no replica of this {} that runs, so no metrics could be collected; hint: set it to the labels of the replica that prints the metrics, e.g. {{training.kubeflow.org/replica-type: worker}} (a PyTorchJob without a Master has no job-role: master replica)",
+                "{{{}}} matches no replica of this {} that runs, so no metrics could be collected; hint: set it to the labels of the replica that prints the metrics, e.g. {{training.kubeflow.org/replica-type: worker}}; unset, it is Katib's default {{training.kubeflow.org/job-role: master}}, which a PyTorchJob without a Master has no replica of",
                 shown.join(", "),
                 set.kind.name()
             ),
