@@ -33,13 +33,13 @@ impl Expectations {
 
     /// Whether the listing of `experiment` (its trials' names) still lacks a trial this
     /// operator created in the last [`EXPECTATION_TTL`]; forgets the ones it shows.
-    pub fn waiting(&self, experiment: &str, listed: &[&str], now: Instant) -> bool {
+    pub fn waiting(&self, experiment: &str, listed: &[String], now: Instant) -> bool {
         let mut unseen = self.unseen.lock().unwrap_or_else(|e| e.into_inner());
         let Some(entry) = unseen.get_mut(experiment) else {
             return false;
         };
         entry.retain(|(name, at)| {
-            !listed.contains(&name.as_str()) && now.duration_since(*at) < EXPECTATION_TTL
+            !listed.contains(name) && now.duration_since(*at) < EXPECTATION_TTL
         });
         let waiting = !entry.is_empty();
         if !waiting {
@@ -53,19 +53,23 @@ impl Expectations {
 mod tests {
     use super::*;
 
+    fn names(listed: &[&str]) -> Vec<String> {
+        listed.iter().map(|n| n.to_string()).collect()
+    }
+
     #[test]
     fn a_created_trial_is_waited_for_until_listed_or_lapsed() {
         let e = Expectations::default();
         let t0 = Instant::now();
-        assert!(!e.waiting("ns/x", &[], t0));
+        assert!(!e.waiting("ns/x", &names(&[]), t0));
         e.created("ns/x", ["x-a".to_string(), "x-b".to_string()]);
-        assert!(e.waiting("ns/x", &["x-a"], t0));
-        assert!(!e.waiting("ns/y", &[], t0));
-        assert!(!e.waiting("ns/x", &["x-a", "x-b"], t0));
+        assert!(e.waiting("ns/x", &names(&["x-a"]), t0));
+        assert!(!e.waiting("ns/y", &names(&[]), t0));
+        assert!(!e.waiting("ns/x", &names(&["x-a", "x-b"]), t0));
         // Seen once, forgotten: a later listing without it (deleted) waits for nothing.
-        assert!(!e.waiting("ns/x", &[], t0));
+        assert!(!e.waiting("ns/x", &names(&[]), t0));
         e.created("ns/x", ["x-c".to_string()]);
-        assert!(e.waiting("ns/x", &[], Instant::now()));
-        assert!(!e.waiting("ns/x", &[], Instant::now() + EXPECTATION_TTL));
+        assert!(e.waiting("ns/x", &names(&[]), Instant::now()));
+        assert!(!e.waiting("ns/x", &names(&[]), Instant::now() + EXPECTATION_TTL));
     }
 }

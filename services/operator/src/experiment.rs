@@ -126,7 +126,6 @@ async fn reconcile_experiment(obj: &DynamicObject, ctx: &Context) -> Result<Acti
     let mut listed = list_trials(ctx, obj, &run.ns, &run.name, &exp.objective).await?;
     let key = format!("{}/{}", run.ns, run.name);
     let names: Vec<String> = listed.iter().map(Listed::name).collect();
-    let names: Vec<&str> = names.iter().map(String::as_str).collect();
     if ctx.expectations.waiting(&key, &names, Instant::now()) {
         // The cache has not shown every trial the last reconcile created: plan from it later.
         return Ok(Action::requeue(Duration::from_millis(100)));
