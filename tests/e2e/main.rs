@@ -7,6 +7,7 @@
 mod algorithms;
 mod checkpoints;
 mod collectors;
+mod container;
 mod dashboard;
 mod distributed;
 mod early_stopping;

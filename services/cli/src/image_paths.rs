@@ -10,12 +10,26 @@ use vernier_runner::LocalExperiment;
 pub fn check(exp: &LocalExperiment) -> Option<String> {
     let point = crate::first_point::first_point(&exp.space);
     let cmd = exp.command_for("path-check", &point).ok()?;
-    warning(&image_only_paths(
+    let paths = warning(&image_only_paths(
         &cmd.program,
         &cmd.args,
         &exp.paths.log_dir,
         Path::exists,
-    ))
+    ));
+    let dir = exp
+        .missing_working_dir("path-check", &point)
+        .map(|dir| working_dir_warning(&dir, &cmd.work_dir));
+    match (paths, dir) {
+        (Some(p), Some(d)) => Some(format!("{d}\n{p}")),
+        (p, d) => p.or(d),
+    }
+}
+
+fn working_dir_warning(wanted: &str, used: &Path) -> String {
+    format!(
+        "the primary container's workingDir {wanted} does not exist on this machine, so trials start in {}\nhint: create that directory here, or drop workingDir and use paths relative to the experiment file",
+        used.display()
+    )
 }
 
 /// The absolute paths in a trial's command (the program, each argument, and each word of a

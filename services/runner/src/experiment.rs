@@ -86,6 +86,20 @@ impl LocalExperiment {
         self.container_command(trial, trial, container, self.log_path(trial))
     }
 
+    /// The primary container's `workingDir` when this machine has no such directory, so the
+    /// trials run in the experiment's directory instead (a path inside the image).
+    pub fn missing_working_dir(
+        &self,
+        trial: &str,
+        assignment: &[(String, String)],
+    ) -> Option<String> {
+        let rendered = self.render(trial, assignment).ok()?;
+        let container =
+            vernier_spec::primary_container(&rendered, &self.primary_container_name()).ok()?;
+        let wanted = container.working_dir.filter(|w| !w.is_empty())?;
+        (!self.paths.work_dir.join(&wanted).is_dir()).then_some(wanted)
+    }
+
     /// The trial spec with this trial's values substituted.
     pub(crate) fn render(
         &self,
@@ -116,6 +130,7 @@ impl LocalExperiment {
         log_path: PathBuf,
     ) -> Result<TrialCommand, RunnerError> {
         let primary = container.name.clone();
+        let container_dir = container.working_dir.clone();
         let wrap = |source: SpecError| template_error(trial, source);
         let mut argv: Vec<String> = container
             .command
@@ -162,7 +177,7 @@ impl LocalExperiment {
             program,
             args: argv,
             env,
-            work_dir: self.paths.work_dir.clone(),
+            work_dir: trial_work_dir(container_dir.as_deref(), &self.paths.work_dir, Path::is_dir),
             log_path,
             metrics_path,
             append_log: false,
@@ -267,6 +282,20 @@ pub fn trial_files(log_dir: &Path, trial: &str) -> [PathBuf; 3] {
         log_dir.join(trial),
         crate::checkpoint::checkpoint_dir(log_dir, trial),
     ]
+}
+
+/// Where a trial process starts: the container's `workingDir` when this machine has that
+/// directory (relative to the experiment's directory if it is relative), else the experiment's
+/// directory, since a `workingDir` inside the image does not exist here.
+pub fn trial_work_dir(
+    wanted: Option<&str>,
+    default: &Path,
+    is_dir: impl Fn(&Path) -> bool,
+) -> PathBuf {
+    match wanted.filter(|w| !w.is_empty()).map(|w| default.join(w)) {
+        Some(dir) if is_dir(&dir) => dir,
+        _ => default.to_path_buf(),
+    }
 }
 
 pub fn work_dir_of(experiment_file: &Path) -> PathBuf {

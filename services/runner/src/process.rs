@@ -141,6 +141,20 @@ pub struct ProcessReport {
     pub collected_from: Vec<PathBuf>,
 }
 
+impl ProcessReport {
+    /// A report of nothing run yet: stopped, nothing seen; the usual start a supervisor fills in.
+    pub fn stopped(collected_from: Vec<PathBuf>) -> ProcessReport {
+        ProcessReport {
+            end: ProcessEnd::Stopped,
+            metrics_seen: HashSet::new(),
+            rejected: Vec::new(),
+            rejected_total: 0,
+            store_error: None,
+            collected_from,
+        }
+    }
+}
+
 /// Microseconds since the Unix epoch.
 pub fn now_us() -> i64 {
     chrono::Utc::now().timestamp_micros()
@@ -160,14 +174,7 @@ pub async fn run_process(
         }
         _ => Vec::new(),
     };
-    let mut report = ProcessReport {
-        end: ProcessEnd::Stopped,
-        metrics_seen: HashSet::new(),
-        rejected: Vec::new(),
-        rejected_total: 0,
-        store_error: None,
-        collected_from,
-    };
+    let mut report = ProcessReport::stopped(collected_from);
     let opened = if cmd.append_log {
         std::fs::OpenOptions::new()
             .create(true)

@@ -6,8 +6,8 @@
 //!
 //! A write whose connection broke after the server committed it but before it answered is sent
 //! again: for observations that records one value twice, which changes no metric strategy
-//! (min, max, latest); for a new trial row the second insert is refused as a duplicate and the
-//! run ends with that error, which `vernier resume` continues. Commands that only read
+//! (min, max, latest); a new experiment or trial row finds itself already there, which the
+//! store takes as the insert having worked (`SqlStore::insert_trial`). Commands that only read
 //! (`report`, `list`) do not ride: they fail at once and can simply be run again.
 
 use crate::error::StoreError;

@@ -160,7 +160,13 @@ impl SqlStore {
 
     /// Fails with [`StoreError::ExperimentExists`] if the name is taken.
     pub async fn create_experiment(&self, e: &ExperimentRow) -> Result<(), StoreError> {
-        dispatch!(self.create_experiment(e))
+        match dispatch!(self.create_experiment(e)) {
+            Err(taken @ StoreError::ExperimentExists(_)) if self.outages.is_some() => {
+                let stored = self.get_experiment(&e.name).await?;
+                ours_or(taken, stored.as_ref() == Some(e))
+            }
+            other => other,
+        }
     }
 
     pub async fn get_experiment(&self, name: &str) -> Result<Option<ExperimentRow>, StoreError> {
@@ -247,7 +253,15 @@ impl SqlStore {
     /// [`StoreError::TrialSeqTaken`] if the experiment already has a trial with this `seq`,
     /// and [`StoreError::NotFound`] if the experiment does not exist.
     pub async fn insert_trial(&self, t: &TrialRow) -> Result<(), StoreError> {
-        dispatch!(self.insert_trial(t))
+        match dispatch!(self.insert_trial(t)) {
+            Err(taken @ (StoreError::TrialExists(_) | StoreError::TrialSeqTaken { .. }))
+                if self.outages.is_some() =>
+            {
+                let stored = self.get_trial(&t.name).await?;
+                ours_or(taken, stored.as_ref() == Some(t))
+            }
+            other => other,
+        }
     }
 
     /// Applies `update` (see [`TrialUpdate`] for which fields overwrite);
@@ -401,6 +415,13 @@ impl SqlStore {
 }
 
 /// A unique violation or deadlock between two transactions inserting the same lease row.
+/// A store that rides outages sends an insert again when the connection broke before the
+/// server answered, though the server may have committed it: finding exactly the row it sent
+/// is that insert having worked, not somebody else's duplicate.
+fn ours_or(taken: StoreError, stored_is_ours: bool) -> Result<(), StoreError> {
+    if stored_is_ours { Ok(()) } else { Err(taken) }
+}
+
 fn is_race(error: &sqlx::Error) -> bool {
     match error {
         sqlx::Error::Database(db) => {

@@ -20,6 +20,7 @@ per_backend!(
     trials_round_trip_update_and_order_by_seq,
     trial_conflicts_and_unknown_names_are_named,
     duplicate_experiment_says_how_to_proceed,
+    an_insert_sent_again_after_a_lost_answer_finds_its_own_row,
     the_spec_can_be_replaced_and_nothing_else_changes,
     delete_experiment_cascades_to_trials_and_observation_logs,
     observation_logs_filter_by_metric_and_inclusive_time_range,
@@ -204,6 +205,49 @@ async fn duplicate_experiment_says_how_to_proceed(db: Arc<TestDb>) {
         "experiment `mnist` already exists\n\
          hint: use `vernier resume mnist`, `vernier delete mnist`, or rename the experiment"
     );
+}
+
+/// A riding store re-sends an insert whose answer was lost though the server may have
+/// committed it: meeting exactly its own row is success; any other row is still a conflict,
+/// and a store that does not ride reports every conflict as before.
+async fn an_insert_sent_again_after_a_lost_answer_finds_its_own_row(db: Arc<TestDb>) {
+    let store = SqlStore::connect(&db.url).await.unwrap();
+    let (_keep, give_up) = tokio::sync::watch::channel(false);
+    let riding = store.riding_outages(give_up);
+    let exp = experiment("exp", 1);
+    let t1 = trial("exp", "exp-t1", 1);
+    riding.create_experiment(&exp).await.unwrap();
+    riding.insert_trial(&t1).await.unwrap();
+
+    riding.create_experiment(&exp).await.unwrap();
+    riding.insert_trial(&t1).await.unwrap();
+    assert_eq!(store.list_trials("exp").await.unwrap(), vec![t1.clone()]);
+
+    let other_experiment = experiment("exp", 2);
+    let other_params = TrialRow {
+        assignment: vec![("lr".into(), "0.5".into())],
+        ..t1.clone()
+    };
+    let same_seq = trial("exp", "exp-t2", 1);
+    for s in [&store, &riding] {
+        let err = s.create_experiment(&other_experiment).await.unwrap_err();
+        assert!(matches!(err, StoreError::ExperimentExists(_)), "{err}");
+        // Which of the two unique constraints a backend checks first differs.
+        let err = s.insert_trial(&other_params).await.unwrap_err();
+        let taken = matches!(
+            err,
+            StoreError::TrialExists(_) | StoreError::TrialSeqTaken { .. }
+        );
+        assert!(taken, "{err}");
+        let err = s.insert_trial(&same_seq).await.unwrap_err();
+        assert!(matches!(err, StoreError::TrialSeqTaken { .. }), "{err}");
+    }
+    let err = store.insert_trial(&t1).await.unwrap_err();
+    let taken = matches!(
+        err,
+        StoreError::TrialExists(_) | StoreError::TrialSeqTaken { .. }
+    );
+    assert!(taken, "{err}");
 }
 
 async fn the_spec_can_be_replaced_and_nothing_else_changes(db: Arc<TestDb>) {

@@ -9,7 +9,7 @@ use super::policy::{Decision, Verdict, decide, restart_delay, verdict};
 use crate::process::{
     Collection, MetricSource, ProcessEnd, ProcessReport, StopLevel, TrialCommand, run_process,
 };
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::time::Instant;
 use tokio::sync::watch;
@@ -100,14 +100,7 @@ pub async fn run_job(
         summary,
         collection,
         store,
-        report: ProcessReport {
-            end: ProcessEnd::Stopped,
-            metrics_seen: HashSet::new(),
-            rejected: Vec::new(),
-            rejected_total: 0,
-            store_error: None,
-            collected_from: Vec::new(),
-        },
+        report: ProcessReport::stopped(Vec::new()),
     };
     for (path, text) in &sup.job.hostfiles {
         if let Err(e) = std::fs::write(path, text) {
@@ -374,14 +367,7 @@ async fn delayed_start(
         r = rx.wait_for(|l| *l != StopLevel::Run) => { let _ = r; true }
     };
     if stopped {
-        return ProcessReport {
-            end: ProcessEnd::Stopped,
-            metrics_seen: HashSet::new(),
-            rejected: Vec::new(),
-            rejected_total: 0,
-            store_error: None,
-            collected_from: Vec::new(),
-        };
+        return ProcessReport::stopped(Vec::new());
     }
     if let Ok(mut f) = std::fs::OpenOptions::new()
         .create(true)

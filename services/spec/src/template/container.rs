@@ -1,6 +1,7 @@
 //! Finds the primary container in a rendered trial spec of any kind, since local mode runs that
 //! container's command as a process instead of submitting the object to Kubernetes.
 
+use super::expansion::expand_container;
 use crate::error::SpecError;
 use serde_json::Value;
 
@@ -60,7 +61,8 @@ fn locate<'a>(
 }
 
 /// The parts of one container object (at field path `path`) that local mode runs: the primary
-/// container, or the `Custom` metrics collector's container.
+/// container, or the `Custom` metrics collector's container; `$(VAR)` references expanded as
+/// the kubelet expands them.
 pub fn container_from(c: &Value, name: &str, path: &str) -> Result<ContainerSpec, SpecError> {
     let strings = |field: &str| -> Result<Vec<String>, SpecError> {
         match c.get(field) {
@@ -114,12 +116,14 @@ pub fn container_from(c: &Value, name: &str, path: &str) -> Result<ContainerSpec
             ),
         ));
     }
+    let (mut command, mut args, mut env) = (command, args, env(c, path)?);
+    expand_container(&mut env, &mut command, &mut args);
     Ok(ContainerSpec {
         name: name.to_string(),
         image: c.get("image").and_then(Value::as_str).map(str::to_string),
         command,
         args,
-        env: env(c, path)?,
+        env,
         working_dir: c
             .get("workingDir")
             .and_then(Value::as_str)
@@ -183,9 +187,10 @@ fn find<'a>(
                     if name == Some(wanted) {
                         return Some((format!("{}[{i}]", join("containers")), c));
                     }
-                    if let Some(n) = name {
-                        seen.push(n.to_string());
-                    }
+                    seen.push(match name {
+                        Some(n) => n.to_string(),
+                        None => format!("one without a name at {}[{i}]", join("containers")),
+                    });
                 }
             }
             map.iter()

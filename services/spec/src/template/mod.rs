@@ -3,6 +3,7 @@
 //! (local mode) or checking that the primary container exists (a cluster).
 
 mod container;
+mod expansion;
 pub mod replicas;
 
 pub use container::{ContainerSpec, check_primary_container, container_from, primary_container};

@@ -150,9 +150,17 @@ fn check_counts(exp: &Experiment, errs: &mut Errors) {
         if let Some(n) = s.parallel_trial_count
             && n > max
         {
+            // Validation sees the defaulted spec, so an omitted count reads as the default.
+            let hint = if n == crate::defaults::DEFAULT_PARALLEL_TRIAL_COUNT {
+                format!(
+                    "; hint: {n} is also the default when parallelTrialCount is not set; set it to at most {max}"
+                )
+            } else {
+                String::new()
+            };
             errs.add(
                 "spec.parallelTrialCount",
-                format!("value {n} must not be greater than spec.maxTrialCount ({max})"),
+                format!("value {n} must not be greater than spec.maxTrialCount ({max}){hint}"),
             );
         }
     }

@@ -1,0 +1,97 @@
+//! What the kubelet does to a trial's container before it starts, done locally too so the
+//! trainer sees the same thing on a laptop: `$(VAR)` expansion in env, command and args, and
+//! `workingDir` (used when this machine has it, warned about when it does not).
+
+use crate::harness::{Sandbox, text};
+
+/// A one-trial experiment whose trainer records its working directory, argv and two variables.
+fn experiment(name: &str, working_dir: &str) -> String {
+    format!(
+        r#"apiVersion: kubeflow.org/v1beta1
+kind: Experiment
+metadata:
+  name: {name}
+spec:
+  objective: {{type: minimize, objectiveMetricName: loss}}
+  algorithm: {{algorithmName: random}}
+  maxTrialCount: 1
+  parallelTrialCount: 1
+  parameters:
+    - {{name: lr, parameterType: discrete, feasibleSpace: {{list: ["0.25"]}}}}
+  trialTemplate:
+    primaryContainerName: training
+    trialParameters:
+      - {{name: lr, reference: lr}}
+    trialSpec:
+      apiVersion: batch/v1
+      kind: Job
+      spec:
+        template:
+          spec:
+            restartPolicy: Never
+            containers:
+              - name: training
+                image: python:3.11
+                workingDir: {working_dir}
+                env:
+                  - {{name: MY_LR, value: "${{trialParameters.lr}}"}}
+                  - {{name: MY_NOTE, value: "lr is $(MY_LR), $(MY_LATER) later"}}
+                  - {{name: MY_LATER, value: "x"}}
+                command: [python3, -c]
+                args:
+                  - "import json, os, sys; json.dump([os.getcwd(), sys.argv[1:], os.environ['MY_NOTE']], open(os.path.join(os.environ['OUT'], 'seen.json'), 'w')); print('loss=' + sys.argv[1])"
+                  - "$(MY_LR)"
+                  - "$$(MY_LR)"
+                  - "$(UNSET)"
+"#
+    )
+}
+
+#[test]
+fn variables_expand_and_the_working_directory_is_used() {
+    let sb = Sandbox::new();
+    let sub = sb.path().join("sub");
+    std::fs::create_dir(&sub).unwrap();
+    let file = sb.write("e.yaml", &experiment("kubelet", &sub.display().to_string()));
+    let out = sb
+        .cmd(&["run", file.to_str().unwrap()])
+        .env("OUT", sb.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let seen: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(sb.path().join("seen.json")).unwrap()).unwrap();
+    let cwd = std::fs::canonicalize(seen[0].as_str().unwrap()).unwrap();
+    assert_eq!(cwd, std::fs::canonicalize(&sub).unwrap());
+    assert_eq!(seen[1], serde_json::json!(["0.25", "$(MY_LR)", "$(UNSET)"]));
+    assert_eq!(seen[2], "lr is 0.25, $(MY_LATER) later");
+    assert!(text(&out).contains("loss=0.25"), "{}", text(&out));
+}
+
+#[test]
+fn a_working_directory_only_the_image_has_is_named_before_trials_start() {
+    let sb = Sandbox::new();
+    let file = sb.write("e.yaml", &experiment("image-dir", "/opt/image-only/src"));
+    let out = sb.run(&["validate", file.to_str().unwrap()]);
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    assert!(
+        said.contains("workingDir /opt/image-only/src does not exist on this machine"),
+        "{said}"
+    );
+    let out = sb
+        .cmd(&["run", file.to_str().unwrap()])
+        .env("OUT", sb.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        text(&out).contains("workingDir /opt/image-only/src"),
+        "{}",
+        text(&out)
+    );
+    let seen: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(sb.path().join("seen.json")).unwrap()).unwrap();
+    let cwd = std::fs::canonicalize(seen[0].as_str().unwrap()).unwrap();
+    assert_eq!(cwd, std::fs::canonicalize(sb.path()).unwrap());
+}
