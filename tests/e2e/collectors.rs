@@ -333,3 +333,40 @@ fn custom_collector_is_refused_locally_with_a_hint() {
     assert!(all.contains("\"Custom\" cannot run locally"), "{all}");
     assert!(all.contains("hint:"), "{all}");
 }
+
+/// A line's own leading timestamp dates it even when it is earlier than the line before, as
+/// in Katib's collector, so `latest` is the value with the latest time, not the last printed.
+#[test]
+fn a_lines_own_timestamp_is_kept_when_it_goes_backwards() {
+    let sb = Sandbox::new();
+    let yaml = python_experiment(
+        "own-time",
+        "print('2024-01-01T00:00:05Z loss=0.1'); print('2024-01-01T00:00:01Z loss=0.9'); print('loss=0.5')",
+        "  objective:\n    type: minimize\n    objectiveMetricName: loss\n    metricStrategies:\n      - {name: loss, value: latest}\n  parallelTrialCount: 1\n  maxTrialCount: 1",
+    );
+    let file = sb.write("e.yaml", &yaml);
+    let out = sb.run(&["run", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let r = sb.report("own-time");
+    let metric = &r["status"]["currentOptimalTrial"]["observation"]["metrics"][0];
+    // The untimed line is dated by the clock, today: the latest of the three.
+    assert_eq!(metric["latest"], "0.5", "{metric}");
+    let trial = r["status"]["currentOptimalTrial"]["bestTrialName"]
+        .as_str()
+        .unwrap();
+    let query = "import sqlite3, sys\nfor (t,) in sqlite3.connect(sys.argv[1]).execute('select time from observation_logs where trial_name = ? order by id', (sys.argv[2],)): print(t)";
+    let out = std::process::Command::new("python3")
+        .args(["-c", query, &sb.db(), trial])
+        .output()
+        .unwrap();
+    let times: Vec<i64> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| l.parse().unwrap())
+        .collect();
+    assert_eq!(
+        times[..2],
+        [1_704_067_205_000_000, 1_704_067_201_000_000],
+        "{times:?}"
+    );
+    assert!(times[2] > 1_704_067_205_000_000, "{times:?}");
+}

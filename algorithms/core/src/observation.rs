@@ -68,13 +68,13 @@ impl MetricSummary {
 
     /// The text a strategy selects when it selects no number: Katib's `min`/`max` fall back to
     /// `latest`, which may be text such as DARTS's `Genotype(...)`. `None` when the strategy
-    /// selects a number, or `latest` is Katib's `unavailable` or a non-finite number.
+    /// selects a number, or `latest` is Katib's `unavailable` or empty. A non-finite number
+    /// (`nan` pushed to the DBManager) is text: a result, ranked below every number.
     pub fn text(&self, strategy: MetricStrategy) -> Option<&str> {
         if self.value(strategy).is_some() || self.latest == UNAVAILABLE {
             return None;
         }
-        let latest = self.latest.trim();
-        (!latest.is_empty() && latest.parse::<f64>().is_err()).then_some(self.latest.as_str())
+        (!self.latest.trim().is_empty()).then_some(self.latest.as_str())
     }
 
     /// Katib renders absent min/max as `unavailable`.
@@ -189,7 +189,10 @@ mod tests {
         let mixed = MetricSummary::reduce("g", &[obs("g", 0, "0.5"), obs("g", 1, "done")]).unwrap();
         assert_eq!(mixed.text(MetricStrategy::Max), None);
         assert_eq!(mixed.text(MetricStrategy::Latest), Some("done"));
-        let nan = MetricSummary::reduce("g", &[obs("g", 0, "nan")]).unwrap();
-        assert_eq!(nan.text(MetricStrategy::Latest), None);
+        let nan = MetricSummary::reduce("g", &[obs("g", 0, "0.5"), obs("g", 1, "nan")]).unwrap();
+        assert_eq!(nan.text(MetricStrategy::Latest), Some("nan"));
+        assert_eq!(nan.text(MetricStrategy::Min), None);
+        let blank = MetricSummary::reduce("g", &[obs("g", 0, " ")]).unwrap();
+        assert_eq!(blank.text(MetricStrategy::Latest), None);
     }
 }

@@ -223,8 +223,12 @@ impl EarlyStopping for EarlyStoppingService {
             .iter()
             .map(|s| (s.name.clone(), s.value.clone()))
             .collect();
-        vernier_algorithms::build_early_stopper(&spec.algorithm_name, &settings)
-            .map_err(ApiError::from)?;
+        // A Katib controller asks for rules after every suggestion and gives up the batch on
+        // an error, so an algorithm that has no rules must be refused here, before it starts.
+        build_medianstop(&spec.algorithm_name, &settings).map_err(|e| match e {
+            ApiError::RulesUnsupported(_) => Status::invalid_argument(e.to_string()),
+            other => other.into(),
+        })?;
         Ok(Response::new(ValidateEarlyStoppingSettingsReply {}))
     }
 }

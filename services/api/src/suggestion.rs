@@ -105,6 +105,12 @@ fn request_seed(
     base.wrapping_add((history as u64).wrapping_mul(0xD1B5_4A32_D192_ED03))
 }
 
+/// Whether an algorithm that gave fewer trials than asked will never give more: it says so,
+/// or it waits for running trials and none is running, so waiting cannot help.
+fn search_complete(exhausted: bool, trials: &[TrialRecord]) -> bool {
+    exhausted || trials.iter().all(|t| t.state.is_terminal())
+}
+
 /// Answers one `GetSuggestions` request, giving up once `cancel` is set (the caller left).
 pub fn get_suggestions_cancellable(
     req: &GetSuggestionsRequest,
@@ -152,8 +158,11 @@ pub fn get_suggestions_cancellable(
     let proposals: Vec<_> = suggestions.proposals.into_iter().take(asked).collect();
     if proposals.len() < asked {
         let (algorithm, given) = (view.algorithm.clone(), proposals.len());
-        let state = suggestions.state.unwrap_or_default();
-        return Err(if suggestions.exhausted {
+        let state = suggestions
+            .state
+            .filter(|s| !s.is_empty())
+            .map_or_else(String::new, |s| format!(" ({s})"));
+        return Err(if search_complete(suggestions.exhausted, &trials) {
             ApiError::SearchComplete {
                 algorithm,
                 given,

@@ -757,6 +757,23 @@ async fn early_stopping_rules_validation_and_trial_status() {
         "{}",
         s.message()
     );
+    // ASHA stops trials itself and has no rules to serve: refused before a controller starts.
+    let s = status_of(
+        es.validate_early_stopping_settings(ValidateEarlyStoppingSettingsRequest {
+            early_stopping: Some(EarlyStoppingSpec {
+                algorithm_name: "asha".into(),
+                algorithm_settings: vec![],
+            }),
+        })
+        .await,
+    );
+    assert_eq!(s.code(), Code::InvalidArgument);
+    assert!(
+        s.message()
+            .contains("cannot be expressed as Katib early stopping rules"),
+        "{}",
+        s.message()
+    );
     let s = status_of(
         es.validate_early_stopping_settings(ValidateEarlyStoppingSettingsRequest {
             early_stopping: None,
@@ -832,4 +849,41 @@ async fn health_follows_the_store() {
         .unwrap()
         .into_inner();
     assert_eq!(r.status, ServingStatus::NotServing as i32);
+}
+
+/// A search that gives fewer trials than asked, with no trial running, never gives more:
+/// OUT_OF_RANGE (the search is over), not UNAVAILABLE (wait), so a controller stops retrying.
+#[tokio::test]
+async fn fewer_trials_than_asked_with_nothing_running_ends_the_search() {
+    let server = start().await;
+    let mut client = SuggestionClient::new(server.channel.clone());
+    for (algorithm, settings) in [
+        ("grid", vec![]),
+        ("random", vec![("random_state", "7")]),
+        ("asha", settings_for("asha")),
+    ] {
+        let mut exp = experiment(algorithm, &settings);
+        let spec = exp.spec.as_mut().unwrap();
+        spec.parameter_specs.as_mut().unwrap().parameters = vec![
+            param("opt", ParameterType::Categorical, "", "", "", &["a", "b"]),
+            param("epochs", ParameterType::Int, "1", "9", "", &[]),
+        ];
+        if algorithm != "asha" {
+            spec.parameter_specs.as_mut().unwrap().parameters.pop();
+        }
+        let req = GetSuggestionsRequest {
+            experiment: Some(exp),
+            trials: vec![],
+            current_request_number: 3,
+            total_request_number: 3,
+        };
+        let s = status_of(client.get_suggestions(req).await);
+        assert_eq!(s.code(), Code::OutOfRange, "{algorithm}: {}", s.message());
+        assert!(
+            s.message().contains("2 of the 3"),
+            "{algorithm}: {}",
+            s.message()
+        );
+        assert!(!s.message().contains("()"), "{algorithm}: {}", s.message());
+    }
 }

@@ -400,11 +400,10 @@ async fn stop_group(
 /// Metrics parsed from one line, event-file poll or scrape.
 #[derive(Debug)]
 struct ParsedBatch {
-    observations: Vec<Observation>,
+    /// Each observation, and whether its time is the source's own (an event's wall time, a
+    /// line's leading timestamp), kept as it is even when it goes backwards, as Katib keeps it.
+    observations: Vec<(Observation, bool)>,
     rejected: Vec<String>,
-    /// The timestamps are the source's own (event wall times) and are kept as they are,
-    /// even when they go backwards (several event files, each in its own order).
-    exact_time: bool,
 }
 
 impl ParsedBatch {
@@ -420,10 +419,12 @@ impl ParsedBatch {
             observations: read
                 .metrics
                 .into_iter()
-                .map(|m| m.into_observation(now))
+                .map(|m| {
+                    let own_time = read.exact_time || m.timestamp_us.is_some();
+                    (m.into_observation(now), own_time)
+                })
                 .collect(),
             rejected,
-            exact_time: read.exact_time,
         })
     }
 }
@@ -552,10 +553,10 @@ async fn record(
         let mut logs = Vec::new();
         for batch in pending {
             batch.rejected.into_iter().for_each(|r| rec.reject(r));
-            for mut o in batch.observations {
+            for (mut o, own_time) in batch.observations {
                 // Keep read order even when the clock does not advance between lines, so
                 // "latest" is the last value printed.
-                if !batch.exact_time {
+                if !own_time {
                     if o.timestamp_us <= last_ts {
                         o.timestamp_us = last_ts + 1;
                     }
