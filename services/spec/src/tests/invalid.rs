@@ -47,11 +47,11 @@ fn all_unknown_fields_are_reported_with_paths() {
             json!("x"),
         );
         set(v, "/spec/objective/extra", json!(1));
-        // Free-form places accept anything.
+        // Free-form places accept anything (a Job's own fields: validate/batch_job.rs).
         set(
             v,
-            "/spec/trialTemplate/trialSpec/spec/whatever",
-            json!({"a": 1}),
+            "/spec/trialTemplate/trialSpec/metadata",
+            json!({"annotations": {"whatever": "a"}}),
         );
         set(v, "/metadata/uid", json!("123"));
     });

@@ -2,6 +2,7 @@
 //! failures (numbers parse, bounds ordered, lists unique, names known). Every rule reports the
 //! field path and the offending value; all problems are collected, none short-circuits.
 
+mod batch_job;
 mod collector;
 mod extensions;
 mod nas;

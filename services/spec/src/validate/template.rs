@@ -39,6 +39,7 @@ pub(super) fn check(exp: &Experiment, errs: &mut Errors) {
     check_trial_parameters(exp, tt, errs);
     if let Some(spec) = &tt.trial_spec {
         check_trial_spec(spec, errs);
+        super::batch_job::check(spec, errs);
         check_placeholders(tt, spec, errs);
         if let Some(primary) = tt
             .primary_container_name
