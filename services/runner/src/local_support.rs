@@ -47,7 +47,51 @@ pub fn local_verdict(exp: &Experiment) -> LocalVerdict {
         verdict.refused.push(e);
     }
     ignored_fields(spec, &format!("{T}.trialSpec"), &mut verdict.ignored);
+    if spec.get("kind").and_then(Value::as_str) == Some("Job") {
+        verdict.ignored.extend(job_ignored(spec, primary));
+    }
     verdict
+}
+
+/// What a batch Job's controller does that one local process does not: retries, a deadline,
+/// and the job's other containers. The exit code alone ends the trial.
+fn job_ignored(spec: &Value, primary: &str) -> Vec<SpecError> {
+    let path = format!("{T}.trialSpec.spec");
+    let job = spec.get("spec");
+    let mut out = Vec::new();
+    for (field, note) in [
+        (
+            "backoffLimit",
+            "pods are not retried locally: the trial fails when its process first fails",
+        ),
+        (
+            "activeDeadlineSeconds",
+            "is not applied locally to a batch Job: the trial runs until its process ends",
+        ),
+    ] {
+        if job.and_then(|j| j.get(field)).is_some_and(|v| !v.is_null()) {
+            out.push(SpecError::new(format!("{path}.{field}"), note));
+        }
+    }
+    let containers = job
+        .and_then(|j| j.pointer("/template/spec/containers"))
+        .and_then(Value::as_array);
+    let others: Vec<&str> = containers
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c.get("name").and_then(Value::as_str))
+        .filter(|name| *name != primary)
+        .collect();
+    if !others.is_empty() {
+        out.push(SpecError::new(
+            format!("{path}.template.spec.containers"),
+            format!(
+                "only the primary container runs locally; not run: {}",
+                others.join(", ")
+            ),
+        ));
+    }
+    out
 }
 
 /// Why the primary container (or a replica's container) cannot run as a process, if it cannot.
@@ -203,6 +247,25 @@ spec:
             v.refused
         );
         assert!(v.refused[0].message().contains("vernier operator"));
+    }
+
+    #[test]
+    fn a_batch_jobs_retries_deadline_and_other_containers_are_noted() {
+        let spec = "{apiVersion: batch/v1, kind: Job, spec: {backoffLimit: 2, activeDeadlineSeconds: 60, template: {spec: {containers: [{name: side, image: i, command: [s]}, {name: main, image: i, command: [t, '${trialParameters.lr}']}]}}}}";
+        let v = local_verdict(&experiment(spec, "main"));
+        assert!(v.runnable(), "{:?}", v.refused);
+        let notes: Vec<String> = v.ignored.iter().map(ToString::to_string).collect();
+        let job = "spec.trialTemplate.trialSpec.spec";
+        assert_eq!(notes.len(), 3, "{notes:?}");
+        assert!(notes[0].starts_with(&format!("{job}.backoffLimit: pods are not retried")));
+        assert!(notes[1].starts_with(&format!("{job}.activeDeadlineSeconds: is not applied")));
+        assert!(notes[2].ends_with("not run: side"), "{}", notes[2]);
+        let plain = local_verdict(&experiment(&job_of_main(), "main"));
+        assert!(plain.ignored.is_empty(), "{:?}", plain.ignored);
+    }
+
+    fn job_of_main() -> String {
+        job("{name: main, image: i, command: [t, '${trialParameters.lr}']}")
     }
 
     #[test]
