@@ -80,13 +80,27 @@ impl MetricSummary {
     /// Katib renders absent min/max as `unavailable`.
     pub fn min_text(&self) -> String {
         self.min
-            .map_or_else(|| UNAVAILABLE.to_string(), |v| v.to_string())
+            .map_or_else(|| UNAVAILABLE.to_string(), number_text)
     }
 
     /// Katib renders absent min/max as `unavailable`.
     pub fn max_text(&self) -> String {
         self.max
-            .map_or_else(|| UNAVAILABLE.to_string(), |v| v.to_string())
+            .map_or_else(|| UNAVAILABLE.to_string(), number_text)
+    }
+}
+
+/// A number as few digits as read back the same, in exponent form outside [1e-6, 1e21) as Go
+/// and JavaScript write it: `2.5e+299`, not three hundred digits.
+pub fn number_text(v: f64) -> String {
+    let magnitude = v.abs();
+    if magnitude == 0.0 || (1e-6..1e21).contains(&magnitude) {
+        return v.to_string();
+    }
+    let e = format!("{v:e}");
+    match e.split_once('e') {
+        Some((mantissa, exp)) if !exp.starts_with('-') => format!("{mantissa}e+{exp}"),
+        _ => e,
     }
 }
 
@@ -173,6 +187,24 @@ mod tests {
         assert_eq!(s.value(MetricStrategy::Max), None);
         assert!(MetricSummary::reduce("other", &logs).is_none());
         assert_eq!(s.text(MetricStrategy::Latest), None);
+    }
+
+    #[test]
+    fn numbers_are_written_short() {
+        let table = [
+            (0.25, "0.25"),
+            (-3.0, "-3"),
+            (0.0, "0"),
+            (1e-6, "0.000001"),
+            (2.502304143545855e299, "2.502304143545855e+299"),
+            (-2.5e-300, "-2.5e-300"),
+            (1e21, "1e+21"),
+            (123456789012.5, "123456789012.5"),
+        ];
+        for (v, want) in table {
+            assert_eq!(number_text(v), want);
+            assert_eq!(number_text(v).parse::<f64>().unwrap(), v);
+        }
     }
 
     #[test]

@@ -5,33 +5,35 @@
 use super::ExperimentReport;
 use super::analysis::duration_s;
 use vernier_spec::conditions::rfc3339;
+use vernier_spec::status;
 
 /// The CSV text, header first, each record ending with `\n`.
 pub fn render(r: &ExperimentReport) -> String {
     let params = r.parameter_names();
     let metrics = r.objective.metric_names();
     let mut out = String::new();
-    let mut header: Vec<String> = vernier_spec::status::CSV_TRIAL_COLUMNS
+    let mut header: Vec<String> = status::CSV_TRIAL_COLUMNS
         .iter()
         .map(|s| s.to_string())
         .collect();
-    header.extend(params.iter().cloned());
-    header.extend(metrics.iter().cloned());
+    header.extend(params.iter().map(|p| status::csv_parameter_column(p)));
+    header.extend(
+        metrics
+            .iter()
+            .map(|m| status::csv_metric_column(m, &params)),
+    );
     // Only experiments that use the extensions get their columns, so Katib-shaped exports
     // keep their shape.
     let multi = r.objective.is_multi();
     let constrained = !r.objective.constraints.is_empty();
+    let [front, feasible, times @ ..] = status::CSV_TAIL_COLUMNS;
     if multi {
-        header.push("pareto_front".to_string());
+        header.push(front.to_string());
     }
     if constrained {
-        header.push("feasible".to_string());
+        header.push(feasible.to_string());
     }
-    header.extend(
-        ["start_time", "completion_time", "duration_s"]
-            .iter()
-            .map(|s| s.to_string()),
-    );
+    header.extend(times.iter().map(|s| s.to_string()));
     push_record(&mut out, &header);
     for (i, t) in r.trials.iter().enumerate() {
         let mut rec = vec![

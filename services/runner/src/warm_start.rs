@@ -216,11 +216,19 @@ pub fn parse_csv(
             .position(|h| h == name)
             .map(|i| i + skip)
     };
+    // A report names a column `x (parameter)` or `x (metric)` when another has the name `x`.
+    let names: Vec<String> = space.parameters().iter().map(|p| p.name.clone()).collect();
+    let parameter_column = |name: &str| {
+        column(&vernier_spec::status::csv_parameter_column(name)).or_else(|| column(name))
+    };
+    let metric_column = |name: &str| {
+        column(&vernier_spec::status::csv_metric_column(name, &names)).or_else(|| column(name))
+    };
     let mut missing = Vec::new();
     let params: Vec<(String, usize)> = space
         .parameters()
         .iter()
-        .filter_map(|p| match column(&p.name) {
+        .filter_map(|p| match parameter_column(&p.name) {
             Some(i) => Some((p.name.clone(), i)),
             None => {
                 missing.push(p.name.clone());
@@ -228,7 +236,7 @@ pub fn parse_csv(
             }
         })
         .collect();
-    let objective = column(metric);
+    let objective = metric_column(metric);
     if objective.is_none() {
         missing.push(metric.to_string());
     }

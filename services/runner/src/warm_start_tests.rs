@@ -71,6 +71,13 @@ fn csv_parameters_named_like_the_reports_columns_are_read_from_their_own_columns
     let got = parse_csv(text, &space, "loss").unwrap();
     let shown: Vec<String> = got.iter().map(|k| k.assignment.to_string()).collect();
     assert_eq!(shown, ["index=5"]);
+    // Today's reports name such columns apart; a metric named like a parameter too.
+    let text = "trial,index,condition,best,index (parameter),index (metric)
+                a-1,1,Succeeded,true,5,4
+";
+    let got = parse_csv(text, &space, "index").unwrap();
+    assert_eq!(got[0].assignment.to_string(), "index=5");
+    assert_eq!(got[0].objective, 4.0);
 }
 
 /// A categorical value with a leading space survives a report's CSV (which quotes it); the

@@ -8,6 +8,39 @@ use serde::{Deserialize, Serialize};
 /// reads back): a parameter may share a name with one of them.
 pub const CSV_TRIAL_COLUMNS: [&str; 4] = ["trial", "index", "condition", "best"];
 
+/// The columns it may write after the metrics'.
+pub const CSV_TAIL_COLUMNS: [&str; 5] = [
+    "pareto_front",
+    "feasible",
+    "start_time",
+    "completion_time",
+    "duration_s",
+];
+
+/// The header of a parameter's column: its name, or `NAME (parameter)` when the name is one of
+/// the report's own columns, so every column of the header has a name of its own.
+pub fn csv_parameter_column(name: &str) -> String {
+    if is_csv_own_column(name) {
+        format!("{name} (parameter)")
+    } else {
+        name.to_string()
+    }
+}
+
+/// The header of a metric's column: its name, or `NAME (metric)` when a parameter or one of
+/// the report's own columns has that name.
+pub fn csv_metric_column(name: &str, parameters: &[String]) -> String {
+    if is_csv_own_column(name) || parameters.iter().any(|p| p == name) {
+        format!("{name} (metric)")
+    } else {
+        name.to_string()
+    }
+}
+
+fn is_csv_own_column(name: &str) -> bool {
+    CSV_TRIAL_COLUMNS.contains(&name) || CSV_TAIL_COLUMNS.contains(&name)
+}
+
 /// One `{name, value}` parameter assignment as Katib writes it in trials and statuses.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -118,4 +151,29 @@ pub struct TrialStatus {
 
 fn is_zero(n: &i32) -> bool {
     *n == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csv_columns_get_names_of_their_own() {
+        let params = ["x".to_string(), "best".to_string()];
+        // (name, as a parameter's column, as a metric's column)
+        let table = [
+            ("lr", "lr", "lr"),
+            ("x", "x", "x (metric)"),
+            ("best", "best (parameter)", "best (metric)"),
+            (
+                "duration_s",
+                "duration_s (parameter)",
+                "duration_s (metric)",
+            ),
+        ];
+        for (name, parameter, metric) in table {
+            assert_eq!(csv_parameter_column(name), parameter);
+            assert_eq!(csv_metric_column(name, &params), metric);
+        }
+    }
 }
