@@ -136,6 +136,8 @@ fn deserialize(
         }
         .into());
     }
+    let document = experiment_document(text)?;
+    let text = document.as_str();
     check_syntax(text)?;
     // JSON is read by the YAML deserializer too (JSON is a subset of YAML): it is the one that
     // hands any plain scalar to a string field verbatim, so `"min": 0.010` keeps its text.
@@ -169,6 +171,78 @@ fn deserialize(
         })
         .collect();
     Ok((result, unknown))
+}
+
+/// The one Experiment of a file of several YAML documents (`kubectl apply -f` takes a
+/// ConfigMap and an Experiment together), with the other documents' lines left blank so line
+/// numbers still point into the file; a file of one document as it is.
+fn experiment_document(text: &str) -> Result<String, SpecError> {
+    let lines: Vec<&str> = text.lines().collect();
+    let starts: Vec<usize> = lines
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| {
+            l.strip_prefix("---")
+                .is_some_and(|r| r.trim().is_empty() || r.starts_with([' ', '\t']))
+        })
+        .map(|(i, _)| i)
+        .collect();
+    let bounds = std::iter::once(0)
+        .chain(starts.iter().map(|s| s + 1))
+        .zip(starts.iter().copied().chain(std::iter::once(lines.len())));
+    let documents: Vec<(usize, usize)> = bounds
+        .filter(|&(from, to)| lines[from..to].iter().any(|l| !is_blank_line(l)))
+        .collect();
+    if documents.len() < 2 {
+        return Ok(text.to_string());
+    }
+    let padded = |(from, to): (usize, usize)| "\n".repeat(from) + &lines[from..to].join("\n");
+    let kind = |&(from, to): &(usize, usize)| {
+        yaml_serde::from_str::<serde_json::Value>(&lines[from..to].join("\n"))
+            .ok()
+            .map(|v| {
+                v.get("kind")
+                    .and_then(|k| k.as_str())
+                    .unwrap_or("")
+                    .to_string()
+            })
+    };
+    let kinds: Vec<Option<String>> = documents.iter().map(kind).collect();
+    let experiments: Vec<usize> = (0..documents.len())
+        .filter(|&i| kinds[i].as_deref() == Some("Experiment"))
+        .collect();
+    match experiments[..] {
+        [one] => Ok(padded(documents[one])),
+        [] => match kinds.iter().position(Option::is_none) {
+            // A document that does not parse may be the experiment: its error is the one to see.
+            Some(broken) => Ok(padded(documents[broken])),
+            None => Err(SpecError::new(
+                "kind",
+                format!(
+                    "none of the {} YAML documents in the file is an Experiment (kinds: {}); hint: put the Experiment in the file",
+                    documents.len(),
+                    kinds
+                        .iter()
+                        .flatten()
+                        .map(|k| if k.is_empty() { "none" } else { k })
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            )),
+        },
+        _ => Err(SpecError::new(
+            "kind",
+            format!(
+                "{} of the YAML documents in the file are Experiments; hint: keep one Experiment per file",
+                experiments.len()
+            ),
+        )),
+    }
+}
+
+fn is_blank_line(line: &str) -> bool {
+    let l = line.trim();
+    l.is_empty() || l.starts_with('#') || l == "..."
 }
 
 fn check_syntax(text: &str) -> Result<(), SpecError> {

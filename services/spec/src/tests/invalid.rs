@@ -1,6 +1,6 @@
 //! Invalid specs: each test asserts the exact field path (and the offending value) is reported.
 
-use super::{RANDOM, TFJOB, assert_error, mutated, parse_err, set};
+use super::{RANDOM, TFJOB, assert_error, mutated, parse_err, parse_ok, set};
 use crate::SpecError;
 use serde_json::{Value, json};
 
@@ -277,6 +277,19 @@ fn invalid_names() {
     let long = "a".repeat(41);
     let e = err_with(RANDOM, |v| set(v, "/metadata/name", json!(long)));
     assert_error(&e, "metadata.name", "is 41 characters long");
+    for bad in ["Bad_NS", "-team", "team-", &"a".repeat(64)] {
+        let e = err_with(RANDOM, |v| set(v, "/metadata/namespace", json!(bad)));
+        assert_error(
+            &e,
+            "metadata.namespace",
+            "is not a Kubernetes namespace name",
+        );
+    }
+    for good in ["1team", "kubeflow-user-example-com"] {
+        parse_ok(&mutated(RANDOM, |v| {
+            set(v, "/metadata/namespace", json!(good))
+        }));
+    }
 }
 
 #[test]

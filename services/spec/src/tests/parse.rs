@@ -236,3 +236,33 @@ fn repository_examples_are_valid() {
         }
     }
 }
+
+/// `kubectl apply -f` takes several documents; the file's one Experiment is read, and errors
+/// still name lines of the file.
+#[test]
+fn the_experiment_of_a_multi_document_file_is_read() {
+    let config_map = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {a: b}\n";
+    let file = format!("---\n{config_map}---\n{RANDOM}\n---\n# nothing\n");
+    assert_eq!(parse_ok(&file).name(), "random");
+
+    let broken = format!(
+        "{config_map}---\n{}",
+        RANDOM.replace("maxTrialCount: 12", "maxTrialCount: [12")
+    );
+    let e = parse_experiment(&broken).unwrap_err().to_string();
+    let line = broken
+        .lines()
+        .position(|l| l.contains("maxTrialCount"))
+        .unwrap()
+        + 1;
+    assert!(e.contains(&format!("at line {line} column")), "{e}");
+
+    let e = parse_experiment(&format!("{config_map}---\n{config_map}")).unwrap_err();
+    assert!(e.to_string().contains("none of the 2 YAML documents in the file is an Experiment (kinds: ConfigMap, ConfigMap)"), "{e}");
+    let e = parse_experiment(&format!("{RANDOM}\n---\n{RANDOM}")).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("2 of the YAML documents in the file are Experiments"),
+        "{e}"
+    );
+}

@@ -101,6 +101,28 @@ fn check_name(exp: &Experiment, errs: &mut Errors) {
             ),
         );
     }
+    if let Some(ns) = exp.metadata.namespace.as_deref().filter(|n| !n.is_empty())
+        && !is_namespace_name(ns)
+    {
+        errs.add(
+            "metadata.namespace",
+            format!(
+                "value {ns:?} is not a Kubernetes namespace name; hint: use at most 63 lowercase \
+                 letters, digits and '-', starting and ending with a letter or digit"
+            ),
+        );
+    }
+}
+
+/// RFC 1123 label, as Kubernetes checks a namespace: `^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`, at
+/// most 63 characters.
+fn is_namespace_name(ns: &str) -> bool {
+    let b = ns.as_bytes();
+    let edge = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
+    b.len() <= 63
+        && b.first().is_some_and(edge)
+        && b.last().is_some_and(edge)
+        && b.iter().all(|c| edge(c) || *c == b'-')
 }
 
 /// `^[a-z]([-a-z0-9]*[a-z0-9])?$`. Katib matches only a prefix; the whole name is checked here
