@@ -370,3 +370,30 @@ fn a_lines_own_timestamp_is_kept_when_it_goes_backwards() {
     );
     assert!(times[2] > 1_704_067_205_000_000, "{times:?}");
 }
+
+/// A collector still starting when a short trial ends dies of the SIGTERM it could not yet
+/// handle; the trial's log says so and what to do.
+#[test]
+fn a_collector_stopped_before_it_handles_sigterm_is_told_why() {
+    let sb = Sandbox::new();
+    let collector_spec = "  objective:\n    type: minimize\n    objectiveMetricName: loss\n  parallelTrialCount: 1\n  maxTrialCount: 1\n  metricsCollectorSpec:\n    collector:\n      kind: Custom\n      customCollector:\n        name: slow-start\n        image: registry.example/collector:1\n        command: [python3, -c, \"import time; time.sleep(30)\"]";
+    let yaml = python_experiment("slow-start", "print('loss=0.5')", collector_spec);
+    let file = sb.write("e.yaml", &yaml);
+    let out = sb.run(&["run", file.to_str().unwrap()]);
+    assert!(text(&out).contains("MetricsUnavailable"), "{}", text(&out));
+    let logs = sb.path().join("vernier-logs/slow-start");
+    let log = std::fs::read_dir(&logs)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| p.extension().is_some_and(|x| x == "log"))
+        .map(|p| std::fs::read_to_string(p).unwrap())
+        .unwrap();
+    assert!(
+        log.contains("the custom collector ended with signal: 15"),
+        "{log}"
+    );
+    assert!(
+        log.contains("hint: it was sent SIGTERM when the trial ended"),
+        "{log}"
+    );
+}

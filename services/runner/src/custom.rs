@@ -12,6 +12,7 @@ use crate::child::{
 use nix::sys::signal::Signal;
 use nix::unistd::Pid;
 use serde_json::Value;
+use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
@@ -197,6 +198,7 @@ pub(crate) async fn run_beside(
         status = child.wait() => Some(status),
         _ = ended.wait_for(|ended| *ended) => None,
     };
+    let stopped_by_us = exited.is_none();
     let status = match exited {
         Some(status) => status,
         None => {
@@ -217,7 +219,14 @@ pub(crate) async fn run_beside(
     if let Ok(status) = status
         && !status.success()
     {
-        let line = format!("vernier: the custom collector ended with {status}\n");
+        let line = format!(
+            "vernier: the custom collector ended with {status}{}\n",
+            if stopped_by_us && status.signal() == Some(Signal::SIGTERM as i32) {
+                "\nhint: it was sent SIGTERM when the trial ended and did not handle it; install the handler first thing (then report what is left and exit), so a short trial cannot end before it"
+            } else {
+                ""
+            }
+        );
         write_log(&log, line.as_bytes());
     }
 }
