@@ -46,7 +46,7 @@ pub enum ApiError {
     RulesUnsupported(String),
     /// The algorithm waits for running trials before it can give what was asked.
     #[error(
-        "{algorithm} can give {given} of the {asked} trials asked for until running trials end {state}\nhint: ask again when a trial finishes; a Katib controller retries by itself"
+        "{algorithm} can give {given} of the {asked} trials asked for until running trials end{state}\nhint: ask again when a trial finishes; a Katib controller retries by itself"
     )]
     Waiting {
         algorithm: String,
@@ -56,7 +56,7 @@ pub enum ApiError {
     },
     /// The algorithm has proposed everything it ever will.
     #[error(
-        "{algorithm} has no more trials to suggest: {given} of the {asked} asked for remain {state}\nhint: lower maxTrialCount to the trials created so far plus {given}"
+        "{algorithm} has no more trials to suggest: {given} of the {asked} asked for remain{state}\nhint: lower maxTrialCount to the trials created so far plus {given}"
     )]
     SearchComplete {
         algorithm: String,

@@ -6,9 +6,11 @@
 //! lives in trial labels (Hyperband's bracket and rung) and in an opaque state string. Katib's
 //! controller names trials itself and neither keeps the reply's labels nor sends them back, so
 //! both are returned in the reply's `algorithm` settings, which the controller merges into the
-//! next request by name (reference §8.3): [`LABELS_SETTING`] maps each labelled proposal's
-//! assignment (`name=value,...`, sorted) to its labels, a `*/parent` label holding the parent's
-//! assignment rather than its name; [`STATE_SETTING`] holds the state. Both are removed from the
+//! next request by name (reference §8.3): [`LABELS_SETTING`] maps the trial name each labelled
+//! proposal is given in the reply to its labels (Katib's controller names trials so), and its
+//! assignment (`name=value,...`, sorted) to the same labels with a `*/parent` label holding the
+//! parent's assignment rather than its name, for a controller that names trials itself (two
+//! proposals of one assignment share that entry); [`STATE_SETTING`] holds the state. Both are removed from the
 //! settings before the algorithm is built. Labels a request sends on the trial itself win.
 //!
 //! The controller refuses a reply whose length differs from `current_request_number`, so a
@@ -190,8 +192,10 @@ pub fn get_suggestions_cancellable(
             names.push(String::new());
             continue;
         }
+        let name = trial_name(&view.name, seed, trials.len() + i);
         labels.insert(p.assignment.key(), carried_form(&p.labels, &key_by_name));
-        names.push(trial_name(&view.name, seed, trials.len() + i));
+        labels.insert(name.clone(), p.labels.clone());
+        names.push(name);
     }
     let mut settings = Vec::new();
     if !labels.is_empty() {
@@ -239,8 +243,10 @@ fn carried_form(
         .collect()
 }
 
-/// Gives each trial the carried labels of its assignment, with parents' assignments turned
-/// back into the names this request uses; labels the trial already has are kept.
+/// Gives each trial its carried labels: those kept under its name (a controller that names
+/// trials as the reply did, as Katib's does), else those of its assignment with parents'
+/// assignments turned back into the names this request uses, for a controller that renames
+/// them. Labels the trial already has are kept.
 fn attach_carried(
     trials: &mut [TrialRecord],
     carried: &BTreeMap<String, BTreeMap<String, String>>,
@@ -253,12 +259,16 @@ fn attach_carried(
         .map(|t| (t.assignment.key(), t.name.clone()))
         .collect();
     for t in trials.iter_mut() {
-        let Some(labels) = carried.get(&t.assignment.key()) else {
-            continue;
+        let (labels, by_assignment) = match carried.get(&t.name) {
+            Some(labels) => (labels, false),
+            None => match carried.get(&t.assignment.key()) {
+                Some(labels) => (labels, true),
+                None => continue,
+            },
         };
         for (k, v) in labels {
             let v = match name_by_key.get(v) {
-                Some(name) if names_a_trial(k) => name.clone(),
+                Some(name) if by_assignment && names_a_trial(k) => name.clone(),
                 _ => v.clone(),
             };
             t.labels.entry(k.clone()).or_insert(v);

@@ -885,5 +885,69 @@ async fn fewer_trials_than_asked_with_nothing_running_ends_the_search() {
             s.message()
         );
         assert!(!s.message().contains("()"), "{algorithm}: {}", s.message());
+        assert!(!s.message().contains("  "), "{algorithm}: {}", s.message());
     }
+}
+
+/// Katib's controller keeps the reply's trial names and drops its labels: PBT members that
+/// share one assignment (a two-value space) keep labels of their own and generations advance.
+#[tokio::test]
+async fn pbt_members_sharing_an_assignment_keep_their_own_labels() {
+    let server = start().await;
+    let mut client = SuggestionClient::new(server.channel.clone());
+    let mut exp = experiment("pbt", &settings_for("pbt"));
+    exp.spec
+        .as_mut()
+        .unwrap()
+        .parameter_specs
+        .as_mut()
+        .unwrap()
+        .parameters = vec![param(
+        "opt",
+        ParameterType::Categorical,
+        "",
+        "",
+        "",
+        &["a", "b"],
+    )];
+    let mut trials: Vec<Trial> = Vec::new();
+    let mut generations = Vec::new();
+    for round in 0..3 {
+        let reply = client
+            .get_suggestions(GetSuggestionsRequest {
+                experiment: Some(exp.clone()),
+                trials: trials.clone(),
+                current_request_number: 5,
+                total_request_number: 5 * (round + 1),
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        generations.extend(
+            reply
+                .parameter_assignments
+                .iter()
+                .map(|a| a.labels["pbt.suggestion.katib.kubeflow.org/generation"].clone()),
+        );
+        let returned = reply.algorithm.clone().unwrap().algorithm_settings;
+        let settings = &mut exp
+            .spec
+            .as_mut()
+            .unwrap()
+            .algorithm
+            .as_mut()
+            .unwrap()
+            .algorithm_settings;
+        settings.retain(|s| !returned.iter().any(|r| r.name == s.name));
+        settings.extend(returned);
+        // As the controller sends them: the reply's names, no labels.
+        let mut done = succeeded(&exp, &reply, trials.len());
+        for t in &mut done {
+            t.spec.as_mut().unwrap().labels.clear();
+        }
+        trials.extend(done);
+    }
+    assert_eq!(generations[..5], ["0"; 5]);
+    assert_eq!(generations[5..10], ["1"; 5]);
+    assert_eq!(generations[10..], ["2"; 5]);
 }
