@@ -3,7 +3,9 @@
 //! running each trial as a process here, so `vernier run` refuses up front, naming the field,
 //! instead of failing trial after trial, and `vernier validate` can show both verdicts.
 
+use crate::replicas::launch::check_primary_replica;
 use serde_json::Value;
+use std::collections::BTreeMap;
 use vernier_spec::template::{JobKind, primary_container, replica_set};
 use vernier_spec::{Experiment, SpecError};
 
@@ -43,7 +45,8 @@ pub fn local_verdict(exp: &Experiment) -> LocalVerdict {
         return verdict;
     };
     let primary = tt.primary_container_name.as_deref().unwrap_or("");
-    if let Some(e) = refusal(spec, primary) {
+    let labels = tt.primary_pod_labels.clone().unwrap_or_default();
+    if let Some(e) = refusal(spec, primary, &labels) {
         verdict.refused.push(e);
     }
     ignored_fields(spec, &format!("{T}.trialSpec"), &mut verdict.ignored);
@@ -95,10 +98,18 @@ fn job_ignored(spec: &Value, primary: &str) -> Vec<SpecError> {
 }
 
 /// Why the primary container (or a replica's container) cannot run as a process, if it cannot.
-fn refusal(spec: &Value, primary: &str) -> Option<SpecError> {
+fn refusal(
+    spec: &Value,
+    primary: &str,
+    primary_labels: &BTreeMap<String, String>,
+) -> Option<SpecError> {
     let kind = spec.get("kind").and_then(Value::as_str).unwrap_or("");
     if JobKind::of(kind).is_some() {
-        return replica_set(spec, primary).err();
+        return match replica_set(spec, primary) {
+            Ok(Some(set)) => check_primary_replica(&set, primary_labels, "trial").err(),
+            Ok(None) => None,
+            Err(e) => Some(e),
+        };
     }
     if !has_containers(spec) {
         return Some(SpecError::new(
@@ -247,6 +258,39 @@ spec:
             v.refused
         );
         assert!(v.refused[0].message().contains("vernier operator"));
+    }
+
+    #[test]
+    fn primary_pod_labels_must_select_a_replica_that_runs() {
+        let pytorch = "{apiVersion: kubeflow.org/v1, kind: PyTorchJob, spec: {pytorchReplicaSpecs: {Worker: {replicas: 2, template: {spec: {containers: [{name: pytorch, image: i, command: [t, '${trialParameters.lr}']}]}}}}}}";
+        let v = local_verdict(&experiment(pytorch, "pytorch"));
+        let why = v
+            .refused
+            .first()
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        assert!(
+            why.starts_with("spec.trialTemplate.primaryPodLabels: {training.kubeflow.org/job-role: master} matches no replica of this PyTorchJob")
+                && why.contains("{training.kubeflow.org/replica-type: worker}"),
+            "{why}"
+        );
+        // Katib's mpijob-horovod example selects the launcher by the MPI controller's label.
+        let mpi = "{apiVersion: kubeflow.org/v1, kind: MPIJob, spec: {mpiReplicaSpecs: {Launcher: {replicas: 1, template: {spec: {containers: [{name: mpi-launcher, image: i, command: [mpirun, t, '${trialParameters.lr}']}]}}}, Worker: {replicas: 2, template: {spec: {containers: [{name: mpi-worker, image: i}]}}}}}}";
+        let mut exp = experiment(mpi, "mpi-launcher");
+        let tt = exp.spec.trial_template.as_mut().unwrap();
+        tt.primary_pod_labels = Some(BTreeMap::from([("mpi-job-role".into(), "launcher".into())]));
+        assert!(
+            local_verdict(&exp).runnable(),
+            "{:?}",
+            local_verdict(&exp).refused
+        );
+        let tt = exp.spec.trial_template.as_mut().unwrap();
+        tt.primary_pod_labels = Some(BTreeMap::from([("mpi-job-role".into(), "worker".into())]));
+        let why = local_verdict(&exp).refused[0].to_string();
+        assert!(
+            why.contains("e.g. {training.kubeflow.org/replica-type: launcher}"),
+            "{why}"
+        );
     }
 
     #[test]

@@ -276,6 +276,13 @@ pub fn operator_labels(set: &ReplicaSet, id: ReplicaId, trial: &str) -> BTreeMap
             "master".to_string(),
         );
     }
+    // The MPI controller's own role label, which Katib's mpijob-horovod example selects by.
+    if set.kind == JobKind::MpiJob {
+        labels.insert(
+            "mpi-job-role".to_string(),
+            id.replica_type.lower().to_string(),
+        );
+    }
     labels
 }
 

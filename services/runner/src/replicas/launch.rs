@@ -117,6 +117,7 @@ pub fn build_job(
     for field in &set.ignored {
         description.push(format!("note: {field} is not applied locally"));
     }
+    check_primary_replica(set, &primary_labels, trial).map_err(wrap)?;
     let mut gpu = GpuAssigner::new(gpus.to_vec());
     let mut processes = Vec::new();
     for id in ids.iter().copied() {
@@ -188,20 +189,6 @@ pub fn build_job(
             primary,
         });
     }
-    if !processes.iter().any(|p| p.primary && p.command.is_some()) {
-        let shown: Vec<String> = primary_labels
-            .iter()
-            .map(|(k, v)| format!("{k}: {v}"))
-            .collect();
-        return Err(wrap(SpecError::new(
-            "spec.trialTemplate.primaryPodLabels",
-            format!(
-                "{{{}}} matches no replica of this {} that runs, so no metrics could be collected; hint: set it to the labels of the replica that prints the metrics, e.g. {{training.kubeflow.org/replica-type: worker}}; unset, it is Katib's default {{training.kubeflow.org/job-role: master}}, which a PyTorchJob without a Master has no replica of",
-                shown.join(", "),
-                set.kind.name()
-            ),
-        )));
-    }
     Ok(ReplicaJob {
         trial: trial.to_string(),
         kind: set.kind,
@@ -220,6 +207,49 @@ pub fn build_job(
 /// A free loopback port for every replica. All listeners are held until every port is known,
 /// so two replicas never get the same port; a process elsewhere may still take one before the
 /// replica binds it, which is rare and shows as "address in use" in the replica's log.
+/// Refuses `primaryPodLabels` that select no replica with a command to run: no metrics could
+/// be collected, on every trial alike, so `validate` and `run` say it before any trial.
+pub fn check_primary_replica(
+    set: &ReplicaSet,
+    primary_labels: &BTreeMap<String, String>,
+    trial: &str,
+) -> Result<(), SpecError> {
+    let running: Vec<ReplicaId> = replica_ids(set)
+        .into_iter()
+        .filter(|id| {
+            set.get(id.replica_type)
+                .is_some_and(|s| s.container.is_some())
+        })
+        .collect();
+    let selected = running.iter().any(|id| {
+        let mut labels = set
+            .get(id.replica_type)
+            .map(|s| s.pod_labels.clone())
+            .unwrap_or_default();
+        labels.extend(operator_labels(set, *id, trial));
+        primary_labels.iter().all(|(k, v)| labels.get(k) == Some(v))
+    });
+    if selected {
+        return Ok(());
+    }
+    let shown: Vec<String> = primary_labels
+        .iter()
+        .map(|(k, v)| format!("{k}: {v}"))
+        .collect();
+    let example = running
+        .first()
+        .map(|id| id.replica_type.lower())
+        .unwrap_or("worker");
+    Err(SpecError::new(
+        "spec.trialTemplate.primaryPodLabels",
+        format!(
+            "{{{}}} matches no replica of this {} that runs a command, so no metrics could be collected; hint: set it to the labels of the replica that prints the metrics, e.g. {{training.kubeflow.org/replica-type: {example}}} (unset, it is Katib's default {{training.kubeflow.org/job-role: master}}, which a PyTorchJob without a Master has no replica of)",
+            shown.join(", "),
+            set.kind.name()
+        ),
+    ))
+}
+
 fn free_ports(ids: &[ReplicaId]) -> std::io::Result<BTreeMap<ReplicaId, u16>> {
     let mut held = Vec::with_capacity(ids.len());
     let mut ports = BTreeMap::new();
