@@ -166,10 +166,9 @@ pub(crate) fn grid_index(space: &SearchSpace, a: &Assignment) -> Option<u128> {
     Some(index)
 }
 
-/// Grid indices of every configuration some trial already has, in any state.
+/// Grid indices of every configuration already explored (`history::explored`).
 pub(crate) fn taken_indices(space: &SearchSpace, trials: &[TrialRecord]) -> HashSet<u128> {
-    trials
-        .iter()
+    crate::history::explored(trials)
         .filter_map(|t| grid_index(space, &t.assignment))
         .collect()
 }
@@ -449,6 +448,32 @@ mod tests {
         let third = ask(g.as_ref(), &space, &done, 4, 2);
         assert!(third.proposals.is_empty());
         assert!(third.exhausted);
+    }
+
+    /// A trial killed by an interruption gave no verdict: after a resume its combination is
+    /// proposed again, and the grid is not exhausted until it has one.
+    #[test]
+    fn a_killed_combination_is_proposed_again() {
+        let space = small_space();
+        let g = grid(&space, &[]);
+        let all = ask(g.as_ref(), &space, &[], 6, 0);
+        let mut trials: Vec<TrialRecord> = all
+            .proposals
+            .iter()
+            .enumerate()
+            .map(|(i, p)| record(i, p.assignment.clone(), TrialState::Succeeded))
+            .collect();
+        trials[3].state = TrialState::Killed;
+        let again = ask(g.as_ref(), &space, &trials, 4, 1);
+        assert_eq!(texts(&again), vec![trials[3].assignment.to_string()]);
+        assert!(again.exhausted);
+        trials.push(record(
+            6,
+            trials[3].assignment.clone(),
+            TrialState::Succeeded,
+        ));
+        let done = ask(g.as_ref(), &space, &trials, 4, 2);
+        assert!(done.proposals.is_empty() && done.exhausted);
     }
 
     #[test]

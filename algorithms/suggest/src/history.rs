@@ -2,7 +2,7 @@
 //! is better whatever the direction), and the configurations already taken.
 
 use std::collections::HashSet;
-use vernier_core::{Assignment, Objective, ParamValue, SearchSpace, TrialRecord};
+use vernier_core::{Assignment, Objective, ParamValue, SearchSpace, TrialRecord, TrialState};
 
 /// Succeeded and early-stopped trials with a finite objective, as `(assignment, loss)`.
 /// Failed, killed, running and metric-less trials are ignored.
@@ -29,9 +29,17 @@ pub fn observed_violations(objective: &Objective, trials: &[TrialRecord]) -> Vec
         .collect()
 }
 
-/// Keys of every configuration already proposed, in any state, so none is proposed twice.
+/// Keys of every configuration already explored, so none is proposed twice.
 pub fn taken(trials: &[TrialRecord]) -> HashSet<String> {
-    trials.iter().map(|t| t.assignment.key()).collect()
+    explored(trials).map(|t| t.assignment.key()).collect()
+}
+
+/// The trials whose configuration counts as explored: proposed, in any state but Killed. A
+/// trial killed by an interruption (Ctrl-C, a lost driver) ran to no verdict, so its
+/// configuration may be proposed again after a resume, and a finite space is not exhausted
+/// while it waits.
+pub fn explored(trials: &[TrialRecord]) -> impl Iterator<Item = &TrialRecord> {
+    trials.iter().filter(|t| t.state != TrialState::Killed)
 }
 
 /// The value of parameter `name`, found directly when the assignment is in space order (as
@@ -61,10 +69,9 @@ pub fn fingerprint(space: &SearchSpace, a: &Assignment) -> u64 {
     h.finish()
 }
 
-/// Fingerprints of every configuration some trial already has, in any state.
+/// Fingerprints of every configuration already explored (see [`explored`]).
 pub fn taken_fingerprints(space: &SearchSpace, trials: &[TrialRecord]) -> HashSet<u64> {
-    trials
-        .iter()
+    explored(trials)
         .map(|t| fingerprint(space, &t.assignment))
         .collect()
 }
