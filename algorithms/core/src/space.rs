@@ -84,6 +84,10 @@ pub fn grid_point(min: f64, k: f64, step: f64) -> f64 {
         return x;
     }
     let tol = (GRID_TOLERANCE * step.abs()).max(x.abs() * 4.0 * f64::EPSILON);
+    // The point at zero (`-0.7 + 7 * 0.1`), whose noise no count of digits rounds away.
+    if x.abs() <= tol {
+        return 0.0;
+    }
     (11..=16)
         .map(|digits| format!("{x:.digits$e}").parse().unwrap_or(x))
         .find(|t: &f64| (t - x).abs() <= tol)
@@ -452,6 +456,9 @@ mod tests {
     fn grid_points_keep_the_digits_that_tell_them_apart() {
         assert_eq!(grid_point(0.1, 2.0, 0.1), 0.3);
         assert_eq!(grid_point(0.0, 3.0, 0.1), 0.3);
+        assert_eq!(grid_point(-0.7, 7.0, 0.1), 0.0);
+        assert_eq!(grid_point(-0.7, 7.0, 0.1).to_string(), "0");
+        assert_eq!(grid_point(-1e-12, 1.0, 1e-12), 0.0);
         let points: Vec<f64> = (0..9)
             .map(|k| grid_point(1000000.000001, k as f64, 0.000001))
             .collect();
