@@ -259,7 +259,10 @@ impl Parameter {
         match (&self.domain, value) {
             (Domain::Double { min, max, step }, ParamValue::Double(v)) => {
                 let tol = GRID_TOLERANCE * range::span(*min, *max).max(1.0);
-                if !v.is_finite() || *v < min - tol || *v > max + tol {
+                if !v.is_finite() {
+                    return Err("not a finite number".to_string());
+                }
+                if *v < min - tol || *v > max + tol {
                     return Err(format!("outside [{}, {}]", Short(*min), Short(*max)));
                 }
                 if let Some(s) = step {
@@ -491,6 +494,24 @@ mod tests {
             );
         }
         assert!(x.parse_value("3").is_err());
+    }
+
+    #[test]
+    fn a_non_finite_double_is_named_as_such() {
+        let x = p(
+            "x",
+            Domain::Double {
+                min: -2.0,
+                max: 2.0,
+                step: None,
+            },
+        );
+        for text in ["nan", "inf", "-inf"] {
+            let e = x.parse_value(text).unwrap_err().to_string();
+            assert!(e.contains("not a finite number"), "{e}");
+        }
+        let e = x.parse_value("3").unwrap_err().to_string();
+        assert!(e.contains("outside [-2, 2]"), "{e}");
     }
 
     #[test]

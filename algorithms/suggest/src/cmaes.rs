@@ -123,16 +123,14 @@ pub(crate) fn build(
     };
     let numeric = numeric_params(space);
     if numeric.len() < 2 {
-        return Err(AlgorithmError::InvalidSetting {
+        return Err(AlgorithmError::UnsuitableSpace {
             algorithm: name.to_string(),
-            setting: "parameters".into(),
-            value: format!(
-                "{} tunable double/int parameter(s) (min below max)",
+            reason: format!(
+                "it has {} tunable double or int parameter(s) (min below max), and cmaes needs \
+                 two or more (a continuous search space of two or more dimensions)\nhint: use \
+                 tpe or bayesianoptimization for this space",
                 numeric.len()
             ),
-            reason: "is not enough: cmaes only supports two or more dimensional continuous \
-                     search space\nhint: use tpe or bayesianoptimization for this space"
-                .into(),
         });
     }
     Ok(Box::new(CmaEs {
@@ -1094,7 +1092,9 @@ mod tests {
         .unwrap();
         let e = err(&[], &one);
         assert!(
-            e.contains("cmaes only supports two or more dimensional continuous search space"),
+            e.starts_with(
+                "algorithm cmaes cannot search this space: it has 1 tunable double or int parameter(s)"
+            ),
             "{e}"
         );
     }
