@@ -270,7 +270,7 @@ fn running_a_recorded_name_again_is_refused_with_a_hint() {
     let del = sb.run(&["delete", "twice", "--logs"]);
     assert_eq!(del.status.code(), Some(0), "{}", text(&del));
     assert!(
-        String::from_utf8_lossy(&del.stdout).contains("removed 1 trial log from"),
+        String::from_utf8_lossy(&del.stdout).contains("removed the logs of 1 trial from"),
         "{}",
         text(&del)
     );

@@ -439,3 +439,71 @@ fn multi_objective_reports_show_the_front_in_every_format_and_the_browser() {
         10 - feasible
     );
 }
+
+/// An experiment deleted while watched will not come back: the watch says so and ends, and the
+/// page stops reloading, instead of waiting for it as for one not created yet.
+#[test]
+fn watch_ends_when_the_watched_experiment_is_deleted() {
+    let sb = Sandbox::new();
+    let file = experiment(&sb, "doomed", 3, 5.0);
+    let mut runner = sb
+        .cmd(&["run", file.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    // Interrupted once its first trial runs: not final, so a watch keeps watching.
+    while !String::from_utf8_lossy(&sb.run(&["list"]).stdout).contains("Running") {
+        assert!(Instant::now() < deadline, "the run never started");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(runner.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    assert_eq!(runner.wait().unwrap().code(), Some(130));
+    let page = sb.path().join("doomed.html");
+    let mut watch = sb
+        .cmd(&[
+            "report",
+            "--watch",
+            "doomed",
+            "--format",
+            "html",
+            "--output",
+            "doomed.html",
+        ])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    while !page.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "the watched page was never written"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = sb.run(&["delete", "doomed"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let status = loop {
+        if let Some(s) = watch.try_wait().unwrap() {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "--watch did not exit");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let mut said = String::new();
+    std::io::Read::read_to_string(&mut watch.stderr.take().unwrap(), &mut said).unwrap();
+    assert_eq!(status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("experiment doomed was deleted while it was watched"),
+        "{said}"
+    );
+    let last = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        last.contains("was deleted") && !last.contains("http-equiv"),
+        "{last}"
+    );
+}

@@ -43,7 +43,7 @@ fn shortened(line: &str) -> String {
 fn failure_lines(last: Option<&str>, log: &Path) -> Vec<String> {
     let mut out = Vec::new();
     if let Some(l) = last {
-        out.push(format!("          last output: {}", shortened(l)));
+        out.push(format!("          last log line: {}", shortened(l)));
     }
     out.push(format!("          log: {}", log.display()));
     out
@@ -286,12 +286,15 @@ mod tests {
         let last = last_line(&log);
         assert_eq!(last.as_deref(), Some("ValueError: bad lr"));
         let lines = failure_lines(last.as_deref(), &log);
-        assert_eq!(lines[0], "          last output: ValueError: bad lr");
+        assert_eq!(lines[0], "          last log line: ValueError: bad lr");
         let long = "x".repeat(5000);
         let cut = failure_lines(Some(&long), Path::new("/l/t.log"));
         assert_eq!(
             cut[0],
-            format!("          last output: {}... (5000 bytes)", "x".repeat(300))
+            format!(
+                "          last log line: {}... (5000 bytes)",
+                "x".repeat(300)
+            )
         );
         assert_eq!(lines[1], format!("          log: {}", log.display()));
         assert_eq!(last_line(&dir.path().join("missing.log")), None);

@@ -84,7 +84,7 @@ pub struct MetricsFilter {
 impl MetricsFilter {
     /// The filter Katib uses when `metricsFormat` is empty.
     pub fn katib_default() -> Self {
-        match Regex::new(KATIB_DEFAULT_FORMAT) {
+        match Regex::new(&vernier_core::go_regex(KATIB_DEFAULT_FORMAT)) {
             Ok(r) => MetricsFilter { regexes: vec![r] },
             // The constant is known to compile; an empty filter would only collect nothing.
             Err(_) => MetricsFilter { regexes: vec![] },
@@ -99,7 +99,7 @@ impl MetricsFilter {
         let regexes = formats
             .iter()
             .map(|f| {
-                let r = Regex::new(&vernier_core::escape_literal_braces(f)).map_err(|e| {
+                let r = Regex::new(&vernier_core::go_regex(f)).map_err(|e| {
                     CollectorError::BadRegex {
                         format: f.clone(),
                         reason: e.to_string(),

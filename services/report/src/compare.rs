@@ -71,19 +71,29 @@ fn direction_name(d: Direction) -> &'static str {
 /// A warning when the experiments do not optimise the same metric the same way.
 pub fn mismatch(cs: &[Convergence]) -> Option<String> {
     let first = cs.first()?;
-    cs.iter()
-        .find(|c| c.metric != first.metric || c.direction != first.direction)
-        .map(|c| {
-            format!(
-                "note: {} {}s {} but {} {}s {}; their values are not comparable",
-                first.name,
-                direction_name(first.direction),
-                first.metric,
-                c.name,
-                direction_name(c.direction),
-                c.metric
-            )
-        })
+    let aim = |c: &Convergence| format!("{} {}s {}", c.name, direction_name(c.direction), c.metric);
+    let others: Vec<String> = cs
+        .iter()
+        .filter(|c| c.metric != first.metric || c.direction != first.direction)
+        .map(aim)
+        .collect();
+    (!others.is_empty()).then(|| {
+        format!(
+            "note: {} but {}; their values are not comparable",
+            aim(first),
+            others.join(", ")
+        )
+    })
+}
+
+/// The convergence chart's y label: the metric when every experiment optimises the same one.
+fn y_label(cs: &[Convergence]) -> String {
+    match cs.first() {
+        Some(first) if cs.iter().all(|c| c.metric == first.metric) => {
+            format!("best {} so far", first.metric)
+        }
+        _ => "best objective so far (each experiment's own metric)".to_string(),
+    }
 }
 
 fn cell(v: Option<f64>) -> String {
@@ -196,8 +206,7 @@ pub fn html(cs: &[Convergence]) -> String {
         false,
     );
     let mut chart = Chart::new("plot-convergence", "Best so far per trial", 900.0, 440.0);
-    let metric = cs.first().map(|c| c.metric.as_str()).unwrap_or("objective");
-    chart.axes(&x, "trial", &y, &format!("best {metric} so far"));
+    chart.axes(&x, "trial", &y, &y_label(cs));
     for (k, c) in cs.iter().enumerate() {
         let colour = PALETTE[k % PALETTE.len()];
         let pts = step_line(&c.best_so_far, &x, &y);
@@ -223,4 +232,45 @@ pub fn html(cs: &[Convergence]) -> String {
     out.push_str(&chart.finish());
     out.push_str("\n</body></html>\n");
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn convergence(name: &str, metric: &str, direction: Direction) -> Convergence {
+        Convergence {
+            name: name.into(),
+            algorithm: "random".into(),
+            metric: metric.into(),
+            direction,
+            phase: "Succeeded".into(),
+            best_so_far: vec![Some(1.0)],
+        }
+    }
+
+    #[test]
+    fn every_experiment_aiming_elsewhere_is_named_and_the_axis_stays_neutral() {
+        use Direction::{Maximize, Minimize};
+        let same = [
+            convergence("a", "loss", Minimize),
+            convergence("b", "loss", Minimize),
+        ];
+        assert_eq!(mismatch(&same), None);
+        assert_eq!(y_label(&same), "best loss so far");
+        let mixed = [
+            convergence("a", "loss", Minimize),
+            convergence("b", "acc", Maximize),
+            convergence("c", "loss", Minimize),
+            convergence("d", "score", Maximize),
+        ];
+        assert_eq!(
+            mismatch(&mixed).unwrap(),
+            "note: a minimizes loss but b maximizes acc, d maximizes score; their values are not comparable"
+        );
+        assert_eq!(
+            y_label(&mixed),
+            "best objective so far (each experiment's own metric)"
+        );
+    }
 }

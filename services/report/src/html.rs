@@ -32,7 +32,7 @@ pub struct HtmlOptions {
 const STYLE: &str = "body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222}\
 h1{font-size:22px}h2{font-size:17px;margin-top:28px}\
 table{border-collapse:collapse}td,th{border:1px solid #ddd;padding:3px 8px;text-align:left}\
-td{max-width:36em;overflow-wrap:anywhere}\
+td{max-width:36em;overflow-wrap:break-word}\
 th{background:#f4f4f4}tr.best td{background:#fff6c8;font-weight:600}circle.infeasible{stroke:#888;stroke-width:1.2}\
 .plots{display:flex;flex-wrap:wrap;gap:12px}.plot{background:#fff;border:1px solid #eee;max-width:100%;height:auto}\
 .failure{border:1px solid #d92d20;background:#fff5f4;padding:8px 12px;max-width:900px}\

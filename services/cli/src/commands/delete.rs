@@ -31,14 +31,24 @@ pub async fn delete(db: &str, name: &str, logs: bool) -> anyhow::Result<Exit> {
         .into_iter()
         .filter(|p| p.exists())
         .collect();
+    // Counted by trial: a trial may have a log, a directory and checkpoints, or only some.
+    let with_files = trials
+        .iter()
+        .filter(|t| {
+            let own = log_files(Path::new(&exp.log_dir), std::slice::from_ref(*t));
+            own.iter().any(|f| files.contains(f))
+        })
+        .count();
+    let counted = format!(
+        "the logs of {with_files} trial{}",
+        if with_files == 1 { "" } else { "s" }
+    );
     if files.is_empty() {
         return Ok(Exit::Succeeded);
     }
     if !logs {
         outln!(
-            "kept its {} trial log{} in {}; `vernier delete {name} --logs` removes them with the experiment",
-            files.len(),
-            if files.len() == 1 { "" } else { "s" },
+            "kept {counted} in {}; `vernier delete {name} --logs` removes them with the experiment",
             exp.log_dir
         );
         return Ok(Exit::Succeeded);
@@ -55,12 +65,7 @@ pub async fn delete(db: &str, name: &str, logs: bool) -> anyhow::Result<Exit> {
     // Only an emptied directory goes; anything else in it stays.
     let _ = std::fs::remove_dir(Path::new(&exp.log_dir).join("checkpoints"));
     let _ = std::fs::remove_dir(&exp.log_dir);
-    outln!(
-        "removed {} trial log{} from {}",
-        files.len(),
-        if files.len() == 1 { "" } else { "s" },
-        exp.log_dir
-    );
+    outln!("removed {counted} from {}", exp.log_dir);
     Ok(Exit::Succeeded)
 }
 

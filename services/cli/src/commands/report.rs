@@ -101,6 +101,20 @@ pub async fn report(db: &str, kube: &KubeArgs, args: ReportArgs) -> anyhow::Resu
     loop {
         let report = match source.load(&args.name, curves).await {
             Ok(r) => r,
+            Err(e) if args.watch && is_not_found(&e) && said.trials.is_some() => {
+                // It existed a moment ago: deleted while watched, it will not come back.
+                if let Some(path) = &args.output {
+                    write_atomically(path, &gone_page(&args.name))?;
+                }
+                anyhow::bail!(
+                    "experiment {} was deleted while it was watched{}",
+                    args.name,
+                    args.output
+                        .as_deref()
+                        .map(|p| format!("; {} says so", p.display()))
+                        .unwrap_or_default()
+                );
+            }
             Err(e) if args.watch && is_not_found(&e) => {
                 if !said.waiting
                     && let Some(path) = &args.output
@@ -146,6 +160,14 @@ fn waiting_page(name: &str) -> String {
     let name = vernier_report::svg::esc(name);
     format!(
         "<!doctype html>\n<html><head><meta charset=\"utf-8\"><meta http-equiv=\"refresh\" content=\"{REFRESH_SECONDS}\"><title>{name}</title></head>\n<body><p>Waiting for experiment {name} to start.</p></body></html>\n"
+    )
+}
+
+/// What a watched page shows once its experiment was deleted: no reload, nothing to wait for.
+fn gone_page(name: &str) -> String {
+    let name = vernier_report::svg::esc(name);
+    format!(
+        "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>{name}</title></head>\n<body><p>Experiment {name} was deleted.</p></body></html>\n"
     )
 }
 

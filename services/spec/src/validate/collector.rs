@@ -131,7 +131,7 @@ fn check_http_get(mc: &MetricsCollectorSpec, errs: &mut Errors) {
 /// Compiled the way the collector compiles it: Go's regexp takes a `{` that starts no repetition
 /// as a literal (Katib's PyTorch example relies on it), Rust's does not.
 fn check_format(format: &str, path: &str, errs: &mut Errors) {
-    match regex::Regex::new(&vernier_core::escape_literal_braces(format)) {
+    match regex::Regex::new(&vernier_core::go_regex(format)) {
         Err(e) => {
             let first = e.to_string();
             let first = first.lines().last().unwrap_or("").trim().to_string();
