@@ -105,8 +105,11 @@ pub async fn run_with(
 ) -> Result<Outcome, RunnerError> {
     preflight(exp, lease)?;
     // Trials keep running through a database restart; the driver waits for the server with
-    // them until it answers or the user stops the run.
-    let riding = store.riding_outages(give_up_on(stop.clone()));
+    // them until it answers or the user stops the run. Once another driver has taken the
+    // lease over (this one was suspended), nothing more is written.
+    let riding = store
+        .riding_outages(give_up_on(stop.clone()))
+        .fenced_by(lease.experiment(), lease.owner());
     let shell = run::Shell {
         store: &riding,
         exp,

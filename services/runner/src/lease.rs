@@ -80,6 +80,11 @@ impl ExperimentLease {
         self.lost.clone()
     }
 
+    /// This driver's claim on the lease, as the store keeps it.
+    pub fn owner(&self) -> &str {
+        &self.owner
+    }
+
     pub fn experiment(&self) -> &str {
         &self.experiment
     }

@@ -4,6 +4,7 @@
 mod codec;
 mod dialect;
 mod error;
+mod fence;
 mod file_identity;
 mod lease;
 mod model;

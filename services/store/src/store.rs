@@ -2,6 +2,7 @@
 //! so each database is one `Backend` variant and module with the same methods.
 
 use crate::error::StoreError;
+use crate::fence::Fence;
 use crate::file_identity::FileIdentity;
 use crate::lease::{LeaseClaim, LeaseRow};
 use crate::model::{
@@ -13,6 +14,7 @@ use crate::outage::Outages;
 use crate::postgres::PostgresBackend;
 use crate::sqlite::SqliteBackend;
 use crate::url::{self, DatabaseUrl, SqliteTarget};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
 use vernier_core::Observation;
@@ -25,6 +27,8 @@ pub struct SqlStore {
     file: Option<FileIdentity>,
     /// Set on a driver's store: calls wait out a server that stops answering.
     outages: Option<Outages>,
+    /// Set on a driver's store: writes are refused once its lease is another driver's.
+    fence: Option<Arc<Fence>>,
 }
 
 #[derive(Debug, Clone)]
@@ -105,6 +109,7 @@ impl SqlStore {
             backend,
             file,
             outages: None,
+            fence: None,
         })
     }
 
@@ -115,6 +120,35 @@ impl SqlStore {
         SqlStore {
             outages: Some(Outages::new(give_up)),
             ..self.clone()
+        }
+    }
+
+    /// A clone whose writes of trials, observations and the experiment's status first prove
+    /// that `owner` still holds `experiment`'s lease (at most once a second; see
+    /// [`crate::fence`]), failing with [`StoreError::LeaseLost`] once it does not.
+    pub fn fenced_by(&self, experiment: &str, owner: &str) -> SqlStore {
+        SqlStore {
+            fence: Some(Arc::new(Fence::new(experiment, owner))),
+            ..self.clone()
+        }
+    }
+
+    /// Proves the fencing lease before a write, when it is due.
+    async fn fenced(&self) -> Result<(), StoreError> {
+        let Some(fence) = &self.fence else {
+            return Ok(());
+        };
+        let now = chrono::Utc::now().timestamp_micros();
+        if !fence.due(now) {
+            return Ok(());
+        }
+        match self.renew_lease(&fence.experiment, &fence.owner, now).await {
+            Ok(()) => {
+                fence.proven(now);
+                Ok(())
+            }
+            Err(StoreError::LeaseLost { .. }) => Err(fence.lost()),
+            Err(e) => Err(e),
         }
     }
 
@@ -184,6 +218,7 @@ impl SqlStore {
         name: &str,
         status: &ExperimentStatusRow,
     ) -> Result<(), StoreError> {
+        self.fenced().await?;
         dispatch!(self.update_experiment_status(name, status))
     }
 
@@ -194,6 +229,7 @@ impl SqlStore {
         name: &str,
         spec_json: &str,
     ) -> Result<(), StoreError> {
+        self.fenced().await?;
         dispatch!(self.update_experiment_spec(name, spec_json))
     }
 
@@ -253,6 +289,7 @@ impl SqlStore {
     /// [`StoreError::TrialSeqTaken`] if the experiment already has a trial with this `seq`,
     /// and [`StoreError::NotFound`] if the experiment does not exist.
     pub async fn insert_trial(&self, t: &TrialRow) -> Result<(), StoreError> {
+        self.fenced().await?;
         match dispatch!(self.insert_trial(t)) {
             Err(taken @ (StoreError::TrialExists(_) | StoreError::TrialSeqTaken { .. }))
                 if self.outages.is_some() =>
@@ -267,6 +304,7 @@ impl SqlStore {
     /// Applies `update` (see [`TrialUpdate`] for which fields overwrite);
     /// [`StoreError::NotFound`] if there is no such trial.
     pub async fn update_trial(&self, name: &str, update: &TrialUpdate) -> Result<(), StoreError> {
+        self.fenced().await?;
         dispatch!(self.update_trial(name, update))
     }
 
@@ -288,6 +326,7 @@ impl SqlStore {
         trial: &str,
         logs: &[Observation],
     ) -> Result<(), StoreError> {
+        self.fenced().await?;
         // Into a deleted file they would be acknowledged and lost.
         self.check_in_place()?;
         dispatch!(self.report_observations(trial, logs))
@@ -342,6 +381,7 @@ impl SqlStore {
     /// Deletes a trial's observation logs and its reduced observation (Katib
     /// `DeleteObservationLog`); returns how many logs.
     pub async fn delete_observations(&self, trial: &str) -> Result<u64, StoreError> {
+        self.fenced().await?;
         dispatch!(self.delete_observations(trial))
     }
 

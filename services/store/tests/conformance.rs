@@ -32,6 +32,7 @@ per_backend!(
     a_lock_held_by_another_session_is_reported_and_loses_nothing,
     text_values_are_kept_exactly_and_are_only_latest,
     a_lease_is_granted_renewed_refused_taken_over_and_released,
+    a_fenced_store_writes_nothing_once_its_lease_was_taken_over,
     claimants_racing_for_a_free_lease_get_exactly_one,
 );
 
@@ -894,6 +895,62 @@ async fn a_lease_is_granted_renewed_refused_taken_over_and_released(db: Arc<Test
         .unwrap();
     assert!(store.delete_experiment("other").await.unwrap());
     assert_eq!(store.get_lease("other").await.unwrap(), None);
+}
+
+/// A driver suspended past its lease's ttl and replaced by a resume: when it runs again its
+/// fenced store refuses its writes (the proof of the lease is a second old), naming the loss.
+async fn a_fenced_store_writes_nothing_once_its_lease_was_taken_over(db: Arc<TestDb>) {
+    let store = SqlStore::connect(&db.url).await.unwrap();
+    store
+        .create_experiment(&experiment("exp", 1))
+        .await
+        .unwrap();
+    let alive = |_: &vernier_store::LeaseRow| false;
+    store
+        .acquire_lease("exp", &claim("first", 11), 100 * SEC, LEASE_TTL, &alive)
+        .await
+        .unwrap();
+    let fenced = store.fenced_by("exp", "first");
+    fenced
+        .insert_trial(&trial("exp", "exp-1", 1))
+        .await
+        .unwrap();
+    fenced
+        .report_observations("exp-1", &[obs("loss", 1, "0.5")])
+        .await
+        .unwrap();
+
+    let gone = |l: &vernier_store::LeaseRow| l.owner == "first";
+    store
+        .acquire_lease("exp", &claim("second", 22), 200 * SEC, LEASE_TTL, &gone)
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(1_100)).await;
+    let err = fenced
+        .report_observations("exp-1", &[obs("loss", 2, "0.1")])
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, StoreError::LeaseLost { experiment } if experiment == "exp"),
+        "{err}"
+    );
+    let err = fenced
+        .insert_trial(&trial("exp", "exp-2", 2))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StoreError::LeaseLost { .. }), "{err}");
+    assert_eq!(
+        store
+            .observations("exp-1", None, None, None)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    assert_eq!(store.list_trials("exp").await.unwrap().len(), 1);
+    // The new holder's fenced store writes.
+    let new = store.fenced_by("exp", "second");
+    new.insert_trial(&trial("exp", "exp-2", 2)).await.unwrap();
 }
 
 async fn claimants_racing_for_a_free_lease_get_exactly_one(db: Arc<TestDb>) {
