@@ -94,7 +94,12 @@ pub async fn run(
     // The lease before the record: a name the operator drives in this database (it has no
     // row in `experiments`) is refused without leaving an empty experiment behind.
     let lease = ExperimentLease::acquire(&store, &name).await?;
-    if let Err(e) = driver::create_experiment(&store, &exp, seed).await {
+    // A server that drops the connection while the experiment is recorded is waited out, as
+    // during the run (Ctrl-C still ends the command); a re-sent insert that finds its own row
+    // has worked.
+    let (_keep, give_up) = tokio::sync::watch::channel(false);
+    let riding = store.riding_outages(give_up);
+    if let Err(e) = driver::create_experiment(&riding, &exp, seed).await {
         let _ = lease.release().await;
         return Err(e.into());
     }
