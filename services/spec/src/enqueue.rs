@@ -58,6 +58,28 @@ pub fn enqueued_assignment(
     Ok(Assignment(values))
 }
 
+/// What `new` repeats, if anything: an entry already queued (`spec.enqueuedTrials[i]`) or a
+/// trial's configuration (`trials` as name and values), compared as values, so `0.010` repeats
+/// `0.01`. A repeat is allowed (a noisy objective may deserve a second run), but worth a word.
+pub fn repeated_by(
+    space: &SearchSpace,
+    new: &Assignment,
+    queued: &[EnqueuedTrial],
+    trials: &[(String, Vec<(String, String)>)],
+) -> Option<String> {
+    let key = new.key();
+    let same = |pairs: &[(String, String)]| {
+        enqueued_assignment(space, pairs).is_ok_and(|a| a.key() == key)
+    };
+    if let Some(i) = queued.iter().position(|e| same(&pairs_of(e))) {
+        return Some(format!("spec.enqueuedTrials[{i}]"));
+    }
+    trials
+        .iter()
+        .find(|(_, pairs)| same(pairs))
+        .map(|(name, _)| format!("trial {name}"))
+}
+
 /// The `(name, value)` pairs of an entry, as written.
 pub fn pairs_of(entry: &EnqueuedTrial) -> Vec<(String, String)> {
     entry

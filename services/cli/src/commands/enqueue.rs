@@ -4,11 +4,11 @@
 //! `vernier resume --max-trial-count` reopens it (the engine's resume rule decides).
 
 use crate::Exit;
-use crate::out::outln;
+use crate::out::{errln, outln};
 use anyhow::Context;
 use vernier_engine::ResumePolicy;
 use vernier_engine::resume::Ended;
-use vernier_spec::enqueue::enqueued_assignment;
+use vernier_spec::enqueue::{enqueued_assignment, repeated_by};
 use vernier_spec::types::{EnqueuedTrial, ParameterAssignmentSpec};
 
 pub async fn enqueue(db: &str, name: &str, params: &[String]) -> anyhow::Result<Exit> {
@@ -29,7 +29,8 @@ pub async fn enqueue(db: &str, name: &str, params: &[String]) -> anyhow::Result<
         )
     })?;
     let finished = matches!(row.status.phase.as_str(), "Succeeded" | "Failed");
-    let trials = store.list_trials(name).await?.len() as u32;
+    let rows = store.list_trials(name).await?;
+    let trials = rows.len() as u32;
     let ended = Ended {
         succeeded: row.status.phase == "Succeeded",
         reason: &row.status.reason,
@@ -50,6 +51,13 @@ pub async fn enqueue(db: &str, name: &str, params: &[String]) -> anyhow::Result<
         .map_err(|e| anyhow::anyhow!("stored experiment {name:?} is unreadable: {e}"))?;
     let assignment = enqueued_assignment(&space, &pairs)
         .map_err(|e| anyhow::anyhow!("--param: {}", e.replacen("; hint:", "\nhint:", 1)))?;
+    let ran: Vec<(String, Vec<(String, String)>)> =
+        rows.into_iter().map(|t| (t.name, t.assignment)).collect();
+    if let Some(first) = repeated_by(&space, &assignment, &spec.spec.enqueued_trials, &ran) {
+        errln!(
+            "warning: {assignment} is the configuration of {first} already; it is enqueued again and runs again"
+        );
+    }
     spec.spec.enqueued_trials.push(EnqueuedTrial {
         parameter_assignments: assignment
             .to_strings()

@@ -119,3 +119,38 @@ fn asha_is_an_early_stopping_algorithm() {
         Some("asha")
     );
 }
+
+/// A configuration enqueued again, or one a trial already ran, is found by value.
+#[test]
+fn repeated_configurations_are_found_by_value() {
+    use crate::enqueue::repeated_by;
+    let text = with_extensions(
+        json!({"experiments": ["first-run"]}),
+        json!([{"parameterAssignments": [
+            {"name": "lr", "value": "0.02"},
+            {"name": "momentum", "value": "0.6"},
+            {"name": "optimizer", "value": "adam"}
+        ]}]),
+    );
+    let exp = parse_ok(&text);
+    let space = exp.search_space().unwrap();
+    let pairs = |lr: &str, opt: &str| -> Vec<(String, String)> {
+        vec![
+            ("lr".into(), lr.into()),
+            ("momentum".into(), "0.60".into()),
+            ("optimizer".into(), opt.into()),
+        ]
+    };
+    let ran = vec![("t-1".to_string(), pairs("0.03", "sgd"))];
+    let queued = &exp.spec.enqueued_trials;
+    let found = |lr: &str, opt: &str| {
+        let a = enqueued_assignment(&space, &pairs(lr, opt)).unwrap();
+        repeated_by(&space, &a, queued, &ran)
+    };
+    assert_eq!(
+        found("0.020", "adam").as_deref(),
+        Some("spec.enqueuedTrials[0]")
+    );
+    assert_eq!(found("3e-2", "sgd").as_deref(), Some("trial t-1"));
+    assert_eq!(found("0.02", "sgd"), None);
+}
