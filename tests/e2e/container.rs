@@ -95,3 +95,67 @@ fn a_working_directory_only_the_image_has_is_named_before_trials_start() {
     let cwd = std::fs::canonicalize(seen[0].as_str().unwrap()).unwrap();
     assert_eq!(cwd, std::fs::canonicalize(sb.path()).unwrap());
 }
+
+/// A batch Job's `backoffLimit` and `activeDeadlineSeconds`, applied as the Job controller
+/// applies them: a process that fails once runs again, and a job past its deadline fails.
+#[test]
+fn a_batch_jobs_retries_and_deadline_are_applied() {
+    let sb = Sandbox::new();
+    // Fails on its first attempt (no marker file yet), succeeds on its second.
+    let flaky = "import os, sys; m = os.path.join(os.environ['OUT'], 'tried-' + os.environ['KATIB_TRIAL_NAME']); first = not os.path.exists(m); open(m, 'w').close(); print('attempt'); sys.exit(3) if first else print('loss=' + sys.argv[1])";
+    let job = |name: &str, controls: &str, script: &str| {
+        crate::harness::python_experiment(
+            name,
+            script,
+            "  objective: {type: minimize, objectiveMetricName: loss}\n  parallelTrialCount: 1\n  maxTrialCount: 1\n  maxFailedTrialCount: 1",
+        )
+        .replace("      spec:\n        template:", &format!("      spec:\n{controls}        template:"))
+    };
+    let file = sb.write(
+        "retry.yaml",
+        &job("retry", "        backoffLimit: 2\n", flaky),
+    );
+    let out = sb
+        .cmd(&["run", file.to_str().unwrap()])
+        .env("OUT", sb.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(text(&out).contains("Succeeded retry-"), "{}", text(&out));
+    let log = std::fs::read_dir(sb.path().join("vernier-logs/retry"))
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| p.extension().is_some_and(|x| x == "log"))
+        .map(|p| std::fs::read_to_string(p).unwrap())
+        .unwrap();
+    assert_eq!(log.matches("attempt").count(), 2, "{log}");
+    assert!(
+        log.contains("--- vernier: the process exited with code 3; retry 1 of the Job's spec.backoffLimit of 2 ---"),
+        "{log}"
+    );
+
+    // Without a backoffLimit the first failure ends the trial, as documented.
+    let file = sb.write("once.yaml", &job("once", "", flaky));
+    let out = sb
+        .cmd(&["run", file.to_str().unwrap()])
+        .env("OUT", sb.path())
+        .output()
+        .unwrap();
+    assert!(text(&out).contains("Failed    once-"), "{}", text(&out));
+
+    let slow = "import time, sys; time.sleep(30); print('loss=' + sys.argv[1])";
+    let file = sb.write(
+        "late.yaml",
+        &job("late", "        activeDeadlineSeconds: 1\n", slow),
+    );
+    let out = sb
+        .cmd(&["run", file.to_str().unwrap()])
+        .env("OUT", sb.path())
+        .output()
+        .unwrap();
+    assert!(
+        text(&out).contains("the Job was active longer than its spec.activeDeadlineSeconds of 1 s"),
+        "{}",
+        text(&out)
+    );
+}

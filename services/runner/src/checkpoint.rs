@@ -69,7 +69,7 @@ pub fn apply(plan: &CheckpointPlan, launch: &mut TrialLaunch) {
         return;
     }
     match launch {
-        TrialLaunch::Process(cmd) => apply_to(plan, cmd),
+        TrialLaunch::Process(cmd, _) => apply_to(plan, cmd),
         TrialLaunch::Replicas(job) => job
             .processes
             .iter_mut()
@@ -169,12 +169,15 @@ mod tests {
             parent: Some(checkpoint_dir(Path::new("/logs/e"), "t1")),
             mount: Some("/var/log/katib/checkpoints/".into()),
         };
-        let mut launch = TrialLaunch::Process(command(
-            &["--checkpoint=/var/log/katib/checkpoints/", "--lr=0.1"],
-            &[("CKPT", "/var/log/katib/checkpoints")],
-        ));
+        let mut launch = TrialLaunch::Process(
+            command(
+                &["--checkpoint=/var/log/katib/checkpoints/", "--lr=0.1"],
+                &[("CKPT", "/var/log/katib/checkpoints")],
+            ),
+            Default::default(),
+        );
         apply(&plan, &mut launch);
-        let TrialLaunch::Process(cmd) = launch else {
+        let TrialLaunch::Process(cmd, _) = launch else {
             unreachable!()
         };
         assert_eq!(
@@ -201,12 +204,15 @@ mod tests {
             parent: None,
             mount: Some("/data".into()),
         };
-        let mut launch = TrialLaunch::Process(command(
-            &["--ckpt=/data", "--cache=/database/cache", "/data/m.pt"],
-            &[("URL", "https://example.com/data/train.csv")],
-        ));
+        let mut launch = TrialLaunch::Process(
+            command(
+                &["--ckpt=/data", "--cache=/database/cache", "/data/m.pt"],
+                &[("URL", "https://example.com/data/train.csv")],
+            ),
+            Default::default(),
+        );
         apply(&plan, &mut launch);
-        let TrialLaunch::Process(cmd) = launch else {
+        let TrialLaunch::Process(cmd, _) = launch else {
             unreachable!()
         };
         assert_eq!(
@@ -250,9 +256,12 @@ mod tests {
             parent: None,
             mount: None,
         };
-        let mut launch = TrialLaunch::Process(command(&["/var/log/katib/checkpoints/"], &[]));
+        let mut launch = TrialLaunch::Process(
+            command(&["/var/log/katib/checkpoints/"], &[]),
+            Default::default(),
+        );
         apply(&plan, &mut launch);
-        let TrialLaunch::Process(cmd) = launch else {
+        let TrialLaunch::Process(cmd, _) = launch else {
             unreachable!()
         };
         assert_eq!(cmd.args, ["/var/log/katib/checkpoints/"]);

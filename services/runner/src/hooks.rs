@@ -111,7 +111,7 @@ pub fn apply_push_env(launch: &mut TrialLaunch, hooks: &RunHooks) {
         return;
     };
     let commands: Vec<&mut TrialCommand> = match launch {
-        TrialLaunch::Process(cmd) => vec![cmd],
+        TrialLaunch::Process(cmd, _) => vec![cmd],
         TrialLaunch::Replicas(job) => job
             .processes
             .iter_mut()

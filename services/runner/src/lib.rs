@@ -1,6 +1,7 @@
 //! Running experiments on this machine: each trial a local process group, its metrics
 //! collected from its output into the store, driven by the shared planner.
 
+pub mod batch_job;
 pub mod checkpoint;
 mod child;
 pub mod custom;

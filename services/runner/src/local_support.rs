@@ -56,26 +56,12 @@ pub fn local_verdict(exp: &Experiment) -> LocalVerdict {
     verdict
 }
 
-/// What a batch Job's controller does that one local process does not: retries, a deadline,
-/// and the job's other containers. The exit code alone ends the trial.
+/// What a batch Job runs that one local process does not: the job's other containers (its
+/// `backoffLimit` and `activeDeadlineSeconds` are applied, by `batch_job`).
 fn job_ignored(spec: &Value, primary: &str) -> Vec<SpecError> {
     let path = format!("{T}.trialSpec.spec");
     let job = spec.get("spec");
     let mut out = Vec::new();
-    for (field, note) in [
-        (
-            "backoffLimit",
-            "pods are not retried locally: the trial fails when its process first fails",
-        ),
-        (
-            "activeDeadlineSeconds",
-            "is not applied locally to a batch Job: the trial runs until its process ends",
-        ),
-    ] {
-        if job.and_then(|j| j.get(field)).is_some_and(|v| !v.is_null()) {
-            out.push(SpecError::new(format!("{path}.{field}"), note));
-        }
-    }
     let containers = job
         .and_then(|j| j.pointer("/template/spec/containers"))
         .and_then(Value::as_array);
@@ -294,16 +280,17 @@ spec:
     }
 
     #[test]
-    fn a_batch_jobs_retries_deadline_and_other_containers_are_noted() {
+    fn a_batch_jobs_other_containers_are_noted() {
         let spec = "{apiVersion: batch/v1, kind: Job, spec: {backoffLimit: 2, activeDeadlineSeconds: 60, template: {spec: {containers: [{name: side, image: i, command: [s]}, {name: main, image: i, command: [t, '${trialParameters.lr}']}]}}}}";
         let v = local_verdict(&experiment(spec, "main"));
         assert!(v.runnable(), "{:?}", v.refused);
         let notes: Vec<String> = v.ignored.iter().map(ToString::to_string).collect();
-        let job = "spec.trialTemplate.trialSpec.spec";
-        assert_eq!(notes.len(), 3, "{notes:?}");
-        assert!(notes[0].starts_with(&format!("{job}.backoffLimit: pods are not retried")));
-        assert!(notes[1].starts_with(&format!("{job}.activeDeadlineSeconds: is not applied")));
-        assert!(notes[2].ends_with("not run: side"), "{}", notes[2]);
+        assert_eq!(
+            notes,
+            [
+                "spec.trialTemplate.trialSpec.spec.template.spec.containers: only the primary container runs locally; not run: side"
+            ]
+        );
         let plain = local_verdict(&experiment(&job_of_main(), "main"));
         assert!(plain.ignored.is_empty(), "{:?}", plain.ignored);
     }

@@ -340,7 +340,7 @@ spec:
             .unwrap()
         {
             TrialLaunch::Replicas(job) => job,
-            TrialLaunch::Process(cmd) => panic!("expected replicas, got {cmd:?}"),
+            TrialLaunch::Process(cmd, _) => panic!("expected replicas, got {cmd:?}"),
         }
     }
 

@@ -8,9 +8,10 @@ pub mod policy;
 pub mod resources;
 pub mod supervise;
 
+use crate::batch_job::JobControls;
 use crate::error::RunnerError;
 use crate::experiment::LocalExperiment;
-use crate::process::{Collection, ProcessReport, StopLevel, TrialCommand, run_process};
+use crate::process::{Collection, ProcessReport, StopLevel, TrialCommand};
 use std::sync::OnceLock;
 use tokio::sync::watch;
 use vernier_store::SqlStore;
@@ -20,8 +21,9 @@ pub use launch::{ReplicaJob, ReplicaProcess};
 /// What runs for one trial.
 #[derive(Debug, Clone)]
 pub enum TrialLaunch {
-    /// The primary container as one process (a Job or any other kind).
-    Process(TrialCommand),
+    /// The primary container as one process (a Job or any other kind), with a batch Job's
+    /// retries and deadline.
+    Process(TrialCommand, JobControls),
     /// Every replica of a training-operator job.
     Replicas(ReplicaJob),
 }
@@ -49,7 +51,7 @@ impl LocalExperiment {
             )?)),
             None => self
                 .command_for(trial, assignment)
-                .map(TrialLaunch::Process),
+                .map(|cmd| TrialLaunch::Process(cmd, JobControls::of(&rendered))),
         }
     }
 }
@@ -62,7 +64,9 @@ pub async fn run_trial(
     stop: watch::Receiver<StopLevel>,
 ) -> ProcessReport {
     match launch {
-        TrialLaunch::Process(cmd) => run_process(cmd, collection, store, stop).await,
+        TrialLaunch::Process(cmd, controls) => {
+            crate::batch_job::run_job(cmd, controls, collection, store, stop).await
+        }
         TrialLaunch::Replicas(job) => supervise::run_job(job, collection, store, stop).await,
     }
 }

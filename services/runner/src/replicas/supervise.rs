@@ -405,7 +405,8 @@ fn merge(report: &mut ProcessReport, process: &ReplicaProcess, r: &ProcessReport
     }
 }
 
-fn describe_end(end: &ProcessEnd) -> String {
+/// How a process ended, as a log line says it.
+pub(crate) fn describe_end(end: &ProcessEnd) -> String {
     match end {
         ProcessEnd::Exited(code) => format!("exited with code {code}"),
         ProcessEnd::Signaled(sig) => format!("was killed by signal {sig}"),
