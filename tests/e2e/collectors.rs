@@ -381,13 +381,7 @@ fn a_collector_stopped_before_it_handles_sigterm_is_told_why() {
     let file = sb.write("e.yaml", &yaml);
     let out = sb.run(&["run", file.to_str().unwrap()]);
     assert!(text(&out).contains("MetricsUnavailable"), "{}", text(&out));
-    let logs = sb.path().join("vernier-logs/slow-start");
-    let log = std::fs::read_dir(&logs)
-        .unwrap()
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .find(|p| p.extension().is_some_and(|x| x == "log"))
-        .map(|p| std::fs::read_to_string(p).unwrap())
-        .unwrap();
+    let log = crate::harness::first_trial_log(&sb, "slow-start");
     assert!(
         log.contains("the custom collector ended with signal: 15"),
         "{log}"

@@ -2,7 +2,7 @@
 //! trainer sees the same thing on a laptop: `$(VAR)` expansion in env, command and args, and
 //! `workingDir` (used when this machine has it, warned about when it does not).
 
-use crate::harness::{Sandbox, text};
+use crate::harness::{Sandbox, first_trial_log, text};
 
 /// A one-trial experiment whose trainer records its working directory, argv and two variables.
 fn experiment(name: &str, working_dir: &str) -> String {
@@ -47,17 +47,21 @@ spec:
     )
 }
 
+/// `vernier run FILE` with `OUT` set to the sandbox, where the trainers write what they saw.
+fn run_with_out(sb: &Sandbox, file: &std::path::Path) -> std::process::Output {
+    sb.cmd(&["run", file.to_str().unwrap()])
+        .env("OUT", sb.path())
+        .output()
+        .unwrap()
+}
+
 #[test]
 fn variables_expand_and_the_working_directory_is_used() {
     let sb = Sandbox::new();
     let sub = sb.path().join("sub");
     std::fs::create_dir(&sub).unwrap();
     let file = sb.write("e.yaml", &experiment("kubelet", &sub.display().to_string()));
-    let out = sb
-        .cmd(&["run", file.to_str().unwrap()])
-        .env("OUT", sb.path())
-        .output()
-        .unwrap();
+    let out = run_with_out(&sb, &file);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let seen: serde_json::Value =
         serde_json::from_slice(&std::fs::read(sb.path().join("seen.json")).unwrap()).unwrap();
@@ -79,11 +83,7 @@ fn a_working_directory_only_the_image_has_is_named_before_trials_start() {
         said.contains("workingDir /opt/image-only/src does not exist on this machine"),
         "{said}"
     );
-    let out = sb
-        .cmd(&["run", file.to_str().unwrap()])
-        .env("OUT", sb.path())
-        .output()
-        .unwrap();
+    let out = run_with_out(&sb, &file);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert!(
         text(&out).contains("workingDir /opt/image-only/src"),
@@ -115,19 +115,10 @@ fn a_batch_jobs_retries_and_deadline_are_applied() {
         "retry.yaml",
         &job("retry", "        backoffLimit: 2\n", flaky),
     );
-    let out = sb
-        .cmd(&["run", file.to_str().unwrap()])
-        .env("OUT", sb.path())
-        .output()
-        .unwrap();
+    let out = run_with_out(&sb, &file);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert!(text(&out).contains("Succeeded retry-"), "{}", text(&out));
-    let log = std::fs::read_dir(sb.path().join("vernier-logs/retry"))
-        .unwrap()
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .find(|p| p.extension().is_some_and(|x| x == "log"))
-        .map(|p| std::fs::read_to_string(p).unwrap())
-        .unwrap();
+    let log = first_trial_log(&sb, "retry");
     assert_eq!(log.matches("attempt").count(), 2, "{log}");
     assert!(
         log.contains("--- vernier: the process exited with code 3; retry 1 of the Job's spec.backoffLimit of 2 ---"),
@@ -136,11 +127,7 @@ fn a_batch_jobs_retries_and_deadline_are_applied() {
 
     // Without a backoffLimit the first failure ends the trial, as documented.
     let file = sb.write("once.yaml", &job("once", "", flaky));
-    let out = sb
-        .cmd(&["run", file.to_str().unwrap()])
-        .env("OUT", sb.path())
-        .output()
-        .unwrap();
+    let out = run_with_out(&sb, &file);
     assert!(text(&out).contains("Failed    once-"), "{}", text(&out));
 
     let slow = "import time, sys; time.sleep(30); print('loss=' + sys.argv[1])";
@@ -148,11 +135,7 @@ fn a_batch_jobs_retries_and_deadline_are_applied() {
         "late.yaml",
         &job("late", "        activeDeadlineSeconds: 1\n", slow),
     );
-    let out = sb
-        .cmd(&["run", file.to_str().unwrap()])
-        .env("OUT", sb.path())
-        .output()
-        .unwrap();
+    let out = run_with_out(&sb, &file);
     assert!(
         text(&out).contains("the Job was active longer than its spec.activeDeadlineSeconds of 1 s"),
         "{}",

@@ -133,6 +133,16 @@ spec:
     )
 }
 
+/// The log of the experiment's first trial found under `vernier-logs/EXPERIMENT/`.
+pub fn first_trial_log(sb: &Sandbox, experiment: &str) -> String {
+    std::fs::read_dir(sb.path().join("vernier-logs").join(experiment))
+        .expect("the experiment's log directory")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| p.extension().is_some_and(|x| x == "log"))
+        .map(|p| std::fs::read_to_string(p).expect("a trial log"))
+        .expect("a trial log")
+}
+
 /// The last condition of a reported experiment or trial (`status.conditions`).
 pub fn last_condition(resource: &serde_json::Value) -> &serde_json::Value {
     resource["status"]["conditions"]

@@ -2,7 +2,7 @@
 //! page until the experiment ends, `compare`, and the HTML page opened in headless Chromium
 //! (no console errors, the right number of marks per plot, a screenshot kept as an artifact).
 
-use crate::harness::{Sandbox, python_experiment, text, vernier_bin};
+use crate::harness::{Sandbox, python_experiment, text, vernier_bin, wait_exit};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -116,6 +116,17 @@ fn output_through_a_symlink_writes_its_target() {
     assert!(String::from_utf8_lossy(&out.stdout).starts_with("trial,index,"));
 }
 
+/// Waits until the watched page is written, failing the test at `deadline`.
+fn wait_for_file(page: &Path, deadline: Instant) {
+    while !page.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "the watched page was never written"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 #[test]
 fn watch_refreshes_the_page_while_running_and_exits_when_the_experiment_ends() {
     let sb = Sandbox::new();
@@ -156,13 +167,7 @@ fn watch_refreshes_the_page_while_running_and_exits_when_the_experiment_ends() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    while !page.exists() {
-        assert!(
-            Instant::now() < deadline,
-            "the watched page was never written"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_for_file(&page, deadline);
     let first = std::fs::read_to_string(&page).unwrap();
     assert!(
         first.contains("<meta http-equiv=\"refresh\""),
@@ -475,25 +480,13 @@ fn watch_ends_when_the_watched_experiment_is_deleted() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    while !page.exists() {
-        assert!(
-            Instant::now() < deadline,
-            "the watched page was never written"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_for_file(&page, deadline);
     let out = sb.run(&["delete", "doomed"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-    let status = loop {
-        if let Some(s) = watch.try_wait().unwrap() {
-            break s;
-        }
-        assert!(Instant::now() < deadline, "--watch did not exit");
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let code = wait_exit(&mut watch, Duration::from_secs(60));
     let mut said = String::new();
     std::io::Read::read_to_string(&mut watch.stderr.take().unwrap(), &mut said).unwrap();
-    assert_eq!(status.code(), Some(2), "{said}");
+    assert_eq!(code, Some(2), "{said}");
     assert!(
         said.contains("experiment doomed was deleted while it was watched"),
         "{said}"
