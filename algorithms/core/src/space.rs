@@ -94,6 +94,23 @@ pub fn grid_point(min: f64, k: f64, step: f64) -> f64 {
         .unwrap_or(x)
 }
 
+/// A list as an error shows it: the first values, each cut short, and how many there are, so
+/// a list of thousands (or of long values) stays a readable line.
+fn shown_list(values: &[String]) -> String {
+    const FIRST: usize = 10;
+    const CHARS: usize = 40;
+    let cut = |v: &String| match v.char_indices().nth(CHARS) {
+        Some((end, _)) => format!("{:?}...", &v[..end]),
+        None => format!("{v:?}"),
+    };
+    let shown: Vec<String> = values.iter().take(FIRST).map(cut).collect();
+    if values.len() > FIRST {
+        format!("[{}, ...] ({} values)", shown.join(", "), values.len())
+    } else {
+        format!("[{}]", shown.join(", "))
+    }
+}
+
 /// The most values a `discrete` or `categorical` list may hold. Every algorithm's work grows
 /// with it (the GP one-hot encodes it, TPE weighs every value), and a million values arrive in
 /// a 4 MiB request; twice the largest list tested keeps real specs well inside.
@@ -285,14 +302,14 @@ impl Parameter {
             (Domain::Discrete { values }, ParamValue::Choice(c)) => {
                 match discrete_spelling(values, c) {
                     Some(_) => Ok(()),
-                    None => Err(format!("not one of {values:?}")),
+                    None => Err(format!("not one of {}", shown_list(values))),
                 }
             }
             (Domain::Categorical { values }, ParamValue::Choice(c)) => {
                 if values.contains(c) {
                     Ok(())
                 } else {
-                    Err(format!("not one of {values:?}"))
+                    Err(format!("not one of {}", shown_list(values)))
                 }
             }
             _ => Err("has the wrong type for this parameter".into()),
@@ -494,6 +511,20 @@ mod tests {
             );
         }
         assert!(x.parse_value("3").is_err());
+    }
+
+    #[test]
+    fn a_long_list_is_shown_short_in_errors() {
+        let few: Vec<String> = vec!["a".into(), "b c".into()];
+        assert_eq!(shown_list(&few), r#"["a", "b c"]"#);
+        let mut many: Vec<String> = (0..12).map(|i| i.to_string()).collect();
+        many[0] = "x".repeat(4000);
+        let shown = shown_list(&many);
+        assert!(
+            shown.starts_with(&format!("[{:?}..., \"1\",", "x".repeat(40))),
+            "{shown}"
+        );
+        assert!(shown.ends_with(r#""9", ...] (12 values)"#), "{shown}");
     }
 
     #[test]

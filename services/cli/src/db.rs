@@ -39,6 +39,16 @@ pub async fn open(db: &str, mode: OpenMode) -> anyhow::Result<SqlStore> {
 }
 
 /// Opens or creates `db` ([`SqlStore::connect`]), to be closed by [`close_all`].
+/// ` --db URL` (password redacted) for a command a message suggests, empty for the default
+/// database, so the suggested command reaches the same database.
+pub fn db_flag(db: &str) -> String {
+    if db == "vernier.db" {
+        String::new()
+    } else {
+        format!(" --db {}", vernier_store::redact_url(db))
+    }
+}
+
 pub async fn connect(db: &str) -> anyhow::Result<SqlStore> {
     let store = SqlStore::connect(db).await?;
     remember(&store);
@@ -83,4 +93,19 @@ pub async fn unattended(
     row: &vernier_store::ExperimentRow,
 ) -> anyhow::Result<Option<vernier_store::Unattended>> {
     Ok(vernier_report::unattended(store, row, vernier_runner::lease::holder_gone_here).await?)
+}
+
+#[cfg(test)]
+mod db_flag_tests {
+    use super::db_flag;
+
+    #[test]
+    fn suggested_commands_name_a_database_other_than_the_default() {
+        assert_eq!(db_flag("vernier.db"), "");
+        assert_eq!(db_flag("runs.db"), " --db runs.db");
+        assert_eq!(
+            db_flag("postgres://me:secret@db:5432/hp"),
+            " --db postgres://me:***@db:5432/hp"
+        );
+    }
 }

@@ -9,6 +9,15 @@ use std::time::Duration;
 /// with a `hint:` line where the user can act. Database URLs in messages have their password
 /// replaced by `***`. The underlying driver error, where there is one, is part of the message
 /// and also kept in the variant for callers that inspect it.
+/// A driver error as a user reads it: PostgreSQL's message without the "at line N" sqlx adds
+/// (a line of the server's own source code, which means nothing here).
+fn said(error: &sqlx::Error) -> String {
+    match error {
+        sqlx::Error::Database(db) => format!("error returned from database: {}", db.message()),
+        other => other.to_string(),
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error(
@@ -52,12 +61,14 @@ pub enum StoreError {
     DamagedFile { path: String },
 
     #[error(
-        "cannot reach database `{url}`: {error}\nhint: check that the database server is running and accepts connections at the host and port in the url"
+        "cannot reach database `{url}`: {}\nhint: check that the database server is running and accepts connections at the host and port in the url",
+        said(.error)
     )]
     Unreachable { url: String, error: sqlx::Error },
 
     #[error(
-        "the server of `{url}` refused the login: {error}\nhint: check the user name and password in the url, and that this user may connect from this machine"
+        "the server of `{url}` refused the login: {}\nhint: check the user name and password in the url, and that this user may connect from this machine",
+        said(.error)
     )]
     LoginRefused { url: String, error: sqlx::Error },
 
@@ -66,7 +77,7 @@ pub enum StoreError {
     )]
     DatabaseMissing { url: String, database: String },
 
-    #[error("cannot open database `{url}`: {error}")]
+    #[error("cannot open database `{url}`: {}", said(.error))]
     Connect { url: String, error: sqlx::Error },
 
     #[error(
@@ -137,7 +148,8 @@ pub enum StoreError {
     },
 
     #[error(
-        "cannot {action} `{name}`: lost the connection to database `{url}`: {error}; nothing of this call was recorded, earlier records are kept\nhint: check that the database server is running and reachable, then retry (`vernier resume` continues an interrupted experiment)"
+        "cannot {action} `{name}`: lost the connection to database `{url}`: {}; nothing of this call was recorded, earlier records are kept\nhint: check that the database server is running and reachable, then retry (`vernier resume` continues an interrupted experiment)",
+        said(.error)
     )]
     ConnectionLost {
         action: &'static str,
@@ -156,7 +168,8 @@ pub enum StoreError {
     },
 
     #[error(
-        "cannot {action} `{name}`: database `{url}` is damaged ({error})\nhint: restore it from a copy; `sqlite3 FILE .recover` saves what is still readable into a new database"
+        "cannot {action} `{name}`: database `{url}` is damaged ({})\nhint: restore it from a copy; `sqlite3 FILE .recover` saves what is still readable into a new database",
+        said(.error)
     )]
     Damaged {
         action: &'static str,
@@ -165,7 +178,7 @@ pub enum StoreError {
         error: sqlx::Error,
     },
 
-    #[error("cannot {action} `{name}`: {error}")]
+    #[error("cannot {action} `{name}`: {}", said(.error))]
     Query {
         action: &'static str,
         name: String,

@@ -68,11 +68,7 @@ pub async fn enqueue(db: &str, name: &str, params: &[String]) -> anyhow::Result<
     let index = spec.spec.enqueued_trials.len() - 1;
     let json = serde_json::to_string(&spec).context("cannot serialise the experiment spec")?;
     store.update_experiment_spec(name, &json).await?;
-    let db_flag = if db == "vernier.db" {
-        String::new()
-    } else {
-        format!(" --db {}", vernier_store::redact_url(db))
-    };
+    let db_flag = crate::db::db_flag(db);
     outln!("enqueued {assignment} as spec.enqueuedTrials[{index}] of experiment {name}");
     if reopenable {
         outln!(

@@ -36,8 +36,9 @@ pub async fn run(
     let store = crate::db::connect(db).await?;
     let name = spec.name().to_string();
     if store.get_experiment(&name).await?.is_some() {
+        let db_flag = crate::db::db_flag(db);
         anyhow::bail!(
-            "experiment {name:?} already exists in {}\nhint: continue it with `vernier resume {name}`, remove it with `vernier delete {name}`, or change metadata.name",
+            "experiment {name:?} already exists in {}\nhint: continue it with `vernier resume {name}{db_flag}`, remove it with `vernier delete {name}{db_flag}`, or change metadata.name",
             vernier_store::redact_url(db)
         );
     }
@@ -282,11 +283,7 @@ async fn drive_leased(
     signals.abort();
     push.stop().await;
     let outcome = result?;
-    let db_flag = if db == "vernier.db" {
-        String::new()
-    } else {
-        format!(" --db {}", vernier_store::redact_url(db))
-    };
+    let db_flag = crate::db::db_flag(db);
     match outcome {
         Outcome::Completed {
             completion,
