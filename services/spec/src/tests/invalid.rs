@@ -549,6 +549,13 @@ fn trial_parameter_name_and_meta_reference_rules() {
         "spec.trialTemplate.trialParameters[1].name",
         "must not contain",
     );
+    // Said once: not also "not used", with a placeholder nobody could write.
+    let about_it = e
+        .errors()
+        .iter()
+        .filter(|x| x.path() == "spec.trialTemplate.trialParameters[1].name")
+        .count();
+    assert_eq!(about_it, 1, "{e}");
     assert_error(
         &e,
         "spec.trialTemplate.trialParameters[3].reference",

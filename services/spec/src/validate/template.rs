@@ -247,7 +247,9 @@ fn check_placeholders(tt: &TrialTemplate, spec: &Value, errs: &mut Errors) {
     }
     let used: HashSet<&str> = used.into_iter().collect();
     for (i, tp) in tt.trial_parameters.iter().enumerate() {
-        if !tp.name.is_empty() && !used.contains(tp.name.as_str()) {
+        // A name with a brace is refused already and can never be written as a placeholder.
+        let writable = !tp.name.is_empty() && !tp.name.contains(['{', '}']);
+        if writable && !used.contains(tp.name.as_str()) {
             errs.add(
                 format!("{T}.trialParameters[{i}].name"),
                 format!(
