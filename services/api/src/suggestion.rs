@@ -4,18 +4,19 @@
 //!
 //! Vernier's algorithms are stateless functions of the history; what they keep between calls
 //! lives in trial labels (Hyperband's bracket and rung) and in an opaque state string. Katib's
-//! controller names trials itself and neither keeps the reply's labels nor sends them back, so
-//! both are returned in the reply's `algorithm` settings, which the controller merges into the
-//! next request by name (reference §8.3): [`LABELS_SETTING`] maps the trial name each labelled
-//! proposal is given in the reply to its labels (Katib's controller names trials so), and its
-//! assignment (`name=value,...`, sorted) to the same labels with a `*/parent` label holding the
-//! parent's assignment rather than its name, for a controller that names trials itself (two
-//! proposals of one assignment share that entry); [`STATE_SETTING`] holds the state. Both are removed from the
-//! settings before the algorithm is built. Labels a request sends on the trial itself win.
+//! controller neither keeps the reply's labels nor sends them back, so both are returned in the
+//! reply's `algorithm` settings, which the controller merges into the next request by name
+//! (reference §8.3): [`LABELS_SETTING`] maps the trial name each labelled proposal is given in
+//! the reply to its labels (Katib's controller names its trials so), and also its assignment
+//! (`name=value,...`, sorted) to the same labels with a `*/parent` label holding the parent's
+//! assignment rather than its name, for a controller that names trials itself (two proposals
+//! of one assignment share that entry); [`STATE_SETTING`] holds the state. Both are removed
+//! from the settings before the algorithm is built. Labels a request sends on the trial win.
 //!
 //! The controller refuses a reply whose length differs from `current_request_number`, so a
 //! shorter answer is an error instead: `UNAVAILABLE` while the algorithm waits for running
-//! trials (the controller retries), `OUT_OF_RANGE` once its search is complete.
+//! trials (the controller retries), `OUT_OF_RANGE` once its search is complete or no trial
+//! is running to change its answer.
 
 use crate::error::ApiError;
 use crate::workers::Workers;

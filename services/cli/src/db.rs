@@ -38,7 +38,6 @@ pub async fn open(db: &str, mode: OpenMode) -> anyhow::Result<SqlStore> {
     }
 }
 
-/// Opens or creates `db` ([`SqlStore::connect`]), to be closed by [`close_all`].
 /// ` --db URL` (password redacted) for a command a message suggests, empty for the default
 /// database, so the suggested command reaches the same database.
 pub fn db_flag(db: &str) -> String {
@@ -49,6 +48,7 @@ pub fn db_flag(db: &str) -> String {
     }
 }
 
+/// Opens or creates `db` ([`SqlStore::connect`]), to be closed by [`close_all`].
 pub async fn connect(db: &str) -> anyhow::Result<SqlStore> {
     let store = SqlStore::connect(db).await?;
     remember(&store);

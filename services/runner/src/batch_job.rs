@@ -6,9 +6,8 @@
 
 use crate::process::{Collection, ProcessEnd, ProcessReport, StopLevel, TrialCommand, run_process};
 use crate::replicas::policy::restart_delay;
-use crate::replicas::supervise::describe_end;
+use crate::replicas::supervise::{describe_end, log_note};
 use serde_json::Value;
-use std::io::Write;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -28,9 +27,7 @@ pub struct JobControls {
 impl JobControls {
     /// The controls of a rendered trial spec (the Job schema check has refused wrong types).
     pub fn of(rendered: &Value) -> JobControls {
-        let is_job = rendered.get("kind").and_then(Value::as_str) == Some("Job")
-            && rendered.get("apiVersion").and_then(Value::as_str) == Some("batch/v1");
-        if !is_job {
+        if !vernier_spec::template::is_batch_job(rendered) {
             return JobControls::default();
         }
         let field = |name: &str| {
@@ -65,7 +62,9 @@ pub async fn run_job(
     let deadline = controls.deadline.map(|d| Instant::now() + d);
     let past = Arc::new(AtomicBool::new(false));
     let mut total: Option<ProcessReport> = None;
-    for attempt in 0.. {
+    // Retries made so far.
+    let mut retried = 0;
+    loop {
         let (tx, rx) = watch::channel(*stop.borrow());
         let guard = tokio::spawn(forward(stop.clone(), tx, deadline, past.clone()));
         let report = run_process(cmd.clone(), collection.clone(), store.clone(), rx).await;
@@ -76,38 +75,38 @@ pub async fn run_job(
             sum.end = past_deadline(controls);
             return sum;
         }
-        if !failed(&end) || attempt >= controls.retries || *stop.borrow() != StopLevel::Run {
+        if !failed(&end) || retried >= controls.retries || *stop.borrow() != StopLevel::Run {
             return sum;
         }
-        let retry = attempt + 1;
-        note(
+        retried += 1;
+        log_note(
             &cmd,
             &format!(
-                "the process {}; retry {retry} of the Job's spec.backoffLimit of {}",
+                "the process {}; retry {retried} of the Job's spec.backoffLimit of {}",
                 describe_end(&end),
                 controls.retries
             ),
         );
         cmd.append_log = true;
         total = Some(sum);
-        let pause = tokio::time::sleep(restart_delay(retry));
-        let until_deadline = async {
-            match deadline {
-                Some(at) => tokio::time::sleep_until(at).await,
-                None => std::future::pending().await,
-            }
-        };
         tokio::select! {
-            () = pause => {}
+            () = tokio::time::sleep(restart_delay(retried)) => {}
             _ = stop.wait_for(|l| *l != StopLevel::Run) => return stopped(total),
-            () = until_deadline => {
+            () = until(deadline) => {
                 let mut sum = stopped(total);
                 sum.end = past_deadline(controls);
                 return sum;
             }
         }
     }
-    stopped(total)
+}
+
+/// Resolves at `deadline`; never without one.
+async fn until(deadline: Option<Instant>) {
+    match deadline {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
 }
 
 /// The stop requests of the run, passed on, and a stop of its own once the deadline passes.
@@ -119,12 +118,6 @@ async fn forward(
 ) {
     let mut deadline = deadline;
     loop {
-        let until = async {
-            match deadline {
-                Some(at) => tokio::time::sleep_until(at).await,
-                None => std::future::pending().await,
-            }
-        };
         tokio::select! {
             changed = outer.changed() => {
                 if changed.is_err() {
@@ -133,7 +126,7 @@ async fn forward(
                 let level = *outer.borrow();
                 let _ = inner.send(level);
             }
-            () = until => {
+            () = until(deadline) => {
                 past.store(true, Ordering::SeqCst);
                 let _ = inner.send(StopLevel::Terminate);
                 deadline = None;
@@ -160,20 +153,10 @@ fn merge(total: Option<ProcessReport>, latest: ProcessReport) -> ProcessReport {
     let Some(mut sum) = total else {
         return latest;
     };
-    sum.end = latest.end;
+    sum.absorb_problems(&latest, "");
     sum.metrics_seen.extend(latest.metrics_seen);
-    let room = crate::process::REJECTED_KEPT.saturating_sub(sum.rejected.len());
-    sum.rejected.extend(latest.rejected.into_iter().take(room));
-    sum.rejected_total += latest.rejected_total;
-    sum.store_error = sum.store_error.or(latest.store_error);
+    sum.end = latest.end;
     sum
-}
-
-/// A line in the trial's log between two attempts.
-fn note(cmd: &TrialCommand, what: &str) {
-    if let Ok(mut f) = std::fs::OpenOptions::new().append(true).open(&cmd.log_path) {
-        let _ = writeln!(f, "--- vernier: {what} ---");
-    }
 }
 
 #[cfg(test)]

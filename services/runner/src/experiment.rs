@@ -97,7 +97,9 @@ impl LocalExperiment {
         let container =
             vernier_spec::primary_container(&rendered, &self.primary_container_name()).ok()?;
         let wanted = container.working_dir.filter(|w| !w.is_empty())?;
-        (!self.paths.work_dir.join(&wanted).is_dir()).then_some(wanted)
+        local_working_dir(Some(&wanted), &self.paths.work_dir, Path::is_dir)
+            .is_none()
+            .then_some(wanted)
     }
 
     /// The trial spec with this trial's values substituted.
@@ -292,10 +294,20 @@ pub fn trial_work_dir(
     default: &Path,
     is_dir: impl Fn(&Path) -> bool,
 ) -> PathBuf {
-    match wanted.filter(|w| !w.is_empty()).map(|w| default.join(w)) {
-        Some(dir) if is_dir(&dir) => dir,
-        _ => default.to_path_buf(),
-    }
+    local_working_dir(wanted, default, is_dir).unwrap_or_else(|| default.to_path_buf())
+}
+
+/// The container's `workingDir` as a directory of this machine, `None` when it is unset or
+/// this machine has no such directory.
+fn local_working_dir(
+    wanted: Option<&str>,
+    default: &Path,
+    is_dir: impl Fn(&Path) -> bool,
+) -> Option<PathBuf> {
+    wanted
+        .filter(|w| !w.is_empty())
+        .map(|w| default.join(w))
+        .filter(|dir| is_dir(dir))
 }
 
 pub fn work_dir_of(experiment_file: &Path) -> PathBuf {

@@ -153,6 +153,24 @@ impl ProcessReport {
             collected_from,
         }
     }
+
+    /// Adds another process's problems to this report: its rejected values (each prefixed
+    /// with `from`, kept while there is room for [`REJECTED_KEPT`]), their count, and its store
+    /// error when this report has none yet.
+    pub(crate) fn absorb_problems(&mut self, other: &ProcessReport, from: &str) {
+        let room = REJECTED_KEPT.saturating_sub(self.rejected.len());
+        self.rejected.extend(
+            other
+                .rejected
+                .iter()
+                .take(room)
+                .map(|x| format!("{from}{x}")),
+        );
+        self.rejected_total += other.rejected_total;
+        if self.store_error.is_none() {
+            self.store_error.clone_from(&other.store_error);
+        }
+    }
 }
 
 /// Microseconds since the Unix epoch.

@@ -5,10 +5,6 @@
 use crate::dialect::{Dialect, Refusal};
 use std::time::Duration;
 
-/// Everything the store can fail with. Messages are lowercase, name the offending value and end
-/// with a `hint:` line where the user can act. Database URLs in messages have their password
-/// replaced by `***`. The underlying driver error, where there is one, is part of the message
-/// and also kept in the variant for callers that inspect it.
 /// A driver error as a user reads it: PostgreSQL's message without the "at line N" sqlx adds
 /// (a line of the server's own source code, which means nothing here).
 fn said(error: &sqlx::Error) -> String {
@@ -18,6 +14,10 @@ fn said(error: &sqlx::Error) -> String {
     }
 }
 
+/// Everything the store can fail with. Messages are lowercase, name the offending value and end
+/// with a `hint:` line where the user can act. Database URLs in messages have their password
+/// replaced by `***`. The underlying driver error, where there is one, is part of the message
+/// and also kept in the variant for callers that inspect it.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error(

@@ -5,7 +5,6 @@
 //! more by the wall clock (which, unlike a monotonic clock, moves on through a suspend), so such
 //! a driver records nothing more once it was taken over.
 
-use crate::error::StoreError;
 use std::sync::atomic::{AtomicI64, Ordering};
 
 /// How old the last proof of the lease may be before a write proves it again.
@@ -38,13 +37,6 @@ impl Fence {
 
     pub(crate) fn proven(&self, now_us: i64) {
         self.proven_us.store(now_us, Ordering::SeqCst);
-    }
-
-    /// The error of a write refused because the lease is another driver's now.
-    pub(crate) fn lost(&self) -> StoreError {
-        StoreError::LeaseLost {
-            experiment: self.experiment.clone(),
-        }
     }
 }
 

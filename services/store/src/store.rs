@@ -142,14 +142,11 @@ impl SqlStore {
         if !fence.due(now) {
             return Ok(());
         }
-        match self.renew_lease(&fence.experiment, &fence.owner, now).await {
-            Ok(()) => {
-                fence.proven(now);
-                Ok(())
-            }
-            Err(StoreError::LeaseLost { .. }) => Err(fence.lost()),
-            Err(e) => Err(e),
-        }
+        // Renewal fails with `LeaseLost` once another driver holds the lease.
+        self.renew_lease(&fence.experiment, &fence.owner, now)
+            .await?;
+        fence.proven(now);
+        Ok(())
     }
 
     /// Which database this store talks to: `sqlite`, `postgres` or `mysql`.
@@ -454,7 +451,6 @@ impl SqlStore {
     }
 }
 
-/// A unique violation or deadlock between two transactions inserting the same lease row.
 /// A store that rides outages sends an insert again when the connection broke before the
 /// server answered, though the server may have committed it: finding exactly the row it sent
 /// is that insert having worked, not somebody else's duplicate.
@@ -462,6 +458,7 @@ fn ours_or(taken: StoreError, stored_is_ours: bool) -> Result<(), StoreError> {
     if stored_is_ours { Ok(()) } else { Err(taken) }
 }
 
+/// A unique violation or deadlock between two transactions inserting the same lease row.
 fn is_race(error: &sqlx::Error) -> bool {
     match error {
         sqlx::Error::Database(db) => {

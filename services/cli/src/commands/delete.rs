@@ -27,18 +27,18 @@ pub async fn delete(db: &str, name: &str, logs: bool) -> anyhow::Result<Exit> {
     store.delete_experiment(name).await?;
     drop(lease);
     outln!("deleted experiment {name}");
-    let files: Vec<PathBuf> = log_files(Path::new(&exp.log_dir), &trials)
-        .into_iter()
-        .filter(|p| p.exists())
-        .collect();
-    // Counted by trial: a trial may have a log, a directory and checkpoints, or only some.
-    let with_files = trials
+    // Each trial's files that exist: a log, a directory and checkpoints, or only some.
+    let per_trial: Vec<Vec<PathBuf>> = trials
         .iter()
-        .filter(|t| {
-            let own = log_files(Path::new(&exp.log_dir), std::slice::from_ref(*t));
-            own.iter().any(|f| files.contains(f))
+        .map(|t| {
+            log_files(Path::new(&exp.log_dir), std::slice::from_ref(t))
+                .into_iter()
+                .filter(|p| p.exists())
+                .collect()
         })
-        .count();
+        .collect();
+    let with_files = per_trial.iter().filter(|f| !f.is_empty()).count();
+    let files: Vec<PathBuf> = per_trial.into_iter().flatten().collect();
     let counted = format!(
         "the logs of {with_files} trial{}",
         if with_files == 1 { "" } else { "s" }

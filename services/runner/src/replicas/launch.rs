@@ -124,9 +124,7 @@ pub fn build_job(
         let Some(spec) = set.get(id.replica_type) else {
             continue;
         };
-        let mut labels = spec.pod_labels.clone();
-        labels.extend(operator_labels(set, id, trial));
-        let primary = primary_labels.iter().all(|(k, v)| labels.get(k) == Some(v));
+        let primary = selected_by(set, id, trial, &primary_labels);
         let port = ports.get(&id).copied().unwrap_or(0);
         let mut line = format!(
             "{id}: port {port}, restartPolicy {}{}",
@@ -204,9 +202,6 @@ pub fn build_job(
     })
 }
 
-/// A free loopback port for every replica. All listeners are held until every port is known,
-/// so two replicas never get the same port; a process elsewhere may still take one before the
-/// replica binds it, which is rare and shows as "address in use" in the replica's log.
 /// Refuses `primaryPodLabels` that select no replica with a command to run: no metrics could
 /// be collected, on every trial alike, so `validate` and `run` say it before any trial.
 pub fn check_primary_replica(
@@ -221,15 +216,10 @@ pub fn check_primary_replica(
                 .is_some_and(|s| s.container.is_some())
         })
         .collect();
-    let selected = running.iter().any(|id| {
-        let mut labels = set
-            .get(id.replica_type)
-            .map(|s| s.pod_labels.clone())
-            .unwrap_or_default();
-        labels.extend(operator_labels(set, *id, trial));
-        primary_labels.iter().all(|(k, v)| labels.get(k) == Some(v))
-    });
-    if selected {
+    if running
+        .iter()
+        .any(|id| selected_by(set, *id, trial, primary_labels))
+    {
         return Ok(());
     }
     let shown: Vec<String> = primary_labels
@@ -250,6 +240,25 @@ pub fn check_primary_replica(
     ))
 }
 
+/// Whether replica `id`'s pod carries every label of `primary_labels`: its template's own
+/// labels and the operator's, as Katib's metrics collector selects primary pods.
+fn selected_by(
+    set: &ReplicaSet,
+    id: ReplicaId,
+    trial: &str,
+    primary_labels: &BTreeMap<String, String>,
+) -> bool {
+    let mut labels = set
+        .get(id.replica_type)
+        .map(|s| s.pod_labels.clone())
+        .unwrap_or_default();
+    labels.extend(operator_labels(set, id, trial));
+    primary_labels.iter().all(|(k, v)| labels.get(k) == Some(v))
+}
+
+/// A free loopback port for every replica. All listeners are held until every port is known,
+/// so two replicas never get the same port; a process elsewhere may still take one before the
+/// replica binds it, which is rare and shows as "address in use" in the replica's log.
 fn free_ports(ids: &[ReplicaId]) -> std::io::Result<BTreeMap<ReplicaId, u16>> {
     let mut held = Vec::with_capacity(ids.len());
     let mut ports = BTreeMap::new();

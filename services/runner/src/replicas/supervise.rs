@@ -369,17 +369,7 @@ async fn delayed_start(
     if stopped {
         return ProcessReport::stopped(Vec::new());
     }
-    if let Ok(mut f) = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&cmd.log_path)
-    {
-        let _ = writeln!(
-            f,
-            "--- vernier: {} ---",
-            note.unwrap_or_else(|| format!("restart {restart}"))
-        );
-    }
+    log_note(&cmd, &note.unwrap_or_else(|| format!("restart {restart}")));
     run_process(cmd, collection, store, rx).await
 }
 
@@ -392,16 +382,17 @@ fn merge(report: &mut ProcessReport, process: &ReplicaProcess, r: &ProcessReport
             }
         }
     }
-    let room = crate::process::REJECTED_KEPT.saturating_sub(report.rejected.len());
-    report.rejected.extend(
-        r.rejected
-            .iter()
-            .take(room)
-            .map(|x| format!("{}: {x}", process.id)),
-    );
-    report.rejected_total += r.rejected_total;
-    if report.store_error.is_none() {
-        report.store_error.clone_from(&r.store_error);
+    report.absorb_problems(r, &format!("{}: ", process.id));
+}
+
+/// A `--- vernier: ... ---` line in a process's log, between two of its runs.
+pub(crate) fn log_note(cmd: &TrialCommand, what: &str) {
+    if let Ok(mut f) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&cmd.log_path)
+    {
+        let _ = writeln!(f, "--- vernier: {what} ---");
     }
 }
 

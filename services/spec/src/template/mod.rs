@@ -19,6 +19,13 @@ use serde_json::Value;
 
 const T: &str = "spec.trialTemplate";
 
+/// Whether a trial spec is a Kubernetes `batch/v1` Job, the one kind whose schema and run
+/// controls (`backoffLimit`, `activeDeadlineSeconds`) Vernier knows beyond the training jobs.
+pub fn is_batch_job(spec: &Value) -> bool {
+    spec.get("kind").and_then(Value::as_str) == Some("Job")
+        && spec.get("apiVersion").and_then(Value::as_str) == Some("batch/v1")
+}
+
 /// Renders the trial spec for `trial_name` with `assignment` (parameter name → value as text).
 ///
 /// Like Katib, substitution is textual on the template's JSON form. Unlike Katib, each value is

@@ -14,9 +14,7 @@ const PATH: &str = "spec.trialTemplate.trialSpec";
 /// Refuses the unknown fields and wrongly typed values of a `batch/v1` Job trial spec; other
 /// kinds are not checked (Katib validates only Jobs).
 pub(super) fn check(spec: &Value, errs: &mut Errors) {
-    let kind = spec.get("kind").and_then(Value::as_str);
-    let api_version = spec.get("apiVersion").and_then(Value::as_str);
-    if (kind, api_version) != (Some("Job"), Some("batch/v1")) {
+    if !crate::template::is_batch_job(spec) {
         return;
     }
     let lenient = quantities_as_text(spec.clone(), false);
