@@ -171,23 +171,7 @@ fn parameter_from_wire(
     let default_space = FeasibleSpace::default();
     let fs = p.feasible_space.as_ref().unwrap_or(&default_space);
     let fs_field = format!("{field}.feasible_space");
-    let dist_field = format!("{fs_field}.distribution");
-    let distribution = match api::Distribution::try_from(fs.distribution) {
-        Ok(api::Distribution::Unspecified | api::Distribution::Uniform) => Distribution::Uniform,
-        Ok(api::Distribution::LogUniform) => Distribution::LogUniform,
-        Ok(api::Distribution::Normal) => Distribution::Normal,
-        Ok(api::Distribution::LogNormal) => Distribution::LogNormal,
-        Err(_) => {
-            return Err(ProtoError::invalid(
-                dist_field,
-                fs.distribution.to_string(),
-                "is not a Distribution\nhint: use UNIFORM (1), LOG_UNIFORM (2), NORMAL (3) or LOG_NORMAL (4)",
-            ));
-        }
-    };
-    let min_field = format!("{fs_field}.min");
-    let max_field = format!("{fs_field}.max");
-    let step_field = format!("{fs_field}.step");
+    let distribution = distribution_from_wire(&fs_field, fs.distribution)?;
     let domain = match kind {
         ParameterType::UnknownType => {
             return Err(ProtoError::invalid(
@@ -199,55 +183,11 @@ fn parameter_from_wire(
                 ),
             ));
         }
-        ParameterType::Double => {
-            let min: f64 = parse_number(&min_field, &fs.min, "a number")?;
-            let max: f64 = parse_number(&max_field, &fs.max, "a number")?;
-            check_order(&fs_field, &p.name, min > max, fs)?;
-            Domain::Double {
-                min,
-                max,
-                step: optional(&step_field, &fs.step, "a number")?,
-            }
-        }
-        ParameterType::Int => {
-            let min: i64 = parse_number(&min_field, &fs.min, "an integer")?;
-            let max: i64 = parse_number(&max_field, &fs.max, "an integer")?;
-            check_order(&fs_field, &p.name, min > max, fs)?;
-            Domain::Int {
-                min,
-                max,
-                step: optional(&step_field, &fs.step, "an integer")?,
-            }
+        ParameterType::Double | ParameterType::Int => {
+            range_from_wire(&fs_field, &p.name, kind == ParameterType::Int, fs)?
         }
         ParameterType::Discrete | ParameterType::Categorical => {
-            if fs.list.is_empty() {
-                return Err(ProtoError::missing(
-                    format!("{fs_field}.list"),
-                    format!("list the values of parameter {:?}", p.name),
-                ));
-            }
-            if fs.list.len() > MAX_LIST_VALUES {
-                return Err(ProtoError::Core {
-                    field: format!("{fs_field}.list"),
-                    reason: too_many_values(fs.list.len()),
-                });
-            }
-            if kind == ParameterType::Discrete {
-                for (i, v) in fs.list.iter().enumerate() {
-                    parse_number::<f64>(
-                        &format!("{fs_field}.list[{i}]"),
-                        v,
-                        "a number (DISCRETE values are numbers; use CATEGORICAL for labels)",
-                    )?;
-                }
-                Domain::Discrete {
-                    values: fs.list.clone(),
-                }
-            } else {
-                Domain::Categorical {
-                    values: fs.list.clone(),
-                }
-            }
+            list_from_wire(&fs_field, &p.name, kind == ParameterType::Discrete, fs)?
         }
     };
     let (domain, distribution) = match equal_bounds(algorithm, settings, &p.name, &domain, &fs.min)
@@ -266,6 +206,87 @@ fn parameter_from_wire(
         reason: e.to_string(),
     })?;
     Ok(parameter)
+}
+
+/// A feasible space's distribution; unspecified is uniform, as in Katib.
+fn distribution_from_wire(fs_field: &str, wire: i32) -> Result<Distribution, ProtoError> {
+    match api::Distribution::try_from(wire) {
+        Ok(api::Distribution::Unspecified | api::Distribution::Uniform) => {
+            Ok(Distribution::Uniform)
+        }
+        Ok(api::Distribution::LogUniform) => Ok(Distribution::LogUniform),
+        Ok(api::Distribution::Normal) => Ok(Distribution::Normal),
+        Ok(api::Distribution::LogNormal) => Ok(Distribution::LogNormal),
+        Err(_) => Err(ProtoError::invalid(
+            format!("{fs_field}.distribution"),
+            wire.to_string(),
+            "is not a Distribution\nhint: use UNIFORM (1), LOG_UNIFORM (2), NORMAL (3) or LOG_NORMAL (4)",
+        )),
+    }
+}
+
+/// The `min`, `max` and optional `step` of a DOUBLE or (`int`) INT parameter.
+fn range_from_wire(
+    fs_field: &str,
+    name: &str,
+    int: bool,
+    fs: &FeasibleSpace,
+) -> Result<Domain, ProtoError> {
+    let min_field = format!("{fs_field}.min");
+    let max_field = format!("{fs_field}.max");
+    let step_field = format!("{fs_field}.step");
+    if int {
+        let min: i64 = parse_number(&min_field, &fs.min, "an integer")?;
+        let max: i64 = parse_number(&max_field, &fs.max, "an integer")?;
+        check_order(fs_field, name, min > max, fs)?;
+        Ok(Domain::Int {
+            min,
+            max,
+            step: optional(&step_field, &fs.step, "an integer")?,
+        })
+    } else {
+        let min: f64 = parse_number(&min_field, &fs.min, "a number")?;
+        let max: f64 = parse_number(&max_field, &fs.max, "a number")?;
+        check_order(fs_field, name, min > max, fs)?;
+        Ok(Domain::Double {
+            min,
+            max,
+            step: optional(&step_field, &fs.step, "a number")?,
+        })
+    }
+}
+
+/// The `list` of a DISCRETE (`discrete`, numbers only) or CATEGORICAL parameter.
+fn list_from_wire(
+    fs_field: &str,
+    name: &str,
+    discrete: bool,
+    fs: &FeasibleSpace,
+) -> Result<Domain, ProtoError> {
+    if fs.list.is_empty() {
+        return Err(ProtoError::missing(
+            format!("{fs_field}.list"),
+            format!("list the values of parameter {name:?}"),
+        ));
+    }
+    if fs.list.len() > MAX_LIST_VALUES {
+        return Err(ProtoError::Core {
+            field: format!("{fs_field}.list"),
+            reason: too_many_values(fs.list.len()),
+        });
+    }
+    let values = fs.list.clone();
+    if !discrete {
+        return Ok(Domain::Categorical { values });
+    }
+    for (i, v) in fs.list.iter().enumerate() {
+        parse_number::<f64>(
+            &format!("{fs_field}.list[{i}]"),
+            v,
+            "a number (DISCRETE values are numbers; use CATEGORICAL for labels)",
+        )?;
+    }
+    Ok(Domain::Discrete { values })
 }
 
 fn check_order(

@@ -60,8 +60,8 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use std::collections::{BTreeMap, HashSet};
 use vernier_core::{
-    Assignment, CoreError, Objective, ParamValue, Proposal, SearchSpace, SuggestRequest, Suggester,
-    Suggestions, TrialRecord,
+    Assignment, CoreError, Objective, ParamValue, Parameter, Proposal, SearchSpace, SuggestRequest,
+    Suggester, Suggestions, TrialRecord,
 };
 
 /// Label holding a trial's bracket `s`.
@@ -113,6 +113,105 @@ fn invalid(name: &str, setting: &str, value: &str, reason: impl Into<String>) ->
     }
 }
 
+/// The last non-blank value of a setting, trimmed.
+fn raw_setting<'a>(settings: &'a [(String, String)], key: &str) -> Option<&'a str> {
+    settings
+        .iter()
+        .rev()
+        .find(|(n, v)| n == key && !v.trim().is_empty())
+        .map(|(_, v)| v.trim())
+}
+
+fn missing(name: &str, key: &str) -> AlgorithmError {
+    invalid(
+        name,
+        key,
+        "",
+        "is not set: r_l and resource_name must be set.\nhint: r_l is the most resource \
+         one configuration gets, resource_name the parameter that receives it",
+    )
+}
+
+/// `eta` as Katib reads it: `int(float(eta))`, a non-positive value meaning the default 3.
+fn read_eta(name: &str, s: &Settings<'_>, raw_eta: &str) -> Result<u64, AlgorithmError> {
+    let Some(v) = s.get::<f64>("eta", f64::is_finite, "an integer >= 2")? else {
+        return Ok(DEFAULT_ETA);
+    };
+    let t = v.trunc();
+    if t <= 0.0 {
+        Ok(DEFAULT_ETA)
+    } else if t < 2.0 {
+        Err(invalid(
+            name,
+            "eta",
+            raw_eta,
+            "is out of range: eta must be an integer >= 2 after truncation \
+             (int(float(eta))); a value <= 0 means the default 3",
+        ))
+    } else {
+        Ok(t.min(u32::MAX as f64) as u64)
+    }
+}
+
+/// The parameter `resource_name` names, which receives each rung's budget.
+fn resource_parameter<'a>(
+    name: &str,
+    space: &'a SearchSpace,
+    resource_name: &str,
+) -> Result<&'a Parameter, AlgorithmError> {
+    space.get(resource_name).ok_or_else(|| {
+        let names: Vec<&str> = space.parameters().iter().map(|p| p.name.as_str()).collect();
+        invalid(
+            name,
+            "resource_name",
+            resource_name,
+            format!(
+                "is not a parameter: value of resource_name setting must be in parameters.\n\
+                 hint: the parameters are {}",
+                names.join(", ")
+            ),
+        )
+    })
+}
+
+/// Each rung's budget `r_l·eta^(−s)`, s = 0..=s_max, as a value of the resource parameter;
+/// refused when the parameter's space cannot hold one.
+fn rung_budgets(
+    name: &str,
+    param: &Parameter,
+    r_l: f64,
+    eta: u64,
+    s_max: usize,
+) -> Result<Vec<ParamValue>, AlgorithmError> {
+    (0..=s_max)
+        .map(|e| budget_value(param, r_l / (eta as f64).powi(e as i32)))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|bad| {
+            let lowest = r_l / (eta as f64).powi(s_max as i32);
+            invalid(
+                name,
+                "resource_name",
+                &param.name,
+                format!(
+                    "names a parameter that cannot hold every rung budget: {} \
+                     parameter {:?} has {}, but with r_l {r_l} and eta {eta} the budgets \
+                     r_l·eta^(−s), s = 0..{s_max}, run from {} to {} and {bad}\n\
+                     hint: widen the feasible space of {:?} to cover [{}, {}] (or change \
+                     r_l or eta); Katib overwrites the value without looking at the space, \
+                     Vernier keeps every proposal inside it",
+                    kind(param),
+                    param.name,
+                    describe_domain(&param.domain),
+                    tidy(lowest),
+                    tidy(r_l),
+                    param.name,
+                    show_budget(param, lowest),
+                    show_budget(param, r_l),
+                ),
+            )
+        })
+}
+
 impl Hyperband {
     /// Validates the settings against the space and computes the schedule.
     pub fn new(
@@ -123,25 +222,10 @@ impl Hyperband {
         let s = Settings::new(name, settings, ACCEPTED)?;
         s.random_state()?;
 
-        let raw = |key: &str| {
-            settings
-                .iter()
-                .rev()
-                .find(|(n, v)| n == key && !v.trim().is_empty())
-                .map(|(_, v)| v.trim())
-        };
-        let missing = |key: &str| {
-            invalid(
-                name,
-                key,
-                "",
-                "is not set: r_l and resource_name must be set.\nhint: r_l is the most resource \
-                 one configuration gets, resource_name the parameter that receives it",
-            )
-        };
-        let resource_name = raw("resource_name").ok_or_else(|| missing("resource_name"))?;
+        let raw = |key: &str| raw_setting(settings, key);
+        let resource_name = raw("resource_name").ok_or_else(|| missing(name, "resource_name"))?;
         if raw("r_l").is_none() {
-            return Err(missing("r_l"));
+            return Err(missing(name, "r_l"));
         }
         let r_l = s
             .get::<f64>(
@@ -149,44 +233,9 @@ impl Hyperband {
                 |v| v.is_finite() && v > 0.0,
                 "r_l must be a positive float number.",
             )?
-            .ok_or_else(|| missing("r_l"))?;
-
-        let eta = match s.get::<f64>("eta", f64::is_finite, "an integer >= 2")? {
-            None => DEFAULT_ETA,
-            Some(v) => {
-                // Katib reads `int(float(eta))` and replaces a non-positive value by 3.
-                let t = v.trunc();
-                if t <= 0.0 {
-                    DEFAULT_ETA
-                } else if t < 2.0 {
-                    let raw_eta = raw("eta").unwrap_or_default();
-                    return Err(invalid(
-                        name,
-                        "eta",
-                        raw_eta,
-                        "is out of range: eta must be an integer >= 2 after truncation \
-                         (int(float(eta))); a value <= 0 means the default 3",
-                    ));
-                } else {
-                    t.min(u32::MAX as f64) as u64
-                }
-            }
-        };
-
-        let Some(param) = space.get(resource_name) else {
-            let names: Vec<&str> = space.parameters().iter().map(|p| p.name.as_str()).collect();
-            return Err(invalid(
-                name,
-                "resource_name",
-                resource_name,
-                format!(
-                    "is not a parameter: value of resource_name setting must be in parameters.\n\
-                     hint: the parameters are {}",
-                    names.join(", ")
-                ),
-            ));
-        };
-
+            .ok_or_else(|| missing(name, "r_l"))?;
+        let eta = read_eta(name, &s, raw("eta").unwrap_or_default())?;
+        let param = resource_parameter(name, space, resource_name)?;
         let s_max = s_max(eta, r_l);
         let brackets = bracket_sizes(eta, s_max).ok_or_else(|| {
             invalid(
@@ -200,33 +249,7 @@ impl Hyperband {
                 ),
             )
         })?;
-        let budgets = (0..=s_max)
-            .map(|e| budget_value(param, r_l / (eta as f64).powi(e as i32)))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|bad| {
-                let lowest = r_l / (eta as f64).powi(s_max as i32);
-                invalid(
-                    name,
-                    "resource_name",
-                    resource_name,
-                    format!(
-                        "names a parameter that cannot hold every rung budget: {} \
-                         parameter {:?} has {}, but with r_l {r_l} and eta {eta} the budgets \
-                         r_l·eta^(−s), s = 0..{s_max}, run from {} to {} and {bad}\n\
-                         hint: widen the feasible space of {:?} to cover [{}, {}] (or change \
-                         r_l or eta); Katib overwrites the value without looking at the space, \
-                         Vernier keeps every proposal inside it",
-                        kind(param),
-                        param.name,
-                        describe_domain(&param.domain),
-                        tidy(lowest),
-                        tidy(r_l),
-                        param.name,
-                        show_budget(param, lowest),
-                        show_budget(param, r_l),
-                    ),
-                )
-            })?;
+        let budgets = rung_budgets(name, param, r_l, eta, s_max)?;
         Ok(Hyperband {
             algorithm: name.to_string(),
             resource: Resource {

@@ -22,7 +22,7 @@ use crate::error::ApiError;
 use crate::workers::Workers;
 use std::collections::{BTreeMap, HashMap};
 use tonic::{Request, Response, Status};
-use vernier_core::{Cancel, SuggestRequest, TrialRecord};
+use vernier_core::{Cancel, Proposal, SuggestRequest, TrialRecord};
 use vernier_proto::ProtoError;
 use vernier_proto::api::{
     AlgorithmSetting, AlgorithmSpec, GetSuggestionsReply, GetSuggestionsRequest,
@@ -120,14 +120,7 @@ pub fn get_suggestions_cancellable(
     cancel: &Cancel,
 ) -> Result<GetSuggestionsReply, ApiError> {
     let view = experiment_from_wire("experiment", req.experiment.as_ref())?;
-    if req.current_request_number <= 0 || req.current_request_number > MAX_REQUEST_NUMBER {
-        return Err(ProtoError::Invalid {
-            field: "current_request_number".into(),
-            value: req.current_request_number.to_string(),
-            reason: format!("must be between 1 and {MAX_REQUEST_NUMBER}\nhint: ask for the number of new trials wanted now"),
-        }
-        .into());
-    }
+    let asked = asked_count(req.current_request_number)?;
     let carried = split_settings(view.settings.clone())?;
     let suggester = vernier_algorithms::build(
         &view.algorithm,
@@ -150,54 +143,113 @@ pub fn get_suggestions_cancellable(
             space: &view.space,
             objective: &view.objective,
             trials: &trials,
-            count: req.current_request_number as usize,
+            count: asked,
             seed,
             state: carried.state.as_deref(),
         },
         cancel,
     )
     .map_err(ApiError::Suggest)?;
-    let asked = req.current_request_number as usize;
     let proposals: Vec<_> = suggestions.proposals.into_iter().take(asked).collect();
     if proposals.len() < asked {
-        let (algorithm, given) = (view.algorithm.clone(), proposals.len());
         let state = suggestions
             .state
             .filter(|s| !s.is_empty())
             .map_or_else(String::new, |s| format!(" ({s})"));
-        return Err(if search_complete(suggestions.exhausted, &trials) {
-            ApiError::SearchComplete {
-                algorithm,
-                given,
-                asked,
-                state,
-            }
-        } else {
-            ApiError::Waiting {
-                algorithm,
-                given,
-                asked,
-                state,
-            }
-        });
+        let complete = search_complete(suggestions.exhausted, &trials);
+        return Err(too_few(
+            complete,
+            view.algorithm,
+            proposals.len(),
+            asked,
+            state,
+        ));
     }
-
     let mut labels = carried.labels;
-    let mut names = Vec::with_capacity(proposals.len());
+    let names = name_labelled(&view.name, seed, &trials, &proposals, &mut labels);
+    Ok(GetSuggestionsReply {
+        parameter_assignments: proposals_to_wire(&proposals, &names),
+        algorithm: reply_settings(labels, suggestions.state)?.map(|settings| AlgorithmSpec {
+            algorithm_name: view.algorithm.clone(),
+            algorithm_settings: settings,
+        }),
+        early_stopping_rules: Vec::new(),
+    })
+}
+
+/// `current_request_number` as a count of proposals, if it is one Vernier answers.
+fn asked_count(requested: i32) -> Result<usize, ApiError> {
+    if requested <= 0 || requested > MAX_REQUEST_NUMBER {
+        return Err(ProtoError::Invalid {
+            field: "current_request_number".into(),
+            value: requested.to_string(),
+            reason: format!("must be between 1 and {MAX_REQUEST_NUMBER}\nhint: ask for the number of new trials wanted now"),
+        }
+        .into());
+    }
+    Ok(requested as usize)
+}
+
+/// The error for an algorithm that gave `given` of the `asked` proposals: the search is
+/// complete, or it is waiting for running trials.
+fn too_few(
+    complete: bool,
+    algorithm: String,
+    given: usize,
+    asked: usize,
+    state: String,
+) -> ApiError {
+    if complete {
+        ApiError::SearchComplete {
+            algorithm,
+            given,
+            asked,
+            state,
+        }
+    } else {
+        ApiError::Waiting {
+            algorithm,
+            given,
+            asked,
+            state,
+        }
+    }
+}
+
+/// Names each proposal that carries labels (the name Katib's controller will give its trial;
+/// empty for the others) and adds its labels to `labels`, keyed both by that name and by its
+/// assignment, which survives the controller renaming trials.
+fn name_labelled(
+    experiment: &str,
+    seed: u64,
+    trials: &[TrialRecord],
+    proposals: &[Proposal],
+    labels: &mut BTreeMap<String, BTreeMap<String, String>>,
+) -> Vec<String> {
     let key_by_name: HashMap<&str, String> = trials
         .iter()
         .map(|t| (t.name.as_str(), t.assignment.key()))
         .collect();
+    let mut names = Vec::with_capacity(proposals.len());
     for (i, p) in proposals.iter().enumerate() {
         if p.labels.is_empty() {
             names.push(String::new());
             continue;
         }
-        let name = trial_name(&view.name, seed, trials.len() + i);
+        let name = trial_name(experiment, seed, trials.len() + i);
         labels.insert(p.assignment.key(), carried_form(&p.labels, &key_by_name));
         labels.insert(name.clone(), p.labels.clone());
         names.push(name);
     }
+    names
+}
+
+/// The settings the reply carries back for the next request: the labels and the
+/// algorithm's state, if any.
+fn reply_settings(
+    labels: BTreeMap<String, BTreeMap<String, String>>,
+    state: Option<String>,
+) -> Result<Option<Vec<AlgorithmSetting>>, ApiError> {
     let mut settings = Vec::new();
     if !labels.is_empty() {
         settings.push(AlgorithmSetting {
@@ -205,20 +257,13 @@ pub fn get_suggestions_cancellable(
             value: serde_json::to_string(&labels).map_err(|e| ApiError::Task(e.to_string()))?,
         });
     }
-    if let Some(state) = suggestions.state {
+    if let Some(state) = state {
         settings.push(AlgorithmSetting {
             name: STATE_SETTING.into(),
             value: state,
         });
     }
-    Ok(GetSuggestionsReply {
-        parameter_assignments: proposals_to_wire(&proposals, &names),
-        algorithm: (!settings.is_empty()).then(|| AlgorithmSpec {
-            algorithm_name: view.algorithm.clone(),
-            algorithm_settings: settings,
-        }),
-        early_stopping_rules: Vec::new(),
-    })
+    Ok((!settings.is_empty()).then_some(settings))
 }
 
 /// A label naming another trial (Hyperband's and ASHA's `.../parent`).

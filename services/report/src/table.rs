@@ -23,6 +23,23 @@ pub struct TableOptions {
 
 /// The report as text, ending with a newline.
 pub fn render(r: &ExperimentReport, opts: TableOptions) -> String {
+    let mut out = summary(r);
+    let ranked = r.ranked();
+    let shown = opts.top.unwrap_or(ranked.len()).min(ranked.len());
+    let _ = writeln!(out, "{}", trials_table(r, &ranked[..shown], opts));
+    if shown < ranked.len() {
+        let _ = writeln!(out, "({} of {} trials shown)", shown, ranked.len());
+    }
+    if r.objective.is_multi() {
+        out.push_str(&front_lines(r));
+    } else {
+        out.push_str(&best_line(r));
+    }
+    out
+}
+
+/// The experiment's name, condition, message and times.
+fn summary(r: &ExperimentReport) -> String {
     let mut out = String::new();
     let s = &r.row.status;
     // Writing to a String cannot fail; the results are ignored for that reason.
@@ -39,6 +56,11 @@ pub fn render(r: &ExperimentReport, opts: TableOptions) -> String {
             .map(|c| format!(", completed {}", rfc3339(c)))
             .unwrap_or_default()
     );
+    out
+}
+
+/// One row per trial of `ranked` (indices into `r.trials`, best first).
+fn trials_table(r: &ExperimentReport, ranked: &[usize], opts: TableOptions) -> Table {
     let params = r.parameter_names();
     let metrics = r.objective.metric_names();
     let mut table = Table::new();
@@ -68,108 +90,114 @@ pub fn render(r: &ExperimentReport, opts: TableOptions) -> String {
     }
     header.push("DURATION".to_string());
     table.set_header(header);
-    let ranked = r.ranked();
-    let shown = opts.top.unwrap_or(ranked.len()).min(ranked.len());
-    for (rank, &i) in ranked.iter().take(shown).enumerate() {
-        let t = &r.trials[i];
-        // One objective: `*` marks the best trial. Several: `*` marks every front member.
-        // `!` marks a trial that breaks a constraint.
-        let best = if r.objective.is_multi() {
-            r.front.contains(&i)
-        } else {
-            Some(i) == r.best
-        };
-        let marker = if best {
-            "*"
-        } else if !r.objective.constraints.is_empty()
-            && t.row.state.is_terminal()
-            && !r.is_feasible(t)
-        {
-            "!"
-        } else {
-            ""
-        };
-        let mut row = vec![
-            marker.to_string(),
-            (rank + 1).to_string(),
-            t.row.name.clone(),
-            t.row.state.as_str().to_string(),
-        ];
-        for p in &params {
-            row.push(short_number(r.assignment(t, p).unwrap_or_default()));
-        }
-        for m in &metrics {
-            row.push(short_number(&r.metric_text(t, m)));
-        }
-        row.push(
-            duration_s(&t.row)
-                .map(|d| format!("{d:.1}s"))
-                .unwrap_or_default(),
-        );
-        let cells = row.into_iter().map(|c| {
+    for (rank, &i) in ranked.iter().enumerate() {
+        let (marker, row) = trial_row(r, i, rank, &params, &metrics);
+        let highlighted = marker == "*" && opts.highlight;
+        table.add_row(row.into_iter().map(|c| {
             let cell = Cell::new(c);
-            if best && opts.highlight {
+            if highlighted {
                 cell.fg(Color::Green).add_attribute(Attribute::Bold)
             } else {
                 cell
             }
-        });
-        table.add_row(cells);
+        }));
     }
     if opts.width.is_some() {
         keep_whole(&mut table, params.len() + metrics.len());
     }
-    let _ = writeln!(out, "{table}");
-    if shown < ranked.len() {
-        let _ = writeln!(out, "({} of {} trials shown)", shown, ranked.len());
+    table
+}
+
+/// The cells of trial `i` at `rank` (from 0), and its marker: with one objective `*` marks
+/// the best trial, with several every front member; `!` marks a trial that breaks a
+/// constraint.
+fn trial_row(
+    r: &ExperimentReport,
+    i: usize,
+    rank: usize,
+    params: &[String],
+    metrics: &[String],
+) -> (&'static str, Vec<String>) {
+    let t = &r.trials[i];
+    let best = if r.objective.is_multi() {
+        r.front.contains(&i)
+    } else {
+        Some(i) == r.best
+    };
+    let marker = if best {
+        "*"
+    } else if !r.objective.constraints.is_empty() && t.row.state.is_terminal() && !r.is_feasible(t)
+    {
+        "!"
+    } else {
+        ""
+    };
+    let mut row = vec![
+        marker.to_string(),
+        (rank + 1).to_string(),
+        t.row.name.clone(),
+        t.row.state.as_str().to_string(),
+    ];
+    for p in params {
+        row.push(short_number(r.assignment(t, p).unwrap_or_default()));
     }
-    if r.objective.is_multi() {
-        let names: Vec<String> = r
-            .objective
-            .objectives
+    for m in metrics {
+        row.push(short_number(&r.metric_text(t, m)));
+    }
+    row.push(
+        duration_s(&t.row)
+            .map(|d| format!("{d:.1}s"))
+            .unwrap_or_default(),
+    );
+    (marker, row)
+}
+
+/// The Pareto front of a multi-objective experiment, one line per member.
+fn front_lines(r: &ExperimentReport) -> String {
+    let mut out = String::new();
+    let names: Vec<String> = r
+        .objective
+        .objectives
+        .iter()
+        .map(|o| o.metric.clone())
+        .collect();
+    let _ = writeln!(
+        out,
+        "pareto front ({} trial{}, marked *; objectives {}):",
+        r.front.len(),
+        if r.front.len() == 1 { "" } else { "s" },
+        names.join(", ")
+    );
+    for &i in &r.front {
+        let t = &r.trials[i];
+        let values: Vec<String> = names
             .iter()
-            .map(|o| o.metric.clone())
+            .map(|m| format!("{m}={}", r.metric_text(t, m)))
             .collect();
-        let _ = writeln!(
-            out,
-            "pareto front ({} trial{}, marked *; objectives {}):",
-            r.front.len(),
-            if r.front.len() == 1 { "" } else { "s" },
-            names.join(", ")
-        );
-        for &i in &r.front {
-            let t = &r.trials[i];
-            let values: Vec<String> = names
-                .iter()
-                .map(|m| format!("{m}={}", r.metric_text(t, m)))
-                .collect();
-            let _ = writeln!(out, "  {}: {}", t.row.name, values.join("  "));
-        }
-        return out;
-    }
-    match r.best {
-        Some(i) => {
-            let t = &r.trials[i];
-            let assignment: Vec<String> = t
-                .row
-                .assignment
-                .iter()
-                .map(|(n, v)| vernier_core::shown_pair(n, v))
-                .collect();
-            let _ = writeln!(
-                out,
-                "best trial {}: {}={}  {}",
-                t.row.name,
-                r.objective.metric,
-                r.metric_text(t, &r.objective.metric),
-                assignment.join(", ")
-            );
-        }
-        None => {
-            let _ = writeln!(out, "{}", r.no_best_note());
-        }
+        let _ = writeln!(out, "  {}: {}", t.row.name, values.join("  "));
     }
     out
+}
+
+/// The best trial with its objective value and assignment, or why there is none.
+fn best_line(r: &ExperimentReport) -> String {
+    let Some(i) = r.best else {
+        return format!("{}\n", r.no_best_note());
+    };
+    let t = &r.trials[i];
+    let assignment: Vec<String> = t
+        .row
+        .assignment
+        .iter()
+        .map(|(n, v)| vernier_core::shown_pair(n, v))
+        .collect();
+    format!(
+        "best trial {}: {}={}  {}\n",
+        t.row.name,
+        r.objective.metric,
+        r.metric_text(t, &r.objective.metric),
+        assignment.join(", ")
+    )
 }
 
 /// In a table fitted to a width, the marker, rank, trial, condition and duration columns

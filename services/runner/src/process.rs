@@ -154,6 +154,19 @@ impl ProcessReport {
         }
     }
 
+    /// Takes what the metrics recorder saw, or notes that it stopped.
+    fn absorb_recorder(&mut self, recorded: Result<Recorded, tokio::task::JoinError>) {
+        match recorded {
+            Ok(rec) => {
+                self.metrics_seen = rec.seen;
+                self.rejected = rec.rejected;
+                self.rejected_total = rec.rejected_total;
+                self.store_error = rec.error;
+            }
+            Err(e) => self.store_error = Some(format!("metrics recorder stopped: {e}")),
+        }
+    }
+
     /// Adds another process's problems to this report: its rejected values (each prefixed
     /// with `from`, kept while there is room for [`REJECTED_KEPT`]), their count, and its store
     /// error when this report has none yet.
@@ -185,66 +198,23 @@ pub async fn run_process(
     store: SqlStore,
     mut stop: watch::Receiver<StopLevel>,
 ) -> ProcessReport {
-    let collected_from = match collection.source {
-        MetricSource::Output => vec![cmd.log_path.clone()],
-        MetricSource::TextFile | MetricSource::JsonFile => {
-            cmd.metrics_path.iter().cloned().collect()
-        }
-        _ => Vec::new(),
-    };
-    let mut report = ProcessReport::stopped(collected_from);
-    let opened = if cmd.append_log {
-        std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&cmd.log_path)
-    } else {
-        std::fs::File::create(&cmd.log_path)
-    };
-    let log: SharedLog = match opened {
-        Ok(f) => Arc::new(Mutex::new(std::io::BufWriter::new(f))),
-        Err(e) => {
-            report.end = ProcessEnd::SpawnFailed(format!(
-                "cannot create log file {}: {e}",
-                cmd.log_path.display()
-            ));
+    let mut report = ProcessReport::stopped(collected_from(&cmd, &collection.source));
+    let log = match open_log(&cmd).and_then(|log| {
+        create_metrics_dir(&cmd, &collection.source)?;
+        Ok(log)
+    }) {
+        Ok(log) => log,
+        Err(why) => {
+            report.end = ProcessEnd::SpawnFailed(why);
             return report;
         }
     };
-    // The trial may expect its metrics directory to exist, as the Katib sidecar's shared
-    // volume does: the directory itself, or the metrics file's parent.
-    let metrics_dir = match cmd.metrics_path.as_deref() {
-        Some(dir) if collection.source.path_is_dir() => Some(dir),
-        path => path.and_then(|p| p.parent()),
-    };
-    if let Some(dir) = metrics_dir
-        && let Err(e) = std::fs::create_dir_all(dir)
-    {
-        report.end = ProcessEnd::SpawnFailed(format!(
-            "cannot create the metrics directory {}: {e}",
-            dir.display()
-        ));
-        return report;
-    }
-    let mut child = match Command::new(&cmd.program)
-        .args(&cmd.args)
-        .envs(cmd.env.iter().map(|(k, v)| (k, v)))
-        .env("KATIB_TRIAL_NAME", &cmd.trial)
-        .current_dir(&cmd.work_dir)
-        .process_group(0)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-    {
-        Ok(c) => c,
+    let mut child = match spawn(&cmd) {
+        Ok(child) => child,
         Err(e) => {
-            report.end = ProcessEnd::SpawnFailed(spawn_error(&cmd, &e));
-            write_log(
-                &log,
-                format!("vernier: {}\n", spawn_error(&cmd, &e)).as_bytes(),
-            );
+            let why = spawn_error(&cmd, &e);
+            write_log(&log, format!("vernier: {why}\n").as_bytes());
+            report.end = ProcessEnd::SpawnFailed(why);
             return report;
         }
     };
@@ -256,65 +226,159 @@ pub async fn run_process(
 
     let (tx, rx) = mpsc::channel::<ParsedBatch>(BATCH_QUEUE);
     let recorder = tokio::spawn(record(cmd.trial.clone(), store, rx, stop.clone()));
-    let mut readers = Vec::new();
-    if let Some(out) = child.stdout.take() {
-        readers.push(tokio::spawn(pump(
-            out,
-            log.clone(),
-            collection.clone(),
-            tx.clone(),
-        )));
-    }
-    if let Some(err) = child.stderr.take() {
-        readers.push(tokio::spawn(pump(
-            err,
-            log.clone(),
-            collection.clone(),
-            tx.clone(),
-        )));
-    }
     let (ended_tx, ended_rx) = watch::channel(false);
+    let readers = start_readers(&mut child, &cmd, &collection, &log, tx, &ended_rx);
     let collector = match &collection.source {
         MetricSource::Custom(custom) => Some(tokio::spawn(crate::custom::run_beside(
             custom.command_for(&cmd),
             cmd.work_dir.clone(),
             log.clone(),
-            ended_rx.clone(),
+            ended_rx,
         ))),
         _ => None,
     };
+    let (status, stopped) = wait_or_stop(&mut child, pgid, &mut stop).await;
+    let _ = ended_tx.send(true);
+    drain_readers(readers, pgid).await;
+    if let Some(collector) = collector {
+        // It reports to the store itself: the trial is judged once it is done.
+        let _ = collector.await;
+    }
+    if let Some(path) = &cmd.pid_file {
+        let _ = std::fs::remove_file(path);
+    }
+    if let Ok(mut f) = log.lock() {
+        let _ = f.flush();
+    }
+    report.absorb_recorder(recorder.await);
+    report.end = match (stopped, status) {
+        (true, _) => ProcessEnd::Stopped,
+        (false, Ok(s)) => exit_kind(s),
+        (false, Err(e)) => {
+            ProcessEnd::SpawnFailed(format!("waiting for the trial process failed: {e}"))
+        }
+    };
+    report
+}
+
+/// The files the collector reads for this source: the log, the metrics file, or none.
+fn collected_from(cmd: &TrialCommand, source: &MetricSource) -> Vec<PathBuf> {
+    match source {
+        MetricSource::Output => vec![cmd.log_path.clone()],
+        MetricSource::TextFile | MetricSource::JsonFile => {
+            cmd.metrics_path.iter().cloned().collect()
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// The trial's log file, appended to when the trial is an attempt after the first.
+fn open_log(cmd: &TrialCommand) -> Result<SharedLog, String> {
+    let opened = if cmd.append_log {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&cmd.log_path)
+    } else {
+        std::fs::File::create(&cmd.log_path)
+    };
+    match opened {
+        Ok(f) => Ok(Arc::new(Mutex::new(std::io::BufWriter::new(f)))),
+        Err(e) => Err(format!(
+            "cannot create log file {}: {e}",
+            cmd.log_path.display()
+        )),
+    }
+}
+
+/// The trial may expect its metrics directory to exist, as the Katib sidecar's shared
+/// volume does: the directory itself, or the metrics file's parent.
+fn create_metrics_dir(cmd: &TrialCommand, source: &MetricSource) -> Result<(), String> {
+    let metrics_dir = match cmd.metrics_path.as_deref() {
+        Some(dir) if source.path_is_dir() => Some(dir),
+        path => path.and_then(|p| p.parent()),
+    };
+    match metrics_dir.map(|dir| (dir, std::fs::create_dir_all(dir))) {
+        Some((dir, Err(e))) => Err(format!(
+            "cannot create the metrics directory {}: {e}",
+            dir.display()
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// The trial's process, leading its own process group so a stop reaches all it starts.
+fn spawn(cmd: &TrialCommand) -> std::io::Result<tokio::process::Child> {
+    Command::new(&cmd.program)
+        .args(&cmd.args)
+        .envs(cmd.env.iter().map(|(k, v)| (k, v)))
+        .env("KATIB_TRIAL_NAME", &cmd.trial)
+        .current_dir(&cmd.work_dir)
+        .process_group(0)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+}
+
+/// One task per output stream, and one following the metrics file, event directory or
+/// Prometheus endpoint when metrics come from there.
+fn start_readers(
+    child: &mut tokio::process::Child,
+    cmd: &TrialCommand,
+    collection: &Collection,
+    log: &SharedLog,
+    tx: mpsc::Sender<ParsedBatch>,
+    ended: &watch::Receiver<bool>,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    let mut readers = Vec::new();
+    if let Some(out) = child.stdout.take() {
+        let pumped = pump(out, log.clone(), collection.clone(), tx.clone());
+        readers.push(tokio::spawn(pumped));
+    }
+    if let Some(err) = child.stderr.take() {
+        let pumped = pump(err, log.clone(), collection.clone(), tx.clone());
+        readers.push(tokio::spawn(pumped));
+    }
     let followed = cmd
         .metrics_path
         .as_deref()
-        .and_then(|path| followed_source(&collection, path));
+        .and_then(|path| followed_source(collection, path));
     if let Some(source) = followed {
-        readers.push(tokio::spawn(follow(source, tx.clone(), ended_rx)));
+        readers.push(tokio::spawn(follow(source, tx, ended.clone())));
     } else if let MetricSource::Prometheus { port, path } = &collection.source {
         let source = ScrapedSource::new(*port, path, collection.metrics.clone());
-        readers.push(tokio::spawn(scrape(source, tx.clone(), ended_rx)));
+        readers.push(tokio::spawn(scrape(source, tx, ended.clone())));
     }
-    drop(tx);
+    readers
+}
 
-    let mut stopped = false;
-    let status = loop {
+/// Waits for the process to end, stopping its group when asked (or when the driver goes
+/// away); the second value says whether it was stopped.
+async fn wait_or_stop(
+    child: &mut tokio::process::Child,
+    pgid: Option<Pid>,
+    stop: &mut watch::Receiver<StopLevel>,
+) -> (std::io::Result<std::process::ExitStatus>, bool) {
+    loop {
         if *stop.borrow() != StopLevel::Run {
-            stopped = true;
-            break stop_group(&mut child, pgid, &mut stop).await;
+            return (stop_group(child, pgid, stop).await, true);
         }
         tokio::select! {
-            status = child.wait() => break status,
+            status = child.wait() => return (status, false),
             changed = stop.changed() => {
                 if changed.is_err() {
                     // The driver went away: treat it as a stop request.
-                    stopped = true;
-                    break stop_group(&mut child, pgid, &mut stop).await;
+                    return (stop_group(child, pgid, stop).await, true);
                 }
             }
         }
-    };
+    }
+}
 
-    let _ = ended_tx.send(true);
-    // Let readers drain what the process wrote, then clear out anything it left running.
+/// Lets readers drain what the process wrote, then clears out anything it left running.
+async fn drain_readers(mut readers: Vec<tokio::task::JoinHandle<()>>, pgid: Option<Pid>) {
     let drained = tokio::time::timeout(DRAIN_GRACE, async {
         for reader in readers.iter_mut() {
             let _ = reader.await;
@@ -329,35 +393,6 @@ pub async fn run_process(
         }
     }
     signal_group(pgid, Signal::SIGKILL);
-    if let Some(collector) = collector {
-        // It reports to the store itself: the trial is judged once it is done.
-        let _ = collector.await;
-    }
-    if let Some(path) = &cmd.pid_file {
-        let _ = std::fs::remove_file(path);
-    }
-    if let Ok(mut f) = log.lock() {
-        let _ = f.flush();
-    }
-
-    match recorder.await {
-        Ok(rec) => {
-            report.metrics_seen = rec.seen;
-            report.rejected = rec.rejected;
-            report.rejected_total = rec.rejected_total;
-            report.store_error = rec.error;
-        }
-        Err(e) => report.store_error = Some(format!("metrics recorder stopped: {e}")),
-    }
-    report.end = if stopped {
-        ProcessEnd::Stopped
-    } else {
-        match status {
-            Ok(s) => exit_kind(s),
-            Err(e) => ProcessEnd::SpawnFailed(format!("waiting for the trial process failed: {e}")),
-        }
-    };
-    report
 }
 
 fn spawn_error(cmd: &TrialCommand, e: &std::io::Error) -> String {

@@ -3,7 +3,7 @@
 
 use crate::error::{SpecError, SpecErrors};
 use crate::number::{parse_f64, parse_i64};
-use crate::types::{Experiment, NasConfig, ParameterSpec};
+use crate::types::{Experiment, FeasibleSpace, NasConfig, ObjectiveSpec, ParameterSpec};
 use std::collections::{HashMap, HashSet};
 use vernier_core::{
     Constraint, ConstraintOp, Direction, Distribution, Domain, EqualBounds, MetricStrategy,
@@ -43,20 +43,7 @@ impl Experiment {
         let Some(obj) = &self.spec.objective else {
             return Err(SpecError::new("spec.objective", "is required").into());
         };
-        let direction = match obj.type_.as_deref() {
-            Some("minimize") => Direction::Minimize,
-            Some("maximize") => Direction::Maximize,
-            other => {
-                return Err(SpecError::new(
-                    "spec.objective.type",
-                    format!(
-                        "value {:?} is not supported; hint: use minimize or maximize",
-                        other.unwrap_or("")
-                    ),
-                )
-                .into());
-            }
-        };
+        let direction = direction_of(obj.type_.as_deref(), "spec.objective.type")?;
         let metric = obj.objective_metric_name.clone().unwrap_or_default();
         if metric.is_empty() {
             return Err(SpecError::new("spec.objective.objectiveMetricName", "is required").into());
@@ -93,49 +80,8 @@ impl Experiment {
             .into_iter()
             .map(|n| (n.clone(), strategy_of(&n)))
             .collect();
-        let mut objectives = vec![ObjectiveTerm {
-            metric: metric.clone(),
-            direction,
-            goal: obj.goal,
-        }];
-        for (i, t) in obj.objectives.iter().enumerate().skip(1) {
-            let direction = match t.type_.as_deref() {
-                Some("minimize") => Direction::Minimize,
-                Some("maximize") => Direction::Maximize,
-                other => {
-                    errors.push(SpecError::new(
-                        format!("spec.objective.objectives[{i}].type"),
-                        format!(
-                            "value {:?} is not supported; hint: use minimize or maximize",
-                            other.unwrap_or("")
-                        ),
-                    ));
-                    continue;
-                }
-            };
-            objectives.push(ObjectiveTerm {
-                metric: t.metric_name.clone(),
-                direction,
-                goal: t.goal,
-            });
-        }
-        let mut constraints = Vec::new();
-        for (i, c) in obj.constraints.iter().enumerate() {
-            let op = c.op.as_deref().and_then(ConstraintOp::parse);
-            match (op, c.value.filter(|v| v.is_finite())) {
-                (Some(op), Some(bound)) if !c.metric_name.is_empty() => {
-                    constraints.push(Constraint {
-                        metric: c.metric_name.clone(),
-                        op,
-                        bound,
-                    })
-                }
-                _ => errors.push(SpecError::new(
-                    format!("spec.objective.constraints[{i}]"),
-                    "needs metricName, op (<=, >=, <, >) and a finite value",
-                )),
-            }
-        }
+        let objectives = objective_terms(obj, &metric, direction, &mut errors);
+        let constraints = constraints_of(obj, &mut errors);
         errors.into_result(Objective {
             metric,
             direction,
@@ -161,6 +107,67 @@ impl Experiment {
             .collect();
         dedup(&names)
     }
+}
+
+/// An objective's `type` as a direction.
+fn direction_of(type_: Option<&str>, field: &str) -> Result<Direction, SpecError> {
+    match type_ {
+        Some("minimize") => Ok(Direction::Minimize),
+        Some("maximize") => Ok(Direction::Maximize),
+        other => Err(SpecError::new(
+            field,
+            format!(
+                "value {:?} is not supported; hint: use minimize or maximize",
+                other.unwrap_or("")
+            ),
+        )),
+    }
+}
+
+/// Every objective, the primary one (Katib's fields) first, then `objectives[1..]`.
+fn objective_terms(
+    obj: &ObjectiveSpec,
+    metric: &str,
+    direction: Direction,
+    errors: &mut SpecErrors,
+) -> Vec<ObjectiveTerm> {
+    let mut objectives = vec![ObjectiveTerm {
+        metric: metric.to_string(),
+        direction,
+        goal: obj.goal,
+    }];
+    for (i, t) in obj.objectives.iter().enumerate().skip(1) {
+        let field = format!("spec.objective.objectives[{i}].type");
+        match direction_of(t.type_.as_deref(), &field) {
+            Ok(direction) => objectives.push(ObjectiveTerm {
+                metric: t.metric_name.clone(),
+                direction,
+                goal: t.goal,
+            }),
+            Err(e) => errors.push(e),
+        }
+    }
+    objectives
+}
+
+/// The constraints, each with a metric, a comparison and a finite bound.
+fn constraints_of(obj: &ObjectiveSpec, errors: &mut SpecErrors) -> Vec<Constraint> {
+    let mut constraints = Vec::new();
+    for (i, c) in obj.constraints.iter().enumerate() {
+        let op = c.op.as_deref().and_then(ConstraintOp::parse);
+        match (op, c.value.filter(|v| v.is_finite())) {
+            (Some(op), Some(bound)) if !c.metric_name.is_empty() => constraints.push(Constraint {
+                metric: c.metric_name.clone(),
+                op,
+                bound,
+            }),
+            _ => errors.push(SpecError::new(
+                format!("spec.objective.constraints[{i}]"),
+                "needs metricName, op (<=, >=, <, >) and a finite value",
+            )),
+        }
+    }
+    constraints
 }
 
 /// `items` without repeats, first occurrence kept (Katib accepts repeated names and values;
@@ -232,25 +239,27 @@ fn dedup_numbers(values: &[String]) -> Vec<String> {
         .collect()
 }
 
-fn convert_parameter(
+/// A feasible space's distribution; unset is uniform.
+fn distribution_of(fs: &FeasibleSpace, fs_path: &str) -> Result<Distribution, SpecError> {
+    match fs.distribution.as_deref() {
+        None | Some("") | Some("uniform") => Ok(Distribution::Uniform),
+        Some("logUniform") => Ok(Distribution::LogUniform),
+        Some("normal") => Ok(Distribution::Normal),
+        Some("logNormal") => Ok(Distribution::LogNormal),
+        Some(other) => Err(SpecError::new(
+            format!("{fs_path}.distribution"),
+            format!("value {other:?} is not supported"),
+        )),
+    }
+}
+
+/// The values a parameter of its `parameterType` can take.
+fn domain_of(
     p: &ParameterSpec,
+    fs: &FeasibleSpace,
     path: &str,
-    (algorithm, settings): &(String, Vec<(String, String)>),
-) -> Result<Parameter, SpecError> {
-    let fs = p.feasible_space.clone().unwrap_or_default();
-    let fs_path = format!("{path}.feasibleSpace");
-    let mut distribution = match fs.distribution.as_deref() {
-        None | Some("") | Some("uniform") => Distribution::Uniform,
-        Some("logUniform") => Distribution::LogUniform,
-        Some("normal") => Distribution::Normal,
-        Some("logNormal") => Distribution::LogNormal,
-        Some(other) => {
-            return Err(SpecError::new(
-                format!("{fs_path}.distribution"),
-                format!("value {other:?} is not supported"),
-            ));
-        }
-    };
+    fs_path: &str,
+) -> Result<Domain, SpecError> {
     let number = |field: &str, text: Option<&String>| -> Result<f64, SpecError> {
         let text = text.map(String::as_str).unwrap_or("");
         parse_f64(text).ok_or_else(|| {
@@ -269,7 +278,7 @@ fn convert_parameter(
             )
         })
     };
-    let domain = match p.parameter_type.as_deref() {
+    Ok(match p.parameter_type.as_deref() {
         Some("double") => Domain::Double {
             min: number("min", fs.min.as_ref())?,
             max: number("max", fs.max.as_ref())?,
@@ -304,7 +313,18 @@ fn convert_parameter(
                 format!("value {:?} is not supported", other.unwrap_or("")),
             ));
         }
-    };
+    })
+}
+
+fn convert_parameter(
+    p: &ParameterSpec,
+    path: &str,
+    (algorithm, settings): &(String, Vec<(String, String)>),
+) -> Result<Parameter, SpecError> {
+    let fs = p.feasible_space.clone().unwrap_or_default();
+    let fs_path = format!("{path}.feasibleSpace");
+    let mut distribution = distribution_of(&fs, &fs_path)?;
+    let domain = domain_of(p, &fs, path, &fs_path)?;
     let min_text = fs.min.as_deref().unwrap_or("");
     let domain = match equal_bounds(algorithm, settings, &p.name, &domain, min_text) {
         Some(EqualBounds::Placeholder(widened)) => {

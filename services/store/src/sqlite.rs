@@ -251,94 +251,106 @@ impl SqliteBackend {
         lock_timeout: Duration,
         mode: OpenMode,
     ) -> Result<Self, StoreError> {
-        let url = &crate::url::redact(url);
-        let connect_err = |error: sqlx::Error| StoreError::Connect {
-            url: url.to_owned(),
-            error,
-        };
-        let (options, pool_options, shown) = match target {
-            SqliteTarget::File(path) => {
-                check_path(path, mode)?;
-                let options = SqliteConnectOptions::new()
-                    .filename(path)
-                    .create_if_missing(mode == OpenMode::Create);
-                (
-                    options,
-                    SqlitePoolOptions::new()
-                        .max_connections(MAX_CONNECTIONS)
-                        .after_release(|conn, _| Box::pin(leaves_no_transaction(conn))),
-                    path.display().to_string(),
-                )
-            }
-            SqliteTarget::Memory => {
-                // sqlx gives each `:memory:` options value a unique shared-cache name, so the
-                // pooled connections see one database; it lives while one connection does.
-                let options =
-                    SqliteConnectOptions::from_str("sqlite::memory:").map_err(connect_err)?;
-                (
-                    options,
-                    SqlitePoolOptions::new()
-                        .max_connections(MAX_CONNECTIONS)
-                        .min_connections(1)
-                        .idle_timeout(None)
-                        .max_lifetime(None),
-                    ":memory:".to_owned(),
-                )
-            }
-        };
+        let url = crate::url::redact(url);
+        let (options, pool_options, shown) = pool_for(target, mode, &url)?;
         let options = options
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Normal)
             .foreign_keys(true)
             .busy_timeout(lock_timeout);
-        // Processes opening a new file at once race: one may find the file locked while
-        // another switches it to WAL, and each sees no schema, so the loser's CREATE TABLE
-        // fails (every migration runs in its own transaction, so a failed one leaves nothing
-        // behind). Trying again, a little later each time, sees the winner's work.
-        let mut attempt = 0u32;
-        let pool = loop {
-            attempt += 1;
-            let pool = match pool_options.clone().connect_with(options.clone()).await {
-                Ok(pool) => pool,
-                Err(error) if is_not_a_database(&error) => {
-                    return Err(StoreError::NotADatabase {
-                        path: shown.clone(),
-                    });
+        let pool = open_migrated(&url, options, pool_options, shown).await?;
+        Ok(SqlBackend::new(pool, url, lock_timeout))
+    }
+}
+
+/// How to connect to the target: its options, the pool's, and how to name it in errors.
+fn pool_for(
+    target: &SqliteTarget,
+    mode: OpenMode,
+    url: &str,
+) -> Result<(SqliteConnectOptions, SqlitePoolOptions, String), StoreError> {
+    match target {
+        SqliteTarget::File(path) => check_path(path, mode).map(|()| {
+            let options = SqliteConnectOptions::new()
+                .filename(path)
+                .create_if_missing(mode == OpenMode::Create);
+            let pool = SqlitePoolOptions::new()
+                .max_connections(MAX_CONNECTIONS)
+                .after_release(|conn, _| Box::pin(leaves_no_transaction(conn)));
+            (options, pool, path.display().to_string())
+        }),
+        SqliteTarget::Memory => {
+            // sqlx gives each `:memory:` options value a unique shared-cache name, so the
+            // pooled connections see one database; it lives while one connection does.
+            let options = SqliteConnectOptions::from_str("sqlite::memory:").map_err(|error| {
+                StoreError::Connect {
+                    url: url.to_owned(),
+                    error,
                 }
-                Err(error) if attempt < OPEN_ATTEMPTS && is_busy(&error) => {
-                    tokio::time::sleep(Duration::from_millis(20 * u64::from(attempt))).await;
-                    continue;
-                }
-                Err(error) => return Err(connect_err(error)),
-            };
-            match MIGRATOR.run(&pool).await {
-                Ok(()) => {
-                    // Connections opened later must not create a file deleted meanwhile: an
-                    // empty database at the same path would hide that everything is gone.
-                    pool.set_connect_options(options.clone().create_if_missing(false));
-                    break pool;
-                }
-                Err(error) if migrate_not_a_database(&error) => {
-                    pool.close().await;
-                    return Err(StoreError::NotADatabase { path: shown });
-                }
-                Err(error) if migrate_damaged(&error) => {
-                    pool.close().await;
-                    return Err(StoreError::DamagedFile { path: shown });
-                }
-                Err(_) if attempt < OPEN_ATTEMPTS => {
-                    pool.close().await;
-                    tokio::time::sleep(Duration::from_millis(20 * u64::from(attempt))).await;
-                }
-                Err(error) => {
-                    pool.close().await;
-                    return Err(StoreError::Migrate {
-                        url: url.to_owned(),
-                        error,
-                    });
-                }
+            })?;
+            let pool = SqlitePoolOptions::new()
+                .max_connections(MAX_CONNECTIONS)
+                .min_connections(1)
+                .idle_timeout(None)
+                .max_lifetime(None);
+            Ok((options, pool, ":memory:".to_owned()))
+        }
+    }
+}
+
+/// A pool on the database with every migration applied.
+///
+/// Processes opening a new file at once race: one may find the file locked while another
+/// switches it to WAL, and each sees no schema, so the loser's CREATE TABLE fails (every
+/// migration runs in its own transaction, so a failed one leaves nothing behind). Trying
+/// again, a little later each time, sees the winner's work.
+async fn open_migrated(
+    url: &str,
+    options: SqliteConnectOptions,
+    pool_options: SqlitePoolOptions,
+    shown: String,
+) -> Result<sqlx::SqlitePool, StoreError> {
+    let mut attempt = 0u32;
+    loop {
+        attempt += 1;
+        let pool = match pool_options.clone().connect_with(options.clone()).await {
+            Ok(pool) => pool,
+            Err(error) if is_not_a_database(&error) => {
+                return Err(StoreError::NotADatabase { path: shown });
+            }
+            Err(error) if attempt < OPEN_ATTEMPTS && is_busy(&error) => {
+                tokio::time::sleep(Duration::from_millis(20 * u64::from(attempt))).await;
+                continue;
+            }
+            Err(error) => {
+                return Err(StoreError::Connect {
+                    url: url.to_owned(),
+                    error,
+                });
             }
         };
-        Ok(SqlBackend::new(pool, url.clone(), lock_timeout))
+        let error = match MIGRATOR.run(&pool).await {
+            Ok(()) => {
+                // Connections opened later must not create a file deleted meanwhile: an
+                // empty database at the same path would hide that everything is gone.
+                pool.set_connect_options(options.clone().create_if_missing(false));
+                return Ok(pool);
+            }
+            Err(error) => error,
+        };
+        pool.close().await;
+        if migrate_not_a_database(&error) {
+            return Err(StoreError::NotADatabase { path: shown });
+        }
+        if migrate_damaged(&error) {
+            return Err(StoreError::DamagedFile { path: shown });
+        }
+        if attempt >= OPEN_ATTEMPTS {
+            return Err(StoreError::Migrate {
+                url: url.to_owned(),
+                error,
+            });
+        }
+        tokio::time::sleep(Duration::from_millis(20 * u64::from(attempt))).await;
     }
 }

@@ -272,6 +272,7 @@ impl GpOptimizer {
         Ok(out)
     }
 
+    /// One batch for a single loss (the objective, or ParEGO's scalarisation of several).
     fn suggest_scalar(
         &self,
         req: &SuggestRequest<'_>,
@@ -287,90 +288,78 @@ impl GpOptimizer {
         }
         let (observed, violations) = cap_history(observed, violations, req.seed);
         let mut rng = ChaCha8Rng::seed_from_u64(req.seed);
+        let Some(mut model) = self.fit(req, &observed, &violations, &mut rng, cancel)? else {
+            return RandomSearch::new().suggest(req);
+        };
+        let pending = history::pending(req.trials);
+        for a in &pending[pending.len().saturating_sub(MAX_PENDING_BELIEVERS)..] {
+            model.believe(&model.features.encode(req.space, a));
+        }
+        let mut taken = history::taken(req.trials);
+        let mut unused = unused_points(req.space, &taken);
+        self.propose(req, &mut model, &mut taken, &mut unused, &mut rng, cancel)
+    }
+
+    /// The GP (and the constraints' feasibility model) fitted to the observed losses; `None`
+    /// when the kernel matrix cannot be factored.
+    fn fit(
+        &self,
+        req: &SuggestRequest<'_>,
+        observed: &[(&Assignment, f64)],
+        violations: &[f64],
+        rng: &mut ChaCha8Rng,
+        cancel: &Cancel,
+    ) -> Result<Option<Surrogate>, CoreError> {
         let features = Features::new(req.space);
         let d = features.dim();
         let n = observed.len();
         let mut x: Vec<f64> = Vec::with_capacity(n * d);
-        for (a, _) in &observed {
+        for (a, _) in observed {
             x.extend(features.encode(req.space, a));
         }
         let losses: Vec<f64> = observed.iter().map(|(_, l)| *l).collect();
         let y = transform(&losses);
         let best = y
             .iter()
-            .zip(&violations)
+            .zip(violations)
             .filter(|(_, v)| **v == 0.0)
             .map(|(y, _)| *y)
             .fold(f64::INFINITY, f64::min);
-        let feas = (!req.objective.constraints.is_empty()).then(|| {
-            let rows: Vec<(Vec<f64>, Vec<Option<f64>>)> = req
-                .trials
-                .iter()
-                .filter(|t| t.usable_objective().is_some())
-                .map(|t| {
-                    let slack = req
-                        .objective
-                        .constraints
-                        .iter()
-                        .map(|c| t.metric(req.objective, &c.metric).map(|v| c.slack(v)))
-                        .collect();
-                    (features.encode(req.space, &t.assignment), slack)
-                })
-                .collect();
-            Feasibility::fit(
-                &rows,
-                d,
-                req.objective.constraints.len(),
-                best.is_finite(),
-                &mut rng,
-            )
-        });
+        let feas = feasibility_model(req, &features, best.is_finite(), rng);
+        let hyper = fit_hyper(&x, n, d, &y, rng);
+        cancel.check(self.name())?;
+        let anchors = best_points(&x, d, &losses);
+        let Some(post) = Posterior::new(x, d, &y, hyper) else {
+            return Ok(None);
+        };
         // Without a feasible incumbent EI has no reference; feasibility alone decides then.
         let best = if best.is_finite() { best } else { 0.0 };
-
-        let hyper = fit_hyper(&x, n, d, &y, &mut rng);
-        cancel.check(self.name())?;
-        let Some(mut post) = Posterior::new(x.clone(), d, &y, hyper) else {
-            return RandomSearch::new().suggest(req);
-        };
         let params = AcqParams {
             best,
             xi: XI,
             kappa: KAPPA,
         };
+        Ok(Some(Surrogate {
+            features,
+            post,
+            params,
+            feas,
+            anchors,
+        }))
+    }
 
-        let mut taken = history::taken(req.trials);
-        let pending = history::pending(req.trials);
-        let believed = &pending[pending.len().saturating_sub(MAX_PENDING_BELIEVERS)..];
-        for a in believed {
-            let xp = features.encode(req.space, a);
-            let (mu, _) = post.predict(&xp);
-            post.append(&xp, mu);
-        }
-
-        // Good observed points seed local candidates.
-        let mut by_loss: Vec<usize> = (0..n).collect();
-        by_loss.sort_by(|a, b| losses[*a].total_cmp(&losses[*b]));
-        let anchors: Vec<Vec<f64>> = by_loss
-            .iter()
-            .take(ANCHORS)
-            .map(|i| x[i * d..(i + 1) * d].to_vec())
-            .collect();
-
-        let finite = req
-            .space
-            .cardinality()
-            .filter(|c| *c <= ENUMERATE_LIMIT)
-            .map(|c| {
-                (0..c)
-                    .filter_map(|i| point_at(req.space, i))
-                    .filter(|a| !taken.contains(&a.key()))
-                    .collect::<Vec<Assignment>>()
-            });
-        let mut unused = finite;
-
+    /// Up to `req.count` proposals, each believed at its predicted mean before the next.
+    fn propose(
+        &self,
+        req: &SuggestRequest<'_>,
+        model: &mut Surrogate,
+        taken: &mut HashSet<String>,
+        unused: &mut Option<Vec<Assignment>>,
+        rng: &mut ChaCha8Rng,
+        cancel: &Cancel,
+    ) -> Result<Suggestions, CoreError> {
         let mut out = Suggestions::default();
-        let budget = search_budget(post.len(), self.local_search);
+        let budget = search_budget(model.post.len(), self.local_search);
         for i in 0..req.count {
             // Each proposal searches the acquisition: the unit of work between polls.
             cancel.check(self.name())?;
@@ -381,50 +370,106 @@ impl GpOptimizer {
                 return Ok(out);
             }
             let pick = match unused.as_mut() {
-                Some(points) => self.pick_finite(
-                    req.space,
-                    &features,
-                    &post,
-                    &params,
-                    feas.as_ref(),
-                    points,
-                    &mut rng,
-                ),
-                None => self.pick_continuous(
-                    req.space,
-                    &features,
-                    &post,
-                    &params,
-                    &anchors,
-                    budget,
-                    &taken,
-                    feas.as_ref(),
-                    &mut rng,
-                ),
+                Some(points) => self.pick_finite(req.space, model, points, rng),
+                None => self.pick_continuous(req.space, model, budget, taken, rng),
             };
             let Some(a) = pick.or_else(|| {
                 unused
                     .is_none()
-                    .then(|| random_unseen(req.space, &taken, &mut rng))
+                    .then(|| random_unseen(req.space, taken, rng))
             }) else {
                 out.exhausted = true;
                 break;
             };
             taken.insert(a.key());
-            let xa = features.encode(req.space, &a);
+            let xa = model.features.encode(req.space, &a);
             out.proposals.push(Proposal::new(a));
             if out.proposals.len() < req.count.min(MAX_MODEL_PROPOSALS) {
-                let (mu, _) = post.predict(&xa);
-                post.append(&xa, mu);
+                model.believe(&xa);
             }
         }
-        if let Some(points) = &unused
-            && points.is_empty()
-        {
+        if unused.as_ref().is_some_and(Vec::is_empty) {
             out.exhausted = true;
         }
         Ok(out)
     }
+}
+
+/// The fitted model one batch of proposals searches, and where its local searches start.
+struct Surrogate {
+    features: Features,
+    post: Posterior,
+    params: AcqParams,
+    feas: Option<Feasibility>,
+    /// The best observed points, in feature space.
+    anchors: Vec<Vec<f64>>,
+}
+
+impl Surrogate {
+    /// Conditions the GP on a point pending or just proposed, at its predicted mean (the
+    /// kriging believer), so the next proposal goes elsewhere.
+    fn believe(&mut self, x: &[f64]) {
+        let (mu, _) = self.post.predict(x);
+        self.post.append(x, mu);
+    }
+}
+
+/// The probability-of-feasibility model of the experiment's constraints, if it has any.
+fn feasibility_model(
+    req: &SuggestRequest<'_>,
+    features: &Features,
+    has_feasible: bool,
+    rng: &mut ChaCha8Rng,
+) -> Option<Feasibility> {
+    let constraints = &req.objective.constraints;
+    if constraints.is_empty() {
+        return None;
+    }
+    let rows: Vec<(Vec<f64>, Vec<Option<f64>>)> = req
+        .trials
+        .iter()
+        .filter(|t| t.usable_objective().is_some())
+        .map(|t| {
+            let slack = constraints
+                .iter()
+                .map(|c| t.metric(req.objective, &c.metric).map(|v| c.slack(v)))
+                .collect();
+            (features.encode(req.space, &t.assignment), slack)
+        })
+        .collect();
+    let d = features.dim();
+    Some(Feasibility::fit(
+        &rows,
+        d,
+        constraints.len(),
+        has_feasible,
+        rng,
+    ))
+}
+
+/// The [`ANCHORS`] observed points of lowest loss: good points seed local candidates.
+fn best_points(x: &[f64], d: usize, losses: &[f64]) -> Vec<Vec<f64>> {
+    let mut by_loss: Vec<usize> = (0..losses.len()).collect();
+    by_loss.sort_by(|a, b| losses[*a].total_cmp(&losses[*b]));
+    by_loss
+        .iter()
+        .take(ANCHORS)
+        .map(|i| x[i * d..(i + 1) * d].to_vec())
+        .collect()
+}
+
+/// Every point of a space small enough to enumerate that has not been tried yet; `None` for
+/// a space searched continuously.
+fn unused_points(space: &SearchSpace, taken: &HashSet<String>) -> Option<Vec<Assignment>> {
+    space
+        .cardinality()
+        .filter(|c| *c <= ENUMERATE_LIMIT)
+        .map(|c| {
+            (0..c)
+                .filter_map(|i| point_at(space, i))
+                .filter(|a| !taken.contains(&a.key()))
+                .collect()
+        })
 }
 
 /// The augmented Chebyshev scalarisation of every finished trial with all objectives, for a
@@ -540,19 +585,22 @@ impl GpOptimizer {
         nominees.into_iter().last().map(|n| n.2)
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn pick_continuous<R: Rng + ?Sized>(
         &self,
         space: &SearchSpace,
-        features: &Features,
-        post: &Posterior,
-        params: &AcqParams,
-        anchors: &[Vec<f64>],
+        model: &Surrogate,
         budget: SearchBudget,
         taken: &HashSet<String>,
-        feas: Option<&Feasibility>,
         rng: &mut R,
     ) -> Option<Assignment> {
+        let Surrogate {
+            features,
+            post,
+            params,
+            feas,
+            anchors,
+        } = model;
+        let feas = feas.as_ref();
         let acqs = self.acqs(feas);
         // The portfolio shares the candidates; halving each member's local searches keeps
         // GP-Hedge within the time of a single acquisition's search plus a half.
@@ -572,20 +620,24 @@ impl GpOptimizer {
         self.choose(post, nominees, rng)
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn pick_finite<R: Rng + ?Sized>(
         &self,
         space: &SearchSpace,
-        features: &Features,
-        post: &Posterior,
-        params: &AcqParams,
-        feas: Option<&Feasibility>,
+        model: &Surrogate,
         points: &mut Vec<Assignment>,
         rng: &mut R,
     ) -> Option<Assignment> {
         if points.is_empty() {
             return None;
         }
+        let Surrogate {
+            features,
+            post,
+            params,
+            feas,
+            ..
+        } = model;
+        let feas = feas.as_ref();
         let d = features.dim();
         let scored = finite_sample(points.len(), post.len(), rng);
         let mut xs = Vec::with_capacity(scored.len() * d);

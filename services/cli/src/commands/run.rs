@@ -42,16 +42,9 @@ pub async fn run(
             vernier_store::redact_url(db)
         );
     }
-    let cwd = std::env::current_dir().context("cannot read the current directory")?;
-    // Stored absolute: a relative path would be read against whatever directory `resume`
-    // runs in, splitting one experiment's logs across two folders.
-    let log_dir = match log_dir {
-        Some(dir) => cwd.join(dir),
-        None => cwd.join("vernier-logs").join(&name),
-    };
     let paths = LocalPaths {
         work_dir: work_dir_of(file),
-        log_dir,
+        log_dir: absolute_log_dir(log_dir, &name)?,
     };
     for w in vernier_spec::validate::warnings(&spec) {
         errln!("warning: {w}");
@@ -63,25 +56,7 @@ pub async fn run(
     exp.create_log_dir()?;
     plugins.check_flags_for(&exp.algorithm)?;
     // Bad algorithm settings are reported before anything is recorded.
-    let algorithm = match plugins.source_for(&exp, None)? {
-        None => AlgorithmSource::BuiltIn,
-        Some(source) => {
-            match source.validate(&exp).await {
-                Ok(()) => {}
-                Err(SourceError::Rejected(m)) => {
-                    anyhow::bail!(
-                        "spec.algorithm: checking the settings with {} failed: {m}",
-                        source.describe()
-                    )
-                }
-                Err(SourceError::Unavailable(m)) => errln!(
-                    "warning: {} is not reachable yet ({m}); its settings are checked when it answers",
-                    source.describe()
-                ),
-            }
-            AlgorithmSource::External
-        }
-    };
+    let algorithm = algorithm_source(&exp, plugins).await?;
     vernier_engine::check_settings(&exp, algorithm)?;
     // A warm start that cannot be read (a missing experiment, a bad or oversized file) is
     // refused before the experiment is recorded, so it leaves nothing behind to delete; the
@@ -111,6 +86,39 @@ pub async fn run(
         exp.paths.log_dir.display()
     );
     drive(&store, db, &exp, seed, plugins, lease, Some(warm)).await
+}
+
+/// Where the trials' logs go, stored absolute: a relative path would be read against
+/// whatever directory `resume` runs in, splitting one experiment's logs across two folders.
+fn absolute_log_dir(log_dir: Option<PathBuf>, name: &str) -> anyhow::Result<PathBuf> {
+    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    Ok(match log_dir {
+        Some(dir) => cwd.join(dir),
+        None => cwd.join("vernier-logs").join(name),
+    })
+}
+
+/// Whether the algorithm is built in or served by a plugin, whose check of the settings
+/// must pass (or be put off while it does not answer yet).
+async fn algorithm_source(
+    exp: &LocalExperiment,
+    plugins: &Plugins,
+) -> anyhow::Result<AlgorithmSource> {
+    let Some(source) = plugins.source_for(exp, None)? else {
+        return Ok(AlgorithmSource::BuiltIn);
+    };
+    match source.validate(exp).await {
+        Ok(()) => {}
+        Err(SourceError::Rejected(m)) => anyhow::bail!(
+            "spec.algorithm: checking the settings with {} failed: {m}",
+            source.describe()
+        ),
+        Err(SourceError::Unavailable(m)) => errln!(
+            "warning: {} is not reachable yet ({m}); its settings are checked when it answers",
+            source.describe()
+        ),
+    }
+    Ok(AlgorithmSource::External)
 }
 
 pub async fn resume(

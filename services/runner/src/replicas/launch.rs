@@ -10,7 +10,7 @@ use crate::experiment::LocalExperiment;
 use crate::process::TrialCommand;
 use std::collections::BTreeMap;
 use std::net::TcpListener;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use vernier_spec::SpecError;
 use vernier_spec::template::{JobKind, ReplicaSet, RestartPolicy, replica_set};
 
@@ -81,8 +81,7 @@ pub fn build_job(
             ),
         ))
     })?;
-    let mpi = set.kind == JobKind::MpiJob;
-    let hostfiles: Vec<(PathBuf, String)> = match mpi {
+    let hostfiles: Vec<(PathBuf, String)> = match set.kind == JobKind::MpiJob {
         true => mpi_hostfiles(set)
             .into_iter()
             .map(|(name, text)| (trial_dir.join(name), text))
@@ -96,11 +95,43 @@ pub fn build_job(
         .as_ref()
         .and_then(|t| t.primary_pod_labels.clone())
         .unwrap_or_default();
+    check_primary_replica(set, &primary_labels, trial).map_err(wrap)?;
+    let job = JobContext {
+        exp,
+        trial,
+        set,
+        trial_dir: &trial_dir,
+        ports: &ports,
+    };
+    let mut description = job_description(set, ids.len(), trial);
+    let mut gpu = GpuAssigner::new(gpus.to_vec());
+    let mut processes = Vec::new();
+    for id in ids.iter().copied() {
+        let primary = selected_by(set, id, trial, &primary_labels);
+        if let Some(process) = job.replica(id, primary, &mut gpu, &mut description)? {
+            processes.push(process);
+        }
+    }
+    Ok(ReplicaJob {
+        trial: trial.to_string(),
+        kind: set.kind,
+        processes,
+        backoff_limit: set.backoff_limit,
+        active_deadline: set
+            .active_deadline_seconds
+            .map(|s| std::time::Duration::from_secs(s.into())),
+        success: SuccessRule::of(set),
+        summary_log: exp.log_path(trial),
+        description,
+        hostfiles,
+    })
+}
 
+/// The top of the summary log: the job's shape, its run policy and what is not applied.
+fn job_description(set: &ReplicaSet, replicas: usize, trial: &str) -> Vec<String> {
     let mut description = vec![format!(
-        "{} trial {trial}: {} replica(s) on 127.0.0.1; {}",
+        "{} trial {trial}: {replicas} replica(s) on 127.0.0.1; {}",
         set.kind.name(),
-        ids.len(),
         SuccessRule::of(set).describe()
     )];
     if let Some(limit) = set.backoff_limit {
@@ -117,15 +148,33 @@ pub fn build_job(
     for field in &set.ignored {
         description.push(format!("note: {field} is not applied locally"));
     }
-    check_primary_replica(set, &primary_labels, trial).map_err(wrap)?;
-    let mut gpu = GpuAssigner::new(gpus.to_vec());
-    let mut processes = Vec::new();
-    for id in ids.iter().copied() {
-        let Some(spec) = set.get(id.replica_type) else {
-            continue;
+    description
+}
+
+/// What every replica of one trial shares.
+struct JobContext<'a> {
+    exp: &'a LocalExperiment,
+    trial: &'a str,
+    set: &'a ReplicaSet,
+    trial_dir: &'a Path,
+    ports: &'a BTreeMap<ReplicaId, u16>,
+}
+
+impl JobContext<'_> {
+    /// Replica `id` as a process (without a command for an MPI worker that `mpirun`
+    /// starts), its description line added to `description`; `None` for a replica type the
+    /// set does not have.
+    fn replica(
+        &self,
+        id: ReplicaId,
+        primary: bool,
+        gpu: &mut GpuAssigner,
+        description: &mut Vec<String>,
+    ) -> Result<Option<ReplicaProcess>, RunnerError> {
+        let Some(spec) = self.set.get(id.replica_type) else {
+            return Ok(None);
         };
-        let primary = selected_by(set, id, trial, &primary_labels);
-        let port = ports.get(&id).copied().unwrap_or(0);
+        let port = self.ports.get(&id).copied().unwrap_or(0);
         let mut line = format!(
             "{id}: port {port}, restartPolicy {}{}",
             spec.restart_policy.name(),
@@ -137,16 +186,16 @@ pub fn build_job(
                 spec.skipped_containers.join(", ")
             ));
         }
+        let mut process = ReplicaProcess {
+            id,
+            restart_policy: spec.restart_policy,
+            command: None,
+            primary,
+        };
         let Some(container) = spec.container.clone() else {
             line.push_str("; no command: not started (the launcher's mpirun starts its ranks)");
             description.push(line);
-            processes.push(ReplicaProcess {
-                id,
-                restart_policy: spec.restart_policy,
-                command: None,
-                primary,
-            });
-            continue;
+            return Ok(Some(process));
         };
         let req = requested(container.resources.as_ref());
         let assignment = gpu.assign(&id.to_string(), gpus_requested(&req));
@@ -164,42 +213,24 @@ pub fn build_job(
         if let Some(note) = assignment.note {
             description.push(format!("note: {note}"));
         }
-        let log_path = trial_dir.join(format!("{id}.log"));
-        let metrics_key = format!("{trial}/{id}");
+        let log_path = self.trial_dir.join(format!("{id}.log"));
+        let metrics_key = format!("{}/{id}", self.trial);
         let pid_file = log_path.with_extension("pid");
-        let mut cmd = exp.container_command(trial, &metrics_key, container, log_path)?;
+        let mut cmd = self
+            .exp
+            .container_command(self.trial, &metrics_key, container, log_path)?;
         cmd.pid_file = Some(pid_file);
         // The operator appends its variables after the container's own, and Kubernetes lets
         // the last definition of a name win.
-        cmd.env.extend(operator_env(
-            set,
-            id,
-            &ports,
-            mpi.then_some(trial_dir.as_path()),
-        ));
+        let mpi_dir = (self.set.kind == JobKind::MpiJob).then_some(self.trial_dir);
+        cmd.env
+            .extend(operator_env(self.set, id, self.ports, mpi_dir));
         if let Some(visible) = assignment.visible {
             cmd.env.push(("CUDA_VISIBLE_DEVICES".into(), visible));
         }
-        processes.push(ReplicaProcess {
-            id,
-            restart_policy: spec.restart_policy,
-            command: Some(cmd),
-            primary,
-        });
+        process.command = Some(cmd);
+        Ok(Some(process))
     }
-    Ok(ReplicaJob {
-        trial: trial.to_string(),
-        kind: set.kind,
-        processes,
-        backoff_limit: set.backoff_limit,
-        active_deadline: set
-            .active_deadline_seconds
-            .map(|s| std::time::Duration::from_secs(s.into())),
-        success: SuccessRule::of(set),
-        summary_log: exp.log_path(trial),
-        description,
-        hostfiles,
-    })
 }
 
 /// Refuses `primaryPodLabels` that select no replica with a command to run: no metrics could

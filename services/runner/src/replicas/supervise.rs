@@ -74,34 +74,7 @@ pub async fn run_job(
     store: SqlStore,
     mut stop: watch::Receiver<StopLevel>,
 ) -> ProcessReport {
-    let mut summary = Summary {
-        file: std::fs::File::create(&job.summary_log).ok(),
-        start: Instant::now(),
-    };
-    for line in &job.description {
-        summary.line(line);
-    }
-    let mut sup = Supervisor {
-        all: job.processes.iter().map(|p| p.id).collect(),
-        slots: job
-            .processes
-            .iter()
-            .cloned()
-            .map(|process| Slot {
-                process,
-                attempts: 0,
-                stop: None,
-            })
-            .collect(),
-        job,
-        tasks: JoinSet::new(),
-        finished: BTreeMap::new(),
-        restarts: 0,
-        summary,
-        collection,
-        store,
-        report: ProcessReport::stopped(Vec::new()),
-    };
+    let mut sup = Supervisor::new(job, collection, store);
     for (path, text) in &sup.job.hostfiles {
         if let Err(e) = std::fs::write(path, text) {
             let msg = format!("cannot write the MPI hostfile {}: {e}", path.display());
@@ -113,46 +86,7 @@ pub async fn run_job(
     for i in 0..sup.slots.len() {
         sup.start(i, None);
     }
-
-    let mut stop_open = true;
-    // The operator's `PastActiveDeadline`: measured from the job's start, restarts included.
-    let deadline = sup.job.active_deadline;
-    let never = std::time::Duration::from_secs(100 * 365 * 24 * 3600);
-    let past_deadline = tokio::time::sleep(deadline.unwrap_or(never));
-    tokio::pin!(past_deadline);
-    let ending = loop {
-        if *stop.borrow() != StopLevel::Run {
-            break Ending::StopRequested;
-        }
-        tokio::select! {
-            joined = sup.tasks.join_next() => {
-                let ending = match joined {
-                    None => Some(Ending::Failed(format!(
-                        "every replica has ended without meeting the success rule ({})",
-                        sup.job.success.describe()
-                    ))),
-                    Some(Err(e)) => Some(Ending::Failed(format!("a replica's supervising task failed: {e}"))),
-                    Some(Ok((i, r))) => sup.on_exit(i, &r),
-                };
-                if let Some(ending) = ending {
-                    break ending;
-                }
-            }
-            () = &mut past_deadline, if deadline.is_some() => {
-                break Ending::Failed(format!(
-                    "it was active longer than its runPolicy.activeDeadlineSeconds of {} s",
-                    deadline.unwrap_or_default().as_secs()
-                ));
-            }
-            changed = stop.changed(), if stop_open => {
-                if changed.is_err() {
-                    // The driver went away: treat it as a stop request.
-                    stop_open = false;
-                    break Ending::StopRequested;
-                }
-            }
-        }
-    };
+    let (ending, stop_open) = sup.until_ending(&mut stop).await;
     sup.summary.line(&match &ending {
         Ending::Succeeded => format!("job succeeded ({})", sup.job.success.describe()),
         Ending::Failed(why) => format!("job failed: {why}"),
@@ -179,6 +113,92 @@ pub async fn run_job(
         )),
     };
     sup.report
+}
+
+impl Supervisor {
+    /// A supervisor of `job` with nothing started yet, its summary log begun.
+    fn new(job: ReplicaJob, collection: Collection, store: SqlStore) -> Supervisor {
+        let mut summary = Summary {
+            file: std::fs::File::create(&job.summary_log).ok(),
+            start: Instant::now(),
+        };
+        for line in &job.description {
+            summary.line(line);
+        }
+        Supervisor {
+            all: job.processes.iter().map(|p| p.id).collect(),
+            slots: job
+                .processes
+                .iter()
+                .cloned()
+                .map(|process| Slot {
+                    process,
+                    attempts: 0,
+                    stop: None,
+                })
+                .collect(),
+            job,
+            tasks: JoinSet::new(),
+            finished: BTreeMap::new(),
+            restarts: 0,
+            summary,
+            collection,
+            store,
+            report: ProcessReport::stopped(Vec::new()),
+        }
+    }
+
+    /// Follows the replicas until the job ends: by its success rule, a failure, its
+    /// `activeDeadlineSeconds` (the operator's `PastActiveDeadline`, measured from the job's
+    /// start, restarts included) or a stop request. The second value is whether `stop` can
+    /// still be listened to.
+    async fn until_ending(&mut self, stop: &mut watch::Receiver<StopLevel>) -> (Ending, bool) {
+        let deadline = self.job.active_deadline;
+        let never = std::time::Duration::from_secs(100 * 365 * 24 * 3600);
+        let past_deadline = tokio::time::sleep(deadline.unwrap_or(never));
+        tokio::pin!(past_deadline);
+        loop {
+            if *stop.borrow() != StopLevel::Run {
+                return (Ending::StopRequested, true);
+            }
+            tokio::select! {
+                joined = self.tasks.join_next() => {
+                    if let Some(ending) = self.on_joined(joined) {
+                        return (ending, true);
+                    }
+                }
+                () = &mut past_deadline, if deadline.is_some() => {
+                    return (Ending::Failed(format!(
+                        "it was active longer than its runPolicy.activeDeadlineSeconds of {} s",
+                        deadline.unwrap_or_default().as_secs()
+                    )), true);
+                }
+                changed = stop.changed() => {
+                    if changed.is_err() {
+                        // The driver went away: treat it as a stop request.
+                        return (Ending::StopRequested, false);
+                    }
+                }
+            }
+        }
+    }
+
+    /// What a replica's supervising task ending means for the job, if it ends it.
+    fn on_joined(
+        &mut self,
+        joined: Option<Result<(usize, ProcessReport), tokio::task::JoinError>>,
+    ) -> Option<Ending> {
+        match joined {
+            None => Some(Ending::Failed(format!(
+                "every replica has ended without meeting the success rule ({})",
+                self.job.success.describe()
+            ))),
+            Some(Err(e)) => Some(Ending::Failed(format!(
+                "a replica's supervising task failed: {e}"
+            ))),
+            Some(Ok((i, r))) => self.on_exit(i, &r),
+        }
+    }
 }
 
 impl Supervisor {

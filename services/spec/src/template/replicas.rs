@@ -251,24 +251,7 @@ fn read_replica_set(
     let mut replicas = Vec::new();
     for (key, spec) in specs {
         let path = format!("{specs_path}.{key}");
-        // The operator's defaulter accepts any letter case ("ps", "worker").
-        let Some(&rt) = allowed.iter().find(|t| t.name().eq_ignore_ascii_case(key)) else {
-            let names: Vec<&str> = allowed.iter().map(|t| t.name()).collect();
-            return Err(SpecError::new(
-                path,
-                format!(
-                    "replica type {key:?} is not one of {}; hint: use {}",
-                    kind.name(),
-                    names.join(", ")
-                ),
-            ));
-        };
-        if replicas.iter().any(|r: &ReplicaSpec| r.replica_type == rt) {
-            return Err(SpecError::new(
-                path,
-                format!("replica type {key:?} appears twice (letter case is ignored)"),
-            ));
-        }
+        let rt = replica_type_of(kind, key, &path, &replicas)?;
         replicas.push(replica(
             kind,
             rt,
@@ -283,33 +266,13 @@ fn read_replica_set(
 
     let spec = rendered.get("spec");
     let run_policy = spec.and_then(|s| s.get("runPolicy"));
-    let backoff_limit = match run_policy.and_then(|r| r.get("backoffLimit")) {
-        None | Some(Value::Null) => None,
-        Some(v) => Some(non_negative(
-            v,
-            &format!("{ROOT}.spec.runPolicy.backoffLimit"),
-        )?),
+    let counted = |name: &str| match run_policy.and_then(|r| r.get(name)) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => non_negative(v, &format!("{ROOT}.spec.runPolicy.{name}")).map(Some),
     };
-    let active_deadline_seconds = match run_policy.and_then(|r| r.get("activeDeadlineSeconds")) {
-        None | Some(Value::Null) => None,
-        Some(v) => Some(non_negative(
-            v,
-            &format!("{ROOT}.spec.runPolicy.activeDeadlineSeconds"),
-        )?),
-    };
-    let mut ignored = Vec::new();
-    for f in [
-        "ttlSecondsAfterFinished",
-        "cleanPodPolicy",
-        "schedulingPolicy",
-    ] {
-        if run_policy.and_then(|r| r.get(f)).is_some() {
-            ignored.push(format!("spec.runPolicy.{f}"));
-        }
-    }
-    if spec.and_then(|s| s.get("elasticPolicy")).is_some() {
-        ignored.push("spec.elasticPolicy (the job runs with its fixed replica counts)".into());
-    }
+    let backoff_limit = counted("backoffLimit")?;
+    let active_deadline_seconds = counted("activeDeadlineSeconds")?;
+    let ignored = ignored_fields(spec);
     let slots_per_worker = match spec.and_then(|s| s.get("slotsPerWorker")) {
         None | Some(Value::Null) => 1,
         Some(v) => non_negative(v, &format!("{ROOT}.spec.slotsPerWorker"))?.max(1),
@@ -331,6 +294,53 @@ fn read_replica_set(
         slots_per_worker,
         ignored,
     }))
+}
+
+/// The replica type `key` names (in any letter case, as the operator's defaulter accepts
+/// "ps" or "worker"), if the kind has it and `earlier` does not.
+fn replica_type_of(
+    kind: JobKind,
+    key: &str,
+    path: &str,
+    earlier: &[ReplicaSpec],
+) -> Result<ReplicaType, SpecError> {
+    let allowed = kind.replica_types();
+    let Some(&rt) = allowed.iter().find(|t| t.name().eq_ignore_ascii_case(key)) else {
+        let names: Vec<&str> = allowed.iter().map(|t| t.name()).collect();
+        return Err(SpecError::new(
+            path,
+            format!(
+                "replica type {key:?} is not one of {}; hint: use {}",
+                kind.name(),
+                names.join(", ")
+            ),
+        ));
+    };
+    if earlier.iter().any(|r| r.replica_type == rt) {
+        return Err(SpecError::new(
+            path,
+            format!("replica type {key:?} appears twice (letter case is ignored)"),
+        ));
+    }
+    Ok(rt)
+}
+
+/// The job's fields that have no meaning on one machine, named for the trial's log.
+fn ignored_fields(spec: Option<&Value>) -> Vec<String> {
+    let run_policy = spec.and_then(|s| s.get("runPolicy"));
+    let mut ignored: Vec<String> = [
+        "ttlSecondsAfterFinished",
+        "cleanPodPolicy",
+        "schedulingPolicy",
+    ]
+    .into_iter()
+    .filter(|f| run_policy.and_then(|r| r.get(f)).is_some())
+    .map(|f| format!("spec.runPolicy.{f}"))
+    .collect();
+    if spec.and_then(|s| s.get("elasticPolicy")).is_some() {
+        ignored.push("spec.elasticPolicy (the job runs with its fixed replica counts)".into());
+    }
+    ignored
 }
 
 fn replica(
@@ -359,6 +369,46 @@ fn replica(
         })?,
     };
     let pod_path = format!("{path}.template.spec");
+    let (names, chosen, container) =
+        primary_container(kind, rt, spec, &pod_path, primary_container_name, mode)?;
+    let pod_labels = spec
+        .get("template")
+        .and_then(|t| t.get("metadata"))
+        .and_then(|m| m.get("labels"))
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string())))
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok(ReplicaSpec {
+        replica_type: rt,
+        replicas,
+        restart_policy,
+        container,
+        skipped_containers: names
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != chosen)
+            .map(|(_, n)| n.clone())
+            .collect(),
+        pod_labels,
+        path: path.to_string(),
+    })
+}
+
+/// The replica's container names, which one runs the training code (`primaryContainerName`,
+/// else the kind's default name, else the only one), and that container as this machine
+/// runs it (none for a cluster, or for an MPI worker without a command of its own).
+fn primary_container(
+    kind: JobKind,
+    rt: ReplicaType,
+    spec: &Value,
+    pod_path: &str,
+    primary_container_name: &str,
+    mode: Mode,
+) -> Result<(Vec<String>, usize, Option<ContainerSpec>), SpecError> {
     let containers = spec
         .get("template")
         .and_then(|t| t.get("spec"))
@@ -415,31 +465,7 @@ fn replica(
     } else {
         Some(container_from(c, &names[chosen], &cpath)?)
     };
-    let pod_labels = spec
-        .get("template")
-        .and_then(|t| t.get("metadata"))
-        .and_then(|m| m.get("labels"))
-        .and_then(Value::as_object)
-        .map(|m| {
-            m.iter()
-                .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string())))
-                .collect()
-        })
-        .unwrap_or_default();
-    Ok(ReplicaSpec {
-        replica_type: rt,
-        replicas,
-        restart_policy,
-        container,
-        skipped_containers: names
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| *i != chosen)
-            .map(|(_, n)| n.clone())
-            .collect(),
-        pod_labels,
-        path: path.to_string(),
-    })
+    Ok((names, chosen, container))
 }
 
 /// The operator's validation of replica counts per kind.
