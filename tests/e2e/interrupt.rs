@@ -2,7 +2,8 @@
 //! recorded observation and `vernier resume` finishes within maxTrialCount.
 
 use crate::harness::{
-    Sandbox, last_condition, pid_alive, python_experiment, text, trials_in, wait_exit,
+    Sandbox, first_trial_log, last_condition, pid_alive, python_experiment, text, trials_in,
+    wait_exit,
 };
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
@@ -135,6 +136,9 @@ fn resume_after_kill_9_stops_a_trial_left_sleeping() {
         pid_alive(pid),
         "the sleeping trial should outlive its driver"
     );
+    // What the trial printed is in its log at once, not in a buffer the driver took with it.
+    let log = first_trial_log(&sb, "sleeper");
+    assert!(log.contains("loss=0.5"), "{log:?}");
     // Readers say the experiment is not really running, at once (the driver's pid is gone).
     let list = text(&sb.run(&["list"]));
     assert!(
@@ -341,4 +345,61 @@ fn a_name_the_operator_drives_in_a_shared_database_is_refused_and_nothing_record
         listed.contains("first") && !listed.contains("shared"),
         "{listed}"
     );
+}
+
+/// Ctrl-C during the last batch: its Killed trials use up maxTrialCount (Katib counts them), so
+/// a plain `resume` would end at once; the interruption names the `--max-trial-count` that runs
+/// them again, and following it does. The logs hold what the trials printed while they ran.
+#[test]
+fn an_interruption_that_uses_up_the_budget_names_the_count_that_runs_its_trials_again() {
+    let sb = Sandbox::new();
+    let yaml = python_experiment(
+        "budget",
+        "import os, time\nif os.path.exists('resumed'):\n    print('loss=0.4')\nelse:\n    print('loss=0.5', flush=True); time.sleep(120)",
+        "  objective:\n    type: minimize\n    objectiveMetricName: loss\n  parallelTrialCount: 2\n  maxTrialCount: 2",
+    );
+    let file = sb.write("budget.yaml", &yaml);
+    let child = sb
+        .cmd(&["run", file.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let logs = sb.path().join("vernier-logs").join("budget");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while logged(&logs, "loss=0.5") < 2 {
+        assert!(
+            Instant::now() < deadline,
+            "both trials' logs should show their metric line while they run"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGINT).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out));
+    let said = text(&out);
+    assert!(
+        said.contains("the 2 Killed trial(s) count towards maxTrialCount 2")
+            && said.contains("vernier resume budget --max-trial-count 4"),
+        "{said}"
+    );
+    std::fs::write(sb.path().join("resumed"), "").unwrap();
+    let out = sb.run(&["resume", "budget", "--max-trial-count", "4"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let r = sb.report("budget");
+    assert_eq!(trials_in(&r, "Killed").len(), 2, "{r:#}");
+    assert_eq!(trials_in(&r, "Succeeded").len(), 2, "{r:#}");
+}
+
+/// How many trial logs under `dir` contain `needle`.
+fn logged(dir: &std::path::Path, needle: &str) -> usize {
+    std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok())
+                .filter(|e| e.path().extension().is_some_and(|x| x == "log"))
+                .filter(|e| std::fs::read_to_string(e.path()).is_ok_and(|t| t.contains(needle)))
+                .count()
+        })
+        .unwrap_or(0)
 }

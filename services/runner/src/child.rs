@@ -35,10 +35,12 @@ pub struct TrialCommand {
     pub pid_file: Option<PathBuf>,
 }
 
-/// A trial's log file, written by every reader of its output.
-pub(crate) type SharedLog = Arc<Mutex<std::io::BufWriter<std::fs::File>>>;
+/// A trial's log file, written by every reader of its output. Unbuffered: each line is in
+/// the file as soon as the trial prints it, for `tail -f` and the dashboard while it runs,
+/// and nothing printed is lost if the driver is killed.
+pub(crate) type SharedLog = Arc<Mutex<std::fs::File>>;
 
-pub(crate) fn write_log(log: &Mutex<std::io::BufWriter<std::fs::File>>, bytes: &[u8]) {
+pub(crate) fn write_log(log: &Mutex<std::fs::File>, bytes: &[u8]) {
     if let Ok(mut f) = log.lock() {
         // A full disk must not kill the trial; its metrics still reach the store.
         let _ = f.write_all(bytes);

@@ -8,7 +8,6 @@ use crate::custom::CustomCollector;
 use nix::sys::signal::Signal;
 use nix::unistd::Pid;
 use std::collections::HashSet;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
@@ -247,9 +246,6 @@ pub async fn run_process(
     if let Some(path) = &cmd.pid_file {
         let _ = std::fs::remove_file(path);
     }
-    if let Ok(mut f) = log.lock() {
-        let _ = f.flush();
-    }
     report.absorb_recorder(recorder.await);
     report.end = match (stopped, status) {
         (true, _) => ProcessEnd::Stopped,
@@ -283,7 +279,7 @@ fn open_log(cmd: &TrialCommand) -> Result<SharedLog, String> {
         std::fs::File::create(&cmd.log_path)
     };
     match opened {
-        Ok(f) => Ok(Arc::new(Mutex::new(std::io::BufWriter::new(f)))),
+        Ok(f) => Ok(Arc::new(Mutex::new(f))),
         Err(e) => Err(format!(
             "cannot create log file {}: {e}",
             cmd.log_path.display()

@@ -324,6 +324,11 @@ async fn drive_leased(
                     exp.objective.metric
                 ),
             }
+            if completion == Completion::MaxTrialsReached
+                && let Some(hint) = killed_budget_hint(&exp.name, &progress, &db_flag)
+            {
+                outln!("{hint}");
+            }
             outln!("report: vernier report {}{db_flag}", exp.name);
             Ok(if completion.succeeded() {
                 Exit::Succeeded
@@ -337,10 +342,28 @@ async fn drive_leased(
                 exp.name,
                 progress.counts.total
             );
-            outln!("resume with: vernier resume {}{db_flag}", exp.name);
+            match killed_budget_hint(&exp.name, &progress, &db_flag) {
+                Some(hint) => outln!("{hint}"),
+                None => outln!("resume with: vernier resume {}{db_flag}", exp.name),
+            }
             Ok(Exit::Interrupted)
         }
     }
+}
+
+/// When Killed trials (an interruption's, counted as Katib counts them) have used up
+/// `maxTrialCount`, how to run that many again: a plain `resume` would end at once.
+fn killed_budget_hint(name: &str, progress: &driver::Progress, db_flag: &str) -> Option<String> {
+    let max = progress.max_trials?;
+    let killed = progress.counts.killed;
+    (killed > 0 && progress.counts.total >= max).then(|| {
+        format!(
+            "note: the {killed} Killed trial(s) count towards maxTrialCount {max}, as in Katib, \
+             so the budget is used up\nhint: `vernier resume {name} --max-trial-count {}{db_flag}` \
+             runs {killed} more",
+            max.saturating_add(killed)
+        )
+    })
 }
 
 /// First Ctrl-C, SIGTERM or SIGHUP (the terminal closed, an ssh session dropped): stop

@@ -162,6 +162,11 @@ impl<'a> Run<'a> {
     async fn steer(&mut self) -> Result<StopReason, RunnerError> {
         let mut tick = tokio::time::interval(CHECK_EVERY);
         loop {
+            // A stop asked for before the first wait (Ctrl-C right after start) must keep
+            // trials from starting, not only end them once started.
+            if self.stopping.is_none() && *self.shell.stop.borrow() != StopLevel::Run {
+                self.stop_requested(false);
+            }
             let p = self.plan();
             if self.stopping.is_none()
                 && let Some(completion) = p.completion
