@@ -265,3 +265,13 @@ fn an_endless_warm_start_file_is_refused_naming_it_and_the_limit() {
         "{e}"
     );
 }
+
+/// A CSV saved by a spreadsheet starts with a UTF-8 byte-order mark; its first column is still
+/// found by name.
+#[test]
+fn csv_with_a_byte_order_mark_is_read() {
+    let text = "\u{feff}lr,optimizer,loss\n0.01,sgd,0.25\n";
+    let got = parse_csv(text, &space(), "loss").unwrap();
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].assignment.to_string(), "lr=0.01, optimizer=sgd");
+}

@@ -122,6 +122,8 @@ pub fn parse_experiment_file_served(
 fn deserialize(
     text: &str,
 ) -> Result<(Result<Experiment, Vec<SpecError>>, Vec<SpecError>), SpecErrors> {
+    // Editors on Windows start UTF-8 files with a byte-order mark; kubectl reads past it.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     if text.trim().is_empty() {
         return Err(SpecError::new("document", "the document is empty").into());
     }

@@ -266,3 +266,12 @@ fn the_experiment_of_a_multi_document_file_is_read() {
         "{e}"
     );
 }
+
+/// A file saved with a UTF-8 byte-order mark (Notepad, CRLF lines too) reads as without it.
+#[test]
+fn a_byte_order_mark_is_read_past() {
+    let crlf = RANDOM.replace('\n', "\r\n");
+    for text in [format!("\u{feff}{RANDOM}"), format!("\u{feff}{crlf}")] {
+        assert_eq!(parse_ok(&text).name(), "random");
+    }
+}
