@@ -403,3 +403,45 @@ fn logged(dir: &std::path::Path, needle: &str) -> usize {
         })
         .unwrap_or(0)
 }
+
+/// `delete` after a `kill -9` stops the trial the dead driver left running: once the
+/// experiment is gone nothing else would know of it.
+#[test]
+fn delete_after_kill_9_stops_a_trial_left_sleeping() {
+    let sb = Sandbox::new();
+    let yaml = python_experiment(
+        "orphan",
+        "import os, time\nopen('pid', 'w').write(str(os.getpid())); print('loss=0.5', flush=True); time.sleep(120)",
+        "  objective:\n    type: minimize\n    objectiveMetricName: loss\n  parallelTrialCount: 1\n  maxTrialCount: 1",
+    );
+    let file = sb.write("orphan.yaml", &yaml);
+    let mut child = sb
+        .cmd(&["run", file.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for_lines(&mut child, "started", 1);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let pid: i32 = loop {
+        if let Some(pid) = std::fs::read_to_string(sb.path().join("pid"))
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+        {
+            break pid;
+        }
+        assert!(Instant::now() < deadline, "the trial did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGKILL).unwrap();
+    let _ = child.wait();
+    assert!(pid_alive(pid), "the trial should outlive its driver");
+    let out = sb.run(&["delete", "orphan"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        text(&out).contains("left running by a vernier that is gone"),
+        "{}",
+        text(&out)
+    );
+    assert!(!pid_alive(pid), "trial process {pid} survived the delete");
+}

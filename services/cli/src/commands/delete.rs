@@ -1,4 +1,5 @@
-//! `vernier delete NAME`: removes an experiment with its trials and observations, and with
+//! `vernier delete NAME`: removes an experiment with its trials and observations (first
+//! stopping the trial processes a dead driver left running), and with
 //! `--logs` what its trials left in the log directory too (each trial's log, its own directory
 //! and its checkpoint directory, and nothing else, so a log directory shared with other
 //! experiments keeps theirs).
@@ -15,15 +16,22 @@ pub async fn delete(db: &str, name: &str, logs: bool) -> anyhow::Result<Exit> {
             vernier_store::redact_url(db)
         )
     };
-    let trials: Vec<String> = store
-        .list_trials(name)
-        .await?
-        .into_iter()
-        .map(|t| t.name)
-        .collect();
+    let listed = store.list_trials(name).await?;
     // Taking the lease refuses to pull an experiment from under its live driver; the delete
     // drops the lease row with the experiment.
     let lease = vernier_runner::lease::ExperimentLease::acquire(&store, name).await?;
+    // With no live driver, a trial still marked active was left by one that died: its
+    // processes would run on with nothing left to track or stop them.
+    for t in listed.iter().filter(|t| t.state.is_active()) {
+        let stopped = vernier_runner::orphans::stop_orphans(Path::new(&exp.log_dir), &t.name).await;
+        if !stopped.is_empty() {
+            outln!(
+                "stopped {} left running by a vernier that is gone",
+                stopped.join(", ")
+            );
+        }
+    }
+    let trials: Vec<String> = listed.into_iter().map(|t| t.name).collect();
     store.delete_experiment(name).await?;
     drop(lease);
     outln!("deleted experiment {name}");
