@@ -38,6 +38,31 @@ fn validate_accepts_the_nas_examples_that_run_runs() {
     }
 }
 
+/// A NAS trial parameter referring to a name the algorithm does not assign is refused by
+/// `run` before anything is recorded, as `validate` refuses it, naming the names there are.
+#[test]
+fn run_refuses_a_nas_reference_the_algorithm_does_not_assign() {
+    let sb = Sandbox::new();
+    let yaml = example("enas-toy.yaml", |y| {
+        y.replace("reference: architecture", "reference: arch")
+    });
+    let file = sb.write("enas-badref.yaml", &yaml);
+    for command in ["validate", "run"] {
+        let out = sb.run(&[command, file.to_str().unwrap()]);
+        let said = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{command}: {said}");
+        assert!(
+            said.contains("spec.trialTemplate.trialParameters[0].reference: parameter \"arch\" has no value in the trial's assignment")
+                && said.contains("hint: its assignment has architecture, nn_config"),
+            "{command}: {said}"
+        );
+    }
+    assert!(
+        !text(&sb.run(&["list"])).contains("enas"),
+        "nothing recorded"
+    );
+}
+
 #[test]
 fn darts_example_records_the_genotype_as_the_best_trial() {
     let sb = Sandbox::new();

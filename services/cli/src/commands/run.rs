@@ -58,6 +58,9 @@ pub async fn run(
     // Bad algorithm settings are reported before anything is recorded.
     let algorithm = algorithm_source(&exp, plugins).await?;
     vernier_engine::check_settings(&exp, algorithm)?;
+    if let Some(problem) = crate::first_point::first_trial_error(&exp, algorithm) {
+        anyhow::bail!("{}: {problem}", file.display());
+    }
     // A warm start that cannot be read (a missing experiment, a bad or oversized file) is
     // refused before the experiment is recorded, so it leaves nothing behind to delete; the
     // driver starts from what was read here.

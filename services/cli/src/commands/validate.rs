@@ -7,7 +7,7 @@
 //! refuses.
 
 use crate::Exit;
-use crate::first_point::first_point;
+use crate::first_point::first_trial_error;
 use crate::out::{errln, outln};
 use std::path::Path;
 use vernier_engine::{AlgorithmSource, ResolvedExperiment};
@@ -49,12 +49,7 @@ fn run_would_refuse(file: &Path, exp: &Experiment, runnable: bool) -> Option<Str
     if let Some(e) = warm_start_file_error(&local) {
         return Some(e);
     }
-    let point = first_proposal(&local, source).unwrap_or_else(|| first_point(&local.space));
-    local.command_for("validate", &point).err().map(|e| {
-        let text = e.to_string();
-        text.strip_prefix("trial validate: ")
-            .map_or(text.clone(), str::to_string)
-    })
+    first_trial_error(&local, source)
 }
 
 /// What `run` would say of `spec.warmStart.file`: missing, unreadable, or rows that do not
@@ -65,29 +60,6 @@ fn warm_start_file_error(exp: &LocalExperiment) -> Option<String> {
     vernier_runner::warm_start::read_file(&path, &exp.space, &exp.objective.metric)
         .err()
         .map(|e| e.to_string())
-}
-
-/// What the experiment's own algorithm proposes first: the assignment `run` would render its
-/// first trial with. A NAS algorithm's trial parameters (DARTS's `algorithm-settings`, ENAS's
-/// `architecture`) exist only in its proposals, not in the search space. `None` for an
-/// algorithm served by a plugin, or one that proposes nothing before it has results.
-fn first_proposal(
-    exp: &ResolvedExperiment,
-    source: AlgorithmSource,
-) -> Option<Vec<(String, String)>> {
-    if source != AlgorithmSource::BuiltIn {
-        return None;
-    }
-    let suggester = vernier_engine::build_suggester(exp, 0).ok()?;
-    let input = vernier_engine::SuggestInput {
-        history: &[],
-        own: 0,
-        count: 1,
-        state: None,
-    };
-    let suggestions = vernier_engine::suggest(suggester.as_ref(), exp, 0, input).ok()?;
-    let first = suggestions.proposals.into_iter().next()?;
-    Some(first.assignment.to_strings())
 }
 
 pub fn validate(file: &Path) -> anyhow::Result<Exit> {

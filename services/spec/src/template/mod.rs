@@ -64,9 +64,14 @@ pub fn render_trial_spec(
                 .find(|(n, _)| *n == name)
                 .map(|(_, v)| v.clone())
                 .ok_or_else(|| {
+                    let names: Vec<&str> = assignment.iter().map(|(n, _)| n.as_str()).collect();
                     SpecError::new(
                         &path,
-                        format!("parameter {name:?} has no value in the assignment for trial {trial_name:?}"),
+                        format!(
+                            "parameter {name:?} has no value in the trial's assignment; hint: \
+                             its assignment has {}",
+                            names.join(", ")
+                        ),
                     )
                 })?,
             Reference::Name => trial_name.to_string(),
