@@ -1,19 +1,24 @@
 //! Metrics on the cluster without a sidecar: one task per running trial follows the log of the
-//! primary container of the trial's primary pod and parses every line with the same collector
-//! as local mode, recording observations in the store as they are read.
+//! primary container of each of the trial's primary pods, oldest first, and parses every line
+//! with the same collector as local mode, recording observations in the store as they are
+//! read. A job that retries (a batch Job's `backoffLimit`) runs its attempts in new pods, and
+//! each attempt's metrics are recorded, as Katib's collector in every pod records them; a
+//! container restarted in place starts a new log, which is read from its start.
 //!
-//! The log is always read from its beginning. A follower started after an operator restart
+//! The logs are always read from their beginning. A follower started after an operator restart
 //! therefore first drops what an earlier follower recorded for the trial, and a follower whose
-//! stream broke skips the lines it has already read, so no observation is recorded twice.
+//! stream broke skips the lines it has already read, so no observation is recorded twice. A
+//! follower is done once the job has ended and every pod it had is read.
 //!
 //! A follower wakes its trial's reconcile after recording new observations (at most once per
 //! interval) and once more when the log ends, so a running trial whose log is silent costs no
 //! reconciles at all.
 
 use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Api, ListParams, LogParams};
 use kube::{Client, ResourceExt};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -26,6 +31,8 @@ use vernier_store::SqlStore;
 /// How long a follower looks for the trial's primary pod before giving up.
 const POD_WAIT: Duration = Duration::from_secs(120);
 const RETRY: Duration = Duration::from_millis(300);
+/// How often a follower that has read every pod looks for another (a retry's).
+const IDLE_POLL: Duration = Duration::from_secs(1);
 
 /// Which log to follow and what to look for in it.
 #[derive(Debug, Clone)]
@@ -67,6 +74,8 @@ pub enum FollowState {
 #[derive(Debug)]
 struct Follower {
     done: Arc<AtomicBool>,
+    /// Set once the trial's job has ended: no pod is created after it.
+    job_ended: Arc<AtomicBool>,
     handle: JoinHandle<()>,
 }
 
@@ -77,17 +86,21 @@ pub struct Followers {
 }
 
 impl Followers {
-    /// Starts a follower for `key` unless one exists; reports whether the log is fully read.
+    /// Starts a follower for `key` unless one exists, telling it whether the trial's job has
+    /// ended; reports whether every log of the trial is fully read.
     pub fn ensure(
         &self,
         key: &str,
-        client: Client,
-        store: SqlStore,
+        (client, store): (Client, SqlStore),
         target: FollowTarget,
         wake: Wake,
+        job_ended: bool,
     ) -> FollowState {
         let mut map = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(f) = map.get(key) {
+            if job_ended {
+                f.job_ended.store(true, Ordering::SeqCst);
+            }
             return if f.done.load(Ordering::SeqCst) {
                 FollowState::Done
             } else {
@@ -95,15 +108,21 @@ impl Followers {
             };
         }
         let done = Arc::new(AtomicBool::new(false));
-        let flag = done.clone();
+        let ended = Arc::new(AtomicBool::new(job_ended));
+        let (flag, ended_flag) = (done.clone(), ended.clone());
         let handle = tokio::spawn(async move {
-            if let Err(e) = follow(client, store, &target, &wake).await {
+            if let Err(e) = follow(client, store, &target, &wake, &ended_flag).await {
                 tracing::warn!("trial {}: metrics from the pod log: {e}", target.trial);
             }
             flag.store(true, Ordering::SeqCst);
             (wake.wake)();
         });
-        map.insert(key.to_string(), Follower { done, handle });
+        let follower = Follower {
+            done,
+            job_ended: ended,
+            handle,
+        };
+        map.insert(key.to_string(), follower);
         FollowState::Following
     }
 
@@ -153,62 +172,96 @@ pub fn pod_selector(target: &FollowTarget) -> String {
         .join(",")
 }
 
-/// Follows the primary pod's log to its end, across broken streams (lines already read are
-/// skipped), recording metric lines in the store.
+/// Follows the log of each primary pod of the trial, oldest first, until the job has ended
+/// and every pod it had is read, recording metric lines in the store.
 async fn follow(
     client: Client,
     store: SqlStore,
     target: &FollowTarget,
     wake: &Wake,
+    job_ended: &AtomicBool,
 ) -> Result<(), String> {
     let filter = MetricsFilter::from_formats(&target.formats).map_err(|e| e.to_string())?;
     let pods: Api<Pod> = Api::namespaced(client, &target.namespace);
-    let mut lines_read: usize = 0;
-    let mut cleared = false;
+    let log = Log {
+        filter: &filter,
+        store: &store,
+        target,
+        wake,
+    };
+    let mut read: HashSet<String> = HashSet::new();
+    let mut waited = Duration::ZERO;
     loop {
-        let pod_name = primary_pod(&pods, target).await?;
-        let Some(stream) = open_log(&pods, &pod_name, &target.container).await? else {
+        // Read before listing: a listing made after the job ended shows every pod it had.
+        let last_pass = job_ended.load(Ordering::SeqCst);
+        let listed = primary_pods(&pods, target).await?;
+        let Some(pod) = listed.into_iter().find(|p| !read.contains(p)) else {
+            if last_pass {
+                return Ok(());
+            }
+            if read.is_empty() && waited >= POD_WAIT {
+                let selector = pod_selector(target);
+                return Err(format!("no pod matches {selector} after {POD_WAIT:?}"));
+            }
+            let pause = if read.is_empty() { RETRY } else { IDLE_POLL };
+            tokio::time::sleep(pause).await;
+            waited += pause;
             continue;
         };
-        if !cleared {
+        if read.is_empty() {
             store
                 .delete_observations(&target.trial)
                 .await
                 .map_err(|e| e.to_string())?;
-            cleared = true;
         }
-        let log = Log {
-            filter: &filter,
-            store: &store,
-            target,
-            wake,
-        };
-        lines_read = lines_read.max(log.record(stream, lines_read).await?);
-        if finished(&pods, &pod_name).await {
+        follow_pod(&pods, &pod, &log).await?;
+        read.insert(pod);
+    }
+}
+
+/// Follows one pod's primary container to the end of its log, across broken streams (lines
+/// already read are skipped) and restarts in place (a restarted container's log is new).
+async fn follow_pod(pods: &Api<Pod>, pod_name: &str, log: &Log<'_>) -> Result<(), String> {
+    let container = &log.target.container;
+    let mut lines_read: usize = 0;
+    let mut restarts = None;
+    loop {
+        let now = pod_state(pods, pod_name, container).await;
+        if now.restarts != restarts {
+            restarts = now.restarts;
+            lines_read = 0;
+        }
+        match open_log(pods, pod_name, container).await {
+            Ok(Some(stream)) => lines_read = lines_read.max(log.record(stream, lines_read).await?),
+            Ok(None) => continue,
+            Err(e) => {
+                // A pod that ended without a readable log (its container never started) has
+                // nothing to record; the next attempt's pod may.
+                tracing::warn!("trial {}: {e}", log.target.trial);
+                return Ok(());
+            }
+        }
+        if pod_state(pods, pod_name, container).await.finished {
             return Ok(());
         }
         tokio::time::sleep(RETRY).await;
     }
 }
 
-/// The name of the trial's primary pod, waiting up to [`POD_WAIT`] for it to exist.
-async fn primary_pod(pods: &Api<Pod>, target: &FollowTarget) -> Result<String, String> {
+/// The trial's primary pods, oldest first.
+async fn primary_pods(pods: &Api<Pod>, target: &FollowTarget) -> Result<Vec<String>, String> {
     let selector = pod_selector(target);
-    let mut waited = Duration::ZERO;
-    loop {
-        let found = pods
-            .list(&ListParams::default().labels(&selector))
-            .await
-            .map_err(|e| format!("cannot list pods {selector}: {e}"))?;
-        if let Some(pod) = found.items.into_iter().next() {
-            return Ok(pod.name_any());
-        }
-        if waited >= POD_WAIT {
-            return Err(format!("no pod matches {selector} after {POD_WAIT:?}"));
-        }
-        tokio::time::sleep(RETRY).await;
-        waited += RETRY;
-    }
+    let found = pods
+        .list(&ListParams::default().labels(&selector))
+        .await
+        .map_err(|e| format!("cannot list pods {selector}: {e}"))?;
+    let mut listed: Vec<(Option<Time>, String)> = found
+        .items
+        .into_iter()
+        .map(|p| (p.metadata.creation_timestamp.clone(), p.name_any()))
+        .collect();
+    listed.sort();
+    Ok(listed.into_iter().map(|(_, name)| name).collect())
 }
 
 /// The container's log stream; `None` (after a pause) while the container has not started.
@@ -313,17 +366,40 @@ impl Log<'_> {
     }
 }
 
-/// Whether the pod is gone or has ended, so its log will not grow.
-async fn finished(pods: &Api<Pod>, name: &str) -> bool {
+/// What a follower needs to know of a pod: whether it is gone or has ended (its log will not
+/// grow), and how often the container has restarted in place (`None` when unknown).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+struct PodState {
+    finished: bool,
+    restarts: Option<i32>,
+}
+
+async fn pod_state(pods: &Api<Pod>, name: &str, container: &str) -> PodState {
     match pods.get_opt(name).await {
-        Ok(Some(pod)) => pod
-            .status
-            .as_ref()
-            .and_then(|s| s.phase.as_deref())
-            .is_some_and(|p| p == "Succeeded" || p == "Failed"),
-        Ok(None) => true,
-        Err(_) => false,
+        Ok(Some(pod)) => {
+            let status = pod.status.as_ref();
+            let finished = status
+                .and_then(|s| s.phase.as_deref())
+                .is_some_and(|p| p == "Succeeded" || p == "Failed");
+            let restarts = status
+                .and_then(|s| s.container_statuses.as_ref())
+                .and_then(|all| {
+                    all.iter()
+                        .find(|c| container.is_empty() || c.name == container)
+                })
+                .map(|c| c.restart_count);
+            PodState { finished, restarts }
+        }
+        Ok(None) => PodState {
+            finished: true,
+            restarts: None,
+        },
+        Err(_) => PodState::default(),
     }
+}
+
+async fn finished(pods: &Api<Pod>, name: &str) -> bool {
+    pod_state(pods, name, "").await.finished
 }
 
 #[cfg(test)]

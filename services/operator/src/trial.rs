@@ -216,7 +216,7 @@ async fn create_job(
 async fn running(mut live: Live<'_>, spec: &TrialSpec, kind: &str) -> Result<Action> {
     let follows = follows_log(spec);
     if follows {
-        live.follow(spec);
+        live.follow(spec, false);
     }
     live.condition("Running", TRIAL_RUNNING, TRIAL_RUNNING_MESSAGE);
     if let Some(objective) = objective_of(spec) {
@@ -250,7 +250,7 @@ async fn job_failed(mut live: Live<'_>, spec: &TrialSpec, failure: Failure) -> R
 /// The job succeeded: once its log is read to the end, the trial is judged on what it
 /// reported.
 async fn succeeded(mut live: Live<'_>, spec: &TrialSpec, kind: &str) -> Result<Action> {
-    if follows_log(spec) && live.follow(spec) == FollowState::Following {
+    if follows_log(spec) && live.follow(spec, true) == FollowState::Following {
         return Ok(Action::requeue(DRAIN_RECHECK));
     }
     let Some(objective) = objective_of(spec) else {
@@ -380,8 +380,9 @@ impl<'a> Live<'a> {
         Ok(())
     }
 
-    /// Starts following the primary container's log unless it is followed already.
-    fn follow(&self, spec: &TrialSpec) -> FollowState {
+    /// Starts following the primary container's logs unless they are followed already,
+    /// saying whether the job has ended (no further pod will come).
+    fn follow(&self, spec: &TrialSpec, job_ended: bool) -> FollowState {
         let ctx = self.ctx;
         let shared = ctx.shared.clone();
         let (ns, name) = (self.ns.clone(), self.name.clone());
@@ -390,9 +391,9 @@ impl<'a> Live<'a> {
             wake: Arc::new(move || shared.wake_trial(&ns, &name)),
         };
         let target = follow_target(spec, &self.ns, &self.name);
-        let (client, store) = (ctx.client.clone(), ctx.store.clone());
+        let clients = (ctx.client.clone(), ctx.store.clone());
         ctx.followers
-            .ensure(&follow_key(self.obj), client, store, target, wake)
+            .ensure(&follow_key(self.obj), clients, target, wake, job_ended)
     }
 
     /// Katib's observation: `{name, min, max, latest}` for every metric with observations,

@@ -560,6 +560,47 @@ async fn failing_jobs_fail_the_experiment_at_max_failed() {
     env.shutdown().await;
 }
 
+/// A batch Job that retries runs its next attempt in a new pod: the trial is judged on every
+/// attempt's metrics (as Katib's collector in each pod reports them), not only the first
+/// pod's, which failed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retried_job_is_judged_on_the_attempt_that_succeeded() {
+    let env = Env::start(SimulationOptions::default()).await;
+    let op = env.operator("replica-a");
+    let marker = tempfile::tempdir().expect("tempdir");
+    let trainer = format!(
+        "import os, sys\n\
+         m = {:?}\n\
+         if not os.path.exists(m):\n    open(m, 'w').close(); print('accuracy=0.5 loss=0.5', flush=True); sys.exit(1)\n\
+         print('accuracy=0.9 loss=0.1', flush=True)\n",
+        marker.path().join("attempted").display().to_string()
+    );
+    let yaml = experiment_yaml_with("retried", "Job", 1, 2, "", &trainer)
+        .replace("backoffLimit: 0", "backoffLimit: 2");
+    env.create(&yaml).await;
+    let exp = finished(&env, "retried").await;
+    assert!(condition(&exp, "Succeeded").is_some(), "{exp:#}");
+    // The first trial's first attempt fails and its retry succeeds; the second trial's
+    // attempt succeeds at once.
+    let mut minima = Vec::new();
+    for t in env.trials_of("retried").await {
+        let trial = serde_json::to_value(&t).expect("json");
+        assert!(condition(&trial, "Succeeded").is_some(), "{trial:#}");
+        let accuracy = trial["status"]["observation"]["metrics"]
+            .as_array()
+            .and_then(|m| m.iter().find(|m| m["name"] == "accuracy").cloned())
+            .unwrap_or_else(|| panic!("no accuracy in {trial:#}"));
+        assert_eq!(accuracy["latest"], "0.9", "{trial:#}");
+        assert_eq!(accuracy["max"], "0.9", "{trial:#}");
+        minima.push(accuracy["min"].as_str().unwrap_or_default().to_string());
+    }
+    minima.sort();
+    // Both attempts of the retried trial are recorded.
+    assert_eq!(minima, ["0.5", "0.9"]);
+    op.stop().await;
+    env.shutdown().await;
+}
+
 /// An objective reported as text, as Katib's DARTS example reports `Best-Genotype`: the trial
 /// succeeds, as in Katib (its objective has a `latest` that is not `unavailable`), and is the
 /// best trial for want of a number.
