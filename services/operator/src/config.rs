@@ -29,6 +29,9 @@ pub struct OperatorConfig {
     pub collector_image: String,
     /// Where that sidecar reports metrics: this operator's DBManager, HOST:PORT.
     pub db_manager_address: String,
+    /// ConfigMaps are not watched: an experiment found invalid whose trial template lives in
+    /// one is validated again this often, so it runs once the ConfigMap appears or is fixed.
+    pub config_map_recheck: Duration,
 }
 
 impl Default for OperatorConfig {
@@ -42,6 +45,7 @@ impl Default for OperatorConfig {
             identity: "vernier-operator".into(),
             collector_image: DEFAULT_COLLECTOR_IMAGE.into(),
             db_manager_address: DEFAULT_DB_MANAGER_ADDRESS.into(),
+            config_map_recheck: Duration::from_secs(15),
         }
     }
 }

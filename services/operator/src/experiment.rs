@@ -297,7 +297,16 @@ impl<'a> Run<'a> {
             patch_status(&self.api, &self.name, &self.status, &[]).await?;
             self.event(true, "ValidationFailed", message).await;
         }
-        Ok(Action::await_change())
+        // A change of the experiment wakes it; a change of its template's ConfigMap does not.
+        let from_config_map = self
+            .obj
+            .data
+            .pointer("/spec/trialTemplate/configMap")
+            .is_some_and(|c| !c.is_null());
+        Ok(match from_config_map {
+            true => Action::requeue(self.ctx.config.config_map_recheck),
+            false => Action::await_change(),
+        })
     }
 
     /// The algorithm's proposals for `count` more trials, from the trials so far.

@@ -113,6 +113,7 @@ impl Env {
         let config = OperatorConfig {
             concurrency: 4,
             observation_interval: Duration::from_millis(200),
+            config_map_recheck: Duration::from_millis(300),
             identity: identity.to_string(),
             ..OperatorConfig::default()
         };
@@ -1417,6 +1418,23 @@ async fn config_map_trial_templates_are_read_from_the_cluster() {
         assert!(message.contains(needle), "{message}");
         assert!(env.trials_of(name).await.is_empty());
     }
+    // Once the missing ConfigMap appears, the experiment runs (nothing about it changed).
+    let mut appeared = cm.clone();
+    appeared.metadata = kube::api::ObjectMeta {
+        name: Some("nowhere".into()),
+        namespace: Some("default".into()),
+        ..Default::default()
+    };
+    config_maps
+        .create(&PostParams::default(), &appeared)
+        .await
+        .expect("configmap created");
+    wait_until(
+        "cm-missing-map to run once its ConfigMap appears",
+        || experiment_json(&env, "cm-missing-map"),
+        |e| condition(e, "Succeeded").is_some(),
+    )
+    .await;
     op.stop().await;
     env.shutdown().await;
 }

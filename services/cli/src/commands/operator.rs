@@ -88,6 +88,7 @@ pub async fn operator(db: &str, args: OperatorArgs) -> anyhow::Result<Exit> {
         identity: identity.clone(),
         collector_image: args.collector_image.clone(),
         db_manager_address: args.db_manager_address.clone(),
+        ..OperatorConfig::default()
     };
     let metrics = Arc::new(vernier_operator::metrics::Metrics::new());
     let ctx = Arc::new(
