@@ -32,6 +32,10 @@ pub enum OperatorError {
     Http { addr: String, message: String },
     #[error("finalizer: {0}")]
     Finalizer(String),
+    #[error(
+        "experiment {namespace}/{name}: not found; hint: check the name and --namespace (kubectl get experiments -n NAMESPACE)"
+    )]
+    ExperimentNotFound { namespace: String, name: String },
 }
 
 pub type Result<T, E = OperatorError> = std::result::Result<T, E>;

@@ -35,9 +35,9 @@ pub async fn load_report(
             kube::Error::Api(_) => OperatorError::Kube(e),
             e => OperatorError::Unreachable(error_chain(&e)),
         })?
-        .ok_or_else(|| OperatorError::Malformed {
-            object: format!("experiment {namespace}/{name}"),
-            message: "not found; hint: check the name and --namespace (kubectl get experiments -n NAMESPACE)".into(),
+        .ok_or_else(|| OperatorError::ExperimentNotFound {
+            namespace: namespace.to_string(),
+            name: name.to_string(),
         })?;
     let object = format!("experiment {namespace}/{name}");
     // A template in a ConfigMap is read as the operator reads it, so the spec parses as it ran.

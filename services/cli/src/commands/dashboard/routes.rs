@@ -139,9 +139,16 @@ fn json_body(value: impl serde::Serialize) -> Response {
 
 /// An error as JSON, 404 for an unknown experiment or trial.
 fn failure(e: anyhow::Error) -> Response {
-    let status = match e.downcast_ref::<ReportError>() {
-        Some(ReportError::ExperimentNotFound(_)) => StatusCode::NOT_FOUND,
-        _ => StatusCode::INTERNAL_SERVER_ERROR,
+    let not_found = matches!(
+        e.downcast_ref::<ReportError>(),
+        Some(ReportError::ExperimentNotFound(_))
+    ) || matches!(
+        e.downcast_ref::<vernier_operator::OperatorError>(),
+        Some(vernier_operator::OperatorError::ExperimentNotFound { .. })
+    );
+    let status = match not_found {
+        true => StatusCode::NOT_FOUND,
+        false => StatusCode::INTERNAL_SERVER_ERROR,
     };
     (status, json_body(json!({"error": format!("{e:#}")}))).into_response()
 }
@@ -280,6 +287,26 @@ async fn events(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_unknown_experiment_is_404_from_a_database_or_a_cluster() {
+        let table = [
+            (ReportError::ExperimentNotFound("x".into()).into(), 404),
+            (
+                vernier_operator::OperatorError::ExperimentNotFound {
+                    namespace: "default".into(),
+                    name: "x".into(),
+                }
+                .into(),
+                404,
+            ),
+            (anyhow::anyhow!("the database is gone"), 500),
+        ];
+        for (error, code) in table {
+            let shown = format!("{error:#}");
+            assert_eq!(failure(error).status().as_u16(), code, "{shown}");
+        }
+    }
 
     #[test]
     fn only_loopback_hosts_pass() {

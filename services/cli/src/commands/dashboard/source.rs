@@ -72,9 +72,12 @@ impl DashSource {
                 let log = log_json(&r.row.log_dir, trial);
                 (curves, log)
             }
-            Source::Kube { .. } => (
+            Source::Kube { namespace, .. } => (
                 Vec::new(),
-                json!({"error": "trial logs are in the cluster: kubectl logs -l training.kubeflow.org/trial-name=TRIAL"}),
+                json!({"error": format!(
+                    "trial logs are in the cluster: kubectl logs -n {namespace} -l {}={trial} --all-containers",
+                    vernier_spec::trial::TRIAL_LABEL
+                )}),
             ),
         };
         Ok(Some(dashboard::trial_json(r, index, &curves, log)))
