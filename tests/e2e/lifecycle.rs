@@ -260,9 +260,20 @@ fn running_a_recorded_name_again_is_refused_with_a_hint() {
     let logs = sb.path().join("vernier-logs/twice");
     assert!(String::from_utf8_lossy(&del.stdout).contains("vernier delete twice --logs"));
     assert_eq!(std::fs::read_dir(&logs).unwrap().count(), 1);
+    // The kept logs are not overwritten: the new run writes its own beside them.
+    let again = sb.run(&["run", file.to_str().unwrap()]);
+    assert_eq!(again.status.code(), Some(0), "{}", text(&again));
+    assert!(
+        text(&again).contains("holds the logs of an earlier experiment named twice"),
+        "{}",
+        text(&again)
+    );
+    assert_eq!(std::fs::read_dir(&logs).unwrap().count(), 1);
     assert_eq!(
-        sb.run(&["run", file.to_str().unwrap()]).status.code(),
-        Some(0)
+        std::fs::read_dir(sb.path().join("vernier-logs/twice.2"))
+            .unwrap()
+            .count(),
+        1
     );
     let list = sb.run(&["list"]);
     assert!(String::from_utf8_lossy(&list.stdout).contains("twice"));

@@ -95,10 +95,36 @@ pub async fn run(
 /// whatever directory `resume` runs in, splitting one experiment's logs across two folders.
 fn absolute_log_dir(log_dir: Option<PathBuf>, name: &str) -> anyhow::Result<PathBuf> {
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
-    Ok(match log_dir {
-        Some(dir) => cwd.join(dir),
-        None => cwd.join("vernier-logs").join(name),
-    })
+    if let Some(dir) = log_dir {
+        return Ok(cwd.join(dir));
+    }
+    let logs = cwd.join("vernier-logs");
+    let dir = free_log_dir(&logs, name, |p| {
+        std::fs::read_dir(p).is_ok_and(|mut entries| entries.next().is_some())
+    });
+    if dir != logs.join(name) {
+        errln!(
+            "note: {} holds the logs of an earlier experiment named {name} (deleted, or in \
+             another database), kept as they are; this run's logs go to {}",
+            logs.join(name).display(),
+            dir.display()
+        );
+    }
+    Ok(dir)
+}
+
+/// `<logs>/<name>`, or when that directory is in use the first `<logs>/<name>.<n>` (n ≥ 2)
+/// that is not: an experiment of the same name and seed would name its trials alike and
+/// overwrite their logs.
+fn free_log_dir(logs: &Path, name: &str, in_use: impl Fn(&Path) -> bool) -> PathBuf {
+    let first = logs.join(name);
+    if !in_use(&first) {
+        return first;
+    }
+    (2u32..)
+        .map(|n| logs.join(format!("{name}.{n}")))
+        .find(|dir| !in_use(dir))
+        .unwrap_or(first)
 }
 
 /// Whether the algorithm is built in or served by a plugin, whose check of the settings
@@ -412,4 +438,28 @@ fn random_seed() -> u64 {
     );
     h.write_u32(std::process::id());
     h.finish() >> 1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_log_dir_in_use_is_left_for_the_next_free_one() {
+        let logs = Path::new("/w/vernier-logs");
+        // (directories in use, chosen)
+        let table: [(&[&str], &str); 4] = [
+            (&[], "/w/vernier-logs/exp"),
+            (&["/w/vernier-logs/other"], "/w/vernier-logs/exp"),
+            (&["/w/vernier-logs/exp"], "/w/vernier-logs/exp.2"),
+            (
+                &["/w/vernier-logs/exp", "/w/vernier-logs/exp.2"],
+                "/w/vernier-logs/exp.3",
+            ),
+        ];
+        for (used, want) in table {
+            let got = free_log_dir(logs, "exp", |p| used.iter().any(|u| Path::new(u) == p));
+            assert_eq!(got, Path::new(want), "{used:?}");
+        }
+    }
 }
