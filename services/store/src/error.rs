@@ -67,6 +67,12 @@ pub enum StoreError {
     Unreachable { url: String, error: sqlx::Error },
 
     #[error(
+        "cannot open a TLS connection to database `{url}`: {}\nhint: the url asks for TLS (`sslmode`, `ssl-mode`); check that the server offers it and that its certificate is trusted by this machine, or drop the setting from the url for a server without TLS",
+        said(.error)
+    )]
+    TlsFailed { url: String, error: sqlx::Error },
+
+    #[error(
         "the server of `{url}` refused the login: {}\nhint: check the user name and password in the url, and that this user may connect from this machine",
         said(.error)
     )]
@@ -253,6 +259,7 @@ impl ErrorContext {
                 database: database.to_owned(),
             },
             Some(Refusal::LoginRefused) => StoreError::LoginRefused { url, error },
+            None if matches!(error, sqlx::Error::Tls(_)) => StoreError::TlsFailed { url, error },
             None if is_connection_loss::<D>(&error) => StoreError::Unreachable { url, error },
             None => StoreError::Connect { url, error },
         }

@@ -38,6 +38,7 @@ per_server!(
     a_missing_database_is_named_with_how_to_create_it,
     a_refused_login_is_named_without_the_password,
     killed_connections_are_replaced_and_lose_nothing,
+    a_url_that_asks_for_tls_gets_it_or_says_the_server_has_none,
 );
 
 /// `url` with user, password, host and port replaced.
@@ -176,4 +177,30 @@ async fn killed_connections_are_replaced_and_lose_nothing(db: Arc<TestDb>) {
     let (summary, _) = store.trial_summary("e-1").await.unwrap();
     assert_eq!(summary[0].summary.min, Some(0.7));
     assert_eq!(summary[0].numeric_count, 3);
+}
+
+/// A url that requires TLS (as managed databases do) is served over TLS: this machine's
+/// PostgreSQL (Debian's, with its self-signed certificate) offers it and MariaDB does not,
+/// which is said as such, with what to change.
+async fn a_url_that_asks_for_tls_gets_it_or_says_the_server_has_none(db: Arc<TestDb>) {
+    let (param, offered) = match db.backend {
+        Backend::Postgres => ("sslmode=require", true),
+        _ => ("ssl-mode=REQUIRED", false),
+    };
+    let sep = if db.url.contains('?') { '&' } else { '?' };
+    let url = format!("{}{sep}{param}", db.url);
+    match SqlStore::connect(&url).await {
+        Ok(store) => {
+            assert!(offered, "{url} connected over TLS");
+            store.list_experiments().await.unwrap();
+        }
+        Err(err) => {
+            assert!(!offered, "{url}: {err}");
+            assert!(matches!(err, StoreError::TlsFailed { .. }), "{err:?}");
+            assert!(
+                err.to_string().contains("hint: the url asks for TLS"),
+                "{err}"
+            );
+        }
+    }
 }
