@@ -56,6 +56,11 @@ pub enum StoreError {
     NotADatabase { path: String },
 
     #[error(
+        "database `{path}` cannot be written here (SQLite: attempt to write a readonly database: the file's or its directory's permissions, or a read-only mount)\nhint: `vernier list`, `report` and `compare` read it as it is; to run or change experiments, make the file and its directory writable (SQLite keeps `-wal` and `-shm` files beside it) or copy it somewhere writable and pass --db"
+    )]
+    ReadOnlyFile { path: String },
+
+    #[error(
         "database `{path}` is damaged (SQLite: the database disk image is malformed)\nhint: restore it from a copy; `sqlite3 FILE .recover` saves what is still readable into a new database"
     )]
     DamagedFile { path: String },

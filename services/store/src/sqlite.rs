@@ -120,21 +120,28 @@ async fn leaves_no_transaction(conn: &mut sqlx::SqliteConnection) -> Result<bool
 }
 
 /// SQLITE_CORRUPT while the schema was read or brought up to date.
-fn migrate_damaged(e: &sqlx::migrate::MigrateError) -> bool {
+/// The driver's error inside a failed migration, if it is one.
+fn migrate_inner(e: &sqlx::migrate::MigrateError) -> Option<&sqlx::Error> {
     match e {
-        sqlx::migrate::MigrateError::Execute(sqlx::Error::Database(db))
-        | sqlx::migrate::MigrateError::ExecuteMigration(sqlx::Error::Database(db), _) => {
-            Sqlite::is_damaged(db.as_ref())
-        }
-        _ => false,
+        sqlx::migrate::MigrateError::Execute(inner)
+        | sqlx::migrate::MigrateError::ExecuteMigration(inner, _) => Some(inner),
+        _ => None,
     }
 }
 
-fn migrate_not_a_database(e: &sqlx::migrate::MigrateError) -> bool {
+/// What is wrong with the file itself when opening it for writing fails: not a database, a
+/// damaged one, or one this process may not write (its own or its directory's permissions,
+/// a read-only mount); the error is made from the path shown.
+fn file_problem(e: &sqlx::Error) -> Option<fn(String) -> StoreError> {
+    if is_not_a_database(e) {
+        return Some(|path| StoreError::NotADatabase { path });
+    }
     match e {
-        sqlx::migrate::MigrateError::Execute(inner)
-        | sqlx::migrate::MigrateError::ExecuteMigration(inner, _) => is_not_a_database(inner),
-        _ => false,
+        sqlx::Error::Database(db) if Sqlite::is_damaged(db.as_ref()) => {
+            Some(|path| StoreError::DamagedFile { path })
+        }
+        _ if is_read_only_refusal(e) => Some(|path| StoreError::ReadOnlyFile { path }),
+        _ => None,
     }
 }
 
@@ -315,14 +322,14 @@ async fn open_migrated(
         attempt += 1;
         let pool = match pool_options.clone().connect_with(options.clone()).await {
             Ok(pool) => pool,
-            Err(error) if is_not_a_database(&error) => {
-                return Err(StoreError::NotADatabase { path: shown });
-            }
-            Err(error) if attempt < OPEN_ATTEMPTS && is_busy(&error) => {
-                tokio::time::sleep(Duration::from_millis(20 * u64::from(attempt))).await;
-                continue;
-            }
             Err(error) => {
+                if let Some(problem) = file_problem(&error) {
+                    return Err(problem(shown));
+                }
+                if attempt < OPEN_ATTEMPTS && is_busy(&error) {
+                    tokio::time::sleep(Duration::from_millis(20 * u64::from(attempt))).await;
+                    continue;
+                }
                 return Err(StoreError::Connect {
                     url: url.to_owned(),
                     error,
@@ -339,11 +346,8 @@ async fn open_migrated(
             Err(error) => error,
         };
         pool.close().await;
-        if migrate_not_a_database(&error) {
-            return Err(StoreError::NotADatabase { path: shown });
-        }
-        if migrate_damaged(&error) {
-            return Err(StoreError::DamagedFile { path: shown });
+        if let Some(problem) = migrate_inner(&error).and_then(file_problem) {
+            return Err(problem(shown));
         }
         if attempt >= OPEN_ATTEMPTS {
             return Err(StoreError::Migrate {

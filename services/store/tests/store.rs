@@ -314,6 +314,35 @@ async fn a_damaged_database_is_named_as_such() {
     assert!(text.contains("vernier.db"), "{text}");
 }
 
+/// A file cut short (a copy that stopped half way) opened to run or change experiments is
+/// named as damaged with what to do, as a read finds it.
+#[tokio::test]
+async fn a_truncated_database_opened_for_writing_is_named_as_damaged() {
+    let dir = tempfile::tempdir().unwrap();
+    let u = url(dir.path());
+    let store = SqlStore::connect(&u).await.unwrap();
+    for i in 0..40 {
+        store
+            .create_experiment(&experiment(&format!("e{i}"), 1))
+            .await
+            .unwrap();
+    }
+    store.close().await;
+    let path = dir.path().join("vernier.db");
+    let bytes = std::fs::read(&path).unwrap();
+    assert!(bytes.len() > 3 * 4096, "{} bytes", bytes.len());
+    std::fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
+    let err = match SqlStore::open(&u, OpenMode::Existing).await {
+        Ok(store) => store.list_experiments().await.unwrap_err(),
+        Err(e) => e,
+    };
+    assert!(matches!(err, StoreError::DamagedFile { .. }), "{err:?}");
+    assert!(
+        err.to_string().contains("\nhint: restore it from a copy"),
+        "{err}"
+    );
+}
+
 /// Once the file is deleted under an open store, a ping (what health checks answer from) and
 /// a report of observations fail naming it, instead of writing into a file nobody can open.
 #[tokio::test]
