@@ -70,6 +70,14 @@ impl PluginClient {
             })?
             .connect_timeout(deadline.min(Duration::from_secs(5)))
             .timeout(deadline);
+        // Without a port, `http://` would dial port 80 and every call would wait and retry.
+        if endpoint.uri().port_u16().is_none() {
+            return Err(ApiError::Request(vernier_proto::ProtoError::Invalid {
+                field: "suggestion plugin address".into(),
+                value: address.into(),
+                reason: "has no port\nhint: write host:port, e.g. 127.0.0.1:6789".into(),
+            }));
+        }
         Ok(PluginClient {
             address: address.to_string(),
             client: SuggestionClient::new(endpoint.connect_lazy())
@@ -109,5 +117,30 @@ impl PluginClient {
             .await
             .map(tonic::Response::into_inner)
             .map_err(|s| CallFailure::from_status(&self.address, &s))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn an_address_without_a_port_is_refused_before_any_call() {
+        // (address, accepted)
+        let table = [
+            ("127.0.0.1:7000", true),
+            ("http://plugin.local:6789", true),
+            ("127.0.0.1", false),
+            ("notanaddr", false),
+        ];
+        for (address, accepted) in table {
+            let made = PluginClient::new(address, Duration::from_secs(1));
+            assert_eq!(made.is_ok(), accepted, "{address}");
+            if let Err(e) = made {
+                let text = e.to_string();
+                assert!(text.contains(address) && text.contains("has no port"), "{text}");
+                assert!(text.contains("hint: write host:port"), "{text}");
+            }
+        }
     }
 }
