@@ -138,7 +138,10 @@ mod tests {
             assert_eq!(made.is_ok(), accepted, "{address}");
             if let Err(e) = made {
                 let text = e.to_string();
-                assert!(text.contains(address) && text.contains("has no port"), "{text}");
+                assert!(
+                    text.contains(address) && text.contains("has no port"),
+                    "{text}"
+                );
                 assert!(text.contains("hint: write host:port"), "{text}");
             }
         }

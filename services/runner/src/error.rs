@@ -63,6 +63,13 @@ pub enum RunnerError {
         "experiment {name:?} ended by reaching maxTrialCount with {trials} trial(s); a maxTrialCount of {max} does not reopen it\nhint: pass --max-trial-count above {trials}"
     )]
     LimitNotAbove { name: String, max: u32, trials: u32 },
+    #[error(
+        "{flags} would make the experiment invalid: {errors}\nhint: pick values the rest of the spec allows (maxTrialCount at least maxFailedTrialCount and parallelTrialCount), or raise the other one too"
+    )]
+    LimitsInvalid {
+        flags: String,
+        errors: vernier_spec::SpecErrors,
+    },
     #[error("spec.warmStart: {0}")]
     WarmStart(String),
     #[error("spec.enqueuedTrials[{index}]: {message}")]

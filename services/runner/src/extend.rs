@@ -21,6 +21,19 @@ impl NewLimits {
     pub fn is_empty(&self) -> bool {
         self.max_trial_count.is_none() && self.parallel_trial_count.is_none()
     }
+
+    /// The flags that asked for these limits, as typed.
+    fn flags(&self) -> String {
+        let given = [
+            ("--max-trial-count", self.max_trial_count),
+            ("--parallel-trial-count", self.parallel_trial_count),
+        ];
+        let shown: Vec<String> = given
+            .iter()
+            .filter_map(|(flag, n)| n.map(|n| format!("{flag} {n}")))
+            .collect();
+        shown.join(" ")
+    }
 }
 
 /// The stored spec JSON with `limits` written in, checked like a new file.
@@ -40,7 +53,10 @@ pub fn with_limits(spec_json: &str, limits: NewLimits) -> Result<String, RunnerE
         }
     }
     let text = doc.to_string();
-    vernier_spec::parse_stored_experiment(&text)?;
+    vernier_spec::parse_stored_experiment(&text).map_err(|errors| RunnerError::LimitsInvalid {
+        flags: limits.flags(),
+        errors,
+    })?;
     Ok(text)
 }
 
@@ -129,5 +145,12 @@ mod tests {
             e.contains("spec.parallelTrialCount") && e.contains('4'),
             "{e}"
         );
+        assert!(
+            e.starts_with(
+                "--max-trial-count 2 --parallel-trial-count 4 would make the experiment invalid"
+            ),
+            "{e}"
+        );
+        assert!(e.contains("\nhint: pick values"), "{e}");
     }
 }

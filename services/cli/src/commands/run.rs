@@ -224,16 +224,17 @@ async fn prepare_resume(
     let exp = LocalExperiment::new(spec, paths)?;
     check_local(&exp)?;
     let recovered = driver::recover_interrupted(store, name).await?;
+    // Stored as the database's signed 64 bits; the seed is the same 64 bits unsigned.
+    let seed = row.seed as u64;
     outln!(
-        "resuming experiment {name} (seed {}){}",
-        row.seed,
+        "resuming experiment {name} (seed {seed}){}",
         if recovered > 0 {
             format!(": {recovered} trial(s) left running by the previous run were marked Killed")
         } else {
             String::new()
         }
     );
-    Ok((exp, row.seed as u64))
+    Ok((exp, seed))
 }
 
 /// Refuses, before anything is recorded or run, an experiment only a cluster can run; notes
