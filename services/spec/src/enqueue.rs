@@ -16,6 +16,14 @@ pub fn enqueued_assignment(
     pairs: &[(String, String)],
 ) -> Result<Assignment, String> {
     let names: Vec<&str> = space.parameters().iter().map(|p| p.name.as_str()).collect();
+    if names.is_empty() {
+        return Err(
+            "the experiment has no spec.parameters (a neural architecture search: \
+                    darts and enas propose architectures, not parameter values); hint: \
+                    configurations cannot be enqueued for it"
+                .to_string(),
+        );
+    }
     let known: HashSet<&str> = names.iter().copied().collect();
     // Value by name, built in one pass, so each check below is one lookup.
     let mut given: HashMap<&str, &str> = HashMap::with_capacity(pairs.len());

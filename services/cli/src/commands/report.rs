@@ -90,7 +90,7 @@ pub struct ReportArgs {
 }
 
 pub async fn report(db: &str, kube: &KubeArgs, args: ReportArgs) -> anyhow::Result<Exit> {
-    check(&args)?;
+    check(&args, db)?;
     let source = Source::open(db, kube).await?;
     let mut said = WatchNotes::default();
     let curves = if args.format == Format::Html {
@@ -232,12 +232,13 @@ impl WatchNotes {
 }
 
 /// Flag combinations that cannot work, refused before touching the database.
-fn check(args: &ReportArgs) -> anyhow::Result<()> {
+fn check(args: &ReportArgs, db: &str) -> anyhow::Result<()> {
     if args.watch && (args.format != Format::Html || args.output.is_none()) {
         bail!(
-            "--watch rewrites an HTML file, so it needs --format html and --output FILE\nhint: vernier report --watch {} --format html --output {}.html",
+            "--watch rewrites an HTML file, so it needs --format html and --output FILE\nhint: vernier report --watch {} --format html --output {}.html{}",
             args.name,
-            args.name
+            args.name,
+            crate::db::db_flag(db)
         );
     }
     if args.top.is_some() && matches!(args.format, Format::Json | Format::Csv) {

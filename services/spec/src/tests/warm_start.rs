@@ -107,6 +107,15 @@ fn enqueued_trials_are_checked_against_the_space() {
         }));
         assert_error(&e, "spec.enqueuedTrials[0].parameterAssignments", needle);
     }
+    // A NAS experiment has no parameters to give values to.
+    let nas = vernier_core::SearchSpace::for_nas(vernier_core::NasConfig::default());
+    let pairs = [("num-layers".to_string(), "3".to_string())];
+    let e = enqueued_assignment(&nas, &pairs).unwrap_err();
+    assert!(
+        e.contains("has no spec.parameters")
+            && e.contains("hint: configurations cannot be enqueued"),
+        "{e}"
+    );
 }
 
 #[test]
