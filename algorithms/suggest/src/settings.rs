@@ -42,23 +42,26 @@ impl<'a> Settings<'a> {
     }
 
     /// Parses `name` if present, then checks it with `valid` (whose text says what is wanted).
+    /// A name given more than once has every value checked, as Katib's services check each
+    /// entry, and the last one counts.
     pub fn get<T: FromStr + Copy>(
         &self,
         name: &str,
         valid: impl Fn(T) -> bool,
         wanted: &str,
     ) -> Result<Option<T>, AlgorithmError> {
-        let Some((_, raw)) = self.pairs.iter().rev().find(|(n, _)| n == name) else {
-            return Ok(None);
-        };
-        let value: T = raw
-            .trim()
-            .parse()
-            .map_err(|_| self.invalid(name, raw, format!("does not parse: {wanted}")))?;
-        if !valid(value) {
-            return Err(self.invalid(name, raw, format!("is out of range: {wanted}")));
+        let mut last = None;
+        for (_, raw) in self.pairs.iter().filter(|(n, _)| n == name) {
+            let value: T = raw
+                .trim()
+                .parse()
+                .map_err(|_| self.invalid(name, raw, format!("does not parse: {wanted}")))?;
+            if !valid(value) {
+                return Err(self.invalid(name, raw, format!("is out of range: {wanted}")));
+            }
+            last = Some(value);
         }
-        Ok(Some(value))
+        Ok(last)
     }
 
     /// `random_state`, which every algorithm accepts: an integer >= 0 (the driver passes the

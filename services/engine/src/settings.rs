@@ -85,13 +85,19 @@ pub(crate) fn algorithm_error(exp: &ResolvedExperiment, source: AlgorithmError) 
 /// `base.algorithmName`, `base.algorithmSettings[i].name` or `.value` for the setting an error
 /// names (its index in the file), else `base`.
 fn field_of(spec: Option<&AlgorithmSpec>, base: &str, e: &AlgorithmError) -> String {
-    let (setting, part) = match e {
+    let (setting, value, part) = match e {
         AlgorithmError::UnknownAlgorithm { .. } => return format!("{base}.algorithmName"),
-        AlgorithmError::UnknownSetting { setting, .. } => (setting, "name"),
-        AlgorithmError::InvalidSetting { setting, .. } => (setting, "value"),
+        AlgorithmError::UnknownSetting { setting, .. } => (setting, None, "name"),
+        AlgorithmError::InvalidSetting { setting, value, .. } => (setting, Some(value), "value"),
         _ => return base.to_string(),
     };
-    spec.and_then(|s| s.algorithm_settings.iter().position(|a| a.name == *setting))
+    let settings = spec.map_or(&[][..], |s| s.algorithm_settings.as_slice());
+    // A name given twice: the entry holding the refused value.
+    let named = |a: &vernier_spec::types::AlgorithmSetting| a.name == *setting;
+    settings
+        .iter()
+        .position(|a| named(a) && value.is_none_or(|v| a.value == *v))
+        .or_else(|| settings.iter().position(named))
         .map_or(base.to_string(), |i| {
             format!("{base}.algorithmSettings[{i}].{part}")
         })
@@ -148,6 +154,19 @@ mod tests {
                 "  earlyStopping:\n    algorithmName: medianstop",
                 AlgorithmSource::BuiltIn,
                 None,
+            ),
+            // A name given twice: each value is checked, and the refused one is pointed at.
+            (
+                "algorithmName: random",
+                "  earlyStopping:\n    algorithmName: medianstop\n    algorithmSettings: [{name: start_step, value: '0'}, {name: start_step, value: '3'}]",
+                AlgorithmSource::BuiltIn,
+                Some(&["spec.earlyStopping.algorithmSettings[0].value:", "\"0\""]),
+            ),
+            (
+                "algorithmName: tpe\n    algorithmSettings: [{name: n_startup_trials, value: '3'}, {name: gamma, value: '0.2'}, {name: n_startup_trials, value: 'many'}]",
+                "",
+                AlgorithmSource::BuiltIn,
+                Some(&["spec.algorithm.algorithmSettings[2].value:", "\"many\""]),
             ),
         ];
         for (algorithm, early, source, want) in cases {
