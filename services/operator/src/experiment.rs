@@ -35,7 +35,7 @@ use vernier_engine::reason::{
 };
 use vernier_engine::{SuggestInput, resume, search_ended};
 use vernier_spec::conditions::{set_condition, set_terminal};
-use vernier_spec::plan::{Plan, plan};
+use vernier_spec::plan::{Completion, Plan, plan};
 use vernier_spec::status::{ExperimentStatus, OptimalTrial};
 use vernier_store::{LEASE_TTL, StoreError};
 
@@ -106,6 +106,9 @@ async fn reconcile_experiment(obj: &DynamicObject, ctx: &Context) -> Result<Acti
             ctx.leases.release(&ctx.store, &run.ns, &run.name).await?;
             return Ok(Action::await_change());
         }
+        // Katib's webhook refuses an invalid edit of a running experiment, which runs on;
+        // here the edit is stored, so no trial starts until the spec is valid again.
+        (Err(message), None) if run.status.trials > 0 => return run.edit_refused(message).await,
         (Err(message), _) => return run.invalid(message).await,
     };
     if let Some(ended) = ended {
@@ -115,6 +118,7 @@ async fn reconcile_experiment(obj: &DynamicObject, ctx: &Context) -> Result<Acti
             run.restart().await;
         } else {
             ctx.leases.release(&ctx.store, &run.ns, &run.name).await?;
+            run.note_unused_raise(&exp, &ended).await;
             let listed = list_trials(ctx, obj, &run.ns, &run.name, &exp.objective).await?;
             return run.refresh_ended(&exp, &listed).await;
         }
@@ -279,6 +283,42 @@ impl<'a> Run<'a> {
             patch_status(&self.api, &self.name, &self.status, CLEARABLE).await?;
         }
         Ok(Action::await_change())
+    }
+
+    /// A running experiment whose spec an edit made invalid: its running trials go on, no
+    /// trial starts, and a Warning event says why until the spec is valid again.
+    async fn edit_refused(self, message: String) -> Result<Action> {
+        let note = format!(
+            "the edited spec is invalid, so no trial starts until it is corrected (Katib's \
+             webhook would refuse the edit); running trials go on: {message}"
+        );
+        self.event(true, "ValidationFailed", note).await;
+        Ok(Action::await_change())
+    }
+
+    /// A finished experiment whose `maxTrialCount` was raised but whose `resumePolicy` does
+    /// not let it continue: Katib's webhook refuses that edit; here a Warning event says why
+    /// nothing happens.
+    async fn note_unused_raise(&self, exp: &Resolved, ended: &Ended) {
+        let trials = self.status.trials.max(0) as u32;
+        let raised = exp.limits.max_trials.is_some_and(|max| max > trials);
+        let reopenable = exp.resume_policy.reopenable(
+            resume::Ended {
+                succeeded: ended.succeeded,
+                reason: &ended.reason,
+            },
+            trials,
+        );
+        if raised && !reopenable && ended.reason == Completion::MaxTrialsReached.reason() {
+            let note = format!(
+                "maxTrialCount is above the {trials} trial(s) run, but an experiment with \
+                 resumePolicy {} does not continue (Katib's webhook refuses this edit); hint: \
+                 experiments that should continue are created with resumePolicy LongRunning \
+                 or FromVolume",
+                exp.resume_policy.as_str()
+            );
+            self.event(true, "RestartRefused", note).await;
+        }
     }
 
     /// Marks the experiment Failed with the validation errors, once, with a Warning event.

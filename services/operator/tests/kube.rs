@@ -1146,6 +1146,57 @@ async fn long_running_experiment_resumes_when_max_trials_is_raised() {
         "{final_exp:#}"
     );
     assert_eq!(env.trials_of("final").await.len(), 2);
+    // Katib's webhook refuses that edit; here a Warning event says why nothing happens.
+    let refused = env.event("final", "RestartRefused").await;
+    let note = refused.data["note"].as_str().unwrap_or_default();
+    assert!(
+        note.contains("resumePolicy Never does not continue"),
+        "{note}"
+    );
+    op.stop().await;
+    env.shutdown().await;
+}
+
+/// An edit that makes a running experiment's spec invalid (Katib's webhook would refuse it)
+/// does not end it: its running trials go on, none starts until the spec is corrected, and
+/// then it finishes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_invalid_edit_of_a_running_experiment_pauses_it_until_corrected() {
+    let options = SimulationOptions {
+        min_running: Duration::from_secs(2),
+        ..SimulationOptions::default()
+    };
+    let env = Env::start(options).await;
+    let op = env.operator("replica-a");
+    env.create(&experiment_yaml("edited", "Job", 1, 3, ""))
+        .await;
+    wait_until(
+        "the first trial counted in the status",
+        || experiment_json(&env, "edited"),
+        |e| e["status"]["trials"].as_i64().unwrap_or(0) >= 1,
+    )
+    .await;
+    // maxFailedTrialCount is 2: a maxTrialCount of 1 makes the spec invalid.
+    env.edit("edited", serde_json::json!({"spec": {"maxTrialCount": 1}}))
+        .await;
+    let refused = env.event("edited", "ValidationFailed").await;
+    let note = refused.data["note"].as_str().unwrap_or_default();
+    assert!(
+        note.contains("no trial starts until it is corrected"),
+        "{note}"
+    );
+    let exp = experiment_json(&env, "edited").await;
+    assert!(condition(&exp, "Failed").is_none(), "{exp:#}");
+    env.edit("edited", serde_json::json!({"spec": {"maxTrialCount": 3}}))
+        .await;
+    let exp = wait_until(
+        "the corrected experiment to finish",
+        || experiment_json(&env, "edited"),
+        |e| condition(e, "Succeeded").is_some() || condition(e, "Failed").is_some(),
+    )
+    .await;
+    assert!(condition(&exp, "Succeeded").is_some(), "{exp:#}");
+    assert_eq!(exp["status"]["trials"], 3, "{exp:#}");
     op.stop().await;
     env.shutdown().await;
 }
