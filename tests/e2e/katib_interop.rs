@@ -240,6 +240,17 @@ fn a_plugin_serves_an_algorithm_vernier_does_not_have() {
     let out = sb.run(&["run", file.to_str().unwrap(), "--suggestion-plugin", &flag]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert_eq!(trials_in(&sb.report("ladder"), "Succeeded").len(), 2);
+    // `resume` asks the plugin the experiment was run with, without the flag again.
+    let out = sb.run(&["resume", "ladder", "--max-trial-count", "3"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        text(&out).contains(&format!(
+            "the experiment was run with the suggestion plugin at 127.0.0.1:{port}, asked again"
+        )),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(trials_in(&sb.report("ladder"), "Succeeded").len(), 3);
 }
 
 /// Katib's controller refuses a reply that does not hold the assignments it asked for and asks

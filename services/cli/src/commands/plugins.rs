@@ -168,6 +168,22 @@ impl Plugins {
         }
     }
 
+    /// The address of the plugin serving `algorithm`, if one does.
+    pub fn address_for(&self, algorithm: &str) -> Option<&str> {
+        self.by_algorithm.get(algorithm).map(|(a, _)| a.as_str())
+    }
+
+    /// These plugins and, unless one already serves `algorithm`, the plugin at `address`
+    /// for it (the one an experiment was run with).
+    pub fn or_recorded(&self, algorithm: &str, address: &str) -> Plugins {
+        let mut plugins = self.clone();
+        plugins
+            .by_algorithm
+            .entry(algorithm.to_string())
+            .or_insert_with(|| (address.to_string(), DEFAULT_DEADLINE));
+        plugins
+    }
+
     /// The algorithm names the plugins serve: an experiment may name one Vernier lacks.
     pub fn algorithms(&self) -> Vec<&str> {
         self.by_algorithm.keys().map(String::as_str).collect()

@@ -49,6 +49,15 @@ pub async fn run(
     for w in vernier_spec::validate::warnings(&spec) {
         errln!("warning: {w}");
     }
+    let mut spec = spec;
+    let algorithm = spec.spec.algorithm.as_ref();
+    let algorithm = algorithm.and_then(|a| a.algorithm_name.as_deref());
+    if let Some(address) = algorithm.and_then(|a| plugins.address_for(a)) {
+        // `resume` asks the same plugin, not the built-in algorithm of the same name.
+        let recorded = (PLUGIN_ANNOTATION.to_string(), address.to_string());
+        let annotations = &mut spec.metadata.annotations;
+        annotations.extend([recorded]);
+    }
     let exp = LocalExperiment::new(spec, paths)?;
     check_local(&exp)?;
     // A log directory that cannot be made is refused before the experiment is recorded: a
@@ -172,12 +181,35 @@ pub async fn resume(
         );
     }
     match prepare_resume(&store, db, name, limits).await {
-        Ok((exp, seed)) => drive(&store, db, &exp, seed, plugins, lease, None).await,
+        Ok((exp, seed)) => {
+            let plugins = with_recorded_plugin(&exp, plugins);
+            drive(&store, db, &exp, seed, &plugins, lease, None).await
+        }
         Err(e) => {
             // A refused resume leaves the experiment free, not held by a process now gone.
             let _ = lease.release().await;
             Err(e)
         }
+    }
+}
+
+/// Annotation recording the suggestion plugin an experiment was run with.
+const PLUGIN_ANNOTATION: &str = "vernier/suggestion-plugin";
+
+/// The plugins to resume with: those given, and the one the experiment was run with unless
+/// another is given for its algorithm.
+fn with_recorded_plugin(exp: &LocalExperiment, plugins: &Plugins) -> Plugins {
+    let recorded = exp.spec.metadata.annotations.get(PLUGIN_ANNOTATION);
+    match recorded {
+        Some(address) if plugins.address_for(&exp.algorithm).is_none() => {
+            outln!(
+                "the experiment was run with the suggestion plugin at {address}, asked again; \
+                 `--suggestion-plugin {}=HOST:PORT` names another",
+                exp.algorithm
+            );
+            plugins.or_recorded(&exp.algorithm, address)
+        }
+        _ => plugins.clone(),
     }
 }
 
