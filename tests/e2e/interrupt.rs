@@ -151,11 +151,24 @@ fn resume_after_kill_9_stops_a_trial_left_sleeping() {
             && table.contains("hint: vernier resume sleeper continues it"),
         "{table}"
     );
+    // Time passes before the resume; the killed trial's end is when its driver was last
+    // heard of, not when the resume found it.
+    std::thread::sleep(Duration::from_secs(2));
+    let resumed_at = chrono::Utc::now();
     let out = sb.run(&["resume", "sleeper"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert!(!pid_alive(pid), "trial process {pid} survived the resume");
     let r = sb.report("sleeper");
-    assert_eq!(trials_in(&r, "Killed").len(), 1, "{r:#}");
+    let killed = trials_in(&r, "Killed");
+    assert_eq!(killed.len(), 1, "{r:#}");
+    let ended = killed[0]["status"]["completionTime"]
+        .as_str()
+        .unwrap_or_default();
+    let ended = chrono::DateTime::parse_from_rfc3339(ended).expect("completionTime");
+    assert!(
+        ended < resumed_at,
+        "{ended} is not before the resume at {resumed_at}"
+    );
     assert_eq!(trials_in(&r, "Succeeded").len(), 1, "{r:#}");
     assert!(!text(&sb.run(&["list"])).contains("no driver"));
 }

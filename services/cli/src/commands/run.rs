@@ -180,7 +180,8 @@ pub async fn resume(
             vernier_runner::lease::LEASE_TTL.as_secs()
         );
     }
-    match prepare_resume(&store, db, name, limits).await {
+    let last_heard = lease.took_over.as_ref().map(|old| old.heartbeat_us);
+    match prepare_resume(&store, db, name, limits, last_heard).await {
         Ok((exp, seed)) => {
             let plugins = with_recorded_plugin(&exp, plugins);
             drive(&store, db, &exp, seed, &plugins, lease, None).await
@@ -227,6 +228,7 @@ async fn prepare_resume(
     db: &str,
     name: &str,
     limits: NewLimits,
+    last_heard_us: Option<i64>,
 ) -> anyhow::Result<(LocalExperiment, u64)> {
     if !limits.is_empty() && vernier_runner::extend::extend(store, name, limits).await? {
         outln!("experiment {name} continues: maxTrialCount was raised");
@@ -255,7 +257,7 @@ async fn prepare_resume(
     };
     let exp = LocalExperiment::new(spec, paths)?;
     check_local(&exp)?;
-    let recovered = driver::recover_interrupted(store, name).await?;
+    let recovered = driver::recover_interrupted(store, name, last_heard_us).await?;
     // Stored as the database's signed 64 bits; the seed is the same 64 bits unsigned.
     let seed = row.seed as u64;
     outln!(

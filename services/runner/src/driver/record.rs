@@ -58,8 +58,14 @@ pub async fn create_experiment(
 
 /// Marks trials left Created or Running by a driver that died (e.g. `kill -9`) as Killed:
 /// their observations up to then stay recorded, and replica process groups of distributed
-/// trials still running are stopped. Returns how many.
-pub async fn recover_interrupted(store: &SqlStore, experiment: &str) -> Result<usize, RunnerError> {
+/// trials still running are stopped. `last_heard_us`, the dead driver's last heartbeat when
+/// known, is their completion time (else now), so their durations are not the time nobody
+/// drove them. Returns how many.
+pub async fn recover_interrupted(
+    store: &SqlStore,
+    experiment: &str,
+    last_heard_us: Option<i64>,
+) -> Result<usize, RunnerError> {
     let now = now_us();
     let mut n = 0;
     let log_dir = store
@@ -79,7 +85,9 @@ pub async fn recover_interrupted(store: &SqlStore, experiment: &str) -> Result<u
                         reason: reason::TRIAL_INTERRUPTED.into(),
                         message: "the vernier process running this trial stopped before it finished; observations recorded until then are kept".into(),
                         started_us: None,
-                        completed_us: Some(now),
+                        completed_us: Some(
+                            last_heard_us.map_or(now, |h| h.max(t.started_us.unwrap_or(h))),
+                        ),
                         attempt: None,
                     },
                 )
