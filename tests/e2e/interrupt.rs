@@ -282,6 +282,15 @@ fn a_second_driver_is_refused_while_the_first_runs() {
         );
         assert!(err.contains("hint:"), "{}", text(&out));
     }
+    // Running the same file again says the experiment runs now, not "resume it".
+    let out = sb.run(&["run", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("\"leased\" is running now") && err.contains(&holder),
+        "{}",
+        text(&out)
+    );
     // Enqueue-then-resume: the configuration is recorded, the resume refused.
     let out = sb.run(&["enqueue", "leased", "--param", "x=0.25"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));

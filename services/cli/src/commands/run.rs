@@ -37,6 +37,14 @@ pub async fn run(
     let name = spec.name().to_string();
     if store.get_experiment(&name).await?.is_some() {
         let db_flag = crate::db::db_flag(db);
+        if let Some(driver) = live_driver(&store, &name).await? {
+            anyhow::bail!(
+                "experiment {name:?} is running now in {}, driven by pid {} on host {}\nhint: follow it with `vernier report {name}{db_flag}` or `vernier list{db_flag}`; to run this file as another experiment, change metadata.name",
+                vernier_store::redact_url(db),
+                driver.pid,
+                driver.host
+            );
+        }
         anyhow::bail!(
             "experiment {name:?} already exists in {}\nhint: continue it with `vernier resume {name}{db_flag}`, remove it with `vernier delete {name}{db_flag}`, or change metadata.name",
             vernier_store::redact_url(db)
@@ -98,6 +106,21 @@ pub async fn run(
         exp.paths.log_dir.display()
     );
     drive(&store, db, &exp, seed, plugins, lease, Some(warm)).await
+}
+
+/// The driver holding the experiment's lease, if it is alive: its process still exists on
+/// this host, or (elsewhere) its heartbeat is recent.
+async fn live_driver(
+    store: &SqlStore,
+    name: &str,
+) -> anyhow::Result<Option<vernier_store::LeaseRow>> {
+    let Some(lease) = store.get_lease(name).await? else {
+        return Ok(None);
+    };
+    let age_us = chrono::Utc::now().timestamp_micros() - lease.heartbeat_us;
+    let ttl_us = vernier_runner::lease::LEASE_TTL.as_micros() as i64;
+    let alive = !vernier_runner::lease::holder_gone_here(&lease) && age_us < ttl_us;
+    Ok(alive.then_some(lease))
 }
 
 /// Where the trials' logs go, stored absolute: a relative path would be read against
