@@ -255,13 +255,23 @@ async fn primary_pods(pods: &Api<Pod>, target: &FollowTarget) -> Result<Vec<Stri
         .list(&ListParams::default().labels(&selector))
         .await
         .map_err(|e| format!("cannot list pods {selector}: {e}"))?;
-    let mut listed: Vec<(Option<Time>, String)> = found
+    // Creation times have whole seconds; within one, a failed attempt came before the pod
+    // the job created to replace it.
+    let mut listed: Vec<(Option<Time>, u8, String)> = found
         .items
         .into_iter()
-        .map(|p| (p.metadata.creation_timestamp.clone(), p.name_any()))
+        .map(|p| {
+            let phase = p.status.as_ref().and_then(|s| s.phase.as_deref());
+            let rank = match phase {
+                Some("Failed") => 0,
+                Some("Succeeded") => 1,
+                _ => 2,
+            };
+            (p.metadata.creation_timestamp.clone(), rank, p.name_any())
+        })
         .collect();
     listed.sort();
-    Ok(listed.into_iter().map(|(_, name)| name).collect())
+    Ok(listed.into_iter().map(|(_, _, name)| name).collect())
 }
 
 /// The container's log stream; `None` (after a pause) while the container has not started.

@@ -68,8 +68,11 @@ pub fn set_terminal(
     message: &str,
     now_us: i64,
 ) {
-    if conditions.iter().any(|c| c.type_ == "Running") {
-        set_condition(conditions, "Running", false, reason, message, now_us);
+    // Katib's Mark...StatusSucceeded/Failed turn Running False keeping its own reason and
+    // message; the terminal condition carries the new ones.
+    if let Some(running) = conditions.iter().find(|c| c.type_ == "Running").cloned() {
+        let (r, m) = (&running.reason, &running.message);
+        set_condition(conditions, "Running", false, r, m, now_us);
     }
     set_condition(conditions, type_, true, reason, message, now_us);
 }
@@ -135,5 +138,11 @@ mod tests {
             ]
         );
         assert_eq!(c[2].last_update_time, "1970-01-01T00:00:03Z");
+        assert_eq!(
+            (c[1].reason.as_str(), c[1].message.as_str()),
+            ("ExperimentRunning", "Experiment is running"),
+            "Running keeps its reason and message when it turns False"
+        );
+        assert_eq!(c[2].reason, "ExperimentGoalReached");
     }
 }
