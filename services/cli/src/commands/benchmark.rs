@@ -38,6 +38,10 @@ impl Stopwatch for WallClock {
     }
 }
 
+/// Algorithms the analytic problems cannot drive: what they need, the problems do not have.
+const NOT_FOR_THESE_PROBLEMS: &[&str] =
+    &["grid", "hyperband", "asha", "bohb", "pbt", "darts", "enas"];
+
 /// Errors about an algorithm or its settings are errors in `--algorithms`.
 fn algorithms_flag(e: BenchError) -> anyhow::Error {
     match e {
@@ -64,6 +68,21 @@ pub fn benchmark(args: BenchmarkArgs) -> anyhow::Result<Exit> {
         .iter()
         .map(|a| AlgorithmSpec::parse(a).map_err(algorithms_flag))
         .collect::<anyhow::Result<_>>()?;
+    if let Some(a) = algorithms
+        .iter()
+        .find(|a| NOT_FOR_THESE_PROBLEMS.contains(&a.name.as_str()))
+    {
+        anyhow::bail!(
+            "--algorithms: value {:?}: {} cannot search the benchmark problems, which are \
+             continuous functions evaluated once per trial (grid needs a step on every double; \
+             hyperband, asha, bohb and pbt a resource parameter and a learning curve; darts and \
+             enas a nasConfig)\nhint: benchmark random, sobol, tpe, multivariate-tpe, cmaes, \
+             bayesianoptimization or nsga2; `bench/asha` measures the budget algorithms on a \
+             learning curve",
+            a.label,
+            a.name
+        );
+    }
     let seeds = args.first_seed..args.first_seed + args.seeds as u64;
     let mut clock = WallClock::default();
     let mut cells = Vec::new();
@@ -157,6 +176,15 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.starts_with("--algorithms: setting \"gamma\""), "{e}");
+        for budgeted in ["grid", "hyperband;eta=3"] {
+            let e = benchmark(args(budgeted, "branin")).unwrap_err().to_string();
+            assert!(
+                e.starts_with(&format!("--algorithms: value {budgeted:?}"))
+                    && e.contains("cannot search the benchmark problems")
+                    && e.contains("\nhint: benchmark random"),
+                "{e}"
+            );
+        }
         let e = benchmark(args("tpe;nope=1", "branin"))
             .unwrap_err()
             .to_string();
