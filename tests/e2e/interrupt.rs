@@ -100,18 +100,9 @@ fn interrupt_kills_running_trials_and_records_them(signal: Signal) {
     );
 }
 
-/// A trial that never writes again does not notice its driver's `kill -9`; `resume` stops it
-/// before marking it Killed, so it does not run on unseen beside the new trials.
-#[test]
-fn resume_after_kill_9_stops_a_trial_left_sleeping() {
-    let sb = Sandbox::new();
-    // The first trial records its pid and sleeps; later ones report at once.
-    let yaml = python_experiment(
-        "sleeper",
-        "import os, time\nif not os.path.exists('pid'):\n    open('pid', 'w').write(str(os.getpid())); print('loss=0.5', flush=True); time.sleep(120)\nprint('loss=0.4')",
-        "  objective:\n    type: minimize\n    objectiveMetricName: loss\n  parallelTrialCount: 1\n  maxTrialCount: 2",
-    );
-    let file = sb.write("sleeper.yaml", &yaml);
+/// Runs `file` until its first trial has written its pid to `pid` in the sandbox, then kills
+/// the driver with SIGKILL; the trial's pid.
+fn run_then_kill_9(sb: &Sandbox, file: &std::path::Path) -> i32 {
     let mut child = sb
         .cmd(&["run", file.to_str().unwrap()])
         .stdout(Stdio::piped())
@@ -132,6 +123,22 @@ fn resume_after_kill_9_stops_a_trial_left_sleeping() {
     };
     kill(Pid::from_raw(child.id() as i32), Signal::SIGKILL).unwrap();
     let _ = child.wait();
+    pid
+}
+
+/// A trial that never writes again does not notice its driver's `kill -9`; `resume` stops it
+/// before marking it Killed, so it does not run on unseen beside the new trials.
+#[test]
+fn resume_after_kill_9_stops_a_trial_left_sleeping() {
+    let sb = Sandbox::new();
+    // The first trial records its pid and sleeps; later ones report at once.
+    let yaml = python_experiment(
+        "sleeper",
+        "import os, time\nif not os.path.exists('pid'):\n    open('pid', 'w').write(str(os.getpid())); print('loss=0.5', flush=True); time.sleep(120)\nprint('loss=0.4')",
+        "  objective:\n    type: minimize\n    objectiveMetricName: loss\n  parallelTrialCount: 1\n  maxTrialCount: 2",
+    );
+    let file = sb.write("sleeper.yaml", &yaml);
+    let pid = run_then_kill_9(&sb, &file);
     assert!(
         pid_alive(pid),
         "the sleeping trial should outlive its driver"
@@ -437,26 +444,7 @@ fn delete_after_kill_9_stops_a_trial_left_sleeping() {
         "  objective:\n    type: minimize\n    objectiveMetricName: loss\n  parallelTrialCount: 1\n  maxTrialCount: 1",
     );
     let file = sb.write("orphan.yaml", &yaml);
-    let mut child = sb
-        .cmd(&["run", file.to_str().unwrap()])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_for_lines(&mut child, "started", 1);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let pid: i32 = loop {
-        if let Some(pid) = std::fs::read_to_string(sb.path().join("pid"))
-            .ok()
-            .and_then(|t| t.trim().parse().ok())
-        {
-            break pid;
-        }
-        assert!(Instant::now() < deadline, "the trial did not start");
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    kill(Pid::from_raw(child.id() as i32), Signal::SIGKILL).unwrap();
-    let _ = child.wait();
+    let pid = run_then_kill_9(&sb, &file);
     assert!(pid_alive(pid), "the trial should outlive its driver");
     let out = sb.run(&["delete", "orphan"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
