@@ -385,8 +385,9 @@ impl<'a> Run<'a> {
 
     /// Writes counters, lists, the best trial and the Running or terminal condition.
     async fn finish(mut self, listed: &[Listed], p: &Plan) -> Result<Action> {
+        // Restarting stays once set, as Katib leaves it (`wait_for_experiment_condition(...,
+        // "Restarting")` of its SDK waits for it).
         write_status(&mut self.status, listed, p);
-        self.status.conditions.retain(|c| c.type_ != "Restarting");
         match p.completion {
             Some(completion) => {
                 let kind = if completion.succeeded() {

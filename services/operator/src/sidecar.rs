@@ -1,6 +1,7 @@
 //! The metrics-collector sidecar for the File and TensorFlowEvent collectors, added by the
 //! operator when it renders a trial's job (Katib adds it with a mutating pod webhook; Vernier
-//! has no webhook, so the job's pod templates carry it from the start).
+//! has no webhook, so the job's pod templates carry it from the start), and the environment a
+//! `Push` trial needs (its name and where to push), which the same webhook sets in Katib.
 //!
 //! The sidecar is a Kubernetes native sidecar: an `initContainers` entry with
 //! `restartPolicy: Always` (Kubernetes 1.29+), so it starts before the training container,
@@ -17,7 +18,7 @@ use crate::config::OperatorConfig;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use vernier_engine::Collector;
-use vernier_spec::trial::TrialSpec;
+use vernier_spec::trial::{PUSH_ADDRESS_ENV, TRIAL_NAME_ENV, TrialSpec};
 
 pub use crate::config::{DEFAULT_COLLECTOR_IMAGE, DEFAULT_DB_MANAGER_ADDRESS};
 
@@ -132,6 +133,12 @@ pub fn inject(
         }
         return run_spec;
     }
+    if Collector::of(spec.metrics_collector.as_ref()) == Collector::Push {
+        for (template, _) in primary_templates(spec, &mut run_spec) {
+            add_push_env(config, spec, trial, template);
+        }
+        return run_spec;
+    }
     let Some(collection) = Collection::of(spec) else {
         return run_spec;
     };
@@ -139,6 +146,34 @@ pub fn inject(
         add_sidecar(config, spec, trial, &collection, template, &runtime);
     }
     run_spec
+}
+
+/// What a `Push` trial needs to report: its name in `KATIB_TRIAL_NAME` (Katib's pod webhook
+/// sets it; the SDK's `report_metrics` reads it) and the operator's DBManager address in
+/// `VERNIER_DB_MANAGER_ADDRESS`, added to the primary container unless it sets them itself.
+fn add_push_env(config: &OperatorConfig, spec: &TrialSpec, trial: &str, template: &mut Value) {
+    let Some(containers) = template
+        .pointer_mut("/spec/containers")
+        .and_then(Value::as_array_mut)
+    else {
+        return;
+    };
+    let main = primary_container(containers, spec.primary_container_name.as_deref());
+    let Some(container) = containers.get_mut(main).and_then(Value::as_object_mut) else {
+        return;
+    };
+    let env = container.entry("env").or_insert_with(|| json!([]));
+    let Some(env) = env.as_array_mut() else {
+        return;
+    };
+    for (name, value) in [
+        (TRIAL_NAME_ENV, trial),
+        (PUSH_ADDRESS_ENV, config.db_manager_address.as_str()),
+    ] {
+        if !env.iter().any(|e| e["name"] == name) {
+            env.push(json!({"name": name, "value": value}));
+        }
+    }
 }
 
 /// The pod templates that can make the trial's primary pod, each with the primary labels the
@@ -693,14 +728,30 @@ mod tests {
     }
 
     #[test]
-    fn other_collectors_leave_the_job_alone() {
-        for collector in [
-            json!({"collector": {"kind": "StdOut"}}),
-            json!({"collector": {"kind": "Push"}}),
-        ] {
-            let spec = trial(collector, None);
-            assert_eq!(inject(&config(), &spec, "t", job()), job());
-        }
+    fn stdout_leaves_the_job_alone() {
+        let spec = trial(json!({"collector": {"kind": "StdOut"}}), None);
+        assert_eq!(inject(&config(), &spec, "t", job()), job());
+    }
+
+    /// Katib's webhook gives a Push trial its name; the SDK's report_metrics needs it.
+    #[test]
+    fn a_push_trial_learns_its_name_and_where_to_push() {
+        let spec = trial(json!({"collector": {"kind": "Push"}}), None);
+        let out = inject(&config(), &spec, "exp-abc", job());
+        let pod = &out["spec"]["template"]["spec"];
+        assert!(pod.get("initContainers").is_none());
+        assert!(pod["containers"][0].get("env").is_none(), "{pod:#}");
+        let env = pod["containers"][1]["env"].as_array().expect("env");
+        let value = |name: &str| {
+            env.iter()
+                .find(|e| e["name"] == name)
+                .map(|e| e["value"].clone())
+        };
+        assert_eq!(value("KATIB_TRIAL_NAME"), Some(json!("exp-abc")));
+        assert_eq!(
+            value("VERNIER_DB_MANAGER_ADDRESS"),
+            Some(json!(config().db_manager_address))
+        );
     }
 
     #[test]

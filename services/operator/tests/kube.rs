@@ -1127,6 +1127,10 @@ async fn long_running_experiment_resumes_when_max_trials_is_raised() {
     )
     .await;
     assert_eq!(exp["status"]["trialsSucceeded"], 3);
+    // As in Katib, Restarting stays once set (the SDK's resume flow waits for it).
+    let restarting = condition(&exp, "Restarting").unwrap_or_else(|| panic!("{exp:#}"));
+    assert_eq!(restarting["status"], "True");
+    assert_eq!(restarting["reason"], "ExperimentRestarting");
     // resumePolicy Never (the default) keeps a finished experiment finished.
     env.create(&experiment_yaml("final", "Job", 1, 2, "")).await;
     finished(&env, "final").await;

@@ -10,11 +10,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-/// Environment variable through which a trial learns the `host:port` of the DBManager
-/// endpoint it may push metrics to (pass it as `db_manager_address` to the Katib SDK's
-/// `report_metrics`). Katib's SDK has no such variable: in Kubernetes it uses the fixed
-/// service address `katib-db-manager.kubeflow:6789`.
-pub const PUSH_ADDRESS_ENV: &str = "VERNIER_DB_MANAGER_ADDRESS";
+pub use vernier_spec::trial::PUSH_ADDRESS_ENV;
 
 /// What to run for one trial.
 #[derive(Debug, Clone)]

@@ -12,6 +12,15 @@ pub const EXPERIMENT_LABEL: &str = "katib.kubeflow.org/experiment";
 /// Label a trial's pods carry, naming the trial.
 pub const TRIAL_LABEL: &str = "katib.kubeflow.org/trial";
 
+/// Environment variable through which a trial learns the `host:port` of the DBManager
+/// endpoint it may push metrics to (pass it as `db_manager_address` to the Katib SDK's
+/// `report_metrics`), locally and on a cluster. Katib's SDK has no such variable: in
+/// Kubernetes it uses the fixed service address `katib-db-manager.kubeflow:6789`.
+pub const PUSH_ADDRESS_ENV: &str = "VERNIER_DB_MANAGER_ADDRESS";
+
+/// Environment variable naming the trial, as Katib's pod webhook sets it for `Push`.
+pub const TRIAL_NAME_ENV: &str = "KATIB_TRIAL_NAME";
+
 /// `Trial.spec`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
