@@ -31,6 +31,7 @@ def best_at(trials, budget):
 def main(argv):
     global BUDGETS
     wanted = None
+    seeds = None
     paths = []
     args = iter(argv)
     for a in args:
@@ -38,12 +39,16 @@ def main(argv):
             BUDGETS = [int(b) for b in next(args).split(",")]
         elif a == "--algorithms":
             wanted = next(args).split(",")
+        elif a == "--seeds":
+            seeds = {int(s) for s in next(args).split(",")}
         else:
             paths.append(a)
     runs = []
     for p in paths:
         with open(p) as f:
-            runs.extend(r for r in json.load(f) if wanted is None or r["algorithm"] in wanted)
+            runs.extend(r for r in json.load(f)
+                        if (wanted is None or r["algorithm"] in wanted)
+                        and (seeds is None or r.get("seed") in seeds))
     groups = {}
     for r in runs:
         groups.setdefault((r["algorithm"], r["parallel"]), []).append(r)

@@ -7,7 +7,7 @@
 
 `--vernier` files are the `--per-seed` output of the `regret` example of vernier-bench
 (`algorithm problem seed regret`, tab-separated) or the output of `vernier benchmark --format
-json` (its runs carry six significant digits); `--peers` files are `peers.py` results.
+json`; `--peers` files are `peers.py` results.
 For each pair and problem, over the seeds both have:
 
 - the median final regret of each and their ratio (Vernier / peer; below 1 is ahead), with a
@@ -29,6 +29,7 @@ import json
 import math
 import random
 import statistics
+import sys
 from collections import defaultdict
 
 BOOTSTRAP_DRAWS = 10_000
@@ -53,14 +54,20 @@ def load_vernier(paths):
     return runs
 
 
+# `vernier benchmark` names Styblinski-Tang without its dimension; the peers and the
+# --per-seed files name it with, as every other problem is named.
+PROBLEM_NAMES = {"styblinski-tang": "styblinski-tang5"}
+
+
 def load_benchmark_json(path, cells, runs):
     """`vernier benchmark --format json`: one cell per algorithm and problem, each with its runs."""
     for cell in cells:
         if not isinstance(cell, dict) or "runs" not in cell:
             raise SystemExit(f"{path}: not the output of `vernier benchmark --format json`")
+        problem = PROBLEM_NAMES.get(cell["problem"], cell["problem"])
         for run in cell["runs"]:
             if run.get("final_regret") is not None:
-                runs[(cell["algorithm"], cell["problem"])][run["seed"]] = run["final_regret"]
+                runs[(cell["algorithm"], problem)][run["seed"]] = run["final_regret"]
 
 
 def load_peers(paths):
@@ -137,6 +144,8 @@ def main():
             v, p = vernier[(algorithm, problem)], peers.get((sampler, problem), {})
             seeds = sorted(set(v) & set(p))
             if not seeds:
+                print(f"warning: {pair}: no seed of {problem} has runs on both sides",
+                      file=sys.stderr)
                 continue
             xs, ys = [v[s] for s in seeds], [p[s] for s in seeds]
             lo, hi = bootstrap_ratio(xs, ys, rng)

@@ -281,6 +281,9 @@ fn is_connection_loss<D: Dialect>(error: &sqlx::Error) -> bool {
         | sqlx::Error::PoolClosed
         | sqlx::Error::WorkerCrashed => true,
         sqlx::Error::Database(db) => D::is_server_gone(db.as_ref()),
+        // A PostgreSQL connection closed while sqlx waits for the answer to its TLS request:
+        // it ignores the byte count of that read, so an end of stream reads as byte 0x00.
+        sqlx::Error::Protocol(m) => m.starts_with("unexpected response from SSLRequest: 0x00"),
         _ => false,
     }
 }
@@ -290,6 +293,36 @@ impl StoreError {
         StoreError::NotFound {
             kind,
             name: name.to_owned(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_connection_closed_mid_handshake_is_a_connection_loss() {
+        let protocol = |m: &str| sqlx::Error::Protocol(m.to_string());
+        // (error, lost)
+        let table = [
+            (
+                protocol(
+                    "unexpected response from SSLRequest: 0x00 (sqlx_postgres::connection::tls:95)",
+                ),
+                true,
+            ),
+            (protocol("unexpected response from SSLRequest: 0x48"), false),
+            (sqlx::Error::PoolTimedOut, true),
+            (sqlx::Error::RowNotFound, false),
+        ];
+        for (error, lost) in table {
+            let shown = error.to_string();
+            assert_eq!(
+                is_connection_loss::<sqlx::Postgres>(&error),
+                lost,
+                "{shown}"
+            );
         }
     }
 }
