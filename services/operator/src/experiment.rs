@@ -177,16 +177,22 @@ struct Ended {
     reason: String,
 }
 
+impl Ended {
+    /// As the engine's resume rule reads it.
+    fn as_resume(&self) -> resume::Ended<'_> {
+        resume::Ended {
+            succeeded: self.succeeded,
+            reason: &self.reason,
+        }
+    }
+}
+
 /// Whether an ended experiment continues (Katib: a LongRunning/FromVolume experiment whose
 /// `maxTrialCount` was raised past its trials).
 fn restartable(exp: &Resolved, status: &ExperimentStatus, ended: &Ended) -> bool {
-    let ended = resume::Ended {
-        succeeded: ended.succeeded,
-        reason: &ended.reason,
-    };
     let trials = status.trials.max(0) as u32;
     exp.resume_policy
-        .continues(ended, exp.limits.max_trials, trials)
+        .continues(ended.as_resume(), exp.limits.max_trials, trials)
 }
 
 /// One reconcile of one experiment: who it is, and its status as read and as being written.
@@ -302,13 +308,7 @@ impl<'a> Run<'a> {
     async fn note_unused_raise(&self, exp: &Resolved, ended: &Ended) {
         let trials = self.status.trials.max(0) as u32;
         let raised = exp.limits.max_trials.is_some_and(|max| max > trials);
-        let reopenable = exp.resume_policy.reopenable(
-            resume::Ended {
-                succeeded: ended.succeeded,
-                reason: &ended.reason,
-            },
-            trials,
-        );
+        let reopenable = exp.resume_policy.reopenable(ended.as_resume(), trials);
         if raised && !reopenable && ended.reason == Completion::MaxTrialsReached.reason() {
             let note = format!(
                 "maxTrialCount is above the {trials} trial(s) run, but an experiment with \

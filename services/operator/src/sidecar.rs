@@ -166,14 +166,20 @@ fn add_push_env(config: &OperatorConfig, spec: &TrialSpec, trial: &str, template
     let Some(env) = env.as_array_mut() else {
         return;
     };
-    for (name, value) in [
-        (TRIAL_NAME_ENV, trial),
-        (PUSH_ADDRESS_ENV, config.db_manager_address.as_str()),
-    ] {
+    for (name, value) in push_env(config, trial) {
         if !env.iter().any(|e| e["name"] == name) {
             env.push(json!({"name": name, "value": value}));
         }
     }
+}
+
+/// Where a trial or its collector reports, and as which trial: what both a `Push` trial and
+/// a Custom collector are given.
+fn push_env(config: &OperatorConfig, trial: &str) -> [(&'static str, String); 2] {
+    [
+        (PUSH_ADDRESS_ENV, config.db_manager_address.clone()),
+        (TRIAL_NAME_ENV, trial.to_string()),
+    ]
 }
 
 /// The pod templates that can make the trial's primary pod, each with the primary labels the
@@ -538,11 +544,8 @@ fn add_custom(
 /// Where a Custom collector reports: Vernier's variable, Katib's `KATIB_DB_MANAGER_SERVICE_*`
 /// (`IP.NAMESPACE:PORT`, so an empty namespace), and the trial's name.
 fn custom_env(config: &OperatorConfig, trial: &str) -> Vec<(&'static str, String)> {
-    let address = config.db_manager_address.clone();
-    let mut env = vec![
-        ("VERNIER_DB_MANAGER_ADDRESS", address.clone()),
-        ("KATIB_TRIAL_NAME", trial.to_string()),
-    ];
+    let address = &config.db_manager_address;
+    let mut env = push_env(config, trial).to_vec();
     if let Some((host, port)) = address.rsplit_once(':') {
         env.push(("KATIB_DB_MANAGER_SERVICE_IP", host.to_string()));
         env.push(("KATIB_DB_MANAGER_SERVICE_PORT", port.to_string()));

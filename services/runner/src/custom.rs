@@ -21,6 +21,7 @@ use tokio::sync::watch;
 use vernier_collector::LineReader;
 use vernier_engine::SharedPath;
 use vernier_spec::SpecError;
+use vernier_spec::trial::TRIAL_NAME_ENV;
 
 /// How long the collector has between SIGTERM (the trial has ended) and SIGKILL.
 pub const COLLECTOR_GRACE: Duration = Duration::from_secs(10);
@@ -131,7 +132,7 @@ impl CustomCollector {
         };
         let mut env: Vec<(String, String)> =
             self.env.iter().map(|(k, v)| (k.clone(), map(v))).collect();
-        env.push(("KATIB_TRIAL_NAME".into(), trial.trial.clone()));
+        env.push((TRIAL_NAME_ENV.into(), trial.trial.clone()));
         let pushed = trial.env.iter().find(|(k, _)| k == PUSH_ADDRESS_ENV);
         if let Some((_, address)) = pushed {
             env.push((PUSH_ADDRESS_ENV.into(), address.clone()));

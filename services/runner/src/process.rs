@@ -308,7 +308,7 @@ fn spawn(cmd: &TrialCommand) -> std::io::Result<tokio::process::Child> {
     Command::new(&cmd.program)
         .args(&cmd.args)
         .envs(cmd.env.iter().map(|(k, v)| (k, v)))
-        .env("KATIB_TRIAL_NAME", &cmd.trial)
+        .env(vernier_spec::trial::TRIAL_NAME_ENV, &cmd.trial)
         .current_dir(&cmd.work_dir)
         .process_group(0)
         .stdin(Stdio::null())
