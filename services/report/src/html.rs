@@ -529,24 +529,7 @@ fn curves(out: &mut String, r: &ExperimentReport, ranked: &[usize]) {
         .iter()
         .partition(|t| t.row.state == TrialState::EarlyStopped);
     for t in others.iter().rev().chain(stopped.iter()) {
-        let pts: Vec<(f64, f64)> = thin(&t.curve, MAX_CURVE_POINTS)
-            .into_iter()
-            .map(|(i, v)| (x.unit((i + 1) as f64), y.unit(v)))
-            .collect();
-        let early = t.row.state == TrialState::EarlyStopped;
-        let (class, stroke, extra) = if early {
-            (
-                "curve early-stopped",
-                "#d62728",
-                "stroke-dasharray=\"4 3\" stroke-width=\"1.5\"",
-            )
-        } else {
-            ("curve", "#1f77b4", "stroke-opacity=\"0.45\"")
-        };
-        c.polyline(&pts, stroke, class, extra);
-        if early && let Some(&(ux, uy)) = pts.last() {
-            c.circle(ux, uy, 3.5, "#d62728", "stop-mark", &t.row.name);
-        }
+        draw_curve(&mut c, t, &x, &y);
     }
     c.text(
         c.width - 20.0,
@@ -570,6 +553,28 @@ fn curves(out: &mut String, r: &ExperimentReport, ranked: &[usize]) {
             String::new()
         }
     );
+}
+
+/// One trial's learning curve; a stopped trial's is red and dashed, with a dot at the cut.
+fn draw_curve(c: &mut Chart, t: &TrialReport, x: &Scale, y: &Scale) {
+    let pts: Vec<(f64, f64)> = thin(&t.curve, MAX_CURVE_POINTS)
+        .into_iter()
+        .map(|(i, v)| (x.unit((i + 1) as f64), y.unit(v)))
+        .collect();
+    let early = t.row.state == TrialState::EarlyStopped;
+    let (class, stroke, extra) = if early {
+        (
+            "curve early-stopped",
+            "#d62728",
+            "stroke-dasharray=\"4 3\" stroke-width=\"1.5\"",
+        )
+    } else {
+        ("curve", "#1f77b4", "stroke-opacity=\"0.45\"")
+    };
+    c.polyline(&pts, stroke, class, extra);
+    if early && let Some(&(ux, uy)) = pts.last() {
+        c.circle(ux, uy, 3.5, "#d62728", "stop-mark", &t.row.name);
+    }
 }
 
 fn trial_table(out: &mut String, r: &ExperimentReport, ranked: &[usize], top: Option<usize>) {

@@ -1,3 +1,5 @@
+//! Tests of BOHB: its brackets, the KDE proposals on the largest budget with enough results,
+//! and state rebuilt from trial labels.
 use super::*;
 use crate::hyperband::{BRACKET_LABEL, PARENT_LABEL, RUNG_LABEL};
 use crate::test_params::pairs as settings;

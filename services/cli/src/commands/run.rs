@@ -35,21 +35,7 @@ pub async fn run(
     };
     let store = crate::db::connect(db).await?;
     let name = spec.name().to_string();
-    if store.get_experiment(&name).await?.is_some() {
-        let db_flag = crate::db::db_flag(db);
-        if let Some(driver) = live_driver(&store, &name).await? {
-            anyhow::bail!(
-                "experiment {name:?} is running now in {}, driven by pid {} on host {}\nhint: follow it with `vernier report {name}{db_flag}` or `vernier list{db_flag}`; to run this file as another experiment, change metadata.name",
-                vernier_store::redact_url(db),
-                driver.pid,
-                driver.host
-            );
-        }
-        anyhow::bail!(
-            "experiment {name:?} already exists in {}\nhint: continue it with `vernier resume {name}{db_flag}`, remove it with `vernier delete {name}{db_flag}`, or change metadata.name",
-            vernier_store::redact_url(db)
-        );
-    }
+    refuse_existing(&store, db, &name).await?;
     let paths = LocalPaths {
         work_dir: work_dir_of(file),
         log_dir: absolute_log_dir(log_dir, &name)?,
@@ -57,16 +43,7 @@ pub async fn run(
     for w in vernier_spec::validate::warnings(&spec) {
         errln!("warning: {w}");
     }
-    let mut spec = spec;
-    let algorithm = spec.spec.algorithm.as_ref();
-    let algorithm = algorithm.and_then(|a| a.algorithm_name.as_deref());
-    if let Some(address) = algorithm.and_then(|a| plugins.address_for(a)) {
-        // `resume` asks the same plugin, not the built-in algorithm of the same name.
-        let recorded = (PLUGIN_ANNOTATION.to_string(), address.to_string());
-        let annotations = &mut spec.metadata.annotations;
-        annotations.extend([recorded]);
-    }
-    let exp = LocalExperiment::new(spec, paths)?;
+    let exp = LocalExperiment::new(with_plugin_annotation(spec, plugins), paths)?;
     check_local(&exp)?;
     // A log directory that cannot be made is refused before the experiment is recorded: a
     // record left behind could only be deleted, as `resume` keeps the directory it names.
@@ -106,6 +83,41 @@ pub async fn run(
         exp.paths.log_dir.display()
     );
     drive(&store, db, &exp, seed, plugins, lease, Some(warm)).await
+}
+
+/// A name already in the database is refused, naming its driver when one is running it.
+async fn refuse_existing(store: &SqlStore, db: &str, name: &str) -> anyhow::Result<()> {
+    if store.get_experiment(name).await?.is_none() {
+        return Ok(());
+    }
+    let db_flag = crate::db::db_flag(db);
+    if let Some(driver) = live_driver(store, name).await? {
+        anyhow::bail!(
+            "experiment {name:?} is running now in {}, driven by pid {} on host {}\nhint: follow it with `vernier report {name}{db_flag}` or `vernier list{db_flag}`; to run this file as another experiment, change metadata.name",
+            vernier_store::redact_url(db),
+            driver.pid,
+            driver.host
+        );
+    }
+    anyhow::bail!(
+        "experiment {name:?} already exists in {}\nhint: continue it with `vernier resume {name}{db_flag}`, remove it with `vernier delete {name}{db_flag}`, or change metadata.name",
+        vernier_store::redact_url(db)
+    )
+}
+
+/// Records the plugin address the algorithm is asked at, so `resume` asks the same plugin,
+/// not the built-in algorithm of the same name.
+fn with_plugin_annotation(
+    mut spec: vernier_spec::Experiment,
+    plugins: &Plugins,
+) -> vernier_spec::Experiment {
+    let algorithm = spec.spec.algorithm.as_ref();
+    let algorithm = algorithm.and_then(|a| a.algorithm_name.as_deref());
+    if let Some(address) = algorithm.and_then(|a| plugins.address_for(a)) {
+        let recorded = (PLUGIN_ANNOTATION.to_string(), address.to_string());
+        spec.metadata.annotations.extend([recorded]);
+    }
+    spec
 }
 
 /// The driver holding the experiment's lease, if it is alive: its process still exists on
@@ -377,8 +389,11 @@ async fn drive_leased(
     display.finish();
     signals.abort();
     push.stop().await;
-    let outcome = result?;
-    let db_flag = crate::db::db_flag(db);
+    Ok(report_outcome(exp, result?, &crate::db::db_flag(db)))
+}
+
+/// Prints how the run ended, the best trial and what to do next; the exit code follows.
+fn report_outcome(exp: &LocalExperiment, outcome: Outcome, db_flag: &str) -> Exit {
     match outcome {
         Outcome::Completed {
             completion,
@@ -412,16 +427,16 @@ async fn drive_leased(
                 ),
             }
             if completion == Completion::MaxTrialsReached
-                && let Some(hint) = killed_budget_hint(&exp.name, &progress, &db_flag)
+                && let Some(hint) = killed_budget_hint(&exp.name, &progress, db_flag)
             {
                 outln!("{hint}");
             }
             outln!("report: vernier report {}{db_flag}", exp.name);
-            Ok(if completion.succeeded() {
+            if completion.succeeded() {
                 Exit::Succeeded
             } else {
                 Exit::Failed
-            })
+            }
         }
         Outcome::Interrupted { progress } => {
             outln!(
@@ -429,11 +444,11 @@ async fn drive_leased(
                 exp.name,
                 progress.counts.total
             );
-            match killed_budget_hint(&exp.name, &progress, &db_flag) {
+            match killed_budget_hint(&exp.name, &progress, db_flag) {
                 Some(hint) => outln!("{hint}"),
                 None => outln!("resume with: vernier resume {}{db_flag}", exp.name),
             }
-            Ok(Exit::Interrupted)
+            Exit::Interrupted
         }
     }
 }

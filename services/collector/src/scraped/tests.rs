@@ -1,3 +1,5 @@
+//! Tests of the scraped source: how scrape failures, resets and pages become recorded
+//! values and shown messages.
 #![allow(clippy::unwrap_used)]
 use super::*;
 use crate::error::CollectorError;

@@ -53,36 +53,16 @@ pub fn render_trial_spec(
         .as_deref()
         .filter(|n| !n.is_empty())
         .unwrap_or(DEFAULT_NAMESPACE);
+    let target = Target {
+        spec,
+        trial_name,
+        namespace,
+        assignment,
+    };
     let mut values: Vec<(&str, String)> = Vec::with_capacity(tt.trial_parameters.len());
     for (i, tp) in tt.trial_parameters.iter().enumerate() {
         let path = format!("{T}.trialParameters[{i}].reference");
-        let value = match Reference::parse(&tp.reference)
-            .map_err(|why| SpecError::new(&path, format!("value {:?}: {why}", tp.reference)))?
-        {
-            Reference::Parameter(name) => assignment
-                .iter()
-                .find(|(n, _)| *n == name)
-                .map(|(_, v)| v.clone())
-                .ok_or_else(|| {
-                    let names: Vec<&str> = assignment.iter().map(|(n, _)| n.as_str()).collect();
-                    SpecError::new(
-                        &path,
-                        format!(
-                            "parameter {name:?} has no value in the trial's assignment; hint: \
-                             its assignment has {}",
-                            names.join(", ")
-                        ),
-                    )
-                })?,
-            Reference::Name => trial_name.to_string(),
-            Reference::Namespace => namespace.to_string(),
-            Reference::Kind => string_at(spec, &["kind"], &path)?,
-            Reference::ApiVersion => string_at(spec, &["apiVersion"], &path)?,
-            Reference::Label(key) => string_at(spec, &["metadata", "labels", &key], &path)?,
-            Reference::Annotation(key) => {
-                string_at(spec, &["metadata", "annotations", &key], &path)?
-            }
-        };
+        let value = target.value_of(&tp.reference, &path)?;
         values.push((tp.name.as_str(), json_escape(&value)));
     }
     // One pass over the template, so a value that itself looks like a placeholder is inserted
@@ -108,6 +88,54 @@ pub fn render_trial_spec(
             format!("the rendered template is not valid JSON: {e}"),
         )
     })?;
+    name_object(&mut rendered, trial_name, namespace)?;
+    Ok(rendered)
+}
+
+/// What a trial's template is rendered for: the values its trial parameters can reference.
+struct Target<'a> {
+    spec: &'a Value,
+    trial_name: &'a str,
+    namespace: &'a str,
+    assignment: &'a [(String, String)],
+}
+
+impl Target<'_> {
+    /// The value of one trial parameter's `reference`; `path` names it in errors.
+    fn value_of(&self, reference: &str, path: &str) -> Result<String, SpecError> {
+        let parsed = Reference::parse(reference)
+            .map_err(|why| SpecError::new(path, format!("value {reference:?}: {why}")))?;
+        match parsed {
+            Reference::Parameter(name) => self.assigned(&name, path),
+            Reference::Name => Ok(self.trial_name.to_string()),
+            Reference::Namespace => Ok(self.namespace.to_string()),
+            Reference::Kind => string_at(self.spec, &["kind"], path),
+            Reference::ApiVersion => string_at(self.spec, &["apiVersion"], path),
+            Reference::Label(key) => string_at(self.spec, &["metadata", "labels", &key], path),
+            Reference::Annotation(key) => {
+                string_at(self.spec, &["metadata", "annotations", &key], path)
+            }
+        }
+    }
+
+    fn assigned(&self, name: &str, path: &str) -> Result<String, SpecError> {
+        let found = self.assignment.iter().find(|(n, _)| n == name);
+        found.map(|(_, v)| v.clone()).ok_or_else(|| {
+            let names: Vec<&str> = self.assignment.iter().map(|(n, _)| n.as_str()).collect();
+            SpecError::new(
+                path,
+                format!(
+                    "parameter {name:?} has no value in the trial's assignment; hint: \
+                     its assignment has {}",
+                    names.join(", ")
+                ),
+            )
+        })
+    }
+}
+
+/// The rendered job is named after its trial, in the experiment's namespace.
+fn name_object(rendered: &mut Value, trial_name: &str, namespace: &str) -> Result<(), SpecError> {
     let obj = rendered
         .as_object_mut()
         .ok_or_else(|| SpecError::new(format!("{T}.trialSpec"), "must be a Kubernetes object"))?;
@@ -121,7 +149,7 @@ pub fn render_trial_spec(
         meta.insert("name".into(), trial_name.into());
         meta.insert("namespace".into(), namespace.into());
     }
-    Ok(rendered)
+    Ok(())
 }
 
 /// `value` as it must appear between the quotes of a JSON string.
