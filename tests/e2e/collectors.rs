@@ -252,6 +252,32 @@ fn prometheus_collector_scrapes_the_example_while_it_runs() {
     assert_eq!(acc["latest"], acc["max"], "{acc}");
 }
 
+/// Serves `loss NaN` on the port in the first argument for two seconds.
+const SERVE_NAN: &str = "import http.server, sys, threading, time\nclass H(http.server.BaseHTTPRequestHandler):\n    def do_GET(self):\n        self.send_response(200); self.end_headers(); self.wfile.write(b'loss NaN\\n')\n    def log_message(self, *a): pass\ns = http.server.HTTPServer(('127.0.0.1', int(sys.argv[1])), H)\nthreading.Thread(target=s.serve_forever, daemon=True).start()\ntime.sleep(2.5)";
+
+#[test]
+fn a_scraped_objective_whose_every_value_is_nan_is_called_unusable() {
+    let sb = Sandbox::new();
+    let port = free_port().to_string();
+    let spec = format!(
+        "  objective:\n    type: minimize\n    objectiveMetricName: loss\n  parallelTrialCount: 1\n  maxTrialCount: 1\n  metricsCollectorSpec:\n    collector:\n      kind: PrometheusMetric\n    source:\n      httpGet:\n        path: /metrics\n        port: {port}"
+    );
+    let yaml = python_experiment("prom-nan", SERVE_NAN, &spec).replace(
+        "\"${trialParameters.x}\"",
+        &format!("\"{port}\"\n                  - \"${{trialParameters.x}}\""),
+    );
+    let file = sb.write("prom-nan.yaml", &yaml);
+    let out = sb.run(&["run", file.to_str().unwrap()]);
+    let r = sb.report("prom-nan");
+    let t = trials_in(&r, "MetricsUnavailable");
+    assert_eq!(t.len(), 1, "{}\n{r:#}", text(&out));
+    let message = last_condition(&t[0])["message"].as_str().unwrap();
+    assert!(
+        message.contains("every value printed for it was unusable"),
+        "{message}"
+    );
+}
+
 #[test]
 fn push_collector_reads_nothing_locally_and_ends_metrics_unavailable() {
     let sb = Sandbox::new();

@@ -1,11 +1,99 @@
 //! Compatibility of Katib's Go (RE2) regular expressions with Rust's `regex` syntax, shared by
 //! the spec validator and the metrics collector so both accept the same `metricsFormat`.
 
-/// A Katib `metricsFormat` (Go RE2) as the Rust pattern that matches the same text: literal
-/// braces escaped ([`escape_literal_braces`]) and the Perl classes made ASCII-only
-/// ([`ascii_perl_classes`]).
+/// A Katib `metricsFormat` (Go RE2) as the Rust pattern that matches the same text: Go's own
+/// escapes spelled as Rust reads them ([`go_escapes`]), literal braces escaped
+/// ([`escape_literal_braces`]) and the Perl classes made ASCII-only ([`ascii_perl_classes`]).
 pub fn go_regex(pattern: &str) -> String {
-    ascii_perl_classes(&escape_literal_braces(pattern))
+    ascii_perl_classes(&escape_literal_braces(&go_escapes(pattern)))
+}
+
+/// The escapes whose meaning differs between Go and Rust, rewritten to Go's meaning:
+/// - `\Q...\E` quotes literal text in Go; Rust has no such syntax.
+/// - `\<` and `\>` are the literal `<` and `>` in Go (any escaped punctuation is itself),
+///   word boundaries in Rust.
+/// - `\b` and `\B` are ASCII word boundaries in Go, Unicode ones in Rust.
+/// - `\0`, `\012`, `\75` are octal character codes in Go, refused (backreferences) in Rust.
+pub fn go_escapes(pattern: &str) -> String {
+    let chars: Vec<char> = pattern.chars().collect();
+    let mut out = String::with_capacity(pattern.len() + 8);
+    let mut in_class = false;
+    let mut i = 0;
+    while i < chars.len() {
+        match chars[i] {
+            '\\' if chars.get(i + 1) == Some(&'Q') && !in_class => {
+                i = quote_literal(&chars, i + 2, &mut out);
+            }
+            '\\' => i = go_escape(&chars, i, in_class, &mut out),
+            c => {
+                // A `]` first in a class is a member; that rare case only decides whether a
+                // later `\b` is rewritten, so it is not tracked here.
+                match c {
+                    '[' => in_class = true,
+                    ']' => in_class = false,
+                    _ => {}
+                }
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    out
+}
+
+/// The text of `\Q...\E` starting at `from`, quoted for Rust; returns where to go on.
+fn quote_literal(chars: &[char], from: usize, out: &mut String) -> usize {
+    let end = (from..chars.len())
+        .find(|&i| chars[i] == '\\' && chars.get(i + 1) == Some(&'E'))
+        .unwrap_or(chars.len());
+    for &c in &chars[from..end] {
+        // The characters `regex::escape` escapes (this crate does not depend on `regex`).
+        if "\\.+*?()|[]{}^$#&-~".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    (end + 2).min(chars.len())
+}
+
+/// One escape at `at` (a backslash), rewritten where Go reads it otherwise than Rust.
+fn go_escape(chars: &[char], at: usize, in_class: bool, out: &mut String) -> usize {
+    let Some(&next) = chars.get(at + 1) else {
+        out.push('\\');
+        return at + 1;
+    };
+    match next {
+        '<' | '>' => out.push(next),
+        'b' | 'B' if !in_class => {
+            out.push_str("(?-u:\\");
+            out.push(next);
+            out.push(')');
+        }
+        '0'..='7' => {
+            if let Some((code, used)) = octal_code(&chars[at + 1..]) {
+                out.push_str(&format!("\\u{code:04X}"));
+                return at + 1 + used;
+            }
+            out.push('\\');
+            out.push(next);
+        }
+        _ => {
+            out.push('\\');
+            out.push(next);
+        }
+    }
+    at + 2
+}
+
+/// Go's octal escape at the start of `digits` (after the backslash): `\0` followed by up to
+/// two octal digits, or `\1`-`\7` followed by one or two (a lone one is a backreference,
+/// which neither Go nor Rust supports). Returns the code and the digits used.
+fn octal_code(digits: &[char]) -> Option<(u32, usize)> {
+    let octal: Vec<u32> = digits.iter().take(3).map_while(|c| c.to_digit(8)).collect();
+    if octal.first() != Some(&0) && octal.len() < 2 {
+        return None;
+    }
+    Some((octal.iter().fold(0, |code, d| code * 8 + d), octal.len()))
 }
 
 /// Go's `\d`, `\w` and `\s` are ASCII (`[0-9]`, `[0-9A-Za-z_]`, `[\t\n\f\r ]`); Rust's
@@ -159,5 +247,36 @@ mod tests {
             let re = regex::Regex::new(&go_regex(pattern)).unwrap();
             assert_eq!(re.is_match(text), matches, "{pattern} on {text:?}");
         }
+    }
+
+    #[test]
+    fn go_escapes_keep_their_go_meaning() {
+        for (pattern, text, matches) in [
+            // Escaped punctuation is itself in Go; `\<` `\>` are word boundaries in Rust.
+            (r"\<(\w+)\>=([\d.]+)", "<loss>=0.23", true),
+            (r"\<(\w+)\>=([\d.]+)", "loss=0.42", false),
+            (r"[\<]loss", "<loss", true),
+            // Go's `\b` is an ASCII word boundary: `é` is no word character there.
+            (r"\b(loss)=([\d.]+)", "\u{e9}loss=0.24", true),
+            (r"\Bloss", "\u{e9}loss", false),
+            (r"\bloss", "xloss", false),
+            // Octal codes: `\075` is `=`, `\0` NUL, `\12` a newline.
+            (r"<(\w+)>\075([\d.]+)", "<loss>=0.5", true),
+            (r"a\0b", "a\0b", true),
+            (r"a\12b", "a\nb", true),
+            (r"^\101\1012$", "AA2", true),
+            // `\Q...\E` quotes; without `\E` up to the end.
+            (r"(\Qloss\E)>=([\d.]+)", "loss>=0.1", true),
+            (r"^\Qa.b{2}(c)\E$", "a.b{2}(c)", true),
+            (r"^\Qa.b{2}(c)\E$", "axbb(c)", false),
+            (r"x\Q[*", "x[*", true),
+            (r"\\Q", "\\Q", true),
+        ] {
+            let re =
+                regex::Regex::new(&go_regex(pattern)).unwrap_or_else(|e| panic!("{pattern}: {e}"));
+            assert_eq!(re.is_match(text), matches, "{pattern} on {text:?}");
+        }
+        // A lone `\1` is a backreference in Go too: still refused.
+        assert!(regex::Regex::new(&go_regex(r"(a)\1")).is_err());
     }
 }

@@ -126,7 +126,8 @@ pub enum ProcessEnd {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ProcessReport {
     pub end: ProcessEnd,
-    /// Names of the metrics recorded at least once.
+    /// Names of the metrics recorded at least once, or reported with values that were all
+    /// rejected (the verdict then says every value was unusable).
     pub metrics_seen: HashSet<String>,
     /// The first [`REJECTED_KEPT`] metric matches whose value was not a number, as
     /// `name=raw` shortened to [`REJECTED_SHOWN_CHARS`] characters.
@@ -453,6 +454,9 @@ struct ParsedBatch {
     /// line's leading timestamp), kept as it is even when it goes backwards, as Katib keeps it.
     observations: Vec<(Observation, bool)>,
     rejected: Vec<String>,
+    /// The metric names of the rejected values: a trial whose every objective value was
+    /// rejected is told so, whichever collector read it.
+    rejected_names: Vec<String>,
 }
 
 impl ParsedBatch {
@@ -462,6 +466,7 @@ impl ParsedBatch {
             return None;
         }
         let now = now_us();
+        let rejected_names = read.rejected.iter().map(|r| r.name.clone()).collect();
         let mut rejected: Vec<String> = read.rejected.into_iter().map(|r| r.to_string()).collect();
         rejected.extend(read.warnings);
         Some(ParsedBatch {
@@ -474,6 +479,7 @@ impl ParsedBatch {
                 })
                 .collect(),
             rejected,
+            rejected_names,
         })
     }
 }
@@ -602,6 +608,7 @@ async fn record(
         let mut logs = Vec::new();
         for batch in pending {
             batch.rejected.into_iter().for_each(|r| rec.reject(r));
+            rec.seen.extend(batch.rejected_names);
             for (mut o, own_time) in batch.observations {
                 // Keep read order even when the clock does not advance between lines, so
                 // "latest" is the last value printed.
