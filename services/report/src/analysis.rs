@@ -184,12 +184,15 @@ impl ExperimentReport {
             .map(|(_, v)| v.as_str())
     }
 
-    /// Importance of each parameter: the correlation ratio η² = SS_between / SS_total of the
-    /// objective over groups of trials sharing a parameter bin — categories for categorical
-    /// parameters, up to ten equal-count bins for numeric ones. This is the first-order
-    /// (main-effect) share of variance that fANOVA reports, estimated by binning instead of a
-    /// random forest: cheap, deterministic, and catches non-monotone effects, but blind to
-    /// interactions and biased upwards for few trials. `None` under 4 usable trials.
+    /// Importance of each parameter: the share of the objective's variance explained by
+    /// groups of trials sharing a parameter bin — categories for categorical parameters,
+    /// equal-count bins for numeric ones (at most ten, at least three trials a bin on
+    /// average). It is the correlation ratio η² = SS_between / SS_total corrected for the
+    /// number of groups (Kelley's ε², which is about 0 when the parameter does not matter:
+    /// η² alone is 1 for any parameter once every bin holds one trial). This is the
+    /// first-order (main-effect) share of variance that fANOVA reports, estimated by binning
+    /// instead of a random forest: cheap, deterministic, and catches non-monotone effects, but
+    /// blind to interactions. `None` under 4 usable trials, or when every group holds one.
     pub fn importance(&self) -> Vec<(String, Option<f64>)> {
         let usable: Vec<&TrialReport> = self.trials.iter().filter(|t| is_usable(t)).collect();
         self.parameter_names()
@@ -199,7 +202,7 @@ impl ExperimentReport {
                     .iter()
                     .filter_map(|t| Some((self.assignment(t, &p)?, t.objective?)))
                     .collect();
-                let eta = (pairs.len() >= 4).then(|| correlation_ratio(&pairs));
+                let eta = (pairs.len() >= 4).then(|| explained_share(&pairs)).flatten();
                 (p, eta)
             })
             .collect()
@@ -215,19 +218,24 @@ pub fn compare_values(dir: Direction, a: f64, b: f64) -> Ordering {
     }
 }
 
+/// Most bins a numeric parameter's trials are split into.
 const IMPORTANCE_BINS: usize = 10;
+/// Fewest trials a numeric bin holds on average, so each bin's mean means something.
+const TRIALS_PER_BIN: usize = 3;
 
-fn correlation_ratio(pairs: &[(&str, f64)]) -> f64 {
+/// The group of each pair: its category, or its equal-count bin by rank for numbers.
+fn groups_of(pairs: &[(&str, f64)]) -> Vec<usize> {
     let numeric: Option<Vec<f64>> = pairs.iter().map(|(v, _)| v.trim().parse().ok()).collect();
-    let groups: Vec<usize> = match numeric {
+    match numeric {
         Some(xs) => {
-            // Equal-count bins by rank; equal values share a bin so ties are not split.
+            let bins = (xs.len() / TRIALS_PER_BIN).clamp(2, IMPORTANCE_BINS);
+            // Equal values share a bin so ties are not split.
             let mut order: Vec<usize> = (0..xs.len()).collect();
             order.sort_by(|&a, &b| xs[a].partial_cmp(&xs[b]).unwrap_or(Ordering::Equal));
             let mut g = vec![0; xs.len()];
             let mut bin = 0;
             for (rank, &i) in order.iter().enumerate() {
-                let want = rank * IMPORTANCE_BINS / xs.len();
+                let want = rank * bins / xs.len();
                 if want > bin && rank > 0 && xs[order[rank - 1]] != xs[i] {
                     bin = want;
                 }
@@ -244,17 +252,33 @@ fn correlation_ratio(pairs: &[(&str, f64)]) -> f64 {
                 .map(|(v, _)| labels.binary_search(v).unwrap_or(0))
                 .collect()
         }
-    };
-    let n = pairs.len() as f64;
-    let mean = pairs.iter().map(|(_, y)| y).sum::<f64>() / n;
-    let total: f64 = pairs.iter().map(|(_, y)| (y - mean).powi(2)).sum();
-    if total <= 0.0 {
-        return 0.0;
     }
+}
+
+/// Kelley's ε² of the objective over the pairs' groups, in [0, 1]; `None` when no group
+/// holds two trials (nothing to compare a group's spread with).
+fn explained_share(pairs: &[(&str, f64)]) -> Option<f64> {
+    let groups = groups_of(pairs);
     let k = groups.iter().max().map_or(0, |m| m + 1);
+    let n = pairs.len();
+    if n <= k {
+        return None;
+    }
+    // Scaled first: the squares of objectives near 1e160 would overflow, and a share does
+    // not depend on the objective's unit.
+    let scale = pairs.iter().map(|(_, y)| y.abs()).fold(0.0, f64::max);
+    if scale == 0.0 || !scale.is_finite() {
+        return Some(0.0);
+    }
+    let ys: Vec<f64> = pairs.iter().map(|(_, y)| y / scale).collect();
+    let mean = ys.iter().sum::<f64>() / n as f64;
+    let total: f64 = ys.iter().map(|y| (y - mean).powi(2)).sum();
+    if total <= 0.0 {
+        return Some(0.0);
+    }
     let mut sum = vec![0.0; k];
     let mut count = vec![0.0; k];
-    for (g, (_, y)) in groups.iter().zip(pairs) {
+    for (g, y) in groups.iter().zip(&ys) {
         sum[*g] += y;
         count[*g] += 1.0;
     }
@@ -264,7 +288,9 @@ fn correlation_ratio(pairs: &[(&str, f64)]) -> f64 {
         .filter(|(_, c)| **c > 0.0)
         .map(|(s, c)| c * (s / c - mean).powi(2))
         .sum();
-    (between / total).clamp(0.0, 1.0)
+    let within_mean_square = (total - between).max(0.0) / (n - k) as f64;
+    let corrected = between - (k - 1) as f64 * within_mean_square;
+    Some((corrected / total).clamp(0.0, 1.0))
 }
 
 /// Why an experiment with `objective` has no best trial (lowercase), for reports and the end
@@ -282,17 +308,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn correlation_ratio_sees_a_non_monotone_effect_and_ignores_noise_free_constants() {
+    fn explained_share_sees_a_non_monotone_effect_and_ignores_noise_free_constants() {
         // y = (x - 0.5)^2 is invisible to linear correlation but fully explained by x.
         let xs: Vec<String> = (0..100).map(|i| format!("{}", i as f64 / 99.0)).collect();
         let pairs: Vec<(&str, f64)> = xs
             .iter()
             .map(|x| (x.as_str(), (x.parse::<f64>().unwrap() - 0.5).powi(2)))
             .collect();
-        assert!(correlation_ratio(&pairs) > 0.95);
+        let share = explained_share(&pairs).unwrap();
+        assert!(share > 0.9, "{share}");
         // A parameter with one value explains nothing.
         let flat: Vec<(&str, f64)> = (0..20).map(|i| ("a", i as f64)).collect();
-        assert_eq!(correlation_ratio(&flat), 0.0);
+        assert_eq!(explained_share(&flat), Some(0.0));
         // Categories that split the objective cleanly explain all of it.
         let cats: Vec<(&str, f64)> = (0..20)
             .map(|i| {
@@ -303,6 +330,31 @@ mod tests {
                 }
             })
             .collect();
-        assert!((correlation_ratio(&cats) - 1.0).abs() < 1e-12);
+        assert!((explained_share(&cats).unwrap() - 1.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn explained_share_does_not_depend_on_the_objectives_unit() {
+        let xs: Vec<String> = (0..12).map(|i| format!("{}", i as f64 / 11.0)).collect();
+        let y = |x: &str| (x.parse::<f64>().unwrap() - 0.3).powi(2) + 0.05;
+        let plain: Vec<(&str, f64)> = xs.iter().map(|x| (x.as_str(), y(x))).collect();
+        let huge: Vec<(&str, f64)> = plain.iter().map(|(x, y)| (*x, y * 1e160)).collect();
+        let (a, b) = (explained_share(&plain).unwrap(), explained_share(&huge).unwrap());
+        assert!(a > 0.5, "{a}");
+        assert!((a - b).abs() < 1e-12, "{a} against {b}");
+    }
+
+    #[test]
+    fn a_parameter_the_objective_ignores_explains_little_with_few_trials() {
+        // Eight trials whose objective does not depend on x: uncorrected, one trial a bin
+        // would make η² exactly 1.
+        let xs = ["0.1", "0.9", "0.4", "0.6", "0.2", "0.8", "0.3", "0.7"];
+        let ys = [0.5, 0.1, 0.9, 0.3, 0.7, 0.2, 0.4, 0.8];
+        let pairs: Vec<(&str, f64)> = xs.iter().copied().zip(ys).collect();
+        let share = explained_share(&pairs).unwrap();
+        assert!(share < 0.2, "{share}");
+        // One trial per category: no spread within any group to compare with.
+        let lone: Vec<(&str, f64)> = vec![("a", 1.0), ("b", 2.0), ("c", 3.0), ("d", 4.0)];
+        assert_eq!(explained_share(&lone), None);
     }
 }

@@ -307,13 +307,13 @@ fn importance(r: &ExperimentReport) -> String {
     };
     let names: Vec<String> = imp.iter().map(|(n, _)| n.clone()).collect();
     let y = Scale::Categories(names.iter().rev().cloned().collect());
-    c.axes(&x, "share (first-order η², normalised to sum to 1)", &y, "");
+    c.axes(&x, "share (first-order ε², normalised to sum to 1)", &y, "");
     let band = (c.py(0.0) - c.py(1.0)) / names.len().max(1) as f64;
     for (k, (name, v)) in imp.iter().enumerate() {
         let row = names.len() - 1 - k;
         let cy = c.py(y.unit(row as f64));
         let (x0, w) = (c.px(0.0), c.px(v.unwrap_or(0.0)) - c.px(0.0));
-        let label = v.map_or("n/a (under 4 usable trials)".to_string(), |v| {
+        let label = v.map_or("n/a (too few trials, or nothing explained)".to_string(), |v| {
             format!("{:.1}%", 100.0 * v)
         });
         c.raw(&format!(

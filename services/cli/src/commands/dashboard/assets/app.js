@@ -50,10 +50,15 @@ function ago(us) {
 }
 function dur(sec) {
   if (sec === null || sec === undefined) return "—";
-  if (sec < 60) return sec.toFixed(sec < 10 ? 1 : 0) + " s";
-  if (sec < 3600) return Math.floor(sec / 60) + " min " + Math.round(sec % 60) + " s";
-  if (sec < 172800) return Math.floor(sec / 3600) + " h " + Math.round((sec % 3600) / 60) + " min";
-  return Math.floor(sec / 86400) + " days " + Math.floor((sec % 86400) / 3600) + " h";
+  if (sec < 9.95) return sec.toFixed(1) + " s";
+  // Rounded once to the unit shown last, so 179.6 s reads "3 min 0 s", not "2 min 60 s".
+  const s = Math.round(sec);
+  if (s < 60) return s + " s";
+  if (s < 3600) return Math.floor(s / 60) + " min " + (s % 60) + " s";
+  const m = Math.round(sec / 60);
+  if (m < 2880) return Math.floor(m / 60) + " h " + (m % 60) + " min";
+  const hrs = Math.floor(sec / 3600);
+  return Math.floor(hrs / 24) + " days " + (hrs % 24) + " h";
 }
 function trialDuration(t) {
   if (!t.startedUs) return null;
@@ -248,7 +253,7 @@ function renderExperiment(name, d) {
   const grid = h("div", { class: "grid" });
   grid.append(panel(historyPlot(d), historyTools(name, d)));
   if (d.objectives.length > 1) grid.append(panel(paretoPlot(d), null));
-  grid.append(panel(importancePlot(d), h("p", { class: "note" }, "Share of the objective's variance each parameter explains on its own: the correlation ratio η² over ten equal-count bins (categories for categorical parameters), divided by the sum so the shares add up to 1. Blind to interactions; rough under 30 trials.")));
+  grid.append(panel(importancePlot(d), h("p", { class: "note" }, "Share of the objective's variance each parameter explains on its own: the correlation ratio over equal-count bins (categories for categorical parameters), corrected for the number of bins (ε², about 0 for a parameter that does not matter), divided by the sum so the shares add up to 1. Blind to interactions; rough under 30 trials.")));
   grid.append(panel(curvesPlot(d), h("p", { class: "note" }, curvesNote(d))));
   grid.append(panel(timelinePlot(d), h("p", { class: "note" }, "One lane per concurrent slot; bar length is the trial's wall time, colour its outcome.")));
   parts.push(grid);
@@ -298,7 +303,7 @@ function importancePlot(d) {
   const items = d.importance.filter((x) => x.share !== null);
   const w = 560, row = 22, ht = 40 + Math.max(1, d.importance.length) * row;
   const svg = s("svg", { class: "plot", id: "plot-importance", viewBox: `0 0 ${w} ${ht}` }, s("text", { class: "title", x: 10, y: 16 }, "Parameter importance (share of explained variance)"));
-  if (!items.length) { svg.append(s("text", { x: 10, y: 40 }, "needs at least 4 finished trials whose objective varies")); return svg; }
+  if (!items.length) { svg.append(s("text", { x: 10, y: 40 }, "needs at least 4 finished trials, more than one a bin, whose objective varies")); return svg; }
   const lw = 140, X = linScale(0, 1, lw, w - 60);
   d.importance.forEach((x, k) => {
     const y = 30 + k * row;
