@@ -202,7 +202,9 @@ impl ExperimentReport {
                     .iter()
                     .filter_map(|t| Some((self.assignment(t, &p)?, t.objective?)))
                     .collect();
-                let eta = (pairs.len() >= 4).then(|| explained_share(&pairs)).flatten();
+                let eta = (pairs.len() >= 4)
+                    .then(|| explained_share(&pairs))
+                    .flatten();
                 (p, eta)
             })
             .collect()
@@ -339,7 +341,10 @@ mod tests {
         let y = |x: &str| (x.parse::<f64>().unwrap() - 0.3).powi(2) + 0.05;
         let plain: Vec<(&str, f64)> = xs.iter().map(|x| (x.as_str(), y(x))).collect();
         let huge: Vec<(&str, f64)> = plain.iter().map(|(x, y)| (*x, y * 1e160)).collect();
-        let (a, b) = (explained_share(&plain).unwrap(), explained_share(&huge).unwrap());
+        let (a, b) = (
+            explained_share(&plain).unwrap(),
+            explained_share(&huge).unwrap(),
+        );
         assert!(a > 0.5, "{a}");
         assert!((a - b).abs() < 1e-12, "{a} against {b}");
     }

@@ -313,9 +313,10 @@ fn importance(r: &ExperimentReport) -> String {
         let row = names.len() - 1 - k;
         let cy = c.py(y.unit(row as f64));
         let (x0, w) = (c.px(0.0), c.px(v.unwrap_or(0.0)) - c.px(0.0));
-        let label = v.map_or("n/a (too few trials, or nothing explained)".to_string(), |v| {
-            format!("{:.1}%", 100.0 * v)
-        });
+        let label = v.map_or(
+            "n/a (too few trials, or nothing explained)".to_string(),
+            |v| format!("{:.1}%", 100.0 * v),
+        );
         c.raw(&format!(
             r##"<rect class="bar" x="{x0:.1}" y="{:.1}" width="{w:.1}" height="{:.1}" fill="#1f77b4"><title>{}: {}</title></rect>"##,
             cy - band * 0.35,
