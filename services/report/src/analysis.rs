@@ -113,28 +113,33 @@ impl ExperimentReport {
             .unwrap_or(false)
     }
 
-    /// Trial indices, best first: results (usable and feasible) by objective, then usable
-    /// trials breaking a constraint, then trials with a partial objective (failed, killed,
-    /// running), each by objective, then the rest. Ties keep creation order, so the first row
-    /// is always `self.best`.
+    /// Trial indices, best first: with several objectives the Pareto front's members first;
+    /// then results (usable and feasible) by objective, then usable trials breaking a
+    /// constraint, then trials with a partial objective (failed, killed, running), each by
+    /// (the first) objective, then the rest. Ties keep creation order, so with one objective
+    /// the first row is always `self.best`.
     pub fn ranked(&self) -> Vec<usize> {
-        let class = |t: &TrialReport| {
-            if self.is_result(t) {
+        let on_front = |i: usize| self.objective.is_multi() && self.front.contains(&i);
+        let class = |i: usize| {
+            let t = &self.trials[i];
+            if on_front(i) && self.is_result(t) {
                 0
-            } else if is_usable(t) {
+            } else if self.is_result(t) {
                 1
-            } else if t.objective.is_some() {
+            } else if is_usable(t) {
                 2
-            } else {
+            } else if t.objective.is_some() {
                 3
+            } else {
+                4
             }
         };
         let dir = self.objective.direction;
         let mut idx: Vec<usize> = (0..self.trials.len()).collect();
         idx.sort_by(|&a, &b| {
             let (ta, tb) = (&self.trials[a], &self.trials[b]);
-            class(ta)
-                .cmp(&class(tb))
+            class(a)
+                .cmp(&class(b))
                 .then_with(|| match (ta.objective, tb.objective) {
                     (Some(x), Some(y)) => compare_values(dir, x, y),
                     _ => Ordering::Equal,

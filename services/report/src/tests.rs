@@ -462,6 +462,21 @@ async fn with_two_objectives_a_trial_missing_one_is_not_ranked_first() {
     assert_ne!(r.ranked()[0], 1);
 }
 
+/// With two objectives the front's members come first: here trial 1 dominates trials 0 and 4,
+/// so trial 2 (worst loss, lowest accuracy) is on the front and ranks before them.
+#[tokio::test]
+async fn with_two_objectives_the_front_is_ranked_first() {
+    let spec = multi_objective_spec().replace(
+        "    constraints:\n      - {metricName: accuracy, op: \">=\", value: 0.5}\n",
+        "",
+    );
+    let (_dir, mut r) = fixture_from(&spec).await;
+    assert_eq!(r.front, vec![0, 1, 2, 4]);
+    r.trials[1].values.insert("accuracy".into(), 0.5);
+    r.front = vec![1, 2];
+    assert_eq!(r.ranked(), vec![1, 2, 4, 0, 3]);
+}
+
 #[tokio::test]
 async fn multi_objective_reports_show_the_feasible_front() {
     let spec = multi_objective_spec();
