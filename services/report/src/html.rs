@@ -4,7 +4,7 @@
 //! (`point`, `trace`, `bar`, `curve`) so tests and users can find them.
 
 use super::analysis::{duration_s, is_usable, phase_is_final};
-use super::svg::{Chart, Scale, color, esc, id_part, num, step_line};
+use super::svg::{Chart, Scale, color, esc, fit_label, id_part, num, step_line};
 use super::table::strategy_name;
 use super::{ExperimentReport, TrialReport};
 use std::fmt::Write;
@@ -403,8 +403,16 @@ fn parallel(r: &ExperimentReport, ranked: &[usize]) -> String {
             r##"<line class="axis" x1="{x:.1}" y1="{top:.1}" x2="{x:.1}" y2="{bottom:.1}" stroke="#333"/>"##
         ));
         c.text(x, bottom + 18.0, "middle", "axis-label", label);
+        // A tick label starts at its axis and must end before the next one.
+        let room = c.px(ax(1)) - c.px(ax(0)) - 8.0;
         for (u, tick) in scale.ticks() {
-            c.text(x + 4.0, c.py(u) + 4.0, "start", "tick", &tick);
+            c.text(
+                x + 4.0,
+                c.py(u) + 4.0,
+                "start",
+                "tick",
+                &fit_label(&tick, room),
+            );
         }
     }
     if shown.len() < colors.iter().filter(|c| c.is_some()).count() {

@@ -271,8 +271,15 @@ impl Chart {
             x1 - x0,
             y0 - y1
         );
-        for (u, label) in x.ticks() {
+        let x_ticks = x.ticks();
+        // Category names can be long; numbers are short by construction.
+        let room = match x {
+            Scale::Categories(_) => (x1 - x0) / x_ticks.len().max(1) as f64,
+            _ => f64::INFINITY,
+        };
+        for (u, label) in x_ticks {
             let px = self.px(u);
+            let label = fit_label(&label, room);
             let _ = write!(
                 s,
                 r##"<line x1="{px:.1}" y1="{y0:.1}" x2="{px:.1}" y2="{:.1}" stroke="#999"/><text class="tick" x="{px:.1}" y="{:.1}" text-anchor="middle">{}</text>"##,
@@ -384,6 +391,26 @@ pub fn id_part(s: &str) -> String {
     out
 }
 
+/// Width of one character of a tick label, in pixels (11 px sans-serif), to fit labels into
+/// the room between ticks or axes.
+pub const TICK_CHAR_PX: f64 = 6.5;
+
+/// A label fitted into `room` pixels: on one line, cut with an ellipsis when longer, so it does
+/// not run into its neighbours or the next axis (the trial table shows values whole). At least
+/// three characters are kept.
+pub fn fit_label(label: &str, room: f64) -> String {
+    let max = ((room / TICK_CHAR_PX) as usize).max(3);
+    let one_line: String = label
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    if one_line.chars().count() <= max {
+        return one_line;
+    }
+    let kept: String = one_line.chars().take(max - 1).collect();
+    format!("{kept}…")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -399,6 +426,9 @@ mod tests {
         assert_eq!(labels, ["0.001", "0.01", "0.1", "1", "10"]);
         assert_eq!(num(0.0001), "1e-4");
         assert_eq!(num(123456.0), "1.235e5");
+        assert_eq!(fit_label("adam", 40.0), "adam");
+        assert_eq!(fit_label("line1\nline2 is long", 65.0), "line1 lin…");
+        assert_eq!(fit_label("xxxxxxxx", 1.0), "xx…");
         let c = Scale::Categories(vec!["a".into(), "b".into()]);
         assert_eq!(c.unit_of("b"), Some(0.75));
         assert_eq!(esc("<a&\"b\">"), "&lt;a&amp;&quot;b&quot;&gt;");
