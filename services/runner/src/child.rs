@@ -58,8 +58,8 @@ pub(crate) fn map_spec_path(text: &str, from: &str, to: &str) -> String {
 }
 
 /// `text` with each whole occurrence of the path `from` replaced by `to`, as a volume mounted
-/// at `from` would move it: `/data`, `/data/x` and `--dir=/data` are, `/database`,
-/// `/data.csv` and the `/data/` of `https://host/data/` are not.
+/// at `from` would move it: `/data`, `/data/x`, `--dir=/data` and `file:///data` are,
+/// `/database`, `/data.csv` and the `/data/` of `https://host/data/` are not.
 pub(crate) fn replace_path(text: &str, from: &str, to: &str) -> String {
     let is_path_char = |c: char| c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | '/');
     if from.is_empty() {
@@ -69,11 +69,14 @@ pub(crate) fn replace_path(text: &str, from: &str, to: &str) -> String {
     let mut rest = text;
     while let Some(i) = rest.find(from) {
         let (before, after) = (&rest[..i], &rest[i + from.len()..]);
-        let starts = out
-            .chars()
-            .chain(before.chars())
-            .last()
-            .is_none_or(|c| !is_path_char(c));
+        let file_uri =
+            before.ends_with("file://") || (before.is_empty() && out.ends_with("file://"));
+        let starts = file_uri
+            || out
+                .chars()
+                .chain(before.chars())
+                .last()
+                .is_none_or(|c| !is_path_char(c));
         let ends = after
             .chars()
             .next()
@@ -128,6 +131,9 @@ mod tests {
             ("a:/data,b:/data", "a:/L,b:/L"),
             ("/database", "/database"),
             ("/data.csv", "/data.csv"),
+            ("file:///data/m.log", "file:///L/m.log"),
+            ("--uri=file:///data", "--uri=file:///L"),
+            ("https://host/data/", "https://host/data/"),
             ("/x/data", "/x/data"),
             ("https://host/data/f", "https://host/data/f"),
             ("/database /data", "/database /L"),
