@@ -19,7 +19,7 @@ pub use error::ReportError;
 
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap, HashSet};
-use vernier_core::{MetricReducer, MetricSummary, Objective, TrialState};
+use vernier_core::{MetricReducer, MetricSummary, Objective, TrialState, UNAVAILABLE};
 use vernier_spec::Experiment;
 use vernier_spec::conditions::{Condition, parse_conditions, rfc3339};
 use vernier_spec::plan::{TrialOutcome, best_trial, pareto_front};
@@ -305,17 +305,6 @@ fn assignments_json(assignment: &[(String, String)]) -> Value {
     )
 }
 
-fn metrics_json(metrics: &[MetricSummary]) -> Value {
-    Value::Array(
-        metrics
-            .iter()
-            .map(|m| {
-                json!({"name": m.name, "min": m.min_text(), "max": m.max_text(), "latest": m.latest})
-            })
-            .collect(),
-    )
-}
-
 /// Katib's Trial conditions, rebuilt from the trial's recorded times and state.
 fn trial_conditions(t: &TrialRow) -> Vec<Condition> {
     let mut out = Vec::new();
@@ -394,7 +383,7 @@ impl ExperimentReport {
                 json!({
                     "bestTrialName": t.row.name,
                     "parameterAssignments": assignments_json(&t.row.assignment),
-                    "observation": {"metrics": metrics_json(&t.metrics)},
+                    "observation": {"metrics": self.metrics_json(&t.metrics)},
                 }),
             );
         }
@@ -408,7 +397,7 @@ impl ExperimentReport {
                     json!({
                         "trialName": t.row.name,
                         "parameterAssignments": assignments_json(&t.row.assignment),
-                        "observation": {"metrics": metrics_json(&t.metrics)},
+                        "observation": {"metrics": self.metrics_json(&t.metrics)},
                     })
                 })
                 .collect();
@@ -445,6 +434,26 @@ impl ExperimentReport {
         exp
     }
 
+    /// A trial's observation as Katib's controller writes it: every metric with a strategy
+    /// (the objective and the additional metrics) has an entry, `unavailable` for one the trial
+    /// did not report, once the trial has reported any.
+    fn metrics_json(&self, metrics: &[MetricSummary]) -> Value {
+        let mut out: Vec<Value> = metrics
+            .iter()
+            .map(|m| {
+                json!({"name": m.name, "min": m.min_text(), "max": m.max_text(), "latest": m.latest})
+            })
+            .collect();
+        if !metrics.is_empty() {
+            let unreported = self.objective.metric_names().into_iter();
+            let unreported = unreported.filter(|n| metrics.iter().all(|m| &m.name != n));
+            out.extend(unreported.map(|name| {
+                json!({"name": name, "min": UNAVAILABLE, "max": UNAVAILABLE, "latest": UNAVAILABLE})
+            }));
+        }
+        Value::Array(out)
+    }
+
     fn trial_json(&self, t: &TrialReport) -> Value {
         let objective = serde_json::to_value(&self.spec.spec.objective).unwrap_or(Value::Null);
         json!({
@@ -459,7 +468,7 @@ impl ExperimentReport {
                 "startTime": t.row.started_us.map(rfc3339),
                 "completionTime": t.row.completed_us.map(rfc3339),
                 "conditions": trial_conditions(&t.row),
-                "observation": {"metrics": metrics_json(&t.metrics)},
+                "observation": {"metrics": self.metrics_json(&t.metrics)},
             },
         })
     }

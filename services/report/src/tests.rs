@@ -635,3 +635,27 @@ async fn databases_without_summaries_report_the_same_from_raw_logs() {
     let points: Vec<i64> = from_raw.trials.iter().map(|t| t.curve_points).collect();
     assert_eq!(points, vec![3, 3, 2, 1, 3]);
 }
+
+/// As Katib's controller writes a Trial's observation: a metric with a strategy that the
+/// trial did not report is listed as `unavailable`, once the trial reported anything.
+#[tokio::test]
+async fn an_unreported_metric_is_unavailable_in_the_katib_observation() {
+    let (_dir, mut r) = fixture().await;
+    r.trials[0].metrics.retain(|m| m.name != "accuracy");
+    r.trials[1].metrics.clear();
+    let json = r.to_katib_json();
+    let metrics = |i: usize| json["trials"][i]["status"]["observation"]["metrics"].clone();
+    let accuracy = metrics(0)
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "accuracy")
+        .cloned()
+        .expect("accuracy listed");
+    assert_eq!(
+        accuracy,
+        serde_json::json!({"name": "accuracy", "min": "unavailable", "max": "unavailable", "latest": "unavailable"})
+    );
+    assert_eq!(metrics(1), serde_json::json!([]));
+    assert_eq!(metrics(2).as_array().unwrap().len(), 2);
+}
