@@ -241,9 +241,17 @@ pub(crate) fn budget_value(p: &Parameter, r: f64) -> Result<ParamValue, String> 
     Ok(value)
 }
 
-/// Katib's `int(r)`, forgiving values a hair below an integer, and never below 1.
+/// Katib's `int(r)`, forgiving values a hair below an integer, and never below 1. Only a
+/// value within the slack of an integer snaps to it: scaling `r` up by the slack instead
+/// would carry an integral `r` near 1e9 past the next integer.
 pub(crate) fn int_budget(r: f64) -> i64 {
-    ((r * (1.0 + BUDGET_TOLERANCE)).floor() as i64).max(1)
+    let nearest = r.round();
+    let snapped = if (r - nearest).abs() <= r.abs() * BUDGET_TOLERANCE {
+        nearest
+    } else {
+        r.floor()
+    };
+    (snapped as i64).max(1)
 }
 
 pub(crate) fn show_budget(p: &Parameter, r: f64) -> String {
@@ -281,6 +289,27 @@ pub(crate) fn describe_domain(d: &Domain) -> String {
         }
         Domain::Discrete { values } | Domain::Categorical { values } => {
             format!("values {values:?}")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn int_budgets_forgive_a_hair_below_an_integer_and_nothing_more() {
+        for (r, want) in [
+            (9.0, 9),
+            (8.999_999_999_9, 9),
+            (2.581_174_425, 2),
+            (0.3, 1),
+            (999_999_858.0, 999_999_858),
+            (1e9, 1_000_000_000),
+            (3f64.powi(19), 1_162_261_467),
+            (999_999_858.0 / 3.0, 333_333_286),
+        ] {
+            assert_eq!(int_budget(r), want, "{r}");
         }
     }
 }
