@@ -30,11 +30,21 @@ pub struct ExperimentView {
     pub max_trial_count: i32,
 }
 
-/// Reads the request's `experiment` field (`field` is its path, e.g. `experiment`).
+/// Reads the request's `experiment` field (`field` is its path, e.g. `experiment`); what
+/// [`experiment_from_wire_warned`] would warn about is converted the same way, silently.
 pub fn experiment_from_wire(
     field: &str,
     experiment: Option<&Experiment>,
 ) -> Result<ExperimentView, ProtoError> {
+    experiment_from_wire_warned(field, experiment).map(|(view, _)| view)
+}
+
+/// [`experiment_from_wire`], with a warning for each field Katib accepts that Vernier runs
+/// differently from what it says (see [`tolerated`]), for the caller to log.
+pub fn experiment_from_wire_warned(
+    field: &str,
+    experiment: Option<&Experiment>,
+) -> Result<(ExperimentView, Vec<ConversionWarning>), ProtoError> {
     let e = experiment.ok_or_else(|| {
         ProtoError::missing(
             field,
@@ -46,7 +56,8 @@ pub fn experiment_from_wire(
         .spec
         .as_ref()
         .ok_or_else(|| ProtoError::missing(&spec_field, "set the experiment spec"))?;
-    let space = space_from_wire(&spec_field, spec)?;
+    let mut warnings = Vec::new();
+    let space = space_from_wire(&spec_field, spec, &mut warnings)?;
     let objective =
         objective_from_wire(&format!("{spec_field}.objective"), spec.objective.as_ref())?;
     let algorithm = spec.algorithm.as_ref().ok_or_else(|| {
@@ -55,7 +66,7 @@ pub fn experiment_from_wire(
             "set algorithm_name, e.g. random",
         )
     })?;
-    Ok(ExperimentView {
+    let view = ExperimentView {
         name: e.name.clone(),
         space,
         objective,
@@ -72,7 +83,8 @@ pub fn experiment_from_wire(
         }),
         parallel_trial_count: spec.parallel_trial_count,
         max_trial_count: spec.max_trial_count,
-    })
+    };
+    Ok((view, warnings))
 }
 
 /// Algorithm settings as name/value pairs, in wire order.
@@ -83,8 +95,13 @@ pub fn settings_from_wire(settings: &[AlgorithmSetting]) -> Vec<(String, String)
         .collect()
 }
 
-/// The search space of `spec.parameter_specs`.
-pub fn space_from_wire(spec_field: &str, spec: &ExperimentSpec) -> Result<SearchSpace, ProtoError> {
+/// The search space of `spec.parameter_specs`; `warnings` gets what is run differently from
+/// what it says.
+pub fn space_from_wire(
+    spec_field: &str,
+    spec: &ExperimentSpec,
+    warnings: &mut Vec<ConversionWarning>,
+) -> Result<SearchSpace, ProtoError> {
     let field = format!("{spec_field}.parameter_specs.parameters");
     let params = spec
         .parameter_specs
@@ -120,6 +137,7 @@ pub fn space_from_wire(spec_field: &str, spec: &ExperimentSpec) -> Result<Search
                 &format!("{field}[{i}]"),
                 p,
                 (algorithm, settings.as_slice()),
+                warnings,
             )
         })
         .collect::<Result<Vec<_>, _>>()?;
@@ -137,6 +155,20 @@ fn parse_number<T: std::str::FromStr>(
     text.trim()
         .parse()
         .map_err(|_| ProtoError::invalid(field, text, format!("is not {what}")))
+}
+
+/// A double bound or step: a number, and a finite one ("inf" and "nan" parse, but bound no
+/// range), as the YAML path reads numbers.
+fn parse_finite(field: &str, text: &str) -> Result<f64, ProtoError> {
+    let x: f64 = parse_number(field, text, "a number")?;
+    if !x.is_finite() {
+        return Err(ProtoError::invalid(
+            field,
+            text,
+            "is not a finite number\nhint: write a finite number, e.g. 1e6 instead of inf",
+        ));
+    }
+    Ok(x)
 }
 
 fn optional<T: std::str::FromStr>(
@@ -157,22 +189,47 @@ fn parameter_from_wire(
     field: &str,
     p: &ParameterSpec,
     (algorithm, settings): (&str, &[(String, String)]),
+    warnings: &mut Vec<ConversionWarning>,
 ) -> Result<Parameter, ProtoError> {
-    if p.name.is_empty() {
-        return Err(ProtoError::missing(
-            format!("{field}.name"),
-            "name every parameter",
-        ));
-    }
-    let type_field = format!("{field}.parameter_type");
-    let kind = ParameterType::try_from(p.parameter_type).map_err(|_| {
-        ProtoError::invalid(&type_field, p.parameter_type.to_string(), "is not a ParameterType\nhint: use DOUBLE (1), INT (2), DISCRETE (3) or CATEGORICAL (4)")
-    })?;
+    check_name(&format!("{field}.name"), &p.name)?;
     let default_space = FeasibleSpace::default();
     let fs = p.feasible_space.as_ref().unwrap_or(&default_space);
     let fs_field = format!("{field}.feasible_space");
     let distribution = distribution_from_wire(&fs_field, fs.distribution)?;
-    let domain = match kind {
+    let domain = domain_from_wire(field, p, fs, warnings)?;
+    let (domain, distribution) = match equal_bounds(algorithm, settings, &p.name, &domain, &fs.min)
+    {
+        Some(EqualBounds::Placeholder(widened)) => (widened, Distribution::Uniform),
+        Some(EqualBounds::Fixed(fixed)) => (fixed, distribution),
+        None => (domain, distribution),
+    };
+    let min_field = format!("{fs_field}.min");
+    let distribution = range_distribution(&min_field, &fs.min, &domain, distribution, warnings);
+    let parameter = Parameter {
+        name: p.name.clone(),
+        domain,
+        distribution,
+    };
+    parameter.validate().map_err(|e| ProtoError::Core {
+        field: field.to_string(),
+        reason: e.to_string(),
+    })?;
+    Ok(parameter)
+}
+
+/// The values of parameter `p` (at `field`) as its type and feasible space `fs` give them.
+fn domain_from_wire(
+    field: &str,
+    p: &ParameterSpec,
+    fs: &FeasibleSpace,
+    warnings: &mut Vec<ConversionWarning>,
+) -> Result<Domain, ProtoError> {
+    let type_field = format!("{field}.parameter_type");
+    let kind = ParameterType::try_from(p.parameter_type).map_err(|_| {
+        ProtoError::invalid(&type_field, p.parameter_type.to_string(), "is not a ParameterType\nhint: use DOUBLE (1), INT (2), DISCRETE (3) or CATEGORICAL (4)")
+    })?;
+    let fs_field = format!("{field}.feasible_space");
+    Ok(match kind {
         ParameterType::UnknownType => {
             return Err(ProtoError::invalid(
                 type_field,
@@ -186,26 +243,31 @@ fn parameter_from_wire(
         ParameterType::Double | ParameterType::Int => {
             range_from_wire(&fs_field, &p.name, kind == ParameterType::Int, fs)?
         }
-        ParameterType::Discrete | ParameterType::Categorical => {
-            list_from_wire(&fs_field, &p.name, kind == ParameterType::Discrete, fs)?
-        }
-    };
-    let (domain, distribution) = match equal_bounds(algorithm, settings, &p.name, &domain, &fs.min)
-    {
-        Some(EqualBounds::Placeholder(widened)) => (widened, Distribution::Uniform),
-        Some(EqualBounds::Fixed(fixed)) => (fixed, distribution),
-        None => (domain, distribution),
-    };
-    let parameter = Parameter {
-        name: p.name.clone(),
-        domain,
-        distribution,
-    };
-    parameter.validate().map_err(|e| ProtoError::Core {
-        field: field.to_string(),
-        reason: e.to_string(),
-    })?;
-    Ok(parameter)
+        ParameterType::Discrete | ParameterType::Categorical => list_from_wire(
+            &fs_field,
+            &p.name,
+            kind == ParameterType::Discrete,
+            fs,
+            warnings,
+        )?,
+    })
+}
+
+/// A parameter name every `name=value` line (trial arguments, logs, assignment keys) can hold
+/// unambiguously: non-empty, without '=' or a control character, as the YAML path requires.
+fn check_name(field: &str, name: &str) -> Result<(), ProtoError> {
+    if name.is_empty() {
+        return Err(ProtoError::missing(field, "name every parameter"));
+    }
+    if name.contains('=') || name.chars().any(char::is_control) {
+        return Err(ProtoError::invalid(
+            field,
+            name,
+            "contains '=' or a control character, which makes every `name=value` line \
+             ambiguous\nhint: use letters, digits, '-', '_' or '.'",
+        ));
+    }
+    Ok(())
 }
 
 /// A feasible space's distribution; unspecified is uniform, as in Katib.
@@ -245,23 +307,26 @@ fn range_from_wire(
             step: optional(&step_field, &fs.step, "an integer")?,
         })
     } else {
-        let min: f64 = parse_number(&min_field, &fs.min, "a number")?;
-        let max: f64 = parse_number(&max_field, &fs.max, "a number")?;
+        let min = parse_finite(&min_field, &fs.min)?;
+        let max = parse_finite(&max_field, &fs.max)?;
         check_order(fs_field, name, min > max, fs)?;
-        Ok(Domain::Double {
-            min,
-            max,
-            step: optional(&step_field, &fs.step, "a number")?,
-        })
+        let step = if fs.step.trim().is_empty() {
+            None
+        } else {
+            Some(parse_finite(&step_field, &fs.step)?)
+        };
+        Ok(Domain::Double { min, max, step })
     }
 }
 
-/// The `list` of a DISCRETE (`discrete`, numbers only) or CATEGORICAL parameter.
+/// The `list` of a DISCRETE (`discrete`) or CATEGORICAL parameter; Katib's tolerated oddities
+/// (repeats, labels in a DISCRETE list) are converted as the YAML path does, with warnings.
 fn list_from_wire(
     fs_field: &str,
     name: &str,
     discrete: bool,
     fs: &FeasibleSpace,
+    warnings: &mut Vec<ConversionWarning>,
 ) -> Result<Domain, ProtoError> {
     if fs.list.is_empty() {
         return Err(ProtoError::missing(
@@ -275,18 +340,12 @@ fn list_from_wire(
             reason: too_many_values(fs.list.len()),
         });
     }
-    let values = fs.list.clone();
-    if !discrete {
-        return Ok(Domain::Categorical { values });
-    }
-    for (i, v) in fs.list.iter().enumerate() {
-        parse_number::<f64>(
-            &format!("{fs_field}.list[{i}]"),
-            v,
-            "a number (DISCRETE values are numbers; use CATEGORICAL for labels)",
-        )?;
-    }
-    Ok(Domain::Discrete { values })
+    Ok(list_domain(
+        &format!("{fs_field}.list"),
+        discrete,
+        &fs.list,
+        warnings,
+    ))
 }
 
 fn check_order(
@@ -676,7 +735,10 @@ pub fn trial_to_wire(
 }
 
 mod nas;
+mod tolerated;
 pub use nas::{nas_from_wire, nas_to_wire};
+pub use tolerated::ConversionWarning;
+use tolerated::{list_domain, range_distribution};
 
 #[cfg(test)]
 mod tests;

@@ -445,9 +445,19 @@ fn grid_and_hyperband_refuse_a_max_trial_count_they_cannot_reach() {
     rt.block_on(async {
         let mut client = SuggestionClient::new(connect(&addr).await);
         // 5 x 8 x 9 x 2 = 720 combinations; hyperband r_l 9, eta 3: 22 trials.
-        for (algorithm, fits, too_many, limit) in [
-            ("grid", 720, 721, "720 combinations"),
-            ("hyperband", 22, 23, "22 trials"),
+        for (algorithm, fits, too_many, refusal) in [
+            (
+                "grid",
+                720,
+                721,
+                "Max Trial Count: 721 > all possible search combinations: 720 (grid)",
+            ),
+            (
+                "hyperband",
+                22,
+                23,
+                "value \"23\" is more than the 22 trials",
+            ),
         ] {
             client
                 .validate_algorithm_settings(ValidateAlgorithmSettingsRequest {
@@ -463,9 +473,8 @@ fn grid_and_hyperband_refuse_a_max_trial_count_they_cannot_reach() {
                 .unwrap_err();
             assert_eq!(e.code(), Code::InvalidArgument);
             assert!(
-                e.message().starts_with(&format!(
-                    "experiment.spec.max_trial_count: value \"{too_many}\" is more than the {limit}"
-                )),
+                e.message()
+                    .starts_with(&format!("experiment.spec.max_trial_count: {refusal}")),
                 "{}",
                 e.message()
             );

@@ -300,3 +300,117 @@ fn reads_proposals_back_from_a_plugin_reply() {
         "{e}"
     );
 }
+
+fn list_param(name: &str, kind: ParameterType, list: &[&str]) -> ParameterSpec {
+    ParameterSpec {
+        name: name.into(),
+        parameter_type: kind as i32,
+        feasible_space: Some(FeasibleSpace {
+            list: list.iter().map(|v| v.to_string()).collect(),
+            ..Default::default()
+        }),
+    }
+}
+
+/// What the YAML path accepts with a warning converts over the wire to the same space, with
+/// the warning naming the wire field, and trials holding those values convert too.
+#[test]
+fn katib_tolerated_spaces_convert_as_the_yaml_path_does_with_warnings() {
+    let mut log_from_zero = param("lr", ParameterType::Double, "0", "0.1", "");
+    if let Some(fs) = log_from_zero.feasible_space.as_mut() {
+        fs.distribution = api::Distribution::LogUniform as i32;
+    }
+    let field = "experiment.spec.parameter_specs.parameters[0].feasible_space";
+    // (parameter, domain, distribution, warned field, a value a trial may hold)
+    let cases = [
+        (
+            list_param("opt", ParameterType::Categorical, &["sgd", "adam", "sgd"]),
+            Domain::Categorical {
+                values: vec!["sgd".into(), "adam".into()],
+            },
+            Distribution::Uniform,
+            format!("{field}.list[2]"),
+            "sgd",
+        ),
+        (
+            list_param("batch", ParameterType::Discrete, &["16", "32", "auto"]),
+            Domain::Categorical {
+                values: vec!["16".into(), "32".into(), "auto".into()],
+            },
+            Distribution::Uniform,
+            format!("{field}.list[2]"),
+            "auto",
+        ),
+        (
+            log_from_zero,
+            Domain::Double {
+                min: 0.0,
+                max: 0.1,
+                step: None,
+            },
+            Distribution::Uniform,
+            format!("{field}.min"),
+            "0.05",
+        ),
+    ];
+    for (p, domain, distribution, warned, value) in cases {
+        let name = p.name.clone();
+        let (view, warnings) =
+            experiment_from_wire_warned("experiment", Some(&experiment(vec![p]))).unwrap();
+        let got = view.space.get(&name).unwrap();
+        assert_eq!((&got.domain, got.distribution), (&domain, distribution));
+        let fields: Vec<&str> = warnings.iter().map(|w| w.field.as_str()).collect();
+        assert_eq!(fields, [warned.as_str()], "{warnings:?}");
+        let mut t = trial("t1", "0", TrialConditionType::Succeeded, "0.5");
+        if let Some(a) = t
+            .spec
+            .as_mut()
+            .and_then(|s| s.parameter_assignments.as_mut())
+        {
+            a.assignments = vec![ParameterAssignment {
+                name: name.clone(),
+                value: value.into(),
+            }];
+        }
+        let records =
+            trials_from_wire(&[t], &view.space, &view.objective, &BTreeMap::new()).unwrap();
+        assert_eq!(records[0].assignment.to_strings(), [(name, value.into())]);
+    }
+}
+
+#[test]
+fn unusable_names_and_bounds_are_refused_naming_the_field() {
+    let field = "experiment.spec.parameter_specs.parameters[0]";
+    // (parameter, expected error)
+    let cases = [
+        (
+            param("a=b", ParameterType::Double, "0", "1", ""),
+            format!(
+                "{field}.name: value \"a=b\" contains '=' or a control character, which makes \
+                 every `name=value` line ambiguous\nhint: use letters, digits, '-', '_' or '.'"
+            ),
+        ),
+        (
+            list_param("a\nb", ParameterType::Categorical, &["x"]),
+            format!("{field}.name: value \"a\\nb\" contains '=' or a control character"),
+        ),
+        (
+            param("x", ParameterType::Double, "0", "inf", ""),
+            format!("{field}.feasible_space.max: value \"inf\" is not a finite number\nhint: "),
+        ),
+        (
+            param("x", ParameterType::Double, "nan", "0.05", ""),
+            format!("{field}.feasible_space.min: value \"nan\" is not a finite number"),
+        ),
+        (
+            param("x", ParameterType::Double, "0", "1", "-inf"),
+            format!("{field}.feasible_space.step: value \"-inf\" is not a finite number"),
+        ),
+    ];
+    for (p, expected) in cases {
+        let e = experiment_from_wire("experiment", Some(&experiment(vec![p])))
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with(&expected), "{e}\nexpected: {expected}");
+    }
+}

@@ -200,6 +200,9 @@ impl DbManager for DbManagerService {
         request: Request<DeleteObservationLogRequest>,
     ) -> Result<Response<DeleteObservationLogReply>, Status> {
         require_trial(&request.get_ref().trial_name)?;
+        // A delete from a SQLite file deleted since it was opened changes nothing anyone can
+        // read again: refused as `report` refuses a write there, not answered OK.
+        self.store.check_in_place().map_err(ApiError::from)?;
         self.store
             .delete_observations(&request.get_ref().trial_name)
             .await

@@ -1,21 +1,24 @@
 //! `api.v1.beta1.EarlyStopping` for `medianstop` (reference §4): rules from the objective
-//! observation logs of succeeded trials, read from Vernier's own store (Katib's service asks
-//! the DB manager at `db_manager_address`; here the store is that DB manager's), settings
-//! validation, and `SetTrialStatus`, which marks a trial EarlyStopped: one the operator manages
-//! through [`ManagedTrials`] (composed by the binary: this crate never depends on the
-//! operator), else one recorded by `vernier run` in the store.
+//! observation logs of succeeded trials, read as Katib's service reads them from the DBManager
+//! at the request's `db_manager_address` (`crate::remote_logs`; a Katib controller's trials
+//! report there), or from Vernier's own store when the address is empty; the rule itself is
+//! one pure function of the logs, whichever source gave them. Also settings validation, and
+//! `SetTrialStatus`, which marks a trial EarlyStopped: one the operator manages through
+//! [`ManagedTrials`] (composed by the binary: this crate never depends on the operator), else
+//! one recorded by `vernier run` in the store.
 
 use crate::error::ApiError;
+use crate::remote_logs::RemoteLogs;
 use tonic::{Request, Response, Status};
 use vernier_algorithms::medianstop::{Comparison, MedianStop};
-use vernier_core::{TrialProgress, TrialState};
+use vernier_core::{Objective, TrialProgress, TrialState};
 use vernier_proto::ProtoError;
 use vernier_proto::api::{
     ComparisonType, EarlyStoppingRule, GetEarlyStoppingRulesReply, GetEarlyStoppingRulesRequest,
-    SetTrialStatusReply, SetTrialStatusRequest, ValidateEarlyStoppingSettingsReply,
+    SetTrialStatusReply, SetTrialStatusRequest, Trial, ValidateEarlyStoppingSettingsReply,
     ValidateEarlyStoppingSettingsRequest, early_stopping_server::EarlyStopping,
 };
-use vernier_proto::convert::{experiment_from_wire, state_from_wire};
+use vernier_proto::convert::{experiment_from_wire_warned, state_from_wire};
 use vernier_store::{SqlStore, TrialUpdate};
 
 /// Katib's reason and message for an early-stopped trial, from the engine.
@@ -68,7 +71,11 @@ impl EarlyStoppingService {
         &self,
         req: &GetEarlyStoppingRulesRequest,
     ) -> Result<Vec<EarlyStoppingRule>, ApiError> {
-        let view = experiment_from_wire("experiment", req.experiment.as_ref())?;
+        let (view, warnings) = experiment_from_wire_warned("experiment", req.experiment.as_ref())?;
+        // The suggestion service warned about these already; the controller repeats the spec.
+        for w in &warnings {
+            tracing::debug!("{w}");
+        }
         let (name, settings) = view
             .early_stopping
             .clone()
@@ -77,48 +84,38 @@ impl EarlyStoppingService {
                 hint: "set early_stopping.algorithm_name to medianstop".into(),
             })?;
         let rule = build_medianstop(&name, &settings)?;
+        let names = succeeded_trials(&req.trials)?;
         let metric = &view.objective.metric;
-        let mut names = Vec::new();
-        let mut values = Vec::new();
-        for (i, t) in req.trials.iter().enumerate() {
-            let condition = t.status.as_ref().map_or(0, |s| s.condition);
-            let state = state_from_wire(&format!("trials[{i}].status.condition"), condition)?;
-            if state != TrialState::Succeeded {
-                continue;
+        let logs = self
+            .objective_logs(&req.db_manager_address, &names, metric)
+            .await?;
+        Ok(medianstop_rules(&rule, &view.objective, &names, &logs))
+    }
+
+    /// Each trial's logged values of `metric`, from the DBManager at `address`, or from the
+    /// store when `address` is empty.
+    async fn objective_logs(
+        &self,
+        address: &str,
+        trials: &[&str],
+        metric: &str,
+    ) -> Result<Vec<Vec<String>>, ApiError> {
+        let mut out = Vec::with_capacity(trials.len());
+        if address.trim().is_empty() {
+            for trial in trials {
+                let logs = self
+                    .store
+                    .observations(trial, Some(metric), None, None)
+                    .await?;
+                out.push(logs.into_iter().map(|o| o.value).collect());
             }
-            let logs = self
-                .store
-                .observations(&t.name, Some(metric), None, None)
-                .await?;
-            names.push(t.name.clone());
-            values.push(
-                logs.iter()
-                    .filter_map(|o| o.value.trim().parse::<f64>().ok().filter(|v| v.is_finite()))
-                    .collect::<Vec<f64>>(),
-            );
+            return Ok(out);
         }
-        let progress: Vec<TrialProgress<'_>> = names
-            .iter()
-            .zip(&values)
-            .map(|(name, values)| TrialProgress {
-                name,
-                state: TrialState::Succeeded,
-                values,
-            })
-            .collect();
-        Ok(rule
-            .rule(&view.objective, &progress)
-            .map(|r| EarlyStoppingRule {
-                name: metric.clone(),
-                value: r.value.to_string(),
-                comparison: match r.comparison {
-                    Comparison::Less => ComparisonType::Less,
-                    Comparison::Greater => ComparisonType::Greater,
-                } as i32,
-                start_step: r.start_step as i32,
-            })
-            .into_iter()
-            .collect())
+        let mut remote = RemoteLogs::connect(address.trim()).await?;
+        for trial in trials {
+            out.push(remote.values(trial, metric).await?);
+        }
+        Ok(out)
     }
 
     async fn set_trial_status(&self, trial: &str) -> Result<(), ApiError> {
@@ -177,6 +174,60 @@ impl EarlyStoppingService {
     }
 }
 
+/// The names of the request's succeeded trials: the ones medianstop learns from.
+fn succeeded_trials(trials: &[Trial]) -> Result<Vec<&str>, ApiError> {
+    let mut names = Vec::new();
+    for (i, t) in trials.iter().enumerate() {
+        let condition = t.status.as_ref().map_or(0, |s| s.condition);
+        let state = state_from_wire(&format!("trials[{i}].status.condition"), condition)?;
+        if state == TrialState::Succeeded {
+            names.push(t.name.as_str());
+        }
+    }
+    Ok(names)
+}
+
+/// Katib's rules for `objective` from the logged values of each succeeded trial (`names` and
+/// `logs` side by side; values that are not finite numbers are no value), whichever source
+/// gave them: none while fewer trials than the rule requires succeeded.
+fn medianstop_rules(
+    rule: &MedianStop,
+    objective: &Objective,
+    names: &[&str],
+    logs: &[Vec<String>],
+) -> Vec<EarlyStoppingRule> {
+    let values: Vec<Vec<f64>> = logs
+        .iter()
+        .map(|values| {
+            values
+                .iter()
+                .filter_map(|v| v.trim().parse::<f64>().ok().filter(|v| v.is_finite()))
+                .collect()
+        })
+        .collect();
+    let progress: Vec<TrialProgress<'_>> = names
+        .iter()
+        .zip(&values)
+        .map(|(name, values)| TrialProgress {
+            name,
+            state: TrialState::Succeeded,
+            values,
+        })
+        .collect();
+    rule.rule(objective, &progress)
+        .map(|r| EarlyStoppingRule {
+            name: objective.metric.clone(),
+            value: r.value.to_string(),
+            comparison: match r.comparison {
+                Comparison::Less => ComparisonType::Less,
+                Comparison::Greater => ComparisonType::Greater,
+            } as i32,
+            start_step: r.start_step as i32,
+        })
+        .into_iter()
+        .collect()
+}
+
 /// Medianstop from wire settings; any other name is Katib's "unknown algorithm name". ASHA
 /// ranks trials against each other at every rung, which Katib's fixed per-metric rules cannot
 /// express, so it is applied by `vernier run` and the operator but not served as rules.
@@ -230,5 +281,61 @@ impl EarlyStopping for EarlyStoppingService {
             other => other.into(),
         })?;
         Ok(Response::new(ValidateEarlyStoppingSettingsReply {}))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use vernier_core::Direction;
+
+    #[test]
+    fn rules_come_from_the_logged_values_whatever_their_source() {
+        let rule = MedianStop::from_settings(&[
+            ("min_trials_required".into(), "2".into()),
+            ("start_step".into(), "2".into()),
+        ])
+        .unwrap_or_else(|e| panic!("{e}"));
+        let logs = |a: &[&str], b: &[&str]| -> Vec<Vec<String>> {
+            [a, b]
+                .iter()
+                .map(|v| v.iter().map(|s| s.to_string()).collect())
+                .collect()
+        };
+        // (direction, logs of trials a and b, expected rule value and comparison)
+        let cases = [
+            (
+                Direction::Maximize,
+                logs(&["0.5", "0.7"], &["0.1", "0.3"]),
+                Some((0.4, ComparisonType::Less)),
+            ),
+            // Text and non-finite values are no value: b's first two numbers are 0.1, 0.3.
+            (
+                Direction::Minimize,
+                logs(&["0.5", "0.7"], &["n/a", "0.1", "inf", "0.3"]),
+                Some((0.4, ComparisonType::Greater)),
+            ),
+            (Direction::Minimize, logs(&["0.5", "0.7"], &[]), None),
+        ];
+        for (direction, logs, expected) in cases {
+            let objective = Objective::new("acc".to_string(), direction);
+            let rules = medianstop_rules(&rule, &objective, &["a", "b"], &logs);
+            let got: Option<(f64, ComparisonType)> = rules.first().map(|r| {
+                (
+                    r.value.parse().unwrap_or(f64::NAN),
+                    ComparisonType::try_from(r.comparison)
+                        .unwrap_or(ComparisonType::UnknownComparison),
+                )
+            });
+            match (got, expected) {
+                (Some((v, c)), Some((ev, ec))) => {
+                    assert!((v - ev).abs() < 1e-12, "{logs:?}: {v}");
+                    assert_eq!(c, ec, "{logs:?}");
+                }
+                (got, expected) => {
+                    assert_eq!(got.is_none(), expected.is_none(), "{logs:?}: {rules:?}")
+                }
+            }
+        }
     }
 }

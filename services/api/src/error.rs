@@ -64,6 +64,11 @@ pub enum ApiError {
         asked: usize,
         state: String,
     },
+    /// The DBManager a request named (`db_manager_address`) could not be read from.
+    #[error(
+        "cannot read observation logs from the DBManager at {address} (db_manager_address): {reason}\nhint: check that a DBManager (e.g. katib-db-manager) listens at {address}, or send an empty db_manager_address to read this server's own store"
+    )]
+    DbManagerUnreachable { address: String, reason: String },
     #[error("gRPC server failed: {0}")]
     Transport(#[from] tonic::transport::Error),
     #[error("reflection descriptor cannot be loaded: {0}")]
@@ -80,7 +85,9 @@ impl From<ApiError> for Status {
                 Code::InvalidArgument
             }
             ApiError::TrialNotFound(_) => Code::NotFound,
-            ApiError::Waiting { .. } | ApiError::Managed(_) => Code::Unavailable,
+            ApiError::Waiting { .. }
+            | ApiError::Managed(_)
+            | ApiError::DbManagerUnreachable { .. } => Code::Unavailable,
             ApiError::ManagedRefused(_) => Code::FailedPrecondition,
             ApiError::SearchComplete { .. } => Code::OutOfRange,
             ApiError::RulesUnsupported(_) => Code::Unimplemented,

@@ -8,6 +8,7 @@ mod early_stopping;
 mod error;
 mod health;
 pub mod plugin;
+mod remote_logs;
 mod server;
 mod suggestion;
 mod workers;

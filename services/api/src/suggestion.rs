@@ -16,20 +16,36 @@
 //! The controller refuses a reply whose length differs from `current_request_number`, so a
 //! shorter answer is an error instead: `UNAVAILABLE` while the algorithm waits for running
 //! trials (the controller retries), `OUT_OF_RANGE` once its search is complete or no trial
-//! is running to change its answer.
+//! is running to change its answer. The controller retries `OUT_OF_RANGE` too, forever, so
+//! an algorithm that samples points of the space ([`REPEATING_SAMPLERS`]) and has tried every
+//! point of a finite space smaller than `maxTrialCount` gets the rest of the request filled
+//! with points drawn at random from the space (repeats, the same for a retried request), as
+//! Katib's hyperopt, optuna and skopt services answer, so the experiment completes. Grid
+//! refuses such a `maxTrialCount` in `ValidateAlgorithmSettings` instead; schedules
+//! (hyperband, asha, bohb, pbt) and NAS keep the error, a repeat having no place in them.
+//!
+//! Parameters Katib accepts but Vernier runs differently (a repeated list value, a label in a
+//! DISCRETE list, a log scale from 0) are converted as `vernier run` converts them, with a
+//! warning logged: at `warn` for `ValidateAlgorithmSettings` and a controller's first
+//! `GetSuggestions` (no trials yet), at `debug` for the rest, which repeat the same spec.
 
 use crate::error::ApiError;
 use crate::workers::Workers;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
 use std::collections::{BTreeMap, HashMap};
 use tonic::{Request, Response, Status};
-use vernier_core::{Cancel, Proposal, SuggestRequest, TrialRecord};
+use vernier_core::{Cancel, Proposal, SearchSpace, SuggestRequest, Suggestions, TrialRecord};
 use vernier_proto::ProtoError;
 use vernier_proto::api::{
     AlgorithmSetting, AlgorithmSpec, GetSuggestionsReply, GetSuggestionsRequest,
     ValidateAlgorithmSettingsReply, ValidateAlgorithmSettingsRequest,
     suggestion_server::Suggestion,
 };
-use vernier_proto::convert::{experiment_from_wire, proposals_to_wire, trials_from_wire};
+use vernier_proto::convert::{
+    ConversionWarning, ExperimentView, experiment_from_wire_warned, proposals_to_wire,
+    trials_from_wire,
+};
 
 /// Setting carrying the labels of proposals, as JSON `{assignment: {key: value}}`.
 pub const LABELS_SETTING: &str = "vernier/trial-labels";
@@ -38,6 +54,18 @@ pub const STATE_SETTING: &str = "vernier/state";
 
 /// Most assignments one request may ask for; bounds the work a single call can cause.
 const MAX_REQUEST_NUMBER: i32 = 10_000;
+
+/// Algorithms that propose points of the space with nothing tied to which trial is which (no
+/// brackets, generations or parents): once every point is tried, a repeated point is an
+/// honest answer for them.
+pub const REPEATING_SAMPLERS: &[&str] = &[
+    "random",
+    "sobol",
+    "tpe",
+    "multivariate-tpe",
+    "bayesianoptimization",
+    "cmaes",
+];
 
 /// The Suggestion service. Stateless: everything comes with each request; the only thing
 /// shared between calls is the bounded pool the algorithm work runs on.
@@ -119,7 +147,8 @@ pub fn get_suggestions_cancellable(
     req: &GetSuggestionsRequest,
     cancel: &Cancel,
 ) -> Result<GetSuggestionsReply, ApiError> {
-    let view = experiment_from_wire("experiment", req.experiment.as_ref())?;
+    let (view, warnings) = experiment_from_wire_warned("experiment", req.experiment.as_ref())?;
+    log_warnings(&warnings, req.trials.is_empty());
     let asked = asked_count(req.current_request_number)?;
     let carried = split_settings(view.settings.clone())?;
     let suggester = vernier_algorithms::build(
@@ -150,31 +179,87 @@ pub fn get_suggestions_cancellable(
         cancel,
     )
     .map_err(ApiError::Suggest)?;
-    let proposals: Vec<_> = suggestions.proposals.into_iter().take(asked).collect();
-    if proposals.len() < asked {
-        let state = suggestions
-            .state
-            .filter(|s| !s.is_empty())
-            .map_or_else(String::new, |s| format!(" ({s})"));
-        let complete = search_complete(suggestions.exhausted, &trials);
-        return Err(too_few(
-            complete,
-            view.algorithm,
-            proposals.len(),
-            asked,
-            state,
-        ));
-    }
+    let (proposals, state) = full_answer(&view, suggestions, asked, &trials, seed)?;
     let mut labels = carried.labels;
     let names = name_labelled(&view.name, seed, &trials, &proposals, &mut labels);
     Ok(GetSuggestionsReply {
         parameter_assignments: proposals_to_wire(&proposals, &names),
-        algorithm: reply_settings(labels, suggestions.state)?.map(|settings| AlgorithmSpec {
+        algorithm: reply_settings(labels, state)?.map(|settings| AlgorithmSpec {
             algorithm_name: view.algorithm.clone(),
             algorithm_settings: settings,
         }),
         early_stopping_rules: Vec::new(),
     })
+}
+
+/// Logs what the conversion warned about: at `warn` when `first` (the controller's first
+/// look at this spec), else at `debug`, since every later request repeats the spec.
+fn log_warnings(warnings: &[ConversionWarning], first: bool) {
+    for w in warnings {
+        if first {
+            tracing::warn!("{w}");
+        } else {
+            tracing::debug!("{w}");
+        }
+    }
+}
+
+/// The `asked` proposals of the algorithm's answer and its state, or why there are fewer: an
+/// exhausted point sampler's missing proposals are drawn at random from the space.
+fn full_answer(
+    view: &ExperimentView,
+    suggestions: Suggestions,
+    asked: usize,
+    trials: &[TrialRecord],
+    seed: u64,
+) -> Result<(Vec<Proposal>, Option<String>), ApiError> {
+    let mut proposals: Vec<_> = suggestions.proposals.into_iter().take(asked).collect();
+    let missing = asked - proposals.len();
+    if missing == 0 {
+        return Ok((proposals, suggestions.state));
+    }
+    if fills_with_repeats(&view.algorithm, suggestions.exhausted) {
+        tracing::warn!(
+            "{} has tried every point of the search space of experiment {:?}; {missing} of the \
+             {asked} assignments asked for are repeats drawn at random, as Katib's services \
+             answer; hint: lower maxTrialCount to the number of points to try each once",
+            view.algorithm,
+            view.name
+        );
+        proposals.extend(repeats(&view.space, missing, seed));
+        return Ok((proposals, suggestions.state));
+    }
+    let state = suggestions
+        .state
+        .filter(|s| !s.is_empty())
+        .map_or_else(String::new, |s| format!(" ({s})"));
+    let complete = search_complete(suggestions.exhausted, trials);
+    Err(too_few(
+        complete,
+        view.algorithm.clone(),
+        proposals.len(),
+        asked,
+        state,
+    ))
+}
+
+/// Whether an answer short of what was asked is filled with repeats: only when the algorithm
+/// says its search is exhausted and it is one of the [`REPEATING_SAMPLERS`].
+fn fills_with_repeats(algorithm: &str, exhausted: bool) -> bool {
+    exhausted && REPEATING_SAMPLERS.contains(&algorithm)
+}
+
+/// `count` points drawn at random from `space` (each parameter from its prior), repeats
+/// allowed; the same points for the same `seed`, so a retried request gets the same answer.
+fn repeats(space: &SearchSpace, count: usize, seed: u64) -> Vec<Proposal> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    (0..count)
+        .map(|_| {
+            Proposal::new(vernier_algorithms::sample::sample_assignment(
+                space, &mut rng,
+            ))
+        })
+        .collect()
 }
 
 /// `current_request_number` as a count of proposals, if it is one Vernier answers.
@@ -344,7 +429,8 @@ fn trial_name(experiment: &str, seed: u64, index: usize) -> String {
 /// grid's check that `max_trial_count` fits the grid (a Katib controller would otherwise ask
 /// for trials the algorithm can never give). Hyperband's schedule is checked the same way.
 pub fn validate_algorithm_settings(req: &ValidateAlgorithmSettingsRequest) -> Result<(), ApiError> {
-    let view = experiment_from_wire("experiment", req.experiment.as_ref())?;
+    let (view, warnings) = experiment_from_wire_warned("experiment", req.experiment.as_ref())?;
+    log_warnings(&warnings, true);
     let carried = split_settings(view.settings)?;
     vernier_algorithms::build(
         &view.algorithm,
@@ -354,22 +440,33 @@ pub fn validate_algorithm_settings(req: &ValidateAlgorithmSettingsRequest) -> Re
     )?;
     let limit = vernier_algorithms::trial_limit(&view.algorithm, &carried.algorithm, &view.space)?;
     if let Some(limit) = limit.filter(|&l| i64::from(view.max_trial_count) > l as i64) {
-        let what = if view.algorithm == "grid" {
-            "combinations in the search space"
-        } else {
-            "trials in its bracket schedule"
-        };
-        return Err(ProtoError::Invalid {
-            field: "experiment.spec.max_trial_count".into(),
-            value: view.max_trial_count.to_string(),
-            reason: format!(
-                "is more than the {limit} {what} ({}); a controller would wait for trials that never come\nhint: set maxTrialCount to at most {limit}",
-                view.algorithm
-            ),
-        }
-        .into());
+        return Err(too_many_trials(&view.algorithm, view.max_trial_count, limit).into());
     }
     Ok(())
+}
+
+/// The refusal of a `max_trial_count` above the `limit` an algorithm can ever give; grid's
+/// starts with Katib's own message, which users and tools search for.
+fn too_many_trials(algorithm: &str, max_trial_count: i32, limit: u64) -> ProtoError {
+    let field = "experiment.spec.max_trial_count".to_string();
+    let explanation = format!(
+        "({algorithm}); a controller would wait for trials that never come\nhint: set \
+         maxTrialCount to at most {limit}"
+    );
+    if algorithm == "grid" {
+        return ProtoError::Core {
+            field,
+            reason: format!(
+                "Max Trial Count: {max_trial_count} > all possible search combinations: \
+                 {limit} {explanation}"
+            ),
+        };
+    }
+    ProtoError::Invalid {
+        field,
+        value: max_trial_count.to_string(),
+        reason: format!("is more than the {limit} trials in its bracket schedule {explanation}"),
+    }
 }
 
 #[tonic::async_trait]
@@ -399,5 +496,69 @@ impl Suggestion for SuggestionService {
             .run(move |_| validate_algorithm_settings(&req))
             .await??;
         Ok(Response::new(ValidateAlgorithmSettingsReply {}))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use vernier_core::{Distribution, Domain, Parameter};
+
+    #[test]
+    fn only_exhausted_point_samplers_answer_with_repeats() {
+        // (algorithm, exhausted, fills)
+        let cases = [
+            ("random", true, true),
+            ("sobol", true, true),
+            ("tpe", true, true),
+            ("multivariate-tpe", true, true),
+            ("bayesianoptimization", true, true),
+            ("cmaes", true, true),
+            ("random", false, false),
+            ("grid", true, false),
+            ("hyperband", true, false),
+            ("asha", true, false),
+            ("bohb", true, false),
+            ("pbt", true, false),
+            ("nsga2", true, false),
+            ("darts", true, false),
+            ("enas", true, false),
+        ];
+        for (algorithm, exhausted, fills) in cases {
+            assert_eq!(
+                fills_with_repeats(algorithm, exhausted),
+                fills,
+                "{algorithm} {exhausted}"
+            );
+        }
+    }
+
+    #[test]
+    fn repeats_are_points_of_the_space_and_the_same_for_a_seed() {
+        let space = SearchSpace::new(vec![Parameter {
+            name: "opt".into(),
+            domain: Domain::Categorical {
+                values: vec!["a".into(), "b".into(), "c".into()],
+            },
+            distribution: Distribution::Uniform,
+        }])
+        .unwrap_or_else(|e| panic!("{e}"));
+        let keys = |seed| -> Vec<String> {
+            repeats(&space, 40, seed)
+                .iter()
+                .map(|p| p.assignment.key())
+                .collect()
+        };
+        let drawn = keys(11);
+        assert_eq!(drawn.len(), 40);
+        assert_eq!(drawn, keys(11));
+        assert_ne!(drawn, keys(12));
+        for p in repeats(&space, 40, 11) {
+            space.check(&p.assignment).unwrap_or_else(|e| panic!("{e}"));
+        }
+        let mut distinct = drawn.clone();
+        distinct.sort();
+        distinct.dedup();
+        assert_eq!(distinct.len(), 3, "{drawn:?}");
     }
 }
