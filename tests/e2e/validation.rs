@@ -349,3 +349,125 @@ fn wrong_kind_and_missing_file() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("does-not-exist.yaml"));
 }
+
+/// What Kubernetes and the training operator refuse at admission is invalid here too, though
+/// local mode would ignore it: a Job restarting Always, a container without an image, a
+/// TFJob replica without a container named `tensorflow`.
+#[test]
+fn what_a_cluster_refuses_in_a_trial_template_is_invalid() {
+    let always = invalid(&VALID.replacen("restartPolicy: Never", "restartPolicy: Always", 1));
+    assert_mentions(
+        &always,
+        &[
+            "spec.trialTemplate.trialSpec.spec.template.spec.restartPolicy: value \"Always\"",
+            "hint: set restartPolicy: Never",
+        ],
+    );
+    let no_image = invalid(&VALID.replacen("                image: python:3.11\n", "", 1));
+    assert_mentions(
+        &no_image,
+        &[
+            "spec.trialTemplate.trialSpec.spec.template.spec.containers[0].image: is required",
+            "hint: set image",
+        ],
+    );
+    let command = VALID[VALID.find("command: [python3").unwrap()..].trim_end();
+    let tfjob = format!(
+        "{}    trialSpec:\n      apiVersion: kubeflow.org/v1\n      kind: TFJob\n      spec:\n        tfReplicaSpecs:\n          Worker:\n            replicas: 2\n            template:\n              spec:\n                containers:\n                  - name: training\n                    image: python:3.11\n                    {command}\n",
+        &VALID[..VALID.find("    trialSpec:").unwrap()]
+    );
+    let trainer = invalid(&tfjob);
+    assert_mentions(
+        &trainer,
+        &[
+            "spec.trialTemplate.trialSpec.spec.tfReplicaSpecs.Worker.template.spec.containers: no container is named \"tensorflow\" (containers: training)",
+            "hint: name the training container \"tensorflow\"",
+        ],
+    );
+}
+
+/// `validate` lists every field local mode cannot run, not the first of each container, and
+/// every field it runs without.
+#[test]
+fn validate_lists_every_local_blocker_and_every_ignored_field() {
+    let yaml = VALID
+        .replacen(
+            "                command: [python3, train.py, ",
+            "                envFrom: [{configMapRef: {name: settings}}]\n                env: [{name: A, valueFrom: {fieldRef: {fieldPath: metadata.name}}}, {name: B, valueFrom: {secretKeyRef: {name: s, key: k}}}]\n                command: [python3, train.py, ",
+            1,
+        )
+        .replacen("      spec:\n        template:", "      spec:\n        completions: 4\n        template:", 1);
+    let (code, out) = verdict(&yaml);
+    assert_eq!(code, Some(3), "{out}");
+    let c = "spec.trialTemplate.trialSpec.spec.template.spec.containers[0]";
+    let refused = out
+        .split("local: `vernier run` cannot run it:")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{out}"));
+    for field in ["envFrom", "env[0].valueFrom", "env[1].valueFrom"] {
+        assert!(
+            refused.contains(&format!("  {c}.{field}: ")),
+            "{field} in {out}"
+        );
+    }
+    let ignored = out
+        .split("local: runs without:")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(
+        ignored.contains(
+            "spec.trialTemplate.trialSpec.spec.completions: value 4 is not applied locally"
+        ),
+        "{out}"
+    );
+}
+
+/// A program or script this machine lacks is warned about before the first trial (the
+/// cluster's image may have it, so it is not an error).
+#[test]
+fn a_program_this_machine_lacks_is_warned_about() {
+    let sb = Sandbox::new();
+    // (the command as written, the warning's start; None: everything is here)
+    let cases = [
+        (
+            "[vernier-absent-program, ",
+            Some(
+                "warning: the trial command runs \"vernier-absent-program\", which is not on PATH",
+            ),
+        ),
+        (
+            "[./missing.sh, ",
+            Some(
+                "warning: the trial command runs \"./missing.sh\", which is not in the trial's working directory",
+            ),
+        ),
+        (
+            "[/usr/bin/vernier-absent, ",
+            Some(
+                "warning: the trial command runs \"/usr/bin/vernier-absent\", which is not on this machine",
+            ),
+        ),
+        (
+            "[python3, train.py, ",
+            Some(
+                "warning: the trial command runs \"train.py\", which is not in the trial's working directory",
+            ),
+        ),
+        ("[python3, present.py, ", None),
+    ];
+    sb.write("present.py", "print('accuracy=0.5')\n");
+    for (i, (command, want)) in cases.into_iter().enumerate() {
+        let yaml = VALID.replacen("[python3, train.py, ", command, 1);
+        let file = sb.write(&format!("e{i}.yaml"), &yaml);
+        let out = sb.run(&["validate", file.to_str().unwrap()]);
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+        match want {
+            Some(w) => assert!(
+                said.contains(w) && said.contains("only a warning"),
+                "{said}"
+            ),
+            None => assert!(!said.contains("warning: the trial command runs"), "{said}"),
+        }
+    }
+}

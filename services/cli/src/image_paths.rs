@@ -1,12 +1,15 @@
 //! Local mode ignores a trial's container image, so a command written for the image (Katib's
 //! `python3 /opt/pytorch-mnist/mnist.py`) fails on every trial with "No such file". This finds
-//! such paths before the first trial, so `run` and `validate` can warn once instead.
+//! such paths before the first trial, so `run` and `validate` can warn once instead; likewise
+//! a program (`mpirun`, `./train.sh`) or an interpreter's script (`python3 train.py`) that this
+//! machine does not have.
 
 use std::path::Path;
 use vernier_runner::LocalExperiment;
 
-/// The warning for `exp`'s first trial's command as this machine sees it, `None` when every
-/// path it names is here (or the command cannot be rendered: `run` reports that itself).
+/// The warnings for `exp`'s first trial's command as this machine sees it, `None` when its
+/// working directory, program and every path it names are here (or the command cannot be
+/// rendered: `run` reports that itself).
 pub fn check(exp: &LocalExperiment) -> Option<String> {
     let point = crate::first_point::first_point(&exp.space);
     let cmd = exp.command_for("path-check", &point).ok()?;
@@ -19,10 +22,115 @@ pub fn check(exp: &LocalExperiment) -> Option<String> {
     let dir = exp
         .missing_working_dir("path-check", &point)
         .map(|dir| working_dir_warning(&dir, &cmd.work_dir));
-    match (paths, dir) {
-        (Some(p), Some(d)) => Some(format!("{d}\n{p}")),
-        (p, d) => p.or(d),
+    let search = cmd
+        .env
+        .iter()
+        .rev()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| v.clone())
+        .or_else(|| std::env::var("PATH").ok())
+        .unwrap_or_default();
+    let reported = image_only_paths(&cmd.program, &cmd.args, &exp.paths.log_dir, Path::exists);
+    let program = missing_program(
+        &cmd.program,
+        &cmd.args,
+        &cmd.work_dir,
+        &search,
+        Path::is_file,
+    )
+    .filter(|m| !reported.contains(&m.path))
+    .map(|m| m.warning());
+    let found: Vec<String> = [dir, program, paths].into_iter().flatten().collect();
+    // Callers print the first with "warning: "; each further one gets its own.
+    (!found.is_empty()).then(|| found.join("\nwarning: "))
+}
+
+/// A program (or the script an interpreter is to run) that this machine does not have.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MissingProgram {
+    /// As the command names it.
+    pub path: String,
+    /// Where it was looked for.
+    pub looked_in: String,
+}
+
+impl MissingProgram {
+    fn warning(&self) -> String {
+        format!(
+            "the trial command runs {:?}, which is not {}, so every trial would fail\nhint: local mode runs the command here and ignores the container image; install or copy it here, or change the command (a cluster's image may have it, so this is only a warning)",
+            self.path, self.looked_in
+        )
     }
+}
+
+/// Interpreters whose first argument that is not an option is the script they run.
+const INTERPRETERS: &[&str] = &[
+    "python", "python3", "python2", "sh", "bash", "zsh", "perl", "ruby", "node", "Rscript", "julia",
+];
+
+/// The program of a trial's command, or the script an interpreter in [`INTERPRETERS`] runs, when
+/// this machine has no such file: a name without '/' looked up in `search` (a PATH value), a
+/// relative path in `work_dir` (where the trial starts), an absolute path as it is. `is_file`
+/// is the file test, so tables can stand in for the file system.
+pub fn missing_program(
+    program: &str,
+    args: &[String],
+    work_dir: &Path,
+    search: &str,
+    is_file: impl Fn(&Path) -> bool,
+) -> Option<MissingProgram> {
+    let missing = |path: &str, looked_in: String| {
+        Some(MissingProgram {
+            path: path.to_string(),
+            looked_in,
+        })
+    };
+    if !program.contains('/') {
+        let on_path = std::env::split_paths(search).any(|dir| is_file(&dir.join(program)));
+        if !on_path {
+            return missing(program, "on PATH".to_string());
+        }
+    } else if !is_file(&work_dir.join(program)) {
+        return missing(program, where_looked(program, work_dir));
+    }
+    let script = interpreted_script(program, args)?;
+    (!is_file(&work_dir.join(script))).then(|| MissingProgram {
+        path: script.to_string(),
+        looked_in: where_looked(script, work_dir),
+    })
+}
+
+fn where_looked(path: &str, work_dir: &Path) -> String {
+    if path.starts_with('/') {
+        "on this machine".to_string()
+    } else {
+        format!("in the trial's working directory {}", work_dir.display())
+    }
+}
+
+/// The script `program` runs when it is an interpreter given one: its first argument that is
+/// not an option, unless an option first makes it run code (`-c`) or a module (`-m`, `-e`).
+fn interpreted_script<'a>(program: &str, args: &'a [String]) -> Option<&'a str> {
+    let name = Path::new(program).file_name()?.to_str()?;
+    let versioned =
+        name.starts_with("python") && name[6..].chars().all(|c| c.is_ascii_digit() || c == '.');
+    if !INTERPRETERS.contains(&name) && !versioned {
+        return None;
+    }
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "-c" | "-m" | "-e" | "-" | "--" => return None,
+            // Options whose value is the next argument (python's -W, -X; a shell's -o).
+            "-W" | "-X" | "-o" => {
+                args.next();
+            }
+            a if a.starts_with('-') => continue,
+            a if a.contains(char::is_whitespace) || a.is_empty() => return None,
+            a => return Some(a),
+        }
+    }
+    None
 }
 
 fn working_dir_warning(wanted: &str, used: &Path) -> String {
@@ -120,6 +228,69 @@ mod tests {
                 "{program} {args:?}"
             );
         }
+    }
+
+    #[test]
+    fn a_program_or_script_this_machine_lacks_is_found() {
+        let files = [
+            "/usr/bin/python3",
+            "/usr/local/bin/sh",
+            "/w/train.py",
+            "/w/run.sh",
+            "/opt/tool",
+        ];
+        let is_file = |p: &Path| files.iter().any(|f| Path::new(f) == p);
+        let search = "/usr/local/bin:/usr/bin";
+        // (program, args, the missing path and where it was looked for; None: all present)
+        type Case<'a> = (&'a str, &'a [&'a str], Option<(&'a str, &'a str)>);
+        let cases: [Case; 13] = [
+            ("python3", &["train.py", "--lr=0.1"], None),
+            ("python3", &["-u", "-W", "ignore", "train.py"], None),
+            ("python3", &["-m", "pkg.train"], None),
+            ("sh", &["-c", "missing.sh --x=1"], None),
+            ("./run.sh", &[], None),
+            ("/opt/tool", &["x"], None),
+            ("mpirun", &["-n", "2", "t"], Some(("mpirun", "on PATH"))),
+            (
+                "/usr/bin/nonexistent-prog",
+                &[],
+                Some(("/usr/bin/nonexistent-prog", "on this machine")),
+            ),
+            (
+                "./missing.sh",
+                &[],
+                Some(("./missing.sh", "in the trial's working directory /w")),
+            ),
+            (
+                "python3",
+                &["missing.py", "--lr=1"],
+                Some(("missing.py", "in the trial's working directory /w")),
+            ),
+            (
+                "/usr/bin/python3",
+                &["-u", "/opt/m.py"],
+                Some(("/opt/m.py", "on this machine")),
+            ),
+            ("python3.11", &["train.py"], Some(("python3.11", "on PATH"))),
+            ("sh", &["run.sh"], None),
+        ];
+        for (program, args, want) in cases {
+            let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+            let got = missing_program(program, &args, Path::new("/w"), search, is_file);
+            let got = got
+                .as_ref()
+                .map(|m| (m.path.as_str(), m.looked_in.as_str()));
+            assert_eq!(got, want, "{program} {args:?}");
+        }
+        let w = missing_program("mpirun", &[], Path::new("/w"), search, is_file)
+            .unwrap()
+            .warning();
+        assert!(
+            w.starts_with("the trial command runs \"mpirun\", which is not on PATH")
+                && w.contains("\nhint: ")
+                && w.contains("only a warning"),
+            "{w}"
+        );
     }
 
     #[test]

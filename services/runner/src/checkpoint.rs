@@ -149,6 +149,7 @@ mod tests {
         TrialCommand {
             trial: "t2".into(),
             program: "python3".into(),
+            command_field: String::new(),
             args: args.iter().map(|s| s.to_string()).collect(),
             env: env
                 .iter()

@@ -18,6 +18,10 @@ pub struct TrialCommand {
     pub trial: String,
     pub program: String,
     pub args: Vec<String>,
+    /// Where the program is written in the experiment file (the container's `command`, or its
+    /// `args` when it has no command), for the hint when it cannot be started; empty when not
+    /// known.
+    pub command_field: String,
     pub env: Vec<(String, String)>,
     pub work_dir: PathBuf,
     pub log_path: PathBuf,

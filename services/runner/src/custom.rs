@@ -249,6 +249,7 @@ mod tests {
         TrialCommand {
             trial: "e-abc".into(),
             program: "python3".into(),
+            command_field: String::new(),
             args: vec![],
             env: vec![(PUSH_ADDRESS_ENV.into(), "127.0.0.1:4321".into())],
             work_dir: PathBuf::from("/w"),

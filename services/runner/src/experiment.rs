@@ -133,6 +133,12 @@ impl LocalExperiment {
     ) -> Result<TrialCommand, RunnerError> {
         let primary = container.name.clone();
         let container_dir = container.working_dir.clone();
+        let program_list = if container.command.is_empty() {
+            "args"
+        } else {
+            "command"
+        };
+        let command_field = format!("{}.{program_list}", container.path);
         let wrap = |source: SpecError| template_error(trial, source);
         let mut argv: Vec<String> = container
             .command
@@ -178,6 +184,7 @@ impl LocalExperiment {
             trial: trial.to_string(),
             program,
             args: argv,
+            command_field,
             env,
             work_dir: trial_work_dir(container_dir.as_deref(), &self.paths.work_dir, Path::is_dir),
             log_path,

@@ -117,7 +117,7 @@ pub async fn extend(store: &SqlStore, name: &str, limits: NewLimits) -> Result<b
 mod tests {
     use super::*;
 
-    const SPEC: &str = r#"{"apiVersion":"kubeflow.org/v1beta1","kind":"Experiment","metadata":{"name":"e"},"spec":{"maxTrialCount":3,"parallelTrialCount":1,"objective":{"type":"maximize","objectiveMetricName":"acc"},"algorithm":{"algorithmName":"random"},"parameters":[{"name":"x","parameterType":"double","feasibleSpace":{"min":"0","max":"1"}}],"trialTemplate":{"primaryContainerName":"main","trialParameters":[{"name":"x","reference":"x"}],"trialSpec":{"apiVersion":"batch/v1","kind":"Job","spec":{"template":{"spec":{"containers":[{"name":"main","command":["t","${trialParameters.x}"]}]}}}}}}}"#;
+    const SPEC: &str = r#"{"apiVersion":"kubeflow.org/v1beta1","kind":"Experiment","metadata":{"name":"e"},"spec":{"maxTrialCount":3,"parallelTrialCount":1,"objective":{"type":"maximize","objectiveMetricName":"acc"},"algorithm":{"algorithmName":"random"},"parameters":[{"name":"x","parameterType":"double","feasibleSpace":{"min":"0","max":"1"}}],"trialTemplate":{"primaryContainerName":"main","trialParameters":[{"name":"x","reference":"x"}],"trialSpec":{"apiVersion":"batch/v1","kind":"Job","spec":{"template":{"spec":{"containers":[{"name":"main","image":"i","command":["t","${trialParameters.x}"]}]}}}}}}}"#;
 
     #[test]
     fn new_limits_are_written_and_checked_like_a_file() {

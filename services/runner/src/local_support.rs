@@ -6,7 +6,9 @@
 use crate::replicas::launch::check_primary_replica;
 use serde_json::Value;
 use std::collections::BTreeMap;
-use vernier_spec::template::{JobKind, primary_container, replica_set};
+use vernier_spec::template::{
+    JobKind, primary_container_blockers, replica_local_blockers, replica_set,
+};
 use vernier_spec::{Experiment, SpecError};
 
 const T: &str = "spec.trialTemplate";
@@ -46,18 +48,40 @@ pub fn local_verdict(exp: &Experiment) -> LocalVerdict {
     };
     let primary = tt.primary_container_name.as_deref().unwrap_or("");
     let labels = tt.primary_pod_labels.clone().unwrap_or_default();
-    if let Some(e) = refusal(spec, primary, &labels) {
-        verdict.refused.push(e);
-    }
+    verdict.refused.extend(refusals(spec, primary, &labels));
     ignored_fields(spec, &format!("{T}.trialSpec"), &mut verdict.ignored);
     if spec.get("kind").and_then(Value::as_str) == Some("Job") {
         verdict.ignored.extend(job_ignored(spec, primary));
     }
+    verdict.ignored.extend(replica_job_ignored(spec, primary));
     verdict
 }
 
-/// What a batch Job runs that one local process does not: the job's other containers (its
-/// `backoffLimit` and `activeDeadlineSeconds` are applied, by `batch_job`).
+/// The fields of a training-operator job that local mode reads but does not apply (its run
+/// policy's cleanup and scheduling, `elasticPolicy`, `enableDynamicWorker`), as the trial's
+/// log notes them.
+fn replica_job_ignored(spec: &Value, primary: &str) -> Vec<SpecError> {
+    let Ok(Some(set)) = replica_set(spec, primary) else {
+        return Vec::new();
+    };
+    set.ignored
+        .iter()
+        .map(|field| {
+            let (name, why) = field.split_once(' ').unwrap_or((field, ""));
+            let why = why.trim_start_matches('(').trim_end_matches(')');
+            let note = if why.is_empty() {
+                "is not applied locally".to_string()
+            } else {
+                format!("is not applied locally: {why}")
+            };
+            SpecError::new(format!("{T}.trialSpec.{name}"), note)
+        })
+        .collect()
+}
+
+/// What a batch Job runs that one local process does not: the job's other containers, and
+/// the several pods `completions` and `parallelism` ask for (its `backoffLimit` and
+/// `activeDeadlineSeconds` are applied, by `batch_job`).
 fn job_ignored(spec: &Value, primary: &str) -> Vec<SpecError> {
     let path = format!("{T}.trialSpec.spec");
     let job = spec.get("spec");
@@ -80,34 +104,63 @@ fn job_ignored(spec: &Value, primary: &str) -> Vec<SpecError> {
             ),
         ));
     }
+    for field in ["completions", "parallelism"] {
+        if let Some(n) = job
+            .and_then(|j| j.get(field))
+            .and_then(Value::as_u64)
+            .filter(|n| *n > 1)
+        {
+            out.push(SpecError::new(
+                format!("{path}.{field}"),
+                format!(
+                    "value {n} is not applied locally: the trial runs one process, once, \
+                     where a cluster would run {n} pods{}; hint: to run several processes, \
+                     describe the trial as a PyTorchJob or TFJob with replicas",
+                    if field == "completions" {
+                        " to completion"
+                    } else {
+                        " at a time"
+                    }
+                ),
+            ));
+        }
+    }
     out
 }
 
-/// Why the primary container (or a replica's container) cannot run as a process, if it cannot.
-fn refusal(
+/// Everything that keeps the primary container (or a replica's container) from running as a
+/// process: every blocker of every container that would run, not only the first.
+fn refusals(
     spec: &Value,
     primary: &str,
     primary_labels: &BTreeMap<String, String>,
-) -> Option<SpecError> {
+) -> Vec<SpecError> {
     let kind = spec.get("kind").and_then(Value::as_str).unwrap_or("");
     if JobKind::of(kind).is_some() {
+        let blockers = replica_local_blockers(spec, primary);
+        if !blockers.is_empty() {
+            return blockers;
+        }
         return match replica_set(spec, primary) {
-            Ok(Some(set)) => check_primary_replica(&set, primary_labels, "trial").err(),
-            Ok(None) => None,
-            Err(e) => Some(e),
+            Ok(Some(set)) => check_primary_replica(&set, primary_labels, "trial")
+                .err()
+                .into_iter()
+                .collect(),
+            Ok(None) => Vec::new(),
+            Err(e) => vec![e],
         };
     }
     if !has_containers(spec) {
-        return Some(SpecError::new(
+        return vec![SpecError::new(
             format!("{T}.trialSpec.kind"),
             format!(
                 "value {kind:?} has no containers list, so local mode has no command to run; \
                  hint: run it on a cluster (`vernier operator`), or describe the trial as a \
                  batch/v1 Job to run it locally"
             ),
-        ));
+        )];
     }
-    primary_container(spec, primary).err()
+    primary_container_blockers(spec, primary)
 }
 
 fn has_containers(v: &Value) -> bool {
@@ -230,6 +283,86 @@ spec:
                 }
             }
         }
+    }
+
+    #[test]
+    fn every_blocker_of_every_container_is_listed() {
+        let container = "{name: main, image: i, command: [t, '${trialParameters.lr}'], envFrom: [{configMapRef: {name: c}}], env: [{name: A, valueFrom: {fieldRef: {fieldPath: metadata.name}}}, {name: B, value: b}, {name: C, valueFrom: {secretKeyRef: {name: s, key: k}}}]}";
+        let v = local_verdict(&experiment(&job(container), "main"));
+        let c = "spec.trialTemplate.trialSpec.spec.template.spec.containers[0]";
+        let paths: Vec<String> = v.refused.iter().map(SpecError::path).collect();
+        assert_eq!(
+            paths,
+            [
+                format!("{c}.envFrom"),
+                format!("{c}.env[0].valueFrom"),
+                format!("{c}.env[2].valueFrom")
+            ]
+        );
+        assert!(v.refused[2].message().contains("\"C\""), "{}", v.refused[2]);
+        // Every replica's container, and within each every field.
+        let pytorch = "{apiVersion: kubeflow.org/v1, kind: PyTorchJob, spec: {pytorchReplicaSpecs: {Master: {replicas: 1, template: {spec: {containers: [{name: pytorch, image: i, args: ['--lr=${trialParameters.lr}'], envFrom: [{secretRef: {name: s}}]}]}}}, Worker: {replicas: 2, template: {spec: {containers: [{name: pytorch, image: i, command: [t], env: [{name: K, valueFrom: {fieldRef: {fieldPath: metadata.name}}}]}]}}}}}}";
+        let v = local_verdict(&experiment(pytorch, "pytorch"));
+        let r = "spec.trialTemplate.trialSpec.spec.pytorchReplicaSpecs";
+        let paths: Vec<String> = v.refused.iter().map(SpecError::path).collect();
+        assert_eq!(
+            paths,
+            [
+                format!("{r}.Master.template.spec.containers[0].envFrom"),
+                format!("{r}.Master.template.spec.containers[0].command"),
+                format!("{r}.Worker.template.spec.containers[0].env[0].valueFrom"),
+            ]
+        );
+    }
+
+    #[test]
+    fn what_runs_once_here_but_many_times_on_a_cluster_is_noted() {
+        let job_with = |fields: &str| {
+            format!(
+                "{{apiVersion: batch/v1, kind: Job, spec: {{{fields} template: {{spec: {{restartPolicy: Never, containers: [{{name: main, image: i, command: [t, '${{trialParameters.lr}}']}}]}}}}}}}}"
+            )
+        };
+        // (job spec fields, the notes' paths)
+        let spec_path = "spec.trialTemplate.trialSpec.spec";
+        let table: Vec<(&str, Vec<String>)> = vec![
+            ("", vec![]),
+            ("completions: 1, parallelism: 1,", vec![]),
+            (
+                "completions: 3, parallelism: 2,",
+                vec![
+                    format!("{spec_path}.completions"),
+                    format!("{spec_path}.parallelism"),
+                ],
+            ),
+        ];
+        for (fields, want) in table {
+            let v = local_verdict(&experiment(&job_with(fields), "main"));
+            assert!(v.runnable(), "{:?}", v.refused);
+            let paths: Vec<String> = v.ignored.iter().map(SpecError::path).collect();
+            assert_eq!(paths, want, "{fields}");
+            assert!(
+                v.ignored
+                    .iter()
+                    .all(|e| e.message().contains("not applied locally"))
+            );
+        }
+        let tfjob = |extra: &str| {
+            format!(
+                "{{apiVersion: kubeflow.org/v1, kind: TFJob, spec: {{{extra} tfReplicaSpecs: {{Worker: {{replicas: 2, template: {{spec: {{containers: [{{name: tensorflow, image: i, command: [t, '${{trialParameters.lr}}']}}]}}}}}}}}}}}}"
+            )
+        };
+        let notes = |extra: &str| -> Vec<String> {
+            let v = local_verdict(&experiment(&tfjob(extra), "tensorflow"));
+            v.ignored.iter().map(ToString::to_string).collect()
+        };
+        assert!(notes("enableDynamicWorker: false,").is_empty());
+        assert_eq!(
+            notes("enableDynamicWorker: true, runPolicy: {cleanPodPolicy: None},"),
+            [
+                "spec.trialTemplate.trialSpec.spec.runPolicy.cleanPodPolicy: is not applied locally",
+                "spec.trialTemplate.trialSpec.spec.enableDynamicWorker: is not applied locally: TF_CONFIG is the dense cluster spec, not the operator's sparseCluster one",
+            ]
+        );
     }
 
     #[test]

@@ -196,7 +196,20 @@ pub async fn run_process(
     cmd: TrialCommand,
     collection: Collection,
     store: SqlStore,
+    stop: watch::Receiver<StopLevel>,
+) -> ProcessReport {
+    run_process_then(cmd, collection, store, stop, |_| {}).await
+}
+
+/// [`run_process`], calling `on_start` with the process id once the process has started, so
+/// a supervisor's log says "started" only of a process that did (not of one whose program
+/// was not found).
+pub async fn run_process_then(
+    cmd: TrialCommand,
+    collection: Collection,
+    store: SqlStore,
     mut stop: watch::Receiver<StopLevel>,
+    on_start: impl FnOnce(u32) + Send,
 ) -> ProcessReport {
     let mut report = ProcessReport::stopped(collected_from(&cmd, &collection.source));
     let log = match open_log(&cmd).and_then(|log| {
@@ -218,6 +231,9 @@ pub async fn run_process(
             return report;
         }
     };
+    if let Some(id) = child.id() {
+        on_start(id);
+    }
     let pgid = child.id().map(|id| Pid::from_raw(id as i32));
     if let (Some(path), Some(pid)) = (&cmd.pid_file, pgid) {
         // Best effort: without the file only the resume-time cleanup is lost.
@@ -392,16 +408,23 @@ async fn drain_readers(mut readers: Vec<tokio::task::JoinHandle<()>>, pgid: Opti
     signal_group(pgid, Signal::SIGKILL);
 }
 
+/// Why the trial's program could not be started; a missing program names the field that
+/// names it.
 fn spawn_error(cmd: &TrialCommand, e: &std::io::Error) -> String {
-    if e.kind() == std::io::ErrorKind::NotFound {
-        format!(
-            "command {:?} was not found (working directory {})\nhint: local mode runs the primary container's command on this machine; check spec.trialTemplate.trialSpec ... command",
-            cmd.program,
-            cmd.work_dir.display()
-        )
-    } else {
-        format!("cannot start command {:?}: {e}", cmd.program)
+    if e.kind() != std::io::ErrorKind::NotFound {
+        return format!("cannot start command {:?}: {e}", cmd.program);
     }
+    let field = if cmd.command_field.is_empty() {
+        "the container's command in spec.trialTemplate.trialSpec"
+    } else {
+        cmd.command_field.as_str()
+    };
+    format!(
+        "command {:?} was not found (working directory {})\nhint: local mode runs the container's command on this machine and ignores its image; check {field}, or install {:?} here",
+        cmd.program,
+        cmd.work_dir.display(),
+        cmd.program
+    )
 }
 
 fn exit_kind(status: std::process::ExitStatus) -> ProcessEnd {
@@ -633,4 +656,54 @@ async fn record(
         }
     }
     rec
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_program_not_found_names_the_field_that_names_it() {
+        let cmd = |field: &str| TrialCommand {
+            trial: "t".into(),
+            program: "mpirun".into(),
+            args: vec![],
+            command_field: field.into(),
+            env: vec![],
+            work_dir: PathBuf::from("/w"),
+            log_path: PathBuf::from("/l/t.log"),
+            metrics_path: None,
+            append_log: false,
+            pid_file: None,
+        };
+        let not_found = std::io::Error::from(std::io::ErrorKind::NotFound);
+        let denied = std::io::Error::from(std::io::ErrorKind::PermissionDenied);
+        let field = "spec.trialTemplate.trialSpec.spec.template.spec.containers[0].command";
+        // (the command's field, the error, what the message must say)
+        let table = [
+            (
+                field,
+                &not_found,
+                format!("check {field}, or install \"mpirun\" here"),
+            ),
+            (
+                "",
+                &not_found,
+                "check the container's command in spec.trialTemplate.trialSpec,".to_string(),
+            ),
+            (
+                field,
+                &denied,
+                "cannot start command \"mpirun\": ".to_string(),
+            ),
+        ];
+        for (field, error, want) in table {
+            let said = spawn_error(&cmd(field), error);
+            assert!(said.contains(&want) && !said.contains("..."), "{said}");
+        }
+        assert!(
+            spawn_error(&cmd(field), &not_found)
+                .starts_with("command \"mpirun\" was not found (working directory /w)\nhint: ")
+        );
+    }
 }

@@ -8,9 +8,12 @@ use super::launch::{ReplicaJob, ReplicaProcess};
 use super::policy::{Decision, Verdict, decide, restart_delay, verdict};
 use crate::process::{
     Collection, MetricSource, ProcessEnd, ProcessReport, StopLevel, TrialCommand, run_process,
+    run_process_then,
 };
 use std::collections::BTreeMap;
 use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
@@ -23,17 +26,22 @@ struct Slot {
     attempts: u32,
     /// Present while it runs (or waits to be restarted).
     stop: Option<watch::Sender<StopLevel>>,
+    /// Whether its first attempt's process has started: one whose program was not found
+    /// never has, and is not said to be stopped.
+    started: Arc<AtomicBool>,
 }
 
 /// The supervisor's log: `<log dir>/<trial>.log`, one line per event, timed from the start.
+/// Shared with the replicas' tasks, which say when their process has started.
+#[derive(Clone)]
 struct Summary {
-    file: Option<std::fs::File>,
+    file: Option<Arc<Mutex<std::fs::File>>>,
     start: Instant,
 }
 
 impl Summary {
-    fn line(&mut self, text: &str) {
-        if let Some(f) = &mut self.file {
+    fn line(&self, text: &str) {
+        if let Some(Ok(mut f)) = self.file.as_ref().map(|f| f.lock()) {
             let t = self.start.elapsed().as_secs_f64();
             // A full disk must not stop the trial; the replicas' own logs may still work.
             let _ = writeln!(f, "[{t:8.3}s] {text}");
@@ -118,8 +126,10 @@ pub async fn run_job(
 impl Supervisor {
     /// A supervisor of `job` with nothing started yet, its summary log begun.
     fn new(job: ReplicaJob, collection: Collection, store: SqlStore) -> Supervisor {
-        let mut summary = Summary {
-            file: std::fs::File::create(&job.summary_log).ok(),
+        let summary = Summary {
+            file: std::fs::File::create(&job.summary_log)
+                .ok()
+                .map(|f| Arc::new(Mutex::new(f))),
             start: Instant::now(),
         };
         for line in &job.description {
@@ -135,6 +145,7 @@ impl Supervisor {
                     process,
                     attempts: 0,
                     stop: None,
+                    started: Arc::new(AtomicBool::new(false)),
                 })
                 .collect(),
             job,
@@ -269,7 +280,7 @@ impl Supervisor {
         let running: Vec<String> = self
             .slots
             .iter()
-            .filter(|s| s.stop.is_some())
+            .filter(|s| s.stop.is_some() && (s.attempts > 1 || s.started.load(Ordering::SeqCst)))
             .map(|s| s.process.id.to_string())
             .collect();
         if !running.is_empty() {
@@ -318,7 +329,7 @@ impl Supervisor {
             &mut self.slots[i],
             &self.collection,
             &self.store,
-            &mut self.summary,
+            &self.summary,
             restart_note,
         );
     }
@@ -331,7 +342,7 @@ fn start(
     slot: &mut Slot,
     collection: &Collection,
     store: &SqlStore,
-    summary: &mut Summary,
+    summary: &Summary,
     restart_note: Option<String>,
 ) {
     let Some(mut cmd) = slot.process.command.clone() else {
@@ -352,21 +363,26 @@ fn start(
             source: MetricSource::Pushed,
         }
     };
-    if restart == 0 {
-        summary.line(&format!(
-            "{} started: {} {} (log {})",
-            slot.process.id,
-            cmd.program,
-            cmd.args.join(" "),
-            cmd.log_path.display()
-        ));
-    }
     let store = store.clone();
+    // Said once the process runs: a program that is not found never started.
+    let started = format!(
+        "{} started: {} {} (log {})",
+        slot.process.id,
+        cmd.program,
+        cmd.args.join(" "),
+        cmd.log_path.display()
+    );
+    let summary = summary.clone();
+    let flag = slot.started.clone();
     tasks.spawn(async move {
         let report = if restart > 0 {
             delayed_start(cmd, collection, store, rx, restart, restart_note).await
         } else {
-            run_process(cmd, collection, store, rx).await
+            let on_start = move |_| {
+                flag.store(true, Ordering::SeqCst);
+                summary.line(&started);
+            };
+            run_process_then(cmd, collection, store, rx, on_start).await
         };
         (i, report)
     });
@@ -424,5 +440,91 @@ pub(crate) fn describe_end(end: &ProcessEnd) -> String {
         ProcessEnd::SpawnFailed(msg) => format!("could not start: {msg}"),
         ProcessEnd::Stopped => "stopped".to_string(),
         ProcessEnd::JobFailed(msg) => msg.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::experiment::{LocalExperiment, LocalPaths};
+    use crate::replicas::TrialLaunch;
+    use vernier_core::TrialState;
+
+    /// A PyTorchJob whose master sleeps and whose two workers run a program nobody has.
+    fn experiment(dir: &std::path::Path) -> LocalExperiment {
+        let yaml = r#"apiVersion: kubeflow.org/v1beta1
+kind: Experiment
+metadata: {name: e}
+spec:
+  objective: {type: minimize, objectiveMetricName: loss}
+  algorithm: {algorithmName: random}
+  parameters:
+    - {name: lr, parameterType: double, feasibleSpace: {min: "0.1", max: "1"}}
+  trialTemplate:
+    primaryContainerName: pytorch
+    trialParameters: [{name: lr, reference: lr}]
+    trialSpec:
+      apiVersion: kubeflow.org/v1
+      kind: PyTorchJob
+      spec:
+        pytorchReplicaSpecs:
+          Master:
+            replicas: 1
+            template:
+              spec:
+                containers:
+                  - {name: pytorch, image: p, command: [sleep, "30", "${trialParameters.lr}"]}
+          Worker:
+            replicas: 2
+            template:
+              spec:
+                containers:
+                  - {name: pytorch, image: p, command: [vernier-test-no-such-program, "${trialParameters.lr}"]}
+"#;
+        let spec = vernier_spec::parse_experiment(yaml).unwrap();
+        let paths = LocalPaths {
+            work_dir: dir.to_path_buf(),
+            log_dir: dir.join("logs"),
+        };
+        let exp = LocalExperiment::new(spec, paths).unwrap();
+        exp.create_log_dir().unwrap();
+        exp
+    }
+
+    #[tokio::test]
+    async fn a_replica_that_cannot_start_is_not_said_to_start_and_every_failure_is_logged() {
+        let dir = tempfile::tempdir().unwrap();
+        let exp = experiment(dir.path());
+        let launch = exp.launch_for("e-0", &[("lr".into(), "0.5".into())]);
+        let Ok(TrialLaunch::Replicas(job)) = launch else {
+            panic!("expected replicas, got {launch:?}");
+        };
+        let summary_log = job.summary_log.clone();
+        let store = SqlStore::connect(":memory:").await.unwrap();
+        crate::test_store::with_trial(&store, TrialState::Running).await;
+        let (_stop, rx) = watch::channel(StopLevel::Run);
+        let report = run_job(job, exp.collection.clone(), store, rx).await;
+        assert!(
+            matches!(&report.end, ProcessEnd::JobFailed(why) if why.contains("could not start")),
+            "{:?}",
+            report.end
+        );
+        let log = std::fs::read_to_string(summary_log).unwrap();
+        let field = "check spec.trialTemplate.trialSpec.spec.pytorchReplicaSpecs.Worker.template.spec.containers[0].command";
+        assert!(log.contains("] master-0 started: sleep 30 0.5"), "{log}");
+        for worker in ["worker-0", "worker-1"] {
+            assert!(!log.contains(&format!("{worker} started")), "{log}");
+            let failed = format!(
+                "] {worker} could not start: command \"vernier-test-no-such-program\" was not found"
+            );
+            let at = log.find(&failed).unwrap_or_else(|| panic!("{log}"));
+            assert!(log[at..].contains(field), "{log}");
+        }
+        // The master may or may not have started before the first worker failed; the workers
+        // never did, so they are not among those stopped.
+        let mut stopping = log.lines().filter(|l| l.contains("] stopping "));
+        assert!(stopping.all(|l| !l.contains("worker")), "{log}");
+        assert!(!log.contains("..."), "{log}");
     }
 }

@@ -9,6 +9,8 @@ use serde_json::Value;
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ContainerSpec {
     pub name: String,
+    /// The container's field path in the experiment file, for messages about it.
+    pub path: String,
     pub image: Option<String>,
     pub command: Vec<String>,
     pub args: Vec<String>,
@@ -26,6 +28,18 @@ pub fn primary_container(
 ) -> Result<ContainerSpec, SpecError> {
     let (path, c) = locate(run_spec, primary_container_name)?;
     container_from(c, primary_container_name, &path)
+}
+
+/// Every local blocker ([`local_blockers`]) of the primary container, or why there is no
+/// such container: what [`primary_container`] would refuse, all of it at once.
+pub fn primary_container_blockers(
+    run_spec: &Value,
+    primary_container_name: &str,
+) -> Vec<SpecError> {
+    match locate(run_spec, primary_container_name) {
+        Ok((path, c)) => local_blockers(c, &path),
+        Err(e) => vec![e],
+    }
 }
 
 /// Checks that some `containers` list of `run_spec` holds a container named
@@ -62,64 +76,17 @@ fn locate<'a>(
 
 /// The parts of one container object (at field path `path`) that local mode runs: the primary
 /// container, or the `Custom` metrics collector's container; `$(VAR)` references expanded as
-/// the kubelet expands them.
+/// the kubelet expands them. The error is the first of [`local_blockers`].
 pub fn container_from(c: &Value, name: &str, path: &str) -> Result<ContainerSpec, SpecError> {
-    let strings = |field: &str| -> Result<Vec<String>, SpecError> {
-        match c.get(field) {
-            None | Some(Value::Null) => Ok(Vec::new()),
-            Some(Value::Array(items)) => items
-                .iter()
-                .enumerate()
-                .map(|(i, v)| {
-                    v.as_str().map(str::to_string).ok_or_else(|| {
-                        SpecError::new(
-                            format!("{path}.{field}[{i}]"),
-                            format!("value {v} is not a string; hint: quote it"),
-                        )
-                    })
-                })
-                .collect(),
-            Some(v) => Err(SpecError::new(
-                format!("{path}.{field}"),
-                format!("value {v} is not a list of strings"),
-            )),
-        }
-    };
-    if c.get("envFrom").is_some_and(|v| !v.is_null()) {
-        return Err(SpecError::new(
-            format!("{path}.envFrom"),
-            "takes variables from a ConfigMap or Secret, which needs Kubernetes; \
-             hint: list the variables under env with literal values to run locally",
-        ));
+    if let Some(first) = local_blockers(c, path).into_iter().next() {
+        return Err(first);
     }
-    let command = strings("command")?;
-    let args = strings("args")?;
-    if command.is_empty() && args.is_empty() {
-        return Err(SpecError::new(
-            format!("{path}.command"),
-            "is empty, so the image's entrypoint would run, which local mode cannot do; \
-             hint: set command (and args) on the primary container",
-        ));
-    }
-    // Without a command, args run as the program, as in an image with no ENTRYPOINT; an
-    // option or a parameter value first can only be arguments to an entrypoint.
-    if let Some(first) = args
-        .first()
-        .filter(|a| command.is_empty() && !could_be_program(a))
-    {
-        return Err(SpecError::new(
-            format!("{path}.command"),
-            format!(
-                "is empty and args starts with {first:?}, an argument rather than a program, \
-                 so the image's entrypoint would run with args, which local mode cannot do; \
-                 hint: set command to what the image's entrypoint runs (e.g. [python3, train.py])"
-            ),
-        ));
-    }
-    let (mut command, mut args, mut env) = (command, args, env(c, path)?);
+    let strings = |field: &str| strings(c, field, path).unwrap_or_default();
+    let (mut command, mut args, mut env) = (strings("command"), strings("args"), env(c));
     expand_container(&mut env, &mut command, &mut args);
     Ok(ContainerSpec {
         name: name.to_string(),
+        path: path.to_string(),
         image: c.get("image").and_then(Value::as_str).map(str::to_string),
         command,
         args,
@@ -132,37 +99,108 @@ pub fn container_from(c: &Value, name: &str, path: &str) -> Result<ContainerSpec
     })
 }
 
-/// Whether the first of args may name a program: not an option, not a parameter value.
-fn could_be_program(arg: &str) -> bool {
-    let arg = arg.trim();
-    !arg.is_empty() && !arg.starts_with('-') && !arg.contains("${")
-}
-
-fn env(c: &Value, path: &str) -> Result<Vec<(String, String)>, SpecError> {
-    let Some(items) = c.get("env").and_then(Value::as_array) else {
-        return Ok(Vec::new());
-    };
-    let mut out = Vec::with_capacity(items.len());
-    for (i, e) in items.iter().enumerate() {
-        let epath = format!("{path}.env[{i}]");
-        let name = e.get("name").and_then(Value::as_str).unwrap_or("");
+/// Everything in one container (at field path `path`) that keeps local mode from running it
+/// as a process, each naming its field: `envFrom`, every `valueFrom`, and a command that is
+/// missing, not a list of strings, or only arguments to the image's entrypoint. All are
+/// listed, so `validate` shows every problem of a file at once.
+pub fn local_blockers(c: &Value, path: &str) -> Vec<SpecError> {
+    let mut out = Vec::new();
+    if c.get("envFrom").is_some_and(|v| !v.is_null()) {
+        out.push(SpecError::new(
+            format!("{path}.envFrom"),
+            "takes variables from a ConfigMap or Secret, which needs Kubernetes; \
+             hint: list the variables under env with literal values to run locally",
+        ));
+    }
+    let items = c.get("env").and_then(Value::as_array);
+    for (i, e) in items.into_iter().flatten().enumerate() {
         if e.get("valueFrom").is_some() {
-            return Err(SpecError::new(
-                format!("{epath}.valueFrom"),
+            let name = e.get("name").and_then(Value::as_str).unwrap_or("");
+            out.push(SpecError::new(
+                format!("{path}.env[{i}].valueFrom"),
                 format!(
                     "env var {name:?} uses valueFrom, which needs Kubernetes; \
                      hint: give it a literal value to run locally"
                 ),
             ));
         }
-        let value = match e.get("value") {
-            None | Some(Value::Null) => String::new(),
-            Some(Value::String(s)) => s.clone(),
-            Some(v) => v.to_string(),
-        };
-        out.push((name.to_string(), value));
     }
-    Ok(out)
+    match (strings(c, "command", path), strings(c, "args", path)) {
+        (Ok(command), Ok(args)) => out.extend(command_blocker(&command, &args, path)),
+        (command, args) => out.extend(command.err().into_iter().chain(args.err())),
+    }
+    out
+}
+
+/// Why a container with this `command` and `args` runs the image's entrypoint, if it does.
+fn command_blocker(command: &[String], args: &[String], path: &str) -> Option<SpecError> {
+    if command.is_empty() && args.is_empty() {
+        return Some(SpecError::new(
+            format!("{path}.command"),
+            "is empty, so the image's entrypoint would run, which local mode cannot do; \
+             hint: set command (and args) on the primary container",
+        ));
+    }
+    // Without a command, args run as the program, as in an image with no ENTRYPOINT; an
+    // option or a parameter value first can only be arguments to an entrypoint.
+    let first = args
+        .first()
+        .filter(|a| command.is_empty() && !could_be_program(a))?;
+    Some(SpecError::new(
+        format!("{path}.command"),
+        format!(
+            "is empty and args starts with {first:?}, an argument rather than a program, \
+             so the image's entrypoint would run with args, which local mode cannot do; \
+             hint: set command to what the image's entrypoint runs (e.g. [python3, train.py])"
+        ),
+    ))
+}
+
+/// A container's `command` or `args` as strings; absent is empty.
+fn strings(c: &Value, field: &str, path: &str) -> Result<Vec<String>, SpecError> {
+    match c.get(field) {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Array(items)) => items
+            .iter()
+            .enumerate()
+            .map(|(i, v)| {
+                v.as_str().map(str::to_string).ok_or_else(|| {
+                    SpecError::new(
+                        format!("{path}.{field}[{i}]"),
+                        format!("value {v} is not a string; hint: quote it"),
+                    )
+                })
+            })
+            .collect(),
+        Some(v) => Err(SpecError::new(
+            format!("{path}.{field}"),
+            format!("value {v} is not a list of strings"),
+        )),
+    }
+}
+
+/// Whether the first of args may name a program: not an option, not a parameter value.
+fn could_be_program(arg: &str) -> bool {
+    let arg = arg.trim();
+    !arg.is_empty() && !arg.starts_with('-') && !arg.contains("${")
+}
+
+/// The literal env values (after [`local_blockers`] has refused any `valueFrom`).
+fn env(c: &Value) -> Vec<(String, String)> {
+    let items = c.get("env").and_then(Value::as_array);
+    items
+        .into_iter()
+        .flatten()
+        .map(|e| {
+            let name = e.get("name").and_then(Value::as_str).unwrap_or("");
+            let value = match e.get("value") {
+                None | Some(Value::Null) => String::new(),
+                Some(Value::String(s)) => s.clone(),
+                Some(v) => v.to_string(),
+            };
+            (name.to_string(), value)
+        })
+        .collect()
 }
 
 /// Returns the JSON path and the container; records every container name seen for the hint.

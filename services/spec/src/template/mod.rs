@@ -6,9 +6,13 @@ mod container;
 mod expansion;
 pub mod replicas;
 
-pub use container::{ContainerSpec, check_primary_container, container_from, primary_container};
+pub use container::{
+    ContainerSpec, check_primary_container, container_from, local_blockers, primary_container,
+    primary_container_blockers,
+};
 pub use replicas::{
-    JobKind, ReplicaSet, ReplicaSpec, ReplicaType, RestartPolicy, check_replica_set, replica_set,
+    JobKind, ReplicaSet, ReplicaSpec, ReplicaType, RestartPolicy, check_replica_set,
+    replica_local_blockers, replica_set,
 };
 
 use crate::error::SpecError;

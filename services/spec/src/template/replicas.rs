@@ -185,7 +185,9 @@ pub struct ReplicaSet {
     pub nproc_per_node: Option<String>,
     /// MPIJob `spec.slotsPerWorker` (default 1).
     pub slots_per_worker: u32,
-    /// Fields read but not acted on locally, for a note in the trial log.
+    /// Fields read but not acted on locally, for a note in the trial log and `validate`'s
+    /// list: each a field path under the trial spec, then what is done instead in
+    /// parentheses, if anything needs saying.
     pub ignored: Vec<String>,
 }
 
@@ -206,11 +208,112 @@ pub fn replica_set(
 }
 
 /// The training operator's own checks of a TFJob, PyTorchJob, XGBoostJob or MPIJob (replica
-/// types, counts, restart policies, a container in every replica), without what only local
-/// mode needs: a container that runs the image's entrypoint, or takes values from
-/// `valueFrom`/`envFrom`, is normal on a cluster.
-pub fn check_replica_set(spec: &Value, primary_container_name: &str) -> Result<(), SpecError> {
-    read_replica_set(spec, primary_container_name, Mode::Cluster).map(|_| ())
+/// types, counts, restart policies, a container in every replica, the containers its webhook
+/// requires), without what only local mode needs: a container that runs the image's
+/// entrypoint, or takes values from `valueFrom`/`envFrom`, is normal on a cluster. Every
+/// container problem is listed, after the first problem of the set's shape.
+pub fn check_replica_set(spec: &Value, primary_container_name: &str) -> Vec<SpecError> {
+    let mut problems: Vec<SpecError> =
+        read_replica_set(spec, primary_container_name, Mode::Cluster)
+            .err()
+            .into_iter()
+            .collect();
+    // A replica whose containers the shape check already refused is not named twice.
+    let shape_paths: Vec<String> = problems.iter().map(SpecError::path).collect();
+    problems.extend(
+        container_rules(spec)
+            .into_iter()
+            .filter(|e| !shape_paths.contains(&e.path())),
+    );
+    problems
+}
+
+/// The training operator's webhooks (`ValidateReplicaSpecs`, and the XGBoostJob webhook's copy
+/// of it): each replica of a TFJob, PyTorchJob or XGBoostJob has a container named after the
+/// kind (`tensorflow`, `pytorch`, `xgboost`), the one the operator configures, and every
+/// container has an image. An MPIJob's pods are refused by Kubernetes without an image too.
+/// Local mode ignores both, so without these checks a template a cluster refuses ran here.
+fn container_rules(spec: &Value) -> Vec<SpecError> {
+    let Some(kind) = spec
+        .get("kind")
+        .and_then(Value::as_str)
+        .and_then(JobKind::of)
+    else {
+        return Vec::new();
+    };
+    let field = kind.replica_specs_field();
+    let specs = spec
+        .get("spec")
+        .and_then(|s| s.get(field))
+        .and_then(Value::as_object);
+    let mut problems = Vec::new();
+    for (key, replica) in specs.into_iter().flatten() {
+        let path = format!("{ROOT}.spec.{field}.{key}.template.spec.containers");
+        let Some(containers) = replica
+            .pointer("/template/spec/containers")
+            .and_then(Value::as_array)
+        else {
+            continue; // a replica without containers is refused by the shape check
+        };
+        problems.extend(missing_images(kind, containers, &path));
+        if let Some(e) = missing_default_container(kind, key, containers, &path) {
+            problems.push(e);
+        }
+    }
+    problems
+}
+
+fn missing_images(kind: JobKind, containers: &[Value], path: &str) -> Vec<SpecError> {
+    let who = match kind {
+        JobKind::MpiJob => "Kubernetes refuses the replica's pods with a container",
+        _ => "the training operator's webhook refuses a replica container",
+    };
+    containers
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| {
+            let image = c.get("image").and_then(Value::as_str).unwrap_or("");
+            image.trim().is_empty().then(|| {
+                let name = c.get("name").and_then(Value::as_str).unwrap_or("");
+                SpecError::new(
+                    format!("{path}[{i}].image"),
+                    format!(
+                        "is required: container {name:?} has no image, and {who} without one \
+                         (local mode ignores the image, a cluster pulls it); hint: set image to \
+                         the image holding the training code"
+                    ),
+                )
+            })
+        })
+        .collect()
+}
+
+fn missing_default_container(
+    kind: JobKind,
+    key: &str,
+    containers: &[Value],
+    path: &str,
+) -> Option<SpecError> {
+    if kind == JobKind::MpiJob {
+        return None;
+    }
+    let wanted = kind.default_container();
+    let names: Vec<&str> = containers
+        .iter()
+        .map(|c| c.get("name").and_then(Value::as_str).unwrap_or(""))
+        .collect();
+    (!names.contains(&wanted)).then(|| {
+        SpecError::new(
+            path,
+            format!(
+                "no container is named {wanted:?} (containers: {}), and the training operator's \
+                 webhook refuses a {} replica ({key}) without one; hint: name the training \
+                 container {wanted:?}, and set primaryContainerName to it",
+                names.join(", "),
+                kind.name()
+            ),
+        )
+    })
 }
 
 /// Whether the containers are read for running them here, or only checked for a cluster.
@@ -340,6 +443,13 @@ fn ignored_fields(spec: Option<&Value>) -> Vec<String> {
     if spec.and_then(|s| s.get("elasticPolicy")).is_some() {
         ignored.push("spec.elasticPolicy (the job runs with its fixed replica counts)".into());
     }
+    if spec.and_then(|s| s.get("enableDynamicWorker")) == Some(&Value::Bool(true)) {
+        ignored.push(
+            "spec.enableDynamicWorker (TF_CONFIG is the dense cluster spec, not the operator's \
+             sparseCluster one)"
+                .into(),
+        );
+    }
     ignored
 }
 
@@ -433,12 +543,7 @@ fn primary_container(
                 .to_string()
         })
         .collect();
-    let chosen = names
-        .iter()
-        .position(|n| n == primary_container_name)
-        .or_else(|| names.iter().position(|n| n == kind.default_container()))
-        .or(if containers.len() == 1 { Some(0) } else { None })
-        .ok_or_else(|| {
+    let chosen = chosen_container(kind, &names, primary_container_name).ok_or_else(|| {
             SpecError::new(
                 format!("{pod_path}.containers"),
                 format!(
@@ -466,6 +571,69 @@ fn primary_container(
         Some(container_from(c, &names[chosen], &cpath)?)
     };
     Ok((names, chosen, container))
+}
+
+/// Which of a replica's containers runs the training code: the one named
+/// `primaryContainerName`, else the kind's default name, else the only one.
+fn chosen_container(
+    kind: JobKind,
+    names: &[String],
+    primary_container_name: &str,
+) -> Option<usize> {
+    names
+        .iter()
+        .position(|n| n == primary_container_name)
+        .or_else(|| names.iter().position(|n| n == kind.default_container()))
+        .or(if names.len() == 1 { Some(0) } else { None })
+}
+
+/// Everything that keeps local mode from running the container each replica runs
+/// ([`super::local_blockers`]), every replica's, all at once; a replica whose container
+/// cannot be chosen is left to [`replica_set`]'s error, and an MPI worker without a command
+/// is started by `mpirun`, not run.
+pub fn replica_local_blockers(spec: &Value, primary_container_name: &str) -> Vec<SpecError> {
+    let Some(kind) = spec
+        .get("kind")
+        .and_then(Value::as_str)
+        .and_then(JobKind::of)
+    else {
+        return Vec::new();
+    };
+    let field = kind.replica_specs_field();
+    let specs = spec
+        .get("spec")
+        .and_then(|s| s.get(field))
+        .and_then(Value::as_object);
+    let mut out = Vec::new();
+    for (key, replica) in specs.into_iter().flatten() {
+        let containers = replica
+            .pointer("/template/spec/containers")
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        let names: Vec<String> = containers
+            .iter()
+            .map(|c| {
+                c.get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string()
+            })
+            .collect();
+        let Some(i) = chosen_container(kind, &names, primary_container_name) else {
+            continue;
+        };
+        let c = &containers[i];
+        let runs_nothing = ["command", "args"]
+            .iter()
+            .all(|f| c.get(f).and_then(Value::as_array).is_none_or(Vec::is_empty));
+        if kind == JobKind::MpiJob && key.eq_ignore_ascii_case("worker") && runs_nothing {
+            continue;
+        }
+        let path = format!("{ROOT}.spec.{field}.{key}.template.spec.containers[{i}]");
+        out.extend(super::local_blockers(c, &path));
+    }
+    out
 }
 
 /// The operator's validation of replica counts per kind.

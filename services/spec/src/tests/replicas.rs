@@ -23,16 +23,17 @@ fn error(doc: Value, path: &str, needle: &str) {
 }
 
 #[test]
-fn the_tfjob_fixture_runs_its_chief_sidecar_and_its_worker() {
+fn the_tfjob_fixture_runs_its_chief_and_its_worker_but_not_the_sidecar() {
     let exp = parse_ok(TFJOB);
     let spec = exp.spec.trial_template.unwrap().trial_spec.unwrap();
     let set = replica_set(&spec, "tensorflow").unwrap().unwrap();
     assert_eq!(set.kind, JobKind::TfJob);
     let types: Vec<ReplicaType> = set.replicas.iter().map(|r| r.replica_type).collect();
     assert_eq!(types, [ReplicaType::Chief, ReplicaType::Worker]);
-    // The chief's only container is run although it is not named "tensorflow".
+    // The chief's sidecar comes first; the container named primaryContainerName runs.
     let chief = set.get(ReplicaType::Chief).unwrap();
-    assert_eq!(chief.container.as_ref().unwrap().command, ["sleep", "1"]);
+    assert_eq!(chief.container.as_ref().unwrap().name, "tensorflow");
+    assert_eq!(chief.skipped_containers, ["sidecar"]);
     assert_eq!(chief.restart_policy, RestartPolicy::Never);
     let worker = set.get(ReplicaType::Worker).unwrap();
     assert_eq!(worker.restart_policy, RestartPolicy::OnFailure);
@@ -155,6 +156,109 @@ fn malformed_replica_sets_are_refused_with_their_path() {
         &format!("{root}.pytorchReplicaSpecs.Master.template.spec.containers"),
         "containers found: a, b",
     );
+}
+
+#[test]
+fn the_training_operators_webhook_rules_are_checked_for_a_cluster() {
+    use crate::template::check_replica_set;
+    let root = "spec.trialTemplate.trialSpec.spec";
+    let no_image = json!({"template": {"spec": {"containers": [
+        {"name": "pytorch", "command": ["t"]},
+        {"name": "side", "image": " ", "command": ["s"]}
+    ]}}});
+    let mut two_chiefs = pod("tensorflow");
+    two_chiefs["replicas"] = json!(2);
+    let tf = |specs: Value| job("TFJob", "tfReplicaSpecs", specs);
+    // (job, its primary container, every problem as path and needle; none: it is accepted)
+    type Case = (Value, &'static str, Vec<(String, &'static str)>);
+    let table: Vec<Case> = vec![
+        (
+            tf(json!({"Chief": pod("tensorflow"), "Worker": pod("tensorflow")})),
+            "tensorflow",
+            vec![],
+        ),
+        (
+            tf(json!({"Chief": pod("trainer"), "Worker": pod("tensorflow")})),
+            "tensorflow",
+            vec![(
+                format!("{root}.tfReplicaSpecs.Chief.template.spec.containers"),
+                "no container is named \"tensorflow\" (containers: trainer)",
+            )],
+        ),
+        (
+            job(
+                "PyTorchJob",
+                "pytorchReplicaSpecs",
+                json!({"Master": no_image, "Worker": pod("main")}),
+            ),
+            "pytorch",
+            vec![
+                (
+                    format!("{root}.pytorchReplicaSpecs.Master.template.spec.containers[0].image"),
+                    "container \"pytorch\" has no image",
+                ),
+                (
+                    format!("{root}.pytorchReplicaSpecs.Master.template.spec.containers[1].image"),
+                    "container \"side\" has no image",
+                ),
+                (
+                    format!("{root}.pytorchReplicaSpecs.Worker.template.spec.containers"),
+                    "no container is named \"pytorch\"",
+                ),
+            ],
+        ),
+        (
+            job(
+                "XGBoostJob",
+                "xgbReplicaSpecs",
+                json!({"Master": pod("xgboostjob")}),
+            ),
+            "xgboostjob",
+            vec![(
+                format!("{root}.xgbReplicaSpecs.Master.template.spec.containers"),
+                "no container is named \"xgboost\"",
+            )],
+        ),
+        // MPIJob containers need no particular name.
+        (
+            job(
+                "MPIJob",
+                "mpiReplicaSpecs",
+                json!({"Launcher": pod("launcher")}),
+            ),
+            "launcher",
+            vec![],
+        ),
+        // The set's shape problem and the other replicas' container problems, all at once.
+        (
+            tf(json!({"Chief": two_chiefs, "PS": pod("ps")})),
+            "tensorflow",
+            vec![
+                (
+                    format!("{root}.tfReplicaSpecs.Chief.replicas"),
+                    "at most one Chief",
+                ),
+                (
+                    format!("{root}.tfReplicaSpecs.PS.template.spec.containers"),
+                    "no container is named \"tensorflow\"",
+                ),
+            ],
+        ),
+    ];
+    for (doc, primary, want) in table {
+        let got: Vec<String> = check_replica_set(&doc, primary)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(got.len(), want.len(), "{got:#?}");
+        for (g, (path, needle)) in got.iter().zip(&want) {
+            assert!(
+                g.starts_with(&format!("{path}: ")) && g.contains(needle),
+                "{g}"
+            );
+            assert!(g.contains("hint: "), "{g}");
+        }
+    }
 }
 
 #[test]

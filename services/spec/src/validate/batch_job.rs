@@ -6,6 +6,7 @@
 //! `serde_path_to_error` for the path of a wrongly typed value.
 
 use super::Errors;
+use crate::error::SpecError;
 use k8s_openapi::api::batch::v1::Job;
 use serde_json::Value;
 
@@ -34,8 +35,77 @@ pub(super) fn check(spec: &Value, errs: &mut Errors) {
                     "is not a field of a batch/v1 Job (Kubernetes 1.33), so a cluster would drop it and Katib refuses it; hint: check its spelling and where it is nested",
                 );
             }
+            check_pod_rules(&job, errs);
         }
     }
+}
+
+/// What Kubernetes' Job validation refuses that the Job's schema allows: a pod template whose
+/// `restartPolicy` is not `Never` or `OnFailure` (a pod template defaults to `Always`), and a
+/// container (or init container) without an image. Katib passes such a Job on and its trials
+/// fail when the Job is created; local mode ignores both, so they ran here.
+fn check_pod_rules(job: &Job, errs: &mut Errors) {
+    let Some(pod) = job.spec.as_ref().and_then(|s| s.template.spec.as_ref()) else {
+        return;
+    };
+    let pod_path = format!("{PATH}.spec.template.spec");
+    if let Some(message) = restart_policy_problem(pod.restart_policy.as_deref()) {
+        errs.add(format!("{pod_path}.restartPolicy"), message);
+    }
+    let lists = [
+        ("containers", Some(&pod.containers)),
+        ("initContainers", pod.init_containers.as_ref()),
+    ];
+    for (field, containers) in lists {
+        for (i, c) in containers.into_iter().flatten().enumerate() {
+            if c.image.as_deref().is_none_or(|i| i.trim().is_empty()) {
+                errs.add(
+                    format!("{pod_path}.{field}[{i}].image"),
+                    format!(
+                        "is required: container {:?} has no image, and Kubernetes refuses a Job \
+                         with such a container (local mode ignores the image, a cluster pulls \
+                         it); hint: set image to the image holding the trial's code",
+                        c.name
+                    ),
+                );
+            }
+        }
+    }
+}
+
+const RESTART_HINT: &str = "hint: set restartPolicy: Never (a failed trial is then retried up \
+                            to spec.backoffLimit times) or OnFailure";
+
+/// Why Kubernetes refuses a Job whose pod template sets this `restartPolicy`, if it does. An
+/// unset one is only warned about ([`unset_restart_policy`]).
+fn restart_policy_problem(policy: Option<&str>) -> Option<String> {
+    match policy {
+        None | Some("" | "Never" | "OnFailure") => None,
+        Some(other) => Some(format!(
+            "value {other:?} is not allowed in a Job: Kubernetes accepts only Never and \
+             OnFailure; {RESTART_HINT}"
+        )),
+    }
+}
+
+/// The warning for a `batch/v1` Job trial spec whose pod template sets no `restartPolicy`:
+/// Kubernetes defaults it to `Always` and then refuses the Job, while local mode runs it once.
+pub(crate) fn unset_restart_policy(spec: &Value) -> Option<SpecError> {
+    if !crate::template::is_batch_job(spec) {
+        return None;
+    }
+    let policy = spec.pointer("/spec/template/spec/restartPolicy");
+    let unset = policy.is_none_or(|p| p.is_null() || p.as_str() == Some(""));
+    unset.then(|| {
+        SpecError::new(
+            format!("{PATH}.spec.template.spec.restartPolicy"),
+            format!(
+                "is not set, so on a cluster the pod template defaults to Always, which \
+                 Kubernetes refuses for a Job (only Never and OnFailure); local mode runs the \
+                 trial once; {RESTART_HINT}"
+            ),
+        )
+    })
 }
 
 fn join(base: &str, rest: &str) -> String {
@@ -169,6 +239,83 @@ mod tests {
                 assert!(g.starts_with(&format!("{w}:")), "{g} / {w}");
             }
         }
+    }
+
+    #[test]
+    fn what_kubernetes_refuses_in_a_jobs_pod_is_refused() {
+        let pod = "spec.trialTemplate.trialSpec.spec.template.spec";
+        let c = |image: Value| json!({"name": "t", "image": image, "command": ["t"]});
+        // (restartPolicy, container image, init container image, the problems as path, needle)
+        type Case = (Value, Value, Option<Value>, Vec<(String, &'static str)>);
+        let table: Vec<Case> = vec![
+            (json!("Never"), json!("python:3"), None, vec![]),
+            (
+                json!("OnFailure"),
+                json!("python:3"),
+                Some(json!("busybox")),
+                vec![],
+            ),
+            (
+                json!("Always"),
+                json!("python:3"),
+                None,
+                vec![(
+                    format!("{pod}.restartPolicy"),
+                    "value \"Always\" is not allowed in a Job",
+                )],
+            ),
+            (
+                json!("Never"),
+                Value::Null,
+                Some(json!(" ")),
+                vec![
+                    (
+                        format!("{pod}.containers[0].image"),
+                        "container \"t\" has no image",
+                    ),
+                    (format!("{pod}.initContainers[0].image"), "is required"),
+                ],
+            ),
+        ];
+        for (policy, image, init_image, want) in table {
+            let mut spec = job(c(image), json!({}));
+            spec["spec"]["template"]["spec"]["restartPolicy"] = policy;
+            if let Some(init) = init_image {
+                spec["spec"]["template"]["spec"]["initContainers"] = json!([c(init)]);
+            }
+            let got = problems(&spec);
+            assert_eq!(got.len(), want.len(), "{got:?}");
+            for (g, (path, needle)) in got.iter().zip(&want) {
+                assert!(
+                    g.starts_with(&format!("{path}: ")) && g.contains(needle),
+                    "{g}"
+                );
+                assert!(g.contains("hint: "), "{g}");
+            }
+        }
+    }
+
+    #[test]
+    fn an_unset_restart_policy_is_warned_about_not_refused() {
+        let mut spec = job(
+            json!({"name": "t", "image": "i", "command": ["t"]}),
+            json!({}),
+        );
+        assert!(unset_restart_policy(&spec).is_none());
+        spec["spec"]["template"]["spec"]
+            .as_object_mut()
+            .unwrap()
+            .remove("restartPolicy");
+        assert!(problems(&spec).is_empty());
+        let w = unset_restart_policy(&spec).unwrap().to_string();
+        assert!(
+            w.starts_with(
+                "spec.trialTemplate.trialSpec.spec.template.spec.restartPolicy: is not set"
+            ) && w.contains("defaults to Always"),
+            "{w}"
+        );
+        spec["kind"] = json!("TFJob");
+        assert!(unset_restart_policy(&spec).is_none());
     }
 
     #[test]

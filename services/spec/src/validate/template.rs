@@ -64,8 +64,9 @@ fn check_known_kind(spec: &Value, primary: &str, errs: &mut Errors) {
     if !known {
         return;
     }
-    if let Err(e) = crate::template::check_replica_set(spec, primary) {
-        errs.0.push(e);
+    let problems = crate::template::check_replica_set(spec, primary);
+    if !problems.is_empty() {
+        problems.into_iter().for_each(|e| errs.0.push(e));
         return;
     }
     if let Err(e) = crate::template::check_primary_container(spec, primary) {

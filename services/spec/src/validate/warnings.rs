@@ -14,6 +14,12 @@ pub fn warnings(exp: &Experiment) -> Vec<SpecError> {
         parameter(exp, p, &format!("spec.parameters[{i}]"), &mut out);
     }
     objective(exp, &mut out);
+    let trial_spec = exp
+        .spec
+        .trial_template
+        .as_ref()
+        .and_then(|t| t.trial_spec.as_ref());
+    out.extend(trial_spec.and_then(super::batch_job::unset_restart_policy));
     out
 }
 
