@@ -243,3 +243,64 @@ fn asha_resource_placeholder_spans_the_budgets() {
         }
     );
 }
+
+/// A metric name Katib's default TEXT format cannot read whole is warned about while that
+/// format is the one in use, and not once a `metricsFormat`, a JSON file or event files
+/// read it.
+#[test]
+fn a_metric_name_the_default_format_cannot_read_is_warned_about() {
+    let dotted = |v: &mut Value| {
+        set(v, "/spec/objective/objectiveMetricName", json!("val.loss"));
+        set(
+            v,
+            "/spec/objective/additionalMetricNames",
+            json!(["acc", "top/5"]),
+        );
+    };
+    let warned = |edit: fn(&mut Value)| -> Vec<String> {
+        let exp = parse_ok(&mutated(RANDOM, |v| {
+            dotted(v);
+            edit(v);
+        }));
+        warnings(&exp)
+            .iter()
+            .filter(|w| w.message().contains("default metrics format"))
+            .map(|w| w.path().to_string())
+            .collect()
+    };
+    assert_eq!(
+        warned(|_| {}),
+        [
+            "spec.objective.objectiveMetricName",
+            "spec.objective.additionalMetricNames[1]"
+        ]
+    );
+    let read_otherwise: [fn(&mut Value); 3] = [
+        |v| {
+            set(
+                v,
+                "/spec/metricsCollectorSpec",
+                json!({"source": {"filter": {"metricsFormat": ["([\\w|./-]+)=(\\d+)"]}}}),
+            )
+        },
+        |v| {
+            set(
+                v,
+                "/spec/metricsCollectorSpec",
+                json!({"collector": {"kind": "File"}, "source": {"fileSystemPath":
+                    {"path": "/m.json", "kind": "File", "format": "JSON"}}}),
+            )
+        },
+        |v| {
+            set(
+                v,
+                "/spec/metricsCollectorSpec",
+                json!({"collector": {"kind": "TensorFlowEvent"}, "source": {"fileSystemPath":
+                    {"path": "/logs", "kind": "Directory"}}}),
+            )
+        },
+    ];
+    for edit in read_otherwise {
+        assert!(warned(edit).is_empty(), "{:?}", warned(edit));
+    }
+}

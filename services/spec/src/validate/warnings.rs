@@ -14,6 +14,7 @@ pub fn warnings(exp: &Experiment) -> Vec<SpecError> {
         parameter(exp, p, &format!("spec.parameters[{i}]"), &mut out);
     }
     objective(exp, &mut out);
+    out.extend(unmatchable_metric_names(exp));
     let trial_spec = exp
         .spec
         .trial_template
@@ -161,6 +162,59 @@ fn objective(exp: &Experiment, out: &mut Vec<SpecError>) {
             ));
         }
     }
+}
+
+/// Metric names that Katib's default TEXT format, `([\w|-]+)\s*=\s*(...)`, can never read
+/// whole (`val.loss`, `val/loss`): with that format (a StdOut or TEXT File collector without
+/// `metricsFormat`) every trial would end MetricsUnavailable. Katib is silent about it.
+fn unmatchable_metric_names(exp: &Experiment) -> Vec<SpecError> {
+    let mc = exp.spec.metrics_collector_spec.as_ref();
+    let kind = mc
+        .and_then(|m| m.collector.as_ref())
+        .and_then(|c| c.kind.as_deref());
+    let source = mc.and_then(|m| m.source.as_ref());
+    let json = source
+        .and_then(|s| s.file_system_path.as_ref())
+        .is_some_and(|p| p.format.as_deref() == Some("JSON"));
+    let custom_format = source
+        .and_then(|s| s.filter.as_ref())
+        .is_some_and(|f| !f.metrics_format.is_empty());
+    let default_text = matches!(kind, None | Some("" | "StdOut" | "File")) && !json;
+    let Some(obj) = exp
+        .spec
+        .objective
+        .as_ref()
+        .filter(|_| default_text && !custom_format)
+    else {
+        return Vec::new();
+    };
+    let named = obj
+        .objective_metric_name
+        .iter()
+        .map(|n| ("spec.objective.objectiveMetricName".to_string(), n))
+        .chain(
+            obj.additional_metric_names
+                .iter()
+                .enumerate()
+                .map(|(i, n)| (format!("spec.objective.additionalMetricNames[{i}]"), n)),
+        );
+    named
+        .filter(|(_, name)| {
+            name.chars()
+                .any(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '|' | '-')))
+        })
+        .map(|(path, name)| {
+            SpecError::new(
+                path,
+                format!(
+                    "value {name:?} cannot be read by Katib's default metrics format, whose \
+                     names are letters, digits, '_', '|' and '-', so no printed line reports it; \
+                     hint: set spec.metricsCollectorSpec.source.filter.metricsFormat to a \
+                     format that matches it, e.g. ([\\w|./-]+)\\s*=\\s*([+-]?\\d*(\\.\\d+)?([Ee][+-]?\\d+)?)"
+                ),
+            )
+        })
+        .collect()
 }
 
 /// How list values are compared for duplicates: numbers by value (-0 folded onto 0), the rest
