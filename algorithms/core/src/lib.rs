@@ -14,6 +14,7 @@ mod regex_compat;
 mod short;
 mod space;
 mod suggester;
+mod tolerated_list;
 mod trial;
 mod value;
 
@@ -36,5 +37,6 @@ pub use space::{
     too_many_values,
 };
 pub use suggester::{Cancel, Proposal, SuggestRequest, Suggester, Suggestions, suggest_seed};
+pub use tolerated_list::{ListOddity, ToleratedList, tolerated_list};
 pub use trial::{TrialRecord, TrialState};
 pub use value::{Assignment, ParamValue, shown_pair};

@@ -1,12 +1,11 @@
 //! What Katib accepts in a wire parameter and Vernier runs a little differently, each with a
 //! warning naming the field: a repeated list value is sampled once, a DISCRETE list holding a
 //! non-number is a categorical one, and a log distribution over a range reaching 0 or below is
-//! sampled uniformly. These are the YAML path's rules (`vernier_spec`'s conversion and its
-//! warnings), so a Katib controller and `vernier run` search the same space for one spec;
-//! refusing them made a Katib controller fail Experiments Katib itself accepts.
+//! sampled uniformly. These are the YAML path's rules (lists through the shared
+//! [`vernier_core::tolerated_list`]), so a Katib controller and `vernier run` search the same
+//! space for one spec; refusing them made a Katib controller fail Experiments Katib itself
+//! accepts.
 
-use std::collections::HashMap;
-use std::collections::hash_map::Entry;
 use vernier_core::{Distribution, Domain};
 
 /// A request field Vernier accepts but runs differently from what it says; the message says how.
@@ -22,79 +21,20 @@ impl std::fmt::Display for ConversionWarning {
     }
 }
 
-/// A finite number, surrounding whitespace ignored: how the YAML path reads numbers, so "inf"
-/// and "nan" are no numbers in either.
-fn finite(text: &str) -> Option<f64> {
-    text.trim().parse::<f64>().ok().filter(|v| v.is_finite())
-}
-
-/// Two list values that are one choice: the same text, or for a numeric DISCRETE list the same
-/// number ("1" and "1.0", "-0" and "0").
-#[derive(Hash, PartialEq, Eq)]
-enum ListKey<'a> {
-    Number(u64),
-    Text(&'a str),
-}
-
-/// The domain of a DISCRETE (`discrete`) or CATEGORICAL `list` at `list_field`: categorical
-/// when a discrete value is not a finite number, each value once (the first spelling kept).
+/// The domain of a DISCRETE (`discrete`) or CATEGORICAL `list` at `list_field`, by the YAML
+/// path's rule ([`vernier_core::tolerated_list`]), with a warning for each oddity.
 pub(crate) fn list_domain(
     list_field: &str,
     discrete: bool,
     list: &[String],
     warnings: &mut Vec<ConversionWarning>,
 ) -> Domain {
-    let label = list.iter().position(|v| finite(v).is_none());
-    if discrete && let Some(k) = label {
-        warnings.push(ConversionWarning {
-            field: format!("{list_field}[{k}]"),
-            message: format!(
-                "value {:?} is not a number, so the list is treated as categorical (Katib \
-                 accepts it); hint: make the parameter CATEGORICAL to say so",
-                list[k]
-            ),
-        });
-    }
-    let numeric = discrete && label.is_none();
-    let values = without_repeats(list_field, list, numeric, warnings);
-    if numeric {
-        Domain::Discrete { values }
-    } else {
-        Domain::Categorical { values }
-    }
-}
-
-/// `list` with each value once, first kept; a warning for each repeat. A map of first
-/// positions keeps this linear in the list's length.
-fn without_repeats(
-    list_field: &str,
-    list: &[String],
-    numeric: bool,
-    warnings: &mut Vec<ConversionWarning>,
-) -> Vec<String> {
-    let mut first: HashMap<ListKey<'_>, usize> = HashMap::with_capacity(list.len());
-    let mut values = Vec::with_capacity(list.len());
-    for (k, v) in list.iter().enumerate() {
-        let key = match finite(v) {
-            Some(x) if numeric => ListKey::Number((x + 0.0).to_bits()),
-            _ => ListKey::Text(v),
-        };
-        match first.entry(key) {
-            Entry::Vacant(slot) => {
-                slot.insert(k);
-                values.push(v.clone());
-            }
-            Entry::Occupied(j) => warnings.push(ConversionWarning {
-                field: format!("{list_field}[{k}]"),
-                message: format!(
-                    "value {v:?} duplicates list[{}]; it is sampled once; hint: list each value \
-                     once",
-                    j.get()
-                ),
-            }),
-        }
-    }
-    values
+    let tolerated = vernier_core::tolerated_list(discrete, list);
+    warnings.extend(tolerated.oddities.iter().map(|o| ConversionWarning {
+        field: format!("{list_field}[{}]", o.index()),
+        message: o.message(list, "CATEGORICAL"),
+    }));
+    tolerated.domain
 }
 
 /// The distribution a range is sampled with: a log scale needs a positive `min`; Katib accepts

@@ -228,17 +228,6 @@ pub(crate) fn resource_placeholder(exp: &Experiment, p: &ParameterSpec) -> Optio
     }
 }
 
-/// Numeric values without numeric repeats ("1" and "1.0" are one value, so are -0 and 0),
-/// first kept; linear, like [`dedup`].
-fn dedup_numbers(values: &[String]) -> Vec<String> {
-    let mut seen: HashSet<Option<u64>> = HashSet::with_capacity(values.len());
-    values
-        .iter()
-        .filter(|v| seen.insert(parse_f64(v).map(|x| (x + 0.0).to_bits())))
-        .cloned()
-        .collect()
-}
-
 /// A feasible space's distribution; unset is uniform.
 fn distribution_of(fs: &FeasibleSpace, fs_path: &str) -> Result<Distribution, SpecError> {
     match fs.distribution.as_deref() {
@@ -297,16 +286,10 @@ fn domain_of(
                 .map(|s| integer("step", Some(s)))
                 .transpose()?,
         },
-        // Katib accepts non-numeric discrete values; they are labels, so categorical.
-        Some("discrete") if fs.list.iter().any(|v| parse_f64(v).is_none()) => Domain::Categorical {
-            values: dedup(&fs.list),
-        },
-        Some("discrete") => Domain::Discrete {
-            values: dedup_numbers(&fs.list),
-        },
-        Some("categorical") => Domain::Categorical {
-            values: dedup(&fs.list),
-        },
+        // Katib accepts non-numeric discrete values (labels, so categorical) and repeats.
+        Some(kind @ ("discrete" | "categorical")) => {
+            vernier_core::tolerated_list(kind == "discrete", &fs.list).domain
+        }
         other => {
             return Err(SpecError::new(
                 format!("{path}.parameterType"),
