@@ -6,6 +6,8 @@
 // Helpers outside #[test] functions unwrap too: a failure there is a test failure.
 #![allow(clippy::unwrap_used)]
 
+mod support;
+
 use tonic::Code;
 use tonic::transport::Channel;
 use vernier_api::proto::api::{
@@ -28,18 +30,7 @@ struct Server {
 
 /// A server on a free loopback port, with its address for requests that name it.
 async fn start_on(store: SqlStore) -> Server {
-    let router = vernier_api::router(store).unwrap();
-    let listener = vernier_api::bind("127.0.0.1:0").await.unwrap();
-    let address = listener.local_addr().unwrap().to_string();
-    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(vernier_api::serve(router, listener, async {
-        let _ = rx.await;
-    }));
-    let channel = Channel::from_shared(format!("http://{address}"))
-        .unwrap()
-        .connect()
-        .await
-        .unwrap();
+    let (channel, address, tx) = support::serve_at(vernier_api::router(store).unwrap()).await;
     Server {
         channel,
         address,

@@ -234,18 +234,10 @@ pub fn check_replica_set(spec: &Value, primary_container_name: &str) -> Vec<Spec
 /// container has an image. An MPIJob's pods are refused by Kubernetes without an image too.
 /// Local mode ignores both, so without these checks a template a cluster refuses ran here.
 fn container_rules(spec: &Value) -> Vec<SpecError> {
-    let Some(kind) = spec
-        .get("kind")
-        .and_then(Value::as_str)
-        .and_then(JobKind::of)
-    else {
+    let Some((kind, specs)) = replica_specs(spec) else {
         return Vec::new();
     };
     let field = kind.replica_specs_field();
-    let specs = spec
-        .get("spec")
-        .and_then(|s| s.get(field))
-        .and_then(Value::as_object);
     let mut problems = Vec::new();
     for (key, replica) in specs.into_iter().flatten() {
         let path = format!("{ROOT}.spec.{field}.{key}.template.spec.containers");
@@ -261,6 +253,20 @@ fn container_rules(spec: &Value) -> Vec<SpecError> {
         }
     }
     problems
+}
+
+/// A training job's kind and its replica specs (`tfReplicaSpecs`, ...), if it is one; the
+/// specs are `None` when missing or not a map, which the shape check refuses.
+fn replica_specs(spec: &Value) -> Option<(JobKind, Option<&serde_json::Map<String, Value>>)> {
+    let kind = spec
+        .get("kind")
+        .and_then(Value::as_str)
+        .and_then(JobKind::of)?;
+    let specs = spec
+        .get("spec")
+        .and_then(|s| s.get(kind.replica_specs_field()))
+        .and_then(Value::as_object);
+    Some((kind, specs))
 }
 
 fn missing_images(kind: JobKind, containers: &[Value], path: &str) -> Vec<SpecError> {
@@ -592,18 +598,10 @@ fn chosen_container(
 /// cannot be chosen is left to [`replica_set`]'s error, and an MPI worker without a command
 /// is started by `mpirun`, not run.
 pub fn replica_local_blockers(spec: &Value, primary_container_name: &str) -> Vec<SpecError> {
-    let Some(kind) = spec
-        .get("kind")
-        .and_then(Value::as_str)
-        .and_then(JobKind::of)
-    else {
+    let Some((kind, specs)) = replica_specs(spec) else {
         return Vec::new();
     };
     let field = kind.replica_specs_field();
-    let specs = spec
-        .get("spec")
-        .and_then(|s| s.get(field))
-        .and_then(Value::as_object);
     let mut out = Vec::new();
     for (key, replica) in specs.into_iter().flatten() {
         let containers = replica
