@@ -94,10 +94,39 @@ pub fn missing_program(
         return missing(program, where_looked(program, work_dir));
     }
     let script = interpreted_script(program, args)?;
-    (!is_file(&work_dir.join(script))).then(|| MissingProgram {
+    let found = script_candidates(program, script)
+        .iter()
+        .any(|c| is_file(&work_dir.join(c)))
+        || (shell_family(program)
+            && !script.contains('/')
+            && std::env::split_paths(search).any(|dir| is_file(&dir.join(script))));
+    (!found).then(|| MissingProgram {
         path: script.to_string(),
         looked_in: where_looked(script, work_dir),
     })
+}
+
+/// The names an interpreter may open for `script`: node adds `.js`, `.mjs`, `.cjs` or `.json`
+/// to a name without one; the others open the name as written (a directory counts: python
+/// runs a package directory's `__main__.py`).
+fn script_candidates(program: &str, script: &str) -> Vec<String> {
+    let node = interpreter_name(program) == Some("node");
+    let bare = Path::new(script).extension().is_none();
+    let mut out = vec![script.to_string()];
+    if node && bare {
+        out.extend([".js", ".mjs", ".cjs", ".json"].map(|ext| format!("{script}{ext}")));
+    }
+    out
+}
+
+/// Whether `program` is a shell, which looks a script name without '/' up on PATH when the
+/// working directory has no such file.
+fn shell_family(program: &str) -> bool {
+    matches!(interpreter_name(program), Some("sh" | "bash" | "zsh"))
+}
+
+fn interpreter_name(program: &str) -> Option<&str> {
+    Path::new(program).file_name()?.to_str()
 }
 
 fn where_looked(path: &str, work_dir: &Path) -> String {
@@ -120,17 +149,28 @@ fn interpreted_script<'a>(program: &str, args: &'a [String]) -> Option<&'a str> 
     let mut args = args.iter();
     while let Some(arg) = args.next() {
         match arg.as_str() {
-            "-c" | "-m" | "-e" | "-" | "--" => return None,
+            "-" | "--" | "--eval" | "--print" | "-p" => return None,
             // Options whose value is the next argument (python's -W, -X; a shell's -o).
             "-W" | "-X" | "-o" => {
                 args.next();
             }
+            // Code (`-c`, `-e`) or a module (`-m`) to run, alone or in a cluster (`-uc`).
+            a if runs_code(a) => return None,
             a if a.starts_with('-') => continue,
             a if a.contains(char::is_whitespace) || a.is_empty() => return None,
             a => return Some(a),
         }
     }
     None
+}
+
+/// A short-option cluster holding `c`, `e` or `m`: the interpreter runs code or a module
+/// given as an argument, not a script file.
+fn runs_code(arg: &str) -> bool {
+    let Some(letters) = arg.strip_prefix('-').filter(|l| !l.starts_with('-')) else {
+        return false;
+    };
+    letters.chars().all(|c| c.is_ascii_alphabetic()) && letters.contains(['c', 'e', 'm'])
 }
 
 fn working_dir_warning(wanted: &str, used: &Path) -> String {
@@ -235,15 +275,31 @@ mod tests {
         let files = [
             "/usr/bin/python3",
             "/usr/local/bin/sh",
+            "/usr/bin/node",
+            "/usr/bin/bash",
             "/w/train.py",
             "/w/run.sh",
+            "/w/app.js",
+            "/w/pkgdir",
             "/opt/tool",
+            "/usr/local/bin/runme.sh",
         ];
         let is_file = |p: &Path| files.iter().any(|f| Path::new(f) == p);
         let search = "/usr/local/bin:/usr/bin";
         // (program, args, the missing path and where it was looked for; None: all present)
         type Case<'a> = (&'a str, &'a [&'a str], Option<(&'a str, &'a str)>);
-        let cases: [Case; 13] = [
+        let cases: [Case; 20] = [
+            ("python3", &["-uc", "print(1)"], None),
+            ("python3", &["-um", "json.tool"], None),
+            ("python3", &["-bb", "-E", "train.py"], None),
+            ("python3", &["pkgdir"], None),
+            ("node", &["app"], None),
+            ("bash", &["runme.sh"], None),
+            (
+                "node",
+                &["gone"],
+                Some(("gone", "in the trial's working directory /w")),
+            ),
             ("python3", &["train.py", "--lr=0.1"], None),
             ("python3", &["-u", "-W", "ignore", "train.py"], None),
             ("python3", &["-m", "pkg.train"], None),
