@@ -148,7 +148,7 @@ pub fn get_suggestions_cancellable(
     cancel: &Cancel,
 ) -> Result<GetSuggestionsReply, ApiError> {
     let (view, warnings) = experiment_from_wire_warned("experiment", req.experiment.as_ref())?;
-    log_warnings(&warnings, req.trials.is_empty());
+    log_warnings(&view.name, &warnings, req.trials.is_empty());
     let asked = asked_count(req.current_request_number)?;
     let carried = split_settings(view.settings.clone())?;
     let suggester = vernier_algorithms::build(
@@ -192,14 +192,15 @@ pub fn get_suggestions_cancellable(
     })
 }
 
-/// Logs what the conversion warned about: at `warn` when `first` (the controller's first
-/// look at this spec), else at `debug`, since every later request repeats the spec.
-fn log_warnings(warnings: &[ConversionWarning], first: bool) {
+/// Logs what the conversion warned about, naming the experiment: at `warn` when `first` (the
+/// controller's first look at this spec), else at `debug`, since every later request repeats
+/// the spec.
+fn log_warnings(experiment: &str, warnings: &[ConversionWarning], first: bool) {
     for w in warnings {
         if first {
-            tracing::warn!("{w}");
+            tracing::warn!("experiment {experiment:?}: {w}");
         } else {
-            tracing::debug!("{w}");
+            tracing::debug!("experiment {experiment:?}: {w}");
         }
     }
 }
@@ -430,7 +431,7 @@ fn trial_name(experiment: &str, seed: u64, index: usize) -> String {
 /// for trials the algorithm can never give). Hyperband's schedule is checked the same way.
 pub fn validate_algorithm_settings(req: &ValidateAlgorithmSettingsRequest) -> Result<(), ApiError> {
     let (view, warnings) = experiment_from_wire_warned("experiment", req.experiment.as_ref())?;
-    log_warnings(&warnings, true);
+    log_warnings(&view.name, &warnings, true);
     let carried = split_settings(view.settings)?;
     vernier_algorithms::build(
         &view.algorithm,

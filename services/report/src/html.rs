@@ -402,7 +402,17 @@ fn parallel(r: &ExperimentReport, ranked: &[usize]) -> String {
         c.raw(&format!(
             r##"<line class="axis" x1="{x:.1}" y1="{top:.1}" x2="{x:.1}" y2="{bottom:.1}" stroke="#333"/>"##
         ));
-        c.text(x, bottom + 18.0, "middle", "axis-label", label);
+        // The axis title is centred on its axis: it has the room between two axes, and on the
+        // outer axes no more than twice the way to the chart's edge.
+        let edge = x.min(c.width - x) - 4.0;
+        let title_room = (c.px(ax(1)) - c.px(ax(0)) - 8.0).min(2.0 * edge);
+        c.text(
+            x,
+            bottom + 18.0,
+            "middle",
+            "axis-label",
+            &fit_label(label, title_room),
+        );
         // A tick label starts at its axis and must end before the next one.
         let room = c.px(ax(1)) - c.px(ax(0)) - 8.0;
         for (u, tick) in scale.ticks() {

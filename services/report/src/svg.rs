@@ -288,8 +288,14 @@ impl Chart {
                 esc(&label)
             );
         }
+        // Category labels end at the axis and must start right of the rotated axis title.
+        let y_room = match y {
+            Scale::Categories(_) => x0 - 30.0,
+            _ => f64::INFINITY,
+        };
         for (u, label) in y.ticks() {
             let py = self.py(u);
+            let label = fit_label(&label, y_room);
             let _ = write!(
                 s,
                 r##"<line x1="{x0:.1}" y1="{py:.1}" x2="{x1:.1}" y2="{py:.1}" stroke="#eee"/><text class="tick" x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"##,
@@ -391,23 +397,44 @@ pub fn id_part(s: &str) -> String {
     out
 }
 
-/// Width of one character of a tick label, in pixels (11 px sans-serif), to fit labels into
-/// the room between ticks or axes.
-pub const TICK_CHAR_PX: f64 = 6.5;
+/// Estimated width of a character of an 11 px sans-serif label, in pixels: wide (East Asian)
+/// characters take a full em, `W` and `M` nearly one, other capitals more than lower case.
+/// Generous on purpose: a label cut a little early beats one running into the next axis.
+fn char_px(c: char) -> f64 {
+    let wide = matches!(c as u32,
+        0x1100..=0x115F | 0x2E80..=0xA4CF | 0xAC00..=0xD7A3 | 0xF900..=0xFAFF
+        | 0xFE30..=0xFE4F | 0xFF00..=0xFF60 | 0xFFE0..=0xFFE6 | 0x1F300..=0x1FAFF
+        | 0x20000..=0x3FFFD);
+    match c {
+        _ if wide => 11.5,
+        'W' | 'M' | 'm' | 'w' | '@' | '%' => 10.5,
+        _ if c.is_uppercase() => 8.0,
+        _ => 6.5,
+    }
+}
 
 /// A label fitted into `room` pixels: on one line, cut with an ellipsis when longer, so it does
 /// not run into its neighbours or the next axis (the trial table shows values whole). At least
 /// three characters are kept.
 pub fn fit_label(label: &str, room: f64) -> String {
-    let max = ((room / TICK_CHAR_PX) as usize).max(3);
-    let one_line: String = label
+    let one_line: Vec<char> = label
         .chars()
         .map(|c| if c.is_control() { ' ' } else { c })
         .collect();
-    if one_line.chars().count() <= max {
-        return one_line;
+    if one_line.iter().map(|&c| char_px(c)).sum::<f64>() <= room {
+        return one_line.into_iter().collect();
     }
-    let kept: String = one_line.chars().take(max - 1).collect();
+    let ellipsis = char_px('…');
+    let mut used = ellipsis;
+    let kept: String = one_line
+        .iter()
+        .enumerate()
+        .take_while(|&(i, &c)| {
+            used += char_px(c);
+            i < 2 || used <= room
+        })
+        .map(|(_, &c)| c)
+        .collect();
     format!("{kept}…")
 }
 
@@ -429,6 +456,9 @@ mod tests {
         assert_eq!(fit_label("adam", 40.0), "adam");
         assert_eq!(fit_label("line1\nline2 is long", 65.0), "line1 lin…");
         assert_eq!(fit_label("xxxxxxxx", 1.0), "xx…");
+        // Wide letters and East Asian characters take more room than `x`.
+        assert_eq!(fit_label(&"W".repeat(40), 65.0), "WWWWW…");
+        assert_eq!(fit_label(&"語".repeat(40), 65.0), "語語語語語…");
         let c = Scale::Categories(vec!["a".into(), "b".into()]);
         assert_eq!(c.unit_of("b"), Some(0.75));
         assert_eq!(esc("<a&\"b\">"), "&lt;a&amp;&quot;b&quot;&gt;");

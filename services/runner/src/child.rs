@@ -62,7 +62,8 @@ pub(crate) fn map_spec_path(text: &str, from: &str, to: &str) -> String {
 }
 
 /// `text` with each whole occurrence of the path `from` replaced by `to`, as a volume mounted
-/// at `from` would move it: `/data`, `/data/x`, `--dir=/data` and `file:///data` are,
+/// at `from` would move it: `/data`, `/data/x`, `--dir=/data` and `file:///data` (or
+/// `file://localhost/data`) are,
 /// `/database`, `/data.csv` and the `/data/` of `https://host/data/` are not.
 pub(crate) fn replace_path(text: &str, from: &str, to: &str) -> String {
     let is_path_char = |c: char| c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | '/');
@@ -73,8 +74,9 @@ pub(crate) fn replace_path(text: &str, from: &str, to: &str) -> String {
     let mut rest = text;
     while let Some(i) = rest.find(from) {
         let (before, after) = (&rest[..i], &rest[i + from.len()..]);
-        let file_uri =
-            before.ends_with("file://") || (before.is_empty() && out.ends_with("file://"));
+        let file_uri = ["file://", "file://localhost"]
+            .iter()
+            .any(|p| before.ends_with(p) || (before.is_empty() && out.ends_with(p)));
         let starts = file_uri
             || out
                 .chars()
@@ -137,6 +139,7 @@ mod tests {
             ("/data.csv", "/data.csv"),
             ("file:///data/m.log", "file:///L/m.log"),
             ("--uri=file:///data", "--uri=file:///L"),
+            ("file://localhost/data/m.log", "file://localhost/L/m.log"),
             ("https://host/data/", "https://host/data/"),
             ("/x/data", "/x/data"),
             ("https://host/data/f", "https://host/data/f"),

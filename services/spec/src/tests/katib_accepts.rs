@@ -303,4 +303,18 @@ fn a_metric_name_the_default_format_cannot_read_is_warned_about() {
     for edit in read_otherwise {
         assert!(warned(edit).is_empty(), "{:?}", warned(edit));
     }
+    let exp = parse_ok(&mutated(RANDOM, |v| {
+        set(
+            v,
+            "/spec/objective",
+            json!({"objectives": [{"metricName": "val.loss", "type": "minimize"},
+                                  {"metricName": "acc", "type": "maximize"}]}),
+        );
+    }));
+    let paths: Vec<String> = warnings(&exp)
+        .iter()
+        .filter(|w| w.message().contains("default metrics format"))
+        .map(|w| w.path().to_string())
+        .collect();
+    assert_eq!(paths, ["spec.objective.objectives[0].metricName"]);
 }

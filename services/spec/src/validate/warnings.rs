@@ -158,16 +158,31 @@ fn unmatchable_metric_names(exp: &Experiment) -> Vec<SpecError> {
     else {
         return Vec::new();
     };
+    // Each name where the file writes it: with `objectives`, the defaults copy their names into
+    // objectiveMetricName and additionalMetricNames.
+    let in_objectives = |n: &String| obj.objectives.iter().any(|t| &t.metric_name == n);
     let named = obj
-        .objective_metric_name
+        .objectives
         .iter()
-        .map(|n| ("spec.objective.objectiveMetricName".to_string(), n))
+        .enumerate()
+        .map(|(i, t)| {
+            (
+                format!("spec.objective.objectives[{i}].metricName"),
+                &t.metric_name,
+            )
+        })
+        .chain(
+            obj.objective_metric_name
+                .iter()
+                .map(|n| ("spec.objective.objectiveMetricName".to_string(), n)),
+        )
         .chain(
             obj.additional_metric_names
                 .iter()
                 .enumerate()
                 .map(|(i, n)| (format!("spec.objective.additionalMetricNames[{i}]"), n)),
-        );
+        )
+        .filter(|(path, name)| path.contains("objectives[") || !in_objectives(name));
     named
         .filter(|(_, name)| {
             name.chars()
