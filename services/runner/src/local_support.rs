@@ -7,7 +7,7 @@ use crate::replicas::launch::check_primary_replica;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use vernier_spec::template::{
-    JobKind, primary_container_blockers, replica_local_blockers, replica_set,
+    JobKind, primary_container_blockers, replica_local_blockers, replica_set, training_job_ignored,
 };
 use vernier_spec::{Experiment, SpecError};
 
@@ -53,18 +53,15 @@ pub fn local_verdict(exp: &Experiment) -> LocalVerdict {
     if spec.get("kind").and_then(Value::as_str) == Some("Job") {
         verdict.ignored.extend(job_ignored(spec, primary));
     }
-    verdict.ignored.extend(replica_job_ignored(spec, primary));
+    verdict.ignored.extend(replica_job_ignored(spec));
     verdict
 }
 
 /// The fields of a training-operator job that local mode reads but does not apply (its run
 /// policy's cleanup and scheduling, `elasticPolicy`, `enableDynamicWorker`), as the trial's
 /// log notes them.
-fn replica_job_ignored(spec: &Value, primary: &str) -> Vec<SpecError> {
-    let Ok(Some(set)) = replica_set(spec, primary) else {
-        return Vec::new();
-    };
-    set.ignored
+fn replica_job_ignored(spec: &Value) -> Vec<SpecError> {
+    training_job_ignored(spec)
         .iter()
         .map(|field| {
             let (name, why) = field.split_once(' ').unwrap_or((field, ""));
@@ -312,6 +309,20 @@ spec:
                 format!("{r}.Master.template.spec.containers[0].command"),
                 format!("{r}.Worker.template.spec.containers[0].env[0].valueFrom"),
             ]
+        );
+        // A job that cannot run here still has its ignored fields listed beside the blockers.
+        let with_policy = pytorch.replace(
+            "spec: {pytorchReplicaSpecs",
+            "spec: {runPolicy: {cleanPodPolicy: None}, pytorchReplicaSpecs",
+        );
+        let v = local_verdict(&experiment(&with_policy, "pytorch"));
+        assert_eq!(v.refused.len(), 3);
+        let ignored: Vec<String> = v.ignored.iter().map(SpecError::path).collect();
+        assert!(
+            ignored
+                .iter()
+                .any(|p| p.ends_with("runPolicy.cleanPodPolicy")),
+            "{ignored:?}"
         );
     }
 

@@ -12,7 +12,7 @@ pub use container::{
 };
 pub use replicas::{
     JobKind, ReplicaSet, ReplicaSpec, ReplicaType, RestartPolicy, check_replica_set,
-    replica_local_blockers, replica_set,
+    replica_local_blockers, replica_set, training_job_ignored,
 };
 
 use crate::error::SpecError;

@@ -434,6 +434,16 @@ fn replica_type_of(
     Ok(rt)
 }
 
+/// The fields of a training-operator job (the whole rendered object) that have no meaning on
+/// one machine, whether or not its replicas can run here: `validate` lists them beside the
+/// fields that keep it from running.
+pub fn training_job_ignored(job: &Value) -> Vec<String> {
+    match replica_specs(job) {
+        Some(_) => ignored_fields(job.get("spec")),
+        None => Vec::new(),
+    }
+}
+
 /// The job's fields that have no meaning on one machine, named for the trial's log.
 fn ignored_fields(spec: Option<&Value>) -> Vec<String> {
     let run_policy = spec.and_then(|s| s.get("runPolicy"));
