@@ -28,6 +28,9 @@ pub const STOP_GRACE: Duration = Duration::from_secs(5);
 /// its process group is killed (processes left behind would otherwise hold the pipes open).
 const DRAIN_GRACE: Duration = Duration::from_secs(2);
 
+/// How often lagging readers are looked at once the grace is over.
+const DRAIN_POLL: Duration = Duration::from_millis(50);
+
 /// Parsed batches (one per line, poll or scrape) queued between the readers and the store;
 /// a full queue makes the readers wait, so memory stays bounded whatever a trial prints.
 const BATCH_QUEUE: usize = 256;
@@ -241,6 +244,7 @@ pub async fn run_process_then(
     }
 
     let (tx, rx) = mpsc::channel::<ParsedBatch>(BATCH_QUEUE);
+    let backlog = tx.downgrade();
     let recorder = tokio::spawn(record(cmd.trial.clone(), store, rx, stop.clone()));
     let (ended_tx, ended_rx) = watch::channel(false);
     let readers = start_readers(&mut child, &cmd, &collection, &log, tx, &ended_rx);
@@ -255,7 +259,7 @@ pub async fn run_process_then(
     };
     let (status, stopped) = wait_or_stop(&mut child, pgid, &mut stop).await;
     let _ = ended_tx.send(true);
-    drain_readers(readers, pgid).await;
+    drain_readers(readers, pgid, &backlog).await;
     if let Some(collector) = collector {
         // It reports to the store itself: the trial is judged once it is done.
         let _ = collector.await;
@@ -391,7 +395,16 @@ async fn wait_or_stop(
 }
 
 /// Lets readers drain what the process wrote, then clears out anything it left running.
-async fn drain_readers(mut readers: Vec<tokio::task::JoinHandle<()>>, pgid: Option<Pid>) {
+/// Readers that lag [`DRAIN_GRACE`] behind the exit get the process group killed (processes
+/// left behind would hold the pipes open); what is still in the pipes is read all the same.
+/// They are abandoned only once they make no way for another [`DRAIN_GRACE`] while the queue
+/// to the store has room: a full queue means the store is behind (a lock, an outage), and
+/// what the trial printed waits for it, as it does while the trial runs.
+async fn drain_readers(
+    mut readers: Vec<tokio::task::JoinHandle<()>>,
+    pgid: Option<Pid>,
+    backlog: &mpsc::WeakSender<ParsedBatch>,
+) {
     let drained = tokio::time::timeout(DRAIN_GRACE, async {
         for reader in readers.iter_mut() {
             let _ = reader.await;
@@ -401,8 +414,23 @@ async fn drain_readers(mut readers: Vec<tokio::task::JoinHandle<()>>, pgid: Opti
     .is_ok();
     if !drained {
         signal_group(pgid, Signal::SIGKILL);
-        for reader in &readers {
-            reader.abort();
+        let mut idle = Duration::ZERO;
+        loop {
+            readers.retain(|r| !r.is_finished());
+            if readers.is_empty() {
+                break;
+            }
+            let store_behind = backlog.upgrade().is_some_and(|tx| tx.capacity() == 0);
+            idle = if store_behind {
+                Duration::ZERO
+            } else {
+                idle + DRAIN_POLL
+            };
+            if idle >= DRAIN_GRACE {
+                readers.iter().for_each(|r| r.abort());
+                break;
+            }
+            tokio::time::sleep(DRAIN_POLL).await;
         }
     }
     signal_group(pgid, Signal::SIGKILL);
@@ -705,5 +733,54 @@ mod tests {
             spawn_error(&cmd(field), &not_found)
                 .starts_with("command \"mpirun\" was not found (working directory /w)\nhint: ")
         );
+    }
+
+    /// A trial that prints more than the queue holds and exits while another session holds the
+    /// database's write lock past the drain grace: every line still reaches the store.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_store_locked_when_the_trial_ends_loses_nothing_it_printed() {
+        use sqlx::{Connection, Executor};
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("v.db").display());
+        let options = vernier_store::StoreOptions {
+            lock_timeout: Duration::from_millis(200),
+            ..Default::default()
+        };
+        let store = SqlStore::connect_with(&url, options).await.unwrap();
+        crate::test_store::with_trial(&store, vernier_core::TrialState::Running).await;
+        let mut other = sqlx::SqliteConnection::connect(&url).await.unwrap();
+        other.execute("BEGIN IMMEDIATE").await.unwrap();
+        let holder = tokio::spawn(async move {
+            tokio::time::sleep(DRAIN_GRACE * 3).await;
+            other.execute("ROLLBACK").await.unwrap();
+        });
+        let cmd = TrialCommand {
+            trial: "e-0".into(),
+            program: "python3".into(),
+            args: vec![
+                "-c".into(),
+                "for i in range(1, 3001): print(f'loss={1000 / i}')".into(),
+            ],
+            command_field: String::new(),
+            env: vec![],
+            work_dir: dir.path().to_path_buf(),
+            log_path: dir.path().join("t.log"),
+            metrics_path: None,
+            append_log: false,
+            pid_file: None,
+        };
+        let collection = Collection {
+            filter: MetricsFilter::katib_default(),
+            metrics: vec!["loss".into()],
+            source: MetricSource::Output,
+        };
+        let (_stop, stop_rx) = watch::channel(StopLevel::Run);
+        let report = run_process(cmd, collection, store.clone(), stop_rx).await;
+        holder.await.unwrap();
+        assert_eq!(report.store_error, None);
+        let logs = store.observations("e-0", None, None, None).await.unwrap();
+        assert_eq!(logs.len(), 3000);
+        let log = std::fs::read_to_string(dir.path().join("t.log")).unwrap();
+        assert_eq!(log.lines().count(), 3000);
     }
 }
