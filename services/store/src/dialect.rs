@@ -60,6 +60,11 @@ pub(crate) trait Dialect: sqlx::Database {
         false
     }
 
+    /// The disk holding the database is full.
+    fn is_disk_full(_db: &dyn DatabaseError) -> bool {
+        false
+    }
+
     /// A unique violation on `trials` is the `(experiment, seq)` key, not the name.
     fn is_seq_key(db: &dyn DatabaseError) -> bool;
 

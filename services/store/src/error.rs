@@ -179,6 +179,15 @@ pub enum StoreError {
     },
 
     #[error(
+        "cannot {action} `{name}`: the disk holding database `{url}` is full\nhint: free space on that disk (or move the database with --db), then `vernier resume` the experiment; what was recorded before stays"
+    )]
+    DiskFull {
+        action: &'static str,
+        name: String,
+        url: String,
+    },
+
+    #[error(
         "cannot {action} `{name}`: database `{url}` is damaged ({})\nhint: restore it from a copy; `sqlite3 FILE .recover` saves what is still readable into a new database",
         said(.error)
     )]
@@ -223,6 +232,13 @@ impl ErrorContext {
         }
         if matches!(&error, sqlx::Error::Database(db) if D::is_read_only(db.as_ref())) {
             return StoreError::ReadOnly {
+                action,
+                name: name.to_owned(),
+                url: self.url.clone(),
+            };
+        }
+        if matches!(&error, sqlx::Error::Database(db) if D::is_disk_full(db.as_ref())) {
+            return StoreError::DiskFull {
                 action,
                 name: name.to_owned(),
                 url: self.url.clone(),
@@ -324,5 +340,60 @@ mod tests {
                 "{shown}"
             );
         }
+    }
+
+    /// A database error with only a code, as the drivers report it.
+    #[derive(Debug)]
+    struct Coded(&'static str);
+
+    impl std::fmt::Display for Coded {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "error {}", self.0)
+        }
+    }
+
+    impl std::error::Error for Coded {}
+
+    impl sqlx::error::DatabaseError for Coded {
+        fn message(&self) -> &str {
+            "database or disk is full"
+        }
+        fn code(&self) -> Option<std::borrow::Cow<'_, str>> {
+            Some(self.0.into())
+        }
+        fn as_error(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
+            self
+        }
+        fn as_error_mut(&mut self) -> &mut (dyn std::error::Error + Send + Sync + 'static) {
+            self
+        }
+        fn into_error(self: Box<Self>) -> Box<dyn std::error::Error + Send + Sync + 'static> {
+            self
+        }
+        fn kind(&self) -> sqlx::error::ErrorKind {
+            sqlx::error::ErrorKind::Other
+        }
+    }
+
+    #[test]
+    fn a_full_disk_names_the_database_and_what_to_do() {
+        let context = ErrorContext {
+            url: "runs/v.db".into(),
+            lock_timeout: Duration::from_secs(5),
+        };
+        let full = |code| sqlx::Error::Database(Box::new(Coded(code)));
+        let sqlite = context.query::<sqlx::Sqlite>("renew lease of experiment", "e", full("13"));
+        let postgres =
+            context.query::<sqlx::Postgres>("renew lease of experiment", "e", full("53100"));
+        for e in [sqlite, postgres] {
+            assert!(matches!(e, StoreError::DiskFull { .. }), "{e:?}");
+            let text = e.to_string();
+            assert!(
+                text.starts_with("cannot renew lease of experiment `e`: the disk holding database `runs/v.db` is full\nhint: free space"),
+                "{text}"
+            );
+        }
+        let other = context.query::<sqlx::Sqlite>("record", "t", full("1"));
+        assert!(matches!(other, StoreError::Query { .. }), "{other:?}");
     }
 }

@@ -55,6 +55,11 @@ impl Dialect for Postgres {
         db.code().as_deref() == Some("25006")
     }
 
+    /// disk_full
+    fn is_disk_full(db: &dyn DatabaseError) -> bool {
+        db.code().as_deref() == Some("53100")
+    }
+
     /// deadlock_detected, serialization_failure
     fn is_deadlock(db: &dyn DatabaseError) -> bool {
         matches!(db.code().as_deref(), Some("40P01" | "40001"))

@@ -73,6 +73,11 @@ impl Dialect for Sqlite {
     fn is_damaged(db: &dyn DatabaseError) -> bool {
         primary_code(db) == Some(11)
     }
+
+    /// SQLITE_FULL.
+    fn is_disk_full(db: &dyn DatabaseError) -> bool {
+        primary_code(db) == Some(13)
+    }
 }
 
 fn primary_code(db: &dyn DatabaseError) -> Option<u32> {
