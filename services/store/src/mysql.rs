@@ -125,6 +125,13 @@ impl MySqlBackend {
             url: errors.url.clone(),
             reason: e.to_string(),
         })?;
+        let options = match crate::url::resolvable_host(options.get_host()) {
+            Some(host) => {
+                let host = host.to_owned();
+                options.host(&host)
+            }
+            None => options,
+        };
         let database = options.get_database().unwrap_or_default().to_owned();
         // One direct connection first: the pool would retry a refused connection until its
         // acquire timeout and then report only that it timed out.

@@ -111,6 +111,13 @@ impl PostgresBackend {
             url: errors.url.clone(),
             reason: e.to_string(),
         })?;
+        let options = match crate::url::resolvable_host(options.get_host()) {
+            Some(host) => {
+                let host = host.to_owned();
+                options.host(&host)
+            }
+            None => options,
+        };
         let database = options.get_database().unwrap_or_default().to_owned();
         let options = options.options([(
             "lock_timeout",

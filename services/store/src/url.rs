@@ -88,6 +88,12 @@ fn check_server_url(url: &str) -> Result<(), StoreError> {
     Ok(())
 }
 
+/// A server host as a resolver takes it: an IPv6 literal without the brackets a URL writes
+/// it in (`[::1]`), which the drivers keep and then fail to look up.
+pub(crate) fn resolvable_host(host: &str) -> Option<&str> {
+    host.strip_prefix('[').and_then(|h| h.strip_suffix(']'))
+}
+
 /// The URL with any password replaced by `***`, for messages: the user-info one and any query
 /// parameter named like one (`?password=`, `?sslpassword=`, which the drivers also read). Text
 /// that does not parse as a URL is returned unchanged unless it looks like it holds credentials.
@@ -180,6 +186,8 @@ mod tests {
         assert!(!text.contains("pw"), "{text}");
         let e = parse("mysql:///katib").unwrap_err();
         assert!(e.to_string().contains("names no host"), "{e}");
+        assert_eq!(resolvable_host("[::1]"), Some("::1"));
+        assert_eq!(resolvable_host("db.example"), None);
         let e = parse("mysql://root@db/katib?charset=latin1").unwrap_err();
         assert!(e.to_string().contains("charset \"latin1\""), "{e}");
         assert!(parse("mysql://root@db/katib?charset=UTF8MB4").is_ok());
