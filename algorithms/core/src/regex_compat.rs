@@ -8,6 +8,54 @@ pub fn go_regex(pattern: &str) -> String {
     ascii_perl_classes(&escape_literal_braces(&go_escapes(pattern)))
 }
 
+/// Why Go's regexp (which Katib's webhook compiles every `metricsFormat` with) refuses a
+/// pattern that Rust's would accept, if it does: an escape Go does not know (`\u`, `\U`,
+/// `\e`), a repetition with nothing to repeat (`{2}` first, or after `(` or `|`), or a count
+/// above Go's 1000.
+pub fn go_refusal(pattern: &str) -> Option<String> {
+    let chars: Vec<char> = pattern.chars().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        match chars[i] {
+            '\\' if chars.get(i + 1) == Some(&'Q') => {
+                let end = (i + 2..chars.len())
+                    .find(|&k| chars[k] == '\\' && chars.get(k + 1) == Some(&'E'));
+                i = end.map_or(chars.len(), |k| k + 2);
+                continue;
+            }
+            '\\' => {
+                if let Some(&c @ ('u' | 'U' | 'e' | 'Z' | 'C' | 'i' | 'y')) = chars.get(i + 1) {
+                    return Some(format!(
+                        "invalid escape sequence: `\\{c}` (Go's regexp has no such escape)"
+                    ));
+                }
+                i += 2;
+                continue;
+            }
+            '{' => {
+                let body: String = chars[i + 1..].iter().take_while(|&&c| c != '}').collect();
+                if is_repetition_body(&body) {
+                    let counts = body.split(',').filter_map(|n| n.parse::<u64>().ok());
+                    if counts.clone().any(|n| n > 1000) {
+                        return Some(format!(
+                            "invalid repeat count: `{{{body}}}` (Go allows at most 1000)"
+                        ));
+                    }
+                    let before = i.checked_sub(1).map(|k| chars[k]);
+                    if matches!(before, None | Some('(' | '|')) {
+                        return Some(format!(
+                            "missing argument to repetition operator: `{{{body}}}`"
+                        ));
+                    }
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
 /// The escapes whose meaning differs between Go and Rust, rewritten to Go's meaning:
 /// - `\Q...\E` quotes literal text in Go; Rust has no such syntax.
 /// - `\<` and `\>` are the literal `<` and `>` in Go (any escaped punctuation is itself),
@@ -278,5 +326,38 @@ mod tests {
         }
         // A lone `\1` is a backreference in Go too: still refused.
         assert!(regex::Regex::new(&go_regex(r"(a)\1")).is_err());
+    }
+
+    #[test]
+    fn what_go_refuses_and_rust_accepts_is_named() {
+        for (pattern, refused) in [
+            (r"(\w+)=\u0030([\d.]+)", Some("invalid escape sequence")),
+            (
+                r"{2}(\w+)=([\d.]+)",
+                Some("missing argument to repetition operator"),
+            ),
+            (
+                r"(\w+)=(a|{3})",
+                Some("missing argument to repetition operator"),
+            ),
+            (r"(\w+)=(\d+\.\d{1001})", Some("invalid repeat count")),
+            (r"(\w+)=(\d{2,1000})", None),
+            (r"([\w|-]+)\s*=\s*([+-]?\d*(\.\d+)?([Ee][+-]?\d+)?)", None),
+            (
+                r"{metricName: ([\w|-]+), metricValue: ([+-]?\d*(\.\d+)?)}",
+                None,
+            ),
+            (r"\Q\u{2}\E(\w+)=(\d)", None),
+            (r"\\u(\w+)=(\d)", None),
+        ] {
+            let got = go_refusal(pattern);
+            match refused {
+                Some(needle) => assert!(
+                    got.as_deref().is_some_and(|g| g.starts_with(needle)),
+                    "{pattern}: {got:?}"
+                ),
+                None => assert_eq!(got, None, "{pattern}"),
+            }
+        }
     }
 }

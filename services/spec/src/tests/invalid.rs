@@ -165,7 +165,9 @@ fn bad_metrics_format_regexes() {
                        "(\\w+)=\\d+",
                        "(\\w+)=(\\d+)",
                        // Katib's PyTorch example: literal braces, as Go reads them.
-                       "{metricName: ([\\w|-]+), metricValue: ((-?\\d+)(\\.\\d+)?)}"]}}}),
+                       "{metricName: ([\\w|-]+), metricValue: ((-?\\d+)(\\.\\d+)?)}",
+                       // Valid in Rust's syntax, refused by Go's, which Katib's webhook uses.
+                       "(\\w+)=\\u0030([\\d.]+)"]}}}),
         )
     });
     assert_error(
@@ -180,6 +182,11 @@ fn bad_metrics_format_regexes() {
     );
     assert!(!e.to_string().contains("metricsFormat[2]"), "{e}");
     assert!(!e.to_string().contains("metricsFormat[3]"), "{e}");
+    assert_error(
+        &e,
+        "spec.metricsCollectorSpec.source.filter.metricsFormat[4]",
+        "for Go's regexp, which Katib compiles it with: invalid escape sequence",
+    );
 }
 
 #[test]

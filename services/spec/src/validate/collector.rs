@@ -131,6 +131,16 @@ fn check_http_get(mc: &MetricsCollectorSpec, errs: &mut Errors) {
 /// Compiled the way the collector compiles it: Go's regexp takes a `{` that starts no repetition
 /// as a literal (Katib's PyTorch example relies on it), Rust's does not.
 fn check_format(format: &str, path: &str, errs: &mut Errors) {
+    if let Some(why) = vernier_core::go_refusal(format) {
+        errs.add(
+            path,
+            format!(
+                "value {format:?} is not a valid regular expression for Go's regexp, which \
+                 Katib compiles it with: {why}"
+            ),
+        );
+        return;
+    }
     match regex::Regex::new(&vernier_core::go_regex(format)) {
         Err(e) => {
             let first = e.to_string();
