@@ -11,14 +11,13 @@ mod support;
 use tonic::Code;
 use tonic::transport::Channel;
 use vernier_api::proto::api::{
-    self, AlgorithmSetting, AlgorithmSpec, DeleteObservationLogRequest, EarlyStoppingSetting,
-    EarlyStoppingSpec, Experiment, ExperimentSpec, FeasibleSpace, GetEarlyStoppingRulesRequest,
-    GetSuggestionsReply, GetSuggestionsRequest, Metric, MetricLog, ObjectiveSpec, ObjectiveType,
-    ObservationLog, ParameterAssignment, ParameterSpec, ParameterType, ReportObservationLogRequest,
-    Trial, TrialSpec, TrialStatus, ValidateAlgorithmSettingsRequest,
-    db_manager_client::DbManagerClient, early_stopping_client::EarlyStoppingClient,
-    experiment_spec::ParameterSpecs, suggestion_client::SuggestionClient, trial_spec,
-    trial_status::TrialConditionType,
+    self, AlgorithmSetting, AlgorithmSpec, DeleteObservationLogRequest, Experiment, ExperimentSpec,
+    FeasibleSpace, GetEarlyStoppingRulesRequest, GetSuggestionsReply, GetSuggestionsRequest,
+    Metric, MetricLog, ObjectiveSpec, ObjectiveType, ObservationLog, ParameterAssignment,
+    ParameterSpec, ParameterType, ReportObservationLogRequest, Trial, TrialSpec, TrialStatus,
+    ValidateAlgorithmSettingsRequest, db_manager_client::DbManagerClient,
+    early_stopping_client::EarlyStoppingClient, experiment_spec::ParameterSpecs,
+    suggestion_client::SuggestionClient, trial_spec, trial_status::TrialConditionType,
 };
 use vernier_store::SqlStore;
 
@@ -77,19 +76,7 @@ fn experiment(algorithm: &str, parameters: Vec<ParameterSpec>, max_trials: i32) 
                     value: "7".into(),
                 }],
             }),
-            early_stopping: Some(EarlyStoppingSpec {
-                algorithm_name: "medianstop".into(),
-                algorithm_settings: vec![
-                    EarlyStoppingSetting {
-                        name: "min_trials_required".into(),
-                        value: "2".into(),
-                    },
-                    EarlyStoppingSetting {
-                        name: "start_step".into(),
-                        value: "2".into(),
-                    },
-                ],
-            }),
+            early_stopping: Some(support::medianstop_two_and_two()),
             parallel_trial_count: 1,
             max_trial_count: max_trials,
             nas_config: None,

@@ -99,19 +99,7 @@ fn experiment(algorithm: &str, settings: &[(&str, &str)]) -> Experiment {
                     })
                     .collect(),
             }),
-            early_stopping: Some(EarlyStoppingSpec {
-                algorithm_name: "medianstop".into(),
-                algorithm_settings: vec![
-                    EarlyStoppingSetting {
-                        name: "min_trials_required".into(),
-                        value: "2".into(),
-                    },
-                    EarlyStoppingSetting {
-                        name: "start_step".into(),
-                        value: "2".into(),
-                    },
-                ],
-            }),
+            early_stopping: Some(support::medianstop_two_and_two()),
             parallel_trial_count: 3,
             max_trial_count: 12,
             nas_config: None,

@@ -27,3 +27,18 @@ pub async fn serve_at(router: Router) -> (Channel, String, tokio::sync::oneshot:
         .unwrap();
     (channel, address, tx)
 }
+
+/// Medianstop after two trials, from the second step: the early-stopping spec the tests that
+/// play Katib's controller send.
+#[allow(dead_code)] // each test binary compiles this module; not every one uses each helper
+pub fn medianstop_two_and_two() -> vernier_proto::api::EarlyStoppingSpec {
+    use vernier_proto::api::{EarlyStoppingSetting, EarlyStoppingSpec};
+    let setting = |name: &str| EarlyStoppingSetting {
+        name: name.into(),
+        value: "2".into(),
+    };
+    EarlyStoppingSpec {
+        algorithm_name: "medianstop".into(),
+        algorithm_settings: vec![setting("min_trials_required"), setting("start_step")],
+    }
+}
