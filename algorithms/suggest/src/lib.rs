@@ -14,6 +14,7 @@ mod grid;
 mod guard;
 pub mod history;
 mod hyperband;
+mod initial_design;
 pub mod medianstop;
 pub mod nas;
 mod nsga2;

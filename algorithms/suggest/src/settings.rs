@@ -32,7 +32,21 @@ impl<'a> Settings<'a> {
         Ok(Settings { algorithm, pairs })
     }
 
-    fn invalid(&self, name: &str, value: &str, reason: impl Into<String>) -> AlgorithmError {
+    /// The last value given for `name`, trimmed, unparsed.
+    pub(crate) fn raw(&self, name: &str) -> Option<&'a str> {
+        self.pairs
+            .iter()
+            .rev()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.trim())
+    }
+
+    pub(crate) fn invalid(
+        &self,
+        name: &str,
+        value: &str,
+        reason: impl Into<String>,
+    ) -> AlgorithmError {
         AlgorithmError::InvalidSetting {
             algorithm: self.algorithm.to_string(),
             setting: name.to_string(),

@@ -61,12 +61,17 @@ pub(crate) fn build(
 }
 
 /// Scrambled-Sobol search.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct SobolSearch {
     seed: u64,
 }
 
 impl SobolSearch {
+    /// The sequence scrambled by `seed`.
+    pub(crate) fn new(seed: u64) -> Self {
+        SobolSearch { seed }
+    }
+
     /// Coordinate `dim` of point `index` in `[0, 1)`.
     fn coordinate(&self, index: u64, dim: usize) -> f64 {
         let block = index / BLOCK;
@@ -82,7 +87,7 @@ impl SobolSearch {
     }
 
     /// The configuration at point `index` of the sequence.
-    fn assignment_at(&self, space: &SearchSpace, index: u64) -> Assignment {
+    pub(crate) fn assignment_at(&self, space: &SearchSpace, index: u64) -> Assignment {
         Assignment(
             space
                 .parameters()

@@ -17,7 +17,8 @@
 //! continuous relaxation and rounded to their grid by `encode::from_unit`; discrete (numeric
 //! list) values are one ordered coordinate; categoricals are one-hot, each choice a coordinate,
 //! and keep their sampled choice during local search. Normal/logNormal priors matter only for
-//! the initial random trials, which are drawn from the priors.
+//! the initial random trials, which are drawn from the priors (or, with
+//! `initial_point_generator: sobol`, from the `sobol` algorithm's sequence: [`InitialDesign`]).
 //!
 //! Outputs: losses (`history::observed`, so maximisation is negated) are log-warped —
 //! `ln(1 + (y − min)/q)` with `q` the distance from the minimum to the median — when they are
@@ -56,6 +57,7 @@ mod tests;
 
 use crate::error::AlgorithmError;
 use crate::history;
+use crate::initial_design::InitialDesign;
 use crate::random::{RandomSearch, point_at};
 use crate::sample::sample_assignment;
 use crate::settings::Settings;
@@ -79,6 +81,7 @@ const SETTINGS: &[&str] = &[
     "acq_func",
     "acq_optimizer",
     "random_state",
+    crate::initial_design::SETTING,
 ];
 const DEFAULT_INITIAL_POINTS: usize = 10;
 /// skopt's exploration weight for LCB.
@@ -108,6 +111,8 @@ pub(crate) struct GpOptimizer {
     acq: AcqFunc,
     /// False for `acq_optimizer: sampling` (candidates only, no L-BFGS refinement).
     local_search: bool,
+    /// How the initial trials are chosen.
+    initial: InitialDesign,
 }
 
 pub(crate) fn build(
@@ -190,11 +195,12 @@ pub(crate) fn build(
     let n_initial = s
         .get::<i64>("n_initial_points", |v| v >= 0, "an integer >= 0")?
         .map_or(DEFAULT_INITIAL_POINTS, |v| v as usize);
-    s.random_state()?;
+    let initial = InitialDesign::from_settings(&s)?;
     Ok(Box::new(GpOptimizer {
         n_initial,
         acq,
         local_search,
+        initial,
     }))
 }
 
@@ -205,6 +211,7 @@ impl GpOptimizer {
             n_initial,
             acq,
             local_search: true,
+            initial: InitialDesign::Random,
         }
     }
 }
@@ -284,7 +291,7 @@ impl GpOptimizer {
         // A GP needs two distinct values to say anything; until then, and during the
         // initial design, sample the priors.
         if observed.len() < self.n_initial.max(2) {
-            return RandomSearch::new().suggest(req);
+            return self.initial.suggest(req);
         }
         let (observed, violations) = cap_history(observed, violations, req.seed);
         let mut rng = ChaCha8Rng::seed_from_u64(req.seed);

@@ -33,7 +33,8 @@
 //! Parameters are modelled in the unit coordinates of [`crate::encode`], so log-uniform and
 //! log-normal parameters are smoothed on the log scale. The prior *shape* (normal versus
 //! uniform) only matters in the startup phase (the first `n_startup_trials` proposals, counting
-//! finished and pending trials), whose proposals are prior draws. Integers and stepped doubles
+//! finished and pending trials), whose proposals are prior draws (or points of the `sobol`
+//! sequence with `initial_point_generator: sobol`). Integers and stepped doubles
 //! use discretised kernels: each grid value gets the Gaussian mass of the interval of values
 //! that round to it, on the linear or the log scale (Optuna's discrete truncated
 //! (log-)normals), and draws are snapped to the grid. Categorical and discrete lists use
@@ -51,6 +52,7 @@ mod parzen;
 
 use crate::error::AlgorithmError;
 use crate::history;
+use crate::initial_design::InitialDesign;
 use crate::random::point_at;
 use crate::sample::sample_assignment;
 use crate::settings::Settings;
@@ -71,6 +73,7 @@ const ACCEPTED: &[&str] = &[
     "prior_weight",
     "multivariate",
     "random_state",
+    crate::initial_design::SETTING,
 ];
 
 const DEFAULT_STARTUP: usize = 10;
@@ -148,7 +151,7 @@ pub(crate) fn build(
             "a finite number > 0",
         )?
         .unwrap_or(DEFAULT_PRIOR_WEIGHT);
-    s.random_state()?;
+    let initial = InitialDesign::from_settings(&s)?;
     let multivariate = match (
         name,
         s.get::<bool>("multivariate", |_| true, "true or false")?,
@@ -187,6 +190,7 @@ pub(crate) fn build(
         n_ei,
         gamma,
         prior_weight,
+        initial,
     }))
 }
 
@@ -200,6 +204,8 @@ struct Tpe {
     /// Fraction of finished trials counted as good; `None` is the default rule.
     gamma: Option<f64>,
     prior_weight: f64,
+    /// How the start-up trials are chosen.
+    initial: InitialDesign,
 }
 
 /// The fitted estimator of one trial set: one joint mixture, or one mixture per parameter.
@@ -442,7 +448,10 @@ impl Suggester for Tpe {
             };
             let next = match tpe {
                 Some(a) => Ok(a),
-                None => random_untaken(req.space, &seen, &mut rng),
+                None => match self.initial.point(req.space, (req.trials.len() + i) as u64) {
+                    Some(a) if !seen.contains(&a.key()) => Ok(a),
+                    _ => random_untaken(req.space, &seen, &mut rng),
+                },
             };
             match next {
                 Ok(a) => {

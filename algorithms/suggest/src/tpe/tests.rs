@@ -626,6 +626,7 @@ fn a_model_is_fitted_on_the_latest_points_only() {
             n_ei: 24,
             gamma: None,
             prior_weight: 1.0,
+            initial: crate::initial_design::InitialDesign::Random,
         };
         let whole = format!("{:?}", tpe.fit(&dims, &all));
         let tail = format!("{:?}", tpe.fit(&dims, &all[500..]));
