@@ -299,6 +299,35 @@ impl Drop for Browser {
     }
 }
 
+/// A database file deleted or replaced under a running dashboard: the open handle would go on
+/// reading the old file, so every read says the file is gone instead of showing its data.
+#[test]
+fn a_dashboard_whose_database_file_is_deleted_says_so() {
+    let sb = Sandbox::new();
+    let file = experiment(&sb, "moved", 2, 0.0, None);
+    let out = sb.run(&["run", &file]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let d = Dashboard::start(&sb);
+    assert_eq!(d.json("/api/experiments")[0]["name"], "moved");
+    let db = sb.path().join("vernier.db");
+    std::fs::rename(&db, sb.path().join("kept.db")).unwrap();
+    for path in ["/api/experiments", "/api/experiments/moved"] {
+        let (status, body) = d.get(path);
+        assert_eq!(status, 500, "{path}: {body}");
+        assert!(
+            body.contains(&format!(
+                "database `{}` was deleted after it was opened",
+                db.display()
+            )) && body.contains("hint: run the command again"),
+            "{path}: {body}"
+        );
+    }
+    std::fs::write(&db, b"").unwrap();
+    let (status, body) = d.get("/api/experiments/moved");
+    assert_eq!(status, 500, "{body}");
+    assert!(body.contains("was replaced after it was opened"), "{body}");
+}
+
 #[test]
 fn dashboard_api_answers_and_guards_loopback() {
     let sb = Sandbox::new();

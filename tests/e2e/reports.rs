@@ -445,6 +445,57 @@ fn multi_objective_reports_show_the_front_in_every_format_and_the_browser() {
     );
 }
 
+/// A database file deleted while a report watches it: the watch says so and ends, and the
+/// page stops reloading, instead of rewriting the old file's data as if it were current.
+#[test]
+fn watch_ends_when_the_database_file_is_deleted() {
+    let sb = Sandbox::new();
+    let file = experiment(&sb, "lost", 3, 1.0);
+    let mut runner = sb
+        .cmd(&["run", file.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !String::from_utf8_lossy(&sb.run(&["list"]).stdout).contains("Running") {
+        assert!(Instant::now() < deadline, "the run never started");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    runner.kill().unwrap();
+    runner.wait().unwrap();
+    let page = sb.path().join("lost.html");
+    let mut watch = sb
+        .cmd(&[
+            "report",
+            "--watch",
+            "lost",
+            "--format",
+            "html",
+            "--output",
+            "lost.html",
+        ])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_file(&page, deadline);
+    std::fs::remove_file(sb.path().join("vernier.db")).unwrap();
+    let code = wait_exit(&mut watch, Duration::from_secs(60));
+    let mut said = String::new();
+    std::io::Read::read_to_string(&mut watch.stderr.take().unwrap(), &mut said).unwrap();
+    assert_eq!(code, Some(2), "{said}");
+    assert!(
+        said.contains("vernier.db` was deleted after it was opened")
+            && said.contains("hint: run the command again"),
+        "{said}"
+    );
+    let last = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        last.contains("was deleted or replaced") && !last.contains("http-equiv"),
+        "{last}"
+    );
+}
+
 /// An experiment deleted while watched will not come back: the watch says so and ends, and the
 /// page stops reloading, instead of waiting for it as for one not created yet.
 #[test]

@@ -40,6 +40,16 @@ pub struct KubeArgs {
     pub kube_url: Option<String>,
 }
 
+/// A reader's SQLite file deleted or replaced since it was opened.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "database `{path}` was {what} after it was opened, so what it held is not shown as current\nhint: run the command again to read the file that is at `{path}` now"
+)]
+pub struct DatabaseMoved {
+    path: String,
+    what: &'static str,
+}
+
 /// An opened report source.
 pub enum Source {
     Db(vernier_store::SqlStore),
@@ -61,9 +71,24 @@ impl Source {
         })
     }
 
+    /// Fails with [`DatabaseMoved`] when the SQLite file read is no longer at its path: the
+    /// open handle would go on reading the deleted or replaced file as if it were current.
+    pub fn in_place(&self) -> anyhow::Result<()> {
+        let Source::Db(store) = self else {
+            return Ok(());
+        };
+        match store.check_in_place() {
+            Err(vernier_store::StoreError::DatabaseFileGone { path, what }) => {
+                Err(DatabaseMoved { path, what }.into())
+            }
+            other => Ok(other?),
+        }
+    }
+
     /// The report of `name`, with the learning curves of its `curves` best trials when the
     /// source has them (0 for none), and whether its driver is gone.
     pub async fn load(&self, name: &str, curves: usize) -> anyhow::Result<ExperimentReport> {
+        self.in_place()?;
         Ok(match self {
             Source::Db(store) => {
                 let mut report = load(store, name).await?;
@@ -104,7 +129,10 @@ pub async fn report(db: &str, kube: &KubeArgs, args: ReportArgs) -> anyhow::Resu
             Err(e) if args.watch && is_not_found(&e) && said.trials.is_some() => {
                 // It existed a moment ago: deleted while watched, it will not come back.
                 if let Some(path) = &args.output {
-                    write_atomically(path, &gone_page(&args.name))?;
+                    write_atomically(
+                        path,
+                        &gone_page(&args.name, "Experiment {name} was deleted"),
+                    )?;
                 }
                 anyhow::bail!(
                     "experiment {} was deleted while it was watched{}",
@@ -114,6 +142,18 @@ pub async fn report(db: &str, kube: &KubeArgs, args: ReportArgs) -> anyhow::Resu
                         .map(|p| format!("; {} says so", p.display()))
                         .unwrap_or_default()
                 );
+            }
+            Err(e) if args.watch && e.downcast_ref::<DatabaseMoved>().is_some() => {
+                if let Some(path) = &args.output {
+                    write_atomically(
+                        path,
+                        &gone_page(
+                            &args.name,
+                            "The database file it was read from was deleted or replaced",
+                        ),
+                    )?;
+                }
+                return Err(e);
             }
             Err(e) if args.watch && is_not_found(&e) => {
                 if !said.waiting
@@ -163,11 +203,13 @@ fn waiting_page(name: &str) -> String {
     )
 }
 
-/// What a watched page shows once its experiment was deleted: no reload, nothing to wait for.
-fn gone_page(name: &str) -> String {
+/// What a watched page shows once its experiment or database is gone: no reload, nothing to
+/// wait for. `why` is the sentence, with `{name}` standing for the experiment's name.
+fn gone_page(name: &str, why: &str) -> String {
     let name = vernier_report::svg::esc(name);
+    let why = why.replace("{name}", &name);
     format!(
-        "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>{name}</title></head>\n<body><p>Experiment {name} was deleted.</p></body></html>\n"
+        "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>{name}</title></head>\n<body><p>{why}.</p></body></html>\n"
     )
 }
 

@@ -26,6 +26,7 @@ impl DashSource {
 
     /// Experiment names, oldest first for the database, by name for a cluster.
     pub async fn names(&self) -> anyhow::Result<Vec<String>> {
+        self.0.in_place()?;
         Ok(match &self.0 {
             Source::Db(store) => store
                 .list_experiments()
@@ -53,6 +54,7 @@ impl DashSource {
     /// The trial page's JSON from its experiment's report `r`, `None` when the experiment has
     /// no such trial. Reads only this trial's values and log.
     pub async fn trial(&self, r: &ExperimentReport, trial: &str) -> anyhow::Result<Option<Value>> {
+        self.0.in_place()?;
         let Some(index) = r.trials.iter().position(|t| t.row.name == trial) else {
             return Ok(None);
         };
@@ -88,6 +90,7 @@ impl DashSource {
     /// logs read), a full reload against a cluster. The flag says whether the experiment is
     /// finished, so live updates can stop.
     pub async fn fingerprint(&self, name: &str) -> anyhow::Result<(u64, bool)> {
+        self.0.in_place()?;
         let mut h = DefaultHasher::new();
         let phase = match &self.0 {
             Source::Db(store) => {
