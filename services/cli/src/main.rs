@@ -226,6 +226,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let db_flag = db::db_flag(&cli.db);
     let result = runtime.block_on(async {
         let result = dispatch(cli).await;
         db::close_all().await;
@@ -240,7 +241,7 @@ fn main() -> ExitCode {
         Ok(Exit::Interrupted) => ExitCode::from(130),
         Ok(Exit::ClusterOnly) => ExitCode::from(3),
         Err(e) => {
-            errln!("error: {}", error_text::render(&e));
+            errln!("error: {}", error_text::render(&e, &db_flag));
             ExitCode::from(2)
         }
     }
