@@ -35,6 +35,20 @@ pub(crate) fn parse(url: &str) -> Result<DatabaseUrl, StoreError> {
         let rest = &url[url.find("://").map_or(0, |i| i + 3)..];
         return Ok(DatabaseUrl::MySql(format!("mysql://{rest}")));
     }
+    if let Some(scheme) = server_scheme_without_slashes(&lower) {
+        // Redacted in the form `url` parses, then shown without the `//` as it was written.
+        let meant = redact(&format!(
+            "{scheme}://{}",
+            url[scheme.len() + 1..].trim_start_matches('/')
+        ));
+        return Err(StoreError::InvalidUrl {
+            url: meant.replacen("://", ":", 1),
+            reason: format!(
+                "`{scheme}:` must be followed by `//`: `{meant}` (for a SQLite file whose name \
+                 starts with `{scheme}:`, put `./` before it)"
+            ),
+        });
+    }
     let path = if let Some(rest) = url.strip_prefix("sqlite://") {
         rest
     } else if let Some(rest) = url.strip_prefix("sqlite:") {
@@ -51,6 +65,14 @@ pub(crate) fn parse(url: &str) -> Result<DatabaseUrl, StoreError> {
         return Ok(DatabaseUrl::Sqlite(SqliteTarget::Memory));
     }
     Ok(DatabaseUrl::Sqlite(SqliteTarget::File(PathBuf::from(path))))
+}
+
+/// The server scheme `lower` starts with when it lacks the `//` after the colon
+/// (`postgres:host/db`), which would otherwise be read as a SQLite file name.
+fn server_scheme_without_slashes(lower: &str) -> Option<&str> {
+    let (scheme, rest) = lower.split_once(':')?;
+    let server = ["postgres", "postgresql", "mysql", "mariadb"].contains(&scheme);
+    (server && !rest.starts_with("//")).then_some(scheme)
 }
 
 /// A server URL must name its database: connecting to the server's default database would
@@ -191,6 +213,34 @@ mod tests {
         let e = parse("mysql://root@db/katib?charset=latin1").unwrap_err();
         assert!(e.to_string().contains("charset \"latin1\""), "{e}");
         assert!(parse("mysql://root@db/katib?charset=UTF8MB4").is_ok());
+    }
+
+    #[test]
+    fn a_server_scheme_without_its_slashes_is_not_a_file_name() {
+        for (u, scheme) in [
+            ("postgres:127.0.0.1/test", "postgres"),
+            ("postgresql:/h/db", "postgresql"),
+            ("MySQL:root@h/db", "mysql"),
+            ("mariadb:", "mariadb"),
+        ] {
+            let e = parse(u).expect_err(u).to_string();
+            assert!(
+                e.contains(&format!("`{scheme}:` must be followed by `//`"))
+                    && e.contains(&format!("`{scheme}://"))
+                    && e.contains("hint:"),
+                "{e}"
+            );
+        }
+        let secret = parse("postgres:me:pw@h/db")
+            .expect_err("no slashes")
+            .to_string();
+        assert!(
+            secret.contains("`postgres://me:***@h/db`") && !secret.contains("pw"),
+            "{secret}"
+        );
+        for u in ["./postgres:x", "postgresfile.db", "data/mysql:1.db"] {
+            assert!(matches!(parse(u), Ok(DatabaseUrl::Sqlite(_))), "{u}");
+        }
     }
 
     #[test]
