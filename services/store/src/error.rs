@@ -92,6 +92,11 @@ pub enum StoreError {
     Connect { url: String, error: sqlx::Error },
 
     #[error(
+        "database `{url}` already holds tables vernier did not create: {} (Katib's own database, or another application's); nothing was changed in it\nhint: give vernier a database of its own (e.g. `CREATE DATABASE vernier;`) and name it in the url", .tables.join(", ")
+    )]
+    ForeignTables { url: String, tables: Vec<String> },
+
+    #[error(
         "cannot set up the schema of database `{url}`: {error}\nhint: if another version of vernier wrote this database, use that version or a new database"
     )]
     Migrate {

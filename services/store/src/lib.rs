@@ -6,6 +6,7 @@ mod dialect;
 mod error;
 mod fence;
 mod file_identity;
+mod foreign_tables;
 mod lease;
 mod model;
 mod mysql;

@@ -162,6 +162,21 @@ impl MySqlBackend {
         // reads as "do not wait", and goes on without it; so stores opening a new database at
         // once would both apply the schema. Holding our own named lock on the connection the
         // migrator runs on serialises them (named locks are per session and re-entrant).
+        let existing: Vec<String> = sqlx::query_scalar(
+            "SELECT CAST(table_name AS CHAR) FROM information_schema.tables \
+             WHERE table_schema = DATABASE()",
+        )
+        .fetch_all(&pool)
+        .await
+        .map_err(|e| errors.connect::<MySql>(&database, e))?;
+        let tables = crate::foreign_tables::colliding(&existing);
+        if !tables.is_empty() {
+            pool.close().await;
+            return Err(StoreError::ForeignTables {
+                url: errors.url.clone(),
+                tables,
+            });
+        }
         if let Err(error) = migrate(&pool, &database, lock_timeout).await {
             pool.close().await;
             return Err(StoreError::Migrate {

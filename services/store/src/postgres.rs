@@ -135,6 +135,20 @@ impl PostgresBackend {
             .connect_with(options)
             .await
             .map_err(|e| errors.connect::<Postgres>(&database, e))?;
+        let existing: Vec<String> = sqlx::query_scalar(
+            "SELECT tablename::text FROM pg_tables WHERE schemaname = current_schema()",
+        )
+        .fetch_all(&pool)
+        .await
+        .map_err(|e| errors.connect::<Postgres>(&database, e))?;
+        let tables = crate::foreign_tables::colliding(&existing);
+        if !tables.is_empty() {
+            pool.close().await;
+            return Err(StoreError::ForeignTables {
+                url: errors.url.clone(),
+                tables,
+            });
+        }
         // The migrator holds an advisory lock, so stores opening a new database at once
         // apply the schema once.
         if let Err(error) = MIGRATOR.run(&pool).await {

@@ -7,6 +7,7 @@
 
 mod support;
 
+use sqlx::{Connection, Executor};
 use std::sync::Arc;
 use support::fixtures::{experiment, obs, trial};
 use support::{Backend, TestDb};
@@ -39,6 +40,7 @@ per_server!(
     a_refused_login_is_named_without_the_password,
     killed_connections_are_replaced_and_lose_nothing,
     a_url_that_asks_for_tls_gets_it_or_says_the_server_has_none,
+    katibs_own_database_is_refused_and_left_as_it_was,
 );
 
 /// `url` with user, password, host and port replaced.
@@ -68,6 +70,70 @@ async fn a_server_that_refuses_connections_is_named_with_a_hint(db: Arc<TestDb>)
     assert!(
         text.contains("hint: check that the database server is running"),
         "{text}"
+    );
+}
+
+/// The tables in the test's database, sorted.
+async fn tables_of(db: &TestDb) -> Vec<String> {
+    let mut tables: Vec<String> = match db.backend {
+        Backend::Postgres => {
+            let mut c = sqlx::PgConnection::connect(&db.url).await.unwrap();
+            sqlx::query_scalar(
+                "SELECT tablename::text FROM pg_tables WHERE schemaname = current_schema()",
+            )
+            .fetch_all(&mut c)
+            .await
+            .unwrap()
+        }
+        _ => {
+            let mut c = sqlx::MySqlConnection::connect(&db.url).await.unwrap();
+            sqlx::query_scalar(
+                "SELECT CAST(table_name AS CHAR) FROM information_schema.tables \
+                 WHERE table_schema = DATABASE()",
+            )
+            .fetch_all(&mut c)
+            .await
+            .unwrap()
+        }
+    };
+    tables.sort();
+    tables
+}
+
+async fn katibs_own_database_is_refused_and_left_as_it_was(db: Arc<TestDb>) {
+    // Katib's DB manager's table (pkg/db/v1beta1/mysql/init.go), with one row of its data.
+    let create = "CREATE TABLE observation_logs (trial_name VARCHAR(255) NOT NULL, \
+                  id INT NOT NULL, time VARCHAR(32), metric_name VARCHAR(255) NOT NULL, \
+                  value TEXT NOT NULL, PRIMARY KEY (id))";
+    let insert = "INSERT INTO observation_logs VALUES ('t1', 1, '2026-01-01', 'loss', '0.5')";
+    match db.backend {
+        Backend::Postgres => {
+            let mut c = sqlx::PgConnection::connect(&db.url).await.unwrap();
+            c.execute(create).await.unwrap();
+            c.execute(insert).await.unwrap();
+        }
+        _ => {
+            let mut c = sqlx::MySqlConnection::connect(&db.url).await.unwrap();
+            c.execute(create).await.unwrap();
+            c.execute(insert).await.unwrap();
+        }
+    }
+    let err = SqlStore::connect(&db.url).await.unwrap_err();
+    let text = err.to_string();
+    assert!(
+        matches!(&err, StoreError::ForeignTables { tables, .. } if tables == &["observation_logs"]),
+        "{err:?}"
+    );
+    assert!(
+        text.contains(&format!("database `{}` already holds tables", db.url))
+            && text.contains("observation_logs")
+            && text.contains("hint: give vernier a database of its own"),
+        "{text}"
+    );
+    assert_eq!(
+        tables_of(&db).await,
+        ["observation_logs"],
+        "nothing created"
     );
 }
 
@@ -111,7 +177,7 @@ async fn a_refused_login_is_named_without_the_password(db: Arc<TestDb>) {
 /// Ends every session on the test database from an admin connection, as a server restart or
 /// a proxy timeout would.
 async fn kill_sessions(db: &TestDb) -> u64 {
-    use sqlx::{Connection, Row};
+    use sqlx::Row;
     match db.backend {
         Backend::Postgres => {
             let mut admin = sqlx::PgConnection::connect(db.admin_url()).await.unwrap();
