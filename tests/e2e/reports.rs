@@ -445,12 +445,11 @@ fn multi_objective_reports_show_the_front_in_every_format_and_the_browser() {
     );
 }
 
-/// A database file deleted while a report watches it: the watch says so and ends, and the
-/// page stops reloading, instead of rewriting the old file's data as if it were current.
-#[test]
-fn watch_ends_when_the_database_file_is_deleted() {
-    let sb = Sandbox::new();
-    let file = experiment(&sb, "lost", 3, 1.0);
+/// A watch of `name`'s HTML page whose experiment is left Running with no driver (its run
+/// killed once the first trial runs: a resume may follow, so the watch keeps watching), and the
+/// page once written.
+fn watch_a_driverless_experiment(sb: &Sandbox, name: &str) -> (std::process::Child, PathBuf) {
+    let file = experiment(sb, name, 3, 1.0);
     let mut runner = sb
         .cmd(&["run", file.to_str().unwrap()])
         .stdout(Stdio::null())
@@ -464,32 +463,41 @@ fn watch_ends_when_the_database_file_is_deleted() {
     }
     runner.kill().unwrap();
     runner.wait().unwrap();
-    let page = sb.path().join("lost.html");
-    let mut watch = sb
+    let output = format!("{name}.html");
+    let watch = sb
         .cmd(&[
-            "report",
-            "--watch",
-            "lost",
-            "--format",
-            "html",
-            "--output",
-            "lost.html",
+            "report", "--watch", name, "--format", "html", "--output", &output,
         ])
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    let page = sb.path().join(output);
     wait_for_file(&page, deadline);
-    std::fs::remove_file(sb.path().join("vernier.db")).unwrap();
+    (watch, page)
+}
+
+/// The exit code and standard error of a watch that must end, and its page's last text.
+fn watch_ending(mut watch: std::process::Child, page: &Path) -> (Option<i32>, String, String) {
     let code = wait_exit(&mut watch, Duration::from_secs(60));
     let mut said = String::new();
     std::io::Read::read_to_string(&mut watch.stderr.take().unwrap(), &mut said).unwrap();
+    (code, said, std::fs::read_to_string(page).unwrap())
+}
+
+/// A database file deleted while a report watches it: the watch says so and ends, and the
+/// page stops reloading, instead of rewriting the old file's data as if it were current.
+#[test]
+fn watch_ends_when_the_database_file_is_deleted() {
+    let sb = Sandbox::new();
+    let (watch, page) = watch_a_driverless_experiment(&sb, "lost");
+    std::fs::remove_file(sb.path().join("vernier.db")).unwrap();
+    let (code, said, last) = watch_ending(watch, &page);
     assert_eq!(code, Some(2), "{said}");
     assert!(
         said.contains("vernier.db` was deleted after it was opened")
             && said.contains("hint: run the command again"),
         "{said}"
     );
-    let last = std::fs::read_to_string(&page).unwrap();
     assert!(
         last.contains("was deleted or replaced") && !last.contains("http-equiv"),
         "{last}"
@@ -501,48 +509,15 @@ fn watch_ends_when_the_database_file_is_deleted() {
 #[test]
 fn watch_ends_when_the_watched_experiment_is_deleted() {
     let sb = Sandbox::new();
-    let file = experiment(&sb, "doomed", 3, 1.0);
-    let mut runner = sb
-        .cmd(&["run", file.to_str().unwrap()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    // Its driver killed once the first trial runs: still Running, with no driver, so a watch
-    // keeps watching (a resume may follow).
-    while !String::from_utf8_lossy(&sb.run(&["list"]).stdout).contains("Running") {
-        assert!(Instant::now() < deadline, "the run never started");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    runner.kill().unwrap();
-    runner.wait().unwrap();
-    let page = sb.path().join("doomed.html");
-    let mut watch = sb
-        .cmd(&[
-            "report",
-            "--watch",
-            "doomed",
-            "--format",
-            "html",
-            "--output",
-            "doomed.html",
-        ])
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_for_file(&page, deadline);
+    let (watch, page) = watch_a_driverless_experiment(&sb, "doomed");
     let out = sb.run(&["delete", "doomed"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-    let code = wait_exit(&mut watch, Duration::from_secs(60));
-    let mut said = String::new();
-    std::io::Read::read_to_string(&mut watch.stderr.take().unwrap(), &mut said).unwrap();
+    let (code, said, last) = watch_ending(watch, &page);
     assert_eq!(code, Some(2), "{said}");
     assert!(
         said.contains("experiment doomed was deleted while it was watched"),
         "{said}"
     );
-    let last = std::fs::read_to_string(&page).unwrap();
     assert!(
         last.contains("was deleted") && !last.contains("http-equiv"),
         "{last}"

@@ -4,6 +4,21 @@
 //! (MySQL's DDL is not transactional), leaving Vernier's first tables behind in it; it is
 //! refused before anything is created.
 
+use crate::error::StoreError;
+
+/// [`StoreError::ForeignTables`] when the database at `url` (redacted) has `existing` tables
+/// the schema would collide with.
+pub(crate) fn refuse_colliding(url: &str, existing: &[String]) -> Result<(), StoreError> {
+    let tables = colliding(existing);
+    if tables.is_empty() {
+        return Ok(());
+    }
+    Err(StoreError::ForeignTables {
+        url: url.to_owned(),
+        tables,
+    })
+}
+
 /// Every table the migrations create, and the table of the migration record.
 const VERNIER_TABLES: &[&str] = &[
     "experiments",

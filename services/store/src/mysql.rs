@@ -169,13 +169,9 @@ impl MySqlBackend {
         .fetch_all(&pool)
         .await
         .map_err(|e| errors.connect::<MySql>(&database, e))?;
-        let tables = crate::foreign_tables::colliding(&existing);
-        if !tables.is_empty() {
+        if let Err(e) = crate::foreign_tables::refuse_colliding(&errors.url, &existing) {
             pool.close().await;
-            return Err(StoreError::ForeignTables {
-                url: errors.url.clone(),
-                tables,
-            });
+            return Err(e);
         }
         if let Err(error) = migrate(&pool, &database, lock_timeout).await {
             pool.close().await;

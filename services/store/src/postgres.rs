@@ -141,13 +141,9 @@ impl PostgresBackend {
         .fetch_all(&pool)
         .await
         .map_err(|e| errors.connect::<Postgres>(&database, e))?;
-        let tables = crate::foreign_tables::colliding(&existing);
-        if !tables.is_empty() {
+        if let Err(e) = crate::foreign_tables::refuse_colliding(&errors.url, &existing) {
             pool.close().await;
-            return Err(StoreError::ForeignTables {
-                url: errors.url.clone(),
-                tables,
-            });
+            return Err(e);
         }
         // The migrator holds an advisory lock, so stores opening a new database at once
         // apply the schema once.
