@@ -149,7 +149,9 @@ async fn a_run_waits_out_a_database_that_stops_answering_and_loses_nothing() {
     let errors = err_reader.join().unwrap();
     assert_eq!(status.code(), Some(0), "stdout:\n{seen}\nstderr:\n{errors}");
     assert!(
-        errors.contains("does not answer") && errors.contains("the run waits for it"),
+        errors.contains("does not answer")
+            && errors.contains("the run waits for it")
+            && errors.contains("`vernier resume NAME --db postgres://"),
         "{errors}"
     );
     assert!(errors.contains("the database answers again"), "{errors}");

@@ -79,7 +79,7 @@ impl Outages {
             && let StoreError::ConnectionLost { url, error, .. } = error
         {
             tracing::warn!(
-                "database {url} does not answer ({error}); the run waits for it and tries again every {:?}, and what trials print meanwhile is recorded once it answers\nhint: Ctrl-C stops the run (`vernier resume` continues it)",
+                "database {url} does not answer ({error}); the run waits for it and tries again every {:?}, and what trials print meanwhile is recorded once it answers\nhint: Ctrl-C stops the run (`vernier resume NAME --db {url}` continues it)",
                 self.retry_every
             );
         }
