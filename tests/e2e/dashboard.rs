@@ -300,9 +300,10 @@ impl Drop for Browser {
 }
 
 /// A database file deleted or replaced under a running dashboard: the open handle would go on
-/// reading the old file, so every read says the file is gone instead of showing its data.
+/// reading the old file, so every read says the file is gone instead of showing its data,
+/// until a database is at the path again, which the dashboard then reads.
 #[test]
-fn a_dashboard_whose_database_file_is_deleted_says_so() {
+fn a_dashboard_whose_database_file_is_deleted_says_so_then_reads_the_next() {
     let sb = Sandbox::new();
     let file = experiment(&sb, "moved", 2, 0.0, None);
     let out = sb.run(&["run", &file]);
@@ -322,10 +323,22 @@ fn a_dashboard_whose_database_file_is_deleted_says_so() {
             "{path}: {body}"
         );
     }
+    // Another file at the path is the one read from then on: here an empty database.
     std::fs::write(&db, b"").unwrap();
     let (status, body) = d.get("/api/experiments/moved");
-    assert_eq!(status, 500, "{body}");
-    assert!(body.contains("was replaced after it was opened"), "{body}");
+    assert_eq!(status, 404, "{body}");
+    assert!(body.contains("does not exist in the store"), "{body}");
+    // A restored copy.
+    std::fs::remove_file(&db).unwrap();
+    std::fs::copy(sb.path().join("kept.db"), &db).unwrap();
+    assert_eq!(d.json("/api/experiments")[0]["name"], "moved");
+    assert_eq!(
+        d.json("/api/experiments/moved")["trials"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
 }
 
 #[test]

@@ -46,8 +46,8 @@ pub struct KubeArgs {
     "database `{path}` was {what} after it was opened, so what it held is not shown as current\nhint: run the command again to read the file that is at `{path}` now"
 )]
 pub struct DatabaseMoved {
-    path: String,
-    what: &'static str,
+    pub path: String,
+    pub what: &'static str,
 }
 
 /// An opened report source.

@@ -2,12 +2,14 @@
 //! curves and trial logs) or a cluster's Experiment and Trial objects (reduced metrics only).
 //! Reuses `vernier report`'s loaders so both show the same numbers.
 
-use crate::commands::report::{KubeArgs, Source};
+use crate::commands::report::{DatabaseMoved, KubeArgs, Source};
+use crate::out::errln;
 use serde_json::{Value, json};
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
+use std::sync::{Arc, RwLock};
 use vernier_report::ExperimentReport;
 use vernier_report::dashboard::{self, PAGE_CURVES};
 
@@ -16,18 +18,48 @@ const LOG_TAIL_BYTES: u64 = 64 * 1024;
 /// Lines of that tail shown.
 const LOG_TAIL_LINES: usize = 200;
 
-/// The dashboard's view of a report source.
-pub struct DashSource(pub Source);
+/// The dashboard's view of a report source. A SQLite file replaced under it (a new run after
+/// the old file was deleted, a restored backup) is opened again, since a dashboard outlives
+/// many runs; until a file is back at the path, reads fail naming it.
+pub struct DashSource {
+    source: RwLock<Arc<Source>>,
+    db: String,
+    kube: KubeArgs,
+}
 
 impl DashSource {
     pub async fn open(db: &str, kube: &KubeArgs) -> anyhow::Result<DashSource> {
-        Ok(DashSource(Source::open(db, kube).await?))
+        Ok(DashSource {
+            source: RwLock::new(Arc::new(Source::open(db, kube).await?)),
+            db: db.to_string(),
+            kube: kube.clone(),
+        })
+    }
+
+    /// The source to read now: the opened one while its file is in place, else the file at
+    /// the path now, else the error that says the file is gone.
+    async fn current(&self) -> anyhow::Result<Arc<Source>> {
+        let opened = self.source.read().map_err(|_| poisoned())?.clone();
+        let Err(moved) = opened.in_place() else {
+            return Ok(opened);
+        };
+        let Some(DatabaseMoved { path, what }) = moved.downcast_ref::<DatabaseMoved>() else {
+            return Err(moved);
+        };
+        let Ok(fresh) = Source::open(&self.db, &self.kube).await else {
+            return Err(moved);
+        };
+        errln!(
+            "note: database `{path}` was {what} after it was opened; reading the file now at that path"
+        );
+        let fresh = Arc::new(fresh);
+        *self.source.write().map_err(|_| poisoned())? = fresh.clone();
+        Ok(fresh)
     }
 
     /// Experiment names, oldest first for the database, by name for a cluster.
     pub async fn names(&self) -> anyhow::Result<Vec<String>> {
-        self.0.in_place()?;
-        Ok(match &self.0 {
+        Ok(match &*self.current().await? {
             Source::Db(store) => store
                 .list_experiments()
                 .await?
@@ -42,23 +74,23 @@ impl DashSource {
 
     /// The report without learning curves.
     pub async fn report(&self, name: &str) -> anyhow::Result<ExperimentReport> {
-        self.0.load(name, 0).await
+        self.current().await?.load(name, 0).await
     }
 
     /// The report with the curves the experiment page draws (the one every page reads, cached
     /// by the routes).
     pub async fn report_with_curves(&self, name: &str) -> anyhow::Result<ExperimentReport> {
-        self.0.load(name, PAGE_CURVES).await
+        self.current().await?.load(name, PAGE_CURVES).await
     }
 
     /// The trial page's JSON from its experiment's report `r`, `None` when the experiment has
     /// no such trial. Reads only this trial's values and log.
     pub async fn trial(&self, r: &ExperimentReport, trial: &str) -> anyhow::Result<Option<Value>> {
-        self.0.in_place()?;
+        let source = self.current().await?;
         let Some(index) = r.trials.iter().position(|t| t.row.name == trial) else {
             return Ok(None);
         };
-        let (curves, log) = match &self.0 {
+        let (curves, log) = match &*source {
             Source::Db(store) => {
                 let mut curves: Vec<(String, Vec<f64>)> = Vec::new();
                 for o in store.observations(trial, None, None, None).await? {
@@ -90,9 +122,8 @@ impl DashSource {
     /// logs read), a full reload against a cluster. The flag says whether the experiment is
     /// finished, so live updates can stop.
     pub async fn fingerprint(&self, name: &str) -> anyhow::Result<(u64, bool)> {
-        self.0.in_place()?;
         let mut h = DefaultHasher::new();
-        let phase = match &self.0 {
+        let phase = match &*self.current().await? {
             Source::Db(store) => {
                 let Some(row) = store.get_experiment(name).await? else {
                     return Err(vernier_report::ReportError::ExperimentNotFound(name.into()).into());
@@ -125,6 +156,10 @@ impl DashSource {
         let finished = vernier_report::analysis::phase_is_final(&phase);
         Ok((h.finish(), finished))
     }
+}
+
+fn poisoned() -> anyhow::Error {
+    anyhow::anyhow!("the dashboard's database handle was left broken by a failed request")
 }
 
 /// The tail of `<log_dir>/<trial>.log`, or why there is none.
