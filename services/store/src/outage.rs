@@ -5,9 +5,9 @@
 //! connection error as before.
 //!
 //! A write whose connection broke after the server committed it but before it answered is sent
-//! again: for observations that records one value twice, which changes no metric strategy
-//! (min, max, latest); a new experiment or trial row finds itself already there, which the
-//! store takes as the insert having worked (`SqlStore::insert_trial`). Commands that only read
+//! again: a batch of observations is first looked for (`SqlStore::report_observations` skips
+//! one already stored), and a new experiment or trial row finds itself already there, which
+//! the store takes as the insert having worked (`SqlStore::insert_trial`). Commands that only read
 //! (`report`, `list`) do not ride: they fail at once and can simply be run again.
 
 use crate::error::StoreError;

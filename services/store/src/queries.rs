@@ -472,6 +472,25 @@ where
         }
     }
 
+    /// How many of `trial`'s rows hold exactly `o`: its metric, time and value.
+    pub(crate) async fn count_observation(
+        &self,
+        trial: &str,
+        o: &Observation,
+    ) -> Result<i64, StoreError> {
+        sqlx::query_scalar(D::sql(
+            "SELECT COUNT(*) FROM observation_logs \
+             WHERE trial_name = ? AND time = ? AND metric_name = ? AND value = ?",
+        ))
+        .bind(trial)
+        .bind(o.timestamp_us)
+        .bind(&o.metric)
+        .bind(&o.value)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(self.fail("read observations of trial", trial))
+    }
+
     /// The logs and the merge of their reduction, in one transaction. SQLite takes one row per
     /// statement (it runs in process, and its statement cache then holds one statement rather
     /// than one per batch size); servers take many, as every statement is a round trip.

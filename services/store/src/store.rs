@@ -326,7 +326,40 @@ impl SqlStore {
         self.fenced().await?;
         // Into a deleted file they would be acknowledged and lost.
         self.check_in_place()?;
-        dispatch!(self.report_observations(trial, logs))
+        let Some(outages) = &self.outages else {
+            return self.send_observations(trial, logs, false).await;
+        };
+        let mut sent = false;
+        outages
+            .ride(|| self.send_observations(trial, logs, std::mem::replace(&mut sent, true)))
+            .await
+    }
+
+    /// One attempt at [`Self::report_observations`]; `again` when an earlier one lost its
+    /// connection, which may have broken after the server committed the batch and before it
+    /// answered: then the batch is not sent twice.
+    async fn send_observations(
+        &self,
+        trial: &str,
+        logs: &[Observation],
+        again: bool,
+    ) -> Result<(), StoreError> {
+        if again && self.holds_batch(trial, logs).await? {
+            return Ok(());
+        }
+        dispatch_once!(self.report_observations(trial, logs))
+    }
+
+    /// Whether `logs`, written in one transaction, are stored already: their last row is
+    /// there at least as often as the batch holds it. Rows carry their own microsecond
+    /// timestamps, so an identical row written before the batch is not a practical worry.
+    async fn holds_batch(&self, trial: &str, logs: &[Observation]) -> Result<bool, StoreError> {
+        let Some(last) = logs.last() else {
+            return Ok(true);
+        };
+        let in_batch = logs.iter().filter(|o| *o == last).count() as i64;
+        let stored = dispatch_once!(self.count_observation(trial, last))?;
+        Ok(stored >= in_batch)
     }
 
     /// A trial's observation logs (Katib `GetObservationLog`): optionally one metric only and
@@ -466,5 +499,89 @@ fn is_race(error: &sqlx::Error) -> bool {
                 || matches!(db.code().as_deref(), Some("40P01" | "40001"))
         }
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn obs(metric: &str, timestamp_us: i64, value: &str) -> Observation {
+        Observation {
+            metric: metric.to_owned(),
+            timestamp_us,
+            value: value.to_owned(),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_batch_sent_again_after_its_commit_is_not_stored_twice() {
+        let store = SqlStore::connect(":memory:").await.unwrap();
+        let batch = [
+            obs("loss", 1, "0.9"),
+            obs("acc", 1, "0.5"),
+            obs("loss", 2, "0.8"),
+        ];
+        store.send_observations("t", &batch, false).await.unwrap();
+        // The answer was lost after the commit: the second attempt finds the batch.
+        store.send_observations("t", &batch, true).await.unwrap();
+        assert_eq!(
+            store
+                .observations("t", None, None, None)
+                .await
+                .unwrap()
+                .len(),
+            3
+        );
+        let (summary, _) = store.trial_summary("t").await.unwrap();
+        let loss = summary.iter().find(|m| m.summary.name == "loss").unwrap();
+        assert_eq!(loss.numeric_count, 2);
+
+        // Lost before the commit: the next attempt writes it.
+        let next = [obs("loss", 3, "0.7")];
+        store.send_observations("t", &next, true).await.unwrap();
+        assert_eq!(
+            store
+                .observations("t", None, None, None)
+                .await
+                .unwrap()
+                .len(),
+            4
+        );
+
+        // A first attempt always writes, even a row equal to a stored one; a repeat of it
+        // is written again until the batch's count of it is stored.
+        let twice = [obs("loss", 3, "0.7"), obs("loss", 3, "0.7")];
+        store
+            .send_observations("t", &twice[..1], false)
+            .await
+            .unwrap();
+        assert_eq!(
+            store
+                .observations("t", None, None, None)
+                .await
+                .unwrap()
+                .len(),
+            5
+        );
+        store.send_observations("t", &twice, true).await.unwrap();
+        assert_eq!(
+            store
+                .observations("t", None, None, None)
+                .await
+                .unwrap()
+                .len(),
+            5
+        );
+        let three = vec![obs("loss", 3, "0.7"); 3];
+        store.send_observations("t", &three, true).await.unwrap();
+        assert_eq!(
+            store
+                .observations("t", None, None, None)
+                .await
+                .unwrap()
+                .len(),
+            8
+        );
     }
 }
