@@ -522,10 +522,17 @@ fn an_experiment_whose_driver_was_killed_says_so() {
         std::thread::sleep(Duration::from_millis(50));
     }
     let d = Dashboard::start(&sb);
-    while d.json("/api/experiments/orphaned")["trials"]
-        .as_array()
-        .is_none_or(|t| t.is_empty())
-    {
+    // The file exists a moment before the run records the experiment in it (404 until then).
+    loop {
+        let (status, body) = d.get("/api/experiments/orphaned");
+        let started = status == 200
+            && serde_json::from_str::<Value>(&body).unwrap()["trials"]
+                .as_array()
+                .is_some_and(|t| !t.is_empty());
+        if started {
+            break;
+        }
+        assert!(status == 200 || status == 404, "{status}: {body}");
         assert!(Instant::now() < deadline, "the run never started a trial");
         std::thread::sleep(Duration::from_millis(100));
     }
