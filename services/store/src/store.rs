@@ -517,71 +517,32 @@ mod tests {
     #[tokio::test]
     async fn a_batch_sent_again_after_its_commit_is_not_stored_twice() {
         let store = SqlStore::connect(":memory:").await.unwrap();
-        let batch = [
+        let batch = vec![
             obs("loss", 1, "0.9"),
             obs("acc", 1, "0.5"),
             obs("loss", 2, "0.8"),
         ];
-        store.send_observations("t", &batch, false).await.unwrap();
-        // The answer was lost after the commit: the second attempt finds the batch.
-        store.send_observations("t", &batch, true).await.unwrap();
-        assert_eq!(
-            store
-                .observations("t", None, None, None)
-                .await
-                .unwrap()
-                .len(),
-            3
-        );
+        let seven = obs("loss", 3, "0.7");
+        // (what, batch, sent again, rows stored after it)
+        let steps = [
+            ("first attempt", batch.clone(), false, 3),
+            // The answer was lost after the commit: the next attempt finds the batch.
+            ("committed, sent again", batch, true, 3),
+            // Lost before the commit: the next attempt writes it.
+            ("lost before its commit", vec![seven.clone()], true, 4),
+            // A first attempt always writes, even a row equal to a stored one.
+            ("first attempt, a stored row", vec![seven.clone()], false, 5),
+            // A repeat is written again until the batch's count of it is stored.
+            ("sent again, repeat stored", vec![seven.clone(); 2], true, 5),
+            ("sent again, repeat short", vec![seven; 3], true, 8),
+        ];
+        for (what, logs, again, rows) in steps {
+            store.send_observations("t", &logs, again).await.unwrap();
+            let stored = store.observations("t", None, None, None).await.unwrap();
+            assert_eq!(stored.len(), rows, "{what}");
+        }
         let (summary, _) = store.trial_summary("t").await.unwrap();
         let loss = summary.iter().find(|m| m.summary.name == "loss").unwrap();
-        assert_eq!(loss.numeric_count, 2);
-
-        // Lost before the commit: the next attempt writes it.
-        let next = [obs("loss", 3, "0.7")];
-        store.send_observations("t", &next, true).await.unwrap();
-        assert_eq!(
-            store
-                .observations("t", None, None, None)
-                .await
-                .unwrap()
-                .len(),
-            4
-        );
-
-        // A first attempt always writes, even a row equal to a stored one; a repeat of it
-        // is written again until the batch's count of it is stored.
-        let twice = [obs("loss", 3, "0.7"), obs("loss", 3, "0.7")];
-        store
-            .send_observations("t", &twice[..1], false)
-            .await
-            .unwrap();
-        assert_eq!(
-            store
-                .observations("t", None, None, None)
-                .await
-                .unwrap()
-                .len(),
-            5
-        );
-        store.send_observations("t", &twice, true).await.unwrap();
-        assert_eq!(
-            store
-                .observations("t", None, None, None)
-                .await
-                .unwrap()
-                .len(),
-            5
-        );
-        let three = vec![obs("loss", 3, "0.7"); 3];
-        store.send_observations("t", &three, true).await.unwrap();
-        assert_eq!(
-            store
-                .observations("t", None, None, None)
-                .await
-                .unwrap()
-                .len(),
-            8
-        );
+        assert_eq!(loss.numeric_count, 7);
     }
 }
