@@ -198,7 +198,7 @@ function experimentRow(e) {
 // ---------- experiment page ----------
 const view = { log: false, sort: "rank", desc: false, filter: "", state: "", page: 0 };
 async function experimentPage(name) {
-  let inflight = false, again = false, updates = 0, first = null, summary = null;
+  let inflight = false, again = false, updates = 0, first = null, summary = null, ended = false;
   const refresh = async () => {
     if (inflight) { again = true; return; }
     inflight = true;
@@ -207,6 +207,8 @@ async function experimentPage(name) {
       if (first === null) { first = d.trials.length; document.body.dataset.firstTrials = String(first); }
       summary = d.summary;
       renderExperiment(name, d);
+      // "finished" only once the table shows the end, not while the last fetch is under way.
+      if (ended && d.summary.final) document.getElementById("live").textContent = "finished";
       markRendered();
       document.body.dataset.liveUpdates = String(updates);
     } catch (e) { showError(e); }
@@ -221,7 +223,7 @@ async function experimentPage(name) {
   liveWord();
   const es = new EventSource(`/api/experiments/${enc(name)}/events`);
   es.addEventListener("update", async () => { updates++; await refresh(); liveWord(); });
-  es.addEventListener("end", () => { updates++; refresh(); es.close(); live.textContent = "finished"; });
+  es.addEventListener("end", () => { updates++; ended = true; es.close(); refresh(); });
   es.addEventListener("gone", () => { es.close(); live.textContent = ""; });
 }
 
