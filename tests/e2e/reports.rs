@@ -499,9 +499,28 @@ fn watch_ends_when_the_database_file_is_deleted() {
         "{said}"
     );
     assert!(
-        last.contains("was deleted or replaced") && !last.contains("http-equiv"),
+        last.contains("The database file it was read from was deleted")
+            && !last.contains("http-equiv"),
         "{last}"
     );
+}
+
+/// A database file replaced while a report watches it: the watch reads the file now at the
+/// path, where (an empty database here) the experiment is gone, so it ends saying so.
+#[test]
+fn watch_follows_a_database_file_replaced_under_it() {
+    let sb = Sandbox::new();
+    let (watch, page) = watch_a_driverless_experiment(&sb, "swapped");
+    std::fs::write(sb.path().join("fresh.db"), b"").unwrap();
+    std::fs::rename(sb.path().join("fresh.db"), sb.path().join("vernier.db")).unwrap();
+    let (code, said, last) = watch_ending(watch, &page);
+    assert_eq!(code, Some(2), "{said}");
+    assert!(
+        said.contains("vernier.db` was replaced after it was opened; reading the file now")
+            && said.contains("experiment swapped was deleted while it was watched"),
+        "{said}"
+    );
+    assert!(last.contains("was deleted"), "{last}");
 }
 
 /// An experiment deleted while watched will not come back: the watch says so and ends, and the

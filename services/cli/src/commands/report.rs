@@ -46,8 +46,8 @@ pub struct KubeArgs {
     "database `{path}` was {what} after it was opened, so what it held is not shown as current\nhint: run the command again to read the file that is at `{path}` now"
 )]
 pub struct DatabaseMoved {
-    pub path: String,
-    pub what: &'static str,
+    path: String,
+    what: &'static str,
 }
 
 /// An opened report source.
@@ -85,6 +85,29 @@ impl Source {
         }
     }
 
+    /// `None` while the file read is in place; else the source opened again on the file now at
+    /// `db`'s path (a new run after a deletion, a restored copy), said on stderr; else the
+    /// [`DatabaseMoved`] error, when no database is there.
+    pub async fn reopened_if_moved(
+        &self,
+        db: &str,
+        kube: &KubeArgs,
+    ) -> anyhow::Result<Option<Source>> {
+        let Err(moved) = self.in_place() else {
+            return Ok(None);
+        };
+        let Some(DatabaseMoved { path, what }) = moved.downcast_ref::<DatabaseMoved>() else {
+            return Err(moved);
+        };
+        let Ok(fresh) = Source::open(db, kube).await else {
+            return Err(moved);
+        };
+        errln!(
+            "note: database `{path}` was {what} after it was opened; reading the file now at that path"
+        );
+        Ok(Some(fresh))
+    }
+
     /// The report of `name`, with the learning curves of its `curves` best trials when the
     /// source has them (0 for none), and whether its driver is gone.
     pub async fn load(&self, name: &str, curves: usize) -> anyhow::Result<ExperimentReport> {
@@ -116,7 +139,7 @@ pub struct ReportArgs {
 
 pub async fn report(db: &str, kube: &KubeArgs, args: ReportArgs) -> anyhow::Result<Exit> {
     check(&args, db)?;
-    let source = Source::open(db, kube).await?;
+    let mut source = Source::open(db, kube).await?;
     let mut said = WatchNotes::default();
     let curves = if args.format == Format::Html {
         html::MAX_CURVES
@@ -124,6 +147,11 @@ pub async fn report(db: &str, kube: &KubeArgs, args: ReportArgs) -> anyhow::Resu
         0
     };
     loop {
+        if args.watch
+            && let Ok(Some(fresh)) = source.reopened_if_moved(db, kube).await
+        {
+            source = fresh;
+        }
         let report = match source.load(&args.name, curves).await {
             Ok(r) => r,
             Err(e) if args.watch && is_not_found(&e) && said.trials.is_some() => {
@@ -147,10 +175,7 @@ pub async fn report(db: &str, kube: &KubeArgs, args: ReportArgs) -> anyhow::Resu
                 if let Some(path) = &args.output {
                     write_atomically(
                         path,
-                        &gone_page(
-                            &args.name,
-                            "The database file it was read from was deleted or replaced",
-                        ),
+                        &gone_page(&args.name, "The database file it was read from was deleted"),
                     )?;
                 }
                 return Err(e);

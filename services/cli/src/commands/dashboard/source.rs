@@ -2,8 +2,7 @@
 //! curves and trial logs) or a cluster's Experiment and Trial objects (reduced metrics only).
 //! Reuses `vernier report`'s loaders so both show the same numbers.
 
-use crate::commands::report::{DatabaseMoved, KubeArgs, Source};
-use crate::out::errln;
+use crate::commands::report::{KubeArgs, Source};
 use serde_json::{Value, json};
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
@@ -40,18 +39,9 @@ impl DashSource {
     /// the path now, else the error that says the file is gone.
     async fn current(&self) -> anyhow::Result<Arc<Source>> {
         let opened = self.source.read().map_err(|_| poisoned())?.clone();
-        let Err(moved) = opened.in_place() else {
+        let Some(fresh) = opened.reopened_if_moved(&self.db, &self.kube).await? else {
             return Ok(opened);
         };
-        let Some(DatabaseMoved { path, what }) = moved.downcast_ref::<DatabaseMoved>() else {
-            return Err(moved);
-        };
-        let Ok(fresh) = Source::open(&self.db, &self.kube).await else {
-            return Err(moved);
-        };
-        errln!(
-            "note: database `{path}` was {what} after it was opened; reading the file now at that path"
-        );
         let fresh = Arc::new(fresh);
         *self.source.write().map_err(|_| poisoned())? = fresh.clone();
         Ok(fresh)
