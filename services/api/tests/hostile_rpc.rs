@@ -13,9 +13,8 @@ use tonic::Code;
 use tonic::transport::Server;
 use vernier_api::SuggestionService;
 use vernier_api::proto::api::{
-    AlgorithmSetting, AlgorithmSpec, Experiment, ExperimentSpec, FeasibleSpace,
-    GetSuggestionsRequest, ObjectiveSpec, ObjectiveType, ParameterSpec, ParameterType,
-    ValidateAlgorithmSettingsRequest, experiment_spec::ParameterSpecs,
+    Experiment, ExperimentSpec, FeasibleSpace, GetSuggestionsRequest, ObjectiveType, ParameterSpec,
+    ParameterType, ValidateAlgorithmSettingsRequest, experiment_spec::ParameterSpecs,
     suggestion_client::SuggestionClient, suggestion_server::SuggestionServer,
 };
 use vernier_api::proto::convert::{experiment_from_wire, trial_to_wire};
@@ -42,22 +41,8 @@ fn experiment(
         name: "hostile".into(),
         spec: Some(ExperimentSpec {
             parameter_specs: Some(ParameterSpecs { parameters }),
-            objective: Some(ObjectiveSpec {
-                r#type: ObjectiveType::Minimize as i32,
-                goal: 0.0,
-                objective_metric_name: "loss".into(),
-                additional_metric_names: vec![],
-            }),
-            algorithm: Some(AlgorithmSpec {
-                algorithm_name: algorithm.into(),
-                algorithm_settings: settings
-                    .iter()
-                    .map(|(n, v)| AlgorithmSetting {
-                        name: n.to_string(),
-                        value: v.to_string(),
-                    })
-                    .collect(),
-            }),
+            objective: Some(support::objective(ObjectiveType::Minimize, "loss", 0.0)),
+            algorithm: Some(support::algorithm(algorithm, settings)),
             early_stopping: None,
             parallel_trial_count: 3,
             max_trial_count: 100,

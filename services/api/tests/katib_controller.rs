@@ -11,13 +11,13 @@ mod support;
 use tonic::Code;
 use tonic::transport::Channel;
 use vernier_api::proto::api::{
-    self, AlgorithmSetting, AlgorithmSpec, DeleteObservationLogRequest, Experiment, ExperimentSpec,
-    FeasibleSpace, GetEarlyStoppingRulesRequest, GetSuggestionsReply, GetSuggestionsRequest,
-    Metric, MetricLog, ObjectiveSpec, ObjectiveType, ObservationLog, ParameterAssignment,
-    ParameterSpec, ParameterType, ReportObservationLogRequest, Trial, TrialSpec, TrialStatus,
-    ValidateAlgorithmSettingsRequest, db_manager_client::DbManagerClient,
-    early_stopping_client::EarlyStoppingClient, experiment_spec::ParameterSpecs,
-    suggestion_client::SuggestionClient, trial_spec, trial_status::TrialConditionType,
+    self, AlgorithmSetting, DeleteObservationLogRequest, Experiment, ExperimentSpec, FeasibleSpace,
+    GetEarlyStoppingRulesRequest, GetSuggestionsReply, GetSuggestionsRequest, Metric, MetricLog,
+    ObjectiveType, ObservationLog, ParameterAssignment, ParameterSpec, ParameterType,
+    ReportObservationLogRequest, Trial, TrialSpec, TrialStatus, ValidateAlgorithmSettingsRequest,
+    db_manager_client::DbManagerClient, early_stopping_client::EarlyStoppingClient,
+    experiment_spec::ParameterSpecs, suggestion_client::SuggestionClient, trial_spec,
+    trial_status::TrialConditionType,
 };
 use vernier_store::SqlStore;
 
@@ -63,19 +63,8 @@ fn experiment(algorithm: &str, parameters: Vec<ParameterSpec>, max_trials: i32) 
         name: "ctl".into(),
         spec: Some(ExperimentSpec {
             parameter_specs: Some(ParameterSpecs { parameters }),
-            objective: Some(ObjectiveSpec {
-                r#type: ObjectiveType::Minimize as i32,
-                goal: 0.0,
-                objective_metric_name: "loss".into(),
-                additional_metric_names: vec![],
-            }),
-            algorithm: Some(AlgorithmSpec {
-                algorithm_name: algorithm.into(),
-                algorithm_settings: vec![AlgorithmSetting {
-                    name: "random_state".into(),
-                    value: "7".into(),
-                }],
-            }),
+            objective: Some(support::objective(ObjectiveType::Minimize, "loss", 0.0)),
+            algorithm: Some(support::algorithm(algorithm, &[("random_state", "7")])),
             early_stopping: Some(support::medianstop_two_and_two()),
             parallel_trial_count: 1,
             max_trial_count: max_trials,

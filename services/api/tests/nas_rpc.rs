@@ -8,11 +8,11 @@ mod support;
 use tonic::Code;
 use tonic::transport::Channel;
 use vernier_api::proto::api::{
-    AlgorithmSetting, AlgorithmSpec, Experiment, ExperimentSpec, FeasibleSpace,
-    GetSuggestionsRequest, GraphConfig, Metric, NasConfig, ObjectiveSpec, ObjectiveType,
-    Observation, Operation, ParameterAssignment, ParameterSpec, ParameterType, Trial, TrialSpec,
-    TrialStatus, ValidateAlgorithmSettingsRequest, nas_config::Operations, operation,
-    suggestion_client::SuggestionClient, trial_spec, trial_status::TrialConditionType,
+    AlgorithmSetting, Experiment, ExperimentSpec, FeasibleSpace, GetSuggestionsRequest,
+    GraphConfig, Metric, NasConfig, ObjectiveType, Observation, Operation, ParameterAssignment,
+    ParameterSpec, ParameterType, Trial, TrialSpec, TrialStatus, ValidateAlgorithmSettingsRequest,
+    nas_config::Operations, operation, suggestion_client::SuggestionClient, trial_spec,
+    trial_status::TrialConditionType,
 };
 
 async fn client() -> (SuggestionClient<Channel>, tokio::sync::oneshot::Sender<()>) {
@@ -51,22 +51,8 @@ fn experiment(
         name: format!("{algorithm}-experiment"),
         spec: Some(ExperimentSpec {
             parameter_specs: None,
-            objective: Some(ObjectiveSpec {
-                r#type: ObjectiveType::Maximize as i32,
-                goal: 0.9,
-                objective_metric_name: metric.into(),
-                additional_metric_names: vec![],
-            }),
-            algorithm: Some(AlgorithmSpec {
-                algorithm_name: algorithm.into(),
-                algorithm_settings: settings
-                    .iter()
-                    .map(|(n, v)| AlgorithmSetting {
-                        name: n.to_string(),
-                        value: v.to_string(),
-                    })
-                    .collect(),
-            }),
+            objective: Some(support::objective(ObjectiveType::Maximize, metric, 0.9)),
+            algorithm: Some(support::algorithm(algorithm, settings)),
             early_stopping: None,
             parallel_trial_count: 2,
             max_trial_count: 10,

@@ -10,14 +10,14 @@ use std::collections::BTreeMap;
 use tonic::Code;
 use tonic::transport::Channel;
 use vernier_api::proto::api::{
-    self, AlgorithmSetting, AlgorithmSpec, DeleteObservationLogRequest, EarlyStoppingSetting,
-    EarlyStoppingSpec, Experiment, ExperimentSpec, FeasibleSpace, GetEarlyStoppingRulesRequest,
-    GetObservationLogRequest, GetSuggestionsRequest, Metric, MetricLog, ObjectiveSpec,
-    ObjectiveType, ObservationLog, ParameterSpec, ParameterType, ReportObservationLogRequest,
-    SetTrialStatusRequest, Trial, ValidateAlgorithmSettingsRequest,
-    ValidateEarlyStoppingSettingsRequest, db_manager_client::DbManagerClient,
-    early_stopping_client::EarlyStoppingClient, experiment_spec::ParameterSpecs,
-    suggestion_client::SuggestionClient, trial_status::TrialConditionType,
+    self, DeleteObservationLogRequest, EarlyStoppingSetting, EarlyStoppingSpec, Experiment,
+    ExperimentSpec, FeasibleSpace, GetEarlyStoppingRulesRequest, GetObservationLogRequest,
+    GetSuggestionsRequest, Metric, MetricLog, ObjectiveType, ObservationLog, ParameterSpec,
+    ParameterType, ReportObservationLogRequest, SetTrialStatusRequest, Trial,
+    ValidateAlgorithmSettingsRequest, ValidateEarlyStoppingSettingsRequest,
+    db_manager_client::DbManagerClient, early_stopping_client::EarlyStoppingClient,
+    experiment_spec::ParameterSpecs, suggestion_client::SuggestionClient,
+    trial_status::TrialConditionType,
 };
 use vernier_api::proto::convert::{experiment_from_wire, proposals_from_wire, trial_to_wire};
 use vernier_api::proto::health::{
@@ -83,22 +83,8 @@ fn experiment(algorithm: &str, settings: &[(&str, &str)]) -> Experiment {
                     ),
                 ],
             }),
-            objective: Some(ObjectiveSpec {
-                r#type: ObjectiveType::Maximize as i32,
-                goal: 0.0,
-                objective_metric_name: "acc".into(),
-                additional_metric_names: vec![],
-            }),
-            algorithm: Some(AlgorithmSpec {
-                algorithm_name: algorithm.into(),
-                algorithm_settings: settings
-                    .iter()
-                    .map(|(n, v)| AlgorithmSetting {
-                        name: n.to_string(),
-                        value: v.to_string(),
-                    })
-                    .collect(),
-            }),
+            objective: Some(support::objective(ObjectiveType::Maximize, "acc", 0.0)),
+            algorithm: Some(support::algorithm(algorithm, settings)),
             early_stopping: Some(support::medianstop_two_and_two()),
             parallel_trial_count: 3,
             max_trial_count: 12,

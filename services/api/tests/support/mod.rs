@@ -42,3 +42,34 @@ pub fn medianstop_two_and_two() -> vernier_proto::api::EarlyStoppingSpec {
         algorithm_settings: vec![setting("min_trials_required"), setting("start_step")],
     }
 }
+
+/// `name` with `settings`, as an experiment's algorithm spec.
+#[allow(dead_code)] // each test binary compiles this module; not every one uses each helper
+pub fn algorithm(name: &str, settings: &[(&str, &str)]) -> vernier_proto::api::AlgorithmSpec {
+    use vernier_proto::api::{AlgorithmSetting, AlgorithmSpec};
+    AlgorithmSpec {
+        algorithm_name: name.into(),
+        algorithm_settings: settings
+            .iter()
+            .map(|(n, v)| AlgorithmSetting {
+                name: n.to_string(),
+                value: v.to_string(),
+            })
+            .collect(),
+    }
+}
+
+/// An objective on `metric` in direction `kind`, with `goal` and no additional metrics.
+#[allow(dead_code)] // each test binary compiles this module; not every one uses each helper
+pub fn objective(
+    kind: vernier_proto::api::ObjectiveType,
+    metric: &str,
+    goal: f64,
+) -> vernier_proto::api::ObjectiveSpec {
+    vernier_proto::api::ObjectiveSpec {
+        r#type: kind as i32,
+        goal,
+        objective_metric_name: metric.into(),
+        additional_metric_names: vec![],
+    }
+}
