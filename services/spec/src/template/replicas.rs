@@ -550,15 +550,7 @@ fn primary_container(
                 ),
             )
         })?;
-    let names: Vec<String> = containers
-        .iter()
-        .map(|c| {
-            c.get("name")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string()
-        })
-        .collect();
+    let names = container_names(containers);
     let chosen = chosen_container(kind, &names, primary_container_name).ok_or_else(|| {
             SpecError::new(
                 format!("{pod_path}.containers"),
@@ -572,21 +564,35 @@ fn primary_container(
         })?;
     let cpath = format!("{pod_path}.containers[{chosen}]");
     let c = &containers[chosen];
-    let has_command = ["command", "args"].iter().any(|f| {
-        c.get(f)
-            .and_then(Value::as_array)
-            .is_some_and(|a| !a.is_empty())
-    });
-    // MPI workers only host the ranks mpirun starts; on a cluster they often run no command of
-    // their own (the image's sshd), which has no meaning on one machine.
-    let container = if mode == Mode::Cluster
-        || (kind == JobKind::MpiJob && rt == ReplicaType::Worker && !has_command)
-    {
+    let container = if mode == Mode::Cluster || mpirun_starts(kind, rt == ReplicaType::Worker, c) {
         None
     } else {
         Some(container_from(c, &names[chosen], &cpath)?)
     };
     Ok((names, chosen, container))
+}
+
+/// Each container's `name` (empty where it has none), in order.
+fn container_names(containers: &[Value]) -> Vec<String> {
+    containers
+        .iter()
+        .map(|c| {
+            c.get("name")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string()
+        })
+        .collect()
+}
+
+/// Whether container `c` of a replica only hosts the ranks `mpirun` starts: an MPI worker
+/// with no command of its own (on a cluster, often the image's sshd), which has no meaning on
+/// one machine.
+fn mpirun_starts(kind: JobKind, is_worker: bool, c: &Value) -> bool {
+    let runs_nothing = ["command", "args"]
+        .iter()
+        .all(|f| c.get(f).and_then(Value::as_array).is_none_or(Vec::is_empty));
+    kind == JobKind::MpiJob && is_worker && runs_nothing
 }
 
 /// Which of a replica's containers runs the training code: the one named
@@ -619,23 +625,12 @@ pub fn replica_local_blockers(spec: &Value, primary_container_name: &str) -> Vec
             .and_then(Value::as_array)
             .map(Vec::as_slice)
             .unwrap_or_default();
-        let names: Vec<String> = containers
-            .iter()
-            .map(|c| {
-                c.get("name")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_string()
-            })
-            .collect();
+        let names = container_names(containers);
         let Some(i) = chosen_container(kind, &names, primary_container_name) else {
             continue;
         };
         let c = &containers[i];
-        let runs_nothing = ["command", "args"]
-            .iter()
-            .all(|f| c.get(f).and_then(Value::as_array).is_none_or(Vec::is_empty));
-        if kind == JobKind::MpiJob && key.eq_ignore_ascii_case("worker") && runs_nothing {
+        if mpirun_starts(kind, key.eq_ignore_ascii_case("worker"), c) {
             continue;
         }
         let path = format!("{ROOT}.spec.{field}.{key}.template.spec.containers[{i}]");
