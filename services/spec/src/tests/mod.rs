@@ -74,3 +74,17 @@ pub(crate) fn assert_error(errors: &SpecErrors, path: &str, needle: &str) {
         "no error at {path:?} containing {needle:?}; errors were:\n{text}"
     );
 }
+
+/// Asserts `got` is exactly the problems of `want`, in order: each line starts with its path
+/// and `: `, contains its needle, and carries a `hint: `.
+#[track_caller]
+pub(crate) fn assert_problems_with_hints(got: &[String], want: &[(String, &str)]) {
+    assert_eq!(got.len(), want.len(), "{got:#?}");
+    for (g, (path, needle)) in got.iter().zip(want) {
+        assert!(
+            g.starts_with(&format!("{path}: ")) && g.contains(needle),
+            "{g}"
+        );
+        assert!(g.contains("hint: "), "{g}");
+    }
+}

@@ -250,14 +250,7 @@ fn the_training_operators_webhook_rules_are_checked_for_a_cluster() {
             .iter()
             .map(ToString::to_string)
             .collect();
-        assert_eq!(got.len(), want.len(), "{got:#?}");
-        for (g, (path, needle)) in got.iter().zip(&want) {
-            assert!(
-                g.starts_with(&format!("{path}: ")) && g.contains(needle),
-                "{g}"
-            );
-            assert!(g.contains("hint: "), "{g}");
-        }
+        super::assert_problems_with_hints(&got, &want);
     }
 }
 

@@ -283,15 +283,7 @@ mod tests {
             if let Some(init) = init_image {
                 spec["spec"]["template"]["spec"]["initContainers"] = json!([c(init)]);
             }
-            let got = problems(&spec);
-            assert_eq!(got.len(), want.len(), "{got:?}");
-            for (g, (path, needle)) in got.iter().zip(&want) {
-                assert!(
-                    g.starts_with(&format!("{path}: ")) && g.contains(needle),
-                    "{g}"
-                );
-                assert!(g.contains("hint: "), "{g}");
-            }
+            crate::tests::assert_problems_with_hints(&problems(&spec), &want);
         }
     }
 
