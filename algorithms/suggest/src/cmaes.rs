@@ -812,11 +812,7 @@ mod tests {
         let c = cmaes(&space, &[("random_state", "1")]);
         let o = Objective::new("loss", Direction::Minimize);
         let s = ask(&c, &space, &o, &[], 2, 42);
-        let got: Vec<String> = s
-            .proposals
-            .iter()
-            .map(|p| p.assignment.to_string())
-            .collect();
+        let got = crate::test_params::texts(&s);
         assert_eq!(
             got,
             vec![

@@ -236,7 +236,7 @@ pub(crate) fn splitmix64(state: &mut u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_params::pairs;
+    use crate::test_params::{pairs, texts};
     use proptest::prelude::*;
     use std::collections::BTreeMap;
     use vernier_core::{Direction, Distribution, TrialState};
@@ -343,13 +343,6 @@ mod tests {
             labels: BTreeMap::new(),
             metrics: BTreeMap::new(),
         }
-    }
-
-    fn texts(s: &Suggestions) -> Vec<String> {
-        s.proposals
-            .iter()
-            .map(|p| p.assignment.to_string())
-            .collect()
     }
 
     #[test]

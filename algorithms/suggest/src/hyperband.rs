@@ -865,11 +865,7 @@ mod tests {
         let o = Objective::new("loss", Direction::Minimize);
         let h = hb("3", "9", &space);
         let s = h.suggest(&request(&space, &o, &[], 3, 42)).unwrap();
-        let got: Vec<String> = s
-            .proposals
-            .iter()
-            .map(|p| p.assignment.to_string())
-            .collect();
+        let got = crate::test_params::texts(&s);
         assert_eq!(
             got,
             vec![

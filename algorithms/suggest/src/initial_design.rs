@@ -78,10 +78,7 @@ mod tests {
                 state: None,
             })
             .unwrap();
-        s.proposals
-            .iter()
-            .map(|p| p.assignment.to_string())
-            .collect()
+        crate::test_params::texts(&s)
     }
 
     #[test]

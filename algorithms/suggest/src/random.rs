@@ -124,11 +124,7 @@ mod tests {
         let s = RandomSearch
             .suggest(&request(&space, &o, &[], 2, 42))
             .unwrap();
-        let got: Vec<String> = s
-            .proposals
-            .iter()
-            .map(|p| p.assignment.to_string())
-            .collect();
+        let got = crate::test_params::texts(&s);
         assert_eq!(
             got,
             vec![
@@ -166,11 +162,7 @@ mod tests {
         let s = RandomSearch
             .suggest(&request(&space, &o, &trials, 5, 7))
             .unwrap();
-        let mut got: Vec<String> = s
-            .proposals
-            .iter()
-            .map(|p| p.assignment.to_string())
-            .collect();
+        let mut got = crate::test_params::texts(&s);
         got.sort();
         assert_eq!(got, vec!["n=2", "n=4"]);
         assert!(s.exhausted);

@@ -240,7 +240,7 @@ pub(crate) fn normal_quantile(p: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_params::{pairs, param, unit};
+    use crate::test_params::{pairs, param, texts, unit};
     use proptest::prelude::*;
     use std::collections::{BTreeMap, HashSet};
     use vernier_core::{Direction, TrialRecord, TrialState};
@@ -291,13 +291,6 @@ mod tests {
             labels: BTreeMap::new(),
             metrics: BTreeMap::new(),
         }
-    }
-
-    fn texts(s: &Suggestions) -> Vec<String> {
-        s.proposals
-            .iter()
-            .map(|p| p.assignment.to_string())
-            .collect()
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! algorithms' unit tests, so a test space reads as one line per parameter and each helper is
 //! written once.
 
-use vernier_core::{Distribution, Domain, Parameter, SearchSpace};
+use vernier_core::{Distribution, Domain, Parameter, SearchSpace, Suggestions};
 
 pub fn param(name: &str, domain: Domain, distribution: Distribution) -> Parameter {
     Parameter {
@@ -63,5 +63,13 @@ pub fn pairs(settings: &[(&str, &str)]) -> Vec<(String, String)> {
     settings
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// Each proposal's assignment as text, in order: what seeded tests compare exactly.
+pub fn texts(s: &Suggestions) -> Vec<String> {
+    s.proposals
+        .iter()
+        .map(|p| p.assignment.to_string())
         .collect()
 }

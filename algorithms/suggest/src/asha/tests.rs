@@ -270,11 +270,7 @@ fn seeded_first_proposals_are_exact() {
     let o = Objective::new("loss", Direction::Minimize);
     let a = asha(&[("max_resource", "9")], &space);
     let s = a.suggest(&request(&space, &o, &[], 2, 42)).unwrap();
-    let shown: Vec<String> = s
-        .proposals
-        .iter()
-        .map(|p| p.assignment.to_string())
-        .collect();
+    let shown = crate::test_params::texts(&s);
     assert_eq!(shown, EXPECTED_SEED_42);
     assert_eq!(s.state.as_deref(), Some("rung sizes 0/0/0 at epochs=1/3/9"));
     assert!(!s.exhausted);

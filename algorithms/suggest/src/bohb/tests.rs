@@ -210,11 +210,7 @@ fn seeded_proposals_are_exact() {
     let space = space();
     let o = Objective::new("loss", Direction::Minimize);
     let r = bohb(&[]).suggest(&request(&space, &o, &[], 2, 42)).unwrap();
-    let got: Vec<String> = r
-        .proposals
-        .iter()
-        .map(|p| p.assignment.to_string())
-        .collect();
+    let got = crate::test_params::texts(&r);
     assert_eq!(
         got,
         vec![

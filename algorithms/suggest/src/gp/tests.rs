@@ -1,6 +1,7 @@
 //! Tests of the GP optimiser: exact seeded proposals, properties, settings, model checks.
 
 use super::*;
+use crate::test_params::texts;
 use std::collections::BTreeMap;
 use vernier_core::{Direction, TrialRecord, TrialState};
 use vernier_testfunctions::Problem;
@@ -117,13 +118,6 @@ fn request<'a>(
         seed,
         state: None,
     }
-}
-
-fn texts(s: &Suggestions) -> Vec<String> {
-    s.proposals
-        .iter()
-        .map(|p| p.assignment.to_string())
-        .collect()
 }
 
 fn build_default() -> Box<dyn Suggester> {

@@ -1,7 +1,7 @@
 //! Seeded, property and behaviour tests of both TPE variants.
 
 use super::*;
-use crate::test_params::pairs;
+use crate::test_params::{pairs, texts};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 use vernier_core::{Direction, Distribution, Domain, ParamValue, TrialRecord, TrialState};
@@ -132,13 +132,6 @@ fn suggest(
         state: None,
     })
     .unwrap()
-}
-
-fn texts(s: &Suggestions) -> Vec<String> {
-    s.proposals
-        .iter()
-        .map(|p| p.assignment.to_string())
-        .collect()
 }
 
 fn x_of(s: &Suggestions) -> Vec<f64> {
