@@ -11,7 +11,7 @@ mod support;
 use tonic::Code;
 use tonic::transport::Channel;
 use vernier_api::proto::api::{
-    self, AlgorithmSetting, DeleteObservationLogRequest, Experiment, ExperimentSpec, FeasibleSpace,
+    self, DeleteObservationLogRequest, Experiment, ExperimentSpec, FeasibleSpace,
     GetEarlyStoppingRulesRequest, GetSuggestionsReply, GetSuggestionsRequest, Metric, MetricLog,
     ObjectiveType, ObservationLog, ParameterAssignment, ParameterSpec, ParameterType,
     ReportObservationLogRequest, Trial, TrialSpec, TrialStatus, ValidateAlgorithmSettingsRequest,
@@ -123,28 +123,11 @@ async fn drive(
             trials.push(trial(&format!("ctl-{k}"), pa.assignments.clone(), k as f64));
         }
         if let Some(algorithm) = &reply.algorithm {
-            merge_settings(&mut exp, &algorithm.algorithm_settings);
+            support::merge_settings(&mut exp, &algorithm.algorithm_settings);
         }
         replies.push(reply);
     }
     Ok(replies)
-}
-
-fn merge_settings(exp: &mut Experiment, settings: &[AlgorithmSetting]) {
-    let own = &mut exp
-        .spec
-        .as_mut()
-        .unwrap()
-        .algorithm
-        .as_mut()
-        .unwrap()
-        .algorithm_settings;
-    for s in settings {
-        match own.iter_mut().find(|o| o.name == s.name) {
-            Some(o) => o.value = s.value.clone(),
-            None => own.push(s.clone()),
-        }
-    }
 }
 
 fn values_of(replies: &[GetSuggestionsReply], name: &str) -> Vec<String> {

@@ -900,17 +900,10 @@ async fn pbt_members_sharing_an_assignment_keep_their_own_labels() {
                 .iter()
                 .map(|a| a.labels["pbt.suggestion.katib.kubeflow.org/generation"].clone()),
         );
-        let returned = reply.algorithm.clone().unwrap().algorithm_settings;
-        let settings = &mut exp
-            .spec
-            .as_mut()
-            .unwrap()
-            .algorithm
-            .as_mut()
-            .unwrap()
-            .algorithm_settings;
-        settings.retain(|s| !returned.iter().any(|r| r.name == s.name));
-        settings.extend(returned);
+        support::merge_settings(
+            &mut exp,
+            &reply.algorithm.clone().unwrap().algorithm_settings,
+        );
         // As the controller sends them: the reply's names, no labels.
         let mut done = succeeded(&exp, &reply, trials.len());
         for t in &mut done {

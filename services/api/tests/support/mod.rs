@@ -73,3 +73,26 @@ pub fn objective(
         additional_metric_names: vec![],
     }
 }
+
+/// What Katib's controller does with a reply's algorithm settings: each replaces the
+/// experiment's setting of its name, or is added.
+#[allow(dead_code)] // each test binary compiles this module; not every one uses each helper
+pub fn merge_settings(
+    exp: &mut vernier_proto::api::Experiment,
+    settings: &[vernier_proto::api::AlgorithmSetting],
+) {
+    let own = &mut exp
+        .spec
+        .as_mut()
+        .unwrap()
+        .algorithm
+        .as_mut()
+        .unwrap()
+        .algorithm_settings;
+    for s in settings {
+        match own.iter_mut().find(|o| o.name == s.name) {
+            Some(o) => o.value = s.value.clone(),
+            None => own.push(s.clone()),
+        }
+    }
+}
