@@ -123,24 +123,11 @@ pub(crate) fn build(
 ) -> Result<Box<dyn Suggester>, AlgorithmError> {
     let _ = (space, objective);
     let s = Settings::new(name, settings, SETTINGS)?;
-    let invalid = |setting: &str, value: &str, reason: String| AlgorithmError::InvalidSetting {
-        algorithm: name.to_string(),
-        setting: setting.to_string(),
-        value: value.to_string(),
-        reason,
-    };
-    let raw = |setting: &str| {
-        settings
-            .iter()
-            .rev()
-            .find(|(n, _)| n == setting)
-            .map(|(_, v)| v.trim())
-    };
-    if let Some(v) = raw("base_estimator") {
+    if let Some(v) = s.raw("base_estimator") {
         match v.to_ascii_uppercase().as_str() {
             "GP" => {}
             "RF" | "ET" | "GBRT" => {
-                return Err(invalid(
+                return Err(s.invalid(
                     "base_estimator",
                     v,
                     "is not supported in Bayesian optimization: only the Gaussian process (GP) \
@@ -150,7 +137,7 @@ pub(crate) fn build(
                 ));
             }
             _ => {
-                return Err(invalid(
+                return Err(s.invalid(
                     "base_estimator",
                     v,
                     "is not supported in Bayesian optimization: expected GP".to_string(),
@@ -158,7 +145,7 @@ pub(crate) fn build(
             }
         }
     }
-    let acq = match raw("acq_func") {
+    let acq = match s.raw("acq_func") {
         None => AcqFunc::Hedge,
         Some(v) => match v.to_ascii_lowercase().as_str() {
             "gp_hedge" => AcqFunc::Hedge,
@@ -166,7 +153,7 @@ pub(crate) fn build(
             "pi" | "pips" => AcqFunc::Single(Acq::Pi),
             "lcb" | "ucb" => AcqFunc::Single(Acq::Lcb),
             _ => {
-                return Err(invalid(
+                return Err(s.invalid(
                     "acq_func",
                     v,
                     "is not supported in Bayesian optimization: expected one of gp_hedge, EI, \
@@ -176,13 +163,13 @@ pub(crate) fn build(
             }
         },
     };
-    let local_search = match raw("acq_optimizer") {
+    let local_search = match s.raw("acq_optimizer") {
         None => true,
         Some(v) => match v.to_ascii_lowercase().as_str() {
             "auto" | "lbfgs" => true,
             "sampling" => false,
             _ => {
-                return Err(invalid(
+                return Err(s.invalid(
                     "acq_optimizer",
                     v,
                     "is not supported in Bayesian optimization: expected one of auto, \
