@@ -73,7 +73,7 @@ impl Source {
 
     /// Fails with [`DatabaseMoved`] when the SQLite file read is no longer at its path: the
     /// open handle would go on reading the deleted or replaced file as if it were current.
-    pub fn in_place(&self) -> anyhow::Result<()> {
+    fn in_place(&self) -> anyhow::Result<()> {
         let Source::Db(store) = self else {
             return Ok(());
         };
@@ -111,7 +111,6 @@ impl Source {
     /// The report of `name`, with the learning curves of its `curves` best trials when the
     /// source has them (0 for none), and whether its driver is gone.
     pub async fn load(&self, name: &str, curves: usize) -> anyhow::Result<ExperimentReport> {
-        self.in_place()?;
         Ok(match self {
             Source::Db(store) => {
                 let mut report = load(store, name).await?;
@@ -147,10 +146,20 @@ pub async fn report(db: &str, kube: &KubeArgs, args: ReportArgs) -> anyhow::Resu
         0
     };
     loop {
-        if args.watch
-            && let Ok(Some(fresh)) = source.reopened_if_moved(db, kube).await
-        {
-            source = fresh;
+        if args.watch {
+            match source.reopened_if_moved(db, kube).await {
+                Ok(None) => {}
+                Ok(Some(fresh)) => source = fresh,
+                Err(e) => {
+                    if let Some(path) = &args.output
+                        && e.downcast_ref::<DatabaseMoved>().is_some()
+                    {
+                        let why = "The database file it was read from was deleted";
+                        write_atomically(path, &gone_page(&args.name, why))?;
+                    }
+                    return Err(e);
+                }
+            }
         }
         let report = match source.load(&args.name, curves).await {
             Ok(r) => r,
@@ -170,15 +179,6 @@ pub async fn report(db: &str, kube: &KubeArgs, args: ReportArgs) -> anyhow::Resu
                         .map(|p| format!("; {} says so", p.display()))
                         .unwrap_or_default()
                 );
-            }
-            Err(e) if args.watch && e.downcast_ref::<DatabaseMoved>().is_some() => {
-                if let Some(path) = &args.output {
-                    write_atomically(
-                        path,
-                        &gone_page(&args.name, "The database file it was read from was deleted"),
-                    )?;
-                }
-                return Err(e);
             }
             Err(e) if args.watch && is_not_found(&e) => {
                 if !said.waiting
