@@ -388,6 +388,7 @@ impl<'a> Run<'a> {
         // Restarting stays once set, as Katib leaves it (`wait_for_experiment_condition(...,
         // "Restarting")` of its SDK waits for it).
         write_status(&mut self.status, listed, p);
+        let mut ending = None;
         match p.completion {
             Some(completion) => {
                 let kind = if completion.succeeded() {
@@ -398,8 +399,11 @@ impl<'a> Run<'a> {
                 let (reason, message) = (completion.reason(), completion.message());
                 set_terminal(&mut self.status.conditions, kind, reason, message, now_us());
                 self.status.completion_time = Some(now_rfc3339());
-                let (warning, reason) = (!completion.succeeded(), format!("Experiment{kind}"));
-                self.event(warning, &reason, message.to_string()).await;
+                ending = Some((
+                    !completion.succeeded(),
+                    format!("Experiment{kind}"),
+                    message,
+                ));
             }
             None => {
                 let (reason, message) = (EXPERIMENT_RUNNING, EXPERIMENT_RUNNING_MESSAGE);
@@ -416,6 +420,10 @@ impl<'a> Run<'a> {
         if self.status != self.old {
             self.status.last_reconcile_time = Some(now_rfc3339());
             patch_status(&self.api, &self.name, &self.status, CLEARABLE).await?;
+        }
+        // Told only once the status that says it is written.
+        if let Some((warning, reason, message)) = ending {
+            self.event(warning, &reason, message.to_string()).await;
         }
         Ok(match p.completion {
             Some(_) => {

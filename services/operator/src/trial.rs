@@ -208,7 +208,7 @@ async fn create_job(
     live.status.start_time.get_or_insert_with(now_rfc3339);
     live.condition("Created", TRIAL_CREATED, TRIAL_CREATED_MESSAGE);
     let note = format!("{kind} {} created", live.name);
-    live.event(false, "JobCreated", note).await;
+    live.announce(false, "JobCreated", note);
     live.save().await?;
     Ok(Action::requeue(live.ctx.config.observation_interval))
 }
@@ -224,7 +224,7 @@ async fn running(mut live: Live<'_>, spec: &TrialSpec, kind: &str) -> Result<Act
     }
     if live.state != TrialState::Running {
         let note = format!("{kind} {} is running", live.name);
-        live.event(false, "JobRunning", note).await;
+        live.announce(false, "JobRunning", note);
     }
     live.save().await?;
     // The log follower wakes the trial when it records something; pushed metrics arrive
@@ -242,7 +242,7 @@ async fn job_failed(mut live: Live<'_>, spec: &TrialSpec, failure: Failure) -> R
     }
     live.ctx.followers.stop(&follow_key(live.obj));
     live.end("Failed", &failure.reason, &failure.message);
-    live.event(true, "JobFailed", failure.message).await;
+    live.announce(true, "JobFailed", failure.message);
     live.save().await?;
     Ok(Action::await_change())
 }
@@ -273,14 +273,14 @@ async fn succeeded(mut live: Live<'_>, spec: &TrialSpec, kind: &str) -> Result<A
         Verdict::Succeeded => {
             live.end("Succeeded", TRIAL_SUCCEEDED, TRIAL_SUCCEEDED_MESSAGE);
             let note = format!("{kind} {} succeeded", live.name);
-            live.event(false, "JobSucceeded", note).await;
+            live.announce(false, "JobSucceeded", note);
         }
         Verdict::MetricsUnavailable(verdict) => {
             if let Some(log) = &verdict.unavailable {
                 live.record(&objective, log).await?;
             }
             live.end("MetricsUnavailable", verdict.reason, &verdict.message);
-            live.event(true, verdict.reason, verdict.message).await;
+            live.announce(true, verdict.reason, verdict.message);
         }
     }
     live.ctx.followers.stop(&follow_key(live.obj));
@@ -303,6 +303,9 @@ struct Live<'a> {
     state: TrialState,
     old: TrialStatus,
     status: TrialStatus,
+    /// Events that tell of the status being written, published once it is: a reconcile of a
+    /// stale copy fails its write with a conflict and so announces nothing twice.
+    announced: Vec<(bool, &'static str, String)>,
 }
 
 impl<'a> Live<'a> {
@@ -318,6 +321,7 @@ impl<'a> Live<'a> {
             state: state_of(&old.conditions),
             status: old.clone(),
             old,
+            announced: Vec::new(),
         }
     }
 
@@ -371,11 +375,20 @@ impl<'a> Live<'a> {
         publish(recorder, self.obj, &trial_resource(), warning, reason, note).await;
     }
 
-    /// Replaces the status when it changed (an unchanged write would only wake the experiment).
+    /// Queues an event for when [`Live::save`] has written the status it tells of.
+    fn announce(&mut self, warning: bool, reason: &'static str, note: String) {
+        self.announced.push((warning, reason, note));
+    }
+
+    /// Replaces the status when it changed (an unchanged write would only wake the
+    /// experiment), then publishes the events announced for it.
     async fn save(&mut self) -> Result<()> {
         if self.status != self.old {
             self.status.last_reconcile_time = Some(now_rfc3339());
             replace_status(&self.api, self.obj, &self.status).await?;
+        }
+        for (warning, reason, note) in std::mem::take(&mut self.announced) {
+            self.event(warning, reason, note).await;
         }
         Ok(())
     }
