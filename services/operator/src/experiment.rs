@@ -17,7 +17,7 @@ use crate::context::Context;
 use crate::error::{OperatorError, Result};
 use crate::events::publish;
 use crate::experiment_check::{Resolved, checked_experiment, experiment_seed, stopping};
-use crate::experiment_trials::{Listed, list_trials, outcomes, records};
+use crate::experiment_trials::{Listed, list_trials, list_trials_as_created, outcomes, records};
 use crate::names::ALGORITHM_STATE_ANNOTATION;
 use crate::objects::{experiment_resource, namespaced, now_rfc3339, now_us, patch_status};
 use crate::stop_trials::{rules_for_new_trials, stop_trials};
@@ -35,7 +35,7 @@ use vernier_engine::reason::{
 };
 use vernier_engine::{SuggestInput, resume, search_ended};
 use vernier_spec::conditions::{set_condition, set_terminal};
-use vernier_spec::plan::{Completion, Plan, plan};
+use vernier_spec::plan::{Completion, Limits, Plan, plan};
 use vernier_spec::status::{ExperimentStatus, OptimalTrial};
 use vernier_store::{LEASE_TTL, StoreError};
 
@@ -108,7 +108,9 @@ async fn reconcile_experiment(obj: &DynamicObject, ctx: &Context) -> Result<Acti
         }
         // Katib's webhook refuses an invalid edit of a running experiment, which runs on;
         // here the edit is stored, so no trial starts until the spec is valid again.
-        (Err(message), None) if run.status.trials > 0 => return run.edit_refused(message).await,
+        (Err(message), None) if run.status.trials > 0 => {
+            return run.edit_refused(message).await;
+        }
         (Err(message), _) => return run.invalid(message).await,
     };
     if let Some(ended) = ended {
@@ -292,13 +294,31 @@ impl<'a> Run<'a> {
     }
 
     /// A running experiment whose spec an edit made invalid: its running trials go on, no
-    /// trial starts, and a Warning event says why until the spec is valid again.
-    async fn edit_refused(self, message: String) -> Result<Action> {
+    /// trial starts, and a Warning event says why until the spec is valid again. Its counters,
+    /// lists and best trial still follow the trials, judged by the objective they were created
+    /// with (the edited one may be what is invalid); nothing ends it meanwhile.
+    async fn edit_refused(mut self, message: String) -> Result<Action> {
         let note = format!(
             "the edited spec is invalid, so no trial starts until it is corrected (Katib's \
              webhook would refuse the edit); running trials go on: {message}"
         );
         self.event(true, "ValidationFailed", note).await;
+        let listed = list_trials_as_created(self.ctx, self.obj, &self.ns, &self.name).await?;
+        let Some((objective, listed)) = listed else {
+            return Ok(Action::await_change());
+        };
+        // Only the counts and the best trial are written: no limit, and no ending.
+        let unlimited = Limits {
+            parallel: 0,
+            max_trials: None,
+            max_failed: None,
+        };
+        let p = plan(&objective, unlimited, &outcomes(&listed), false);
+        write_status(&mut self.status, &listed, &p);
+        if self.status != self.old {
+            self.status.last_reconcile_time = Some(now_rfc3339());
+            patch_status(&self.api, &self.name, &self.status, CLEARABLE).await?;
+        }
         Ok(Action::await_change())
     }
 

@@ -6,6 +6,7 @@
 use crate::context::Context;
 use crate::names::SEQ_ANNOTATION;
 use crate::objects::{namespaced, owned_by, owned_trials, trial_resource};
+use crate::trial_spec::objective_of;
 use crate::trial_state::{metric_is_text, metric_value, state_of, trial_status};
 use kube::ResourceExt;
 use kube::api::DynamicObject;
@@ -68,18 +69,46 @@ pub async fn list_trials(
     objective: &Objective,
 ) -> crate::Result<Vec<Listed>> {
     let trials = owned(ctx, obj, ns, name).await?;
+    Ok(in_order(trials, objective))
+}
+
+/// The trials as [`list_trials`] lists them, read for the objective the newest of them was
+/// created with: for an experiment whose edited spec cannot be read. `None` when no trial
+/// holds a readable objective.
+pub async fn list_trials_as_created(
+    ctx: &Context,
+    obj: &DynamicObject,
+    ns: &str,
+    name: &str,
+) -> crate::Result<Option<(Objective, Vec<Listed>)>> {
+    let trials = owned(ctx, obj, ns, name).await?;
+    let newest = trials
+        .iter()
+        .filter_map(|t| Some((seq_of(t)?, objective_of(&spec_of(t)?)?)))
+        .max_by_key(|(seq, _)| *seq);
+    Ok(newest.map(|(_, objective)| {
+        let listed = in_order(trials, &objective);
+        (objective, listed)
+    }))
+}
+
+/// `trials` read for `objective`, in sequence order.
+fn in_order(trials: Vec<Arc<DynamicObject>>, objective: &Objective) -> Vec<Listed> {
     let mut listed: Vec<(u64, Listed)> = trials
         .into_iter()
         .map(|t| {
             let seq = seq_of(&t).unwrap_or(u64::MAX);
             // A trial whose spec cannot be read still counts (it occupies its sequence number).
-            let spec = t.data.get("spec");
-            let spec = spec.and_then(|s| TrialSpec::deserialize(s).ok());
-            (seq, Listed::read(t, spec.unwrap_or_default(), objective))
+            let spec = spec_of(&t).unwrap_or_default();
+            (seq, Listed::read(t, spec, objective))
         })
         .collect();
     listed.sort_by(|(a, x), (b, y)| a.cmp(b).then_with(|| x.name().cmp(&y.name())));
-    Ok(listed.into_iter().map(|(_, l)| l).collect())
+    listed.into_iter().map(|(_, l)| l).collect()
+}
+
+fn spec_of(trial: &DynamicObject) -> Option<TrialSpec> {
+    TrialSpec::deserialize(trial.data.get("spec")?).ok()
 }
 
 /// The sequence number a trial was created with (its annotation), if it has a readable one.

@@ -1179,8 +1179,8 @@ async fn long_running_experiment_resumes_when_max_trials_is_raised() {
 }
 
 /// An edit that makes a running experiment's spec invalid (Katib's webhook would refuse it)
-/// does not end it: its running trials go on, none starts until the spec is corrected, and
-/// then it finishes.
+/// does not end it: its running trials go on and are counted as they finish, none starts
+/// until the spec is corrected, and then it finishes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_invalid_edit_of_a_running_experiment_pauses_it_until_corrected() {
     let options = SimulationOptions {
@@ -1206,8 +1206,21 @@ async fn an_invalid_edit_of_a_running_experiment_pauses_it_until_corrected() {
         note.contains("no trial starts until it is corrected"),
         "{note}"
     );
-    let exp = experiment_json(&env, "edited").await;
+    // The trial running at the edit finishes while the experiment waits, and is counted.
+    let exp = wait_until(
+        "the paused experiment to count its finished trial",
+        || experiment_json(&env, "edited"),
+        |e| e["status"]["trialsSucceeded"] == 1,
+    )
+    .await;
     assert!(condition(&exp, "Failed").is_none(), "{exp:#}");
+    assert!(condition(&exp, "Succeeded").is_none(), "{exp:#}");
+    assert_eq!(exp["status"]["trials"], 1, "{exp:#}");
+    // A count of 0 is left out, as Katib's `omitempty` leaves it.
+    assert_eq!(exp["status"]["trialsRunning"].as_i64().unwrap_or(0), 0);
+    let best = &exp["status"]["currentOptimalTrial"]["bestTrialName"];
+    assert_eq!(exp["status"]["succeededTrialList"][0], *best, "{exp:#}");
+    assert_eq!(env.trials_of("edited").await.len(), 1);
     env.edit("edited", serde_json::json!({"spec": {"maxTrialCount": 3}}))
         .await;
     let exp = wait_until(
