@@ -189,26 +189,29 @@ def _optuna(cls_name, **kw):
     return _optuna_runner(make)
 
 
-def run_skopt_gp(objective, bounds, budget, seed):
+def _skopt(base_estimator):
     # As Katib's "bayesianoptimization" suggestion service: skopt.Optimizer with
-    # base_estimator="GP", acq_func="gp_hedge", acq_optimizer="auto",
+    # base_estimator (GP, RF, ET or GBRT), acq_func="gp_hedge", acq_optimizer="auto",
     # n_initial_points=10, random_state=seed.
-    from skopt import Optimizer
-    from skopt.space import Real
+    def run(objective, bounds, budget, seed):
+        from skopt import Optimizer
+        from skopt.space import Real
 
-    opt = Optimizer(
-        dimensions=[Real(lo, hi) for lo, hi in bounds],
-        base_estimator="GP",
-        n_initial_points=10,
-        acq_func="gp_hedge",
-        acq_optimizer="auto",
-        random_state=seed,
-    )
-    objective.start()
-    for _ in range(budget):
-        x = opt.ask()
-        y = objective([float(v) for v in x])
-        opt.tell(x, y)
+        opt = Optimizer(
+            dimensions=[Real(lo, hi) for lo, hi in bounds],
+            base_estimator=base_estimator,
+            n_initial_points=10,
+            acq_func="gp_hedge",
+            acq_optimizer="auto",
+            random_state=seed,
+        )
+        objective.start()
+        for _ in range(budget):
+            x = opt.ask()
+            y = objective([float(v) for v in x])
+            opt.tell(x, y)
+
+    return run
 
 
 def run_hyperopt_tpe(objective, bounds, budget, seed):
@@ -239,7 +242,10 @@ SAMPLERS = {
     "optuna-tpe-independent": _optuna("TPESampler", multivariate=False),
     "optuna-cmaes": _optuna("CmaEsSampler"),
     "optuna-gp": _optuna("GPSampler"),
-    "skopt-gp": run_skopt_gp,
+    "skopt-gp": _skopt("GP"),
+    "skopt-rf": _skopt("RF"),
+    "skopt-et": _skopt("ET"),
+    "skopt-gbrt": _skopt("GBRT"),
     "hyperopt-tpe": run_hyperopt_tpe,
 }
 DEFAULT_SAMPLERS = [

@@ -49,11 +49,14 @@
 mod acquisition;
 mod feasibility;
 mod features;
+mod forest;
 mod kernel;
 mod model;
 mod optimize;
 #[cfg(test)]
 mod tests;
+mod tree;
+mod tree_search;
 
 use crate::error::AlgorithmError;
 use crate::history;
@@ -64,11 +67,13 @@ use crate::settings::Settings;
 use acquisition::{Acq, AcqParams};
 use feasibility::Feasibility;
 use features::Features;
+use forest::TreeKind;
 use model::{FitBudget, Posterior};
 use optimize::{Candidate, SearchBudget};
 use rand::{Rng, RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::HashSet;
+use tree_search::TreeOptimizer;
 use vernier_core::{
     Assignment, Cancel, CoreError, Objective, Proposal, SearchSpace, SuggestRequest, Suggester,
     Suggestions,
@@ -121,30 +126,26 @@ pub(crate) fn build(
     space: &SearchSpace,
     objective: &Objective,
 ) -> Result<Box<dyn Suggester>, AlgorithmError> {
-    let _ = (space, objective);
+    let _ = space;
     let s = Settings::new(name, settings, SETTINGS)?;
-    if let Some(v) = s.raw("base_estimator") {
-        match v.to_ascii_uppercase().as_str() {
-            "GP" => {}
-            "RF" | "ET" | "GBRT" => {
-                return Err(s.invalid(
-                    "base_estimator",
-                    v,
-                    "is not supported in Bayesian optimization: only the Gaussian process (GP) \
-                     is implemented\nhint: set base_estimator to GP or remove it; for a \
-                     tree-based model use algorithm tpe"
-                        .to_string(),
-                ));
-            }
+    let trees = match s.raw("base_estimator") {
+        None => None,
+        Some(v) => match v.to_ascii_uppercase().as_str() {
+            "GP" => None,
+            "RF" => Some(TreeKind::RandomForest),
+            "ET" => Some(TreeKind::ExtraTrees),
+            "GBRT" => Some(TreeKind::Boosted),
             _ => {
                 return Err(s.invalid(
                     "base_estimator",
                     v,
-                    "is not supported in Bayesian optimization: expected GP".to_string(),
+                    "is not supported in Bayesian optimization: expected one of GP, RF, ET, \
+                     GBRT"
+                        .to_string(),
                 ));
             }
-        }
-    }
+        },
+    };
     let acq = match s.raw("acq_func") {
         None => AcqFunc::Hedge,
         Some(v) => match v.to_ascii_lowercase().as_str() {
@@ -183,12 +184,59 @@ pub(crate) fn build(
         .get::<i64>("n_initial_points", |v| v >= 0, "an integer >= 0")?
         .map_or(DEFAULT_INITIAL_POINTS, |v| v as usize);
     let initial = InitialDesign::from_settings(&s)?;
+    if let Some(kind) = trees {
+        refuse_with_trees(&s, objective)?;
+        return Ok(Box::new(TreeOptimizer {
+            kind,
+            n_initial,
+            acq,
+            initial,
+        }));
+    }
     Ok(Box::new(GpOptimizer {
         n_initial,
         acq,
         local_search,
         initial,
     }))
+}
+
+/// What a tree surrogate cannot run: gradient search of its piecewise-constant acquisition
+/// (scikit-optimize raises on it), and the GP's extensions for several objectives and
+/// constraints.
+fn refuse_with_trees(s: &Settings, objective: &Objective) -> Result<(), AlgorithmError> {
+    let estimator = s.raw("base_estimator").unwrap_or_default();
+    if let Some(v) = s.raw("acq_optimizer")
+        && v.eq_ignore_ascii_case("lbfgs")
+    {
+        return Err(s.invalid(
+            "acq_optimizer",
+            v,
+            format!(
+                "cannot search the acquisition of base_estimator {estimator}, which is \
+                 piecewise constant\nhint: use acq_optimizer sampling (or auto), or \
+                 base_estimator GP"
+            ),
+        ));
+    }
+    let unsupported = if objective.is_multi() {
+        Some("several objectives")
+    } else if !objective.constraints.is_empty() {
+        Some("constraints")
+    } else {
+        None
+    };
+    match unsupported {
+        Some(what) => Err(s.invalid(
+            "base_estimator",
+            estimator,
+            format!(
+                "does not search {what}; only the Gaussian process does\nhint: use \
+                 base_estimator GP (the default)"
+            ),
+        )),
+        None => Ok(()),
+    }
 }
 
 impl GpOptimizer {
@@ -563,20 +611,8 @@ impl GpOptimizer {
             return nominees.into_iter().next().map(|n| n.2);
         }
         let gains: Vec<f64> = nominees.iter().map(|n| -post.predict(&n.1).0).collect();
-        let top = gains.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        let weights: Vec<f64> = gains
-            .iter()
-            .map(|g| (HEDGE_ETA * (g - top)).exp())
-            .collect();
-        let total: f64 = weights.iter().sum();
-        let mut r = rng.random::<f64>() * total;
-        for (w, n) in weights.iter().zip(&nominees) {
-            if r < *w {
-                return Some(n.2.clone());
-            }
-            r -= w;
-        }
-        nominees.into_iter().last().map(|n| n.2)
+        let chosen = hedge_draw(&gains, rng);
+        nominees.into_iter().nth(chosen).map(|n| n.2)
     }
 
     fn pick_continuous<R: Rng + ?Sized>(
@@ -662,6 +698,25 @@ impl GpOptimizer {
         points.retain(|p| p.key() != a.key());
         Some(a)
     }
+}
+
+/// GP-Hedge's draw among the nominees of the portfolio, each weighted by `exp(η · gain)`: the
+/// index of the one chosen.
+fn hedge_draw<R: Rng + ?Sized>(gains: &[f64], rng: &mut R) -> usize {
+    let top = gains.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let weights: Vec<f64> = gains
+        .iter()
+        .map(|g| (HEDGE_ETA * (g - top)).exp())
+        .collect();
+    let total: f64 = weights.iter().sum();
+    let mut r = rng.random::<f64>() * total;
+    for (i, w) in weights.iter().enumerate() {
+        if r < *w {
+            return i;
+        }
+        r -= w;
+    }
+    weights.len().saturating_sub(1)
 }
 
 /// Scoring `m` points costs `O(m n²)` on a posterior of `n` points; this many kernel-matrix

@@ -441,12 +441,20 @@ fn settings_are_validated() {
         e.contains("unknown setting \"kappa\" for algorithm bayesianoptimization"),
         "{e}"
     );
-    let e = err(&[("base_estimator", "RF")]);
+    for estimator in ["GP", "RF", "et", "GBRT"] {
+        let settings = pairs(&[("base_estimator", estimator), ("acq_optimizer", "auto")]);
+        assert!(build(NAME, &settings, &space, &o).is_ok(), "{estimator}");
+    }
+    let e = err(&[("base_estimator", "SVR")]);
     assert!(
-        e.contains("base_estimator") && e.contains("\"RF\"") && e.contains("not supported"),
+        e.contains("base_estimator") && e.contains("\"SVR\"") && e.contains("GP, RF, ET, GBRT"),
         "{e}"
     );
-    assert!(e.contains("hint:"), "{e}");
+    let e = err(&[("base_estimator", "RF"), ("acq_optimizer", "lbfgs")]);
+    assert!(
+        e.contains("acq_optimizer") && e.contains("\"lbfgs\"") && e.contains("hint:"),
+        "{e}"
+    );
     let e = err(&[("n_initial_points", "-1")]);
     assert!(
         e.contains("n_initial_points") && e.contains("\"-1\"") && e.contains("out of range"),
@@ -819,5 +827,174 @@ fn huge_objectives_still_give_a_proposal() {
         let s = gp.suggest(&request(&space, &o, &trials, 1, 4)).unwrap();
         assert_eq!(s.proposals.len(), 1, "{scale}");
         space.check(&s.proposals[0].assignment).unwrap();
+    }
+}
+
+/// `bayesianoptimization` with the tree surrogates of `base_estimator`.
+mod trees {
+    use super::*;
+
+    fn build_with(estimator: &str, space: &SearchSpace, o: &Objective) -> Box<dyn Suggester> {
+        let settings = crate::test_params::pairs(&[("base_estimator", estimator)]);
+        build(NAME, &settings, space, o).unwrap()
+    }
+
+    #[test]
+    fn seeded_proposals_are_exact() {
+        let space = mixed_space();
+        let o = Objective::new("loss", Direction::Minimize);
+        let trials = history_of(&space, 12, 3, mixed_loss);
+        let got: Vec<Vec<String>> = ["RF", "ET", "GBRT"]
+            .iter()
+            .map(|e| {
+                let s = build_with(e, &space, &o);
+                texts(&s.suggest(&request(&space, &o, &trials, 2, 42)).unwrap())
+            })
+            .collect();
+        let rows = [
+            [
+                "lr=0.005523222795196098, layers=5, momentum=0.55, opt=rmsprop, batch=64",
+                "lr=0.005329561007938564, layers=5, momentum=0.55, opt=rmsprop, batch=64",
+            ],
+            [
+                "lr=0.006945671564310847, layers=5, momentum=0.7, opt=sgd, batch=32",
+                "lr=0.005702064513164914, layers=3, momentum=0.7, opt=sgd, batch=32",
+            ],
+            [
+                "lr=0.00011116081182300261, layers=3, momentum=0.75, opt=rmsprop, batch=16",
+                "lr=0.0001309290515843135, layers=3, momentum=0.75, opt=rmsprop, batch=16",
+            ],
+        ];
+        assert_eq!(got, rows.map(|r| r.map(String::from).to_vec()).to_vec());
+    }
+
+    #[test]
+    fn the_initial_design_comes_first() {
+        let space = mixed_space();
+        let o = Objective::new("loss", Direction::Minimize);
+        let trials = history_of(&space, 9, 3, mixed_loss);
+        let rf = build_with("RF", &space, &o)
+            .suggest(&request(&space, &o, &trials, 3, 9))
+            .unwrap();
+        let random = RandomSearch::new()
+            .suggest(&request(&space, &o, &trials, 3, 9))
+            .unwrap();
+        assert_eq!(rf, random);
+    }
+
+    #[test]
+    fn every_surrogate_beats_random_search_on_branin() {
+        let p = Problem::by_name("branin").unwrap();
+        let space = p.space();
+        let o = Objective::new("loss", Direction::Minimize);
+        for estimator in ["RF", "ET", "GBRT"] {
+            let opt = build_with(estimator, &space, &o);
+            let (mut ours, mut random) = (Vec::new(), Vec::new());
+            for seed in 0..5 {
+                ours.push(run_with(&p, opt.as_ref(), 30, seed));
+                let mut rng = ChaCha8Rng::seed_from_u64(seed);
+                let best = (0..30)
+                    .map(|_| p.eval_assignment(&sample_assignment(&space, &mut rng)))
+                    .fold(f64::INFINITY, f64::min);
+                random.push(p.regret(best));
+            }
+            let (ours, random) = (median(&mut ours), median(&mut random));
+            assert!(ours < random, "{estimator}: {ours} against random {random}");
+        }
+    }
+
+    fn median(v: &mut [f64]) -> f64 {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    }
+
+    /// The best regret of `trials` sequential proposals of `opt` on `problem`.
+    fn run_with(problem: &Problem, opt: &dyn Suggester, trials: usize, seed: u64) -> f64 {
+        let space = problem.space();
+        let o = Objective::new("loss", Direction::Minimize);
+        let mut history = Vec::new();
+        for t in 0..trials {
+            let req = request(&space, &o, &history, 1, seed * 1_000 + t as u64);
+            let a = opt.suggest(&req).unwrap().proposals[0].assignment.clone();
+            let v = problem.eval_assignment(&a);
+            history.push(record(format!("t{t}"), a, TrialState::Succeeded, Some(v)));
+        }
+        let best = history
+            .iter()
+            .filter_map(|t| t.objective)
+            .fold(f64::INFINITY, f64::min);
+        problem.regret(best)
+    }
+
+    #[test]
+    fn a_finite_space_is_tried_once_then_exhausted() {
+        let space = SearchSpace::new(vec![int("n", 1, 6)]).unwrap();
+        let o = Objective::new("loss", Direction::Minimize);
+        let loss = |a: &Assignment| (a.get("n").and_then(|v| v.as_f64()).unwrap() - 4.0).abs();
+        let trials = history_of(&space, 0, 0, loss);
+        let opt = build_with("ET", &space, &o);
+        let mut history = trials;
+        let mut seen = HashSet::new();
+        for t in 0..6 {
+            let s = opt.suggest(&request(&space, &o, &history, 1, t)).unwrap();
+            let a = s.proposals[0].assignment.clone();
+            assert!(seen.insert(a.key()), "{a} proposed twice");
+            let v = loss(&a);
+            history.push(record(format!("t{t}"), a, TrialState::Succeeded, Some(v)));
+        }
+        let s = opt.suggest(&request(&space, &o, &history, 1, 7)).unwrap();
+        assert!(s.proposals.is_empty() && s.exhausted);
+    }
+
+    #[test]
+    fn several_objectives_and_constraints_are_refused_naming_the_estimator() {
+        let space = mixed_space();
+        let (_, _, two) = zdt1_minimising_both();
+        let mut constrained = Objective::new("loss", Direction::Minimize);
+        constrained.constraints.push(vernier_core::Constraint {
+            metric: "mem".into(),
+            op: vernier_core::ConstraintOp::Le,
+            bound: 4.0,
+        });
+        for (o, what) in [(two, "several objectives"), (constrained, "constraints")] {
+            let settings = crate::test_params::pairs(&[("base_estimator", "GBRT")]);
+            let e = build(NAME, &settings, &space, &o).unwrap_err().to_string();
+            assert!(
+                e.contains("base_estimator") && e.contains("\"GBRT\"") && e.contains(what),
+                "{e}"
+            );
+            assert!(e.contains("hint: use base_estimator GP"), "{e}");
+        }
+    }
+
+    mod props {
+        use super::*;
+        use proptest::prelude::*;
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(6))]
+            #[test]
+            fn proposals_stay_in_space_distinct_and_repeat_with_the_seed(
+                seed in any::<u64>(),
+                count in 1usize..4,
+                estimator in prop::sample::select(vec!["RF", "ET", "GBRT"]),
+            ) {
+                let space = mixed_space();
+                let o = Objective::new("loss", Direction::Maximize);
+                let mut trials = history_of(&space, 11, seed, mixed_loss);
+                trials[0].state = TrialState::Running;
+                trials[0].objective = None;
+                let opt = build_with(estimator, &space, &o);
+                let a = opt.suggest(&request(&space, &o, &trials, count, seed)).unwrap();
+                let b = opt.suggest(&request(&space, &o, &trials, count, seed)).unwrap();
+                prop_assert_eq!(&a, &b);
+                prop_assert_eq!(a.proposals.len(), count);
+                let mut keys: HashSet<String> = trials.iter().map(|t| t.assignment.key()).collect();
+                for p in &a.proposals {
+                    prop_assert!(space.check(&p.assignment).is_ok(), "{}", p.assignment);
+                    prop_assert!(keys.insert(p.assignment.key()));
+                }
+            }
+        }
     }
 }
