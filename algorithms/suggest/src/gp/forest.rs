@@ -244,8 +244,8 @@ mod tests {
 
     #[test]
     fn boosted_spread_grows_with_the_noise() {
-        let x: Vec<f64> = (0..80).map(|i| (i % 40) as f64 / 39.0).collect();
-        // Two observations per x: equal on the left half, 2 apart on the right half.
+        let x: Vec<f64> = (0..200).map(|i| (i % 40) as f64 / 39.0).collect();
+        // Five observations per x: equal on the left half, 1, 1.5, ..., 3 on the right half.
         let y: Vec<f64> = x
             .iter()
             .enumerate()
@@ -253,7 +253,7 @@ mod tests {
                 if *v < 0.5 {
                     1.0
                 } else {
-                    1.0 + 2.0 * (i / 40) as f64
+                    1.0 + 0.5 * (i / 40) as f64
                 }
             })
             .collect();

@@ -88,7 +88,8 @@ impl RegressionTree {
         self.nodes.push(Node::Leaf { value, variance });
         let splittable = depth < params.max_depth
             && samples.len() >= 2 * params.min_samples_leaf.max(1)
-            && variance > 0.0;
+            // scikit-learn's test: a node whose targets agree to rounding is a leaf.
+            && variance > f64::EPSILON;
         let split = if splittable {
             best_split(data, &samples, params, rng)
         } else {
