@@ -17,7 +17,7 @@ const HISTORY_SIZES: [usize; 4] = [50, 100, 200, 500];
 /// Each algorithm with its defaults, then TPE as it was before its defaults changed (issue
 /// 19's limit: no more than twice the time per suggestion at 100 trials): `tpe` univariate with
 /// Optuna's 24 candidates and 10 % good set, and the multivariate estimator with those two.
-const ALGORITHMS: [(&str, &[(&str, &str)]); 9] = [
+const ALGORITHMS: [(&str, &[(&str, &str)]); 12] = [
     ("random", &[]),
     ("grid", &[]),
     ("sobol", &[]),
@@ -37,6 +37,9 @@ const ALGORITHMS: [(&str, &[(&str, &str)]); 9] = [
     ),
     ("cmaes", &[]),
     ("bayesianoptimization", &[]),
+    ("bayesianoptimization", &[("base_estimator", "RF")]),
+    ("bayesianoptimization", &[("base_estimator", "ET")]),
+    ("bayesianoptimization", &[("base_estimator", "GBRT")]),
 ];
 
 /// Hartmann6's box; grid gets a step so that it can enumerate (11^6 points).
