@@ -108,9 +108,7 @@ async fn reconcile_experiment(obj: &DynamicObject, ctx: &Context) -> Result<Acti
         }
         // Katib's webhook refuses an invalid edit of a running experiment, which runs on;
         // here the edit is stored, so no trial starts until the spec is valid again.
-        (Err(message), None) if run.status.trials > 0 => {
-            return run.edit_refused(message).await;
-        }
+        (Err(message), None) if run.status.trials > 0 => return run.edit_refused(message).await,
         (Err(message), _) => return run.invalid(message).await,
     };
     if let Some(ended) = ended {
@@ -286,11 +284,17 @@ impl<'a> Run<'a> {
     async fn refresh_ended(mut self, exp: &Resolved, listed: &[Listed]) -> Result<Action> {
         let p = plan(&exp.objective, exp.limits, &outcomes(listed), false);
         write_status(&mut self.status, listed, &p);
+        self.save().await?;
+        Ok(Action::await_change())
+    }
+
+    /// Writes the status when it changed: counters, lists, the best trial and conditions.
+    async fn save(&mut self) -> Result<()> {
         if self.status != self.old {
             self.status.last_reconcile_time = Some(now_rfc3339());
             patch_status(&self.api, &self.name, &self.status, CLEARABLE).await?;
         }
-        Ok(Action::await_change())
+        Ok(())
     }
 
     /// A running experiment whose spec an edit made invalid: its running trials go on, no
@@ -315,10 +319,7 @@ impl<'a> Run<'a> {
         };
         let p = plan(&objective, unlimited, &outcomes(&listed), false);
         write_status(&mut self.status, &listed, &p);
-        if self.status != self.old {
-            self.status.last_reconcile_time = Some(now_rfc3339());
-            patch_status(&self.api, &self.name, &self.status, CLEARABLE).await?;
-        }
+        self.save().await?;
         Ok(Action::await_change())
     }
 
@@ -437,10 +438,7 @@ impl<'a> Run<'a> {
                 );
             }
         }
-        if self.status != self.old {
-            self.status.last_reconcile_time = Some(now_rfc3339());
-            patch_status(&self.api, &self.name, &self.status, CLEARABLE).await?;
-        }
+        self.save().await?;
         // Told only once the status that says it is written.
         if let Some((warning, reason, message)) = ending {
             self.event(warning, &reason, message.to_string()).await;
