@@ -19,7 +19,9 @@ use crate::events::publish;
 use crate::experiment_check::{Resolved, checked_experiment, experiment_seed, stopping};
 use crate::experiment_trials::{Listed, list_trials, list_trials_as_created, outcomes, records};
 use crate::names::ALGORITHM_STATE_ANNOTATION;
-use crate::objects::{experiment_resource, namespaced, now_rfc3339, now_us, patch_status};
+use crate::objects::{
+    experiment_resource, is_conflict, namespaced, now_rfc3339, now_us, patch_status,
+};
 use crate::stop_trials::{rules_for_new_trials, stop_trials};
 use crate::trial_create::{Batch, create_trials};
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
@@ -59,6 +61,10 @@ const CLEARABLE: &[&str] = &[
     "trialMetricsUnavailable",
 ];
 
+/// The experiment changed since it was read (see [`Run::save_as_read`]): read it again this
+/// soon.
+const CONFLICT_RETRY: Duration = Duration::from_millis(100);
+
 /// A running experiment is reconciled at least this often (trial changes wake it sooner).
 const RESYNC: Duration = Duration::from_secs(300);
 
@@ -67,7 +73,10 @@ pub const INVALID_REASON: &str = EXPERIMENT_INVALID;
 
 pub async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Context>) -> Result<Action> {
     let started = Instant::now();
-    let result = reconcile_experiment(&obj, &ctx).await;
+    let result = match reconcile_experiment(&obj, &ctx).await {
+        Err(e) if is_conflict(&e) => Ok(Action::requeue(CONFLICT_RETRY)),
+        other => other,
+    };
     ctx.metrics.reconciled("experiment", started.elapsed());
     if result.is_ok() {
         ctx.backoff.reset(&key(&obj));
@@ -290,9 +299,22 @@ impl<'a> Run<'a> {
 
     /// Writes the status when it changed: counters, lists, the best trial and conditions.
     async fn save(&mut self) -> Result<()> {
+        self.write_status(None).await
+    }
+
+    /// Writes the status when it changed, only over the experiment as it was read: an ending
+    /// decided on a stale copy of a running experiment fails with a conflict instead of ending
+    /// it, and announcing its end, again.
+    async fn save_as_read(&mut self) -> Result<()> {
+        let read_at = self.obj.resource_version();
+        self.write_status(read_at.as_deref()).await
+    }
+
+    async fn write_status(&mut self, read_at: Option<&str>) -> Result<()> {
         if self.status != self.old {
             self.status.last_reconcile_time = Some(now_rfc3339());
-            patch_status(&self.api, &self.name, &self.status, CLEARABLE).await?;
+            let (api, name) = (&self.api, &self.name);
+            patch_status(api, name, &self.status, CLEARABLE, read_at).await?;
         }
         Ok(())
     }
@@ -355,7 +377,7 @@ impl<'a> Run<'a> {
         if self.status.conditions != self.old.conditions {
             self.status.completion_time = Some(now_rfc3339());
             self.status.last_reconcile_time = Some(now_rfc3339());
-            patch_status(&self.api, &self.name, &self.status, &[]).await?;
+            patch_status(&self.api, &self.name, &self.status, &[], None).await?;
             self.event(true, "ValidationFailed", message).await;
         }
         // A change of the experiment wakes it; a change of its template's ConfigMap does not.
@@ -438,10 +460,12 @@ impl<'a> Run<'a> {
                 );
             }
         }
-        self.save().await?;
         // Told only once the status that says it is written.
         if let Some((warning, reason, message)) = ending {
+            self.save_as_read().await?;
             self.event(warning, &reason, message.to_string()).await;
+        } else {
+            self.save().await?;
         }
         Ok(match p.completion {
             Some(_) => {

@@ -78,12 +78,15 @@ pub fn owner_reference(
 }
 
 /// Merge-patches `status`. Fields in `clear` that `status` lacks are set to null, because a
-/// merge patch would otherwise keep their old values (e.g. an emptied trial list).
+/// merge patch would otherwise keep their old values (e.g. an emptied trial list). With
+/// `read_at`, the object's `resourceVersion` when it was read, a write based on a stale read
+/// fails with 409 Conflict instead.
 pub async fn patch_status<S: Serialize>(
     api: &Api<DynamicObject>,
     name: &str,
     status: &S,
     clear: &[&str],
+    read_at: Option<&str>,
 ) -> Result<(), kube::Error> {
     let mut value = serde_json::to_value(status).map_err(kube::Error::SerdeError)?;
     if let Value::Object(map) = &mut value {
@@ -91,7 +94,10 @@ pub async fn patch_status<S: Serialize>(
             map.entry(key.to_string()).or_insert(Value::Null);
         }
     }
-    let patch = serde_json::json!({ "status": value });
+    let patch = match read_at {
+        Some(rv) => serde_json::json!({ "metadata": {"resourceVersion": rv}, "status": value }),
+        None => serde_json::json!({ "status": value }),
+    };
     api.patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
         .await?;
     Ok(())

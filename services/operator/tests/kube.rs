@@ -2079,3 +2079,38 @@ fn has_condition(obj: &DynamicObject, type_: &str) -> bool {
     let json = serde_json::to_value(obj).expect("json");
     condition(&json, type_).is_some()
 }
+
+/// A reconcile of a stale copy of an experiment, read before it ended, must not end it (and
+/// announce its end) again: its ending write is made over the experiment as read, and fails.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stale_copy_of_an_experiment_does_not_announce_its_end_again() {
+    let env = Env::start(SimulationOptions::default()).await;
+    let op = env.operator("replica-a");
+    env.create(&experiment_yaml("ended", "Job", 1, 2, "")).await;
+    let exp = finished(&env, "ended").await;
+    assert!(condition(&exp, "Succeeded").is_some(), "{exp:#}");
+    env.event("ended", "ExperimentSucceeded").await;
+    op.stop().await;
+    let mut stale = env.experiments().get("ended").await.expect("experiment");
+    let status = &mut stale.data["status"];
+    let conditions = status["conditions"].as_array_mut().expect("conditions");
+    conditions.retain(|c| c["type"] != "Succeeded");
+    status["completionTime"] = Value::Null;
+    let patch = json!({"metadata": {"annotations": {"test/touched": "yes"}}});
+    let params = kube::api::PatchParams::default();
+    env.experiments()
+        .patch("ended", &params, &kube::api::Patch::Merge(&patch))
+        .await
+        .expect("touched");
+    let ctx = Arc::new(Context::new(
+        env.client.clone(),
+        env.store.clone(),
+        OperatorConfig::default(),
+        Arc::new(Metrics::new()),
+    ));
+    vernier_operator::experiment::reconcile(Arc::new(stale), ctx)
+        .await
+        .expect("a conflict is retried, not an error");
+    assert_eq!(env.times_published("ended", "ExperimentSucceeded").await, 1);
+    env.shutdown().await;
+}
