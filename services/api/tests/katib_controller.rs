@@ -227,37 +227,50 @@ async fn an_exhausted_finite_space_is_answered_with_repeats() {
         param("a", ParameterType::Int, space(&[], "1", "2")),
         param("b", ParameterType::Int, space(&[], "1", "2")),
     ];
+    // The tree surrogates start their model after one trial, so the model picks the points.
+    let tree = |estimator| vec![("base_estimator", estimator), ("n_initial_points", "1")];
+    let none = Vec::new();
     let cases = [
-        ("random", &three, 3),
-        ("sobol", &three, 3),
-        ("tpe", &three, 3),
-        ("multivariate-tpe", &three, 3),
-        ("bayesianoptimization", &three, 3),
-        ("cmaes", &four, 4),
+        ("random", &three, 3, &none),
+        ("sobol", &three, 3, &none),
+        ("tpe", &three, 3, &none),
+        ("multivariate-tpe", &three, 3, &none),
+        ("bayesianoptimization", &three, 3, &none),
+        ("bayesianoptimization", &three, 3, &tree("RF")),
+        ("bayesianoptimization", &four, 4, &tree("GBRT")),
+        ("cmaes", &four, 4, &none),
     ];
-    for (algorithm, params, size) in cases {
-        let exp = experiment(algorithm, params.clone(), 5);
+    for (algorithm, params, size, settings) in cases {
+        let mut exp = experiment(algorithm, params.clone(), 5);
+        if let Some(spec) = exp.spec.as_mut().and_then(|s| s.algorithm.as_mut()) {
+            let extra = support::algorithm(algorithm, settings).algorithm_settings;
+            spec.algorithm_settings.extend(extra);
+        }
         for rounds in [&[1, 1, 1, 1, 1][..], &[2, 2, 1]] {
             let replies = drive(&mut client, &exp, rounds)
                 .await
-                .unwrap_or_else(|s| panic!("{algorithm} {rounds:?}: {s:?}"));
+                .unwrap_or_else(|s| panic!("{algorithm} {settings:?} {rounds:?}: {s:?}"));
             for (reply, &n) in replies.iter().zip(rounds) {
                 assert_eq!(
                     reply.parameter_assignments.len(),
                     n as usize,
-                    "{algorithm} {rounds:?}"
+                    "{algorithm} {settings:?} {rounds:?}"
                 );
             }
             let got = points(&replies);
             let mut first = got[..size].to_vec();
             first.sort();
             first.dedup();
-            assert_eq!(first.len(), size, "{algorithm} {rounds:?}: {got:?}");
+            assert_eq!(
+                first.len(),
+                size,
+                "{algorithm} {settings:?} {rounds:?}: {got:?}"
+            );
             let again = drive(&mut client, &exp, rounds).await.unwrap();
             assert_eq!(
                 points(&again),
                 got,
-                "{algorithm} {rounds:?}: a retried request gets the same answer"
+                "{algorithm} {settings:?} {rounds:?}: a retried request gets the same answer"
             );
         }
     }
