@@ -927,6 +927,27 @@ mod trees {
     }
 
     #[test]
+    fn a_history_past_the_model_cap_is_cut_as_for_the_gp() {
+        let space = mixed_space();
+        let o = Objective::new("loss", Direction::Minimize);
+        let trials = history_of(&space, MODEL_MAX_POINTS + 100, 5, mixed_loss);
+        let observed = history::observed(&o, &trials);
+        let (kept, _) = cap_history(observed, Vec::new(), 11);
+        let kept: Vec<TrialRecord> = kept
+            .into_iter()
+            .map(|(a, _)| {
+                let t = trials.iter().find(|t| &t.assignment == a).unwrap();
+                t.clone()
+            })
+            .collect();
+        assert_eq!(kept.len(), MODEL_MAX_POINTS);
+        let opt = build_with("GBRT", &space, &o);
+        let all = opt.suggest(&request(&space, &o, &trials, 1, 11)).unwrap();
+        let cut = opt.suggest(&request(&space, &o, &kept, 1, 11)).unwrap();
+        assert_eq!(all, cut);
+    }
+
+    #[test]
     fn a_finite_space_is_tried_once_then_exhausted() {
         let space = SearchSpace::new(vec![int("n", 1, 6)]).unwrap();
         let o = Objective::new("loss", Direction::Minimize);

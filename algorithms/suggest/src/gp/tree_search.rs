@@ -5,13 +5,16 @@
 //! scikit-optimize's `acq_optimizer` is `sampling` for them) under EI, PI, LCB or the GP-Hedge
 //! portfolio; an enumerable space scores its untried points instead. Running trials and the
 //! batch's earlier proposals join the data at the lowest loss observed (scikit-optimize's
-//! constant liar, `cl_min`), and the surrogate is fitted again for each proposal.
+//! constant liar, `cl_min`), and the surrogate is fitted again for each proposal. The work of
+//! one request is bounded as the GP's is: at most `MODEL_MAX_POINTS` observed trials (the best
+//! quarter and a seeded sample of the rest) and the latest `MAX_PENDING_BELIEVERS` running
+//! ones.
 
 use super::acquisition::{Acq, AcqParams};
 use super::features::Features;
 use super::forest::{TreeKind, TreeModel};
-use super::{AcqFunc, KAPPA, MAX_MODEL_PROPOSALS, XI, hedge_draw, proposed, rest_from_priors};
-use super::{standardize, unused_points};
+use super::{AcqFunc, KAPPA, MAX_MODEL_PROPOSALS, MAX_PENDING_BELIEVERS, XI, cap_history};
+use super::{hedge_draw, proposed, rest_from_priors, standardize, unused_points};
 use crate::history;
 use crate::initial_design::InitialDesign;
 use crate::sample::sample_assignment;
@@ -63,6 +66,8 @@ impl Suggester for TreeOptimizer {
         if observed.len() < self.n_initial.max(2) {
             return self.initial.suggest(req);
         }
+        // The GP's bounds on the work of one request hold for the trees too.
+        let (observed, _) = cap_history(observed, Vec::new(), req.seed);
         let features = Features::new(req.space);
         let losses: Vec<f64> = observed.iter().map(|(_, l)| *l).collect();
         let y = standardize(&losses);
@@ -75,7 +80,8 @@ impl Suggester for TreeOptimizer {
             y,
             lie,
         };
-        for a in history::pending(req.trials) {
+        let pending = history::pending(req.trials);
+        for a in &pending[pending.len().saturating_sub(MAX_PENDING_BELIEVERS)..] {
             data.x.extend(features.encode(req.space, a));
             data.y.push(lie);
         }
