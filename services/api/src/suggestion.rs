@@ -56,8 +56,9 @@ pub const STATE_SETTING: &str = "vernier/state";
 const MAX_REQUEST_NUMBER: i32 = 10_000;
 
 /// Algorithms that propose points of the space with nothing tied to which trial is which (no
-/// brackets, generations or parents): once every point is tried, a repeated point is an
-/// honest answer for them.
+/// brackets, rungs or parents; NSGA-II's generation labels are not needed, an unlabelled trial
+/// joining its first selection): once every point is tried, a repeated point is an honest
+/// answer for them.
 pub const REPEATING_SAMPLERS: &[&str] = &[
     "random",
     "sobol",
@@ -65,6 +66,7 @@ pub const REPEATING_SAMPLERS: &[&str] = &[
     "multivariate-tpe",
     "bayesianoptimization",
     "cmaes",
+    "nsga2",
 ];
 
 /// The Suggestion service. Stateless: everything comes with each request; the only thing
@@ -521,7 +523,8 @@ mod tests {
             ("asha", true, false),
             ("bohb", true, false),
             ("pbt", true, false),
-            ("nsga2", true, false),
+            ("nsga2", true, true),
+            ("nsga2", false, false),
             ("darts", true, false),
             ("enas", true, false),
         ];

@@ -239,6 +239,7 @@ async fn an_exhausted_finite_space_is_answered_with_repeats() {
         ("bayesianoptimization", &three, 3, &tree("RF")),
         ("bayesianoptimization", &four, 4, &tree("GBRT")),
         ("cmaes", &four, 4, &none),
+        ("nsga2", &three, 3, &none),
     ];
     for (algorithm, params, size, settings) in cases {
         let mut exp = experiment(algorithm, params.clone(), 5);
