@@ -205,6 +205,19 @@ impl Env {
         found.into_iter().find(about).expect("event")
     }
 
+    /// A context for calling a reconciler directly, as no running operator: default config,
+    /// no controllers (so trials are listed from the API).
+    fn bare_context(&self) -> Arc<Context> {
+        let config = OperatorConfig::default();
+        let (client, store) = (self.client.clone(), self.store.clone());
+        Arc::new(Context::new(
+            client,
+            store,
+            config,
+            Arc::new(Metrics::new()),
+        ))
+    }
+
     /// How often an event with `reason` was published about `name`: the events' counts
     /// summed, since a recorder folds repeats of one event into its `series`.
     async fn times_published(&self, name: &str, reason: &str) -> u64 {
@@ -2055,24 +2068,22 @@ async fn a_stale_copy_of_a_trial_announces_nothing_twice() {
         .as_array_mut()
         .expect("conditions");
     conditions.retain(|c| c["type"] != "Running");
-    let patch = json!({"metadata": {"annotations": {"test/touched": "yes"}}});
-    let params = kube::api::PatchParams::default();
-    env.trials()
-        .patch(&name, &params, &kube::api::Patch::Merge(&patch))
-        .await
-        .expect("touched");
-    let ctx = Arc::new(Context::new(
-        env.client.clone(),
-        env.store.clone(),
-        OperatorConfig::default(),
-        Arc::new(Metrics::new()),
-    ));
-    vernier_operator::trial::reconcile(Arc::new(stale), ctx)
+    touch(&env.trials(), &name).await;
+    vernier_operator::trial::reconcile(Arc::new(stale), env.bare_context())
         .await
         .expect("a conflict is retried, not an error");
     assert_eq!(env.times_published(&name, "JobRunning").await, 1);
     op.stop().await;
     env.shutdown().await;
+}
+
+/// Writes to the object `name` (an annotation), so that every copy read before is stale.
+async fn touch(api: &Api<DynamicObject>, name: &str) {
+    let patch = json!({"metadata": {"annotations": {"test/touched": "yes"}}});
+    let params = kube::api::PatchParams::default();
+    api.patch(name, &params, &kube::api::Patch::Merge(&patch))
+        .await
+        .expect("touched");
 }
 
 fn has_condition(obj: &DynamicObject, type_: &str) -> bool {
@@ -2096,19 +2107,8 @@ async fn a_stale_copy_of_an_experiment_does_not_announce_its_end_again() {
     let conditions = status["conditions"].as_array_mut().expect("conditions");
     conditions.retain(|c| c["type"] != "Succeeded");
     status["completionTime"] = Value::Null;
-    let patch = json!({"metadata": {"annotations": {"test/touched": "yes"}}});
-    let params = kube::api::PatchParams::default();
-    env.experiments()
-        .patch("ended", &params, &kube::api::Patch::Merge(&patch))
-        .await
-        .expect("touched");
-    let ctx = Arc::new(Context::new(
-        env.client.clone(),
-        env.store.clone(),
-        OperatorConfig::default(),
-        Arc::new(Metrics::new()),
-    ));
-    vernier_operator::experiment::reconcile(Arc::new(stale), ctx)
+    touch(&env.experiments(), "ended").await;
+    vernier_operator::experiment::reconcile(Arc::new(stale), env.bare_context())
         .await
         .expect("a conflict is retried, not an error");
     assert_eq!(env.times_published("ended", "ExperimentSucceeded").await, 1);

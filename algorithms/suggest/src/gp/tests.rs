@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use vernier_core::{Direction, TrialRecord, TrialState};
 use vernier_testfunctions::Problem;
 
-fn run_problem(problem: &Problem, opt: &GpOptimizer, trials: usize, seed: u64) -> f64 {
+fn run_problem(problem: &Problem, opt: &dyn Suggester, trials: usize, seed: u64) -> f64 {
     let space = problem.space();
     let o = Objective::new("loss", Direction::Minimize);
     let mut history: Vec<TrialRecord> = Vec::new();
@@ -163,14 +163,23 @@ fn seeded_proposals_are_exact() {
 fn startup_trials_come_from_the_prior() {
     let space = mixed_space();
     let o = Objective::new("loss", Direction::Minimize);
+    let random = |trials: &[TrialRecord]| {
+        RandomSearch::new()
+            .suggest(&request(&space, &o, trials, 3, 9))
+            .unwrap()
+    };
     let trials = history_of(&space, 4, 3, mixed_loss);
     let gp = build_default()
         .suggest(&request(&space, &o, &trials, 3, 9))
         .unwrap();
-    let random = RandomSearch::new()
-        .suggest(&request(&space, &o, &trials, 3, 9))
-        .unwrap();
-    assert_eq!(gp, random);
+    assert_eq!(gp, random(&trials));
+    let trials = history_of(&space, 9, 3, mixed_loss);
+    for estimator in ["RF", "ET", "GBRT"] {
+        let settings = crate::test_params::pairs(&[("base_estimator", estimator)]);
+        let trees = build(NAME, &settings, &space, &o).unwrap();
+        let got = trees.suggest(&request(&space, &o, &trials, 3, 9)).unwrap();
+        assert_eq!(got, random(&trials), "{estimator}");
+    }
 }
 
 #[test]
@@ -640,16 +649,27 @@ mod props {
     use proptest::prelude::*;
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(6))]
+        #![proptest_config(ProptestConfig::with_cases(12))]
         #[test]
-        fn proposals_stay_in_space_distinct_and_repeat_with_the_seed(seed in any::<u64>(), count in 1usize..4, maximize in any::<bool>()) {
+        fn proposals_stay_in_space_distinct_and_repeat_with_the_seed(
+            seed in any::<u64>(),
+            count in 1usize..4,
+            maximize in any::<bool>(),
+            running in any::<bool>(),
+            estimator in prop::sample::select(vec!["GP", "RF", "ET", "GBRT"]),
+        ) {
             let space = mixed_space();
             let dir = if maximize { Direction::Maximize } else { Direction::Minimize };
             let o = Objective::new("loss", dir);
-            let trials = history_of(&space, 11, seed, mixed_loss);
-            let gp = build_default();
-            let a = gp.suggest(&request(&space, &o, &trials, count, seed)).unwrap();
-            let b = gp.suggest(&request(&space, &o, &trials, count, seed)).unwrap();
+            let mut trials = history_of(&space, 11, seed, mixed_loss);
+            if running {
+                trials[0].state = TrialState::Running;
+                trials[0].objective = None;
+            }
+            let settings = crate::test_params::pairs(&[("base_estimator", estimator)]);
+            let opt = build(NAME, &settings, &space, &o).unwrap();
+            let a = opt.suggest(&request(&space, &o, &trials, count, seed)).unwrap();
+            let b = opt.suggest(&request(&space, &o, &trials, count, seed)).unwrap();
             prop_assert_eq!(&a, &b);
             prop_assert_eq!(a.proposals.len(), count);
             let mut keys: HashSet<String> = trials.iter().map(|t| t.assignment.key()).collect();
@@ -869,20 +889,6 @@ mod trees {
     }
 
     #[test]
-    fn the_initial_design_comes_first() {
-        let space = mixed_space();
-        let o = Objective::new("loss", Direction::Minimize);
-        let trials = history_of(&space, 9, 3, mixed_loss);
-        let rf = build_with("RF", &space, &o)
-            .suggest(&request(&space, &o, &trials, 3, 9))
-            .unwrap();
-        let random = RandomSearch::new()
-            .suggest(&request(&space, &o, &trials, 3, 9))
-            .unwrap();
-        assert_eq!(rf, random);
-    }
-
-    #[test]
     fn every_surrogate_beats_random_search_on_branin() {
         let p = Problem::by_name("branin").unwrap();
         let space = p.space();
@@ -891,7 +897,7 @@ mod trees {
             let opt = build_with(estimator, &space, &o);
             let (mut ours, mut random) = (Vec::new(), Vec::new());
             for seed in 0..5 {
-                ours.push(run_with(&p, opt.as_ref(), 30, seed));
+                ours.push(run_problem(&p, opt.as_ref(), 30, seed));
                 let mut rng = ChaCha8Rng::seed_from_u64(seed);
                 let best = (0..30)
                     .map(|_| p.eval_assignment(&sample_assignment(&space, &mut rng)))
@@ -906,24 +912,6 @@ mod trees {
     fn median(v: &mut [f64]) -> f64 {
         v.sort_by(f64::total_cmp);
         v[v.len() / 2]
-    }
-
-    /// The best regret of `trials` sequential proposals of `opt` on `problem`.
-    fn run_with(problem: &Problem, opt: &dyn Suggester, trials: usize, seed: u64) -> f64 {
-        let space = problem.space();
-        let o = Objective::new("loss", Direction::Minimize);
-        let mut history = Vec::new();
-        for t in 0..trials {
-            let req = request(&space, &o, &history, 1, seed * 1_000 + t as u64);
-            let a = opt.suggest(&req).unwrap().proposals[0].assignment.clone();
-            let v = problem.eval_assignment(&a);
-            history.push(record(format!("t{t}"), a, TrialState::Succeeded, Some(v)));
-        }
-        let best = history
-            .iter()
-            .filter_map(|t| t.objective)
-            .fold(f64::INFINITY, f64::min);
-        problem.regret(best)
     }
 
     #[test]
@@ -985,37 +973,6 @@ mod trees {
                 "{e}"
             );
             assert!(e.contains("hint: use base_estimator GP"), "{e}");
-        }
-    }
-
-    mod props {
-        use super::*;
-        use proptest::prelude::*;
-
-        proptest! {
-            #![proptest_config(ProptestConfig::with_cases(6))]
-            #[test]
-            fn proposals_stay_in_space_distinct_and_repeat_with_the_seed(
-                seed in any::<u64>(),
-                count in 1usize..4,
-                estimator in prop::sample::select(vec!["RF", "ET", "GBRT"]),
-            ) {
-                let space = mixed_space();
-                let o = Objective::new("loss", Direction::Maximize);
-                let mut trials = history_of(&space, 11, seed, mixed_loss);
-                trials[0].state = TrialState::Running;
-                trials[0].objective = None;
-                let opt = build_with(estimator, &space, &o);
-                let a = opt.suggest(&request(&space, &o, &trials, count, seed)).unwrap();
-                let b = opt.suggest(&request(&space, &o, &trials, count, seed)).unwrap();
-                prop_assert_eq!(&a, &b);
-                prop_assert_eq!(a.proposals.len(), count);
-                let mut keys: HashSet<String> = trials.iter().map(|t| t.assignment.key()).collect();
-                for p in &a.proposals {
-                    prop_assert!(space.check(&p.assignment).is_ok(), "{}", p.assignment);
-                    prop_assert!(keys.insert(p.assignment.key()));
-                }
-            }
         }
     }
 }
