@@ -127,3 +127,154 @@ fn a_command_naming_a_path_only_the_image_has_is_warned_about_before_the_first_t
         text(&validate)
     );
 }
+
+/// `vernier validate`'s exit code for a file: 0 runs here, 3 valid for a cluster only, 2 invalid.
+const LOCAL: i32 = 0;
+const CLUSTER_ONLY: i32 = 3;
+const INVALID: i32 = 2;
+
+/// Every Experiment under Katib's `examples/v1beta1` (fixtures/katib-v1beta1, unchanged), the
+/// verdict `vernier validate` must give it and, for a file that does not run here, the field it
+/// must name. The invalid ones are invalid in Katib too: its webhook refuses
+/// `maxFailedTrialCount` above `maxTrialCount` and a trial parameter whose reference is not a
+/// parameter.
+const KATIB_EXAMPLES: &[(&str, i32, &str)] = &[
+    (
+        "argo/argo-workflow.yaml",
+        CLUSTER_ONLY,
+        "spec.trialTemplate.trialSpec.kind: value \"Workflow\"",
+    ),
+    (
+        "early-stopping/median-stop-with-json-format.yaml",
+        LOCAL,
+        "",
+    ),
+    ("early-stopping/median-stop.yaml", LOCAL, ""),
+    ("hp-tuning/bayesian-optimization.yaml", LOCAL, ""),
+    ("hp-tuning/cma-es.yaml", LOCAL, ""),
+    ("hp-tuning/grid.yaml", LOCAL, ""),
+    ("hp-tuning/hyperband.yaml", LOCAL, ""),
+    ("hp-tuning/hyperopt-distribution.yaml", LOCAL, ""),
+    ("hp-tuning/multivariate-tpe.yaml", LOCAL, ""),
+    ("hp-tuning/optuna-distribution.yaml", LOCAL, ""),
+    ("hp-tuning/pbt.yaml", LOCAL, ""),
+    ("hp-tuning/random.yaml", LOCAL, ""),
+    (
+        "hp-tuning/simple-pbt.yaml",
+        INVALID,
+        "spec.maxFailedTrialCount: value 3",
+    ),
+    ("hp-tuning/sobol.yaml", LOCAL, ""),
+    ("hp-tuning/tpe.yaml", LOCAL, ""),
+    (
+        "kubeflow-trainer/trainjob-pytorch.yaml",
+        CLUSTER_ONLY,
+        "spec.trialTemplate.trialSpec.kind: value \"TrainJob\"",
+    ),
+    ("kubeflow-training-operator/mpijob-horovod.yaml", LOCAL, ""),
+    (
+        "kubeflow-training-operator/mxjob-byteps.yaml",
+        CLUSTER_ONLY,
+        "spec.trialTemplate.trialSpec.kind: value \"MXJob\"",
+    ),
+    (
+        "kubeflow-training-operator/pytorchjob-mnist.yaml",
+        LOCAL,
+        "",
+    ),
+    (
+        "kubeflow-training-operator/tfjob-mnist-with-summaries.yaml",
+        LOCAL,
+        "",
+    ),
+    (
+        "kubeflow-training-operator/trainjob-pytorch.yaml",
+        INVALID,
+        "spec.trialTemplate.trialParameters[2].reference: value \"arg\"",
+    ),
+    (
+        "kubeflow-training-operator/xgboostjob-lightgbm.yaml",
+        CLUSTER_ONLY,
+        "xgbReplicaSpecs.Master.template.spec.containers[0].command",
+    ),
+    (
+        "metrics-collector/custom-metrics-collector.yaml",
+        CLUSTER_ONLY,
+        "spec.metricsCollectorSpec.collector.customCollector.command",
+    ),
+    (
+        "metrics-collector/file-metrics-collector-with-json-format.yaml",
+        LOCAL,
+        "",
+    ),
+    ("metrics-collector/file-metrics-collector.yaml", LOCAL, ""),
+    (
+        "metrics-collector/metrics-collection-strategy.yaml",
+        LOCAL,
+        "",
+    ),
+    (
+        "metrics-collector/tfevent-metrics-collector.yaml",
+        LOCAL,
+        "",
+    ),
+    ("nas/darts-cpu.yaml", LOCAL, ""),
+    ("nas/darts-gpu.yaml", LOCAL, ""),
+    ("nas/enas-cpu.yaml", LOCAL, ""),
+    ("nas/enas-gpu.yaml", LOCAL, ""),
+    ("resume-experiment/from-volume-resume.yaml", LOCAL, ""),
+    ("resume-experiment/long-running-resume.yaml", LOCAL, ""),
+    ("resume-experiment/never-resume.yaml", LOCAL, ""),
+    (
+        "tekton/pipeline-run.yaml",
+        CLUSTER_ONLY,
+        "spec.trialTemplate.trialSpec.kind: value \"PipelineRun\"",
+    ),
+    (
+        "trial-template/trial-configmap-source.yaml",
+        CLUSTER_ONLY,
+        "spec.trialTemplate.configMap",
+    ),
+    ("trial-template/trial-metadata-substitution.yaml", LOCAL, ""),
+];
+
+fn katib_examples_dir() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("e2e/fixtures/katib-v1beta1")
+}
+
+/// Every YAML file under `dir`, relative to it, sorted.
+fn yaml_files(dir: &Path, root: &Path, out: &mut Vec<String>) {
+    for entry in std::fs::read_dir(dir).expect("read fixtures") {
+        let path = entry.expect("dir entry").path();
+        if path.is_dir() {
+            yaml_files(&path, root, out);
+        } else if path.extension().is_some_and(|e| e == "yaml") {
+            let rel = path.strip_prefix(root).expect("under root");
+            out.push(rel.display().to_string());
+        }
+    }
+}
+
+/// The drop-in rule on Katib's own examples: what Katib accepts is valid, what it refuses is
+/// refused naming the same field, and what local mode cannot run says which field to change.
+#[test]
+fn every_katib_example_gets_katibs_verdict() {
+    let root = katib_examples_dir();
+    let mut files = Vec::new();
+    yaml_files(&root, &root, &mut files);
+    files.sort();
+    let listed: Vec<&str> = KATIB_EXAMPLES.iter().map(|(f, _, _)| *f).collect();
+    assert_eq!(files, listed, "every fixture has one expected verdict");
+
+    let sb = Sandbox::new();
+    for (file, code, field) in KATIB_EXAMPLES {
+        let path = root.join(file);
+        let out = sb.run(&["validate", path.to_str().unwrap()]);
+        let all = text(&out);
+        assert_eq!(out.status.code(), Some(*code), "{file}: {all}");
+        assert!(all.contains(field), "{file} does not name {field:?}: {all}");
+        if *code == CLUSTER_ONLY {
+            assert!(all.contains("cluster: valid"), "{file}: {all}");
+        }
+    }
+}

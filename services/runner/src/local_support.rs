@@ -147,6 +147,16 @@ fn refusals(
             Err(e) => vec![e],
         };
     }
+    if kind == "MXJob" {
+        return vec![SpecError::new(
+            format!("{T}.trialSpec.kind"),
+            "value \"MXJob\" is run as a process group only on a cluster: its Scheduler, \
+             Server and Worker replicas find each other through the training operator's \
+             DMLC_* and MX_CONFIG variables, which local mode does not set, and one replica \
+             alone would wait for the others forever; hint: run it on a cluster (`vernier \
+             operator`), or describe the trial as a batch/v1 Job to run it locally",
+        )];
+    }
     if !has_containers(spec) {
         return vec![SpecError::new(
             format!("{T}.trialSpec.kind"),
@@ -387,6 +397,18 @@ spec:
             "{:?}",
             v.refused
         );
+        assert!(v.refused[0].message().contains("vernier operator"));
+    }
+
+    /// Katib fills an MXJob's conditions in, so it is valid; its replicas need the training
+    /// operator's environment, so it is not run here as one container.
+    #[test]
+    fn an_mxjob_is_refused_locally_not_run_as_one_replica() {
+        let mxjob = "{apiVersion: kubeflow.org/v1, kind: MXJob, spec: {jobMode: MXTrain, mxReplicaSpecs: {Scheduler: {replicas: 1, template: {spec: {containers: [{name: mxnet, image: i, command: [bpslaunch]}]}}}, Worker: {replicas: 1, template: {spec: {containers: [{name: mxnet, image: i, command: [bpslaunch, python3, t.py, '--lr=${trialParameters.lr}']}]}}}}}}";
+        let v = local_verdict(&experiment(mxjob, "mxnet"));
+        assert_eq!(v.refused.len(), 1, "{:?}", v.refused);
+        assert_eq!(v.refused[0].path(), "spec.trialTemplate.trialSpec.kind");
+        assert!(v.refused[0].message().contains("DMLC_"), "{:?}", v.refused);
         assert!(v.refused[0].message().contains("vernier operator"));
     }
 

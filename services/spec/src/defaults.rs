@@ -149,7 +149,9 @@ fn default_trial_template(exp: &mut Experiment) {
     };
     let (success, labels): (&str, &[(&str, &str)]) = match kind {
         "Job" => (JOB_SUCCESS, &[]),
-        "TFJob" | "PyTorchJob" | "XGBoostJob" | "MPIJob" => (
+        // Katib's `KubeflowJobKinds`: MXJob is among them, though the training operator has
+        // since dropped it.
+        "TFJob" | "PyTorchJob" | "XGBoostJob" | "MXJob" | "MPIJob" => (
             KUBEFLOW_SUCCESS,
             &[("training.kubeflow.org/job-role", "master")],
         ),

@@ -76,6 +76,61 @@ fn kubeflow_job_defaults_and_explicit_values_win() {
     );
 }
 
+/// Katib's `KubeflowJobKinds` get the training operator's conditions and the master label;
+/// any other kind gets nothing filled in.
+#[test]
+fn conditions_are_filled_in_for_katibs_kubeflow_job_kinds_only() {
+    let cases: &[(&str, Option<&str>)] = &[
+        (
+            "TFJob",
+            Some(r#"status.conditions.#(type=="Succeeded")#|#(status=="True")#"#),
+        ),
+        (
+            "PyTorchJob",
+            Some(r#"status.conditions.#(type=="Succeeded")#|#(status=="True")#"#),
+        ),
+        (
+            "XGBoostJob",
+            Some(r#"status.conditions.#(type=="Succeeded")#|#(status=="True")#"#),
+        ),
+        (
+            "MXJob",
+            Some(r#"status.conditions.#(type=="Succeeded")#|#(status=="True")#"#),
+        ),
+        (
+            "MPIJob",
+            Some(r#"status.conditions.#(type=="Succeeded")#|#(status=="True")#"#),
+        ),
+        (
+            "Job",
+            Some(r#"status.conditions.#(type=="Complete")#|#(status=="True")#"#),
+        ),
+        ("PaddleJob", None),
+        ("Workflow", None),
+    ];
+    for (kind, success) in cases {
+        let mut exp: crate::Experiment = yaml_serde::from_str(RANDOM).unwrap();
+        let tt = exp.spec.trial_template.as_mut().unwrap();
+        tt.success_condition = None;
+        tt.failure_condition = None;
+        tt.trial_spec.as_mut().unwrap()["kind"] = json!(kind);
+        crate::defaults::apply_defaults(&mut exp);
+        let tt = exp.spec.trial_template.as_ref().unwrap();
+        assert_eq!(tt.success_condition.as_deref(), *success, "{kind}");
+        assert_eq!(tt.failure_condition.is_some(), success.is_some(), "{kind}");
+        let master = tt
+            .primary_pod_labels
+            .as_ref()
+            .and_then(|l| l.get("training.kubeflow.org/job-role"));
+        let kubeflow = !matches!(*kind, "Job" | "PaddleJob" | "Workflow");
+        assert_eq!(
+            master.map(String::as_str),
+            kubeflow.then_some("master"),
+            "{kind}"
+        );
+    }
+}
+
 #[test]
 fn train_job_gets_jobset_labels() {
     let text = mutated(RANDOM, |v| {

@@ -30,8 +30,8 @@ pub(super) fn check(exp: &Experiment, errs: &mut Errors) {
         if is_blank(value) {
             errs.required(
                 format!("{T}.{field}"),
-                "it is filled in only for Job, TFJob, PyTorchJob, XGBoostJob, MPIJob and TrainJob \
-                 templates written inline; write a GJSON condition for other kinds",
+                "it is filled in only for Job, TFJob, PyTorchJob, XGBoostJob, MXJob, MPIJob and \
+                 TrainJob templates written inline; write a GJSON condition for other kinds",
             );
         }
     }
