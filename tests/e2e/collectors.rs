@@ -344,6 +344,36 @@ fn custom_collector_runs_beside_the_trial_and_reports_to_the_db_manager() {
     }
 }
 
+/// A collector whose imports come before its SIGTERM handler, as a real one's gRPC import
+/// does: it prints a line when the handler runs.
+const SLOW_START_COLLECTOR: &str = "import time\ntime.sleep(0.3)\nimport signal, sys\ndef on_term(signum, frame):\n    print('collector: SIGTERM handled', flush=True)\n    sys.exit(0)\nsignal.signal(signal.SIGTERM, on_term)\nwhile True:\n    time.sleep(0.05)\n";
+
+/// A trial shorter than the collector's start-up does not kill the collector before its
+/// handler is in place: SIGTERM waits until the collector has run for a while, as a native
+/// sidecar on a cluster has started before the training container.
+#[test]
+fn a_trial_shorter_than_the_collectors_start_up_leaves_it_time_for_its_handler() {
+    let sb = Sandbox::new();
+    let collector = sb.write("slow_collector.py", SLOW_START_COLLECTOR);
+    let yaml = python_experiment(
+        "short",
+        "print('loss=0.5')",
+        &format!(
+            "  objective:\n    type: minimize\n    objectiveMetricName: loss\n  parallelTrialCount: 1\n  maxTrialCount: 1\n  metricsCollectorSpec:\n    collector:\n      kind: Custom\n      customCollector:\n        name: my-collector\n        image: example.invalid/collector:1\n        command: [python3, {:?}]",
+            collector.display().to_string()
+        ),
+    );
+    let file = sb.write("short.yaml", &yaml);
+    let out = sb.run(&["run", file.to_str().unwrap()]);
+    let log = crate::harness::first_trial_log(&sb, "short");
+    assert!(
+        log.contains("collector: SIGTERM handled"),
+        "{log}\n{}",
+        text(&out)
+    );
+    assert!(!log.contains("custom collector ended with"), "{log}");
+}
+
 #[test]
 fn custom_collector_is_refused_locally_with_a_hint() {
     let sb = Sandbox::new();

@@ -18,6 +18,7 @@ use std::process::Stdio;
 use std::time::Duration;
 use tokio::process::Command;
 use tokio::sync::watch;
+use tokio::time::Instant;
 use vernier_collector::LineReader;
 use vernier_engine::SharedPath;
 use vernier_spec::SpecError;
@@ -25,6 +26,12 @@ use vernier_spec::trial::TRIAL_NAME_ENV;
 
 /// How long the collector has between SIGTERM (the trial has ended) and SIGKILL.
 pub const COLLECTOR_GRACE: Duration = Duration::from_secs(10);
+
+/// The least time the collector runs before SIGTERM. A native sidecar starts before the
+/// training container, so on a cluster its SIGTERM handler is in place long before training
+/// ends; here the collector starts beside the trial, and a trial shorter than an interpreter's
+/// start-up would otherwise kill it before its handler exists, losing its report.
+pub const COLLECTOR_START: Duration = Duration::from_secs(2);
 
 /// Where the spec's collector container is.
 const FIELD: &str = "spec.metricsCollectorSpec.collector.customCollector";
@@ -181,6 +188,7 @@ pub(crate) async fn run_beside(
             return;
         }
     };
+    let started = Instant::now();
     let pgid = child.id().map(|id| Pid::from_raw(id as i32));
     let copies: Vec<_> = [
         child
@@ -197,7 +205,7 @@ pub(crate) async fn run_beside(
     .collect();
     let exited = tokio::select! {
         status = child.wait() => Some(status),
-        _ = ended.wait_for(|ended| *ended) => None,
+        _ = ended_after_start(&mut ended, started) => None,
     };
     let stopped_by_us = exited.is_none();
     let status = match exited {
@@ -223,13 +231,20 @@ pub(crate) async fn run_beside(
         let line = format!(
             "vernier: the custom collector ended with {status}{}\n",
             if stopped_by_us && status.signal() == Some(Signal::SIGTERM as i32) {
-                "\nhint: it was sent SIGTERM when the trial ended and did not handle it; install the handler first thing (then report what is left and exit), so a short trial cannot end before it"
+                "\nhint: it was sent SIGTERM when the trial ended (at least 2 s after it started) and did not handle it; install the handler first thing, then report what is left and exit"
             } else {
                 ""
             }
         );
         write_log(&log, line.as_bytes());
     }
+}
+
+/// Resolves once the trial has ended and the collector has run for [`COLLECTOR_START`].
+async fn ended_after_start(ended: &mut watch::Receiver<bool>, started: Instant) {
+    // A dropped sender means the trial's task is gone: the trial has ended too.
+    let _ = ended.wait_for(|ended| *ended).await;
+    tokio::time::sleep_until(started + COLLECTOR_START).await;
 }
 
 async fn copy_to_log<R: tokio::io::AsyncRead + Unpin>(reader: R, log: SharedLog) {
