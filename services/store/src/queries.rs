@@ -493,7 +493,11 @@ where
 
     /// The logs and the merge of their reduction, in one transaction. SQLite takes one row per
     /// statement (it runs in process, and its statement cache then holds one statement rather
-    /// than one per batch size); servers take many, as every statement is a round trip.
+    /// than one per batch size); servers take many, as every statement is a round trip. The
+    /// reduction of a trial is final once the trial and its experiment have ended (the
+    /// experiment ends only when no trial runs, so a stopped trial's last lines are in), as
+    /// Katib's trial controller reads a trial's observation once, when it ends: later logs are
+    /// kept but change neither its metrics nor which trial is best.
     async fn try_report_observations(
         &self,
         trial: &str,
@@ -501,6 +505,14 @@ where
         summaries: &[BatchSummary],
     ) -> Result<(), sqlx::Error> {
         let mut tx = self.begin_write().await?;
+        let ended: i64 = sqlx::query_scalar(D::sql(
+            "SELECT COUNT(*) FROM trials t JOIN experiments e ON e.name = t.experiment \
+             WHERE t.name = ? AND t.completed_us IS NOT NULL AND e.completed_us IS NOT NULL",
+        ))
+        .bind(trial)
+        .fetch_one(&mut *tx)
+        .await?;
+        let summaries = if ended > 0 { &[][..] } else { summaries };
         for chunk in logs.chunks(D::ROWS_PER_INSERT) {
             let mut q = QueryBuilder::<D>::new(
                 "INSERT INTO observation_logs (trial_name, time, metric_name, value) ",

@@ -316,8 +316,10 @@ impl SqlStore {
 
     /// Appends observation logs for `trial` in one transaction (Katib `ReportObservationLog`)
     /// and merges them into the trial's reduced observation in the same transaction, so the
-    /// two never disagree. The trial need not be in the trials table: in Kubernetes mode
-    /// trials are custom resources. An empty slice does nothing.
+    /// two never disagree while the experiment runs. Once the trial and its experiment have
+    /// ended (both `completed_us` set) the trial's reduced observation is final, as in Katib:
+    /// logs still arrive and are kept, but change neither its metrics nor the best trial. The trial need not be in the trials
+    /// table: in Kubernetes mode trials are custom resources. An empty slice does nothing.
     pub async fn report_observations(
         &self,
         trial: &str,

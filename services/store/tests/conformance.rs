@@ -28,6 +28,7 @@ per_backend!(
     concurrent_writers_in_one_and_two_stores_lose_nothing,
     stores_opening_a_new_database_at_once_agree_on_one_schema,
     summaries_equal_the_reduction_of_the_raw_logs,
+    an_ended_experiments_trial_observations_are_final,
     concurrent_writers_to_one_trial_keep_its_summary_exact,
     a_lock_held_by_another_session_is_reported_and_loses_nothing,
     text_values_are_kept_exactly_and_are_only_latest,
@@ -620,6 +621,56 @@ async fn summaries_equal_the_reduction_of_the_raw_logs(db: Arc<TestDb>) {
     assert!(store.trial_summary("e-1").await.unwrap().0.is_empty());
     let raw = store.observations_for_experiment("e").await.unwrap();
     check(&store.experiment_summaries("e").await.unwrap(), &raw);
+}
+
+/// Once an experiment has ended, a log reported for one of its trials (a DBManager client
+/// writing late) is kept but changes neither that trial's metrics nor which trial is best, as
+/// Katib reads a trial's observation once; an experiment continued again merges as before.
+async fn an_ended_experiments_trial_observations_are_final(db: Arc<TestDb>) {
+    let store = SqlStore::connect(&db.url).await.unwrap();
+    store.create_experiment(&experiment("e", 1)).await.unwrap();
+    store.insert_trial(&trial("e", "e-0", 0)).await.unwrap();
+    store
+        .report_observations("e-0", &[obs("acc", 10, "0.8")])
+        .await
+        .unwrap();
+    let done = TrialUpdate {
+        state: TrialState::Succeeded,
+        reason: "TrialSucceeded".into(),
+        message: String::new(),
+        started_us: Some(1),
+        completed_us: Some(40),
+        attempt: None,
+    };
+    store.update_trial("e-0", &done).await.unwrap();
+    let mut ended = status("Succeeded");
+    ended.completed_us = Some(50);
+    store.update_experiment_status("e", &ended).await.unwrap();
+
+    store
+        .report_observations("e-0", &[obs("acc", 60, "0.99")])
+        .await
+        .unwrap();
+    let acc = |summaries: &vernier_store::ExperimentSummaries| {
+        let s = &summaries.metrics[0].summary;
+        (s.max, s.latest.clone())
+    };
+    let summaries = store.experiment_summaries("e").await.unwrap();
+    assert_eq!(acc(&summaries), (Some(0.8), "0.8".to_owned()));
+    let kept = store.observations("e-0", None, None, None).await.unwrap();
+    assert_eq!(kept.len(), 2, "the late log is kept: {kept:?}");
+
+    // Continued (`vernier resume`): the experiment runs again and its logs count again.
+    store
+        .update_experiment_status("e", &status("Running"))
+        .await
+        .unwrap();
+    store
+        .report_observations("e-0", &[obs("acc", 70, "0.9")])
+        .await
+        .unwrap();
+    let summaries = store.experiment_summaries("e").await.unwrap();
+    assert_eq!(acc(&summaries), (Some(0.9), "0.9".to_owned()));
 }
 
 /// Eight writers reporting to the same trial at once: every row lands and the summary counts
