@@ -17,7 +17,7 @@ pub(crate) fn script(name: &str) -> PathBuf {
 }
 
 /// A child process killed when the test ends, pass or fail.
-pub(crate) struct Guard(Child);
+pub(crate) struct Guard(pub(crate) Child);
 
 impl Drop for Guard {
     fn drop(&mut self) {

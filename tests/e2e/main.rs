@@ -15,6 +15,7 @@ mod extend;
 mod harness;
 mod hostile;
 mod interrupt;
+mod katib_client;
 mod katib_controller;
 mod katib_examples;
 mod katib_interop;

@@ -103,6 +103,10 @@ pub async fn operator(db: &str, args: OperatorArgs) -> anyhow::Result<Exit> {
     // crate depends on the other).
     let grpc_router = vernier_api::router_with_managed_trials(store.clone(), managed)?;
     let grpc_listener = vernier_api::bind(&args.grpc_listen).await?;
+    // Port 0 asks for a free port: say which one was bound.
+    let grpc_addr = grpc_listener
+        .local_addr()
+        .map_or_else(|_| args.grpc_listen.clone(), |a| a.to_string());
     let (grpc_stop, grpc_stopped) = tokio::sync::oneshot::channel::<()>();
     let grpc = tokio::spawn(vernier_api::serve(grpc_router, grpc_listener, async move {
         let _ = grpc_stopped.await;
@@ -110,12 +114,11 @@ pub async fn operator(db: &str, args: OperatorArgs) -> anyhow::Result<Exit> {
     let listener = tokio::net::TcpListener::bind(args.http_addr)
         .await
         .with_context(|| format!("cannot listen on --http-addr {}", args.http_addr))?;
+    let http_addr = listener.local_addr().unwrap_or(args.http_addr);
     let app = vernier_operator::http::router(metrics, store);
     let http = tokio::spawn(async move { axum::serve(listener, app).await });
     errln!(
-        "vernier operator {identity}: serving /healthz /readyz /metrics on {} and the gRPC API on {}",
-        args.http_addr,
-        args.grpc_listen
+        "vernier operator {identity}: serving /healthz /readyz /metrics on {http_addr} and the gRPC API on {grpc_addr}"
     );
     let lease = LeaseConfig {
         name: args.lease_name,
