@@ -279,9 +279,9 @@ fn every_katib_example_gets_katibs_verdict() {
     }
 }
 
-/// The examples whose trainer is one of the two stand-ins, by experiment name. The rest need
-/// what a laptop lacks or another test covers: TensorFlow event files, mpirun, PBT's and the
-/// NAS images' own trainers, Katib's hyperband placeholder (`katibs_hyperband_example_...`).
+/// The examples whose trainer has a stand-in. The rest need what a laptop may lack or another
+/// test covers: `python` (not `python3`) in the TFJob, mpirun, PBT's and the NAS images' own
+/// trainers, Katib's hyperband placeholder (`katibs_hyperband_example_...`).
 const RUN_WITH_STAND_INS: &[&str] = &[
     "early-stopping/median-stop.yaml",
     "early-stopping/median-stop-with-json-format.yaml",
@@ -297,6 +297,7 @@ const RUN_WITH_STAND_INS: &[&str] = &[
     "metrics-collector/file-metrics-collector.yaml",
     "metrics-collector/file-metrics-collector-with-json-format.yaml",
     "metrics-collector/metrics-collection-strategy.yaml",
+    "metrics-collector/tfevent-metrics-collector.yaml",
     "resume-experiment/from-volume-resume.yaml",
     "resume-experiment/long-running-resume.yaml",
     "resume-experiment/never-resume.yaml",
@@ -305,15 +306,22 @@ const RUN_WITH_STAND_INS: &[&str] = &[
 ];
 
 /// Copies the stand-in trainers to `<sandbox>/opt/<image>/mnist.py`, where the examples'
-/// commands look for them once `/opt/` is read as `<sandbox>/opt/`.
+/// commands look for them once `/opt/` is read as `<sandbox>/opt/`; the event-file writer goes
+/// beside the TensorFlow one.
 fn install_stand_ins(sb: &Sandbox) {
-    let from = Path::new(env!("CARGO_MANIFEST_DIR")).join("e2e/fixtures/katib-stand-ins");
-    for image in ["mxnet-mnist", "pytorch-mnist"] {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let from = root.join("e2e/fixtures/katib-stand-ins");
+    for image in ["mxnet-mnist", "pytorch-mnist", "tf-mnist-with-summaries"] {
         let dir = sb.path().join("opt").join(image);
         std::fs::create_dir_all(&dir).expect("stand-in directory");
         std::fs::copy(from.join(image).join("mnist.py"), dir.join("mnist.py"))
             .expect("copy a stand-in");
     }
+    std::fs::copy(
+        root.join("../examples/trainers/tfevent_trainer.py"),
+        sb.path().join("opt/tf-mnist-with-summaries/tfevent_trainer.py"),
+    )
+    .expect("copy the event-file writer");
 }
 
 /// A migrating user's first run: each of Katib's examples whose trainer has a stand-in runs
