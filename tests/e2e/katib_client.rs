@@ -1,8 +1,9 @@
 //! Katib's Python SDK against `vernier operator`: a notebook's `KatibClient` (kubeflow-katib
 //! on PyPI) tunes a function on a Kubernetes API server (the in-repo test double, with its
-//! simulated job runner), and every SDK call it makes gets Katib's answer. Needs the SDK and
-//! a `kubernetes` client before 36 (`.ci/run` installs both); without them a `SKIPPED` line.
-
+//! simulated job runner), and every SDK call it makes gets Katib's answer, for a function that
+//! prints its metric (StdOut) and one that pushes it with `katib.report_metrics` (Push). Needs
+//! the SDK and a `kubernetes` client before 36 (`.ci/run` installs both); without them a
+//! `SKIPPED` line.
 use crate::harness::{Sandbox, available_or_skip, text};
 use crate::katib_interop::{Guard, script};
 use std::io::{BufRead, BufReader};
@@ -103,7 +104,13 @@ fn katib_client_tunes_a_function_through_the_operator() {
     let out = sdk(&["tune", &url, &grpc]);
     let all = text(&out);
     assert!(out.status.success(), "{all}");
-    assert!(all.contains("ok: delete_experiment removes it"), "{all}");
+    for check in [
+        "ok: delete_experiment removes it",
+        "ok: the Push experiment succeeded",
+    ] {
+        assert!(all.contains(check), "{check:?} not in {all}");
+    }
+    assert_eq!(all.matches("observed what it pushed").count(), 2, "{all}");
 
     drop(op);
     rt.block_on(async {

@@ -319,7 +319,8 @@ fn install_stand_ins(sb: &Sandbox) {
     }
     std::fs::copy(
         root.join("../examples/trainers/tfevent_trainer.py"),
-        sb.path().join("opt/tf-mnist-with-summaries/tfevent_trainer.py"),
+        sb.path()
+            .join("opt/tf-mnist-with-summaries/tfevent_trainer.py"),
     )
     .expect("copy the event-file writer");
 }

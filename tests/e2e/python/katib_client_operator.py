@@ -43,6 +43,18 @@ def objective(parameters):
         time.sleep(0.1)
 
 
+def objective_push(parameters):
+    import os
+    import kubeflow.katib as katib
+    import kubeflow.katib.utils.utils as sdk_utils
+    # The SDK reads the pod's service-account namespace file; the double's pods are local
+    # processes without that mount.
+    sdk_utils.get_current_k8s_namespace = lambda: "default"
+    lr = float(parameters["lr"])
+    katib.report_metrics({"result": 1 - abs(lr - 0.03) * 10},
+                         db_manager_address=os.environ["VERNIER_TEST_DB_MANAGER"])
+
+
 def expected(lr):
     return f"{1 - abs(float(lr) - 0.03) * 10:.4f}"
 
@@ -103,6 +115,27 @@ def tune(url, grpc_addr):
     kc.delete_experiment(NAME)
     names = [e.metadata.name for e in kc.list_experiments()]
     check("delete_experiment removes it", NAME not in names, names)
+
+    # The Push collector: the function reports with katib.report_metrics, whose trial name
+    # comes from KATIB_TRIAL_NAME in the pod, as Katib's webhook sets it.
+    kc.tune(
+        name="tune-push",
+        objective=objective_push,
+        parameters={"lr": katib.search.double(min=0.01, max=0.05)},
+        objective_metric_name="result",
+        max_trial_count=2,
+        parallel_trial_count=2,
+        base_image="python:3.11",
+        env_per_trial={"VERNIER_TEST_DB_MANAGER": grpc_addr},
+        metrics_collector_config={"kind": "Push"},
+    )
+    kc.wait_for_experiment_condition(name="tune-push", timeout=240, polling_interval=1)
+    check("the Push experiment succeeded", kc.is_experiment_succeeded("tune-push"))
+    for d in kc.get_success_trial_details("tune-push"):
+        lr = float(field(d["parameter_assignments"][0], "value"))
+        result = next(m for m in d["metrics"] if field(m, "name") == "result")
+        check(f"{d['name']} observed what it pushed for lr {lr}",
+              abs(float(field(result, "latest")) - (1 - abs(lr - 0.03) * 10)) < 1e-9, result)
 
 
 if __name__ == "__main__":
