@@ -4,6 +4,7 @@
 //! prints its metric (StdOut) and one that pushes it with `katib.report_metrics` (Push). Needs
 //! the SDK and a `kubernetes` client before 36 (`.ci/run` installs both); without them a
 //! `SKIPPED` line.
+
 use crate::harness::{Sandbox, available_or_skip, text};
 use crate::katib_interop::{Guard, script};
 use std::io::{BufRead, BufReader};
