@@ -92,6 +92,22 @@ async fn fixture_from(spec_text: &str) -> (tempfile::TempDir, ExperimentReport) 
         .await
         .unwrap();
     let spec = vernier_spec::parse_experiment(spec_text).unwrap();
+    let ended = ExperimentStatusRow {
+        phase: "Succeeded".into(),
+        reason: "ExperimentMaxTrialsReached".into(),
+        message: "Experiment has succeeded because max trial count has reached".into(),
+        started_us: Some(T0),
+        completed_us: Some(T0 + 600_000_000),
+        algorithm_state: None,
+        conditions_json: "[]".into(),
+    };
+    // Recorded as a run records it: the experiment ends after its trials' observations, which
+    // are final from then on.
+    let running = ExperimentStatusRow {
+        phase: "Running".into(),
+        completed_us: None,
+        ..ended.clone()
+    };
     store
         .create_experiment(&ExperimentRow {
             name: "fixture".into(),
@@ -100,15 +116,7 @@ async fn fixture_from(spec_text: &str) -> (tempfile::TempDir, ExperimentReport) 
             created_us: T0,
             work_dir: ".".into(),
             log_dir: "logs".into(),
-            status: ExperimentStatusRow {
-                phase: "Succeeded".into(),
-                reason: "ExperimentMaxTrialsReached".into(),
-                message: "Experiment has succeeded because max trial count has reached".into(),
-                started_us: Some(T0),
-                completed_us: Some(T0 + 600_000_000),
-                algorithm_state: None,
-                conditions_json: "[]".into(),
-            },
+            status: running,
         })
         .await
         .unwrap();
@@ -151,6 +159,10 @@ async fn fixture_from(spec_text: &str) -> (tempfile::TempDir, ExperimentReport) 
         });
         store.report_observations(&name, &obs).await.unwrap();
     }
+    store
+        .update_experiment_status("fixture", &ended)
+        .await
+        .unwrap();
     let mut report = load(&store, "fixture").await.unwrap();
     load_curves(&store, &mut report, html::MAX_CURVES)
         .await
