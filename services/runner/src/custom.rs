@@ -228,14 +228,15 @@ pub(crate) async fn run_beside(
     if let Ok(status) = status
         && !status.success()
     {
-        let line = format!(
-            "vernier: the custom collector ended with {status}{}\n",
-            if stopped_by_us && status.signal() == Some(Signal::SIGTERM as i32) {
-                "\nhint: it was sent SIGTERM when the trial ended (at least 2 s after it started) and did not handle it; install the handler first thing, then report what is left and exit"
-            } else {
-                ""
-            }
-        );
+        let hint = if stopped_by_us && status.signal() == Some(Signal::SIGTERM as i32) {
+            format!(
+                "\nhint: it was sent SIGTERM when the trial ended (at least {} s after it started) and did not handle it; install the handler first thing, then report what is left and exit",
+                COLLECTOR_START.as_secs()
+            )
+        } else {
+            String::new()
+        };
+        let line = format!("vernier: the custom collector ended with {status}{hint}\n");
         write_log(&log, line.as_bytes());
     }
 }

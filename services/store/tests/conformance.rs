@@ -10,7 +10,7 @@ mod support;
 
 use std::sync::Arc;
 use std::time::Duration;
-use support::fixtures::{experiment, obs, status, trial};
+use support::fixtures::{experiment, obs, status, succeeded_at, trial};
 use support::{Backend, TestDb};
 use vernier_core::{MetricSummary, Observation, TrialState};
 use vernier_store::{LeaseClaim, SqlStore, StoreError, StoreOptions, TrialRow, TrialUpdate};
@@ -545,15 +545,7 @@ async fn summaries_equal_the_reduction_of_the_raw_logs(db: Arc<TestDb>) {
         store.report_observations(t, b).await.unwrap();
     }
     // A finished trial that gets more observations keeps an exact summary.
-    let done = TrialUpdate {
-        state: TrialState::Succeeded,
-        reason: "TrialSucceeded".into(),
-        message: String::new(),
-        started_us: Some(1),
-        completed_us: Some(40),
-        attempt: None,
-    };
-    store.update_trial("e-0", &done).await.unwrap();
+    store.update_trial("e-0", &succeeded_at(40)).await.unwrap();
     store
         .report_observations("e-0", &[obs("loss", 50, "0.05"), obs("acc", 25, "0.7")])
         .await
@@ -634,15 +626,7 @@ async fn an_ended_experiments_trial_observations_are_final(db: Arc<TestDb>) {
         .report_observations("e-0", &[obs("acc", 10, "0.8")])
         .await
         .unwrap();
-    let done = TrialUpdate {
-        state: TrialState::Succeeded,
-        reason: "TrialSucceeded".into(),
-        message: String::new(),
-        started_us: Some(1),
-        completed_us: Some(40),
-        attempt: None,
-    };
-    store.update_trial("e-0", &done).await.unwrap();
+    store.update_trial("e-0", &succeeded_at(40)).await.unwrap();
     let mut ended = status("Succeeded");
     ended.completed_us = Some(50);
     store.update_experiment_status("e", &ended).await.unwrap();

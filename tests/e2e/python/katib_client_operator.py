@@ -71,18 +71,24 @@ def check(what, ok, detail=""):
     print(f"ok: {what}")
 
 
-def tune(url, grpc_addr):
-    kc = KatibClient(client_configuration=configuration(url), namespace="default")
+def tune_and_wait(kc, name, function, trials, **extra):
+    """Tunes `function` over lr in [0.01, 0.05], `result` maximised, and waits for the end."""
     kc.tune(
-        name=NAME,
-        objective=objective,
+        name=name,
+        objective=function,
         parameters={"lr": katib.search.double(min=0.01, max=0.05)},
         objective_metric_name="result",
-        max_trial_count=4,
+        max_trial_count=trials,
         parallel_trial_count=2,
         base_image="python:3.11",
+        **extra,
     )
-    kc.wait_for_experiment_condition(name=NAME, timeout=240, polling_interval=1)
+    kc.wait_for_experiment_condition(name=name, timeout=240, polling_interval=1)
+
+
+def tune(url, grpc_addr):
+    kc = KatibClient(client_configuration=configuration(url), namespace="default")
+    tune_and_wait(kc, NAME, objective, 4)
     check("is_experiment_succeeded", kc.is_experiment_succeeded(NAME))
     conditions = kc.get_experiment_conditions(NAME)
     check("the Succeeded condition is ExperimentMaxTrialsReached",
@@ -118,18 +124,9 @@ def tune(url, grpc_addr):
 
     # The Push collector: the function reports with katib.report_metrics, whose trial name
     # comes from KATIB_TRIAL_NAME in the pod, as Katib's webhook sets it.
-    kc.tune(
-        name="tune-push",
-        objective=objective_push,
-        parameters={"lr": katib.search.double(min=0.01, max=0.05)},
-        objective_metric_name="result",
-        max_trial_count=2,
-        parallel_trial_count=2,
-        base_image="python:3.11",
-        env_per_trial={"VERNIER_TEST_DB_MANAGER": grpc_addr},
-        metrics_collector_config={"kind": "Push"},
-    )
-    kc.wait_for_experiment_condition(name="tune-push", timeout=240, polling_interval=1)
+    tune_and_wait(kc, "tune-push", objective_push, 2,
+                  env_per_trial={"VERNIER_TEST_DB_MANAGER": grpc_addr},
+                  metrics_collector_config={"kind": "Push"})
     check("the Push experiment succeeded", kc.is_experiment_succeeded("tune-push"))
     for d in kc.get_success_trial_details("tune-push"):
         lr = float(field(d["parameter_assignments"][0], "value"))

@@ -80,31 +80,15 @@ fn kubeflow_job_defaults_and_explicit_values_win() {
 /// any other kind gets nothing filled in.
 #[test]
 fn conditions_are_filled_in_for_katibs_kubeflow_job_kinds_only() {
+    const SUCCEEDED: &str = r#"status.conditions.#(type=="Succeeded")#|#(status=="True")#"#;
+    const COMPLETE: &str = r#"status.conditions.#(type=="Complete")#|#(status=="True")#"#;
     let cases: &[(&str, Option<&str>)] = &[
-        (
-            "TFJob",
-            Some(r#"status.conditions.#(type=="Succeeded")#|#(status=="True")#"#),
-        ),
-        (
-            "PyTorchJob",
-            Some(r#"status.conditions.#(type=="Succeeded")#|#(status=="True")#"#),
-        ),
-        (
-            "XGBoostJob",
-            Some(r#"status.conditions.#(type=="Succeeded")#|#(status=="True")#"#),
-        ),
-        (
-            "MXJob",
-            Some(r#"status.conditions.#(type=="Succeeded")#|#(status=="True")#"#),
-        ),
-        (
-            "MPIJob",
-            Some(r#"status.conditions.#(type=="Succeeded")#|#(status=="True")#"#),
-        ),
-        (
-            "Job",
-            Some(r#"status.conditions.#(type=="Complete")#|#(status=="True")#"#),
-        ),
+        ("TFJob", Some(SUCCEEDED)),
+        ("PyTorchJob", Some(SUCCEEDED)),
+        ("XGBoostJob", Some(SUCCEEDED)),
+        ("MXJob", Some(SUCCEEDED)),
+        ("MPIJob", Some(SUCCEEDED)),
+        ("Job", Some(COMPLETE)),
         ("PaddleJob", None),
         ("Workflow", None),
     ];

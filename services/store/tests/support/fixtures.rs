@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 use vernier_core::{Observation, TrialState};
-use vernier_store::{ExperimentRow, ExperimentStatusRow, TrialRow};
+use vernier_store::{ExperimentRow, ExperimentStatusRow, TrialRow, TrialUpdate};
 
 pub fn status(phase: &str) -> ExperimentStatusRow {
     ExperimentStatusRow {
@@ -47,6 +47,18 @@ pub fn trial(experiment: &str, name: &str, seq: i64) -> TrialRow {
         started_us: None,
         completed_us: None,
         attempt: 0,
+    }
+}
+
+/// The update that ends a trial Succeeded at `completed_us` (started at 1).
+pub fn succeeded_at(completed_us: i64) -> TrialUpdate {
+    TrialUpdate {
+        state: TrialState::Succeeded,
+        reason: "TrialSucceeded".into(),
+        message: String::new(),
+        started_us: Some(1),
+        completed_us: Some(completed_us),
+        attempt: None,
     }
 }
 
