@@ -74,7 +74,7 @@ pub(crate) fn build(
             "a fraction from 0 to 1",
         )?
         .unwrap_or(DEFAULT_RANDOM_FRACTION);
-    let hyperband = Hyperband::new(name, &schedule_settings(name, settings)?, space)?;
+    let hyperband = Hyperband::new(name, &schedule_settings(&s, settings)?, space)?;
     Ok(Box::new(Bohb {
         hyperband,
         min_points,
@@ -84,28 +84,20 @@ pub(crate) fn build(
 
 /// The settings Hyperband reads, with `max_resource` as `r_l`; both at once must agree.
 fn schedule_settings(
-    name: &str,
+    s: &Settings<'_>,
     settings: &[(String, String)],
 ) -> Result<Vec<(String, String)>, AlgorithmError> {
-    let last = |key: &str| {
-        settings
-            .iter()
-            .rev()
-            .find(|(n, v)| n == key && !v.trim().is_empty())
-            .map(|(_, v)| v.trim().to_string())
-    };
-    if let (Some(r_l), Some(max)) = (last("r_l"), last("max_resource"))
+    if let (Some(r_l), Some(max)) = (s.nonblank("r_l"), s.nonblank("max_resource"))
         && r_l.parse::<f64>().ok() != max.parse::<f64>().ok()
     {
-        return Err(AlgorithmError::InvalidSetting {
-            algorithm: name.to_string(),
-            setting: "max_resource".to_string(),
-            value: max,
-            reason: format!(
+        return Err(s.invalid(
+            "max_resource",
+            max,
+            format!(
                 "disagrees with r_l {r_l:?}: both name the most resource one configuration \
                  gets\nhint: set only one of them"
             ),
-        });
+        ));
     }
     Ok(settings
         .iter()

@@ -105,22 +105,17 @@ pub(crate) fn build(
             "a number > 0, the initial step in units of each parameter's range",
         )?
         .unwrap_or(1.0 / 6.0);
-    let restart = match settings.iter().rev().find(|(n, _)| n == "restart_strategy") {
-        None => RestartStrategy::None,
-        Some((_, v)) => match v.trim() {
-            "none" | "None" => RestartStrategy::None,
-            "ipop" => RestartStrategy::Ipop,
-            "bipop" => RestartStrategy::Bipop,
-            _ => {
-                return Err(AlgorithmError::InvalidSetting {
-                    algorithm: name.to_string(),
-                    setting: "restart_strategy".into(),
-                    value: v.clone(),
-                    reason: "is not supported: use none, ipop or bipop".into(),
-                });
-            }
-        },
-    };
+    let restart = s
+        .one_of(
+            "restart_strategy",
+            &[
+                ("none", RestartStrategy::None),
+                ("ipop", RestartStrategy::Ipop),
+                ("bipop", RestartStrategy::Bipop),
+            ],
+            "",
+        )?
+        .unwrap_or(RestartStrategy::None);
     let numeric = numeric_params(space);
     if numeric.len() < 2 {
         return Err(AlgorithmError::UnsuitableSpace {

@@ -104,27 +104,8 @@ pub(crate) fn build(
     Ok(Box::new(Hyperband::new(name, settings, space)?))
 }
 
-fn invalid(name: &str, setting: &str, value: &str, reason: impl Into<String>) -> AlgorithmError {
-    AlgorithmError::InvalidSetting {
-        algorithm: name.to_string(),
-        setting: setting.to_string(),
-        value: value.to_string(),
-        reason: reason.into(),
-    }
-}
-
-/// The last non-blank value of a setting, trimmed.
-fn raw_setting<'a>(settings: &'a [(String, String)], key: &str) -> Option<&'a str> {
-    settings
-        .iter()
-        .rev()
-        .find(|(n, v)| n == key && !v.trim().is_empty())
-        .map(|(_, v)| v.trim())
-}
-
-fn missing(name: &str, key: &str) -> AlgorithmError {
-    invalid(
-        name,
+fn missing(s: &Settings<'_>, key: &str) -> AlgorithmError {
+    s.invalid(
         key,
         "",
         "is not set: r_l and resource_name must be set.\nhint: r_l is the most resource \
@@ -133,7 +114,7 @@ fn missing(name: &str, key: &str) -> AlgorithmError {
 }
 
 /// `eta` as Katib reads it: `int(float(eta))`, a non-positive value meaning the default 3.
-fn read_eta(name: &str, s: &Settings<'_>, raw_eta: &str) -> Result<u64, AlgorithmError> {
+fn read_eta(s: &Settings<'_>) -> Result<u64, AlgorithmError> {
     let Some(v) = s.get::<f64>("eta", f64::is_finite, "an integer >= 2")? else {
         return Ok(DEFAULT_ETA);
     };
@@ -141,10 +122,9 @@ fn read_eta(name: &str, s: &Settings<'_>, raw_eta: &str) -> Result<u64, Algorith
     if t <= 0.0 {
         Ok(DEFAULT_ETA)
     } else if t < 2.0 {
-        Err(invalid(
-            name,
+        Err(s.invalid(
             "eta",
-            raw_eta,
+            s.nonblank("eta").unwrap_or_default(),
             "is out of range: eta must be an integer >= 2 after truncation \
              (int(float(eta))); a value <= 0 means the default 3",
         ))
@@ -155,14 +135,13 @@ fn read_eta(name: &str, s: &Settings<'_>, raw_eta: &str) -> Result<u64, Algorith
 
 /// The parameter `resource_name` names, which receives each rung's budget.
 fn resource_parameter<'a>(
-    name: &str,
+    s: &Settings<'_>,
     space: &'a SearchSpace,
     resource_name: &str,
 ) -> Result<&'a Parameter, AlgorithmError> {
     space.get(resource_name).ok_or_else(|| {
         let names: Vec<&str> = space.parameters().iter().map(|p| p.name.as_str()).collect();
-        invalid(
-            name,
+        s.invalid(
             "resource_name",
             resource_name,
             format!(
@@ -177,7 +156,7 @@ fn resource_parameter<'a>(
 /// Each rung's budget `r_l·eta^(−s)`, s = 0..=s_max, as a value of the resource parameter;
 /// refused when the parameter's space cannot hold one.
 fn rung_budgets(
-    name: &str,
+    s: &Settings<'_>,
     param: &Parameter,
     r_l: f64,
     eta: u64,
@@ -188,8 +167,7 @@ fn rung_budgets(
         .collect::<Result<Vec<_>, _>>()
         .map_err(|bad| {
             let lowest = r_l / (eta as f64).powi(s_max as i32);
-            invalid(
-                name,
+            s.invalid(
                 "resource_name",
                 &param.name,
                 format!(
@@ -222,10 +200,11 @@ impl Hyperband {
         let s = Settings::new(name, settings, ACCEPTED)?;
         s.random_state()?;
 
-        let raw = |key: &str| raw_setting(settings, key);
-        let resource_name = raw("resource_name").ok_or_else(|| missing(name, "resource_name"))?;
-        if raw("r_l").is_none() {
-            return Err(missing(name, "r_l"));
+        let resource_name = s
+            .nonblank("resource_name")
+            .ok_or_else(|| missing(&s, "resource_name"))?;
+        if s.nonblank("r_l").is_none() {
+            return Err(missing(&s, "r_l"));
         }
         let r_l = s
             .get::<f64>(
@@ -233,15 +212,14 @@ impl Hyperband {
                 |v| v.is_finite() && v > 0.0,
                 "r_l must be a positive float number.",
             )?
-            .ok_or_else(|| missing(name, "r_l"))?;
-        let eta = read_eta(name, &s, raw("eta").unwrap_or_default())?;
-        let param = resource_parameter(name, space, resource_name)?;
+            .ok_or_else(|| missing(&s, "r_l"))?;
+        let eta = read_eta(&s)?;
+        let param = resource_parameter(&s, space, resource_name)?;
         let s_max = s_max(eta, r_l);
         let brackets = bracket_sizes(eta, s_max).ok_or_else(|| {
-            invalid(
-                name,
+            s.invalid(
                 "r_l",
-                raw("r_l").unwrap_or_default(),
+                s.nonblank("r_l").unwrap_or_default(),
                 format!(
                     "is out of range: with eta {eta} the first bracket would need more than \
                      {} configurations",
@@ -249,7 +227,7 @@ impl Hyperband {
                 ),
             )
         })?;
-        let budgets = rung_budgets(name, param, r_l, eta, s_max)?;
+        let budgets = rung_budgets(&s, param, r_l, eta, s_max)?;
         Ok(Hyperband {
             algorithm: name.to_string(),
             resource: Resource {

@@ -24,11 +24,11 @@ impl InitialDesign {
     /// Reads `initial_point_generator` (default `random`).
     pub(crate) fn from_settings(s: &Settings) -> Result<Self, AlgorithmError> {
         let seed = s.random_state()?.unwrap_or(0);
-        match s.raw(SETTING) {
-            None | Some("random") => Ok(InitialDesign::Random),
-            Some("sobol") => Ok(InitialDesign::Sobol(SobolSearch::new(seed))),
-            Some(other) => Err(s.invalid(SETTING, other, "expected one of random, sobol")),
-        }
+        let sobol = s.one_of(SETTING, &[("random", false), ("sobol", true)], "")?;
+        Ok(match sobol {
+            Some(true) => InitialDesign::Sobol(SobolSearch::new(seed)),
+            None | Some(false) => InitialDesign::Random,
+        })
     }
 
     /// A whole batch from the design.

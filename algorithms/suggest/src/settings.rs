@@ -41,6 +41,41 @@ impl<'a> Settings<'a> {
             .map(|(_, v)| v.trim())
     }
 
+    /// The last non-blank value given for `name`, trimmed: a blank value counts as unset, as
+    /// Katib's services read an empty setting.
+    pub(crate) fn nonblank(&self, name: &str) -> Option<&'a str> {
+        self.pairs
+            .iter()
+            .rev()
+            .find(|(n, v)| n == name && !v.trim().is_empty())
+            .map(|(_, v)| v.trim())
+    }
+
+    /// What the last value of `name` chooses among `choices`, matched without regard to case;
+    /// the refusal of any other value lists every choice, after "is not supported" and
+    /// `context`.
+    pub(crate) fn one_of<T: Copy>(
+        &self,
+        name: &str,
+        choices: &[(&str, T)],
+        context: &str,
+    ) -> Result<Option<T>, AlgorithmError> {
+        let Some(value) = self.raw(name) else {
+            return Ok(None);
+        };
+        match choices.iter().find(|(c, _)| c.eq_ignore_ascii_case(value)) {
+            Some((_, chosen)) => Ok(Some(*chosen)),
+            None => {
+                let names: Vec<&str> = choices.iter().map(|(c, _)| *c).collect();
+                let reason = format!(
+                    "is not supported{context}: expected one of {}",
+                    names.join(", ")
+                );
+                Err(self.invalid(name, value, reason))
+            }
+        }
+    }
+
     pub(crate) fn invalid(
         &self,
         name: &str,
@@ -83,5 +118,66 @@ impl<'a> Settings<'a> {
     pub fn random_state(&self) -> Result<Option<u64>, AlgorithmError> {
         self.get::<i64>("random_state", |v| v >= 0, "an integer >= 0")
             .map(|v| v.map(|v| v as u64))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_params::pairs;
+
+    const ACCEPTED: &[&str] = &["mode", "dir"];
+    const MODES: &[(&str, u8)] = &[("none", 0), ("ipop", 1), ("BIPOP", 2)];
+    /// Settings as written in a spec.
+    type Given<'a> = &'a [(&'a str, &'a str)];
+
+    fn mode(given: Given<'_>) -> Result<Option<u8>, String> {
+        let given = pairs(given);
+        let s = Settings::new("algo", &given, ACCEPTED).unwrap();
+        s.one_of("mode", MODES, " in algo")
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn one_of_matches_the_last_value_without_regard_to_case() {
+        let cases: &[(Given<'_>, Option<u8>)] = &[
+            (&[], None),
+            (&[("mode", "ipop")], Some(1)),
+            (&[("mode", " IPOP ")], Some(1)),
+            (&[("mode", "bipop")], Some(2)),
+            (&[("mode", "ipop"), ("mode", "None")], Some(0)),
+        ];
+        for (given, want) in cases {
+            assert_eq!(mode(given), Ok(*want), "{given:?}");
+        }
+    }
+
+    #[test]
+    fn one_of_refuses_other_values_listing_every_choice() {
+        for bad in ["", "restart", "ipop2"] {
+            let err = mode(&[("mode", bad)]).unwrap_err();
+            assert!(err.contains("mode"), "{err}");
+            assert!(err.contains(&format!("{bad:?}")), "{err}");
+            assert!(
+                err.contains("is not supported in algo: expected one of none, ipop, BIPOP"),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
+    fn nonblank_skips_blank_values_and_trims() {
+        let cases: &[(Given<'_>, Option<&str>)] = &[
+            (&[], None),
+            (&[("dir", "  ")], None),
+            (&[("dir", " /ckpt/ ")], Some("/ckpt/")),
+            (&[("dir", "/a"), ("dir", "")], Some("/a")),
+            (&[("dir", "/a"), ("dir", "/b")], Some("/b")),
+        ];
+        for (given, want) in cases {
+            let given = pairs(given);
+            let s = Settings::new("algo", &given, ACCEPTED).unwrap();
+            assert_eq!(s.nonblank("dir"), *want, "{given:?}");
+        }
     }
 }

@@ -86,15 +86,6 @@ pub(crate) fn build(
     Ok(Box::new(Asha::new(name, settings, space)?))
 }
 
-pub(crate) fn invalid(setting: &str, value: &str, reason: impl Into<String>) -> AlgorithmError {
-    AlgorithmError::InvalidSetting {
-        algorithm: ALGORITHM.to_string(),
-        setting: setting.to_string(),
-        value: value.to_string(),
-        reason: reason.into(),
-    }
-}
-
 /// `eta`: an integer >= 2 (unlike `hyperband`, no Katib truncation rules to mirror).
 pub(crate) fn eta_setting(s: &Settings<'_>) -> Result<u64, AlgorithmError> {
     Ok(
@@ -131,21 +122,18 @@ impl Asha {
         };
         let hint = "\nhint: resource_name names the int or double parameter that receives each \
                     trial's resource (e.g. epochs), max_resource the most any trial gets";
-        let resource_name = settings
-            .iter()
-            .rev()
-            .find(|(n, v)| n == "resource_name" && !v.trim().is_empty())
-            .map(|(_, v)| v.trim())
-            .ok_or_else(|| invalid("resource_name", "", format!("is not set{hint}")))?;
+        let resource_name = s
+            .nonblank("resource_name")
+            .ok_or_else(|| s.invalid("resource_name", "", format!("is not set{hint}")))?;
         let max_resource = positive("max_resource")?
-            .ok_or_else(|| invalid("max_resource", "", format!("is not set{hint}")))?;
+            .ok_or_else(|| s.invalid("max_resource", "", format!("is not set{hint}")))?;
         let min_resource = positive("min_resource")?.unwrap_or(1.0);
         let eta = eta_setting(&s)?;
         let rate = rate_setting(&s)?;
 
         let Some(param) = space.get(resource_name) else {
             let names: Vec<&str> = space.parameters().iter().map(|p| p.name.as_str()).collect();
-            return Err(invalid(
+            return Err(s.invalid(
                 "resource_name",
                 resource_name,
                 format!(
@@ -156,7 +144,7 @@ impl Asha {
         };
         let levels = s_max(eta, max_resource / min_resource);
         if levels < rate as usize + 1 {
-            return Err(invalid(
+            return Err(s.invalid(
                 "max_resource",
                 &tidy_text(max_resource),
                 format!(
@@ -175,7 +163,7 @@ impl Asha {
             .collect::<Result<Vec<_>, _>>()
             .map_err(|bad| {
                 let lowest = max_resource / (eta as f64).powi(top as i32);
-                invalid(
+                s.invalid(
                     "resource_name",
                     resource_name,
                     format!(

@@ -15,7 +15,7 @@
 //! after every new value until it reaches the next rung, so a trial that other trials overtake
 //! at its current rung is stopped then instead of carrying on to the next rung.
 
-use super::{eta_setting, invalid, rate_setting};
+use super::{eta_setting, rate_setting};
 use crate::error::AlgorithmError;
 use crate::settings::Settings;
 use vernier_core::{CoreError, EarlyStopper, EarlyStoppingRequest, TrialState};
@@ -62,7 +62,7 @@ impl AshaPruner {
             bootstrap_count,
         };
         if pruner.rung_step(0).is_none() {
-            return Err(invalid(
+            return Err(s.invalid(
                 "min_early_stopping_rate",
                 &min_early_stopping_rate.to_string(),
                 format!(

@@ -128,58 +128,41 @@ pub(crate) fn build(
 ) -> Result<Box<dyn Suggester>, AlgorithmError> {
     let _ = space;
     let s = Settings::new(name, settings, SETTINGS)?;
-    let trees = match s.raw("base_estimator") {
-        None => None,
-        Some(v) => match v.to_ascii_uppercase().as_str() {
-            "GP" => None,
-            "RF" => Some(TreeKind::RandomForest),
-            "ET" => Some(TreeKind::ExtraTrees),
-            "GBRT" => Some(TreeKind::Boosted),
-            _ => {
-                return Err(s.invalid(
-                    "base_estimator",
-                    v,
-                    "is not supported in Bayesian optimization: expected one of GP, RF, ET, \
-                     GBRT"
-                        .to_string(),
-                ));
-            }
-        },
-    };
-    let acq = match s.raw("acq_func") {
-        None => AcqFunc::Hedge,
-        Some(v) => match v.to_ascii_lowercase().as_str() {
-            "gp_hedge" => AcqFunc::Hedge,
-            "ei" | "eips" => AcqFunc::Single(Acq::Ei),
-            "pi" | "pips" => AcqFunc::Single(Acq::Pi),
-            "lcb" | "ucb" => AcqFunc::Single(Acq::Lcb),
-            _ => {
-                return Err(s.invalid(
-                    "acq_func",
-                    v,
-                    "is not supported in Bayesian optimization: expected one of gp_hedge, EI, \
-                     PI, LCB, UCB, EIps, PIps"
-                        .to_string(),
-                ));
-            }
-        },
-    };
-    let local_search = match s.raw("acq_optimizer") {
-        None => true,
-        Some(v) => match v.to_ascii_lowercase().as_str() {
-            "auto" | "lbfgs" => true,
-            "sampling" => false,
-            _ => {
-                return Err(s.invalid(
-                    "acq_optimizer",
-                    v,
-                    "is not supported in Bayesian optimization: expected one of auto, \
-                     sampling, lbfgs"
-                        .to_string(),
-                ));
-            }
-        },
-    };
+    const WHERE: &str = " in Bayesian optimization";
+    let trees = s
+        .one_of(
+            "base_estimator",
+            &[
+                ("GP", None),
+                ("RF", Some(TreeKind::RandomForest)),
+                ("ET", Some(TreeKind::ExtraTrees)),
+                ("GBRT", Some(TreeKind::Boosted)),
+            ],
+            WHERE,
+        )?
+        .flatten();
+    let acq = s
+        .one_of(
+            "acq_func",
+            &[
+                ("gp_hedge", AcqFunc::Hedge),
+                ("EI", AcqFunc::Single(Acq::Ei)),
+                ("PI", AcqFunc::Single(Acq::Pi)),
+                ("LCB", AcqFunc::Single(Acq::Lcb)),
+                ("UCB", AcqFunc::Single(Acq::Lcb)),
+                ("EIps", AcqFunc::Single(Acq::Ei)),
+                ("PIps", AcqFunc::Single(Acq::Pi)),
+            ],
+            WHERE,
+        )?
+        .unwrap_or(AcqFunc::Hedge);
+    let local_search = s
+        .one_of(
+            "acq_optimizer",
+            &[("auto", true), ("sampling", false), ("lbfgs", true)],
+            WHERE,
+        )?
+        .unwrap_or(true);
     let n_initial = s
         .get::<i64>("n_initial_points", |v| v >= 0, "an integer >= 0")?
         .map_or(DEFAULT_INITIAL_POINTS, |v| v as usize);
