@@ -88,6 +88,17 @@ pub enum StoreError {
     )]
     DatabaseMissing { url: String, database: String },
 
+    #[error(
+        "database `{url}` did not answer within {} s {doing}\nhint: check that the database server is running and reachable; a server that accepts connections but does not answer is overloaded, paused or cut off by the network",
+        .waited.as_secs_f64()
+    )]
+    NoAnswer {
+        url: String,
+        /// What was going on, after "within N s".
+        doing: &'static str,
+        waited: Duration,
+    },
+
     #[error("cannot open database `{url}`: {}", said(.error))]
     Connect { url: String, error: sqlx::Error },
 

@@ -143,6 +143,7 @@ impl MySqlBackend {
         let secs = lock_timeout.as_secs().max(1);
         let pool = MySqlPoolOptions::new()
             .max_connections(MAX_CONNECTIONS)
+            .acquire_timeout(crate::outage::ACQUIRE_WITHIN)
             .after_connect(move |conn, _meta| {
                 Box::pin(async move {
                     conn.execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")

@@ -28,6 +28,10 @@ pub struct StoreOptions {
     /// seconds on MySQL).
     pub lock_timeout: Duration,
     pub mode: OpenMode,
+    /// How long opening a server database (connecting, checking and updating its schema) may
+    /// take before failing with [`StoreError::NoAnswer`]: a server that accepts connections
+    /// but never answers would otherwise hold a command forever.
+    pub connect_within: Duration,
 }
 
 impl Default for StoreOptions {
@@ -35,6 +39,7 @@ impl Default for StoreOptions {
         StoreOptions {
             lock_timeout: Duration::from_secs(30),
             mode: OpenMode::Create,
+            connect_within: Duration::from_secs(20),
         }
     }
 }

@@ -9,6 +9,12 @@
 //! one already stored), and a new experiment or trial row finds itself already there, which
 //! the store takes as the insert having worked (`SqlStore::insert_trial`). Commands that only read
 //! (`report`, `list`) do not ride: they fail at once and can simply be run again.
+//!
+//! A server that stops answering without closing its connections (paused, overloaded, cut off
+//! by the network) leaves a call waiting with no error to ride. Once the driver is stopping,
+//! such a call on a server database gets [`STOP_GRACE`] to answer (or one retry interval while
+//! an outage is already known) and is then abandoned with [`StoreError::NoAnswer`], so Ctrl-C
+//! ends the run. SQLite's calls are not bounded: its busy timeout bounds their lock waits.
 
 use crate::error::StoreError;
 use std::future::Future;
@@ -20,6 +26,14 @@ use tokio::sync::watch;
 /// How long a call waits before it is tried again.
 const RETRY_EVERY: Duration = Duration::from_secs(1);
 
+/// How long a call to a server database waits for a pooled connection (sqlx's default is
+/// 30 s): when the server stops answering, the first call to time out is what tells the user.
+pub(crate) const ACQUIRE_WITHIN: Duration = Duration::from_secs(10);
+
+/// How long a server call may still take once the driver is stopping: enough for a healthy
+/// write, short enough that Ctrl-C ends a run whose server hangs.
+pub(crate) const STOP_GRACE: Duration = Duration::from_secs(5);
+
 /// The riding policy a store's clones share.
 #[derive(Debug, Clone)]
 pub(crate) struct Outages {
@@ -28,14 +42,19 @@ pub(crate) struct Outages {
     /// Whether a call is waiting now, so one outage is told once, not once per call.
     waiting: Arc<AtomicBool>,
     retry_every: Duration,
+    /// The server's url, password redacted; `None` for SQLite, whose calls are not bounded.
+    server: Option<String>,
+    stop_grace: Duration,
 }
 
 impl Outages {
-    pub(crate) fn new(give_up: watch::Receiver<bool>) -> Outages {
+    pub(crate) fn new(give_up: watch::Receiver<bool>, server: Option<String>) -> Outages {
         Outages {
             give_up,
             waiting: Arc::new(AtomicBool::new(false)),
             retry_every: RETRY_EVERY,
+            server,
+            stop_grace: STOP_GRACE,
         }
     }
 
@@ -45,7 +64,7 @@ impl Outages {
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T, StoreError>>,
     {
-        let mut result = call().await;
+        let mut result = self.bounded(call()).await;
         let mut since = None;
         loop {
             let error = match result {
@@ -65,13 +84,42 @@ impl Outages {
             self.waits(&error);
             let retry = async {
                 tokio::time::sleep(self.retry_every).await;
-                call().await
+                self.bounded(call()).await
             };
             tokio::select! {
                 r = retry => result = r,
                 () = given_up(&mut give_up) => return Err(error),
             }
         }
+    }
+
+    /// `call`, abandoned on a server once the driver is stopping and it has had its grace.
+    async fn bounded<T>(
+        &self,
+        call: impl Future<Output = Result<T, StoreError>>,
+    ) -> Result<T, StoreError> {
+        let Some(url) = &self.server else {
+            return call.await;
+        };
+        let mut give_up = self.give_up.clone();
+        tokio::pin!(call);
+        tokio::select! {
+            result = &mut call => return result,
+            () = given_up(&mut give_up) => {}
+        }
+        let grace = if self.waiting.load(Ordering::SeqCst) {
+            self.retry_every
+        } else {
+            self.stop_grace
+        };
+        tokio::time::timeout(grace, call).await.unwrap_or_else(|_| {
+            Err(StoreError::NoAnswer {
+                url: url.clone(),
+                doing: "while the run was stopping; the call was abandoned (the server may \
+                        still apply it when it answers)",
+                waited: grace,
+            })
+        })
     }
 
     fn waits(&self, error: &StoreError) {
@@ -148,8 +196,91 @@ mod tests {
     fn outages(give_up: watch::Receiver<bool>) -> Outages {
         Outages {
             retry_every: PAUSE,
-            ..Outages::new(give_up)
+            ..Outages::new(give_up, None)
         }
+    }
+
+    /// As [`outages`], for a server database whose calls get `PAUSE * 2` once stopping.
+    fn server_outages(give_up: watch::Receiver<bool>) -> Outages {
+        Outages {
+            server: Some("postgres://u@h/db".into()),
+            stop_grace: PAUSE * 2,
+            ..outages(give_up)
+        }
+    }
+
+    /// A call that answers `Ok(1)` after `after`, or never.
+    async fn answering(after: Option<Duration>) -> Result<usize, StoreError> {
+        match after {
+            Some(after) => {
+                tokio::time::sleep(after).await;
+                Ok(1)
+            }
+            None => std::future::pending().await,
+        }
+    }
+
+    /// Which calls stopping abandons: (server database, already stopping, the call answers
+    /// after, abandoned). The test bounds every case, so a call never abandoned fails it
+    /// instead of hanging.
+    #[tokio::test]
+    async fn once_stopping_only_a_server_call_past_its_grace_is_abandoned() {
+        type Case = (bool, bool, Option<Duration>, bool);
+        let table: [Case; 6] = [
+            (true, true, None, true),
+            (true, false, None, true),
+            (true, true, Some(PAUSE / 2), false),
+            (true, true, Some(PAUSE * 4), true),
+            (false, true, Some(PAUSE * 4), false),
+            (true, false, Some(PAUSE * 4), false),
+        ];
+        for (i, (server, stopping, after, abandoned)) in table.into_iter().enumerate() {
+            let (tx, rx) = watch::channel(stopping);
+            let outages = if server {
+                server_outages(rx)
+            } else {
+                outages(rx)
+            };
+            if after.is_none() && !stopping {
+                tokio::spawn(async move {
+                    tokio::time::sleep(PAUSE).await;
+                    tx.send(true).unwrap();
+                });
+            }
+            let result = tokio::time::timeout(PAUSE * 20, outages.ride(|| answering(after)))
+                .await
+                .unwrap_or_else(|_| panic!("case {i}: still waiting"));
+            match result {
+                Err(StoreError::NoAnswer { url, waited, .. }) => {
+                    assert!(abandoned, "case {i}: abandoned");
+                    assert_eq!(url, "postgres://u@h/db", "case {i}");
+                    assert_eq!(waited, PAUSE * 2, "case {i}");
+                }
+                Ok(1) => assert!(!abandoned, "case {i}: answered"),
+                other => panic!("case {i}: {other:?}"),
+            }
+        }
+    }
+
+    /// While an outage is known, a call made when stopping gets one retry interval, not the
+    /// whole grace: a run stopping with several writes to make ends in seconds.
+    #[tokio::test]
+    async fn once_stopping_during_a_known_outage_a_call_gets_one_retry_interval() {
+        let (_tx, rx) = watch::channel(true);
+        let outages = server_outages(rx);
+        outages.waiting.store(true, Ordering::SeqCst);
+        let err = outages.ride(|| answering(None)).await.unwrap_err();
+        assert!(
+            matches!(err, StoreError::NoAnswer { waited, .. } if waited == PAUSE),
+            "{err:?}"
+        );
+        let text = err.to_string();
+        assert!(text.contains("did not answer within 0.02 s"), "{text}");
+        assert!(text.contains("the call was abandoned"), "{text}");
+        assert!(
+            text.contains("hint: check that the database server"),
+            "{text}"
+        );
     }
 
     #[tokio::test]

@@ -132,6 +132,7 @@ impl PostgresBackend {
         let _ = probe.close().await;
         let pool = PgPoolOptions::new()
             .max_connections(MAX_CONNECTIONS)
+            .acquire_timeout(crate::outage::ACQUIRE_WITHIN)
             .connect_with(options)
             .await
             .map_err(|e| errors.connect::<Postgres>(&database, e))?;

@@ -68,6 +68,11 @@ impl<D: Dialect> SqlBackend<D> {
         }
     }
 
+    /// The database's url, password redacted.
+    pub(crate) fn url(&self) -> &str {
+        &self.errors.url
+    }
+
     pub(crate) async fn close(&self) {
         self.pool.close().await;
     }

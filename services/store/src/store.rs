@@ -59,6 +59,23 @@ macro_rules! dispatch {
     };
 }
 
+/// Opening a server database, given up after `within`.
+async fn answered_within<T>(
+    url: &str,
+    within: Duration,
+    opening: impl Future<Output = Result<T, StoreError>>,
+) -> Result<T, StoreError> {
+    tokio::time::timeout(within, opening)
+        .await
+        .unwrap_or_else(|_| {
+            Err(StoreError::NoAnswer {
+                url: url::redact(url),
+                doing: "while being opened; nothing was read or written",
+                waited: within,
+            })
+        })
+}
+
 impl SqlStore {
     /// Opens the database at `url` with default options and brings its schema up to date.
     ///
@@ -99,10 +116,18 @@ impl SqlStore {
             DatabaseUrl::Sqlite(target) => {
                 Backend::Sqlite(SqliteBackend::connect(url, &target, wait, options.mode).await?)
             }
-            DatabaseUrl::Postgres(u) => {
-                Backend::Postgres(PostgresBackend::connect(&u, wait).await?)
-            }
-            DatabaseUrl::MySql(u) => Backend::MySql(MySqlBackend::connect(&u, wait).await?),
+            DatabaseUrl::Postgres(u) => Backend::Postgres(
+                answered_within(
+                    &u,
+                    options.connect_within,
+                    PostgresBackend::connect(&u, wait),
+                )
+                .await?,
+            ),
+            DatabaseUrl::MySql(u) => Backend::MySql(
+                answered_within(&u, options.connect_within, MySqlBackend::connect(&u, wait))
+                    .await?,
+            ),
         };
         let file = path.as_deref().and_then(FileIdentity::of);
         Ok(SqlStore {
@@ -117,8 +142,13 @@ impl SqlStore {
     /// second until it answers or `give_up` turns `true` (see [`crate::outage`]). For drivers,
     /// whose trials keep running through a database restart; the clone shares the pool.
     pub fn riding_outages(&self, give_up: watch::Receiver<bool>) -> SqlStore {
+        let server = match &self.backend {
+            Backend::Sqlite(_) => None,
+            Backend::Postgres(b) => Some(b.url().to_owned()),
+            Backend::MySql(b) => Some(b.url().to_owned()),
+        };
         SqlStore {
-            outages: Some(Outages::new(give_up)),
+            outages: Some(Outages::new(give_up, server)),
             ..self.clone()
         }
     }

@@ -367,3 +367,47 @@ async fn a_deleted_file_fails_pings_and_reports() {
         assert!(err.to_string().contains("vernier.db"), "{err}");
     }
 }
+
+/// A server that accepts connections and never answers (paused, overloaded, cut off behind a
+/// proxy) fails the opening after `connect_within`, naming the url without its password,
+/// instead of holding `vernier list` or `run` forever. No server needed: a bare listener is
+/// such a server.
+#[tokio::test]
+async fn a_server_that_accepts_but_never_answers_is_given_up_on_opening() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let held = tokio::spawn(async move {
+        let mut open = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            open.push(socket);
+        }
+    });
+    for scheme in ["postgres", "mysql"] {
+        let url = format!("{scheme}://u:hunter2@127.0.0.1:{port}/db");
+        let options = StoreOptions {
+            connect_within: Duration::from_millis(300),
+            ..StoreOptions::default()
+        };
+        let opening = SqlStore::connect_with(&url, options);
+        let err = tokio::time::timeout(Duration::from_secs(10), opening)
+            .await
+            .unwrap_or_else(|_| panic!("{scheme}: still opening"))
+            .unwrap_err();
+        assert!(matches!(err, StoreError::NoAnswer { .. }), "{err:?}");
+        let text = err.to_string();
+        assert!(
+            text.contains(&format!("{scheme}://u:***@127.0.0.1:{port}/db")),
+            "{text}"
+        );
+        assert!(!text.contains("hunter2"), "{text}");
+        assert!(
+            text.contains("did not answer within 0.3 s while being opened"),
+            "{text}"
+        );
+        assert!(
+            text.contains("hint: check that the database server is running"),
+            "{text}"
+        );
+    }
+    held.abort();
+}
