@@ -214,11 +214,16 @@ pub fn escape_literal_braces(pattern: &str) -> String {
         let c = chars[i];
         match c {
             '\\' => {
-                out.push(c);
-                if let Some(next) = chars.get(i + 1) {
-                    out.push(*next);
-                }
-                i += 2;
+                // `\p{Greek}`, `\P{L}` and `\x{3A}` take their braces along, as in Go.
+                let braced = matches!(chars.get(i + 1), Some('p' | 'P' | 'x'))
+                    && chars.get(i + 2) == Some(&'{');
+                let end = match braced {
+                    true => (i + 3..chars.len()).find(|&k| chars[k] == '}'),
+                    false => None,
+                };
+                let end = end.unwrap_or(i + 1).min(chars.len() - 1);
+                out.extend(&chars[i..=end]);
+                i = end + 1;
                 continue;
             }
             '[' if !in_class => in_class = true,
@@ -269,6 +274,28 @@ mod tests {
             r"\{a: (\d{2,3})\}"
         );
         assert_eq!(escape_literal_braces(r"[{}](x)\{"), r"[{}](x)\{");
+        assert_eq!(escape_literal_braces("a\\"), "a\\");
+    }
+
+    /// Escapes whose argument is in braces keep them, as Go reads them: Unicode classes and
+    /// hexadecimal codes.
+    #[test]
+    fn braced_escape_arguments_are_not_literal_braces() {
+        for (pattern, text, matches) in [
+            (r"(\p{L}+):\s*([0-9.]+)", "précision: 0.9", true),
+            (r"^\p{Greek}+=", "λ=1", true),
+            (r"^\P{L}+$", "12", true),
+            (r"^\P{L}+$", "a2", false),
+            (r"^[\p{Nd}]+$", "42", true),
+            (r"(\w+)\x{3A}\s*([0-9.]+)", "loss: 0.5", true),
+            (r"\x{3A}{2}", "::", true),
+            (r"\pN{2}", "12", true),
+            (r"{\p{L}}", "{a}", true),
+        ] {
+            let re =
+                regex::Regex::new(&go_regex(pattern)).unwrap_or_else(|e| panic!("{pattern}: {e}"));
+            assert_eq!(re.is_match(text), matches, "{pattern} on {text:?}");
+        }
     }
 
     #[test]

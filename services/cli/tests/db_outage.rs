@@ -112,21 +112,20 @@ async fn hanging_proxy(listener: TcpListener, upstream: SocketAddr, hung: watch:
 
 /// The url of `pg`'s database through a proxy on a free local port, and the listener.
 async fn behind_a_proxy(server_url: &url::Url) -> (url::Url, TcpListener, SocketAddr) {
-    let upstream: SocketAddr = tokio::net::lookup_host(format!(
-        "{}:{}",
-        server_url.host_str().unwrap(),
-        server_url.port().unwrap_or(5432)
-    ))
-    .await
-    .unwrap()
-    .next()
-    .unwrap();
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let host = server_url.host_str().expect("the server url names a host");
+    let upstream: SocketAddr =
+        tokio::net::lookup_host(format!("{host}:{}", server_url.port().unwrap_or(5432)))
+            .await
+            .expect("the server's host resolves")
+            .next()
+            .expect("the server's host has an address");
+    let listener = TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a free local port");
+    let port = listener.local_addr().expect("a bound listener").port();
     let mut via_proxy = server_url.clone();
-    via_proxy.set_host(Some("127.0.0.1")).unwrap();
-    via_proxy
-        .set_port(Some(listener.local_addr().unwrap().port()))
-        .unwrap();
+    via_proxy.set_host(Some("127.0.0.1")).expect("a host");
+    via_proxy.set_port(Some(port)).expect("a port");
     (via_proxy, listener, upstream)
 }
 

@@ -181,7 +181,7 @@ where
         )))
         .fetch_all(&self.pool)
         .await
-        .map_err(self.fail("list experiments in", "database"))?;
+        .map_err(self.fail("list the experiments of", &self.errors.url))?;
         Ok(rows.into_iter().map(ExperimentRow::from).collect())
     }
 
