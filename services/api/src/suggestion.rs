@@ -324,7 +324,7 @@ fn name_labelled(
             names.push(String::new());
             continue;
         }
-        let name = trial_name(experiment, seed, trials.len() + i);
+        let name = unused_name(experiment, seed, trials.len() + i, trials, labels);
         labels.insert(p.assignment.key(), carried_form(&p.labels, &key_by_name));
         labels.insert(name.clone(), p.labels.clone());
         names.push(name);
@@ -407,6 +407,26 @@ fn attach_carried(
             };
             t.labels.entry(k.clone()).or_insert(v);
         }
+    }
+}
+
+/// The trial name for index `index`, or the next index's while the name is already a trial of
+/// the request or carried labels: the seed follows the history's length, which shrinks again
+/// when the controller leaves ended trials out (MetricsUnavailable, EarlyStopped without an
+/// observation), and Katib's controller creates no trial for a name it already has.
+fn unused_name(
+    experiment: &str,
+    seed: u64,
+    mut index: usize,
+    trials: &[TrialRecord],
+    labels: &BTreeMap<String, BTreeMap<String, String>>,
+) -> String {
+    loop {
+        let name = trial_name(experiment, seed, index);
+        if !labels.contains_key(&name) && !trials.iter().any(|t| t.name == name) {
+            return name;
+        }
+        index += 1;
     }
 }
 
@@ -505,7 +525,7 @@ impl Suggestion for SuggestionService {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use vernier_core::{Distribution, Domain, Parameter};
+    use vernier_core::{Assignment, Distribution, Domain, ParamValue, Parameter, TrialState};
 
     #[test]
     fn only_exhausted_point_samplers_answer_with_repeats() {
@@ -534,6 +554,54 @@ mod tests {
                 fills,
                 "{algorithm} {exhausted}"
             );
+        }
+    }
+
+    fn labelled(x: f64) -> Proposal {
+        let assignment = Assignment(vec![("x".into(), ParamValue::Double(x))]);
+        let mut p = Proposal::new(assignment);
+        p.labels.insert("vernier.hyperband/rung".into(), "0".into());
+        p
+    }
+
+    fn trial(name: &str, x: f64) -> TrialRecord {
+        TrialRecord {
+            name: name.into(),
+            assignment: labelled(x).assignment,
+            state: TrialState::Running,
+            objective: None,
+            labels: BTreeMap::new(),
+            metrics: BTreeMap::new(),
+        }
+    }
+
+    /// A request whose history shrank back to a length seen before (the controller left an
+    /// ended trial out) starts from a name it already handed out: the next unused one is
+    /// given, so Katib's controller creates the trial instead of skipping it as a duplicate.
+    #[test]
+    fn names_already_handed_out_are_not_given_again() {
+        let seed = 42;
+        let first = trial_name("e", seed, 1);
+        let second = trial_name("e", seed, 2);
+        // (trials of the request, names carried in the labels, expected name)
+        let cases: [(Vec<TrialRecord>, Vec<&str>, &str); 4] = [
+            (vec![trial("e-a", 0.1)], vec![], &first),
+            (vec![trial("e-a", 0.1)], vec![&first], &second),
+            (vec![trial(&first, 0.1)], vec![], &second),
+            (
+                vec![trial("e-a", 0.1)],
+                vec![&first, &second],
+                &trial_name("e", seed, 3),
+            ),
+        ];
+        for (i, (trials, carried, want)) in cases.into_iter().enumerate() {
+            let mut labels: BTreeMap<String, BTreeMap<String, String>> = carried
+                .iter()
+                .map(|n| (n.to_string(), BTreeMap::new()))
+                .collect();
+            let names = name_labelled("e", seed, &trials, &[labelled(0.5)], &mut labels);
+            assert_eq!(names, vec![want.to_string()], "case {i}");
+            assert!(labels.contains_key(want), "case {i}");
         }
     }
 
