@@ -284,7 +284,11 @@ impl Parameter {
                 }
                 if let Some(s) = step {
                     let k = ((v - min) / s).round();
-                    if (min + k * s - v).abs() > tol.max(GRID_TOLERANCE * s) {
+                    // A few units in the last place as well: far from zero (a min of
+                    // 16777216.1, step 0.1) one unit exceeds the grid tolerance, and
+                    // `grid_point` rounds within as many.
+                    let ulps = 8.0 * f64::EPSILON * v.abs().max(min.abs());
+                    if (min + k * s - v).abs() > tol.max(GRID_TOLERANCE * s).max(ulps) {
                         return Err(format!("not on the grid {} + k*{}", Short(*min), Short(*s)));
                     }
                 }
@@ -485,6 +489,39 @@ mod tests {
         for (k, p) in points.iter().enumerate() {
             let want = format!("1000000.00000{}", k + 1);
             assert_eq!(p.to_string(), want);
+        }
+    }
+
+    /// Every grid point, written as a trial receives it and read back, is on the grid, also
+    /// where the bounds are so far from zero that one unit in the last place is more than the
+    /// grid tolerance.
+    #[test]
+    fn every_grid_point_as_written_is_on_its_grid() {
+        let cases = [
+            (0.0, 1.0, 0.1),
+            (-0.7, 0.7, 0.1),
+            (16777216.1, 16777217.1, 0.1),
+            (20000000.3, 20000001.3, 0.1),
+            (100000000.01, 100000000.51, 0.01),
+            (123456789.123, 123456789.623, 0.001),
+            (1e15, 1e15 + 10.0, 0.5),
+        ];
+        for (min, max, step) in cases {
+            let x = p(
+                "x",
+                Domain::Double {
+                    min,
+                    max,
+                    step: Some(step),
+                },
+            );
+            let n = ((max - min) / step).round() as i64;
+            for k in 0..=n {
+                let text = ParamValue::Double(grid_point(min, k as f64, step)).to_string();
+                if let Err(e) = x.parse_value(&text) {
+                    panic!("[{min}, {max}] step {step}: point {k} {text}: {e}");
+                }
+            }
         }
     }
 
