@@ -38,7 +38,9 @@ fn setting<'a>(settings: &'a [(String, String)], key: &str) -> Option<&'a str> {
 
 /// The resource parameter `name` of `domain` (bounds already equal) widened to the budgets the
 /// settings give: from the lowest (at least 1 for an int, Katib's `int(r)` is never 0) up to the
-/// top budget. `None` when `name` is not the resource parameter or the top budget is unusable
+/// top budget. A double placeholder of `hyperband` widens to ints: Katib's Hyperband writes
+/// every budget as `str(int(r))` whatever the parameter's type, so its trials get `3`, never
+/// `3.1666`. `None` when `name` is not the resource parameter or the top budget is unusable
 /// (the algorithm then reports the setting).
 fn placeholder(
     algorithm: &str,
@@ -59,6 +61,13 @@ fn placeholder(
         return None;
     }
     match domain {
+        Domain::Int { .. } | Domain::Double { .. } if algorithm == "hyperband" => {
+            Some(Domain::Int {
+                min: 1,
+                max: (top.ceil() as i64).max(2),
+                step: None,
+            })
+        }
         Domain::Int { .. } => Some(Domain::Int {
             min: 1,
             max: (top.ceil() as i64).max(2),
@@ -133,6 +142,7 @@ mod tests {
         let asha = s(&[("resource_name", "epochs"), ("max_resource", "2.5")]);
         let bad_top = s(&[("resource_name", "epochs"), ("r_l", "-1")]);
         let bohb_max = s(&[("resource_name", "epochs"), ("max_resource", "9")]);
+        let hb_fraction = s(&[("resource_name", "epochs"), ("r_l", "9.5")]);
         let fixed = |v: &str| {
             Some(EqualBounds::Fixed(Domain::Discrete {
                 values: vec![v.into()],
@@ -182,6 +192,19 @@ mod tests {
                     max: 2.5,
                     step: None,
                 })),
+            ),
+            // Katib's Hyperband writes whole budgets into a double placeholder too.
+            (
+                "hyperband",
+                &hb_fraction,
+                "epochs",
+                Domain::Double {
+                    min: 5.0,
+                    max: 5.0,
+                    step: None,
+                },
+                "5",
+                Some(EqualBounds::Placeholder(int(1, 10))),
             ),
             ("hyperband", &bad_top, "epochs", int(1, 1), "1", fixed("1")),
             (
