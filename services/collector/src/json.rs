@@ -24,9 +24,13 @@ pub fn parse_json_line(line: &str, wanted: &[String]) -> Result<ParsedLine, Coll
         Some(Value::String(s)) => chrono::DateTime::parse_from_rfc3339(s)
             .ok()
             .map(|t| t.timestamp_micros()),
-        Some(Value::Number(n)) => n.as_f64().map(|secs| (secs * 1e6).round() as i64),
+        Some(Value::Number(n)) => n
+            .as_f64()
+            .filter(|secs| secs.is_finite())
+            .map(|secs| (secs * 1e6).round() as i64),
         _ => None,
-    };
+    }
+    .and_then(crate::text::datable_us);
     let mut out = ParsedLine::default();
     for name in wanted {
         let value = match map.get(name) {
@@ -59,6 +63,27 @@ mod tests {
         let err = parse_json_line("[1,2]", &w).unwrap_err();
         assert!(err.to_string().contains("[1,2]"), "{err}");
         assert!(parse_json_line("{oops", &w).is_err());
+    }
+
+    /// A time RFC 3339 cannot write back (outside the years 0000 to 9999 in UTC) dates the
+    /// line when it is read, as a missing or unreadable one does.
+    #[test]
+    fn timestamps_outside_the_years_0000_to_9999_are_left_to_the_reader() {
+        let w = vec!["loss".to_string()];
+        let cases = [
+            (r#""2024-01-01T00:00:00Z""#, Some(1_704_067_200_000_000)),
+            (r#""0000-01-01T00:00:00Z""#, Some(-62_167_219_200_000_000)),
+            (r#""9999-12-31T23:59:59-23:59""#, None),
+            (r#""0000-01-01T00:00:00+01:00""#, None),
+            ("1e300", None),
+            ("-1e300", None),
+            (r#""yesterday""#, None),
+        ];
+        for (stamp, want) in cases {
+            let line = format!(r#"{{"loss": 0.5, "timestamp": {stamp}}}"#);
+            let p = parse_json_line(&line, &w).unwrap();
+            assert_eq!(p.metrics[0].timestamp_us, want, "{stamp}");
+        }
     }
 
     #[test]

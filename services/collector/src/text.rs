@@ -215,7 +215,17 @@ pub(crate) fn leading_timestamp(line: &str) -> Option<i64> {
     let token = line.split_whitespace().next()?;
     chrono::DateTime::parse_from_rfc3339(token)
         .ok()
-        .map(|t| t.timestamp_micros())
+        .and_then(|t| datable_us(t.timestamp_micros()))
+}
+
+/// `us` if it falls in the years 0000 to 9999 in UTC, the times RFC 3339 can write and so
+/// the DBManager can hand back; a line dated outside them is dated when it is read, as a line
+/// without a time is, rather than kept as a time nobody can read back.
+pub(crate) fn datable_us(us: i64) -> Option<i64> {
+    use chrono::Datelike;
+    chrono::DateTime::from_timestamp_micros(us)
+        .filter(|t| (0..=9999).contains(&t.year()))
+        .map(|_| us)
 }
 
 #[cfg(test)]
@@ -224,6 +234,19 @@ mod tests {
 
     fn wanted(names: &[&str]) -> Vec<String> {
         names.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn a_leading_time_outside_the_years_0000_to_9999_does_not_date_the_line() {
+        let cases = [
+            ("2024-01-01T00:00:00Z loss=1", Some(1_704_067_200_000_000)),
+            ("9999-12-31T23:59:59-23:59 loss=1", None),
+            ("0000-01-01T00:00:00+01:00 loss=1", None),
+            ("loss=1", None),
+        ];
+        for (line, want) in cases {
+            assert_eq!(leading_timestamp(line), want, "{line}");
+        }
     }
 
     #[test]
