@@ -1,9 +1,10 @@
 //! Katib's JSON metrics format: one JSON object per line, metric values as strings (numbers
 //! are accepted too), an optional `timestamp` (RFC 3339 text or epoch seconds). Values follow
-//! the TEXT format's rule: `"nan"`, `"Infinity"` and `""` are rejected, other text is kept.
+//! the TEXT format's rule: `"nan"`, `"Infinity"` and `""` are rejected, other text is kept; a
+//! list, object, boolean or null value is rejected too.
 
 use crate::error::CollectorError;
-use crate::text::ParsedLine;
+use crate::text::{ParsedLine, RejectedMetric};
 use serde_json::Value;
 
 /// Extracts the wanted metrics from one JSON line; blank lines yield nothing.
@@ -36,7 +37,16 @@ pub fn parse_json_line(line: &str, wanted: &[String]) -> Result<ParsedLine, Coll
         let value = match map.get(name) {
             Some(Value::String(s)) => s.trim().to_string(),
             Some(Value::Number(n)) => n.to_string(),
-            _ => continue,
+            None => continue,
+            // A list, an object, a boolean or null is no metric value (Katib skips it too);
+            // kept as rejected so the user is told.
+            Some(other) => {
+                out.rejected.push(RejectedMetric {
+                    name: name.clone(),
+                    raw: other.to_string().chars().take(64).collect(),
+                });
+                continue;
+            }
         };
         out.take(name, value, timestamp_us, |v| format!("{v:?}"));
     }
@@ -90,6 +100,10 @@ mod tests {
     fn rejects_nan_infinities_and_empty_values_as_text_lines_do() {
         let w = vec!["loss".to_string()];
         let cases = [
+            (r#"{"loss": [1, 2]}"#, Some("[1,2]")),
+            (r#"{"loss": {"a": 1}}"#, Some(r#"{"a":1}"#)),
+            (r#"{"loss": true}"#, Some("true")),
+            (r#"{"loss": null}"#, Some("null")),
             (r#"{"loss": "nan"}"#, Some(r#""nan""#)),
             (r#"{"loss": "-Infinity"}"#, Some(r#""-Infinity""#)),
             (r#"{"loss": ""}"#, Some(r#""""#)),
