@@ -5,7 +5,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use vernier_core::TrialState;
-use vernier_report::svg::num;
+use vernier_report::svg::significant;
 use vernier_runner::{DriverEvent, Observer, Progress};
 use vernier_spec::plan::TrialCounts;
 use vernier_store::SqlStore;
@@ -141,7 +141,7 @@ impl Display {
             s.push_str(&format!(
                 ", best {}={} ({})",
                 self.metric,
-                shown(&b.value),
+                shown(&b.value, 6),
                 b.trial
             ));
         }
@@ -243,7 +243,7 @@ pub(crate) fn running_line(
     for (i, (trial, value)) in running.iter().enumerate() {
         let item = format!(
             "{trial} {metric}={}",
-            value.as_deref().map_or("…".into(), shown)
+            value.as_deref().map_or("…".into(), |v| shown(v, 4))
         );
         let sep = if i == 0 { " " } else { " · " };
         let after = running.len() - i - 1;
@@ -258,11 +258,17 @@ pub(crate) fn running_line(
     line.chars().take(width).collect()
 }
 
-/// A best value as shown on one line: numbers with a few significant digits, text (a DARTS
+/// A finished trial's or the best value: six significant digits, enough that an accuracy of
+/// 0.999995 does not read as 1 (the running trials' line, short of room, shows four).
+fn num(v: f64) -> String {
+    significant(v, 6)
+}
+
+/// A value as shown on one line: numbers with `digits` significant digits, text (a DARTS
 /// genotype) cut to 60 characters.
-fn shown(value: &str) -> String {
+fn shown(value: &str, digits: usize) -> String {
     match value.parse::<f64>() {
-        Ok(v) => num(v),
+        Ok(v) => significant(v, digits),
         Err(_) if value.chars().count() > 60 => {
             format!("{}...", value.chars().take(60).collect::<String>())
         }
@@ -299,6 +305,22 @@ mod tests {
         assert_eq!(lines[1], format!("          log: {}", log.display()));
         assert_eq!(last_line(&dir.path().join("missing.log")), None);
         assert_eq!(failure_lines(None, &log).len(), 1);
+    }
+
+    /// A best or finished value keeps six digits, so a maximised accuracy of 0.999995 is not
+    /// shown as 1; text is cut to 60 characters.
+    #[test]
+    fn values_keep_the_digits_their_line_has_room_for() {
+        let cases = [
+            ("0.999995", 6, "0.999995"),
+            ("0.999995", 4, "1"),
+            ("0.864", 6, "0.864"),
+            ("e5", 6, "e5"),
+        ];
+        for (value, digits, want) in cases {
+            assert_eq!(shown(value, digits), want, "{value}");
+        }
+        assert_eq!(shown(&"g".repeat(70), 6), format!("{}...", "g".repeat(60)));
     }
 
     #[test]

@@ -22,12 +22,19 @@ pub fn esc(s: &str) -> String {
 
 /// Compact number text for labels (4 significant digits).
 pub fn num(v: f64) -> String {
+    significant(v, 4)
+}
+
+/// `v` with at most `digits` significant digits (at least 1) after the integer part, which is
+/// kept whole, trailing zeros dropped; in exponent form below 0.001 and from 100,000 on.
+pub fn significant(v: f64, digits: usize) -> String {
+    let digits = digits.max(1);
     if v == 0.0 {
         return "0".into();
     }
     let a = v.abs();
     if !(1e-3..1e5).contains(&a) {
-        let s = format!("{v:.3e}");
+        let s = format!("{v:.*e}", digits - 1);
         return match s.split_once('e') {
             Some((m, e)) if m.contains('.') => {
                 format!("{}e{e}", m.trim_end_matches('0').trim_end_matches('.'))
@@ -35,7 +42,10 @@ pub fn num(v: f64) -> String {
             _ => s,
         };
     }
-    let s = format!("{v:.*}", (3 - a.log10().floor() as i32).max(0) as usize);
+    let s = format!(
+        "{v:.*}",
+        (digits as i32 - 1 - a.log10().floor() as i32).max(0) as usize
+    );
     if s.contains('.') {
         s.trim_end_matches('0').trim_end_matches('.').to_string()
     } else {
@@ -441,6 +451,24 @@ pub fn fit_label(label: &str, room: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn significant_digits_are_kept_and_trailing_zeros_dropped() {
+        let cases = [
+            (0.999995, 6, "0.999995"),
+            (0.999995, 4, "1"),
+            (0.864, 6, "0.864"),
+            (-12.5, 6, "-12.5"),
+            (123456.0, 6, "1.23456e5"),
+            (0.00012345678, 6, "1.23457e-4"),
+            // The integer part is never rounded away.
+            (42.0, 1, "42"),
+            (7.0, 0, "7"),
+        ];
+        for (v, digits, want) in cases {
+            assert_eq!(significant(v, digits), want, "{v} to {digits}");
+        }
+    }
 
     #[test]
     fn scales_map_into_the_unit_interval_and_ticks_are_round() {
