@@ -8,6 +8,7 @@
 //! one recorded by `vernier run` in the store.
 
 use crate::error::ApiError;
+use crate::first_values::{FirstValues, Key, first_finite};
 use crate::remote_logs::RemoteLogs;
 use tonic::{Request, Response, Status};
 use vernier_algorithms::medianstop::{Comparison, MedianStop};
@@ -51,6 +52,7 @@ pub trait ManagedTrials: Send + Sync + std::fmt::Debug {
 pub struct EarlyStoppingService {
     store: SqlStore,
     managed: Option<std::sync::Arc<dyn ManagedTrials>>,
+    first_values: FirstValues,
 }
 
 impl EarlyStoppingService {
@@ -58,6 +60,7 @@ impl EarlyStoppingService {
         EarlyStoppingService {
             store,
             managed: None,
+            first_values: FirstValues::default(),
         }
     }
 
@@ -84,12 +87,39 @@ impl EarlyStoppingService {
                 hint: "set early_stopping.algorithm_name to medianstop".into(),
             })?;
         let rule = build_medianstop(&name, &settings)?;
-        let names = succeeded_trials(&req.trials)?;
-        let metric = &view.objective.metric;
-        let logs = self
-            .objective_logs(&req.db_manager_address, &names, metric)
-            .await?;
-        Ok(medianstop_rules(&rule, &view.objective, &names, &logs))
+        let succeeded = succeeded_trials(&req.trials)?;
+        let address = req.db_manager_address.trim();
+        let key = |(trial, completed): &(&str, &str)| Key {
+            source: address.to_string(),
+            trial: trial.to_string(),
+            completed: completed.to_string(),
+            metric: view.objective.metric.clone(),
+            count: rule.start_step,
+        };
+        let mut values: Vec<Option<Vec<f64>>> = succeeded
+            .iter()
+            .map(|t| self.first_values.get(&key(t)))
+            .collect();
+        let missing: Vec<&str> = succeeded
+            .iter()
+            .zip(&values)
+            .filter(|(_, v)| v.is_none())
+            .map(|((trial, _), _)| *trial)
+            .collect();
+        let mut read = self
+            .objective_logs(address, &missing, &view.objective.metric)
+            .await?
+            .into_iter();
+        for (t, v) in succeeded.iter().zip(values.iter_mut()) {
+            if v.is_none() {
+                let first = first_finite(&read.next().unwrap_or_default(), rule.start_step);
+                self.first_values.keep(key(t), first.clone());
+                *v = Some(first);
+            }
+        }
+        let names: Vec<&str> = succeeded.iter().map(|(trial, _)| *trial).collect();
+        let values: Vec<Vec<f64>> = values.into_iter().map(Option::unwrap_or_default).collect();
+        Ok(medianstop_rules(&rule, &view.objective, &names, &values))
     }
 
     /// Each trial's logged values of `metric`, from the DBManager at `address`, or from the
@@ -174,40 +204,33 @@ impl EarlyStoppingService {
     }
 }
 
-/// The names of the request's succeeded trials: the ones medianstop learns from.
-fn succeeded_trials(trials: &[Trial]) -> Result<Vec<&str>, ApiError> {
-    let mut names = Vec::new();
+/// The name and completion time of each of the request's succeeded trials: the ones
+/// medianstop learns from.
+fn succeeded_trials(trials: &[Trial]) -> Result<Vec<(&str, &str)>, ApiError> {
+    let mut succeeded = Vec::new();
     for (i, t) in trials.iter().enumerate() {
         let condition = t.status.as_ref().map_or(0, |s| s.condition);
         let state = state_from_wire(&format!("trials[{i}].status.condition"), condition)?;
         if state == TrialState::Succeeded {
-            names.push(t.name.as_str());
+            let completed = t.status.as_ref().map_or("", |s| s.completion_time.as_str());
+            succeeded.push((t.name.as_str(), completed));
         }
     }
-    Ok(names)
+    Ok(succeeded)
 }
 
-/// Katib's rules for `objective` from the logged values of each succeeded trial (`names` and
-/// `logs` side by side; values that are not finite numbers are no value), whichever source
-/// gave them: none while fewer trials than the rule requires succeeded.
+/// Katib's rules for `objective` from the first finite values of each succeeded trial
+/// (`names` and `values` side by side), whichever source gave them: none while fewer trials
+/// than the rule requires succeeded.
 fn medianstop_rules(
     rule: &MedianStop,
     objective: &Objective,
     names: &[&str],
-    logs: &[Vec<String>],
+    values: &[Vec<f64>],
 ) -> Vec<EarlyStoppingRule> {
-    let values: Vec<Vec<f64>> = logs
-        .iter()
-        .map(|values| {
-            values
-                .iter()
-                .filter_map(|v| v.trim().parse::<f64>().ok().filter(|v| v.is_finite()))
-                .collect()
-        })
-        .collect();
     let progress: Vec<TrialProgress<'_>> = names
         .iter()
-        .zip(&values)
+        .zip(values)
         .map(|(name, values)| TrialProgress {
             name,
             state: TrialState::Succeeded,
@@ -319,7 +342,8 @@ mod tests {
         ];
         for (direction, logs, expected) in cases {
             let objective = Objective::new("acc".to_string(), direction);
-            let rules = medianstop_rules(&rule, &objective, &["a", "b"], &logs);
+            let values: Vec<Vec<f64>> = logs.iter().map(|l| first_finite(l, 2)).collect();
+            let rules = medianstop_rules(&rule, &objective, &["a", "b"], &values);
             let got: Option<(f64, ComparisonType)> = rules.first().map(|r| {
                 (
                     r.value.parse().unwrap_or(f64::NAN),

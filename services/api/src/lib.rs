@@ -6,6 +6,7 @@
 mod db_manager;
 mod early_stopping;
 mod error;
+mod first_values;
 mod health;
 pub mod plugin;
 mod remote_logs;

@@ -368,6 +368,62 @@ fn succeeded(name: &str) -> Trial {
     }
 }
 
+/// A succeeded trial ending at `completed`.
+fn succeeded_at(name: &str, completed: &str) -> Trial {
+    let mut t = succeeded(name);
+    if let Some(status) = t.status.as_mut() {
+        status.completion_time = completed.into();
+    }
+    t
+}
+
+/// A succeeded trial's first values are read once, as Katib's medianstop keeps each trial's
+/// average: the controller asks after every suggestion, and a succeeded trial's logs no
+/// longer change. A trial of the same name that ended at another time is read again.
+#[tokio::test]
+async fn a_succeeded_trials_first_values_are_read_once() {
+    let holder = start().await;
+    let asked = start().await;
+    let mut db = DbManagerClient::new(holder.channel.clone());
+    for (trial, values) in [("a", ["0.5", "0.7", "0.9"]), ("b", ["0.1", "0.3", "0.2"])] {
+        db.report_observation_log(ReportObservationLogRequest {
+            trial_name: trial.into(),
+            observation_log: Some(ObservationLog {
+                metric_logs: values.iter().enumerate().map(|(i, v)| log(v, i)).collect(),
+            }),
+        })
+        .await
+        .unwrap();
+    }
+    let mut es = EarlyStoppingClient::new(asked.channel.clone());
+    let mut rule = async |a_completed: &str| {
+        let rules = es
+            .get_early_stopping_rules(GetEarlyStoppingRulesRequest {
+                experiment: Some(experiment("random", one_double(), 5)),
+                trials: vec![
+                    succeeded_at("a", a_completed),
+                    succeeded_at("b", "2024-01-01T00:00:02Z"),
+                ],
+                db_manager_address: holder.address.clone(),
+            })
+            .await
+            .unwrap()
+            .into_inner()
+            .early_stopping_rules;
+        rules.first().map(|r| r.value.parse::<f64>().unwrap())
+    };
+    let first = rule("2024-01-01T00:00:01Z").await.unwrap();
+    assert!((first - 0.4).abs() < 1e-12, "{first}");
+    db.delete_observation_log(DeleteObservationLogRequest {
+        trial_name: "a".into(),
+    })
+    .await
+    .unwrap();
+    assert_eq!(rule("2024-01-01T00:00:01Z").await, Some(first));
+    // Another trial named `a`, with no logs: only b has values, fewer than the rule needs.
+    assert_eq!(rule("2024-06-01T00:00:00Z").await, None);
+}
+
 /// Katib's medianstop reads the logs from the DBManager the request names: a server asked with
 /// another's address computes the rule from that one's logs; without an address, from its own.
 #[tokio::test]
