@@ -343,6 +343,13 @@ fn plain_words(message: &str) -> String {
     };
     let (what, rest) = expected.split_once(' ').unwrap_or((expected, ""));
     let plain = match what {
+        // An integer of the wrong size: the range Katib's field holds (int32 for the counts).
+        "i32" if head.starts_with("invalid value: integer") => {
+            format!("an integer from {} to {}", i32::MIN, i32::MAX)
+        }
+        "u32" if head.starts_with("invalid value: integer") => {
+            format!("an integer from 0 to {}", u32::MAX)
+        }
         "i8" | "i16" | "i32" | "i64" | "u8" | "u16" | "u32" | "u64" | "usize" => {
             "an integer".to_string()
         }

@@ -249,6 +249,13 @@ fn every_type_error_is_listed_at_once() {
         r#"string "low", expected a number"#,
     );
     assert_error(&e, "spec.parallelTrialCount", "expected an integer");
+    // A count too large for Katib's int32 field says the range.
+    let e = parse_err(&RANDOM.replace("parallelTrialCount: 3", "parallelTrialCount: 99999999999"));
+    assert_error(
+        &e,
+        "spec.parallelTrialCount",
+        "invalid value: integer `99999999999`, expected an integer from -2147483648 to 2147483647",
+    );
     let text = RANDOM.replace("  parameters:\n", "  parameters:\n    - 7\n");
     assert_error(
         &parse_err(&text),
