@@ -1,7 +1,9 @@
 //! Katib's own example experiments, run the way a migrating Katib user would: validated as
 //! they are, then run locally with a stand-in trainer in place of their images.
 
-use crate::harness::{Sandbox, first_trial_log, last_condition, python_experiment, text};
+use crate::harness::{
+    Sandbox, first_trial_log, last_condition, python_experiment, text, trials_in,
+};
 use std::path::Path;
 
 fn example(name: &str) -> String {
@@ -280,8 +282,8 @@ fn every_katib_example_gets_katibs_verdict() {
 }
 
 /// The examples whose trainer has a stand-in. The rest need what a laptop may lack or another
-/// test covers: `python` (not `python3`) in the TFJob, mpirun, PBT's and the NAS images' own
-/// trainers, Katib's hyperband placeholder (`katibs_hyperband_example_...`).
+/// test covers: `python` (not `python3`) in the TFJob, mpirun, the NAS images' own trainers,
+/// Katib's hyperband placeholder (`katibs_hyperband_example_...`).
 const RUN_WITH_STAND_INS: &[&str] = &[
     "early-stopping/median-stop.yaml",
     "early-stopping/median-stop-with-json-format.yaml",
@@ -291,6 +293,7 @@ const RUN_WITH_STAND_INS: &[&str] = &[
     "hp-tuning/hyperopt-distribution.yaml",
     "hp-tuning/multivariate-tpe.yaml",
     "hp-tuning/optuna-distribution.yaml",
+    "hp-tuning/pbt.yaml",
     "hp-tuning/random.yaml",
     "hp-tuning/sobol.yaml",
     "hp-tuning/tpe.yaml",
@@ -305,17 +308,25 @@ const RUN_WITH_STAND_INS: &[&str] = &[
     "kubeflow-training-operator/pytorchjob-mnist.yaml",
 ];
 
-/// Copies the stand-in trainers to `<sandbox>/opt/<image>/mnist.py`, where the examples'
+/// Copies the stand-in trainers to `<sandbox>/opt/<image>/<program>`, where the examples'
 /// commands look for them once `/opt/` is read as `<sandbox>/opt/`; the event-file writer goes
 /// beside the TensorFlow one.
 fn install_stand_ins(sb: &Sandbox) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let from = root.join("e2e/fixtures/katib-stand-ins");
-    for image in ["mxnet-mnist", "pytorch-mnist", "tf-mnist-with-summaries"] {
-        let dir = sb.path().join("opt").join(image);
+    for (image, program, at) in [
+        ("mxnet-mnist", "mnist.py", "mxnet-mnist"),
+        ("pytorch-mnist", "mnist.py", "pytorch-mnist"),
+        (
+            "tf-mnist-with-summaries",
+            "mnist.py",
+            "tf-mnist-with-summaries",
+        ),
+        ("simple-pbt", "pbt_test.py", "pbt"),
+    ] {
+        let dir = sb.path().join("opt").join(at);
         std::fs::create_dir_all(&dir).expect("stand-in directory");
-        std::fs::copy(from.join(image).join("mnist.py"), dir.join("mnist.py"))
-            .expect("copy a stand-in");
+        std::fs::copy(from.join(image).join(program), dir.join(program)).expect("copy a stand-in");
     }
     std::fs::copy(
         root.join("../examples/trainers/tfevent_trainer.py"),
@@ -358,6 +369,18 @@ fn katibs_examples_run_locally_with_stand_in_trainers() {
                 .is_some_and(|m| m.iter().any(|m| m["name"].as_str() == objective.as_deref())),
             "{file}: {s:#}"
         );
+    }
+    // Katib's PBT example: each member saved its checkpoint in a directory of its own, the
+    // one its command names as /var/log/katib/checkpoints/ (suggestion_trial_dir).
+    let r = sb.report("random-experiment");
+    let members = trials_in(&r, "Succeeded");
+    assert_eq!(members.len(), 12, "{r:#}");
+    for t in members {
+        let name = t["metadata"]["name"].as_str().expect("trial name");
+        let saved = sb.path().join(format!(
+            "vernier-logs/random-experiment/checkpoints/{name}/training.ckpt"
+        ));
+        assert!(saved.exists(), "{}", saved.display());
     }
     // Katib's trial metadata references reach the trial's environment.
     let log = first_trial_log(&sb, "trial-metadata-substitution");
