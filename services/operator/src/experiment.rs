@@ -13,6 +13,9 @@
 //! for it ([`crate::expectations`]); a create that still meets the existing trial of its
 //! sequence number (a 409) takes it as it is.
 
+use crate::accepted_spec::{
+    ANNOTATION as ACCEPTED_SPEC, Effective, MAX_KEPT_BYTES, effective, refused_note,
+};
 use crate::context::Context;
 use crate::error::{OperatorError, Result};
 use crate::events::publish;
@@ -107,8 +110,22 @@ async fn reconcile_experiment(obj: &DynamicObject, ctx: &Context) -> Result<Acti
         return Ok(Action::await_change());
     }
     let ended = run.ended();
-    let exp = match (resolve(obj, ctx).await?, &ended) {
-        (Ok(exp), _) => exp,
+    let kept = accepted_spec(obj);
+    let stored = obj.data.get("spec").cloned().unwrap_or(Value::Null);
+    let spec = match effective(&stored, kept.as_ref()) {
+        Effective::Current => stored,
+        Effective::Accepted { spec, field } => {
+            run.event(true, "EditRefused", refused_note(&field)).await;
+            spec
+        }
+    };
+    let exp = match (resolve(obj, spec.clone(), ctx).await?, &ended) {
+        (Ok(exp), _) => {
+            if kept.is_none() {
+                run.keep_accepted_spec(&spec).await?;
+            }
+            exp
+        }
         // A finished experiment keeps its one terminal condition, whatever its spec (or the
         // ConfigMap of its template) says now: Katib never validates it again.
         (Err(_), Some(e)) if e.reason != INVALID_REASON => {
@@ -167,13 +184,19 @@ async fn reconcile_experiment(obj: &DynamicObject, ctx: &Context) -> Result<Acti
     run.finish(&listed, &p).await
 }
 
-/// The spec (a configMap template read from the cluster) validated and resolved, or why not.
+/// The spec kept when the experiment was first accepted, if any.
+fn accepted_spec(obj: &DynamicObject) -> Option<Value> {
+    let text = obj.annotations().get(ACCEPTED_SPEC)?;
+    serde_json::from_str(text).ok()
+}
+
+/// `spec` (a configMap template read from the cluster) validated and resolved, or why not.
 async fn resolve(
     obj: &DynamicObject,
+    spec: Value,
     ctx: &Context,
 ) -> Result<std::result::Result<Resolved, String>> {
     use crate::template_source::{Resolved as Source, resolve};
-    let spec = obj.data.get("spec").cloned().unwrap_or(Value::Null);
     Ok(match resolve(&ctx.client, spec).await? {
         Source::Spec(spec) => checked_experiment(obj, spec, ctx),
         Source::Invalid(message) => Err(message),
@@ -410,6 +433,26 @@ impl<'a> Run<'a> {
                 .map(String::as_str),
         };
         vernier_engine::suggest(suggester.as_ref(), exp, seed, input).map_err(algorithm_error)
+    }
+
+    /// Keeps `spec`, valid and about to run, as the one later edits are checked against.
+    async fn keep_accepted_spec(&self, spec: &Value) -> Result<()> {
+        let text = spec.to_string();
+        if text.len() > MAX_KEPT_BYTES {
+            tracing::warn!(
+                "experiment {}/{}: its spec ({} bytes) is too large to keep in an annotation, \
+                 so edits Katib's webhook refuses are applied to it",
+                self.ns,
+                self.name,
+                text.len()
+            );
+            return Ok(());
+        }
+        let patch = json!({"metadata": {"annotations": {ACCEPTED_SPEC: text}}});
+        self.api
+            .patch(&self.name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await?;
+        Ok(())
     }
 
     /// Keeps the algorithm's opaque state on the Experiment when it changed.

@@ -2,6 +2,7 @@
 //! as Job / TFJob / PyTorchJob / any allowed kind), metrics collected from pod logs into the
 //! store, leader election and the HTTP endpoints of `vernier operator`.
 
+pub mod accepted_spec;
 pub mod checkpoints;
 pub mod client;
 pub mod config;

@@ -340,6 +340,49 @@ fn condition<'a>(obj: &'a Value, type_: &str) -> Option<&'a Value> {
         .find(|c| c["type"] == type_ && c["status"] == "True")
 }
 
+/// Katib's webhook lets an update change only parallelTrialCount, maxTrialCount and
+/// maxFailedTrialCount. An edit of the goal (which the first trial already beats) is refused
+/// with a Warning event naming the field, and the experiment runs on with the spec it was
+/// accepted with; the maxTrialCount raised in the same edit is applied.
+#[tokio::test]
+async fn an_edit_katibs_webhook_refuses_does_not_change_the_experiment() {
+    let options = SimulationOptions {
+        min_running: Duration::from_secs(2),
+        ..SimulationOptions::default()
+    };
+    let env = Env::start(options).await;
+    let op = env.operator("replica-a");
+    env.create(&experiment_yaml("locked", "Job", 1, 3, ""))
+        .await;
+    let exp = wait_until(
+        "the first trial counted and the spec kept",
+        || experiment_json(&env, "locked"),
+        |e| e["status"]["trials"].as_i64().unwrap_or(0) >= 1,
+    )
+    .await;
+    let kept = exp["metadata"]["annotations"][vernier_operator::accepted_spec::ANNOTATION]
+        .as_str()
+        .unwrap_or_default();
+    assert!(kept.contains("\"maxTrialCount\":3"), "{exp:#}");
+    env.edit(
+        "locked",
+        serde_json::json!({"spec": {"maxTrialCount": 4, "objective": {"goal": 0.5}}}),
+    )
+    .await;
+    let refused = env.event("locked", "EditRefused").await;
+    let note = refused.data["note"].as_str().unwrap_or_default();
+    assert!(
+        note.contains("the edit of spec.objective.goal is not applied"),
+        "{note}"
+    );
+    let exp = finished(&env, "locked").await;
+    let ended = condition(&exp, "Succeeded").expect("succeeded");
+    assert_eq!(ended["reason"], "ExperimentMaxTrialsReached", "{exp:#}");
+    assert_eq!(exp["status"]["trials"], 4, "{exp:#}");
+    op.stop().await;
+    env.shutdown().await;
+}
+
 async fn experiment_json(env: &Env, name: &str) -> Value {
     let obj = env
         .experiments()

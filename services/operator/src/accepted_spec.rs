@@ -1,0 +1,170 @@
+//! The spec an experiment was accepted with, so that an edit Katib's webhook refuses does not
+//! change a running or finished experiment. Katib admits updates of `parallelTrialCount`,
+//! `maxTrialCount` and `maxFailedTrialCount` only; without a webhook the edit is already
+//! stored, so the operator keeps the first valid spec it ran in an annotation and runs on it,
+//! with the editable counts as they are now, while a Warning event names the refused field.
+//! Pure: the reconciler reads and writes the annotation.
+
+use serde_json::{Map, Value};
+
+/// Where the accepted spec is kept, as JSON.
+pub const ANNOTATION: &str = "vernier.kubeflow.org/accepted-spec";
+
+/// The fields Katib's webhook lets an update change.
+pub const EDITABLE: [&str; 3] = ["parallelTrialCount", "maxTrialCount", "maxFailedTrialCount"];
+
+/// Annotations share 256 KiB per object; a spec larger than this is not kept (its edits are
+/// then applied, as before).
+pub const MAX_KEPT_BYTES: usize = 192 * 1024;
+
+/// The spec to run, and the refused edit if there is one.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Effective {
+    /// The stored spec: nothing but the editable counts changed (or nothing was kept).
+    Current,
+    /// The accepted spec with the current editable counts; `field` is the first edited path
+    /// that Katib's webhook refuses.
+    Accepted { spec: Value, field: String },
+}
+
+/// What runs when the stored spec is `current` and `accepted` was kept.
+pub fn effective(current: &Value, accepted: Option<&Value>) -> Effective {
+    let Some(accepted) = accepted else {
+        return Effective::Current;
+    };
+    match first_difference(&locked(accepted), &locked(current), "spec") {
+        None => Effective::Current,
+        Some(field) => {
+            let mut spec = accepted.clone();
+            if let (Some(spec), Some(now)) = (spec.as_object_mut(), current.as_object()) {
+                for key in EDITABLE {
+                    match now.get(key) {
+                        Some(v) => spec.insert(key.to_string(), v.clone()),
+                        None => spec.remove(key),
+                    };
+                }
+            }
+            Effective::Accepted { spec, field }
+        }
+    }
+}
+
+/// The spec without the fields an update may change.
+fn locked(spec: &Value) -> Value {
+    match spec {
+        Value::Object(map) => {
+            let kept: Map<String, Value> = map
+                .iter()
+                .filter(|(k, _)| !EDITABLE.contains(&k.as_str()))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            Value::Object(kept)
+        }
+        other => other.clone(),
+    }
+}
+
+/// The path of the first place where `a` and `b` differ, in key order, or `None`.
+fn first_difference(a: &Value, b: &Value, path: &str) -> Option<String> {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            let mut keys: Vec<&String> = x.keys().chain(y.keys()).collect();
+            keys.sort();
+            keys.dedup();
+            keys.into_iter().find_map(|k| match (x.get(k), y.get(k)) {
+                (Some(v), Some(w)) => first_difference(v, w, &format!("{path}.{k}")),
+                _ => Some(format!("{path}.{k}")),
+            })
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => x
+            .iter()
+            .zip(y)
+            .enumerate()
+            .find_map(|(i, (v, w))| first_difference(v, w, &format!("{path}[{i}]"))),
+        _ if a == b => None,
+        _ => Some(path.to_string()),
+    }
+}
+
+/// The note of the Warning event for a refused edit of `field`.
+pub fn refused_note(field: &str) -> String {
+    format!(
+        "the edit of {field} is not applied: only spec.parallelTrialCount, spec.maxTrialCount \
+         and spec.maxFailedTrialCount are editable (Katib's webhook refuses other edits); the \
+         experiment runs on with the spec it was accepted with\nhint: create a new experiment \
+         for another search, or edit {field} back"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn spec(goal: f64, max: u32, image: &str) -> Value {
+        json!({
+            "maxTrialCount": max,
+            "parallelTrialCount": 2,
+            "objective": {"type": "maximize", "goal": goal},
+            "parameters": [{"name": "lr", "feasibleSpace": {"min": "0.01", "max": "0.1"}}],
+            "trialTemplate": {"trialSpec": {"image": image}},
+        })
+    }
+
+    #[test]
+    fn only_edits_of_locked_fields_are_refused() {
+        let accepted = spec(0.99, 12, "a");
+        let mut no_max = spec(0.99, 12, "a");
+        no_max.as_object_mut().unwrap().remove("maxTrialCount");
+        let mut list_grew = spec(0.99, 12, "a");
+        list_grew["parameters"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"name": "x"}));
+        // (current spec, kept, refused field)
+        let cases: Vec<(Value, Option<&Value>, Option<&str>)> = vec![
+            (spec(0.5, 12, "a"), None, None),
+            (spec(0.99, 12, "a"), Some(&accepted), None),
+            (spec(0.99, 30, "a"), Some(&accepted), None),
+            (no_max, Some(&accepted), None),
+            (
+                spec(0.5, 12, "a"),
+                Some(&accepted),
+                Some("spec.objective.goal"),
+            ),
+            (
+                spec(0.99, 12, "evil"),
+                Some(&accepted),
+                Some("spec.trialTemplate.trialSpec.image"),
+            ),
+            (list_grew, Some(&accepted), Some("spec.parameters")),
+        ];
+        for (i, (current, kept, refused)) in cases.into_iter().enumerate() {
+            match (effective(&current, kept), refused) {
+                (Effective::Current, None) => {}
+                (Effective::Accepted { field, .. }, Some(want)) => {
+                    assert_eq!(field, want, "case {i}")
+                }
+                (got, want) => panic!("case {i}: {got:?}, wanted {want:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn a_refused_edit_runs_the_accepted_spec_with_the_current_counts() {
+        let accepted = spec(0.99, 12, "a");
+        let mut current = spec(0.5, 30, "a");
+        current["maxFailedTrialCount"] = json!(4);
+        let Effective::Accepted { spec: run, field } = effective(&current, Some(&accepted)) else {
+            panic!("the goal edit is refused");
+        };
+        assert_eq!(field, "spec.objective.goal");
+        assert_eq!(run["objective"]["goal"], 0.99);
+        assert_eq!(run["maxTrialCount"], 30);
+        assert_eq!(run["maxFailedTrialCount"], 4);
+        assert_eq!(run["parallelTrialCount"], 2);
+        let note = refused_note(&field);
+        assert!(note.contains("spec.objective.goal"), "{note}");
+        assert!(note.contains("hint:"), "{note}");
+    }
+}
