@@ -116,13 +116,16 @@ impl ExperimentReport {
     /// Trial indices, best first: with several objectives the Pareto front's members first;
     /// then results (usable and feasible) by objective, then usable trials breaking a
     /// constraint, then trials with a partial objective (failed, killed, running), each by
-    /// (the first) objective, then the rest. Ties keep creation order, so with one objective
-    /// the first row is always `self.best`.
+    /// (the first) objective, then the rest. Ties keep creation order. With one objective the
+    /// first row is always `self.best`, also when it is the latest of text objectives (a
+    /// DARTS genotype), which have no order of their own.
     pub fn ranked(&self) -> Vec<usize> {
         let on_front = |i: usize| self.objective.is_multi() && self.front.contains(&i);
         let class = |i: usize| {
             let t = &self.trials[i];
-            if on_front(i) && self.is_result(t) {
+            if !self.objective.is_multi() && self.best == Some(i) {
+                0
+            } else if on_front(i) && self.is_result(t) {
                 0
             } else if self.is_result(t) {
                 1

@@ -459,6 +459,20 @@ fn multi_objective_spec() -> String {
     .replace("algorithmName: random", "algorithmName: nsga2")
 }
 
+/// A text objective (a DARTS genotype) has no order, but the best trial (the latest that
+/// succeeded) still ranks first, as every format's "best first" says.
+#[tokio::test]
+async fn the_best_trial_ranks_first_when_the_objective_is_text() {
+    let (_dir, mut r) = fixture().await;
+    for t in &mut r.trials {
+        t.objective = None;
+        t.values.clear();
+    }
+    let last = r.trials.len() - 1;
+    r.best = Some(last);
+    assert_eq!(r.ranked()[0], last);
+}
+
 /// A trial that reported only the first of two objectives is never ranked first: it cannot be
 /// the experiment's result, as `best_trial` decides.
 #[tokio::test]
