@@ -55,7 +55,7 @@ pub async fn stop_trials(
         }
     };
     for name in names {
-        mark_stopped(ctx, ns, listed, &name, stopping.name()).await?;
+        mark_stopped(ctx, exp, ns, listed, &name, stopping.name()).await?;
     }
     Ok(())
 }
@@ -128,9 +128,12 @@ fn progress<'a>(listed: &'a [Listed], values: &'a [Vec<f64>]) -> Vec<TrialProgre
         .collect()
 }
 
-/// Marks trial `name` EarlyStopped if it is still running as listed.
+/// Marks trial `name` EarlyStopped if it is still running as listed, with its observation
+/// read at that moment: an ended trial is not observed again, and Katib's trial controller
+/// updates an early-stopped trial's observation, so it shows the values that stopped it.
 async fn mark_stopped(
     ctx: &Context,
+    exp: &Resolved,
     ns: &str,
     listed: &[Listed],
     name: &str,
@@ -141,6 +144,10 @@ async fn mark_stopped(
         return Ok(());
     };
     let mut status = l.status.clone();
+    let observed = crate::trial::observation(&ctx.store, name, &exp.objective).await?;
+    if observed.is_some() {
+        status.observation = observed;
+    }
     let message = format!("Trial is early stopped by {rule}");
     set_terminal(
         &mut status.conditions,

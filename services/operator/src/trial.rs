@@ -409,22 +409,9 @@ impl<'a> Live<'a> {
             .ensure(&follow_key(self.obj), clients, target, wake, job_ended)
     }
 
-    /// Katib's observation: `{name, min, max, latest}` for every metric with observations,
-    /// from the store's reduced observation (one query however long the log).
+    /// Katib's observation of the trial, read again.
     async fn observe(&mut self, objective: &Objective) -> Result<()> {
-        let names = objective.metric_names();
-        let summaries = self.ctx.store.trial_metric_summaries(&self.name, &names);
-        let metrics: Vec<MetricValues> = summaries
-            .await?
-            .into_iter()
-            .map(|s| MetricValues {
-                min: s.min_text(),
-                max: s.max_text(),
-                latest: s.latest,
-                name: s.name,
-            })
-            .collect();
-        self.status.observation = (!metrics.is_empty()).then_some(Observation { metrics });
+        self.status.observation = observation(&self.ctx.store, &self.name, objective).await?;
         Ok(())
     }
 
@@ -442,4 +429,26 @@ impl<'a> Live<'a> {
     async fn reported_names(&self) -> Result<Vec<String>> {
         Ok(self.ctx.store.reported_metric_names(&self.name).await?)
     }
+}
+
+/// Katib's observation of `trial`: `{name, min, max, latest}` for every metric of `objective`
+/// with observations, from the store's reduced observation (one query however long the log).
+pub(crate) async fn observation(
+    store: &vernier_store::SqlStore,
+    trial: &str,
+    objective: &Objective,
+) -> Result<Option<Observation>> {
+    let names = objective.metric_names();
+    let metrics: Vec<MetricValues> = store
+        .trial_metric_summaries(trial, &names)
+        .await?
+        .into_iter()
+        .map(|s| MetricValues {
+            min: s.min_text(),
+            max: s.max_text(),
+            latest: s.latest,
+            name: s.name,
+        })
+        .collect();
+    Ok((!metrics.is_empty()).then_some(Observation { metrics }))
 }

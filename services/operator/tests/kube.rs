@@ -1099,6 +1099,19 @@ async fn early_stopping_deletes_the_job_and_marks_the_trial() {
         let t = serde_json::to_value(&t).expect("json");
         let c = condition(&t, "EarlyStopped").unwrap_or_else(|| panic!("{t:#}"));
         assert_eq!(c["reason"], "TrialEarlyStopped");
+        // Its observation shows what it had reported when it was stopped, as Katib's trial
+        // controller updates an early-stopped trial's observation.
+        let name = t["metadata"]["name"].as_str().expect("name");
+        let stored = env
+            .store
+            .trial_metric_summaries(name, &["accuracy".to_string()])
+            .await
+            .expect("summaries");
+        let shown = t["status"]["observation"]["metrics"]
+            .as_array()
+            .and_then(|m| m.iter().find(|m| m["name"] == "accuracy"))
+            .unwrap_or_else(|| panic!("no accuracy in {t:#}"));
+        assert_eq!(shown["latest"], stored[0].latest, "{t:#}");
     }
     // Early-stopped trials with observations count for the optimal trial, as in Katib.
     assert!(

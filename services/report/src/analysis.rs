@@ -123,9 +123,8 @@ impl ExperimentReport {
         let on_front = |i: usize| self.objective.is_multi() && self.front.contains(&i);
         let class = |i: usize| {
             let t = &self.trials[i];
-            if !self.objective.is_multi() && self.best == Some(i) {
-                0
-            } else if on_front(i) && self.is_result(t) {
+            let best = !self.objective.is_multi() && self.best == Some(i);
+            if best || (on_front(i) && self.is_result(t)) {
                 0
             } else if self.is_result(t) {
                 1
