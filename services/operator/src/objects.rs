@@ -61,6 +61,18 @@ pub fn owned_by(trial: &DynamicObject, uid: Option<&str>) -> bool {
         .any(|o| o.kind == "Experiment" && Some(o.uid.as_str()) == uid)
 }
 
+/// Whether `job` belongs to another Trial than the one with `uid`: a trial of the same name
+/// deleted before, whose job the garbage collector has not removed yet.
+pub fn owned_by_another_trial(job: &DynamicObject, uid: Option<&str>) -> bool {
+    let trials: Vec<&str> = job
+        .owner_references()
+        .iter()
+        .filter(|o| o.kind == "Trial")
+        .map(|o| o.uid.as_str())
+        .collect();
+    !trials.is_empty() && !trials.iter().any(|t| Some(*t) == uid)
+}
+
 /// A controller owner reference to `owner`.
 pub fn owner_reference(
     owner: &DynamicObject,
@@ -126,4 +138,38 @@ pub async fn replace_status<S: Serialize>(
 /// Whether `error` is a 409 Conflict: another writer was first, so read again and retry.
 pub fn is_conflict(error: &crate::error::OperatorError) -> bool {
     matches!(error, crate::error::OperatorError::Kube(kube::Error::Api(e)) if e.code == 409)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// (owner kinds and uids of the job, the trial's uid, another trial's job)
+    #[test]
+    fn a_job_left_by_a_deleted_namesake_is_another_trials() {
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+        let owner = |kind: &str, uid: &str| OwnerReference {
+            api_version: "v1".into(),
+            kind: kind.into(),
+            name: "t".into(),
+            uid: uid.into(),
+            ..OwnerReference::default()
+        };
+        let cases = [
+            (vec![owner("Trial", "new")], Some("new"), false),
+            (vec![owner("Trial", "old")], Some("new"), true),
+            (
+                vec![owner("Trial", "old"), owner("Trial", "new")],
+                Some("new"),
+                false,
+            ),
+            (vec![owner("Experiment", "e")], Some("new"), false),
+            (vec![], Some("new"), false),
+        ];
+        for (i, (owners, uid, another)) in cases.into_iter().enumerate() {
+            let mut job = DynamicObject::new("t", &experiment_resource());
+            job.metadata.owner_references = Some(owners);
+            assert_eq!(owned_by_another_trial(&job, uid), another, "case {i}");
+        }
+    }
 }

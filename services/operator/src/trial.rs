@@ -11,7 +11,8 @@ use crate::jobs::evaluate;
 use crate::logs::{FollowState, Wake};
 use crate::names::RENDER_ERROR_ANNOTATION;
 use crate::objects::{
-    is_conflict, namespaced, now_rfc3339, now_us, replace_status, trial_resource,
+    is_conflict, namespaced, now_rfc3339, now_us, owned_by_another_trial, replace_status,
+    trial_resource,
 };
 use crate::trial_decide::{self as decide, Failure, Step, Verdict};
 use crate::trial_job::{job_api, job_object};
@@ -106,6 +107,9 @@ async fn cleanup(obj: &DynamicObject, ctx: &Context) -> Result<Action> {
     Ok(Action::await_change())
 }
 
+/// How soon a trial waiting for a deleted namesake's job to go looks again.
+const PREDECESSOR_RECHECK: Duration = Duration::from_secs(1);
+
 /// Observe the trial and its job, decide the step, act on it.
 async fn apply(obj: &DynamicObject, ctx: &Context) -> Result<Action> {
     let live = Live::read(obj, ctx);
@@ -121,6 +125,18 @@ async fn apply(obj: &DynamicObject, ctx: &Context) -> Result<Action> {
         Err(failure) => return live.fail(failure).await,
     };
     let job = jobs.get_opt(&live.name).await?;
+    if let Some(j) = &job
+        && owned_by_another_trial(j, obj.uid().as_deref())
+    {
+        // A deleted trial of this name left its job, which the garbage collector removes;
+        // this trial's own job is created once it is gone, never taken over.
+        tracing::debug!(
+            "trial {}/{}: waiting for a predecessor's job to go",
+            live.ns,
+            live.name
+        );
+        return Ok(Action::requeue(PREDECESSOR_RECHECK));
+    }
     let outcome = job.as_ref().map(|j| outcome_of(j, &spec)).transpose()?;
     match decide::on_job(outcome, live.state, live.ever_running(), &kind, &live.name) {
         Step::CreateJob => create_job(live, &spec, &jobs, &kind).await,

@@ -9,7 +9,7 @@
 
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, DeleteParams, DynamicObject, ListParams, PostParams};
+use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
@@ -736,6 +736,76 @@ async fn a_trial_without_its_objective_says_which_metrics_it_reported() {
         c["message"],
         "Metrics are not available: the job succeeded but never reported the objective metric \"accuracy\" (saw loss); hint: print a line such as `accuracy=0.5` from container \"trainer\""
     );
+    op.stop().await;
+    env.shutdown().await;
+}
+
+/// A trial deleted by hand is created again under its name (its sequence number is free); the
+/// deleted trial's job, held by a finalizer as the garbage collector may hold it, is not taken
+/// over: the new trial waits until it is gone, then runs a job of its own and succeeds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recreated_trial_waits_for_its_namesakes_job_instead_of_taking_it_over() {
+    let options = SimulationOptions {
+        min_running: Duration::from_secs(2),
+        ..SimulationOptions::default()
+    };
+    let env = Env::start(options).await;
+    let op = env.operator("replica-a");
+    env.create(&experiment_yaml("reused", "Job", 1, 2, ""))
+        .await;
+    let jobs = env.api("batch", "v1", "Job");
+    let first = wait_until(
+        "the first trial's job",
+        || async { env.trials_of("reused").await },
+        |ts| ts.len() == 1,
+    )
+    .await;
+    let name = first[0].name_any();
+    let old_uid = first[0].uid().expect("uid");
+    wait_until(
+        "the job to exist",
+        || async { jobs.get_opt(&name).await.expect("get") },
+        |j| j.is_some(),
+    )
+    .await;
+    let hold = serde_json::json!({"metadata": {"finalizers": ["example.com/hold"]}});
+    jobs.patch(&name, &PatchParams::default(), &Patch::Merge(&hold))
+        .await
+        .expect("hold the job");
+    env.trials()
+        .delete(&name, &DeleteParams::default())
+        .await
+        .expect("delete the trial");
+    wait_until(
+        "the trial created again under its name",
+        || async { env.trials().get_opt(&name).await.expect("get") },
+        |t| {
+            t.as_ref()
+                .is_some_and(|t| t.uid().as_deref() != Some(old_uid.as_str()))
+        },
+    )
+    .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let job = jobs.get_opt(&name).await.expect("get").expect("held job");
+    assert_eq!(job.owner_references()[0].uid, old_uid, "{job:?}");
+    let waiting = env.trials().get(&name).await.expect("trial");
+    let waiting = serde_json::to_value(&waiting).expect("json");
+    assert!(condition(&waiting, "Running").is_none(), "{waiting:#}");
+    let release = serde_json::json!({"metadata": {"finalizers": null}});
+    jobs.patch(&name, &PatchParams::default(), &Patch::Merge(&release))
+        .await
+        .expect("release the job");
+    let exp = finished(&env, "reused").await;
+    assert!(condition(&exp, "Succeeded").is_some(), "{exp:#}");
+    assert_eq!(
+        exp["status"]["trialsFailed"].as_i64().unwrap_or(0),
+        0,
+        "{exp:#}"
+    );
+    let job = jobs.get_opt(&name).await.expect("get");
+    if let Some(job) = job {
+        assert_ne!(job.owner_references()[0].uid, old_uid, "{job:?}");
+    }
     op.stop().await;
     env.shutdown().await;
 }
