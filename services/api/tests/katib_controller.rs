@@ -368,6 +368,20 @@ fn succeeded(name: &str) -> Trial {
     }
 }
 
+/// Logs `loss` 0.5, 0.7, 0.9 for trial `a` and 0.1, 0.3, 0.2 for `b` through `db`.
+async fn report_two_trials(db: &mut DbManagerClient<tonic::transport::Channel>) {
+    for (trial, values) in [("a", ["0.5", "0.7", "0.9"]), ("b", ["0.1", "0.3", "0.2"])] {
+        db.report_observation_log(ReportObservationLogRequest {
+            trial_name: trial.into(),
+            observation_log: Some(ObservationLog {
+                metric_logs: values.iter().enumerate().map(|(i, v)| log(v, i)).collect(),
+            }),
+        })
+        .await
+        .unwrap();
+    }
+}
+
 /// A succeeded trial ending at `completed`.
 fn succeeded_at(name: &str, completed: &str) -> Trial {
     let mut t = succeeded(name);
@@ -385,16 +399,7 @@ async fn a_succeeded_trials_first_values_are_read_once() {
     let holder = start().await;
     let asked = start().await;
     let mut db = DbManagerClient::new(holder.channel.clone());
-    for (trial, values) in [("a", ["0.5", "0.7", "0.9"]), ("b", ["0.1", "0.3", "0.2"])] {
-        db.report_observation_log(ReportObservationLogRequest {
-            trial_name: trial.into(),
-            observation_log: Some(ObservationLog {
-                metric_logs: values.iter().enumerate().map(|(i, v)| log(v, i)).collect(),
-            }),
-        })
-        .await
-        .unwrap();
-    }
+    report_two_trials(&mut db).await;
     let mut es = EarlyStoppingClient::new(asked.channel.clone());
     let mut rule = async |a_completed: &str| {
         let rules = es
@@ -431,16 +436,7 @@ async fn early_stopping_rules_read_the_db_manager_the_request_names() {
     let holder = start().await;
     let asked = start().await;
     let mut db = DbManagerClient::new(holder.channel.clone());
-    for (trial, values) in [("a", ["0.5", "0.7", "0.9"]), ("b", ["0.1", "0.3", "0.2"])] {
-        db.report_observation_log(ReportObservationLogRequest {
-            trial_name: trial.into(),
-            observation_log: Some(ObservationLog {
-                metric_logs: values.iter().enumerate().map(|(i, v)| log(v, i)).collect(),
-            }),
-        })
-        .await
-        .unwrap();
-    }
+    report_two_trials(&mut db).await;
     let mut es = EarlyStoppingClient::new(asked.channel.clone());
     let ask = |address: &str| GetEarlyStoppingRulesRequest {
         experiment: Some(experiment("random", one_double(), 5)),
