@@ -58,9 +58,9 @@ pub async fn create_experiment(
 
 /// Marks trials left Created or Running by a driver that died (e.g. `kill -9`) as Killed:
 /// their observations up to then stay recorded, and replica process groups of distributed
-/// trials still running are stopped. `last_heard_us`, the dead driver's last heartbeat when
-/// known, is their completion time (else now), so their durations are not the time nobody
-/// drove them. Returns how many.
+/// trials still running are stopped. The dead driver's last heartbeat (`last_heard_us`), or
+/// the trial's last output if later, is their completion time (else now), so their durations
+/// are not the time nobody drove them. Returns how many.
 pub async fn recover_interrupted(
     store: &SqlStore,
     experiment: &str,
@@ -74,6 +74,8 @@ pub async fn recover_interrupted(
         .map(|e| std::path::PathBuf::from(e.log_dir));
     for t in store.list_trials(experiment).await? {
         if t.state.is_active() {
+            // Read before the orphans are stopped, whose last words are not its running time.
+            let last_output = log_dir.as_deref().and_then(|d| last_output_us(d, &t.name));
             if let Some(dir) = &log_dir {
                 crate::orphans::stop_orphans(dir, &t.name).await;
             }
@@ -85,9 +87,12 @@ pub async fn recover_interrupted(
                         reason: reason::TRIAL_INTERRUPTED.into(),
                         message: "the vernier process running this trial stopped before it finished; observations recorded until then are kept".into(),
                         started_us: None,
-                        completed_us: Some(
-                            last_heard_us.map_or(now, |h| h.max(t.started_us.unwrap_or(h))),
-                        ),
+                        completed_us: Some(interrupted_at(
+                            now,
+                            last_heard_us,
+                            t.started_us,
+                            last_output,
+                        )),
                         attempt: None,
                     },
                 )
@@ -96,6 +101,37 @@ pub async fn recover_interrupted(
         }
     }
     Ok(n)
+}
+
+/// When an interrupted trial is taken to have ended: the later of the dead driver's last
+/// heartbeat and the trial's last output (a trial printing between two heartbeats ran at
+/// least that long), never before it started nor after `now`; `now` when the driver's last
+/// heartbeat is unknown.
+fn interrupted_at(
+    now: i64,
+    last_heard: Option<i64>,
+    started: Option<i64>,
+    last_output: Option<i64>,
+) -> i64 {
+    let Some(heard) = last_heard else {
+        return now;
+    };
+    [Some(heard), started, last_output]
+        .into_iter()
+        .flatten()
+        .max()
+        .unwrap_or(heard)
+        .min(now)
+}
+
+/// When the trial's log file (`<log dir>/<trial>.log`) was last written, in µs.
+fn last_output_us(log_dir: &std::path::Path, trial: &str) -> Option<i64> {
+    let modified = std::fs::metadata(log_dir.join(format!("{trial}.log")))
+        .ok()?
+        .modified()
+        .ok()?;
+    let since = modified.duration_since(std::time::UNIX_EPOCH).ok()?;
+    i64::try_from(since.as_micros()).ok()
 }
 
 /// Records a new trial for `proposal`, named from the seed (another name after a collision).
@@ -213,4 +249,29 @@ pub(super) fn set_status(
     status.phase = phase.into();
     status.reason = reason.into();
     status.message = message.into();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// (now, last heartbeat, started, last output, taken end)
+    #[test]
+    fn an_interrupted_trial_ends_at_its_last_sign_of_life() {
+        let cases = [
+            (100, None, Some(10), Some(50), 100),
+            (100, Some(20), Some(10), None, 20),
+            (100, Some(20), Some(30), None, 30),
+            (100, Some(20), Some(10), Some(45), 45),
+            (100, Some(20), Some(10), Some(150), 100),
+            (100, Some(20), None, None, 20),
+        ];
+        for (i, (now, heard, started, output, want)) in cases.into_iter().enumerate() {
+            assert_eq!(
+                interrupted_at(now, heard, started, output),
+                want,
+                "case {i}"
+            );
+        }
+    }
 }
