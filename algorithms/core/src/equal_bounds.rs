@@ -27,8 +27,9 @@ fn top_budget_settings(algorithm: &str) -> &'static [&'static str] {
     }
 }
 
-/// The last non-empty value of setting `key` (a later duplicate wins, as in a merged request).
-fn setting<'a>(settings: &'a [(String, String)], key: &str) -> Option<&'a str> {
+/// The last non-blank value of setting `key`, trimmed (a later duplicate wins, as in a merged
+/// request; a blank value counts as unset, as Katib's services read an empty setting).
+pub fn nonblank_setting<'a>(settings: &'a [(String, String)], key: &str) -> Option<&'a str> {
     settings
         .iter()
         .rev()
@@ -49,26 +50,20 @@ fn placeholder(
     domain: &Domain,
 ) -> Option<Domain> {
     let keys = top_budget_settings(algorithm);
-    if keys.is_empty() || setting(settings, "resource_name")? != name {
+    if keys.is_empty() || nonblank_setting(settings, "resource_name")? != name {
         return None;
     }
     let top: f64 = keys
         .iter()
-        .find_map(|k| setting(settings, k))?
+        .find_map(|k| nonblank_setting(settings, k))?
         .parse()
         .ok()?;
     if !(top.is_finite() && top > 0.0) {
         return None;
     }
+    let whole = matches!(domain, Domain::Int { .. }) || algorithm == "hyperband";
     match domain {
-        Domain::Int { .. } | Domain::Double { .. } if algorithm == "hyperband" => {
-            Some(Domain::Int {
-                min: 1,
-                max: (top.ceil() as i64).max(2),
-                step: None,
-            })
-        }
-        Domain::Int { .. } => Some(Domain::Int {
+        Domain::Int { .. } | Domain::Double { .. } if whole => Some(Domain::Int {
             min: 1,
             max: (top.ceil() as i64).max(2),
             step: None,

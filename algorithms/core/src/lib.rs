@@ -19,7 +19,7 @@ mod trial;
 mod value;
 
 pub use early_stopping::{EarlyStopper, EarlyStoppingRequest, TrialProgress};
-pub use equal_bounds::{EqualBounds, equal_bounds};
+pub use equal_bounds::{EqualBounds, equal_bounds, nonblank_setting};
 pub use error::CoreError;
 pub use names::{ALGORITHM_NAMES, EARLY_STOPPING_NAMES, NAS_ALGORITHM_NAMES};
 pub use nas::{NasConfig, NasOperation, NasParameter, NasParameterKind};

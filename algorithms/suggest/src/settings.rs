@@ -41,14 +41,10 @@ impl<'a> Settings<'a> {
             .map(|(_, v)| v.trim())
     }
 
-    /// The last non-blank value given for `name`, trimmed: a blank value counts as unset, as
-    /// Katib's services read an empty setting.
+    /// The last non-blank value given for `name`, trimmed, read as the resource placeholder
+    /// reads it ([`vernier_core::nonblank_setting`]).
     pub(crate) fn nonblank(&self, name: &str) -> Option<&'a str> {
-        self.pairs
-            .iter()
-            .rev()
-            .find(|(n, v)| n == name && !v.trim().is_empty())
-            .map(|(_, v)| v.trim())
+        vernier_core::nonblank_setting(self.pairs, name)
     }
 
     /// What the last value of `name` chooses among `choices`, matched without regard to case;

@@ -141,7 +141,7 @@ impl Display {
             s.push_str(&format!(
                 ", best {}={} ({})",
                 self.metric,
-                shown(&b.value, 6),
+                shown(&b.value, FINISHED_DIGITS),
                 b.trial
             ));
         }
@@ -243,7 +243,9 @@ pub(crate) fn running_line(
     for (i, (trial, value)) in running.iter().enumerate() {
         let item = format!(
             "{trial} {metric}={}",
-            value.as_deref().map_or("…".into(), |v| shown(v, 4))
+            value
+                .as_deref()
+                .map_or("…".into(), |v| shown(v, RUNNING_DIGITS))
         );
         let sep = if i == 0 { " " } else { " · " };
         let after = running.len() - i - 1;
@@ -258,10 +260,14 @@ pub(crate) fn running_line(
     line.chars().take(width).collect()
 }
 
-/// A finished trial's or the best value: six significant digits, enough that an accuracy of
-/// 0.999995 does not read as 1 (the running trials' line, short of room, shows four).
+/// Significant digits of a finished trial's or the best value: enough that an accuracy of
+/// 0.999995 does not read as 1.
+const FINISHED_DIGITS: usize = 6;
+/// Significant digits on the running trials' line, which is short of room.
+const RUNNING_DIGITS: usize = 4;
+
 fn num(v: f64) -> String {
-    significant(v, 6)
+    significant(v, FINISHED_DIGITS)
 }
 
 /// A value as shown on one line: numbers with `digits` significant digits, text (a DARTS

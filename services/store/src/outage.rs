@@ -32,7 +32,7 @@ pub(crate) const ACQUIRE_WITHIN: Duration = Duration::from_secs(10);
 
 /// How long a server call may still take once the driver is stopping: enough for a healthy
 /// write, short enough that Ctrl-C ends a run whose server hangs.
-pub(crate) const STOP_GRACE: Duration = Duration::from_secs(5);
+const STOP_GRACE: Duration = Duration::from_secs(5);
 
 /// The riding policy a store's clones share.
 #[derive(Debug, Clone)]
