@@ -455,3 +455,52 @@ fn delete_after_kill_9_stops_a_trial_left_sleeping() {
     );
     assert!(!pid_alive(pid), "trial process {pid} survived the delete");
 }
+
+/// Another process holds the database's write lock for 6 s from the moment the trial ends: the
+/// verdict waits for it, but the trial's completion time is when it ended, not when the
+/// verdict could be written.
+#[test]
+fn a_trial_ends_when_it_ended_not_when_a_locked_database_let_its_verdict_in() {
+    let sb = Sandbox::new();
+    let locker = sb.write(
+        "locker.py",
+        "import sqlite3, sys, time\n\
+         con = sqlite3.connect(sys.argv[1], isolation_level=None)\n\
+         con.execute('BEGIN IMMEDIATE')\n\
+         open(sys.argv[2], 'w').close()\n\
+         time.sleep(6)\n\
+         con.execute('ROLLBACK')\n",
+    );
+    let flag = sb.path().join("locked");
+    let script = format!(
+        "import os, subprocess, sys, time\n\
+         print('loss=0.5', flush=True)\n\
+         time.sleep(0.5)\n\
+         subprocess.Popen([sys.executable, '{}', '{}', '{}'], start_new_session=True)\n\
+         while not os.path.exists('{}'): time.sleep(0.02)",
+        locker.display(),
+        sb.db(),
+        flag.display(),
+        flag.display()
+    );
+    let yaml = python_experiment(
+        "locked",
+        &script,
+        "  objective:\n    type: minimize\n    objectiveMetricName: loss\n  parallelTrialCount: 1\n  maxTrialCount: 1",
+    );
+    let file = sb.write("locked.yaml", &yaml);
+    let out = sb.run(&["run", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let r = sb.report("locked");
+    let done = trials_in(&r, "Succeeded");
+    assert_eq!(done.len(), 1, "{r:#}");
+    let time = |field: &str| {
+        let at = done[0]["status"][field].as_str().unwrap_or_default();
+        chrono::DateTime::parse_from_rfc3339(at).unwrap_or_else(|e| panic!("{field} {at:?}: {e}"))
+    };
+    let took = time("completionTime") - time("startTime");
+    assert!(
+        took < chrono::TimeDelta::seconds(4),
+        "the trial ran about 0.6 s but is recorded as {took}"
+    );
+}

@@ -77,12 +77,26 @@ impl ExperimentLeases {
 
     /// Renews every held lease each [`HEARTBEAT_EVERY`] until `stop`, then releases them all so
     /// a local driver need not wait for them to lapse. A lease found taken over is dropped:
-    /// the experiment's next reconcile asks for it again and is refused.
-    pub async fn keep(&self, store: &SqlStore, stop: impl Future<Output = ()>) {
+    /// the experiment's next reconcile asks for it again and is refused. A lease of an
+    /// experiment `exists(namespace, name)` no longer finds is released: a deleted experiment
+    /// has no finalizer, so no reconcile sees it go.
+    pub async fn keep(
+        &self,
+        store: &SqlStore,
+        exists: impl Fn(&str, &str) -> bool,
+        stop: impl Future<Output = ()>,
+    ) {
         let renew = async {
             let mut tick = tokio::time::interval(HEARTBEAT_EVERY);
             loop {
                 tick.tick().await;
+                let gone = forget_missing(&mut self.lock(), &exists);
+                for name in gone {
+                    tracing::info!("experiment {name}: deleted; releasing its lease");
+                    if let Err(e) = store.release_lease(&name, &self.claim.owner).await {
+                        tracing::warn!("experiment {name}: releasing its lease: {e}");
+                    }
+                }
                 for name in self.names() {
                     match store.renew_lease(&name, &self.claim.owner, now_us()).await {
                         Ok(()) => {}
@@ -123,5 +137,65 @@ impl ExperimentLeases {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, BTreeSet<String>>> {
         self.held.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Drops from `held` the namespaces whose experiment `exists(namespace, name)` no longer
+/// finds; returns the names no namespace holds any more, whose leases are to be released.
+fn forget_missing(
+    held: &mut BTreeMap<String, BTreeSet<String>>,
+    exists: impl Fn(&str, &str) -> bool,
+) -> Vec<String> {
+    let mut gone = Vec::new();
+    held.retain(|name, spaces| {
+        spaces.retain(|ns| exists(ns, name));
+        if spaces.is_empty() {
+            gone.push(name.clone());
+        }
+        !spaces.is_empty()
+    });
+    gone
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lease_goes_when_no_namespace_still_has_its_experiment() {
+        let held = |pairs: &[(&str, &[&str])]| -> BTreeMap<String, BTreeSet<String>> {
+            pairs
+                .iter()
+                .map(|(n, spaces)| {
+                    (
+                        n.to_string(),
+                        spaces.iter().map(|s| s.to_string()).collect(),
+                    )
+                })
+                .collect()
+        };
+        // (held, the experiments that exist as namespace/name, held after, released)
+        let table: [(_, &[&str], _, &[&str]); 4] = [
+            (
+                held(&[("a", &["x"])]),
+                &["x/a"],
+                held(&[("a", &["x"])]),
+                &[],
+            ),
+            (held(&[("a", &["x"])]), &[], held(&[]), &["a"]),
+            (
+                held(&[("a", &["x", "y"]), ("b", &["x"])]),
+                &["y/a"],
+                held(&[("a", &["y"])]),
+                &["b"],
+            ),
+            (held(&[]), &["x/a"], held(&[]), &[]),
+        ];
+        for (mut before, existing, after, released) in table {
+            let exists = |ns: &str, name: &str| existing.contains(&format!("{ns}/{name}").as_str());
+            let gone = forget_missing(&mut before, exists);
+            assert_eq!(before, after);
+            assert_eq!(gone, released);
+        }
     }
 }

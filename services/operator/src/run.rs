@@ -69,16 +69,18 @@ pub async fn run_controllers(
         api_for(&client, &ns, &experiment_resource()),
         watcher::Config::default(),
         experiment_resource(),
-    )
-    .reconcile_on(trial_changes)
-    .with_config(config.clone())
-    .graceful_shutdown_on(stopped(stop_rx.clone()))
-    .run(experiment::reconcile, experiment::error_policy, ctx.clone())
-    .for_each(|r| async move {
-        if let Err(e) = r {
-            report("experiment", &e);
-        }
-    });
+    );
+    let experiment_cache = experiments.store();
+    let experiments = experiments
+        .reconcile_on(trial_changes)
+        .with_config(config.clone())
+        .graceful_shutdown_on(stopped(stop_rx.clone()))
+        .run(experiment::reconcile, experiment::error_policy, ctx.clone())
+        .for_each(|r| async move {
+            if let Err(e) = r {
+                report("experiment", &e);
+            }
+        });
     let mut trials = Controller::new_with(
         api_for(&client, &ns, &trial_resource()),
         watcher::Config::default(),
@@ -110,7 +112,15 @@ pub async fn run_controllers(
         shutdown.await;
         let _ = stop_tx.send(true);
     };
-    let leases = ctx.leases.keep(&ctx.store, stopped(stop_rx.clone()));
+    // An experiment is only reconciled (and its lease taken) once the cache has it, so a
+    // lease whose experiment is missing from the cache belongs to a deleted experiment.
+    let exists = |ns: &str, name: &str| {
+        let at = ObjectRef::new_with(name, experiment_resource()).within(ns);
+        experiment_cache.get(&at).is_some()
+    };
+    let leases = ctx
+        .leases
+        .keep(&ctx.store, exists, stopped(stop_rx.clone()));
     tokio::join!(
         until_asked(experiments, watched("experiment")),
         until_asked(trials, watched("trial")),

@@ -867,6 +867,14 @@ async fn deleting_the_experiment_removes_trials_jobs_and_observations() {
             "{t}"
         );
     }
+    // Its lease goes too, or a local run of the same name would be refused for ever.
+    let lease = wait_until(
+        "the deleted experiment's lease to be released",
+        || env.store.get_lease("doomed"),
+        |l| matches!(l, Ok(None)),
+    )
+    .await;
+    assert!(matches!(lease, Ok(None)));
     op.stop().await;
     env.shutdown().await;
 }

@@ -145,6 +145,7 @@ fn past_deadline(controls: JobControls) -> ProcessEnd {
 fn stopped(total: Option<ProcessReport>) -> ProcessReport {
     let mut r = total.unwrap_or_else(|| ProcessReport::stopped(Vec::new()));
     r.end = ProcessEnd::Stopped;
+    r.ended_us = Some(crate::process::now_us());
     r
 }
 
@@ -156,6 +157,7 @@ fn merge(total: Option<ProcessReport>, latest: ProcessReport) -> ProcessReport {
     sum.absorb_problems(&latest, "");
     sum.metrics_seen.extend(latest.metrics_seen);
     sum.end = latest.end;
+    sum.ended_us = latest.ended_us;
     sum
 }
 

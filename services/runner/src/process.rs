@@ -142,6 +142,10 @@ pub struct ProcessReport {
     /// The output or metrics files the collector read: the process's own, or the primary
     /// replicas' of a distributed trial.
     pub collected_from: Vec<PathBuf>,
+    /// When the trial ended (microseconds since the Unix epoch), taken as it ended rather
+    /// than when its verdict is written, which may wait for a locked database or for the
+    /// last lines to be recorded; `None` when the end was not observed (a stop before start).
+    pub ended_us: Option<i64>,
 }
 
 impl ProcessReport {
@@ -154,6 +158,7 @@ impl ProcessReport {
             rejected_total: 0,
             store_error: None,
             collected_from,
+            ended_us: None,
         }
     }
 
@@ -222,6 +227,7 @@ pub async fn run_process_then(
         Ok(log) => log,
         Err(why) => {
             report.end = ProcessEnd::SpawnFailed(why);
+            report.ended_us = Some(now_us());
             return report;
         }
     };
@@ -231,6 +237,7 @@ pub async fn run_process_then(
             let why = spawn_error(&cmd, &e);
             write_log(&log, format!("vernier: {why}\n").as_bytes());
             report.end = ProcessEnd::SpawnFailed(why);
+            report.ended_us = Some(now_us());
             return report;
         }
     };
@@ -258,6 +265,7 @@ pub async fn run_process_then(
         _ => None,
     };
     let (status, stopped) = wait_or_stop(&mut child, pgid, &mut stop).await;
+    report.ended_us = Some(now_us());
     let _ = ended_tx.send(true);
     drain_readers(readers, pgid, &backlog).await;
     if let Some(collector) = collector {

@@ -4,6 +4,7 @@
 pub mod conditions;
 mod convert;
 pub mod defaults;
+mod duplicate_key;
 pub mod enqueue;
 mod error;
 pub mod known;

@@ -152,7 +152,8 @@ fn deserialize(
         if is_too_deep(e.inner()) {
             return vec![too_deep(e.inner())];
         }
-        let first = type_error(&e.path().to_string(), &e.inner().to_string());
+        let said = crate::duplicate_key::at_the_duplicate(text, &e.inner().to_string());
+        let first = type_error(&e.path().to_string(), &said);
         let later = later_type_errors(text, e.path())
             .into_iter()
             .map(|t| type_error(&t.path, &t.message));

@@ -183,12 +183,14 @@ pub(super) async fn mark_running(store: &SqlStore, trial: &str) -> Result<(), Ru
 
 /// Records the verdict (with Katib's `unavailable` observation when it has one) and keeps
 /// `observed`, the trial's metrics as read before the verdict, on the tracked trial: recording
-/// the `unavailable` observation of a MetricsUnavailable trial changes none of them.
+/// the `unavailable` observation of a MetricsUnavailable trial changes none of them. The trial
+/// completed at `ended_us` when its end was seen, else now.
 pub(super) async fn finish_trial(
     store: &SqlStore,
     trial: &mut Tracked,
     verdict: &Verdict,
     observed: TrialMetrics,
+    ended_us: Option<i64>,
 ) -> Result<(), RunnerError> {
     let name = &trial.record.name;
     if let Some(unavailable) = &verdict.unavailable {
@@ -201,7 +203,7 @@ pub(super) async fn finish_trial(
         reason: verdict.reason.into(),
         message: verdict.message.clone(),
         started_us: None,
-        completed_us: Some(now_us()),
+        completed_us: Some(ended_us.unwrap_or_else(now_us)),
         attempt: None,
     };
     store.update_trial(name, &update).await?;

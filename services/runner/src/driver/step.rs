@@ -145,7 +145,12 @@ impl Run<'_> {
                 let end = TrialEnd::Failed(e.to_string());
                 // It never ran, so nothing of it is recorded.
                 let observed = TrialMetrics::default();
-                self.record_end(idx, &end, observed, &[], false).await
+                let ended = Ended {
+                    end,
+                    at_us: None,
+                    early_stopped: false,
+                };
+                self.record_end(idx, ended, observed, &[]).await
             }
         }
     }
@@ -219,31 +224,35 @@ impl Run<'_> {
         } else {
             report.metrics_seen.into_iter().collect()
         };
-        self.record_end(idx, &end, observed, &seen, early_stopped)
-            .await
+        let ended = Ended {
+            end,
+            at_us: report.ended_us,
+            early_stopped,
+        };
+        self.record_end(idx, ended, observed, &seen).await
     }
 
     /// Lets the engine judge trial `idx`, records the verdict and tells the observer.
     async fn record_end(
         &mut self,
         idx: usize,
-        end: &TrialEnd,
+        ended: Ended,
         observed: TrialMetrics,
         seen: &[String],
-        early_stopped: bool,
     ) -> Result<(), RunnerError> {
         let place = Place::Local {
             push_env: PUSH_ADDRESS_ENV,
         };
         let finished = Finished {
-            end,
+            end: &ended.end,
             objective_latest: observed.objective_latest.as_deref(),
             seen,
-            early_stopped,
+            early_stopped: ended.early_stopped,
             place,
         };
         let verdict: Verdict = vernier_engine::judge(self.shell.exp, finished);
-        finish_trial(self.shell.store, &mut self.trials[idx], &verdict, observed).await?;
+        let trial = &mut self.trials[idx];
+        finish_trial(self.shell.store, trial, &verdict, observed, ended.at_us).await?;
         let event = DriverEvent::TrialFinished {
             name: self.trials[idx].record.name.clone(),
             state: verdict.state,
@@ -253,6 +262,14 @@ impl Run<'_> {
         self.tell(event);
         Ok(())
     }
+}
+
+/// How a trial ended, as the driver saw it.
+struct Ended {
+    end: TrialEnd,
+    /// When (microseconds since the Unix epoch); `None` for "now", a trial that never ran.
+    at_us: Option<i64>,
+    early_stopped: bool,
 }
 
 /// How the engine sees a process's end; a stopped trial says why the driver stopped it.

@@ -7,8 +7,8 @@ use super::env::ReplicaId;
 use super::launch::{ReplicaJob, ReplicaProcess};
 use super::policy::{Decision, Verdict, decide, restart_delay, verdict};
 use crate::process::{
-    Collection, MetricSource, ProcessEnd, ProcessReport, StopLevel, TrialCommand, run_process,
-    run_process_then,
+    Collection, MetricSource, ProcessEnd, ProcessReport, StopLevel, TrialCommand, now_us,
+    run_process, run_process_then,
 };
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -88,6 +88,7 @@ pub async fn run_job(
             let msg = format!("cannot write the MPI hostfile {}: {e}", path.display());
             sup.summary.line(&msg);
             sup.report.end = ProcessEnd::JobFailed(msg);
+            sup.report.ended_us = Some(now_us());
             return sup.report;
         }
     }
@@ -163,7 +164,19 @@ impl Supervisor {
     /// `activeDeadlineSeconds` (the operator's `PastActiveDeadline`, measured from the job's
     /// start, restarts included) or a stop request. The second value is whether `stop` can
     /// still be listened to.
+    /// The job's end time is the exit that decided it, or the moment of a deadline or stop.
     async fn until_ending(&mut self, stop: &mut watch::Receiver<StopLevel>) -> (Ending, bool) {
+        let ended = self.until_ending_unstamped(stop).await;
+        if matches!(ended.0, Ending::StopRequested) || self.report.ended_us.is_none() {
+            self.report.ended_us = Some(now_us());
+        }
+        ended
+    }
+
+    async fn until_ending_unstamped(
+        &mut self,
+        stop: &mut watch::Receiver<StopLevel>,
+    ) -> (Ending, bool) {
         let deadline = self.job.active_deadline;
         let never = std::time::Duration::from_secs(100 * 365 * 24 * 3600);
         let past_deadline = tokio::time::sleep(deadline.unwrap_or(never));
@@ -179,6 +192,7 @@ impl Supervisor {
                     }
                 }
                 () = &mut past_deadline, if deadline.is_some() => {
+                    self.report.ended_us = Some(now_us());
                     return (Ending::Failed(format!(
                         "it was active longer than its runPolicy.activeDeadlineSeconds of {} s",
                         deadline.unwrap_or_default().as_secs()
@@ -217,6 +231,7 @@ impl Supervisor {
     /// there is one.
     fn on_exit(&mut self, i: usize, r: &ProcessReport) -> Option<Ending> {
         merge(&mut self.report, &self.slots[i].process, r);
+        self.report.ended_us = r.ended_us;
         let slot = &mut self.slots[i];
         slot.stop = None;
         let (id, policy, attempt) = (slot.process.id, slot.process.restart_policy, slot.attempts);

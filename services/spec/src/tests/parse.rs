@@ -1,6 +1,6 @@
 //! Parsing valid specs: Katib's example shape, YAML numbers as written, JSON input, round trip.
 
-use super::{RANDOM, TFJOB, parse_ok};
+use super::{RANDOM, TFJOB, parse_err, parse_ok};
 use crate::types::Experiment;
 use crate::{parse_experiment, parse_experiment_file};
 use serde_json::json;
@@ -274,4 +274,24 @@ fn a_byte_order_mark_is_read_past() {
     for text in [format!("\u{feff}{RANDOM}"), format!("\u{feff}{crlf}")] {
         assert_eq!(parse_ok(&text).name(), "random");
     }
+}
+
+/// kubectl refuses a repeated key at the repeat ("line 9: key \"type\" already set in map");
+/// the error names that line, the one to delete, not the mapping's first key.
+#[test]
+fn a_repeated_key_is_reported_at_the_repeat() {
+    let text = RANDOM.replace(
+        "    objectiveMetricName: loss\n",
+        "    objectiveMetricName: loss\n    type: maximize\n",
+    );
+    let line = text
+        .lines()
+        .position(|l| l == "    type: maximize")
+        .unwrap()
+        + 1;
+    let e = parse_err(&text).to_string();
+    assert!(
+        e.contains(&format!("duplicate field `type` at line {line} column 5")),
+        "{e}"
+    );
 }
