@@ -3,12 +3,20 @@
 use crate::error::ProtoError;
 use chrono::{DateTime, Datelike, SecondsFormat, Utc};
 
-/// Parses an RFC 3339 time (any offset, any fraction) into µs since the Unix epoch. A time
-/// whose offset takes it outside the years 0000 to 9999 in UTC is refused: it could not be
-/// written back as RFC 3339.
+/// Parses an RFC 3339 time (any offset, any fraction) into µs since the Unix epoch, as Katib's
+/// DB manager does (Go's `time.Parse(time.RFC3339Nano, ...)`: no spaces around it, an
+/// upper-case `T` and `Z`). A time whose offset takes it outside the years 0000 to 9999 in UTC
+/// is refused: it could not be written back as RFC 3339.
 pub fn parse_rfc3339_us(field: &str, text: &str) -> Result<i64, ProtoError> {
     let hint = "\nhint: write it like 2024-05-01T12:00:00Z";
-    let t = DateTime::parse_from_rfc3339(text.trim()).map_err(|e| {
+    let go = vernier_core::go_rfc3339_text(text).ok_or_else(|| {
+        ProtoError::invalid(
+            field,
+            text,
+            format!("is not an RFC 3339 time as Katib reads one (Go's time.Parse){hint}"),
+        )
+    })?;
+    let t = DateTime::parse_from_rfc3339(&go).map_err(|e| {
         ProtoError::invalid(field, text, format!("is not an RFC 3339 time ({e}){hint}"))
     })?;
     let utc = t.with_timezone(&Utc);

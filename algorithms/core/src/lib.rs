@@ -4,6 +4,7 @@
 mod early_stopping;
 mod equal_bounds;
 mod error;
+mod go_time;
 mod names;
 mod nas;
 mod objective;
@@ -21,6 +22,7 @@ mod value;
 pub use early_stopping::{EarlyStopper, EarlyStoppingRequest, TrialProgress};
 pub use equal_bounds::{EqualBounds, equal_bounds, nonblank_setting};
 pub use error::CoreError;
+pub use go_time::go_rfc3339_text;
 pub use names::{ALGORITHM_NAMES, EARLY_STOPPING_NAMES, NAS_ALGORITHM_NAMES};
 pub use nas::{NasConfig, NasOperation, NasParameter, NasParameterKind};
 pub use objective::{

@@ -22,9 +22,7 @@ pub fn parse_json_line(line: &str, wanted: &[String]) -> Result<ParsedLine, Coll
         return Err(bad("expected an object".into()));
     };
     let timestamp_us = match map.get("timestamp") {
-        Some(Value::String(s)) => chrono::DateTime::parse_from_rfc3339(s)
-            .ok()
-            .map(|t| t.timestamp_micros()),
+        Some(Value::String(s)) => crate::text::go_rfc3339_us(s),
         Some(Value::Number(n)) => n
             .as_f64()
             .filter(|secs| secs.is_finite())

@@ -210,10 +210,20 @@ fn shown_value(matched: &str, rest: &str) -> String {
 /// How much of a rejected value is kept to show the user.
 const SHOWN_VALUE_BYTES: usize = 64;
 
-/// The first whitespace-separated token as an RFC 3339 timestamp, in µs.
+/// The line's time in µs, read as Katib's collector does: the text before the first space
+/// (a line that starts with a space, or separates the time by a tab, has none), parsed by
+/// [`go_rfc3339_us`].
 pub(crate) fn leading_timestamp(line: &str) -> Option<i64> {
-    let token = line.split_whitespace().next()?;
-    chrono::DateTime::parse_from_rfc3339(token)
+    let (token, _) = line.split_once(' ')?;
+    go_rfc3339_us(token)
+}
+
+/// `text` as Katib's collectors read a time (Go's `time.Parse(time.RFC3339Nano, text)`, see
+/// [`vernier_core::go_rfc3339_text`]), in µs; times outside the years 0000 to 9999 are refused
+/// too ([`datable_us`]).
+pub(crate) fn go_rfc3339_us(text: &str) -> Option<i64> {
+    let text = vernier_core::go_rfc3339_text(text)?;
+    chrono::DateTime::parse_from_rfc3339(&text)
         .ok()
         .and_then(|t| datable_us(t.timestamp_micros()))
 }
@@ -243,6 +253,20 @@ mod tests {
             ("9999-12-31T23:59:59-23:59 loss=1", None),
             ("0000-01-01T00:00:00+01:00 loss=1", None),
             ("loss=1", None),
+            // Katib splits at the first space and parses with Go's time.Parse.
+            ("2024-01-01T00:00:00.5Z loss=1", Some(1_704_067_200_500_000)),
+            ("2024-01-01T00:00:00,5Z loss=1", Some(1_704_067_200_500_000)),
+            (
+                "2024-01-01T01:00:00+01:00 loss=1",
+                Some(1_704_067_200_000_000),
+            ),
+            ("2024-01-01T00:00:00Z\tloss=1", None),
+            (" 2024-01-01T00:00:00Z loss=1", None),
+            ("2024-01-01t00:00:00z loss=1", None),
+            ("2024-01-01T00:00:00z loss=1", None),
+            ("2024-01-01 00:00:00Z loss=1", None),
+            ("2016-12-31T23:59:60Z loss=1", None),
+            ("2024-01-01T00:00:00Z", None),
         ];
         for (line, want) in cases {
             assert_eq!(leading_timestamp(line), want, "{line}");

@@ -14,9 +14,6 @@ use std::path::{Path, PathBuf};
 /// biggest record accepted, so a valid record always fits in one read.
 const MAX_READ_PER_POLL: u64 = MAX_RECORD_BYTES + (4 << 20);
 
-/// Subdirectory depth searched for event files (`dir/train/`, `dir/run1/eval/`, ...).
-const MAX_DEPTH: usize = 8;
-
 /// What one poll found.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct TfEventPoll {
@@ -63,7 +60,7 @@ impl TfEventFollower {
     pub fn poll(&mut self) -> TfEventPoll {
         let mut out = TfEventPoll::default();
         let mut paths = Vec::new();
-        collect_event_files(&self.root, 0, &mut paths, &mut out.errors);
+        collect_event_files(&self.root, &mut paths, &mut out.errors);
         paths.sort();
         for path in paths {
             if let Err(e) = self.read_file(&path, &mut out) {
@@ -114,26 +111,29 @@ impl TfEventFollower {
     }
 }
 
-fn collect_event_files(dir: &Path, depth: usize, out: &mut Vec<PathBuf>, errors: &mut Vec<String>) {
-    let entries = match std::fs::read_dir(dir) {
-        Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return,
-        Err(e) => {
-            errors.push(format!("{}: {e}", dir.display()));
-            return;
-        }
-    };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        let Ok(kind) = entry.file_type() else {
-            continue;
-        };
-        if kind.is_dir() {
-            if depth < MAX_DEPTH {
-                collect_event_files(&path, depth + 1, out, errors);
+/// Every `*tfevents*` file under `root` at any depth, as Katib's `os.walk` finds them:
+/// symbolic links are not followed (so a link cannot make a cycle), and the walk keeps its own
+/// stack, so a deep tree cannot overflow the thread's.
+fn collect_event_files(root: &Path, out: &mut Vec<PathBuf>, errors: &mut Vec<String>) {
+    let mut pending = vec![root.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => {
+                errors.push(format!("{}: {e}", dir.display()));
+                continue;
             }
-        } else if kind.is_file() && entry.file_name().to_string_lossy().contains("tfevents") {
-            out.push(path);
+        };
+        for entry in entries.flatten() {
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            if kind.is_dir() {
+                pending.push(entry.path());
+            } else if kind.is_file() && entry.file_name().to_string_lossy().contains("tfevents") {
+                out.push(entry.path());
+            }
         }
     }
 }
@@ -232,5 +232,20 @@ mod tests {
         );
         assert_eq!(p.corrupt_records, 2);
         assert_eq!(f.poll(), TfEventPoll::default(), "nothing is read twice");
+    }
+
+    /// Katib's `os.walk` has no depth limit: an event file 12 directories down is read; a
+    /// symbolic link back up the tree is not followed.
+    #[test]
+    fn event_files_at_any_depth_are_read_and_links_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let deep = (0..12).fold(dir.path().to_path_buf(), |p, i| p.join(format!("l{i}")));
+        std::fs::create_dir_all(&deep).unwrap();
+        std::fs::write(deep.join("events.out.tfevents.1"), record("loss", 0.5, 1)).unwrap();
+        std::os::unix::fs::symlink(dir.path(), deep.join("up")).unwrap();
+        let mut f = TfEventFollower::new(dir.path(), vec!["loss".into()]);
+        let p = f.poll();
+        assert_eq!(values(&p), vec![("loss".into(), "0.5".into(), 1)]);
+        assert!(p.errors.is_empty(), "{:?}", p.errors);
     }
 }

@@ -30,20 +30,34 @@ pub fn decide(policy: RestartPolicy, end: &ProcessEnd) -> Decision {
             RestartPolicy::Always => Decision::Restart,
             _ => Decision::Succeeded,
         },
-        ProcessEnd::Exited(code) => match policy {
-            RestartPolicy::Always | RestartPolicy::OnFailure => Decision::Restart,
-            RestartPolicy::Never => Decision::Failed,
-            // Kubernetes reports exit codes 0-255; 128 + n means "killed by signal n", which
-            // the operator treats as retryable (preemption, OOM kill).
-            RestartPolicy::ExitCode if (128..=255).contains(code) => Decision::Restart,
-            RestartPolicy::ExitCode => Decision::Failed,
-        },
-        // A signal reaches Kubernetes as exit code 128 + n: retryable under ExitCode.
-        ProcessEnd::Signaled(_) => match policy {
-            RestartPolicy::Never => Decision::Failed,
-            _ => Decision::Restart,
-        },
+        ProcessEnd::Exited(code) => after_failure(policy, Some(*code)),
+        // A signal reaches Kubernetes as exit code 128 + n.
+        ProcessEnd::Signaled(name) => after_failure(policy, signal_exit_code(name)),
     }
+}
+
+/// A failed exit with Kubernetes' exit `code` (`None`: not one Kubernetes would report).
+fn after_failure(policy: RestartPolicy, code: Option<i32>) -> Decision {
+    match policy {
+        RestartPolicy::Always | RestartPolicy::OnFailure => Decision::Restart,
+        RestartPolicy::Never => Decision::Failed,
+        RestartPolicy::ExitCode if code.is_some_and(retryable_exit_code) => Decision::Restart,
+        RestartPolicy::ExitCode => Decision::Failed,
+    }
+}
+
+/// The training operator's `IsRetryableExitCode`: 130, 137 and 143 (SIGINT, SIGKILL, SIGTERM:
+/// a rescheduled or preempted pod) and 138 (SIGUSR1, the code it reserves for a trainer that
+/// asks to be retried). Every other code, 128 and SIGSEGV's 139 included, is permanent.
+fn retryable_exit_code(code: i32) -> bool {
+    matches!(code, 130 | 137 | 138 | 143)
+}
+
+/// The exit code Kubernetes reports for a container killed by the signal named `name`.
+fn signal_exit_code(name: &str) -> Option<i32> {
+    name.parse::<nix::sys::signal::Signal>()
+        .ok()
+        .map(|s| 128 + s as i32)
 }
 
 /// How long to wait before restarting a replica for the `restart`-th time (1-based): like the
@@ -161,9 +175,21 @@ mod tests {
             (ExitCode, ProcessEnd::Exited(0), Succeeded),
             (ExitCode, ProcessEnd::Exited(1), Failed),
             (ExitCode, ProcessEnd::Exited(127), Failed),
-            (ExitCode, ProcessEnd::Exited(128), Restart),
-            (ExitCode, ProcessEnd::Exited(255), Restart),
+            (ExitCode, ProcessEnd::Exited(128), Failed),
+            (ExitCode, ProcessEnd::Exited(130), Restart),
+            (ExitCode, ProcessEnd::Exited(134), Failed),
+            (ExitCode, ProcessEnd::Exited(137), Restart),
+            (ExitCode, ProcessEnd::Exited(138), Restart),
+            (ExitCode, ProcessEnd::Exited(139), Failed),
+            (ExitCode, ProcessEnd::Exited(143), Restart),
+            (ExitCode, ProcessEnd::Exited(255), Failed),
             (ExitCode, sig, Restart),
+            (ExitCode, ProcessEnd::Signaled("SIGTERM".into()), Restart),
+            (ExitCode, ProcessEnd::Signaled("SIGUSR1".into()), Restart),
+            (ExitCode, ProcessEnd::Signaled("SIGSEGV".into()), Failed),
+            (ExitCode, ProcessEnd::Signaled("SIGABRT".into()), Failed),
+            (ExitCode, ProcessEnd::Signaled("signal 77".into()), Failed),
+            (OnFailure, ProcessEnd::Signaled("SIGSEGV".into()), Restart),
             (
                 Always,
                 ProcessEnd::SpawnFailed("no such file".into()),
