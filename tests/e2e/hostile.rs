@@ -160,7 +160,7 @@ fn validate_refuses_what_run_refuses() {
             settings("bayesianoptimization", "n_initial_points", "-5"),
             "n_initial_points",
         ),
-        (settings("cmaes", "sigma", "nan"), "sigma"),
+        (settings("cmaes", "sigma", "inf"), "sigma"),
         (
             base.replace("algorithmName: random", "algorithmName: grid")
                 .replace("\"-9223372036854775808\"", "\"1\"")

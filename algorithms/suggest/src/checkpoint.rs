@@ -3,6 +3,8 @@
 //! runner and the operator copy the parent's checkpoint directory into the trial's own before
 //! it starts; this module is the one place that knows which labels name a parent.
 
+use crate::error::AlgorithmError;
+use crate::settings::Settings;
 use std::collections::BTreeMap;
 
 /// Katib's setting naming where a trial's own checkpoint directory appears in its container.
@@ -42,6 +44,21 @@ pub fn trial_dir_setting(settings: &[(String, String)]) -> Option<&str> {
         .filter(|v| !v.is_empty())
 }
 
+/// Why a relative `suggestion_trial_dir` is refused: Kubernetes refuses a relative
+/// `mountPath`, so the experiment could not run on a cluster.
+pub(crate) const NOT_ABSOLUTE: &str = "is not an absolute path: it is where each trial's \
+     checkpoint directory is mounted\nhint: e.g. /var/log/katib/checkpoints/";
+
+/// Refuses a `suggestion_trial_dir` that is given but not absolute (`asha`, `hyperband`).
+pub(crate) fn refuse_relative_trial_dir(s: &Settings<'_>) -> Result<(), AlgorithmError> {
+    match s.raw(TRIAL_DIR_SETTING) {
+        Some(dir) if !dir.is_empty() && !dir.starts_with('/') => {
+            Err(s.invalid(TRIAL_DIR_SETTING, dir, NOT_ABSOLUTE))
+        }
+        _ => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -78,5 +95,26 @@ mod tests {
         assert_eq!(trial_dir_setting(&s("/ckpt/")), Some("/ckpt/"));
         assert_eq!(trial_dir_setting(&s(" ")), None);
         assert_eq!(trial_dir_setting(&[]), None);
+    }
+
+    #[test]
+    fn a_given_trial_dir_must_be_absolute() {
+        // (value, accepted)
+        let table = [
+            ("/var/log/katib/checkpoints/", true),
+            (" /ckpt ", true),
+            ("", true),
+            ("relative/ckpt", false),
+            ("./ckpt", false),
+        ];
+        for (dir, ok) in table {
+            let pairs = vec![(TRIAL_DIR_SETTING.to_string(), dir.to_string())];
+            let s = Settings::new("asha", &pairs, &[TRIAL_DIR_SETTING]).unwrap();
+            let got = refuse_relative_trial_dir(&s);
+            assert_eq!(got.is_ok(), ok, "{dir:?}");
+            if let Err(e) = got {
+                assert!(e.to_string().contains(&format!("{dir:?}")), "{e}");
+            }
+        }
     }
 }

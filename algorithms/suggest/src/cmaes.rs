@@ -19,7 +19,8 @@
 //! Search space: CMA-ES works in the unit cube of the double and int parameters (log scale for
 //! log-uniform / log-normal, linear otherwise; a normal prior's shape is not used, the Gaussian
 //! of CMA-ES takes its place). The first mean is the cube's centre and the initial step is
-//! `sigma` in cube units (default 1/6, as Optuna's `min(range)/6`). Samples outside the cube are
+//! 1/6 of the cube (as Optuna's and goptuna's `min(range)/6`), or `sigma` given in the
+//! parameters' own units, as Katib reads it, divided by the smallest range ([`cube_sigma`]). Samples outside the cube are
 //! redrawn up to 100 times, then clipped. Ints and stepped doubles are sampled continuously and
 //! snapped on output (Optuna's approach); what a trial tells the update is its actual
 //! (snapped) value. Discrete and categorical parameters cannot be modelled by a Gaussian and are
@@ -98,13 +99,11 @@ pub(crate) fn build(
         &["sigma", "restart_strategy", "random_state"],
     )?;
     let seed = s.random_state()?.unwrap_or(0);
-    let sigma = s
-        .get::<f64>(
-            "sigma",
-            |v| v.is_finite() && v > 0.0,
-            "a number > 0, the initial step in units of each parameter's range",
-        )?
-        .unwrap_or(1.0 / 6.0);
+    let sigma = s.get::<f64>(
+        "sigma",
+        |v| !v.is_infinite(),
+        "a number, the initial step in the parameters' own units",
+    )?;
     let restart = s
         .one_of(
             "restart_strategy",
@@ -129,10 +128,35 @@ pub(crate) fn build(
         });
     }
     Ok(Box::new(CmaEs {
-        sigma0: sigma,
+        sigma0: cube_sigma(sigma, space, &numeric),
         restart,
         seed,
     }))
+}
+
+/// The initial step in cube units. Katib's CMA-ES (goptuna) takes `sigma` in the parameters'
+/// own units, one step for every dimension, and uses its default `min(range) / 6` for a value
+/// that is not above zero; this search works in the unit cube, so the step becomes
+/// `sigma / min(range)`: Katib's step exactly along the dimensions of the smallest range (all
+/// of them when the ranges are equal), and the same fraction of the range along the others.
+fn cube_sigma(sigma: Option<f64>, space: &SearchSpace, numeric: &[usize]) -> f64 {
+    let default = 1.0 / 6.0;
+    let Some(sigma) = sigma.filter(|v| *v > 0.0) else {
+        return default;
+    };
+    let ranges = numeric
+        .iter()
+        .filter_map(|&i| match space.parameters()[i].domain {
+            Domain::Double { min, max, .. } => Some(max - min),
+            Domain::Int { min, max, .. } => Some(max as f64 - min as f64),
+            _ => None,
+        });
+    let smallest = ranges.fold(f64::INFINITY, f64::min);
+    if smallest.is_finite() && smallest > 0.0 {
+        (sigma / smallest).min(SIGMA_MAX)
+    } else {
+        default
+    }
 }
 
 /// Positions of the double and int parameters, the dimensions CMA-ES models.
@@ -1036,6 +1060,36 @@ mod tests {
         assert_eq!((keys.len(), history.len()), (9, 9));
     }
 
+    /// `sigma` is in the parameters' units, as goptuna reads it, over the smallest range.
+    #[test]
+    fn sigma_is_read_in_the_parameters_units() {
+        let wide = |name: &str, max: f64| {
+            param(
+                name,
+                Domain::Double {
+                    min: 0.0,
+                    max,
+                    step: None,
+                },
+                Distribution::Uniform,
+            )
+        };
+        let space = SearchSpace::new(vec![wide("x", 100.0), wide("y", 50.0)]).unwrap();
+        let numeric = numeric_params(&space);
+        // (sigma setting, initial step in cube units)
+        let table = [
+            (None, 1.0 / 6.0),
+            (Some(1.0), 0.02),
+            (Some(25.0), 0.5),
+            (Some(0.0), 1.0 / 6.0),
+            (Some(-3.0), 1.0 / 6.0),
+            (Some(f64::NAN), 1.0 / 6.0),
+        ];
+        for (sigma, want) in table {
+            assert_eq!(cube_sigma(sigma, &space, &numeric), want, "{sigma:?}");
+        }
+    }
+
     #[test]
     fn validates_settings_and_space() {
         let o = Objective::new("loss", Direction::Minimize);
@@ -1056,7 +1110,14 @@ mod tests {
         );
         let e = err(&[("popsize", "8")], &space);
         assert!(e.contains("unknown setting \"popsize\""), "{e}");
-        for bad in ["0", "-0.1", "abc", "inf"] {
+        // Katib's goptuna runs a sigma of 0 or below with its default, and any integer seed.
+        for odd in [("sigma", "0"), ("sigma", "-0.1"), ("random_state", "-2")] {
+            assert!(
+                build("cmaes", &pairs(&[odd]), &space, &o).is_ok(),
+                "{odd:?}"
+            );
+        }
+        for bad in ["abc", "inf"] {
             let e = err(&[("sigma", bad)], &space);
             assert!(
                 e.contains("sigma") && e.contains(&format!("{bad:?}")),
@@ -1068,8 +1129,8 @@ mod tests {
             e.contains("restart_strategy") && e.contains("\"lpop\""),
             "{e}"
         );
-        let e = err(&[("random_state", "-2")], &space);
-        assert!(e.contains("random_state") && e.contains("\"-2\""), "{e}");
+        let e = err(&[("random_state", "1.5")], &space);
+        assert!(e.contains("random_state") && e.contains("\"1.5\""), "{e}");
         let one = SearchSpace::new(vec![
             unit("x"),
             param(

@@ -199,6 +199,7 @@ impl Hyperband {
     ) -> Result<Self, AlgorithmError> {
         let s = Settings::new(name, settings, ACCEPTED)?;
         s.random_state()?;
+        crate::checkpoint::refuse_relative_trial_dir(&s)?;
 
         let resource_name = s
             .nonblank("resource_name")
@@ -756,15 +757,19 @@ mod tests {
             e.contains("unknown setting \"s_max\" for algorithm hyperband"),
             "{e}"
         );
-        let e = build_err(
-            &[
+        // Katib's Hyperband never reads random_state: any value runs.
+        let o = Objective::new("loss", Direction::Minimize);
+        for odd in ["-1", "abc"] {
+            let given = [
                 ("r_l", "81"),
                 ("resource_name", "epochs"),
-                ("random_state", "-1"),
-            ],
-            &space,
-        );
-        assert!(e.contains("random_state") && e.contains("\"-1\""), "{e}");
+                ("random_state", odd),
+            ];
+            assert!(
+                build("hyperband", &settings(&given), &space, &o).is_ok(),
+                "{odd}"
+            );
+        }
         let e = build_err(
             &[("r_l", "1e30"), ("resource_name", "epochs"), ("eta", "2")],
             &space_with(epochs(1, i64::MAX, None)),

@@ -109,11 +109,25 @@ impl<'a> Settings<'a> {
         Ok(last)
     }
 
-    /// `random_state`, which every algorithm accepts: an integer >= 0 (the driver passes the
-    /// experiment seed through it).
+    /// `random_state`, which every algorithm accepts (the driver passes the experiment seed
+    /// through it), read as Katib's service for the algorithm reads it: an integer >= 0 for
+    /// the Python services that check it; any integer for `cmaes` (goptuna's `strconv.Atoi`);
+    /// anything for `sobol`, `hyperband` and `pbt`, whose services never read it (an integer
+    /// still seeds them, other text is ignored).
     pub fn random_state(&self) -> Result<Option<u64>, AlgorithmError> {
-        self.get::<i64>("random_state", |v| v >= 0, "an integer >= 0")
-            .map(|v| v.map(|v| v as u64))
+        let any_integer = |v: i64| v as u64;
+        match self.algorithm {
+            "cmaes" => self
+                .get::<i64>("random_state", |_| true, "an integer")
+                .map(|v| v.map(any_integer)),
+            "sobol" | "hyperband" | "pbt" => Ok(self
+                .raw("random_state")
+                .and_then(|v| v.parse::<i64>().ok())
+                .map(any_integer)),
+            _ => self
+                .get::<i64>("random_state", |v| v >= 0, "an integer >= 0")
+                .map(|v| v.map(any_integer)),
+        }
     }
 }
 

@@ -418,12 +418,10 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("unknown setting \"scramble\""), "{err}");
-        for bad in ["-3", "1.5"] {
-            let err = build("sobol", &pairs("random_state", bad), &mixed_space(), &o)
-                .unwrap_err()
-                .to_string();
-            assert!(err.contains("random_state"), "{err}");
-            assert!(err.contains(&format!("{bad:?}")), "{err}");
+        // Katib's Sobol (goptuna) never reads random_state: any value runs, and an integer
+        // still seeds the scramble.
+        for odd in ["-3", "1.5", "abc"] {
+            assert!(build("sobol", &pairs("random_state", odd), &mixed_space(), &o).is_ok());
         }
     }
 

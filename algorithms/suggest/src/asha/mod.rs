@@ -113,6 +113,7 @@ impl Asha {
     ) -> Result<Self, AlgorithmError> {
         let s = Settings::new(name, settings, ACCEPTED)?;
         s.random_state()?;
+        crate::checkpoint::refuse_relative_trial_dir(&s)?;
         let positive = |key: &str| {
             s.get::<f64>(
                 key,

@@ -147,8 +147,7 @@ impl Pbt {
             return Err(invalid(
                 "suggestion_trial_dir",
                 dir,
-                "is not an absolute path: it is where each trial's checkpoint directory is \
-                 mounted\nhint: e.g. /var/log/katib/checkpoints/",
+                crate::checkpoint::NOT_ABSOLUTE,
             ));
         }
         Ok(Pbt {

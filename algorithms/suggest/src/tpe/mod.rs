@@ -154,7 +154,7 @@ pub(crate) fn build(
     let initial = InitialDesign::from_settings(&s)?;
     let multivariate = match (
         name,
-        s.get::<bool>("multivariate", |_| true, "true or false")?,
+        s.one_of("multivariate", &[("true", true), ("false", false)], "")?,
     ) {
         ("multivariate-tpe", Some(false)) => {
             return Err(AlgorithmError::InvalidSetting {

@@ -236,6 +236,10 @@ fn tpe_is_multivariate_unless_told_otherwise() {
     assert_eq!(run("tpe", &[("multivariate", "true")]), joint);
     assert_ne!(run("tpe", &[("multivariate", "false")]), joint);
     assert_eq!(run("multivariate-tpe", &[("multivariate", "true")]), joint);
+    assert_eq!(
+        run("multivariate-tpe", &[("multivariate", " True ")]),
+        joint
+    );
     let err = |name: &str, v: &str| {
         super::build(name, &pairs(&[("multivariate", v)]), &space, &o)
             .unwrap_err()
@@ -243,7 +247,7 @@ fn tpe_is_multivariate_unless_told_otherwise() {
     };
     let e = err("tpe", "yes");
     assert!(
-        e.contains("multivariate") && e.contains("\"yes\"") && e.contains("true or false"),
+        e.contains("multivariate") && e.contains("\"yes\"") && e.contains("true, false"),
         "{e}"
     );
     let e = err("multivariate-tpe", "false");
