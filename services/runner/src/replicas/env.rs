@@ -61,6 +61,13 @@ pub fn operator_env(
     }
 }
 
+/// Whether the operator gives its environment to the container named `container`: the TFJob
+/// controller sets `TF_CONFIG` only in the container named `tensorflow` (`SetClusterSpec`);
+/// the PyTorchJob, XGBoostJob and MPIJob controllers set theirs in every container.
+pub fn receives_operator_env(kind: JobKind, container: &str) -> bool {
+    kind != JobKind::TfJob || container == "tensorflow"
+}
+
 fn count(set: &ReplicaSet, t: ReplicaType) -> u32 {
     set.get(t).map_or(0, |r| r.replicas)
 }
@@ -104,7 +111,8 @@ fn tf_config(set: &ReplicaSet, id: ReplicaId, ports: &BTreeMap<ReplicaId, u16>) 
 
 /// The PyTorch operator's variables: with a Master, `MASTER_ADDR`/`MASTER_PORT` (the master's
 /// address), `WORLD_SIZE` (replicas × numeric `nprocPerNode`, else × 1), `RANK` (master 0,
-/// worker i → i + 1), `PET_NPROC_PER_NODE` (`nprocPerNode`, default `auto`), `PET_NODE_RANK`;
+/// worker i → i + 1), `PET_NPROC_PER_NODE` (`elasticPolicy.nProcPerNode`, else `nprocPerNode`,
+/// default `auto`), `PET_NODE_RANK`;
 /// always `PET_NNODES` (the replica count) and `PYTHONUNBUFFERED=0`.
 fn pytorch_env(
     set: &ReplicaSet,
@@ -132,7 +140,10 @@ fn pytorch_env(
             ("MASTER_ADDR".to_string(), LOOPBACK.to_string()),
             ("WORLD_SIZE".to_string(), (total * per_node).to_string()),
             ("RANK".to_string(), rank.to_string()),
-            ("PET_NPROC_PER_NODE".to_string(), nproc),
+            (
+                "PET_NPROC_PER_NODE".to_string(),
+                set.elastic_nproc_per_node.clone().unwrap_or(nproc),
+            ),
             ("PET_NODE_RANK".to_string(), rank.to_string()),
         ]);
     }
@@ -373,6 +384,25 @@ mod tests {
         let cfg: serde_json::Value = serde_json::from_str(get(&eval, "TF_CONFIG")).unwrap();
         assert_eq!(cfg["task"], json!({"type": "evaluator", "index": 0}));
         assert!(cfg["cluster"].get("evaluator").is_none());
+    }
+
+    #[test]
+    fn only_a_tfjobs_tensorflow_container_gets_tf_config() {
+        // (kind, container, gets the operator's variables)
+        let table = [
+            (JobKind::TfJob, "tensorflow", true),
+            (JobKind::TfJob, "trainer", false),
+            (JobKind::PyTorchJob, "trainer", true),
+            (JobKind::XgBoostJob, "main", true),
+            (JobKind::MpiJob, "launcher", true),
+        ];
+        for (kind, container, want) in table {
+            assert_eq!(
+                receives_operator_env(kind, container),
+                want,
+                "{kind:?} {container}"
+            );
+        }
     }
 
     #[test]

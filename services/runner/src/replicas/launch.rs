@@ -2,7 +2,9 @@
 //! processes to run: a command per replica with the operator's environment and free loopback
 //! ports, which replicas Katib would collect metrics from, and the notes the user should see.
 
-use super::env::{ReplicaId, mpi_hostfiles, operator_env, operator_labels, replica_ids};
+use super::env::{
+    ReplicaId, mpi_hostfiles, operator_env, operator_labels, receives_operator_env, replica_ids,
+};
 use super::policy::SuccessRule;
 use super::resources::{GpuAssigner, gpus_requested, requested};
 use crate::error::RunnerError;
@@ -213,6 +215,13 @@ impl JobContext<'_> {
         if let Some(note) = assignment.note {
             description.push(format!("note: {note}"));
         }
+        let operator_sets_env = receives_operator_env(self.set.kind, &container.name);
+        if !operator_sets_env {
+            description.push(format!(
+                "note: {id}: container {:?} gets no TF_CONFIG: the operator sets it only in the container named \"tensorflow\"",
+                container.name
+            ));
+        }
         let log_path = self.trial_dir.join(format!("{id}.log"));
         let metrics_key = format!("{}/{id}", self.trial);
         let pid_file = log_path.with_extension("pid");
@@ -223,8 +232,10 @@ impl JobContext<'_> {
         // The operator appends its variables after the container's own, and Kubernetes lets
         // the last definition of a name win.
         let mpi_dir = (self.set.kind == JobKind::MpiJob).then_some(self.trial_dir);
-        cmd.env
-            .extend(operator_env(self.set, id, self.ports, mpi_dir));
+        if operator_sets_env {
+            cmd.env
+                .extend(operator_env(self.set, id, self.ports, mpi_dir));
+        }
         if let Some(visible) = assignment.visible {
             cmd.env.push(("CUDA_VISIBLE_DEVICES".into(), visible));
         }

@@ -183,6 +183,9 @@ pub struct ReplicaSet {
     pub success_policy: Option<String>,
     /// PyTorchJob `spec.nprocPerNode`.
     pub nproc_per_node: Option<String>,
+    /// PyTorchJob `spec.elasticPolicy.nProcPerNode` (deprecated; refused beside
+    /// `nprocPerNode`): the operator's elastic variables set `PET_NPROC_PER_NODE` from it.
+    pub elastic_nproc_per_node: Option<String>,
     /// MPIJob `spec.slotsPerWorker` (default 1).
     pub slots_per_worker: u32,
     /// Fields read but not acted on locally, for a note in the trial log and `validate`'s
@@ -357,13 +360,17 @@ fn read_replica_set(
         ));
     };
     let allowed = kind.replica_types();
+    let api_version = rendered
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
     let mut replicas = Vec::new();
     for (key, spec) in specs {
         let path = format!("{specs_path}.{key}");
         let rt = replica_type_of(kind, key, &path, &replicas)?;
+        let defaults = replica_defaults(kind, rt, api_version);
         replicas.push(replica(
-            kind,
-            rt,
+            (kind, rt, defaults),
             spec,
             &path,
             primary_container_name,
@@ -393,16 +400,41 @@ fn read_replica_set(
             _ => None,
         })
     };
+    let nproc_per_node = text("nprocPerNode");
+    let elastic_nproc_per_node = elastic_nproc_per_node(spec, nproc_per_node.is_some())?;
     Ok(Some(ReplicaSet {
         kind,
         replicas,
         backoff_limit,
         active_deadline_seconds,
         success_policy: text("successPolicy"),
-        nproc_per_node: text("nprocPerNode"),
+        nproc_per_node,
+        elastic_nproc_per_node,
         slots_per_worker,
         ignored,
     }))
+}
+
+/// A PyTorchJob's deprecated `spec.elasticPolicy.nProcPerNode`, which the operator still
+/// applies (`PET_NPROC_PER_NODE`); refused beside `spec.nprocPerNode`, as by the operator's
+/// webhook.
+fn elastic_nproc_per_node(
+    spec: Option<&Value>,
+    plain_given: bool,
+) -> Result<Option<String>, SpecError> {
+    let elastic = spec
+        .and_then(|s| s.pointer("/elasticPolicy/nProcPerNode"))
+        .filter(|v| !v.is_null());
+    match elastic {
+        Some(_) if plain_given => Err(SpecError::new(
+            format!("{ROOT}.spec.elasticPolicy.nProcPerNode"),
+            "must not be used with spec.nprocPerNode (the training operator's webhook refuses \
+             both); hint: keep spec.nprocPerNode",
+        )),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(other) => Ok(Some(other.to_string())),
+        None => Ok(None),
+    }
 }
 
 /// The replica type `key` names (in any letter case, as the operator's defaulter accepts
@@ -469,21 +501,35 @@ fn ignored_fields(spec: Option<&Value>) -> Vec<String> {
     ignored
 }
 
+/// The operator's defaults for a replica of type `rt` that leaves them unset: its count and
+/// restart policy. An MPIJob's Worker count defaults to 0 (the training operator's and the MPI
+/// operator's `setDefaultsTypeWorker`), and the MPI operator's v2beta1 Launcher restarts
+/// `OnFailure` (`DefaultLauncherRestartPolicy`); every other replica is one, restarted by its
+/// kind's default.
+fn replica_defaults(kind: JobKind, rt: ReplicaType, api_version: &str) -> (u32, RestartPolicy) {
+    match (kind, rt) {
+        (JobKind::MpiJob, ReplicaType::Worker) => (0, kind.default_restart_policy()),
+        (JobKind::MpiJob, ReplicaType::Launcher) if api_version == "kubeflow.org/v2beta1" => {
+            (1, RestartPolicy::OnFailure)
+        }
+        _ => (1, kind.default_restart_policy()),
+    }
+}
+
 fn replica(
-    kind: JobKind,
-    rt: ReplicaType,
+    (kind, rt, (default_replicas, default_restart)): (JobKind, ReplicaType, (u32, RestartPolicy)),
     spec: &Value,
     path: &str,
     primary_container_name: &str,
     mode: Mode,
 ) -> Result<ReplicaSpec, SpecError> {
     let replicas = match spec.get("replicas") {
-        None | Some(Value::Null) => 1,
+        None | Some(Value::Null) => default_replicas,
         Some(v) => non_negative(v, &format!("{path}.replicas"))?,
     };
     let restart_policy = match spec.get("restartPolicy") {
-        None | Some(Value::Null) => kind.default_restart_policy(),
-        Some(Value::String(s)) if s.is_empty() => kind.default_restart_policy(),
+        None | Some(Value::Null) => default_restart,
+        Some(Value::String(s)) if s.is_empty() => default_restart,
         Some(v) => v.as_str().and_then(RestartPolicy::parse).ok_or_else(|| {
             SpecError::new(
                 format!("{path}.restartPolicy"),
@@ -707,7 +753,9 @@ fn check_counts(
             Ok(())
         }
         JobKind::PyTorchJob => {
-            at_most_one(ReplicaType::Master)?;
+            if count(ReplicaType::Master).is_some() {
+                required_one(ReplicaType::Master)?;
+            }
             if count(ReplicaType::Master).unwrap_or(0) == 0
                 && count(ReplicaType::Worker).unwrap_or(0) == 0
             {

@@ -73,6 +73,26 @@ fn defaults_follow_the_operator_per_kind() {
             .unwrap()
             .is_none()
     );
+    // MPIJob: Workers default to none; the MPI operator's v2beta1 Launcher restarts OnFailure.
+    for (api, launcher_policy) in [
+        ("kubeflow.org/v1", RestartPolicy::Never),
+        ("kubeflow.org/v2beta1", RestartPolicy::OnFailure),
+    ] {
+        let mut doc = job(
+            "MPIJob",
+            "mpiReplicaSpecs",
+            json!({"Launcher": pod("l"), "Worker": pod("w")}),
+        );
+        doc["apiVersion"] = json!(api);
+        let set = replica_set(&doc, "l").unwrap().unwrap();
+        assert_eq!(set.replicas[0].restart_policy, launcher_policy, "{api}");
+        assert_eq!(set.replicas[1].replicas, 0, "{api}");
+        assert_eq!(
+            set.replicas[1].restart_policy,
+            RestartPolicy::Never,
+            "{api}"
+        );
+    }
 }
 
 #[test]
@@ -146,6 +166,35 @@ fn malformed_replica_sets_are_refused_with_their_path() {
         &format!("{root}.mpiReplicaSpecs.Launcher"),
         "needs one Launcher",
     );
+    let mut no_master = pod("pytorch");
+    no_master["replicas"] = json!(0);
+    error(
+        job(
+            "PyTorchJob",
+            "pytorchReplicaSpecs",
+            json!({"Master": no_master, "Worker": pod("pytorch")}),
+        ),
+        &format!("{root}.pytorchReplicaSpecs.Master.replicas"),
+        "value 0 must be 1",
+    );
+    let pytorch =
+        |spec: Value| json!({"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "spec": spec});
+    error(
+        pytorch(json!({
+            "nprocPerNode": "2",
+            "elasticPolicy": {"nProcPerNode": 2},
+            "pytorchReplicaSpecs": {"Master": pod("pytorch")},
+        })),
+        &format!("{root}.elasticPolicy.nProcPerNode"),
+        "must not be used with spec.nprocPerNode",
+    );
+    let elastic = pytorch(json!({
+        "elasticPolicy": {"nProcPerNode": 2},
+        "pytorchReplicaSpecs": {"Master": pod("pytorch")},
+    }));
+    let set = replica_set(&elastic, "pytorch").unwrap().unwrap();
+    assert_eq!(set.elastic_nproc_per_node.as_deref(), Some("2"));
+    assert_eq!(set.nproc_per_node, None);
     let mut two = pod("a");
     two["template"]["spec"]["containers"]
         .as_array_mut()
