@@ -329,3 +329,35 @@ fn validate_reads_the_warm_start_file() {
     let out = sb.run(&["validate", file.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
 }
+
+/// CMA-ES replays only its own generations: a warm start is said to steer nothing.
+#[test]
+fn a_warm_start_of_an_algorithm_that_cannot_learn_from_it_says_so() {
+    let sb = Sandbox::new();
+    sb.write("known.jsonl", "{\"x\": 0.5, \"y\": 0.5, \"loss\": 0.04}\n");
+    let extra = "  parallelTrialCount: 1\n  maxTrialCount: 2\n  warmStart:\n    file: known.jsonl";
+    let yaml = experiment("cma", LOSS, extra)
+        .replace("algorithmName: random", "algorithmName: cmaes")
+        .replace(
+            "  parameters:\n",
+            "  parameters:\n    - name: y\n      parameterType: double\n      feasibleSpace:\n        min: \"0\"\n        max: \"1\"\n",
+        )
+        .replace(
+            "    trialParameters:\n",
+            "    trialParameters:\n      - name: y\n        reference: y\n",
+        )
+        .replace(
+            "                  - \"${trialParameters.x}\"\n",
+            "                  - \"${trialParameters.x}\"\n                  - \"${trialParameters.y}\"\n",
+        );
+    let file = sb.write("cma.yaml", &yaml);
+    let out = sb.run(&["run", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        text(&out).contains(
+            "warm start: cmaes learns only from the trials it proposes itself; the 1 earlier result(s) count as configurations already tried"
+        ),
+        "{}",
+        text(&out)
+    );
+}

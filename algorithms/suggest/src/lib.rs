@@ -35,5 +35,8 @@ pub use error::AlgorithmError;
 pub use guard::{suggest_guarded, suggest_guarded_cancellable};
 pub use medianstop::MedianStop;
 pub use random::RandomSearch;
-pub use registry::{KNOWN_ALGORITHMS, build, seed_setting, trial_limit, with_random_state};
+pub use registry::{
+    KNOWN_ALGORITHMS, build, learns_only_from_own_trials, seed_setting, trial_limit,
+    with_random_state,
+};
 pub use settings::Settings;

@@ -71,6 +71,13 @@ pub fn trial_limit(
     })
 }
 
+/// Algorithms whose update replays only the trials they proposed themselves (their
+/// generations or rungs, read from their labels): earlier results given to them (a warm
+/// start, enqueued trials) only count as configurations taken, and steer nothing.
+pub fn learns_only_from_own_trials(name: &str) -> bool {
+    matches!(name, "cmaes" | "nsga2" | "asha" | "hyperband" | "pbt")
+}
+
 /// The settings with `random_state` set to the experiment's seed, so algorithms that fix their
 /// sequence when built (grid order, Sobol scramble, CMA-ES draws) follow `--seed` too.
 pub fn with_random_state(settings: &[(String, String)], seed: u64) -> Vec<(String, String)> {

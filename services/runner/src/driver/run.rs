@@ -117,6 +117,15 @@ impl<'a> Run<'a> {
                 "warm start: experiment {name:?} no longer exists (deleted after this one started); the run goes on without its trials"
             ));
         }
+        let algorithm = &exp.resolved.algorithm;
+        if !self.warm.records.is_empty()
+            && vernier_algorithms::learns_only_from_own_trials(algorithm)
+        {
+            self.warn(format!(
+                "warm start: {algorithm} learns only from the trials it proposes itself; the {} earlier result(s) count as configurations already tried and steer nothing\nhint: tpe, multivariate-tpe and bayesianoptimization learn from them",
+                self.warm.records.len()
+            ));
+        }
         if self.warm.skipped > 0 {
             self.warn(format!(
                 "warm start: {} earlier trial(s) skipped (no {} value, or outside this search space); {} used",
