@@ -61,7 +61,7 @@ use rand_chacha::ChaCha8Rng;
 use std::collections::{BTreeMap, HashSet};
 use vernier_core::{
     Assignment, CoreError, Objective, ParamValue, Parameter, Proposal, SearchSpace, SuggestRequest,
-    Suggester, Suggestions, TrialRecord,
+    Suggester, Suggestions, TrialRecord, TrialState,
 };
 
 /// Label holding a trial's bracket `s`.
@@ -455,7 +455,12 @@ impl Hyperband {
     ) -> Result<Suggestions, CoreError> {
         self.resource.check_in(req.space, &self.algorithm)?;
         let mut rungs: BTreeMap<(usize, usize), Vec<usize>> = BTreeMap::new();
+        // A trial killed by an interruption ran to no verdict: its place in the rung (a
+        // configuration, or a promotion) is handed out again, as PBT re-queues its member.
         for (idx, t) in req.trials.iter().enumerate() {
+            if t.state == TrialState::Killed {
+                continue;
+            }
             if let Some(pos) = self.position(t) {
                 rungs.entry(pos).or_default().push(idx);
             }
@@ -939,6 +944,47 @@ mod tests {
         assert!(lrs.len() == 9);
     }
 
+    /// A promotion killed by an interruption is made again after the resume; a killed
+    /// first-rung trial's place goes to a new configuration.
+    #[test]
+    fn a_killed_trials_place_in_its_rung_is_handed_out_again() {
+        let space = space_with(epochs(1, 9, None));
+        let o = Objective::new("loss", Direction::Minimize);
+        let h = hb("3", "9", &space);
+        let mut trials = first_rung(&h, &space, &o);
+        let first = h.suggest(&request(&space, &o, &trials, 3, 3)).unwrap();
+        let promoted = promotions(&first);
+        assert_eq!(promoted.len(), 3);
+        let parent = promoted[0].labels[PARENT_LABEL].clone();
+        let mut killed = from_proposal("killed".into(), promoted[0].clone());
+        killed.state = TrialState::Killed;
+        trials.push(killed);
+        let again = h.suggest(&request(&space, &o, &trials, 9, 3)).unwrap();
+        let parents: Vec<&str> = promotions(&again)
+            .into_iter()
+            .map(|p| p.labels[PARENT_LABEL].as_str())
+            .collect();
+        assert!(
+            parents.contains(&parent.as_str()),
+            "{parents:?} lacks {parent}"
+        );
+        // The worst of the first rung, killed too: its place is refilled before any promotion.
+        let worst = (0..9)
+            .max_by(|a, b| {
+                num(&trials[*a].assignment, "lr").total_cmp(&num(&trials[*b].assignment, "lr"))
+            })
+            .unwrap();
+        trials[worst].state = TrialState::Killed;
+        let again = h.suggest(&request(&space, &o, &trials, 9, 3)).unwrap();
+        assert!(promotions(&again).is_empty());
+        let refill = again
+            .proposals
+            .iter()
+            .filter(|p| p.labels[BRACKET_LABEL] == "2" && p.labels[RUNG_LABEL] == "0")
+            .count();
+        assert_eq!(refill, 1);
+    }
+
     #[test]
     fn failed_trials_are_never_promoted_and_a_failed_rung_ends_its_bracket() {
         let space = space_with(epochs(1, 9, None));
@@ -951,7 +997,7 @@ mod tests {
         });
         // The two best fail outright, the third has no metric: promotion takes ranks 4-6.
         trials[order[0]].state = TrialState::Failed;
-        trials[order[1]].state = TrialState::Killed;
+        trials[order[1]].state = TrialState::Failed;
         trials[order[2]].state = TrialState::MetricsUnavailable;
         let s = h.suggest(&request(&space, &o, &trials, 9, 3)).unwrap();
         let parents: Vec<&str> = promotions(&s)
@@ -1134,7 +1180,9 @@ mod tests {
             let mut last_index = 0;
             let mut previous: Vec<usize> = Vec::new();
             for i in 0..=s {
+                // A killed trial's place was handed out again.
                 let members: Vec<usize> = (0..trials.len())
+                    .filter(|&k| trials[k].state != TrialState::Killed)
                     .filter(|&k| h.position(&trials[k]) == Some((s, i)))
                     .collect();
                 if i == 0 {

@@ -176,8 +176,7 @@ impl Taken {
     pub(crate) fn new(resource: &Resource, trials: &[TrialRecord]) -> Self {
         Taken {
             full: history::taken(trials),
-            sub: trials
-                .iter()
+            sub: history::explored(trials)
                 .map(|t| resource.sub_key(&t.assignment))
                 .collect(),
         }

@@ -47,7 +47,7 @@ use rand_chacha::ChaCha8Rng;
 use std::collections::HashSet;
 use vernier_core::{
     CoreError, Objective, ParamValue, Proposal, SearchSpace, SuggestRequest, Suggester,
-    Suggestions, TrialRecord,
+    Suggestions, TrialRecord, TrialState,
 };
 
 /// Label holding a trial's rung `k`.
@@ -233,7 +233,12 @@ impl Suggester for Asha {
         let mut members: Vec<Vec<usize>> = vec![Vec::new(); top + 1];
         // (rung, parent name) of every promotion made so far.
         let mut promoted: HashSet<(usize, String)> = HashSet::new();
+        // A trial killed by an interruption ran to no verdict: it holds no place in its rung,
+        // so its promotion is made again (its parent is not marked promoted).
         for (idx, t) in trials.iter().enumerate() {
+            if t.state == TrialState::Killed {
+                continue;
+            }
             if let Some(k) = self.rung_of(t) {
                 members[k].push(idx);
                 if let Some(parent) = t.labels.get(PARENT_LABEL)

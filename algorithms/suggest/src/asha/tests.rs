@@ -676,3 +676,20 @@ fn pruner_settings_errors() {
         ])
     );
 }
+
+/// A promotion killed by an interruption ran to no verdict: its parent is promoted again.
+#[test]
+fn a_killed_promotion_is_made_again() {
+    let space = space_with(epochs(1, 100));
+    let o = Objective::new("loss", Direction::Minimize);
+    let a = asha(&[("max_resource", "9")], &space);
+    let mut trials = rung0(&space, &o, &a);
+    let s = a.suggest(&request(&space, &o, &trials, 1, 5)).unwrap();
+    assert_eq!(s.proposals[0].labels[PARENT_LABEL], "t1");
+    let mut killed = from_proposal("k".into(), s.proposals[0].clone());
+    killed.state = TrialState::Killed;
+    trials.push(killed);
+    let s = a.suggest(&request(&space, &o, &trials, 1, 5)).unwrap();
+    assert_eq!(s.proposals[0].labels[PARENT_LABEL], "t1");
+    assert_eq!(s.proposals[0].labels[RUNG_LABEL], "1");
+}
