@@ -222,22 +222,25 @@ fn xgboost_env(
 /// machine; `dir` holds the files [`mpi_hostfiles`] names. No rsh agent is set: the ranks are
 /// local processes of `mpirun`, not `kubectl exec` calls into worker pods.
 fn mpi_env(id: ReplicaId, dir: Option<&Path>) -> Vec<(String, String)> {
-    match (id.replica_type, dir) {
+    // The MPI operator tells each pod its role (`K_MPI_JOB_ROLE`, launcher or worker).
+    let role = ("K_MPI_JOB_ROLE".to_string(), id.replica_type.lower().to_string());
+    let hostfiles = match (id.replica_type, dir) {
         (ReplicaType::Launcher, Some(dir)) => {
             let open_mpi = dir.join(OPEN_MPI_HOSTFILE).display().to_string();
             let hydra = dir.join(HYDRA_HOSTFILE).display().to_string();
             [
-                ("OMPI_MCA_orte_default_hostfile", &open_mpi),
-                ("HYDRA_HOST_FILE", &hydra),
-                ("I_MPI_HYDRA_HOST_FILE", &hydra),
-                (MPI_HOSTFILE_ENV, &open_mpi),
+                ("OMPI_MCA_orte_default_hostfile", open_mpi.clone()),
+                ("HYDRA_HOST_FILE", hydra.clone()),
+                ("I_MPI_HYDRA_HOST_FILE", hydra),
+                (MPI_HOSTFILE_ENV, open_mpi),
             ]
-            .iter()
-            .map(|(k, path)| (k.to_string(), path.to_string()))
+            .into_iter()
+            .map(|(k, path)| (k.to_string(), path))
             .collect()
         }
         _ => Vec::new(),
-    }
+    };
+    std::iter::once(role).chain(hostfiles).collect()
 }
 
 /// Open MPI's hostfile, `localhost slots=N`.
@@ -500,7 +503,9 @@ mod tests {
         assert_eq!(get(&env, "OMPI_MCA_orte_default_hostfile"), "/t/hostfile");
         assert_eq!(get(&env, "HYDRA_HOST_FILE"), "/t/hostfile.hydra");
         assert_eq!(get(&env, "I_MPI_HYDRA_HOST_FILE"), "/t/hostfile.hydra");
-        assert!(operator_env(&s, ids[1], &BTreeMap::new(), Some(Path::new("/t"))).is_empty());
+        assert_eq!(get(&env, "K_MPI_JOB_ROLE"), "launcher");
+        let worker = operator_env(&s, ids[1], &BTreeMap::new(), Some(Path::new("/t")));
+        assert_eq!(worker, [("K_MPI_JOB_ROLE".to_string(), "worker".to_string())]);
         // The worker has no command: mpirun starts its ranks.
         assert!(s.get(ReplicaType::Worker).unwrap().container.is_none());
     }
