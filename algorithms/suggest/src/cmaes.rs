@@ -20,10 +20,10 @@
 //! log-uniform / log-normal, linear otherwise; a normal prior's shape is not used, the Gaussian
 //! of CMA-ES takes its place). The first mean is the cube's centre and the initial step is
 //! 1/6 of the cube (as Optuna's and goptuna's `min(range)/6`), or `sigma` given in the
-//! parameters' own units, as Katib reads it, divided by the smallest range ([`cube_sigma`]). Samples outside the cube are
-//! redrawn up to 100 times, then clipped. Ints and stepped doubles are sampled continuously and
-//! snapped on output (Optuna's approach); what a trial tells the update is its actual
-//! (snapped) value. Discrete and categorical parameters cannot be modelled by a Gaussian and are
+//! parameters' own units, as Katib reads it, divided by the smallest range ([`cube_sigma`]).
+//! Samples outside the cube are redrawn up to 100 times, then clipped. Ints and stepped doubles
+//! are sampled continuously and snapped on output (Optuna's approach); what a trial tells the
+//! update is its actual (snapped) value. Discrete and categorical parameters cannot be modelled by a Gaussian and are
 //! drawn independently from their priors, like Optuna's independent fallback sampler.
 //!
 //! Rebuilding the state: each proposal carries labels with its restart, generation and index

@@ -223,7 +223,10 @@ fn xgboost_env(
 /// local processes of `mpirun`, not `kubectl exec` calls into worker pods.
 fn mpi_env(id: ReplicaId, dir: Option<&Path>) -> Vec<(String, String)> {
     // The MPI operator tells each pod its role (`K_MPI_JOB_ROLE`, launcher or worker).
-    let role = ("K_MPI_JOB_ROLE".to_string(), id.replica_type.lower().to_string());
+    let role = (
+        "K_MPI_JOB_ROLE".to_string(),
+        id.replica_type.lower().to_string(),
+    );
     let hostfiles = match (id.replica_type, dir) {
         (ReplicaType::Launcher, Some(dir)) => {
             let open_mpi = dir.join(OPEN_MPI_HOSTFILE).display().to_string();
@@ -505,7 +508,10 @@ mod tests {
         assert_eq!(get(&env, "I_MPI_HYDRA_HOST_FILE"), "/t/hostfile.hydra");
         assert_eq!(get(&env, "K_MPI_JOB_ROLE"), "launcher");
         let worker = operator_env(&s, ids[1], &BTreeMap::new(), Some(Path::new("/t")));
-        assert_eq!(worker, [("K_MPI_JOB_ROLE".to_string(), "worker".to_string())]);
+        assert_eq!(
+            worker,
+            [("K_MPI_JOB_ROLE".to_string(), "worker".to_string())]
+        );
         // The worker has no command: mpirun starts its ranks.
         assert!(s.get(ReplicaType::Worker).unwrap().container.is_none());
     }

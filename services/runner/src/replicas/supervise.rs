@@ -163,8 +163,8 @@ impl Supervisor {
     /// Follows the replicas until the job ends: by its success rule, a failure, its
     /// `activeDeadlineSeconds` (the operator's `PastActiveDeadline`, measured from the job's
     /// start, restarts included) or a stop request. The second value is whether `stop` can
-    /// still be listened to.
-    /// The job's end time is the exit that decided it, or the moment of a deadline or stop.
+    /// still be listened to. The job's end time (`report.ended_us`) is the exit that decided it,
+    /// or the moment of its deadline or stop.
     async fn until_ending(&mut self, stop: &mut watch::Receiver<StopLevel>) -> (Ending, bool) {
         let ended = self.until_ending_unstamped(stop).await;
         if matches!(ended.0, Ending::StopRequested) || self.report.ended_us.is_none() {
@@ -173,6 +173,7 @@ impl Supervisor {
         ended
     }
 
+    /// [`Self::until_ending`] without the stop's end time.
     async fn until_ending_unstamped(
         &mut self,
         stop: &mut watch::Receiver<StopLevel>,
