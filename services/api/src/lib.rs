@@ -11,6 +11,7 @@ mod health;
 pub mod plugin;
 mod remote_logs;
 mod server;
+mod size_refusal;
 mod suggestion;
 mod workers;
 
@@ -19,8 +20,8 @@ pub use early_stopping::{EarlyStoppingService, ManagedOutcome, ManagedTrials};
 pub use error::ApiError;
 pub use health::HealthService;
 pub use server::{
-    DB_MANAGER_MAX_MESSAGE_BYTES, MAX_MESSAGE_BYTES, bind, db_manager_router, router,
-    router_with_managed_trials, serve,
+    ApiRouter, DB_MANAGER_MAX_MESSAGE_BYTES, MAX_MESSAGE_BYTES, bind, db_manager_router, router,
+    router_with_managed_trials, serve, server_builder,
 };
 pub use suggestion::{LABELS_SETTING, STATE_SETTING, SuggestionService};
 pub use vernier_proto as proto;

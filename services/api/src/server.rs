@@ -11,6 +11,8 @@ use tokio_stream::StreamExt;
 use tokio_stream::wrappers::TcpListenerStream;
 use tonic::transport::Server;
 use tonic::transport::server::Router;
+use tower::layer::util::{Identity, Stack};
+use tower::util::MapResponseLayer;
 use vernier_proto::FILE_DESCRIPTOR_SET;
 use vernier_proto::api::db_manager_server::DbManagerServer;
 use vernier_proto::api::early_stopping_server::EarlyStoppingServer;
@@ -18,8 +20,9 @@ use vernier_proto::api::suggestion_server::SuggestionServer;
 use vernier_proto::health::health_server::HealthServer;
 use vernier_store::SqlStore;
 
-/// Largest request message accepted, in bytes. Larger requests are refused (tonic answers
-/// `OUT_OF_RANGE` with both sizes in the message) before they are decoded, so a huge message costs no memory beyond
+/// Largest request message accepted, in bytes. Larger requests are refused before they are
+/// decoded (`RESOURCE_EXHAUSTED`, as by Katib's servers, with both sizes in the message), so a
+/// huge message costs no memory beyond
 /// the transport's buffers. A `GetSuggestions` request with 10,000 trials is about 2 MB.
 pub const MAX_MESSAGE_BYTES: usize = 4 * 1024 * 1024;
 
@@ -56,7 +59,7 @@ fn reflection() -> Result<
 }
 
 /// Suggestion, EarlyStopping, DBManager, Health and reflection over `store`.
-pub fn router(store: SqlStore) -> Result<Router, ApiError> {
+pub fn router(store: SqlStore) -> Result<ApiRouter, ApiError> {
     router_with(store, EarlyStoppingService::new)
 }
 
@@ -64,7 +67,7 @@ pub fn router(store: SqlStore) -> Result<Router, ApiError> {
 pub fn router_with_managed_trials(
     store: SqlStore,
     managed: std::sync::Arc<dyn ManagedTrials>,
-) -> Result<Router, ApiError> {
+) -> Result<ApiRouter, ApiError> {
     router_with(store, |s| {
         EarlyStoppingService::new(s).with_managed_trials(managed)
     })
@@ -73,9 +76,9 @@ pub fn router_with_managed_trials(
 fn router_with(
     store: SqlStore,
     early_stopping: impl FnOnce(SqlStore) -> EarlyStoppingService,
-) -> Result<Router, ApiError> {
+) -> Result<ApiRouter, ApiError> {
     let (v1, v1alpha) = reflection()?;
-    Ok(Server::builder()
+    Ok(server_builder()
         .add_service(
             SuggestionServer::new(SuggestionService::default())
                 .max_decoding_message_size(MAX_MESSAGE_BYTES)
@@ -93,10 +96,23 @@ fn router_with(
 }
 
 /// Only DBManager and Health: what a trial of a local run may push its metrics to.
-pub fn db_manager_router(store: SqlStore) -> Router {
-    Server::builder()
+pub fn db_manager_router(store: SqlStore) -> ApiRouter {
+    server_builder()
         .add_service(db_manager(store.clone()))
         .add_service(HealthServer::new(HealthService::new(store)))
+}
+
+/// Every router: tonic's services behind the layer that gives their refusals Katib's codes.
+pub type ApiRouter = Router<Stack<MapResponseLayer<KatibCodes>, Identity>>;
+
+pub type KatibCodes = fn(http::Response<tonic::body::Body>) -> http::Response<tonic::body::Body>;
+
+/// A server whose responses pass through the layer that gives refusals Katib's codes; every
+/// router (and a test's own) starts from it.
+pub fn server_builder() -> Server<Stack<MapResponseLayer<KatibCodes>, Identity>> {
+    Server::builder().layer(MapResponseLayer::new(
+        crate::size_refusal::katib_code as KatibCodes,
+    ))
 }
 
 /// The DBManager service with its limits, the same in both routers.
@@ -130,7 +146,7 @@ fn bind_hint(kind: std::io::ErrorKind) -> &'static str {
 
 /// Serves `router` on `listener` until `shutdown` resolves, then finishes in-flight calls.
 pub async fn serve(
-    router: Router,
+    router: ApiRouter,
     listener: TcpListener,
     shutdown: impl std::future::Future<Output = ()> + Send,
 ) -> Result<(), ApiError> {

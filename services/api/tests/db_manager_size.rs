@@ -88,7 +88,7 @@ async fn other_services_keep_the_small_cap() {
         })
         .await
         .unwrap_err();
-    assert_eq!(e.code(), Code::OutOfRange, "{e}");
+    assert_eq!(e.code(), Code::ResourceExhausted, "{e}");
 }
 
 /// A reply is never refused on the way out: every log of a trial reported in several calls

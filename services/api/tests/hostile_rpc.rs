@@ -10,7 +10,6 @@ mod support;
 use std::collections::BTreeMap;
 use std::time::Duration;
 use tonic::Code;
-use tonic::transport::Server;
 use vernier_api::SuggestionService;
 use vernier_api::proto::api::{
     Experiment, ExperimentSpec, FeasibleSpace, GetSuggestionsRequest, ObjectiveType, ParameterSpec,
@@ -85,7 +84,7 @@ fn square() -> Vec<ParameterSpec> {
 async fn a_passed_deadline_stops_the_algorithm_and_frees_its_slot() {
     // One slot: the cheap call below can only run once the expensive one has really stopped.
     let service = SuggestionService::with_limit(1);
-    let router = Server::builder().add_service(SuggestionServer::new(service.clone()));
+    let router = vernier_api::server_builder().add_service(SuggestionServer::new(service.clone()));
     let (channel, _stop) = support::serve(router).await;
     let mut client = SuggestionClient::new(channel);
 

@@ -2,7 +2,7 @@
 //! to it, and the sender whose drop stops it.
 
 use tonic::transport::Channel;
-use tonic::transport::server::Router;
+use vernier_api::ApiRouter as Router;
 
 /// Serves `router` on 127.0.0.1 and connects to it; the server runs until the sender drops.
 #[allow(dead_code)] // each test binary compiles this module; not every one uses each helper
