@@ -46,11 +46,11 @@ fn second_occurrence(text: &str, key: &str, line: usize, column: usize) -> Optio
             continue;
         }
         let at = raw.len() - body.len();
-        // A sequence item's first key sits after its dash, at the mapping's indentation.
-        let body = if i + 1 == line {
-            &raw[indent.min(raw.len())..]
-        } else {
-            body
+        // A sequence item's first key sits after its dash, at the mapping's indentation (a
+        // column that is no character boundary of the line is no block mapping's).
+        let body = match raw.get(indent..) {
+            Some(rest) if i + 1 == line => rest,
+            _ => body,
         };
         if at < indent && i + 1 != line {
             return None;
@@ -106,12 +106,13 @@ mod tests {
                 "duplicate field `goal` at line 2 column 3",
                 "duplicate field `goal` at line 6 column 3",
             ),
-            // The mapping ends before a repeat: left as the deserializer said.
+            // After the deserializer's own path.
             (
                 item,
                 "params[0]: duplicate field `name` at line 2 column 5",
                 "params[0]: duplicate field `name` at line 4 column 5",
             ),
+            // The mapping ends before a repeat: left as the deserializer said.
             (
                 "a:\n  type: x\nb:\n  type: y\n",
                 "duplicate field `type` at line 2 column 3",
@@ -124,6 +125,12 @@ mod tests {
                 "duplicate field `type` at line 1 column 1",
             ),
             (objective, "invalid type: string", "invalid type: string"),
+            // A column inside a character of the line (a flow mapping after a non-ASCII key).
+            (
+                "ééé: {type: 1, type: 2}\n",
+                "duplicate field `type` at line 1 column 6",
+                "duplicate field `type` at line 1 column 6",
+            ),
         ];
         for (text, message, want) in table {
             assert_eq!(at_the_duplicate(text, message), want, "{text}");
