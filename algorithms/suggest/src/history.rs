@@ -39,7 +39,13 @@ pub fn taken(trials: &[TrialRecord]) -> HashSet<String> {
 /// configuration may be proposed again after a resume, and a finite space is not exhausted
 /// while it waits.
 pub fn explored(trials: &[TrialRecord]) -> impl Iterator<Item = &TrialRecord> {
-    trials.iter().filter(|t| t.state != TrialState::Killed)
+    trials.iter().filter(|t| is_explored(t))
+}
+
+/// Whether `t`'s configuration counts as explored ([`explored`]); a trial that does not holds
+/// no place in a schedule either (a Hyperband or ASHA rung hands it out again).
+pub fn is_explored(t: &TrialRecord) -> bool {
+    t.state != TrialState::Killed
 }
 
 /// The value of parameter `name`, found directly when the assignment is in space order (as

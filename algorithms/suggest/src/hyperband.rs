@@ -61,7 +61,7 @@ use rand_chacha::ChaCha8Rng;
 use std::collections::{BTreeMap, HashSet};
 use vernier_core::{
     Assignment, CoreError, Objective, ParamValue, Parameter, Proposal, SearchSpace, SuggestRequest,
-    Suggester, Suggestions, TrialRecord, TrialState,
+    Suggester, Suggestions, TrialRecord,
 };
 
 /// Label holding a trial's bracket `s`.
@@ -458,7 +458,7 @@ impl Hyperband {
         // A trial killed by an interruption ran to no verdict: its place in the rung (a
         // configuration, or a promotion) is handed out again, as PBT re-queues its member.
         for (idx, t) in req.trials.iter().enumerate() {
-            if t.state == TrialState::Killed {
+            if !history::is_explored(t) {
                 continue;
             }
             if let Some(pos) = self.position(t) {

@@ -47,7 +47,7 @@ use rand_chacha::ChaCha8Rng;
 use std::collections::HashSet;
 use vernier_core::{
     CoreError, Objective, ParamValue, Proposal, SearchSpace, SuggestRequest, Suggester,
-    Suggestions, TrialRecord, TrialState,
+    Suggestions, TrialRecord,
 };
 
 /// Label holding a trial's rung `k`.
@@ -236,7 +236,7 @@ impl Suggester for Asha {
         // A trial killed by an interruption ran to no verdict: it holds no place in its rung,
         // so its promotion is made again (its parent is not marked promoted).
         for (idx, t) in trials.iter().enumerate() {
-            if t.state == TrialState::Killed {
+            if !history::is_explored(t) {
                 continue;
             }
             if let Some(k) = self.rung_of(t) {

@@ -368,9 +368,10 @@ fn read_replica_set(
     for (key, spec) in specs {
         let path = format!("{specs_path}.{key}");
         let rt = replica_type_of(kind, key, &path, &replicas)?;
-        let defaults = replica_defaults(kind, rt, api_version);
         replicas.push(replica(
-            (kind, rt, defaults),
+            kind,
+            rt,
+            api_version,
             spec,
             &path,
             primary_container_name,
@@ -517,12 +518,15 @@ fn replica_defaults(kind: JobKind, rt: ReplicaType, api_version: &str) -> (u32, 
 }
 
 fn replica(
-    (kind, rt, (default_replicas, default_restart)): (JobKind, ReplicaType, (u32, RestartPolicy)),
+    kind: JobKind,
+    rt: ReplicaType,
+    api_version: &str,
     spec: &Value,
     path: &str,
     primary_container_name: &str,
     mode: Mode,
 ) -> Result<ReplicaSpec, SpecError> {
+    let (default_replicas, default_restart) = replica_defaults(kind, rt, api_version);
     let replicas = match spec.get("replicas") {
         None | Some(Value::Null) => default_replicas,
         Some(v) => non_negative(v, &format!("{path}.replicas"))?,
