@@ -355,9 +355,20 @@ fn a_warm_start_of_an_algorithm_that_cannot_learn_from_it_says_so() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert!(
         text(&out).contains(
-            "warm start: cmaes learns only from the trials it proposes itself; the 1 earlier result(s) count as configurations already tried"
+            "warm start: cmaes starts from the best 10 % of the earlier results, so it needs at least 10; the 1 earlier result(s) count as configurations already tried"
         ),
         "{}",
         text(&out)
     );
+
+    // Ten results are enough: the run starts from them and says nothing about it.
+    let lines: String = (0..10)
+        .map(|i| format!("{{\"x\": 0.{i}5, \"y\": 0.5, \"loss\": {i}}}\n"))
+        .collect();
+    sb.write("known.jsonl", &lines);
+    let yaml = yaml.replace("name: cma\n", "name: cma-ten\n");
+    let file = sb.write("cma-ten.yaml", &yaml);
+    let out = sb.run(&["run", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(!text(&out).contains("warm start:"), "{}", text(&out));
 }

@@ -40,5 +40,5 @@ pub use space::{
 };
 pub use suggester::{Cancel, Proposal, SuggestRequest, Suggester, Suggestions, suggest_seed};
 pub use tolerated_list::{ListOddity, ToleratedList, tolerated_list};
-pub use trial::{TrialRecord, TrialState};
+pub use trial::{TrialRecord, TrialState, WARM_START_SOURCE_LABEL};
 pub use value::{Assignment, ParamValue, shown_pair};

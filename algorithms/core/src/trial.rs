@@ -63,6 +63,10 @@ impl std::fmt::Display for TrialState {
     }
 }
 
+/// Label naming where a warm-start record came from (`experiment/<name>` or `file/<path>`):
+/// such a record is an earlier result given to the algorithm, not one of its proposals.
+pub const WARM_START_SOURCE_LABEL: &str = "vernier.warmstart/source";
+
 /// One trial as algorithms see it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TrialRecord {
@@ -97,6 +101,11 @@ impl TrialRecord {
                 .then_some(self.objective)
                 .flatten()
         })
+    }
+
+    /// An earlier result given as a warm start, not a trial of this experiment.
+    pub fn is_warm_start(&self) -> bool {
+        self.labels.contains_key(WARM_START_SOURCE_LABEL)
     }
 
     /// Succeeded or early-stopped: the trial's metrics may be learned from.

@@ -36,7 +36,7 @@ pub use guard::{suggest_guarded, suggest_guarded_cancellable};
 pub use medianstop::MedianStop;
 pub use random::RandomSearch;
 pub use registry::{
-    KNOWN_ALGORITHMS, build, learns_only_from_own_trials, seed_setting, trial_limit,
+    KNOWN_ALGORITHMS, build, generation_size, seed_setting, trial_limit, warm_start_shortfall,
     with_random_state,
 };
 pub use settings::Settings;

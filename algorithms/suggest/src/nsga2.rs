@@ -42,7 +42,7 @@ const SETTINGS: &[&str] = &[
     "random_state",
 ];
 /// Optuna's NSGAIISampler default.
-const DEFAULT_POPULATION: usize = 50;
+pub(crate) const DEFAULT_POPULATION: usize = 50;
 const DEFAULT_CROSSOVER_PROB: f64 = 0.9;
 /// Distribution indices of SBX and polynomial mutation (pymoo's defaults).
 const ETA_CROSSOVER: f64 = 15.0;

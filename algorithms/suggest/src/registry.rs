@@ -71,11 +71,47 @@ pub fn trial_limit(
     })
 }
 
-/// Algorithms whose update replays only the trials they proposed themselves (their
-/// generations or rungs, read from their labels): earlier results given to them (a warm
-/// start, enqueued trials) only count as configurations taken, and steer nothing.
-pub fn learns_only_from_own_trials(name: &str) -> bool {
-    matches!(name, "cmaes" | "nsga2" | "asha" | "hyperband" | "pbt")
+/// The most trials algorithm `name` proposes before earlier ones finish, when it works one
+/// generation at a time: `nsga2`'s `population_size` and `pbt`'s `n_population`, with the
+/// name of that setting. A controller that insists on more at once (Katib's asks for exactly
+/// `parallelTrialCount` minus the running trials) would wait forever. Call after [`build`]
+/// accepted the settings.
+pub fn generation_size(name: &str, settings: &[(String, String)]) -> Option<(u64, &'static str)> {
+    let (setting, default) = match name {
+        "nsga2" => (
+            "population_size",
+            Some(crate::nsga2::DEFAULT_POPULATION as u64),
+        ),
+        "pbt" => ("n_population", None),
+        _ => return None,
+    };
+    let given = settings
+        .iter()
+        .rev()
+        .find(|(n, _)| n == setting)
+        .and_then(|(_, v)| v.trim().parse::<u64>().ok());
+    given.or(default).map(|size| (size, setting))
+}
+
+/// Why a warm start of `results` earlier results steers nothing for algorithm `name`, or
+/// `None` when the algorithm learns from them. CMA-ES fits its first distribution to them
+/// when there are enough; NSGA-II, Hyperband, ASHA and PBT replay only the trials they
+/// proposed (their generations or rungs, read from their labels), so earlier results (a warm
+/// start, enqueued trials) only count as configurations taken.
+pub fn warm_start_shortfall(name: &str, results: usize) -> Option<String> {
+    let taken = format!(
+        "the {results} earlier result(s) count as configurations already tried and steer nothing"
+    );
+    match name {
+        "cmaes" if results < crate::cmaes::WARM_START_MIN_RESULTS => Some(format!(
+            "cmaes starts from the best 10 % of the earlier results, so it needs at least {}; {taken}\nhint: give it more earlier results, or use tpe or bayesianoptimization, which learn from any number",
+            crate::cmaes::WARM_START_MIN_RESULTS
+        )),
+        "nsga2" | "asha" | "hyperband" | "pbt" => Some(format!(
+            "{name} learns only from the trials it proposes itself; {taken}\nhint: tpe, multivariate-tpe, cmaes and bayesianoptimization learn from them"
+        )),
+        _ => None,
+    }
 }
 
 /// The settings with `random_state` set to the experiment's seed, so algorithms that fix their

@@ -465,7 +465,27 @@ pub fn validate_algorithm_settings(req: &ValidateAlgorithmSettingsRequest) -> Re
     if let Some(limit) = limit.filter(|&l| i64::from(view.max_trial_count) > l as i64) {
         return Err(too_many_trials(&view.algorithm, view.max_trial_count, limit).into());
     }
+    let generation = vernier_algorithms::generation_size(&view.algorithm, &carried.algorithm);
+    if let Some((size, setting)) =
+        generation.filter(|(size, _)| i64::from(view.parallel_trial_count) > *size as i64)
+    {
+        return Err(too_parallel(&view.algorithm, view.parallel_trial_count, size, setting).into());
+    }
     Ok(())
+}
+
+/// The refusal of a `parallel_trial_count` above the trials one generation has: Katib's
+/// controller asks for exactly that many at once and would retry forever.
+fn too_parallel(algorithm: &str, parallel: i32, size: u64, setting: &str) -> ProtoError {
+    ProtoError::Invalid {
+        field: "experiment.spec.parallel_trial_count".to_string(),
+        value: parallel.to_string(),
+        reason: format!(
+            "is more than the {size} trials of one {algorithm} generation ({setting}), which it \
+             proposes before any of the next; a controller asking for {parallel} at once would \
+             wait forever\nhint: set parallelTrialCount to at most {size}, or raise {setting}"
+        ),
+    }
 }
 
 /// The refusal of a `max_trial_count` above the `limit` an algorithm can ever give; grid's

@@ -289,6 +289,69 @@ async fn pbt_generations_carry_katib_labels_and_parents_over_the_wire() {
     );
 }
 
+/// `nsga2` and `pbt` propose one generation before the next: a parallelTrialCount above it is
+/// refused when validated, since Katib's controller would ask for that many at once forever.
+#[tokio::test]
+async fn more_parallel_trials_than_a_generation_are_refused() {
+    let server = start().await;
+    let mut client = SuggestionClient::new(server.channel.clone());
+    let pbt = [
+        ("suggestion_trial_dir", "/x/"),
+        ("n_population", "5"),
+        ("truncation_threshold", "0.4"),
+    ];
+    type Settings<'a> = &'a [(&'a str, &'a str)];
+    // (algorithm, settings, parallelTrialCount, what the refusal says)
+    let cases: [(&str, Settings, i32, Option<&str>); 5] = [
+        ("pbt", &pbt, 5, None),
+        (
+            "pbt",
+            &pbt,
+            8,
+            Some("the 5 trials of one pbt generation (n_population)"),
+        ),
+        ("nsga2", &[], 50, None),
+        (
+            "nsga2",
+            &[],
+            60,
+            Some("the 50 trials of one nsga2 generation (population_size)"),
+        ),
+        (
+            "nsga2",
+            &[("population_size", "10")],
+            11,
+            Some("the 10 trials"),
+        ),
+    ];
+    for (algorithm, settings, parallel, refused) in cases {
+        let mut exp = experiment(algorithm, settings);
+        if let Some(spec) = exp.spec.as_mut() {
+            spec.parallel_trial_count = parallel;
+            spec.max_trial_count = 200;
+        }
+        let answer = client
+            .validate_algorithm_settings(ValidateAlgorithmSettingsRequest {
+                experiment: Some(exp),
+            })
+            .await;
+        match (refused, answer) {
+            (None, Ok(_)) => {}
+            (Some(want), Err(s)) => {
+                assert_eq!(s.code(), Code::InvalidArgument, "{algorithm} {parallel}");
+                assert!(
+                    s.message().starts_with(&format!(
+                        "experiment.spec.parallel_trial_count: value \"{parallel}\""
+                    )) && s.message().contains(want),
+                    "{}",
+                    s.message()
+                );
+            }
+            (want, got) => panic!("{algorithm} with {parallel}: expected {want:?}, got {got:?}"),
+        }
+    }
+}
+
 fn status_of<T: std::fmt::Debug>(r: Result<tonic::Response<T>, tonic::Status>) -> tonic::Status {
     r.expect_err("the call should fail")
 }

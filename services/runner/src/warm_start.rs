@@ -36,7 +36,7 @@ use vernier_core::{Assignment, SearchSpace, TrialRecord, TrialState};
 use vernier_store::SqlStore;
 
 /// Label naming where a warm-start record came from.
-pub const SOURCE_LABEL: &str = "vernier.warmstart/source";
+pub const SOURCE_LABEL: &str = vernier_core::WARM_START_SOURCE_LABEL;
 /// Label naming the earlier trial (or file line) a warm-start record copies.
 pub const ORIGIN_LABEL: &str = "vernier.warmstart/origin";
 

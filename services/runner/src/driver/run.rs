@@ -118,13 +118,11 @@ impl<'a> Run<'a> {
             ));
         }
         let algorithm = &exp.resolved.algorithm;
-        if !self.warm.records.is_empty()
-            && vernier_algorithms::learns_only_from_own_trials(algorithm)
+        let results = self.warm.records.len();
+        if results > 0
+            && let Some(why) = vernier_algorithms::warm_start_shortfall(algorithm, results)
         {
-            self.warn(format!(
-                "warm start: {algorithm} learns only from the trials it proposes itself; the {} earlier result(s) count as configurations already tried and steer nothing\nhint: tpe, multivariate-tpe and bayesianoptimization learn from them",
-                self.warm.records.len()
-            ));
+            self.warn(format!("warm start: {why}"));
         }
         if self.warm.skipped > 0 {
             self.warn(format!(
