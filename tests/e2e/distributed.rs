@@ -212,7 +212,7 @@ fn condition(trial: &serde_json::Value) -> (String, String) {
         .last()
         .unwrap();
     (
-        c["type"].as_str().unwrap().to_string(),
+        crate::harness::condition_state(c).to_string(),
         c["message"].as_str().unwrap_or("").to_string(),
     )
 }

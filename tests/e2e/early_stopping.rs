@@ -29,7 +29,7 @@ fn medianstop_stops_trials_worse_than_the_succeeded_ones() {
     let mut stopped = 0;
     for t in trials {
         let last = last_condition(t);
-        match last["type"].as_str().unwrap() {
+        match crate::harness::condition_state(last) {
             "Succeeded" => succeeded_xs.push(x(t)),
             "EarlyStopped" => {
                 stopped += 1;
@@ -73,7 +73,7 @@ fn asha_stops_trials_outranked_at_a_rung() {
             .parse()
             .unwrap();
         let last = last_condition(t);
-        match last["type"].as_str().unwrap() {
+        match crate::harness::condition_state(last) {
             "Succeeded" => {}
             "EarlyStopped" => {
                 stopped += 1;

@@ -151,7 +151,7 @@ pub fn last_condition(resource: &serde_json::Value) -> &serde_json::Value {
         .unwrap_or_else(|| panic!("no conditions in {resource:#}"))
 }
 
-/// Trials of `report` with the given condition type as their last condition.
+/// Trials of `report` whose last condition stands for `state` ([`condition_state`]).
 pub fn trials_in(report: &serde_json::Value, state: &str) -> Vec<serde_json::Value> {
     report["trials"]
         .as_array()
@@ -161,10 +161,20 @@ pub fn trials_in(report: &serde_json::Value, state: &str) -> Vec<serde_json::Val
             t["status"]["conditions"]
                 .as_array()
                 .and_then(|c| c.last())
-                .is_some_and(|c| c["type"] == state)
+                .is_some_and(|c| condition_state(c) == state)
         })
         .cloned()
         .collect()
+}
+
+/// The state a trial's last condition stands for, read as Katib's helpers read it: `Succeeded`
+/// with status `False` is MetricsUnavailable.
+pub fn condition_state(c: &serde_json::Value) -> &str {
+    match (c["type"].as_str(), c["status"].as_str()) {
+        (Some("Succeeded"), Some("False")) => "MetricsUnavailable",
+        (Some(t), _) => t,
+        _ => "",
+    }
 }
 
 /// Waits for a `vernier` child to exit, failing the test after `limit`; its exit code.

@@ -206,10 +206,7 @@ fn kill_9_then_resume_finishes_without_losing_or_double_counting() {
         .as_array()
         .unwrap()
         .iter()
-        .filter(|t| {
-            let last = last_condition(t);
-            last["type"] == "Succeeded"
-        })
+        .filter(|t| crate::harness::condition_state(last_condition(t)) == "Succeeded")
         .map(|t| {
             (
                 t["metadata"]["name"].as_str().unwrap().to_string(),

@@ -30,7 +30,7 @@ use vernier_engine::reason::{
     TRIAL_CREATED, TRIAL_CREATED_MESSAGE, TRIAL_RUNNING, TRIAL_RUNNING_MESSAGE, TRIAL_SUCCEEDED,
     TRIAL_SUCCEEDED_MESSAGE,
 };
-use vernier_spec::conditions::{set_condition, set_terminal};
+use vernier_spec::conditions::{set_condition, set_terminal, set_trial_end};
 use vernier_spec::status::{MetricValues, Observation, TrialStatus};
 use vernier_spec::trial::TrialSpec;
 
@@ -257,7 +257,7 @@ async fn job_failed(mut live: Live<'_>, spec: &TrialSpec, failure: Failure) -> R
         live.observe(&objective).await?;
     }
     live.ctx.followers.stop(&follow_key(live.obj));
-    live.end("Failed", &failure.reason, &failure.message);
+    live.end(TrialState::Failed, &failure.reason, &failure.message);
     live.announce(true, "JobFailed", failure.message);
     live.save().await?;
     Ok(Action::await_change())
@@ -287,7 +287,11 @@ async fn succeeded(mut live: Live<'_>, spec: &TrialSpec, kind: &str) -> Result<A
     };
     match decide::verdict(observed, &objective.metric, &seen, spec) {
         Verdict::Succeeded => {
-            live.end("Succeeded", TRIAL_SUCCEEDED, TRIAL_SUCCEEDED_MESSAGE);
+            live.end(
+                TrialState::Succeeded,
+                TRIAL_SUCCEEDED,
+                TRIAL_SUCCEEDED_MESSAGE,
+            );
             let note = format!("{kind} {} succeeded", live.name);
             live.announce(false, "JobSucceeded", note);
         }
@@ -295,7 +299,11 @@ async fn succeeded(mut live: Live<'_>, spec: &TrialSpec, kind: &str) -> Result<A
             if let Some(log) = &verdict.unavailable {
                 live.record(&objective, log).await?;
             }
-            live.end("MetricsUnavailable", verdict.reason, &verdict.message);
+            live.end(
+                TrialState::MetricsUnavailable,
+                verdict.reason,
+                &verdict.message,
+            );
             live.announce(true, verdict.reason, verdict.message);
         }
     }
@@ -356,11 +364,11 @@ impl<'a> Live<'a> {
         );
     }
 
-    /// Sets the terminal condition and the completion time.
-    fn end(&mut self, type_: &str, reason: &str, message: &str) {
-        set_terminal(
+    /// Sets the condition the trial ends with in `state`, and the completion time.
+    fn end(&mut self, state: TrialState, reason: &str, message: &str) {
+        set_trial_end(
             &mut self.status.conditions,
-            type_,
+            state,
             reason,
             message,
             now_us(),

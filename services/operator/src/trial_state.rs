@@ -7,21 +7,24 @@ use vernier_spec::conditions::Condition;
 use vernier_spec::status::{Observation, TrialStatus};
 
 /// A trial's state from its conditions (the terminal ones first, as Katib's helpers check).
+/// `Succeeded` with status `False` is MetricsUnavailable (Katib's `IsMetricsUnavailable`);
+/// a `MetricsUnavailable` condition, which earlier Vernier versions wrote, is read too.
 pub fn state_of(conditions: &[Condition]) -> TrialState {
-    let is_true = |t: &str| {
+    let has = |t: &str, status: &str| {
         conditions
             .iter()
-            .any(|c| c.type_ == t && c.status == "True")
+            .any(|c| c.type_ == t && c.status == status)
     };
-    for (t, s) in [
-        ("EarlyStopped", TrialState::EarlyStopped),
-        ("Killed", TrialState::Killed),
-        ("MetricsUnavailable", TrialState::MetricsUnavailable),
-        ("Failed", TrialState::Failed),
-        ("Succeeded", TrialState::Succeeded),
-        ("Running", TrialState::Running),
+    for (t, status, s) in [
+        ("EarlyStopped", "True", TrialState::EarlyStopped),
+        ("Killed", "True", TrialState::Killed),
+        ("Succeeded", "False", TrialState::MetricsUnavailable),
+        ("MetricsUnavailable", "True", TrialState::MetricsUnavailable),
+        ("Failed", "True", TrialState::Failed),
+        ("Succeeded", "True", TrialState::Succeeded),
+        ("Running", "True", TrialState::Running),
     ] {
-        if is_true(t) {
+        if has(t, status) {
             return s;
         }
     }
@@ -97,6 +100,26 @@ mod tests {
         assert_eq!(state_of(&c), TrialState::Succeeded);
         set_condition(&mut c, "EarlyStopped", true, "TrialEarlyStopped", "", 0);
         assert_eq!(state_of(&c), TrialState::EarlyStopped);
+    }
+
+    /// Katib writes a MetricsUnavailable trial as `Succeeded` False; earlier Vernier versions
+    /// wrote a `MetricsUnavailable` condition, still read.
+    #[test]
+    fn metrics_unavailable_is_read_in_katibs_shape_and_the_earlier_one() {
+        let mut katib = Vec::new();
+        set_condition(&mut katib, "Running", false, "TrialRunning", "", 0);
+        set_condition(&mut katib, "Succeeded", false, "MetricsUnavailable", "", 0);
+        assert_eq!(state_of(&katib), TrialState::MetricsUnavailable);
+        let mut earlier = Vec::new();
+        set_condition(
+            &mut earlier,
+            "MetricsUnavailable",
+            true,
+            "MetricsUnavailable",
+            "",
+            0,
+        );
+        assert_eq!(state_of(&earlier), TrialState::MetricsUnavailable);
     }
 
     #[test]

@@ -334,10 +334,14 @@ where
 }
 
 fn condition<'a>(obj: &'a Value, type_: &str) -> Option<&'a Value> {
+    condition_is(obj, type_, "True")
+}
+
+fn condition_is<'a>(obj: &'a Value, type_: &str, status: &str) -> Option<&'a Value> {
     obj.pointer("/status/conditions")?
         .as_array()?
         .iter()
-        .find(|c| c["type"] == type_ && c["status"] == "True")
+        .find(|c| c["type"] == type_ && c["status"] == status)
 }
 
 /// Katib's webhook lets an update change only parallelTrialCount, maxTrialCount and
@@ -703,8 +707,9 @@ async fn a_text_objective_like_darts_genotype_succeeds() {
     env.shutdown().await;
 }
 
-/// A trainer that prints only its loss: the trial ends MetricsUnavailable, with the engine's
-/// sentence naming what the store holds for it.
+/// A trainer that prints only its loss: the trial ends MetricsUnavailable, written as Katib's
+/// trial controller writes it (`Succeeded` False, reason `MetricsUnavailable`, `Running` False
+/// keeping its reason), with the engine's sentence naming what the store holds for it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_trial_without_its_objective_says_which_metrics_it_reported() {
     let env = Env::start(SimulationOptions::default()).await;
@@ -723,15 +728,18 @@ async fn a_trial_without_its_objective_says_which_metrics_it_reported() {
         },
         |ts| {
             ts.iter()
-                .any(|t| condition(t, "MetricsUnavailable").is_some())
+                .any(|t| condition_is(t, "Succeeded", "False").is_some())
         },
     )
     .await;
-    let c = trials
+    let t = trials
         .iter()
-        .find_map(|t| condition(t, "MetricsUnavailable"))
-        .expect("condition");
+        .find(|t| condition_is(t, "Succeeded", "False").is_some())
+        .expect("trial");
+    let c = condition_is(t, "Succeeded", "False").expect("condition");
     assert_eq!(c["reason"], "MetricsUnavailable");
+    let running = condition_is(t, "Running", "False").expect("running condition");
+    assert_eq!(running["reason"], "TrialRunning", "{t:#}");
     assert_eq!(
         c["message"],
         "Metrics are not available: the job succeeded but never reported the objective metric \"accuracy\" (saw loss); hint: print a line such as `accuracy=0.5` from container \"trainer\""

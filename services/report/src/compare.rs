@@ -22,6 +22,9 @@ pub struct Convergence {
     pub phase: String,
     /// Best usable objective after each trial, in creation order.
     pub best_so_far: Vec<Option<f64>>,
+    /// When the objective is text (a DARTS genotype), which has no order: the report's best
+    /// trial (the latest that succeeded) as its 1-based index and its value.
+    pub text_best: Option<(usize, String)>,
 }
 
 impl Convergence {
@@ -39,7 +42,25 @@ impl Convergence {
             direction: r.objective.direction,
             phase: r.row.status.phase.clone(),
             best_so_far: r.best_so_far(),
+            text_best: r
+                .best
+                .filter(|&i| r.trials[i].objective.is_none())
+                .map(|i| (i + 1, r.metric_text(&r.trials[i], &r.objective.metric))),
         }
+    }
+
+    /// The best value as shown: the number, else the text objective's value, else `-`.
+    pub fn best_shown(&self) -> String {
+        match (self.best(), &self.text_best) {
+            (None, Some((_, text))) => text.clone(),
+            (best, _) => cell(best),
+        }
+    }
+
+    /// 1-based index of the trial that holds the result shown as best, number or text.
+    pub fn best_at_shown(&self) -> Option<usize> {
+        self.best_at()
+            .or_else(|| self.text_best.as_ref().map(|(i, _)| *i))
     }
 
     pub fn best(&self) -> Option<f64> {
@@ -125,8 +146,8 @@ pub fn table(cs: &[Convergence]) -> String {
             format!("{} {}", direction_name(c.direction), c.metric),
             c.phase.clone(),
             c.best_so_far.len().to_string(),
-            cell(c.best()),
-            c.best_at().map_or("-".to_string(), |i| i.to_string()),
+            c.best_shown(),
+            c.best_at_shown().map_or("-".to_string(), |i| i.to_string()),
         ];
         row.extend(CHECKPOINTS.iter().map(|&n| cell(c.at(n))));
         t.add_row(row);
@@ -157,7 +178,8 @@ pub fn json(cs: &[Convergence]) -> Value {
                     "phase": c.phase,
                     "trials": c.best_so_far.len(),
                     "best": c.best(),
-                    "bestAtTrial": c.best_at(),
+                    "bestText": c.text_best.as_ref().map(|(_, text)| text),
+                    "bestAtTrial": c.best_at_shown(),
                     "bestSoFarAt": at,
                     "bestSoFar": c.best_so_far,
                 })
@@ -189,8 +211,8 @@ pub fn html(cs: &[Convergence]) -> String {
             esc(&c.metric),
             esc(&c.phase),
             c.best_so_far.len(),
-            cell(c.best()),
-            c.best_at().map_or("-".to_string(), |i| i.to_string())
+            esc(&c.best_shown()),
+            c.best_at_shown().map_or("-".to_string(), |i| i.to_string())
         );
         for n in CHECKPOINTS {
             let _ = write!(out, "<td>{}</td>", cell(c.at(n)));
@@ -246,7 +268,30 @@ mod tests {
             direction,
             phase: "Succeeded".into(),
             best_so_far: vec![Some(1.0)],
+            text_best: None,
         }
+    }
+
+    /// A text objective has no best-so-far numbers, but its best trial (the report's) is
+    /// shown with its value and place in every format.
+    #[test]
+    fn a_text_objectives_best_trial_is_shown() {
+        let mut text = convergence("darts", "genotype", Direction::Maximize);
+        text.best_so_far = vec![None, None, None];
+        text.text_best = Some((3, "Genotype(normal=[])".into()));
+        let numeric = convergence("tpe", "loss", Direction::Minimize);
+        assert_eq!(text.best_shown(), "Genotype(normal=[])");
+        assert_eq!(text.best_at_shown(), Some(3));
+        assert_eq!(numeric.best_shown(), "1");
+        let j = json(&[text.clone(), numeric]);
+        assert_eq!(j[0]["bestText"], "Genotype(normal=[])");
+        assert_eq!(j[0]["bestAtTrial"], 3);
+        assert_eq!(j[0]["best"], Value::Null);
+        assert_eq!(j[1]["bestText"], Value::Null);
+        assert_eq!(j[1]["bestAtTrial"], 1);
+        let t = table(&[text.clone()]);
+        assert!(t.contains("Genotype(normal=[])"), "{t}");
+        assert!(html(&[text]).contains("<td>Genotype(normal=[])</td><td>3</td>"));
     }
 
     #[test]

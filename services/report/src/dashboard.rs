@@ -54,7 +54,12 @@ pub fn summary_json(r: &ExperimentReport) -> Value {
         .count();
     let best = r.best.map(|i| {
         let t = &r.trials[i];
-        json!({"trial": t.row.name, "value": t.objective})
+        // A text objective (a DARTS genotype) has no number; its value is shown as text.
+        json!({
+            "trial": t.row.name,
+            "value": t.objective,
+            "text": r.metric_text(t, &r.objective.metric),
+        })
     });
     json!({
         "name": r.row.name,

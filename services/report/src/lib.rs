@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use vernier_core::{MetricReducer, MetricSummary, Objective, TrialState, UNAVAILABLE};
 use vernier_spec::Experiment;
-use vernier_spec::conditions::{Condition, parse_conditions, rfc3339};
+use vernier_spec::conditions::{Condition, parse_conditions, rfc3339, trial_end_condition};
 use vernier_spec::plan::{TrialOutcome, best_trial, pareto_front};
 use vernier_store::{ExperimentRow, SqlStore, TrialRow};
 
@@ -324,22 +324,26 @@ fn trial_conditions(t: &TrialRow) -> Vec<Condition> {
         t.created_us,
     ));
     if let Some(started) = t.started_us {
+        // Katib turns Running False keeping its own reason and message.
         let still = t.state == TrialState::Running;
-        let (reason, message, at) = if still {
-            ("TrialRunning", "Trial is running", started)
+        let at = if still {
+            started
         } else {
-            (
-                t.reason.as_str(),
-                t.message.as_str(),
-                t.completed_us.unwrap_or(started),
-            )
+            t.completed_us.unwrap_or(started)
         };
-        out.push(cond("Running", still, reason, message, at));
+        out.push(cond(
+            "Running",
+            still,
+            "TrialRunning",
+            "Trial is running",
+            at,
+        ));
     }
     if t.state.is_terminal() {
+        let (type_, status) = trial_end_condition(t.state);
         out.push(cond(
-            t.state.as_str(),
-            true,
+            type_,
+            status,
             &t.reason,
             &t.message,
             t.completed_us.unwrap_or(t.created_us),

@@ -97,10 +97,12 @@ impl Scale {
             l = (l - half).max(-f64::MAX);
             h = (h + half).min(top);
         } else {
-            // Enough room that a 5 px mark at the extreme stays off the frame.
-            let pad = (h - l) * 0.08;
-            l -= pad;
-            h += pad;
+            // Enough room that a 5 px mark at the extreme stays off the frame. Each end scaled
+            // first, and the ends kept finite: values of opposite sign near ±f64::MAX span
+            // more than a double holds.
+            let pad = h * 0.08 - l * 0.08;
+            l = (l - pad).max(-f64::MAX);
+            h = (h + pad).min(f64::MAX);
         }
         let (lo, hi) = if log {
             (10f64.powf(l), 10f64.powf(h))
@@ -116,7 +118,8 @@ impl Scale {
             Scale::Numeric { lo, hi, log: true } => {
                 (v.max(f64::MIN_POSITIVE).log10() - lo.log10()) / (hi.log10() - lo.log10())
             }
-            Scale::Numeric { lo, hi, .. } => (v - lo) / (hi - lo),
+            // Halved first (exact for doubles), so a span past f64::MAX stays finite.
+            Scale::Numeric { lo, hi, .. } => (v / 2.0 - lo / 2.0) / (hi / 2.0 - lo / 2.0),
             Scale::Categories(c) => (v + 0.5) / c.len().max(1) as f64,
         }
     }
@@ -164,13 +167,14 @@ impl Scale {
                     .collect()
             }
             Scale::Numeric { lo, hi, .. } => {
-                let span = hi - lo;
-                let raw = span / 5.0;
+                // Half the span, which stays finite where the span would not.
+                let half = hi / 2.0 - lo / 2.0;
+                let raw = half / 2.5;
                 let mag = 10f64.powf(raw.log10().floor());
                 let step = [1.0, 2.0, 2.5, 5.0, 10.0]
                     .iter()
                     .map(|m| m * mag)
-                    .find(|s| span / s <= 6.0)
+                    .find(|s| half / s <= 3.0)
                     .unwrap_or(10.0 * mag);
                 let mut v = (lo / step).ceil() * step;
                 let mut out = Vec::new();
@@ -510,6 +514,32 @@ mod tests {
                 assert!(u > 0.0 && u < 1.0, "{v} (log {log}) at {u}");
                 assert!(!s.ticks().is_empty(), "{v} (log {log}) has no ticks");
             }
+        }
+    }
+
+    /// Values of opposite sign near ±f64::MAX span more than a double holds: every value still
+    /// maps inside the frame and the ticks are finite, in order and inside it.
+    #[test]
+    fn a_scale_wider_than_a_double_stays_finite() {
+        let cases: [&[f64]; 3] = [
+            &[-f64::MAX, f64::MAX],
+            &[-1.7976931348623157e308, 1e308, 0.5],
+            &[-1e308, 1e308],
+        ];
+        for values in cases {
+            let s = Scale::fit(values.iter().copied(), false);
+            for v in values {
+                let u = s.unit(*v);
+                assert!((0.0..=1.0).contains(&u), "{values:?}: {v} at {u}");
+            }
+            let ticks = s.ticks();
+            assert!(ticks.len() >= 2, "{values:?}: {ticks:?}");
+            assert!(
+                ticks
+                    .windows(2)
+                    .all(|w| w[0].0.is_finite() && w[0].0 < w[1].0 && w[1].0 <= 1.0),
+                "{values:?}: {ticks:?}"
+            );
         }
     }
 }

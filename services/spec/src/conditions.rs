@@ -3,6 +3,7 @@
 //! condition is the most recent. Shared by the local driver and the operator.
 
 use serde::{Deserialize, Serialize};
+use vernier_core::TrialState;
 
 /// One Katib condition.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -68,13 +69,51 @@ pub fn set_terminal(
     message: &str,
     now_us: i64,
 ) {
+    end_with(conditions, (type_, true), reason, message, now_us);
+}
+
+/// The condition a trial in a terminal `state` ends with, as Katib's trial controller writes
+/// it: a MetricsUnavailable trial is `Succeeded` with status `False`
+/// (`MarkTrialStatusSucceeded(ConditionFalse, "MetricsUnavailable", ...)`, which Katib's
+/// `IsMetricsUnavailable` reads), every other end its own type with status `True`.
+pub fn trial_end_condition(state: TrialState) -> (&'static str, bool) {
+    match state {
+        TrialState::MetricsUnavailable => ("Succeeded", false),
+        other => (other.as_str(), true),
+    }
+}
+
+/// Marks the condition a trial ends with in `state` ([`trial_end_condition`]).
+pub fn set_trial_end(
+    conditions: &mut Vec<Condition>,
+    state: TrialState,
+    reason: &str,
+    message: &str,
+    now_us: i64,
+) {
+    end_with(
+        conditions,
+        trial_end_condition(state),
+        reason,
+        message,
+        now_us,
+    );
+}
+
+fn end_with(
+    conditions: &mut Vec<Condition>,
+    (type_, status): (&str, bool),
+    reason: &str,
+    message: &str,
+    now_us: i64,
+) {
     // Katib's Mark...StatusSucceeded/Failed turn Running False keeping its own reason and
     // message; the terminal condition carries the new ones.
     if let Some(running) = conditions.iter().find(|c| c.type_ == "Running").cloned() {
         let (r, m) = (&running.reason, &running.message);
         set_condition(conditions, "Running", false, r, m, now_us);
     }
-    set_condition(conditions, type_, true, reason, message, now_us);
+    set_condition(conditions, type_, status, reason, message, now_us);
 }
 
 pub fn parse_conditions(json: &str) -> Vec<Condition> {
@@ -144,5 +183,42 @@ mod tests {
             "Running keeps its reason and message when it turns False"
         );
         assert_eq!(c[2].reason, "ExperimentGoalReached");
+    }
+
+    /// Each terminal trial state ends with the condition Katib's trial controller writes for
+    /// it; MetricsUnavailable is `Succeeded` False, which Katib's `IsMetricsUnavailable` reads.
+    #[test]
+    fn a_trial_ends_with_katibs_condition_for_its_state() {
+        let cases = [
+            (TrialState::Succeeded, ("Succeeded", "True")),
+            (TrialState::MetricsUnavailable, ("Succeeded", "False")),
+            (TrialState::Failed, ("Failed", "True")),
+            (TrialState::Killed, ("Killed", "True")),
+            (TrialState::EarlyStopped, ("EarlyStopped", "True")),
+        ];
+        for (state, want) in cases {
+            let mut c = Vec::new();
+            set_condition(
+                &mut c,
+                "Running",
+                true,
+                "TrialRunning",
+                "Trial is running",
+                0,
+            );
+            set_trial_end(&mut c, state, "Why", "because", 1_000_000);
+            let got: Vec<_> = c
+                .iter()
+                .map(|x| (x.type_.as_str(), x.status.as_str(), x.reason.as_str()))
+                .collect();
+            assert_eq!(
+                got,
+                vec![
+                    ("Running", "False", "TrialRunning"),
+                    (want.0, want.1, "Why")
+                ],
+                "{state:?}"
+            );
+        }
     }
 }

@@ -84,14 +84,16 @@ function showError(e) {
 function linScale(lo, hi, a, b, log) {
   if (log) { lo = Math.log10(lo); hi = Math.log10(hi); }
   if (!(hi > lo)) { lo -= 0.5; hi += 0.5; }
-  const f = (v) => a + ((log ? Math.log10(v) : v) - lo) / (hi - lo) * (b - a);
+  // Halved spans: values of opposite sign near ±Number.MAX_VALUE span more than a double holds.
+  const half = hi / 2 - lo / 2;
+  const f = (v) => a + ((log ? Math.log10(v) : v) / 2 - lo / 2) / half * (b - a);
   f.ticks = (n) => {
     if (log) {
       const out = [];
       for (let e = Math.floor(lo); e <= Math.ceil(hi); e++) if (e >= lo - 1e-9 && e <= hi + 1e-9) out.push(10 ** e);
       return out.length >= 2 ? out : [10 ** lo, 10 ** hi];
     }
-    const step0 = (hi - lo) / n, mag = 10 ** Math.floor(Math.log10(step0));
+    const step0 = half / n * 2, mag = 10 ** Math.floor(Math.log10(step0));
     const step = [1, 2, 5, 10].map((m) => m * mag).find((st) => st >= step0) || step0;
     const out = [];
     for (let v = Math.ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) out.push(Number(v.toPrecision(12)));
@@ -103,7 +105,10 @@ function extent(vals, log) {
   const v = vals.filter((x) => typeof x === "number" && Number.isFinite(x) && (!log || x > 0));
   if (!v.length) return [0, 1];
   let lo = Math.min(...v), hi = Math.max(...v);
-  if (!log) { const pad = (hi - lo) * 0.08 || Math.abs(hi) * 0.08 || 0.5; lo -= pad; hi += pad; }
+  if (!log) {
+    const pad = (hi * 0.08 - lo * 0.08) || Math.abs(hi) * 0.08 || 0.5;
+    lo = Math.max(lo - pad, -Number.MAX_VALUE); hi = Math.min(hi + pad, Number.MAX_VALUE);
+  }
   return [lo, hi];
 }
 // A plot frame: title above the frame, axes with ticks, labels outside the data area.
@@ -188,7 +193,7 @@ function experimentRow(e) {
       e.unattended ? h("span", { class: "note", title: e.unattended }, " (no driver)") : null),
     h("td", {}, h("div", { class: "bar", title: `${e.done} of ${max} trials done` }, h("span", { style: `width:${pct}%` })), h("span", { class: "note" }, `${e.done}/${max}`)),
     h("td", { class: "num" }, String(e.counts.Running)),
-    h("td", { class: "num" }, e.best ? fmt(e.best.value) : "—"),
+    h("td", { class: "num" }, e.best ? (e.best.value !== null ? fmt(e.best.value) : e.best.text) : "—"),
     h("td", {}, e.algorithm || "—"),
     h("td", {}, `${e.objective.direction} ${e.objective.metric}`),
     h("td", { title: e.startedUs ? new Date(e.startedUs / 1000).toISOString() : "" }, ago(e.startedUs || e.createdUs)),
