@@ -54,7 +54,32 @@ pub fn local_verdict(exp: &Experiment) -> LocalVerdict {
         verdict.ignored.extend(job_ignored(spec, primary));
     }
     verdict.ignored.extend(replica_job_ignored(spec));
+    verdict.ignored.extend(conditions_ignored(tt, spec));
     verdict
+}
+
+/// A success or failure condition other than the one Katib fills in for the kind: a cluster
+/// judges the job by it, local mode by the processes' exits.
+fn conditions_ignored(tt: &vernier_spec::types::TrialTemplate, spec: &Value) -> Vec<SpecError> {
+    let kind = spec.get("kind").and_then(Value::as_str).unwrap_or("");
+    let Some((success, failure)) = vernier_spec::defaults::default_conditions(kind) else {
+        return Vec::new();
+    };
+    [
+        ("successCondition", &tt.success_condition, success),
+        ("failureCondition", &tt.failure_condition, failure),
+    ]
+    .into_iter()
+    .filter(|(_, given, default)| given.as_deref().is_some_and(|g| g != *default))
+    .map(|(field, _, _)| {
+        SpecError::new(
+            format!("{T}.{field}"),
+            "is not applied locally: a local trial is judged by its processes' exit codes \
+             (a Job's container, a training job's replicas); a cluster applies it to the job's \
+             status",
+        )
+    })
+    .collect()
 }
 
 /// The fields of a training-operator job that local mode reads but does not apply (its run
@@ -217,7 +242,19 @@ fn ignored_fields(v: &Value, path: &str, out: &mut Vec<SpecError>) {
 mod tests {
     use super::*;
 
+    /// An experiment of `trial_spec`; the success and failure conditions are written only for
+    /// kinds Katib fills in none for, so known kinds keep their defaults.
     fn experiment(trial_spec: &str, primary: &str) -> Experiment {
+        let kind = trial_spec
+            .split("kind: ")
+            .nth(1)
+            .and_then(|rest| rest.split([',', '}']).next())
+            .unwrap_or("");
+        let conditions = if vernier_spec::defaults::default_conditions(kind).is_some() {
+            ""
+        } else {
+            "successCondition: status.done\n    failureCondition: status.failed"
+        };
         let yaml = format!(
             "apiVersion: kubeflow.org/v1beta1
 kind: Experiment
@@ -229,8 +266,7 @@ spec:
     - {{name: lr, parameterType: double, feasibleSpace: {{min: '0.1', max: '0.2'}}}}
   trialTemplate:
     primaryContainerName: {primary}
-    successCondition: status.done
-    failureCondition: status.failed
+    {conditions}
     trialParameters: [{{name: lr, reference: lr}}]
     trialSpec: {trial_spec}
 "
@@ -382,6 +418,26 @@ spec:
             [
                 "spec.trialTemplate.trialSpec.spec.runPolicy.cleanPodPolicy: is not applied locally",
                 "spec.trialTemplate.trialSpec.spec.enableDynamicWorker: is not applied locally: TF_CONFIG is the dense cluster spec, not the operator's sparseCluster one",
+            ]
+        );
+    }
+
+    /// A condition Katib would not fill in is noted for a known kind; the defaults are not.
+    #[test]
+    fn a_custom_success_or_failure_condition_is_noted_as_not_applied_locally() {
+        let spec = job("{name: main, image: i, command: [t, '${trialParameters.lr}']}");
+        assert!(local_verdict(&experiment(&spec, "main")).ignored.is_empty());
+        let mut custom = experiment(&spec, "main");
+        if let Some(tt) = custom.spec.trial_template.as_mut() {
+            tt.failure_condition = Some("status.conditions.#(type==\"Complete\")#".into());
+        }
+        let v = local_verdict(&custom);
+        assert!(v.runnable());
+        let notes: Vec<String> = v.ignored.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            notes,
+            [
+                "spec.trialTemplate.failureCondition: is not applied locally: a local trial is judged by its processes' exit codes (a Job's container, a training job's replicas); a cluster applies it to the job's status"
             ]
         );
     }

@@ -134,6 +134,18 @@ fn default_metric_strategies(exp: &mut Experiment) {
     }
 }
 
+/// The success and failure conditions Katib fills in for a trial of `kind`, if it fills any.
+pub fn default_conditions(kind: &str) -> Option<(&'static str, &'static str)> {
+    let success = match kind {
+        "Job" | "TrainJob" => JOB_SUCCESS,
+        // Katib's `KubeflowJobKinds`: MXJob is among them, though the training operator has
+        // since dropped it.
+        "TFJob" | "PyTorchJob" | "XGBoostJob" | "MXJob" | "MPIJob" => KUBEFLOW_SUCCESS,
+        _ => return None,
+    };
+    Some((success, FAILURE))
+}
+
 fn default_trial_template(exp: &mut Experiment) {
     let Some(tt) = &mut exp.spec.trial_template else {
         return;
@@ -147,25 +159,19 @@ fn default_trial_template(exp: &mut Experiment) {
     else {
         return;
     };
-    let (success, labels): (&str, &[(&str, &str)]) = match kind {
-        "Job" => (JOB_SUCCESS, &[]),
-        // Katib's `KubeflowJobKinds`: MXJob is among them, though the training operator has
-        // since dropped it.
-        "TFJob" | "PyTorchJob" | "XGBoostJob" | "MXJob" | "MPIJob" => (
-            KUBEFLOW_SUCCESS,
-            &[("training.kubeflow.org/job-role", "master")],
-        ),
-        "TrainJob" => (
-            JOB_SUCCESS,
-            &[
-                ("jobset.sigs.k8s.io/replicatedjob-name", "node"),
-                ("batch.kubernetes.io/job-completion-index", "0"),
-            ],
-        ),
-        _ => return,
+    let Some((success, failure)) = default_conditions(kind) else {
+        return;
+    };
+    let labels: &[(&str, &str)] = match kind {
+        "TrainJob" => &[
+            ("jobset.sigs.k8s.io/replicatedjob-name", "node"),
+            ("batch.kubernetes.io/job-completion-index", "0"),
+        ],
+        "Job" => &[],
+        _ => &[("training.kubeflow.org/job-role", "master")],
     };
     fill(&mut tt.success_condition, success);
-    fill(&mut tt.failure_condition, FAILURE);
+    fill(&mut tt.failure_condition, failure);
     if !labels.is_empty()
         && tt
             .primary_pod_labels
@@ -186,8 +192,12 @@ fn default_metrics_collector(exp: &mut Experiment) {
         .spec
         .metrics_collector_spec
         .get_or_insert_with(MetricsCollectorSpec::default);
-    let collector = mc.collector.get_or_insert_with(CollectorSpec::default);
-    fill(&mut collector.kind, DEFAULT_COLLECTOR_KIND);
+    // As Katib's `setDefaultMetricsCollector`: only a missing collector becomes StdOut; a
+    // collector without a kind stays so and is refused by validation.
+    let collector = mc.collector.get_or_insert_with(|| CollectorSpec {
+        kind: Some(DEFAULT_COLLECTOR_KIND.to_string()),
+        ..CollectorSpec::default()
+    });
     let kind = collector.kind.clone().unwrap_or_default();
     match kind.as_str() {
         "PrometheusMetric" => {

@@ -18,6 +18,7 @@ pub mod template;
 pub mod trial;
 mod type_errors;
 pub mod types;
+mod unquoted;
 pub mod validate;
 
 pub use defaults::apply_defaults;
@@ -32,6 +33,7 @@ pub use trial::TrialResource;
 pub use types::Experiment;
 #[cfg(feature = "crd")]
 pub use types::ExperimentResource;
+pub use unquoted::unquoted_text_fields;
 pub use validate::validate;
 
 #[cfg(test)]

@@ -179,7 +179,7 @@ fn deserialize(
 /// The one Experiment of a file of several YAML documents (`kubectl apply -f` takes a
 /// ConfigMap and an Experiment together), with the other documents' lines left blank so line
 /// numbers still point into the file; a file of one document as it is.
-fn experiment_document(text: &str) -> Result<String, SpecError> {
+pub(crate) fn experiment_document(text: &str) -> Result<String, SpecError> {
     let lines: Vec<&str> = text.lines().collect();
     let starts: Vec<usize> = lines
         .iter()

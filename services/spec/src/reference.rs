@@ -24,12 +24,20 @@ const META_PREFIX: &str = "${trialSpec.";
 const PLACEHOLDER_PREFIX: &str = "${trialParameters.";
 
 impl Reference {
-    /// Reads a reference; the error says why a `${trialSpec.…}` form is not understood.
+    /// Reads a reference; the error says why a `${trialSpec.…}` form is not understood. As
+    /// Katib's unanchored `\$\{trialSpec\.(.+?)\}` finds it, the first `${trialSpec.X}` in the
+    /// text is the reference, and text around it is dropped (`${trialSpec.Name}-x` is the
+    /// trial's name).
     pub fn parse(reference: &str) -> Result<Reference, String> {
-        let Some(rest) = reference.strip_prefix(META_PREFIX) else {
+        let Some(start) = reference.find(META_PREFIX) else {
             return Ok(Reference::Parameter(reference.to_string()));
         };
-        let Some(key) = rest.strip_suffix('}') else {
+        let rest = &reference[start + META_PREFIX.len()..];
+        let Some(key) = rest
+            .find('}')
+            .map(|end| &rest[..end])
+            .filter(|k| !k.is_empty())
+        else {
             return Err("a meta reference must end with '}'".into());
         };
         let bracketed = |prefix: &str| {
@@ -120,6 +128,25 @@ mod tests {
         );
         assert!(Reference::parse("${trialSpec.Foo}").is_err());
         assert!(Reference::parse("${trialSpec.Labels[]}").is_err());
+        // Katib's unanchored pattern: text around the first meta reference is dropped.
+        for around in [
+            "${trialSpec.Name}x",
+            "run-${trialSpec.Name}",
+            "a${trialSpec.Name}}b",
+        ] {
+            assert_eq!(
+                Reference::parse(around).unwrap(),
+                Reference::Name,
+                "{around}"
+            );
+        }
+        assert_eq!(
+            Reference::parse("${trialSpec.Kind}${trialSpec.Name}").unwrap(),
+            Reference::Kind
+        );
+        for unclosed in ["${trialSpec.Name", "${trialSpec.}"] {
+            assert!(Reference::parse(unclosed).is_err(), "{unclosed}");
+        }
     }
 
     #[test]

@@ -40,7 +40,10 @@ pub async fn run(
         work_dir: work_dir_of(file),
         log_dir: absolute_log_dir(log_dir, &name)?,
     };
-    for w in vernier_spec::validate::warnings(&spec) {
+    for w in vernier_spec::validate::warnings(&spec)
+        .into_iter()
+        .chain(super::validate::unquoted_text_fields(file))
+    {
         errln!("warning: {w}");
     }
     let exp = LocalExperiment::new(with_plugin_annotation(spec, plugins), paths)?;

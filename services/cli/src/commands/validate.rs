@@ -75,6 +75,10 @@ pub fn validate(file: &Path) -> anyhow::Result<Exit> {
             for w in vernier_spec::validate::warnings(&exp) {
                 outln!("warning: {w}");
             }
+            let unquoted = unquoted_text_fields(file);
+            for w in &unquoted {
+                outln!("warning: {w}");
+            }
             if verdict.runnable()
                 && let Some(w) = local_experiment(file, &exp)
                     .as_ref()
@@ -82,13 +86,21 @@ pub fn validate(file: &Path) -> anyhow::Result<Exit> {
             {
                 outln!("warning: {w}");
             }
-            outln!("cluster: valid (`vernier operator` accepts it)");
-            print_local(&verdict.refused, &verdict.ignored);
-            Ok(if verdict.runnable() {
-                Exit::Succeeded
+            if unquoted.is_empty() {
+                outln!("cluster: valid (`vernier operator` accepts it)");
             } else {
-                Exit::ClusterOnly
-            })
+                outln!(
+                    "cluster: refused: {} text field(s) written as numbers or booleans (warnings above)",
+                    unquoted.len()
+                );
+            }
+            print_local(&verdict.refused, &verdict.ignored);
+            match (verdict.runnable(), unquoted.is_empty()) {
+                (true, _) => Ok(Exit::Succeeded),
+                (false, true) => Ok(Exit::ClusterOnly),
+                // Neither a cluster nor local mode can run it.
+                (false, false) => std::process::exit(2),
+            }
         }
         Err(errors) => {
             errln!("{}: {} problem(s) found", file.display(), errors.len());
@@ -97,6 +109,13 @@ pub fn validate(file: &Path) -> anyhow::Result<Exit> {
             std::process::exit(2);
         }
     }
+}
+
+/// The text fields of `file` written as bare numbers or booleans (a cluster refuses them).
+pub fn unquoted_text_fields(file: &Path) -> Vec<SpecError> {
+    vernier_spec::limits::read_text_capped(file, vernier_spec::limits::MAX_SPEC_BYTES)
+        .map(|text| vernier_spec::unquoted_text_fields(&text))
+        .unwrap_or_default()
 }
 
 fn print_local(refused: &[SpecError], ignored: &[SpecError]) {

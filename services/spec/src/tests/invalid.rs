@@ -537,6 +537,21 @@ fn unknown_collector_kind_and_missing_custom_container() {
         "spec.metricsCollectorSpec.collector.customCollector",
         "is required",
     );
+    // Katib fills in StdOut only for a missing collector; one without a kind is refused.
+    for collector in [json!({}), json!({"kind": ""})] {
+        let e = err_with(RANDOM, |v| {
+            set(
+                v,
+                "/spec/metricsCollectorSpec",
+                json!({ "collector": collector }),
+            )
+        });
+        assert_error(
+            &e,
+            "spec.metricsCollectorSpec.collector.kind",
+            r#"value "" is not supported"#,
+        );
+    }
 }
 
 #[test]

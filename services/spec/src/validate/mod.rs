@@ -8,6 +8,7 @@ mod extensions;
 mod nas;
 mod objectives;
 mod parameters;
+mod quantity;
 mod template;
 mod warnings;
 

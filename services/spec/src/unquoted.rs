@@ -1,0 +1,123 @@
+//! Text fields written as bare numbers or booleans (`min: 0.01`, `value: 5`): Vernier's YAML
+//! reader takes a plain scalar as the text it is, so they run here, but Katib's API types hold
+//! them as strings and a cluster decodes the object as JSON, where `0.01` is a number: Katib's
+//! webhook (and Vernier's operator) refuse the experiment. These are said as warnings, so a
+//! spec that runs on a laptop is not thought ready for the cluster.
+
+use crate::error::SpecError;
+use serde_json::Value;
+
+/// Each text field of the experiment in `text` written as a number or boolean, with the fix.
+/// A document that does not parse has none (its parse error is reported elsewhere).
+pub fn unquoted_text_fields(text: &str) -> Vec<SpecError> {
+    let Ok(document) = crate::parse::experiment_document(text) else {
+        return Vec::new();
+    };
+    let Ok(doc) = yaml_serde::from_str::<Value>(&document) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    let spec = &doc["spec"];
+    for (i, p) in items(&spec["parameters"]) {
+        feasible_space(
+            &p["feasibleSpace"],
+            &format!("spec.parameters[{i}]"),
+            &mut out,
+        );
+    }
+    for (i, op) in items(&spec["nasConfig"]["operations"]) {
+        for (j, p) in items(&op["parameters"]) {
+            let path = format!("spec.nasConfig.operations[{i}].parameters[{j}]");
+            feasible_space(&p["feasibleSpace"], &path, &mut out);
+        }
+    }
+    for section in ["algorithm", "earlyStopping"] {
+        for (i, s) in items(&spec[section]["algorithmSettings"]) {
+            let path = format!("spec.{section}.algorithmSettings[{i}].value");
+            check(&s["value"], &path, &mut out);
+        }
+    }
+    for (i, name) in items(&spec["objective"]["additionalMetricNames"]) {
+        check(
+            name,
+            &format!("spec.objective.additionalMetricNames[{i}]"),
+            &mut out,
+        );
+    }
+    out
+}
+
+fn items(v: &Value) -> impl Iterator<Item = (usize, &Value)> {
+    v.as_array().into_iter().flatten().enumerate()
+}
+
+fn feasible_space(fs: &Value, path: &str, out: &mut Vec<SpecError>) {
+    for field in ["min", "max", "step"] {
+        check(&fs[field], &format!("{path}.feasibleSpace.{field}"), out);
+    }
+    for (i, v) in items(&fs["list"]) {
+        check(v, &format!("{path}.feasibleSpace.list[{i}]"), out);
+    }
+}
+
+fn check(v: &Value, path: &str, out: &mut Vec<SpecError>) {
+    if !matches!(v, Value::Number(_) | Value::Bool(_)) {
+        return;
+    }
+    out.push(SpecError::new(
+        path,
+        format!(
+            "value {v} is written as a {}, and Katib's API takes text here, so a cluster refuses \
+             the experiment (Vernier reads the text as written); hint: quote it, as in \"{v}\"",
+            if v.is_boolean() { "boolean" } else { "number" }
+        ),
+    ));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bare_numbers_and_booleans_in_text_fields_are_named() {
+        let yaml = r#"
+apiVersion: kubeflow.org/v1beta1
+kind: Experiment
+metadata: {name: e}
+spec:
+  objective: {type: minimize, objectiveMetricName: loss, goal: 0.1, additionalMetricNames: [acc]}
+  algorithm:
+    algorithmName: random
+    algorithmSettings: [{name: random_state, value: 42}, {name: x, value: "7"}]
+  earlyStopping:
+    algorithmName: medianstop
+    algorithmSettings: [{name: start_step, value: 2}]
+  parameters:
+    - {name: lr, parameterType: double, feasibleSpace: {min: 0.001, max: "0.1", step: 1e-3}}
+    - {name: opt, parameterType: categorical, feasibleSpace: {list: [sgd, true, "1"]}}
+  parallelTrialCount: 2
+"#;
+        let found: Vec<String> = unquoted_text_fields(yaml)
+            .iter()
+            .map(SpecError::path)
+            .collect();
+        assert_eq!(
+            found,
+            [
+                "spec.parameters[0].feasibleSpace.min",
+                "spec.parameters[0].feasibleSpace.step",
+                "spec.parameters[1].feasibleSpace.list[1]",
+                "spec.algorithm.algorithmSettings[0].value",
+                "spec.earlyStopping.algorithmSettings[0].value",
+            ]
+        );
+        let first = &unquoted_text_fields(yaml)[0];
+        assert_eq!(
+            first.to_string(),
+            "spec.parameters[0].feasibleSpace.min: value 0.001 is written as a number, and \
+             Katib's API takes text here, so a cluster refuses the experiment (Vernier reads the \
+             text as written); hint: quote it, as in \"0.001\""
+        );
+        assert!(unquoted_text_fields("not: [valid").is_empty());
+    }
+}
