@@ -39,12 +39,17 @@ pub async fn open(db: &str, mode: OpenMode) -> anyhow::Result<SqlStore> {
 }
 
 /// ` --db URL` (password redacted) for a command a message suggests, empty for the default
-/// database, so the suggested command reaches the same database.
+/// database, so the suggested command reaches the same database; quoted for the shell where
+/// it needs to be (`"my dir/x.db"`), so the command can be pasted as it is.
 pub fn db_flag(db: &str) -> String {
     if db == "vernier.db" {
-        String::new()
-    } else {
-        format!(" --db {}", vernier_store::redact_url(db))
+        return String::new();
+    }
+    let shown = vernier_store::redact_url(db);
+    match shlex::try_quote(&shown) {
+        Ok(quoted) => format!(" --db {quoted}"),
+        // Only a NUL byte cannot be quoted, and no path holds one.
+        Err(_) => format!(" --db {shown}"),
     }
 }
 
@@ -107,5 +112,21 @@ mod db_flag_tests {
             db_flag("postgres://me:secret@db:5432/hp"),
             " --db postgres://me:***@db:5432/hp"
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A suggested command can be pasted as it is: a path the shell would split is quoted.
+    #[test]
+    fn the_db_flag_is_quoted_for_the_shell_where_needed() {
+        assert_eq!(db_flag("vernier.db"), "");
+        assert_eq!(db_flag("runs/x.db"), " --db runs/x.db");
+        let spaced = db_flag("my dir/x.db");
+        assert!(spaced.starts_with(" --db "), "{spaced}");
+        let words = shlex::split(spaced.trim()).expect("splits");
+        assert_eq!(words, ["--db", "my dir/x.db"]);
     }
 }

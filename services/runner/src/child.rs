@@ -41,11 +41,22 @@ pub struct TrialCommand {
 pub(crate) type SharedLog = Arc<Mutex<std::fs::File>>;
 
 pub(crate) fn write_log(log: &Mutex<std::fs::File>, bytes: &[u8]) {
-    if let Ok(mut f) = log.lock() {
-        // A full disk must not kill the trial; its metrics still reach the store.
-        let _ = f.write_all(bytes);
+    if let Ok(mut f) = log.lock()
+        // A full disk must not kill the trial; its metrics still reach the store. It is said
+        // once per run: every later line would fail the same way.
+        && let Err(e) = f.write_all(bytes)
+        && !LOG_WRITE_FAILED.swap(true, std::sync::atomic::Ordering::Relaxed)
+    {
+        tracing::warn!(
+            "a trial's log file could not be written ({e}): output from then on is missing \
+             from trial logs, while metrics are still recorded\nhint: free space where \
+             --log-dir points"
+        );
     }
 }
+
+/// Whether a log write has failed in this run (said once).
+static LOG_WRITE_FAILED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 pub(crate) fn signal_group(pgid: Option<Pid>, signal: Signal) {
     if let Some(pgid) = pgid {
@@ -126,6 +137,17 @@ pub(crate) fn trim_dir_slash(path: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A log write that fails (here `/dev/full`, a full disk) is noted, not fatal.
+    #[test]
+    fn a_failed_log_write_is_noted_and_the_trial_goes_on() {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        write_log(&Mutex::new(full), b"loss=0.5\n");
+        assert!(LOG_WRITE_FAILED.load(std::sync::atomic::Ordering::Relaxed));
+    }
 
     #[test]
     fn a_path_is_replaced_only_where_a_mount_would_move_it() {

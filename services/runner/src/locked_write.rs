@@ -2,7 +2,8 @@
 //! gives up on one statement after its lock timeout; dropping the batch then would lose values
 //! the trial printed, so the recorder tries again, and the trial meanwhile waits on its output
 //! pipe (the recorder's queue is bounded). Only a stop (Ctrl-C, the experiment ending) ends
-//! the waiting, with the store's error.
+//! the waiting, with the store's error; the batch is then kept and written before the next one
+//! ([`Backlog`]), so a lock that outlasts the stop leaves no gap in the middle of a series.
 
 use vernier_core::Observation;
 use vernier_store::{SqlStore, StoreError};
@@ -32,6 +33,34 @@ pub(crate) async fn record_observations(
             }
             other => return other,
         }
+    }
+}
+
+/// Observations a stopped write could not record, written first with the next batch.
+#[derive(Debug, Default)]
+pub(crate) struct Backlog {
+    unwritten: Vec<Observation>,
+}
+
+impl Backlog {
+    /// Records what earlier writes left, then `logs`, in order ([`record_observations`]); on
+    /// failure keeps them all for the next call.
+    pub(crate) async fn write(
+        &mut self,
+        store: &SqlStore,
+        trial: &str,
+        logs: Vec<Observation>,
+        stopping: impl Fn() -> bool,
+    ) -> Result<(), StoreError> {
+        self.unwritten.extend(logs);
+        record_observations(store, trial, &self.unwritten, stopping).await?;
+        self.unwritten.clear();
+        Ok(())
+    }
+
+    #[cfg(test)]
+    fn is_empty(&self) -> bool {
+        self.unwritten.is_empty()
     }
 }
 
@@ -92,5 +121,33 @@ mod tests {
             .unwrap_err();
         assert!(matches!(err, StoreError::Locked { .. }), "{err:?}");
         holder.await.unwrap();
+    }
+
+    /// A batch a stopped write gave up on is written, in its place, with the next batch once
+    /// the lock is gone: the series has no gap.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_batch_given_up_on_while_stopping_is_written_with_the_next() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, url) = store(dir.path()).await;
+        let holder = lock_for(&url, Duration::from_millis(1000)).await;
+        let mut backlog = Backlog::default();
+        let first = vec![obs("loss", 1, "0.5"), obs("loss", 2, "0.4")];
+        let err = backlog.write(&store, "e-0", first, || true).await;
+        assert!(matches!(err, Err(StoreError::Locked { .. })), "{err:?}");
+        assert!(!backlog.is_empty());
+        holder.await.unwrap();
+        backlog
+            .write(&store, "e-0", vec![obs("loss", 3, "0.3")], || true)
+            .await
+            .unwrap();
+        assert!(backlog.is_empty());
+        let values: Vec<String> = store
+            .observations("e-0", None, None, None)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|o| o.value)
+            .collect();
+        assert_eq!(values, ["0.5", "0.4", "0.3"]);
     }
 }

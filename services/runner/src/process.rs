@@ -297,8 +297,20 @@ fn collected_from(cmd: &TrialCommand, source: &MetricSource) -> Vec<PathBuf> {
     }
 }
 
-/// The trial's log file, appended to when the trial is an attempt after the first.
+/// The trial's log file, appended to when the trial is an attempt after the first. The log
+/// directory is made again if it went (deleted while the run went on): a machine-side loss is
+/// no reason to fail the trial.
 fn open_log(cmd: &TrialCommand) -> Result<SharedLog, String> {
+    if let Some(dir) = cmd.log_path.parent()
+        && !dir.exists()
+    {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot make the log directory {} again: {e}", dir.display()))?;
+        tracing::warn!(
+            "the log directory {} was gone and is made again; logs written before are lost",
+            dir.display()
+        );
+    }
     let opened = if cmd.append_log {
         std::fs::OpenOptions::new()
             .create(true)
@@ -449,6 +461,16 @@ async fn drain_readers(
 fn spawn_error(cmd: &TrialCommand, e: &std::io::Error) -> String {
     if e.kind() != std::io::ErrorKind::NotFound {
         return format!("cannot start command {:?}: {e}", cmd.program);
+    }
+    // A missing working directory fails the start with the same error as a missing program.
+    if !cmd.work_dir.is_dir() {
+        return format!(
+            "cannot start command {:?}: its working directory {} does not exist\nhint: local \
+             mode runs trials in the experiment file's directory; restore it, or run the \
+             experiment from where its files are",
+            cmd.program,
+            cmd.work_dir.display()
+        );
     }
     let field = if cmd.command_field.is_empty() {
         "the container's command in spec.trialTemplate.trialSpec"
@@ -659,6 +681,7 @@ async fn record(
 ) -> Recorded {
     let mut rec = Recorded::default();
     let mut last_ts = i64::MIN;
+    let mut backlog = crate::locked_write::Backlog::default();
     while let Some(first) = rx.recv().await {
         let mut pending = vec![first];
         while let Ok(more) = rx.try_recv() {
@@ -685,11 +708,13 @@ async fn record(
             continue;
         }
         let stopping = || *stop.borrow() != StopLevel::Run;
-        if let Err(e) =
-            crate::locked_write::record_observations(&store, &trial, &logs, stopping).await
-        {
-            rec.error = Some(e.to_string());
-        }
+        // A batch a stop gave up on goes first with the next one; the error stands only
+        // while something is unwritten.
+        rec.error = backlog
+            .write(&store, &trial, logs, stopping)
+            .await
+            .err()
+            .map(|e| e.to_string());
     }
     rec
 }
@@ -697,6 +722,27 @@ async fn record(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The log directory deleted while the run goes on is made again for the next trial.
+    #[test]
+    fn a_log_directory_deleted_mid_run_is_made_again() {
+        let root = tempfile::tempdir().unwrap();
+        let log_path = root.path().join("logs").join("t.log");
+        let cmd = TrialCommand {
+            trial: "t".into(),
+            program: "true".into(),
+            args: vec![],
+            command_field: String::new(),
+            env: vec![],
+            work_dir: root.path().to_path_buf(),
+            log_path: log_path.clone(),
+            metrics_path: None,
+            append_log: false,
+            pid_file: None,
+        };
+        assert!(open_log(&cmd).is_ok());
+        assert!(log_path.is_file());
+    }
 
     #[test]
     fn a_program_not_found_names_the_field_that_names_it() {
@@ -733,14 +779,31 @@ mod tests {
                 "cannot start command \"mpirun\": ".to_string(),
             ),
         ];
+        let work_dir = tempfile::tempdir().unwrap();
+        let cmd = |field: &str| TrialCommand {
+            work_dir: work_dir.path().to_path_buf(),
+            ..cmd(field)
+        };
         for (field, error, want) in table {
             let said = spawn_error(&cmd(field), error);
             assert!(said.contains(&want) && !said.contains("..."), "{said}");
         }
+        // A working directory that is gone is named, not the program.
+        let gone = TrialCommand {
+            work_dir: work_dir.path().join("gone"),
+            ..cmd(field)
+        };
+        let said = spawn_error(&gone, &not_found);
         assert!(
-            spawn_error(&cmd(field), &not_found)
-                .starts_with("command \"mpirun\" was not found (working directory /w)\nhint: ")
+            said.contains("its working directory") && said.contains("does not exist"),
+            "{said}"
         );
+        let said = spawn_error(&cmd(field), &not_found);
+        let want = format!(
+            "command \"mpirun\" was not found (working directory {})\nhint: ",
+            work_dir.path().display()
+        );
+        assert!(said.starts_with(&want), "{said}");
     }
 
     /// A trial that prints more than the queue holds and exits while another session holds the
