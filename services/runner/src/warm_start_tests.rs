@@ -244,40 +244,37 @@ fn warm_start_gain(algorithm: &str, trials: usize, seeds: u64) -> (usize, usize,
     (wins, first_total, second_total)
 }
 
-/// Over sixty seeds, the warm-started TPE run reaches the first run's best in fewer trials
-/// than the first run took, in a majority of seeds and in total (as measured: 36 of 60 seeds,
-/// 1041 trials against 1284). Not in every seed: a first run that found its best by luck early
-/// (trial 1 of 30 with seed 9) sets a target a 30-trial TPE run may not reach again, and ten
-/// seeds are too few to show a 60 % majority (5 of 10 with TPE's 15 % good set).
-#[test]
-fn a_warm_started_run_reaches_the_first_runs_best_in_fewer_trials() {
+/// Over sixty seeds, the warm-started run reaches the first run's best in fewer trials than
+/// the first run took, in a majority of seeds and in total.
+fn assert_a_warm_start_pays(algorithm: &str) {
     const SEEDS: u64 = 60;
-    let (wins, first_total, second_total) = warm_start_gain("tpe", 30, SEEDS);
+    let (wins, first_total, second_total) = warm_start_gain(algorithm, 30, SEEDS);
     assert!(
         wins as u64 > SEEDS / 2,
-        "fewer trials in only {wins} of {SEEDS} seeds"
+        "{algorithm}: fewer trials in only {wins} of {SEEDS} seeds"
     );
     assert!(
         second_total < first_total,
-        "{second_total} trials against {first_total}"
+        "{algorithm}: {second_total} trials against {first_total}"
     );
 }
 
+/// TPE learns from the earlier results (as measured: 36 of 60 seeds, 1041 trials against
+/// 1284). Not in every seed: a first run that found its best by luck early (trial 1 of 30 with
+/// seed 9) sets a target a 30-trial TPE run may not reach again, and ten seeds are too few to
+/// show a 60 % majority (5 of 10 with TPE's 15 % good set).
+#[test]
+fn a_warm_started_run_reaches_the_first_runs_best_in_fewer_trials() {
+    assert_a_warm_start_pays("tpe");
+}
+
 /// CMA-ES starts from a distribution fitted to the best 10 % of the earlier results
-/// (WS-CMA-ES), so it too reaches the first run's best sooner; without the warm start its
-/// first generations would search the whole box around the centre again.
+/// (WS-CMA-ES), so it too reaches the first run's best sooner (as measured: 50 of 60 seeds,
+/// 596 trials against 1340; 23 of 60 without the warm start); without it, its first
+/// generations would search the whole box around the centre again.
 #[test]
 fn a_warm_started_cmaes_run_reaches_the_first_runs_best_in_fewer_trials() {
-    const SEEDS: u64 = 60;
-    let (wins, first_total, second_total) = warm_start_gain("cmaes", 30, SEEDS);
-    assert!(
-        wins as u64 > SEEDS / 2,
-        "fewer trials in only {wins} of {SEEDS} seeds"
-    );
-    assert!(
-        second_total < first_total,
-        "{second_total} trials against {first_total}"
-    );
+    assert_a_warm_start_pays("cmaes");
 }
 
 #[test]

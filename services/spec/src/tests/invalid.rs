@@ -469,6 +469,30 @@ fn trial_spec_must_not_name_itself() {
     assert_error(&e, "spec.trialTemplate.trialSpec.apiVersion", "is required");
 }
 
+/// A version its group does not serve for the kind (`batch/v2` Job): Katib's webhook passes
+/// it, and every trial would fail to be created; custom groups are the cluster's to judge.
+#[test]
+fn a_job_under_a_version_its_group_does_not_serve_is_refused() {
+    for (version, hint) in [
+        ("batch/v2", "use batch/v1"),
+        ("batch/v1beta1", "use batch/v1"),
+    ] {
+        let e = err_with(RANDOM, |v| {
+            set(
+                v,
+                "/spec/trialTemplate/trialSpec/apiVersion",
+                json!(version),
+            );
+        });
+        assert_error(
+            &e,
+            "spec.trialTemplate.trialSpec.apiVersion",
+            &format!("value {version:?} is not served for kind Job"),
+        );
+        assert_error(&e, "spec.trialTemplate.trialSpec.apiVersion", hint);
+    }
+}
+
 #[test]
 fn config_map_source_is_shape_checked() {
     let e = err_with(RANDOM, |v| {

@@ -213,6 +213,18 @@ fn check_trial_spec(spec: &Value, errs: &mut Errors) {
             errs.required(format!("{path}.{field}"), "");
         }
     }
+    let text = |field: &str| obj.get(field).and_then(Value::as_str).unwrap_or("");
+    if let Some(served) = unserved_version(text("apiVersion"), text("kind")) {
+        errs.add(
+            format!("{path}.apiVersion"),
+            format!(
+                "value {:?} is not served for kind {}, so no trial could be created on a \
+                 cluster; hint: use {served}",
+                text("apiVersion"),
+                text("kind")
+            ),
+        );
+    }
     if let Some(meta) = obj.get("metadata") {
         for field in ["name", "namespace"] {
             if let Some(v) = meta.get(field) {
@@ -225,6 +237,25 @@ fn check_trial_spec(spec: &Value, errs: &mut Errors) {
             }
         }
     }
+}
+
+/// The versions that serve `kind` when `api_version` names a group whose kinds are known (a
+/// Job of `batch`, the training operator's jobs of `kubeflow.org`) but a version that group
+/// does not serve for it; `None` otherwise, also for groups of custom resources, which only
+/// the cluster knows.
+fn unserved_version(api_version: &str, kind: &str) -> Option<&'static str> {
+    let (group, _) = api_version.split_once('/')?;
+    let served: &[&str] = match (group, kind) {
+        ("batch", "Job") => &["batch/v1"],
+        ("kubeflow.org", "TFJob" | "PyTorchJob" | "XGBoostJob" | "MXJob") => &["kubeflow.org/v1"],
+        ("kubeflow.org", "MPIJob") => &["kubeflow.org/v1", "kubeflow.org/v2beta1"],
+        _ => return None,
+    };
+    let hint = match served {
+        [one] => one,
+        _ => "kubeflow.org/v1 or kubeflow.org/v2beta1",
+    };
+    (!served.contains(&api_version)).then_some(hint)
 }
 
 fn check_placeholders(tt: &TrialTemplate, spec: &Value, errs: &mut Errors) {
@@ -274,4 +305,33 @@ fn first_names<'a>(names: impl ExactSizeIterator<Item = &'a str>) -> String {
         text.push_str(&format!(" (and {} more)", total - SHOWN));
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_a_known_group_does_not_serve_are_named_with_those_it_does() {
+        let cases = [
+            ("Job", "batch/v1", None),
+            ("Job", "batch/v2", Some("batch/v1")),
+            ("TFJob", "kubeflow.org/v1", None),
+            ("PyTorchJob", "kubeflow.org/v2", Some("kubeflow.org/v1")),
+            ("MPIJob", "kubeflow.org/v2beta1", None),
+            (
+                "MPIJob",
+                "kubeflow.org/v1alpha2",
+                Some("kubeflow.org/v1 or kubeflow.org/v2beta1"),
+            ),
+            // Groups of custom resources are the cluster's to judge.
+            ("Job", "example.com/v1", None),
+            ("Workflow", "argoproj.io/v1alpha1", None),
+            ("TrainJob", "trainer.kubeflow.org/v1alpha1", None),
+            ("Job", "v1", None),
+        ];
+        for (kind, version, want) in cases {
+            assert_eq!(unserved_version(version, kind), want, "{kind} {version}");
+        }
+    }
 }
