@@ -64,6 +64,18 @@ pub enum ApiError {
         asked: usize,
         state: String,
     },
+    /// Nothing of the experiment runs and the algorithm can give only part of what was asked:
+    /// the rest needs the results of what it gives (Hyperband's promotions), so the same
+    /// request never succeeds.
+    #[error(
+        "{algorithm} can give {given} of the {asked} trials asked for now; the others need the results of those {given}, so a request for all {asked} while nothing runs never succeeds{state}\nhint: lower parallelTrialCount to {given} or less (a Katib controller asks for parallelTrialCount minus the running trials, at most maxTrialCount minus those created)"
+    )]
+    Stalled {
+        algorithm: String,
+        given: usize,
+        asked: usize,
+        state: String,
+    },
     /// The DBManager a request named (`db_manager_address`) could not be read from.
     #[error(
         "cannot read observation logs from the DBManager at {address} (db_manager_address): {reason}\nhint: check that a DBManager (e.g. katib-db-manager) listens at {address}, or send an empty db_manager_address to read this server's own store"
@@ -89,7 +101,7 @@ impl From<ApiError> for Status {
             | ApiError::Managed(_)
             | ApiError::DbManagerUnreachable { .. } => Code::Unavailable,
             ApiError::ManagedRefused(_) => Code::FailedPrecondition,
-            ApiError::SearchComplete { .. } => Code::OutOfRange,
+            ApiError::SearchComplete { .. } | ApiError::Stalled { .. } => Code::OutOfRange,
             ApiError::RulesUnsupported(_) => Code::Unimplemented,
             ApiError::TrialAlreadyEnded { .. } => Code::FailedPrecondition,
             ApiError::Store(

@@ -138,12 +138,6 @@ fn request_seed(
     base.wrapping_add((history as u64).wrapping_mul(0xD1B5_4A32_D192_ED03))
 }
 
-/// Whether an algorithm that gave fewer trials than asked will never give more: it says so,
-/// or it waits for running trials and none is running, so waiting cannot help.
-fn search_complete(exhausted: bool, trials: &[TrialRecord]) -> bool {
-    exhausted || trials.iter().all(|t| t.state.is_terminal())
-}
-
 /// Answers one `GetSuggestions` request, giving up once `cancel` is set (the caller left).
 pub fn get_suggestions_cancellable(
     req: &GetSuggestionsRequest,
@@ -236,9 +230,9 @@ fn full_answer(
         .state
         .filter(|s| !s.is_empty())
         .map_or_else(String::new, |s| format!(" ({s})"));
-    let complete = search_complete(suggestions.exhausted, trials);
+    let idle = trials.iter().all(|t| t.state.is_terminal());
     Err(too_few(
-        complete,
+        (suggestions.exhausted, idle),
         view.algorithm.clone(),
         proposals.len(),
         asked,
@@ -278,29 +272,36 @@ fn asked_count(requested: i32) -> Result<usize, ApiError> {
     Ok(requested as usize)
 }
 
-/// The error for an algorithm that gave `given` of the `asked` proposals: the search is
-/// complete, or it is waiting for running trials.
+/// The error for an algorithm that gave `given` of the `asked` proposals, by whether its
+/// search is exhausted and whether every trial has ended (`idle`): the search is complete,
+/// it needs the results of the proposals it can give (so the request as asked never
+/// succeeds), or it is waiting for running trials.
 fn too_few(
-    complete: bool,
+    (exhausted, idle): (bool, bool),
     algorithm: String,
     given: usize,
     asked: usize,
     state: String,
 ) -> ApiError {
-    if complete {
-        ApiError::SearchComplete {
+    match (exhausted, idle) {
+        (true, _) => ApiError::SearchComplete {
             algorithm,
             given,
             asked,
             state,
-        }
-    } else {
-        ApiError::Waiting {
+        },
+        (false, true) => ApiError::Stalled {
             algorithm,
             given,
             asked,
             state,
-        }
+        },
+        (false, false) => ApiError::Waiting {
+            algorithm,
+            given,
+            asked,
+            state,
+        },
     }
 }
 
@@ -546,6 +547,39 @@ impl Suggestion for SuggestionService {
 mod tests {
     use super::*;
     use vernier_core::{Assignment, Distribution, Domain, ParamValue, Parameter, TrialState};
+
+    /// A short answer is the search's end, a request that never succeeds as asked (nothing
+    /// runs, the rest needs the results of what can be given), or a wait for running trials.
+    #[test]
+    fn a_short_answer_says_which_of_three_it_is() {
+        let cases = [
+            (
+                (true, true),
+                "has no more trials to suggest",
+                tonic::Code::OutOfRange,
+            ),
+            (
+                (true, false),
+                "has no more trials to suggest",
+                tonic::Code::OutOfRange,
+            ),
+            (
+                (false, true),
+                "hint: lower parallelTrialCount to 5 or less",
+                tonic::Code::OutOfRange,
+            ),
+            (
+                (false, false),
+                "until running trials end",
+                tonic::Code::Unavailable,
+            ),
+        ];
+        for (flags, said, code) in cases {
+            let e = too_few(flags, "hyperband".into(), 5, 6, String::new());
+            assert!(e.to_string().contains(said), "{flags:?}: {e}");
+            assert_eq!(tonic::Status::from(e).code(), code, "{flags:?}");
+        }
+    }
 
     #[test]
     fn only_exhausted_point_samplers_answer_with_repeats() {
