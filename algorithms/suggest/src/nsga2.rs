@@ -42,7 +42,7 @@ const SETTINGS: &[&str] = &[
     "random_state",
 ];
 /// Optuna's NSGAIISampler default.
-pub(crate) const DEFAULT_POPULATION: usize = 50;
+const DEFAULT_POPULATION: usize = 50;
 const DEFAULT_CROSSOVER_PROB: f64 = 0.9;
 /// Distribution indices of SBX and polynomial mutation (pymoo's defaults).
 const ETA_CROSSOVER: f64 = 15.0;
@@ -59,6 +59,14 @@ pub(crate) struct Nsga2 {
     mutation_prob: Option<f64>,
 }
 
+/// `population_size`, the trials of one generation (Optuna's default 50).
+pub(crate) fn population(s: &Settings) -> Result<usize, AlgorithmError> {
+    Ok(
+        s.get::<i64>("population_size", |v| v >= 2, "an integer >= 2")?
+            .map_or(DEFAULT_POPULATION, |v| v as usize),
+    )
+}
+
 pub(crate) fn build(
     name: &str,
     settings: &[(String, String)],
@@ -66,9 +74,7 @@ pub(crate) fn build(
     _objective: &Objective,
 ) -> Result<Box<dyn Suggester>, AlgorithmError> {
     let s = Settings::new(name, settings, SETTINGS)?;
-    let population = s
-        .get::<i64>("population_size", |v| v >= 2, "an integer >= 2")?
-        .map_or(DEFAULT_POPULATION, |v| v as usize);
+    let population = population(&s)?;
     let crossover_prob = s
         .get::<f64>(
             "crossover_prob",

@@ -76,21 +76,16 @@ pub fn trial_limit(
 /// name of that setting. A controller that insists on more at once (Katib's asks for exactly
 /// `parallelTrialCount` minus the running trials) would wait forever. Call after [`build`]
 /// accepted the settings.
-pub fn generation_size(name: &str, settings: &[(String, String)]) -> Option<(u64, &'static str)> {
-    let (setting, default) = match name {
-        "nsga2" => (
-            "population_size",
-            Some(crate::nsga2::DEFAULT_POPULATION as u64),
-        ),
-        "pbt" => ("n_population", None),
+pub fn generation_size(name: &str, settings: &[(String, String)]) -> Option<(usize, &'static str)> {
+    type Read = fn(&Settings) -> Result<usize, AlgorithmError>;
+    let (setting, read): (&'static str, Read) = match name {
+        "nsga2" => ("population_size", crate::nsga2::population),
+        "pbt" => ("n_population", crate::pbt::population),
         _ => return None,
     };
-    let given = settings
-        .iter()
-        .rev()
-        .find(|(n, _)| n == setting)
-        .and_then(|(_, v)| v.trim().parse::<u64>().ok());
-    given.or(default).map(|size| (size, setting))
+    let accepted: Vec<&str> = settings.iter().map(|(n, _)| n.as_str()).collect();
+    let s = Settings::new(name, settings, &accepted).ok()?;
+    read(&s).ok().map(|size| (size, setting))
 }
 
 /// Why a warm start of `results` earlier results steers nothing for algorithm `name`, or

@@ -477,7 +477,7 @@ pub fn validate_algorithm_settings(req: &ValidateAlgorithmSettingsRequest) -> Re
 
 /// The refusal of a `parallel_trial_count` above the trials one generation has: Katib's
 /// controller asks for exactly that many at once and would retry forever.
-fn too_parallel(algorithm: &str, parallel: i32, size: u64, setting: &str) -> ProtoError {
+fn too_parallel(algorithm: &str, parallel: i32, size: usize, setting: &str) -> ProtoError {
     ProtoError::Invalid {
         field: "experiment.spec.parallel_trial_count".to_string(),
         value: parallel.to_string(),

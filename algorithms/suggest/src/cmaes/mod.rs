@@ -549,11 +549,11 @@ impl CmaEs {
     fn first_run(
         &self,
         space: &SearchSpace,
+        numeric: &[usize],
         objective: &Objective,
         trials: &[TrialRecord],
         spacing: Vec<Option<f64>>,
     ) -> Cma {
-        let numeric = numeric_params(space);
         let n = numeric.len();
         let lambda = Strategy::default_lambda(n);
         let earlier = trials
@@ -561,7 +561,7 @@ impl CmaEs {
             .filter(|t| t.is_warm_start())
             .filter_map(|t| {
                 let loss = objective.direction.to_loss(t.usable_objective()?);
-                Some((cube_point(space, &numeric, t), loss))
+                Some((cube_point(space, numeric, t), loss))
             })
             .collect();
         match warm_start::starting_point(earlier) {
@@ -597,7 +597,7 @@ impl CmaEs {
             }
         }
         let mut book = Restarts::default();
-        let mut cma = self.first_run(space, objective, trials, spacing.clone());
+        let mut cma = self.first_run(space, &numeric, objective, trials, spacing.clone());
         let (mut restart, mut generation) = (0, 0);
         while let Some(members) = groups.get_mut(&(restart, generation)) {
             members.sort_by_key(|(k, _)| *k);

@@ -33,6 +33,16 @@
 //! loses the population on a restart; here it is rebuilt from the labels.
 
 mod explore;
+/// `n_population`, the members of one generation (required; checked as Katib checks it).
+pub(crate) fn population(s: &Settings) -> Result<usize, AlgorithmError> {
+    Ok(s.get::<usize>(
+        "n_population",
+        |v| (5..=MAX_POPULATION).contains(&v),
+        "n_population should be >= 5 and at most 100000",
+    )?
+    .unwrap_or(5))
+}
+
 #[cfg(test)]
 mod tests;
 
@@ -117,13 +127,7 @@ impl Pbt {
                  /var/log/katib/checkpoints/, n_population: '40', truncation_threshold: '0.2'",
             ));
         }
-        let population = s
-            .get::<usize>(
-                "n_population",
-                |v| (5..=MAX_POPULATION).contains(&v),
-                "n_population should be >= 5 and at most 100000",
-            )?
-            .unwrap_or(5);
+        let population = population(&s)?;
         let truncation = s
             .get::<f64>(
                 "truncation_threshold",

@@ -219,9 +219,10 @@ fn check_trial_spec(spec: &Value, errs: &mut Errors) {
             format!("{path}.apiVersion"),
             format!(
                 "value {:?} is not served for kind {}, so no trial could be created on a \
-                 cluster; hint: use {served}",
+                 cluster; hint: use {}",
                 text("apiVersion"),
-                text("kind")
+                text("kind"),
+                served.join(" or ")
             ),
         );
     }
@@ -243,19 +244,15 @@ fn check_trial_spec(spec: &Value, errs: &mut Errors) {
 /// Job of `batch`, the training operator's jobs of `kubeflow.org`) but a version that group
 /// does not serve for it; `None` otherwise, also for groups of custom resources, which only
 /// the cluster knows.
-fn unserved_version(api_version: &str, kind: &str) -> Option<&'static str> {
+fn unserved_version(api_version: &str, kind: &str) -> Option<&'static [&'static str]> {
     let (group, _) = api_version.split_once('/')?;
-    let served: &[&str] = match (group, kind) {
+    let served: &'static [&'static str] = match (group, kind) {
         ("batch", "Job") => &["batch/v1"],
         ("kubeflow.org", "TFJob" | "PyTorchJob" | "XGBoostJob" | "MXJob") => &["kubeflow.org/v1"],
         ("kubeflow.org", "MPIJob") => &["kubeflow.org/v1", "kubeflow.org/v2beta1"],
         _ => return None,
     };
-    let hint = match served {
-        [one] => one,
-        _ => "kubeflow.org/v1 or kubeflow.org/v2beta1",
-    };
-    (!served.contains(&api_version)).then_some(hint)
+    (!served.contains(&api_version)).then_some(served)
 }
 
 fn check_placeholders(tt: &TrialTemplate, spec: &Value, errs: &mut Errors) {
@@ -331,7 +328,8 @@ mod tests {
             ("Job", "v1", None),
         ];
         for (kind, version, want) in cases {
-            assert_eq!(unserved_version(version, kind), want, "{kind} {version}");
+            let served = unserved_version(version, kind).map(|s| s.join(" or "));
+            assert_eq!(served.as_deref(), want, "{kind} {version}");
         }
     }
 }
