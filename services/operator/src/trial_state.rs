@@ -7,8 +7,9 @@ use vernier_spec::conditions::Condition;
 use vernier_spec::status::{Observation, TrialStatus};
 
 /// A trial's state from its conditions (the terminal ones first, as Katib's helpers check).
-/// `Succeeded` with status `False` is MetricsUnavailable (Katib's `IsMetricsUnavailable`);
-/// a `MetricsUnavailable` condition, which earlier Vernier versions wrote, is read too.
+/// A `MetricsUnavailable` condition is MetricsUnavailable (Katib's `IsMetricsUnavailable`);
+/// `Succeeded` with status `False`, which older Katib versions and one Vernier version wrote,
+/// is read so too.
 pub fn state_of(conditions: &[Condition]) -> TrialState {
     let has = |t: &str, status: &str| {
         conditions
@@ -102,24 +103,31 @@ mod tests {
         assert_eq!(state_of(&c), TrialState::EarlyStopped);
     }
 
-    /// Katib writes a MetricsUnavailable trial as `Succeeded` False; earlier Vernier versions
-    /// wrote a `MetricsUnavailable` condition, still read.
+    /// Katib writes a MetricsUnavailable trial with a `MetricsUnavailable` condition; the
+    /// earlier shape, `Succeeded` False, is still read.
     #[test]
     fn metrics_unavailable_is_read_in_katibs_shape_and_the_earlier_one() {
-        let mut katib = Vec::new();
-        set_condition(&mut katib, "Running", false, "TrialRunning", "", 0);
-        set_condition(&mut katib, "Succeeded", false, "MetricsUnavailable", "", 0);
-        assert_eq!(state_of(&katib), TrialState::MetricsUnavailable);
         let mut earlier = Vec::new();
+        set_condition(&mut earlier, "Running", false, "TrialRunning", "", 0);
         set_condition(
             &mut earlier,
+            "Succeeded",
+            false,
+            "MetricsUnavailable",
+            "",
+            0,
+        );
+        assert_eq!(state_of(&earlier), TrialState::MetricsUnavailable);
+        let mut katib = Vec::new();
+        set_condition(
+            &mut katib,
             "MetricsUnavailable",
             true,
             "MetricsUnavailable",
             "",
             0,
         );
-        assert_eq!(state_of(&earlier), TrialState::MetricsUnavailable);
+        assert_eq!(state_of(&katib), TrialState::MetricsUnavailable);
     }
 
     #[test]

@@ -73,14 +73,11 @@ pub fn set_terminal(
 }
 
 /// The condition a trial in a terminal `state` ends with, as Katib's trial controller writes
-/// it: a MetricsUnavailable trial is `Succeeded` with status `False`
-/// (`MarkTrialStatusSucceeded(ConditionFalse, "MetricsUnavailable", ...)`, which Katib's
-/// `IsMetricsUnavailable` reads), every other end its own type with status `True`.
+/// it: its own type with status `True`. For a MetricsUnavailable trial that is a
+/// `MetricsUnavailable` condition (`MarkTrialStatusMetricsUnavailable`, which Katib's
+/// `IsMetricsUnavailable` and `IsCompleted` read); older Katib versions wrote `Succeeded` False.
 pub fn trial_end_condition(state: TrialState) -> (&'static str, bool) {
-    match state {
-        TrialState::MetricsUnavailable => ("Succeeded", false),
-        other => (other.as_str(), true),
-    }
+    (state.as_str(), true)
 }
 
 /// Marks the condition a trial ends with in `state` ([`trial_end_condition`]).
@@ -186,12 +183,15 @@ mod tests {
     }
 
     /// Each terminal trial state ends with the condition Katib's trial controller writes for
-    /// it; MetricsUnavailable is `Succeeded` False, which Katib's `IsMetricsUnavailable` reads.
+    /// it, MetricsUnavailable included (`MarkTrialStatusMetricsUnavailable`).
     #[test]
     fn a_trial_ends_with_katibs_condition_for_its_state() {
         let cases = [
             (TrialState::Succeeded, ("Succeeded", "True")),
-            (TrialState::MetricsUnavailable, ("Succeeded", "False")),
+            (
+                TrialState::MetricsUnavailable,
+                ("MetricsUnavailable", "True"),
+            ),
             (TrialState::Failed, ("Failed", "True")),
             (TrialState::Killed, ("Killed", "True")),
             (TrialState::EarlyStopped, ("EarlyStopped", "True")),
