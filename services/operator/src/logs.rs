@@ -227,10 +227,7 @@ async fn follow_pod(pods: &Api<Pod>, pod_name: &str, log: &Log<'_>) -> Result<()
     let mut restarts = None;
     loop {
         let now = pod_state(pods, pod_name, container).await;
-        if now.restarts != restarts {
-            restarts = now.restarts;
-            lines_read = 0;
-        }
+        (restarts, lines_read) = after_restarts(restarts, now.restarts, lines_read);
         match open_log(pods, pod_name, container).await {
             Ok(Some(stream)) => lines_read = lines_read.max(log.record(stream, lines_read).await?),
             Ok(None) => continue,
@@ -245,6 +242,22 @@ async fn follow_pod(pods: &Api<Pod>, pod_name: &str, log: &Log<'_>) -> Result<()
             return Ok(());
         }
         tokio::time::sleep(RETRY).await;
+    }
+}
+
+/// The restart count to remember and the lines of the log already read, given the count seen
+/// before and the one seen now. Only a count that grew is a restart in place, whose log starts
+/// again; a count not known now (the pod could not be read) changes nothing, since reading the
+/// log again from its start would record every observation twice.
+fn after_restarts(
+    before: Option<i32>,
+    now: Option<i32>,
+    lines_read: usize,
+) -> (Option<i32>, usize) {
+    match (before, now) {
+        (Some(b), Some(n)) if n > b => (now, 0),
+        (_, None) => (before, lines_read),
+        _ => (now, lines_read),
     }
 }
 
@@ -415,6 +428,26 @@ async fn finished(pods: &Api<Pod>, name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_restart_count_that_grew_reads_the_log_again() {
+        let cases = [
+            // (before, now, lines read) -> (remembered, lines read)
+            ((None, Some(0), 0), (Some(0), 0)),
+            ((Some(0), Some(0), 7), (Some(0), 7)),
+            ((Some(0), Some(1), 7), (Some(1), 0)),
+            ((Some(0), None, 7), (Some(0), 7)),
+            ((None, None, 7), (None, 7)),
+            ((None, Some(2), 7), (Some(2), 7)),
+        ];
+        for ((before, now, read), want) in cases {
+            assert_eq!(
+                after_restarts(before, now, read),
+                want,
+                "{before:?} -> {now:?}"
+            );
+        }
+    }
 
     #[test]
     fn selector_adds_the_trial_label() {
