@@ -2,21 +2,82 @@
 //! the spec validator and the metrics collector so both accept the same `metricsFormat`.
 
 /// A Katib `metricsFormat` (Go RE2) as the Rust pattern that matches the same text: Go's own
-/// escapes spelled as Rust reads them ([`go_escapes`]), literal braces escaped
-/// ([`escape_literal_braces`]) and the Perl classes made ASCII-only ([`ascii_perl_classes`]).
+/// escapes spelled as Rust reads them ([`go_escapes`]), the characters Rust reads as nested
+/// classes or set operators inside a bracket class escaped ([`go_class_literals`]), literal
+/// braces escaped ([`escape_literal_braces`]) and the Perl classes made ASCII-only
+/// ([`ascii_perl_classes`]).
 pub fn go_regex(pattern: &str) -> String {
-    ascii_perl_classes(&escape_literal_braces(&go_escapes(pattern)))
+    let literal = go_class_literals(&go_escapes(pattern));
+    ascii_perl_classes(&escape_literal_braces(&literal))
+}
+
+/// Inside a bracket class Go reads `[` (unless it opens `[:alpha:]`), `&` and `~` as
+/// themselves; Rust reads `[` as a nested class and `&&`, `~~` as set operations, so
+/// `[^[=]` is refused and `[a-z&&]` silently intersects. They are escaped there.
+pub fn go_class_literals(pattern: &str) -> String {
+    let chars: Vec<char> = pattern.chars().collect();
+    let mut out = String::with_capacity(pattern.len() + 4);
+    let mut in_class = false;
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if c == '\\' {
+            out.extend(&chars[i..(i + 2).min(chars.len())]);
+            i += 2;
+            continue;
+        }
+        if !in_class {
+            out.push(c);
+            i += 1;
+            if c == '[' {
+                in_class = true;
+                // A `^` and then a `]` first are members, not the class's end.
+                for lead in ['^', ']'] {
+                    if chars.get(i) == Some(&lead) {
+                        out.push(lead);
+                        i += 1;
+                    }
+                }
+            }
+            continue;
+        }
+        match c {
+            '[' if chars.get(i + 1) == Some(&':') => {
+                let end = (i + 2..chars.len().saturating_sub(1))
+                    .find(|&k| chars[k] == ':' && chars[k + 1] == ']')
+                    .map_or(i, |k| k + 1);
+                out.extend(&chars[i..=end]);
+                i = end;
+            }
+            '[' | '&' | '~' => {
+                out.push('\\');
+                out.push(c);
+            }
+            ']' => {
+                in_class = false;
+                out.push(c);
+            }
+            _ => out.push(c),
+        }
+        i += 1;
+    }
+    out
 }
 
 /// Why Go's regexp (which Katib's webhook compiles every `metricsFormat` with) refuses a
 /// pattern that Rust's would accept, if it does: an escape Go does not know (`\u`, `\U`,
-/// `\e`), a repetition with nothing to repeat (`{2}` first, or after `(` or `|`), or a count
-/// above Go's 1000.
+/// `\e`), a repetition with nothing to repeat (`{2}` first, or after `(` or `|`), a count
+/// above Go's 1000, or a flag Go does not have (only `i`, `m`, `s` and `U`).
 pub fn go_refusal(pattern: &str) -> Option<String> {
     let chars: Vec<char> = pattern.chars().collect();
     let mut i = 0;
     while i < chars.len() {
         match chars[i] {
+            '(' if chars.get(i + 1) == Some(&'?') => {
+                if let Some(refused) = go_flag_refusal(&chars[i + 2..]) {
+                    return Some(refused);
+                }
+            }
             '\\' if chars.get(i + 1) == Some(&'Q') => {
                 let end = (i + 2..chars.len())
                     .find(|&k| chars[k] == '\\' && chars.get(k + 1) == Some(&'E'));
@@ -54,6 +115,23 @@ pub fn go_refusal(pattern: &str) -> Option<String> {
         i += 1;
     }
     None
+}
+
+/// Go's refusal of the group `(?` followed by `rest`, if it refuses it: a flag group may hold
+/// only `i`, `m`, `s`, `U` and `-`; a named group (`P<`, `<`) is not a flag group.
+fn go_flag_refusal(rest: &[char]) -> Option<String> {
+    if matches!(rest, ['P', '<', ..] | ['<', ..]) {
+        return None;
+    }
+    let flags: String = rest.iter().take_while(|&&c| c != ')' && c != ':').collect();
+    if flags.chars().all(|c| "imsU-".contains(c)) {
+        return None;
+    }
+    let bad: String = flags.chars().take_while(|c| "imsU-".contains(*c)).collect();
+    let first = flags.chars().nth(bad.chars().count()).unwrap_or_default();
+    Some(format!(
+        "invalid or unsupported Perl syntax: `(?{bad}{first}` (Go's regexp has only the flags i, m, s and U)"
+    ))
 }
 
 /// The escapes whose meaning differs between Go and Rust, rewritten to Go's meaning:
@@ -355,6 +433,29 @@ mod tests {
         assert!(regex::Regex::new(&go_regex(r"(a)\1")).is_err());
     }
 
+    /// Inside a bracket class `[`, `&` and `~` are themselves, as in Go; a POSIX class stays
+    /// a class.
+    #[test]
+    fn class_members_rust_would_read_as_operators_are_literal() {
+        for (pattern, text, matches) in [
+            (r"^([^[=]+)=([\d.]+)$", "loss=0.5", true),
+            (r"^([^[=]+)=", "a[b=1", false),
+            (r"^([a-z&&]+)=", "a&b=0.5", true),
+            // Go: the class `[\w&&[^_]` and then `]+`.
+            (r"^[\w&&[^_]]+$", "a_b", false),
+            (r"^[\w&&[^_]]+$", "_]]", true),
+            (r"^[a~~b]+$", "a~b", true),
+            (r"^[[:alpha:]]+$", "abc", true),
+            (r"^[[:alpha:]]+$", "a1", false),
+            (r"^[]&]+$", "]&", true),
+            (r"^[\[]$", "[", true),
+        ] {
+            let re =
+                regex::Regex::new(&go_regex(pattern)).unwrap_or_else(|e| panic!("{pattern}: {e}"));
+            assert_eq!(re.is_match(text), matches, "{pattern} on {text:?}");
+        }
+    }
+
     #[test]
     fn what_go_refuses_and_rust_accepts_is_named() {
         for (pattern, refused) in [
@@ -376,6 +477,17 @@ mod tests {
             ),
             (r"\Q\u{2}\E(\w+)=(\d)", None),
             (r"\\u(\w+)=(\d)", None),
+            (
+                r"(?x) (\w+) = ([\d.]+)",
+                Some("invalid or unsupported Perl syntax: `(?x`"),
+            ),
+            (
+                r"(?iu)(\w+)=(\d)",
+                Some("invalid or unsupported Perl syntax: `(?iu`"),
+            ),
+            (r"(?i)(\w+)=(?s:\d)", None),
+            (r"(?-U:(\w+))=(?P<v>\d)(?<w>x)?", None),
+            (r"\(?x(\w+)=(\d)", None),
         ] {
             let got = go_refusal(pattern);
             match refused {

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use tokio::net::unix::pipe;
 use tokio::process::Command;
 use tokio::sync::{mpsc, watch};
 use vernier_collector::{
@@ -231,8 +232,8 @@ pub async fn run_process_then(
             return report;
         }
     };
-    let mut child = match spawn(&cmd) {
-        Ok(child) => child,
+    let (mut child, output) = match spawn(&cmd) {
+        Ok(spawned) => spawned,
         Err(e) => {
             let why = spawn_error(&cmd, &e);
             write_log(&log, format!("vernier: {why}\n").as_bytes());
@@ -254,7 +255,7 @@ pub async fn run_process_then(
     let backlog = tx.downgrade();
     let recorder = tokio::spawn(record(cmd.trial.clone(), store, rx, stop.clone()));
     let (ended_tx, ended_rx) = watch::channel(false);
-    let readers = start_readers(&mut child, &cmd, &collection, &log, tx, &ended_rx);
+    let readers = start_readers(output, &cmd, &collection, &log, tx, &ended_rx);
     let collector = match &collection.source {
         MetricSource::Custom(custom) => Some(tokio::spawn(crate::custom::run_beside(
             custom.command_for(&cmd),
@@ -344,40 +345,41 @@ fn create_metrics_dir(cmd: &TrialCommand, source: &MetricSource) -> Result<(), S
     }
 }
 
-/// The trial's process, leading its own process group so a stop reaches all it starts.
-fn spawn(cmd: &TrialCommand) -> std::io::Result<tokio::process::Child> {
-    Command::new(&cmd.program)
+/// The trial's process, leading its own process group so a stop reaches all it starts, and
+/// the read end of the one pipe its stdout and stderr both write to: Katib's collector reads
+/// the container's `1>file 2>&1`, so lines keep the order they were written in across the
+/// two streams (a `print` after a `logging` line is the later value), which two pipes read
+/// side by side would not.
+fn spawn(cmd: &TrialCommand) -> std::io::Result<(tokio::process::Child, pipe::Receiver)> {
+    let (reader, writer) = std::io::pipe()?;
+    let child = Command::new(&cmd.program)
         .args(&cmd.args)
         .envs(cmd.env.iter().map(|(k, v)| (k, v)))
         .env(vernier_spec::trial::TRIAL_NAME_ENV, &cmd.trial)
         .current_dir(&cmd.work_dir)
         .process_group(0)
         .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+        .stdout(writer.try_clone()?)
+        .stderr(writer)
         .kill_on_drop(true)
-        .spawn()
+        .spawn()?;
+    // The command, and with it this process's write ends, is gone: the reader sees the end of
+    // the output once the trial and whatever it started have closed theirs.
+    Ok((child, pipe::Receiver::from_owned_fd(reader.into())?))
 }
 
-/// One task per output stream, and one following the metrics file, event directory or
-/// Prometheus endpoint when metrics come from there.
+/// One task reading the trial's output, and one following the metrics file, event directory
+/// or Prometheus endpoint when metrics come from there.
 fn start_readers(
-    child: &mut tokio::process::Child,
+    output: pipe::Receiver,
     cmd: &TrialCommand,
     collection: &Collection,
     log: &SharedLog,
     tx: mpsc::Sender<ParsedBatch>,
     ended: &watch::Receiver<bool>,
 ) -> Vec<tokio::task::JoinHandle<()>> {
-    let mut readers = Vec::new();
-    if let Some(out) = child.stdout.take() {
-        let pumped = pump(out, log.clone(), collection.clone(), tx.clone());
-        readers.push(tokio::spawn(pumped));
-    }
-    if let Some(err) = child.stderr.take() {
-        let pumped = pump(err, log.clone(), collection.clone(), tx.clone());
-        readers.push(tokio::spawn(pumped));
-    }
+    let pumped = pump(output, log.clone(), collection.clone(), tx.clone());
+    let mut readers = vec![tokio::spawn(pumped)];
     let followed = cmd
         .metrics_path
         .as_deref()
@@ -742,6 +744,36 @@ mod tests {
         };
         assert!(open_log(&cmd).is_ok());
         assert!(log_path.is_file());
+    }
+
+    /// Stdout and stderr share one pipe, as the `2>&1` of Katib's collector: what the trial
+    /// writes alternately to each is read in the order it was written.
+    #[tokio::test]
+    async fn stdout_and_stderr_are_read_in_the_order_written() {
+        use tokio::io::AsyncReadExt;
+        let root = tempfile::tempdir().unwrap();
+        let cmd = TrialCommand {
+            trial: "t".into(),
+            program: "sh".into(),
+            args: vec![
+                "-c".into(),
+                "i=0; while [ $i -lt 200 ]; do echo out=$i; echo err=$i >&2; i=$((i+1)); done"
+                    .into(),
+            ],
+            command_field: String::new(),
+            env: vec![],
+            work_dir: root.path().to_path_buf(),
+            log_path: root.path().join("t.log"),
+            metrics_path: None,
+            append_log: false,
+            pid_file: None,
+        };
+        let (mut child, mut output) = spawn(&cmd).unwrap();
+        let mut text = String::new();
+        output.read_to_string(&mut text).await.unwrap();
+        assert!(child.wait().await.unwrap().success());
+        let want: String = (0..200).map(|i| format!("out={i}\nerr={i}\n")).collect();
+        assert_eq!(text, want);
     }
 
     #[test]
