@@ -40,10 +40,8 @@ pub(crate) fn build(
     let _ = objective;
     let s = Settings::new(name, settings, &["random_state"])?;
     let seed = s.random_state()?.unwrap_or(0);
-    let invalid = |value: String, reason: String| AlgorithmError::InvalidSetting {
+    let unsuitable = |reason: String| AlgorithmError::UnsuitableSpace {
         algorithm: name.to_string(),
-        setting: "parameters".to_string(),
-        value,
         reason,
     };
     if let Some(p) = space
@@ -51,35 +49,28 @@ pub(crate) fn build(
         .iter()
         .find(|p| matches!(p.domain, Domain::Double { step: None, .. }))
     {
-        return Err(invalid(
-            p.name.clone(),
-            format!(
-                "is a double without step, so it has no grid\nhint: add `step` to the \
-                 feasibleSpace of parameter {}",
-                p.name
-            ),
-        ));
+        return Err(unsuitable(format!(
+            "parameter {:?} is a double without step, so it has no grid\nhint: add `step` to \
+             the feasibleSpace of parameter {}",
+            p.name, p.name
+        )));
     }
     let mut size: u128 = 1;
     for p in space.parameters() {
         let n = p.cardinality().unwrap_or(u128::MAX);
         size = size.checked_mul(n).ok_or_else(|| {
-            invalid(
-                "the search space".into(),
-                "has more than 2^128 combinations, too many for a grid\nhint: use larger \
+            unsuitable(
+                "it has more than 2^128 combinations, too many for a grid\nhint: use larger \
                  steps or fewer parameters, or a sampling algorithm such as sobol"
                     .into(),
             )
         })?;
     }
     if size > MAX_GRID {
-        return Err(invalid(
-            format!("{size} combinations"),
-            format!(
-                "is more than the {MAX_GRID} a grid may enumerate\nhint: use \
-                 larger steps or fewer parameters, or a sampling algorithm such as sobol"
-            ),
-        ));
+        return Err(unsuitable(format!(
+            "its {size} combinations are more than the {MAX_GRID} a grid may enumerate\nhint: \
+             use larger steps or fewer parameters, or a sampling algorithm such as sobol"
+        )));
     }
     Ok(Box::new(GridSearch {
         order: Shuffle::new(size as u64, seed),
@@ -545,7 +536,7 @@ mod tests {
         let space = SearchSpace::new(vec![big("a"), big("b"), big("c")]).unwrap();
         let err = build("grid", &[], &space, &o).unwrap_err().to_string();
         assert!(
-            err.contains("value \"1000000000 combinations\" is more than the 10000000"),
+            err.contains("its 1000000000 combinations are more than the 10000000"),
             "{err}"
         );
         let huge = SearchSpace::new(
