@@ -372,3 +372,61 @@ fn a_warm_start_of_an_algorithm_that_cannot_learn_from_it_says_so() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert!(!text(&out).contains("warm start:"), "{}", text(&out));
 }
+
+/// A warm start of a search with two objectives and a constraint: the earlier experiment's
+/// results carry every metric the search reads, so `nsga2` breeds its first trials from the
+/// best of them (generation 1 at once) instead of sampling a generation of its own; a result
+/// that lacks one of the metrics is skipped and counted.
+#[test]
+fn nsga2_breeds_from_an_earlier_experiment_with_every_objective() {
+    let sb = Sandbox::new();
+    let objectives = "  objective:\n    objectives:\n      - {metricName: f1, type: minimize}\n      \
+                      - {metricName: f2, type: minimize}\n    constraints:\n      \
+                      - {metricName: c, op: \"<=\", value: 0.8}\n";
+    // x below 0.1 reports no f2: those results cannot seed a search of both objectives.
+    let script = "import sys\nx = float(sys.argv[1])\nprint(f'f1={x} c={x}')\n\
+                  if x >= 0.1:\n    print(f'f2={(1 - x) ** 2}')";
+    let first = python_experiment(
+        "first",
+        script,
+        &format!("{objectives}  parallelTrialCount: 1\n  maxTrialCount: 12"),
+    );
+    let file = sb.write("first.yaml", &first);
+    let out = sb.run(&["run", file.to_str().unwrap(), "--seed", "4"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let lacking = sb.report("first")["trials"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| {
+            let x = t["spec"]["parameterAssignments"][0]["value"]
+                .as_str()
+                .unwrap();
+            x.parse::<f64>().unwrap() < 0.1
+        })
+        .count();
+
+    let second = python_experiment(
+        "second",
+        script,
+        &format!(
+            "{objectives}  parallelTrialCount: 1\n  maxTrialCount: 4\n  warmStart:\n    experiments: [first]"
+        ),
+    )
+    .replace(
+        "algorithmName: random",
+        "algorithmName: nsga2\n    algorithmSettings:\n      - {name: population_size, value: \"4\"}",
+    );
+    let file = sb.write("second.yaml", &second);
+    let out = sb.run(&["run", file.to_str().unwrap(), "--seed", "4"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(!text(&out).contains("steer nothing"), "{}", text(&out));
+    let skipped = format!("warm start: {lacking} earlier trial(s) skipped");
+    assert_eq!(lacking > 0, text(&out).contains(&skipped), "{}", text(&out));
+    for t in sb.report("second")["trials"].as_array().unwrap() {
+        assert_eq!(
+            t["metadata"]["labels"]["vernier.nsga2/generation"], "1",
+            "{t}"
+        );
+    }
+}

@@ -251,6 +251,19 @@ impl Objective {
         names
     }
 
+    /// The metrics a search reads besides the primary objective: the other objectives' and
+    /// the constraints', each once, in spec order (empty for a Katib spec).
+    pub fn secondary_search_metrics(&self) -> Vec<String> {
+        let mut names: Vec<String> = Vec::new();
+        let metrics = self.objectives.iter().skip(1).map(|t| &t.metric);
+        for name in metrics.chain(self.constraints.iter().map(|c| &c.metric)) {
+            if *name != self.metric && !names.contains(name) {
+                names.push(name.clone());
+            }
+        }
+        names
+    }
+
     /// The strategy for `metric`, if it is one this objective records.
     pub fn strategy_for(&self, metric: &str) -> Option<MetricStrategy> {
         if metric == self.metric {
@@ -340,6 +353,23 @@ mod tests {
         assert!(!o.is_feasible(equal));
         assert!(o.violation(equal) < 1e-300);
         assert_eq!(o.violation(m(&[])), f64::INFINITY);
+    }
+
+    #[test]
+    fn secondary_search_metrics_are_the_other_objectives_and_the_constraints_once() {
+        assert!(
+            Objective::new("loss", Direction::Minimize)
+                .secondary_search_metrics()
+                .is_empty()
+        );
+        let mut o = two_objectives_one_constraint();
+        o.constraints.push(Constraint {
+            metric: "loss".into(),
+            op: ConstraintOp::Le,
+            bound: 1.0,
+        });
+        o.constraints.push(o.constraints[0].clone());
+        assert_eq!(o.secondary_search_metrics(), o.metric_names()[1..]);
     }
 
     #[test]

@@ -7,7 +7,10 @@
 //! `P_{g+1} = select(P_g ∪ G_{g+1})`, where `G_g` are generation `g`'s finished trials and
 //! `select` keeps `population_size` by non-dominated rank, then crowding distance. So a
 //! restarted experiment continues mid-generation with the same parents. Trials without the
-//! label (e.g. seeded from elsewhere) join the first selection.
+//! label (warm-start results with every objective, enqueued configurations) are members of
+//! generation 0: they take its places, so it samples only the rest, and with as many as a
+//! population the first children are bred from the best of them (a seeded initial population,
+//! as pymoo's `sampling=` takes one).
 //!
 //! Generation 0 samples the priors. A later generation's children come from binary
 //! tournaments on (rank, crowding), simulated binary crossover (SBX, Deb & Agrawal 1995) with
@@ -19,7 +22,7 @@
 
 use crate::encode::{assignment_to_unit, unit_to_assignment};
 use crate::error::AlgorithmError;
-use crate::history::{fingerprint, taken_fingerprints};
+use crate::history::{fingerprint, is_explored, taken_fingerprints};
 use crate::random::unused_points;
 use crate::sample::{sample_assignment, sample_param};
 use crate::settings::Settings;
@@ -113,6 +116,15 @@ struct Parent<'a> {
 
 fn generation_of(t: &TrialRecord) -> Option<usize> {
     t.labels.get(GENERATION_LABEL)?.parse().ok()
+}
+
+/// A trial without a generation label that holds a place in generation 0: an enqueued
+/// configuration (not killed), or a warm-start result that has every objective (one without
+/// them could never be selected, so it would only take a place from a sampled member).
+fn seeds_generation_zero(t: &TrialRecord, objective: &Objective) -> bool {
+    generation_of(t).is_none()
+        && is_explored(t)
+        && (!t.is_warm_start() || t.usable_losses(objective).is_some())
 }
 
 impl Nsga2 {
@@ -280,12 +292,19 @@ impl Suggester for Nsga2 {
             .iter()
             .filter_map(|t| Some((generation_of(t)?, t)))
             .collect();
+        let seeds: Vec<&TrialRecord> = req
+            .trials
+            .iter()
+            .filter(|t| seeds_generation_zero(t, req.objective))
+            .collect();
         let mut generation = labelled.iter().map(|(g, _)| *g).max().unwrap_or(0);
-        let in_gen = |g: usize| labelled.iter().filter(move |(tg, _)| *tg == g);
+        let in_gen = |g: usize| {
+            let unlabelled = seeds.iter().filter(move |_| g == 0).copied();
+            let labelled = labelled.iter().filter(move |(tg, _)| *tg == g);
+            labelled.map(|(_, t)| *t).chain(unlabelled)
+        };
         let mut created = in_gen(generation).count();
-        let mut unfinished = in_gen(generation)
-            .filter(|(_, t)| t.state.is_active())
-            .count();
+        let mut unfinished = in_gen(generation).filter(|t| t.state.is_active()).count();
         let mut parents: Option<Vec<Parent<'_>>> = None;
         let mut out = Suggestions::default();
         while out.proposals.len() < req.count {
@@ -371,9 +390,20 @@ mod tests {
 
     /// Runs `budget` trials of ZDT1 one proposal at a time; returns the trials.
     fn run(s: &dyn Suggester, p: &MultiProblem, budget: usize, seed: u64) -> Vec<TrialRecord> {
+        run_from(s, p, budget, seed, Vec::new())
+    }
+
+    /// As [`run`], after the trials of `history`; returns them all.
+    fn run_from(
+        s: &dyn Suggester,
+        p: &MultiProblem,
+        budget: usize,
+        seed: u64,
+        history: Vec<TrialRecord>,
+    ) -> Vec<TrialRecord> {
         let space = p.space();
         let o = two_objectives();
-        let mut trials: Vec<TrialRecord> = Vec::new();
+        let mut trials = history;
         for t in 0..budget {
             let req = SuggestRequest {
                 space: &space,
@@ -554,6 +584,80 @@ mod tests {
         let p2 = s.parents(&o, &trials, 2);
         let ranks: Vec<(f64, usize)> = p2.iter().map(|p| (p.member.losses[0], p.rank)).collect();
         assert_eq!(ranks, vec![(0.2, 0), (0.8, 0), (0.5, 0)]);
+    }
+
+    /// `trials` as the warm-start results of an earlier experiment: no generation label.
+    fn as_warm_start(trials: Vec<TrialRecord>) -> Vec<TrialRecord> {
+        let source = (
+            vernier_core::WARM_START_SOURCE_LABEL.to_string(),
+            "experiment/first".to_string(),
+        );
+        trials
+            .into_iter()
+            .map(|t| TrialRecord {
+                labels: BTreeMap::from([source.clone()]),
+                ..t
+            })
+            .collect()
+    }
+
+    #[test]
+    fn warm_start_results_take_the_places_of_generation_zero() {
+        let p = MultiProblem::by_name("zdt1").unwrap();
+        let space = p.space();
+        let o = two_objectives();
+        let s = nsga(4);
+        let mut warm = as_warm_start(run(&s, &p, 4, 1));
+        // A result without the second objective can never be selected: it takes no place.
+        warm[3].metrics.remove("f2");
+        let ask = |trials: &[TrialRecord]| {
+            let req = SuggestRequest {
+                space: &space,
+                objective: &o,
+                trials,
+                count: 10,
+                seed: 5,
+                state: None,
+            };
+            let out = s.suggest(&req).unwrap();
+            let generations: Vec<String> = out
+                .proposals
+                .iter()
+                .map(|p| p.labels[GENERATION_LABEL].clone())
+                .collect();
+            generations
+        };
+        assert_eq!(ask(&warm), ["0"]);
+        assert_eq!(ask(&warm[..2]), ["0", "0"]);
+        // As many results as a population: the first proposals are children of the best.
+        warm[3].metrics.insert("f2".into(), 9.0);
+        assert_eq!(ask(&warm), ["1", "1", "1", "1"]);
+        // An enqueued configuration still running holds its place and the next generation.
+        let mut enqueued = run(&s, &p, 1, 2).remove(0);
+        enqueued.labels.clear();
+        enqueued.state = TrialState::Running;
+        let mut trials = warm[..3].to_vec();
+        trials.push(enqueued);
+        assert!(ask(&trials).is_empty());
+    }
+
+    /// A second run seeded with a first run's results breeds its first generation from the
+    /// best of them, so that generation alone covers more of ZDT1's front than one drawn
+    /// from the priors (which it was before: the results joined only the first selection).
+    #[test]
+    fn a_warm_started_first_generation_covers_more_of_the_front() {
+        let p = MultiProblem::by_name("zdt1-6").unwrap();
+        let s = nsga(20);
+        let mut wins = 0;
+        for seed in 1..=8 {
+            let warm = as_warm_start(run(&s, &p, 200, seed));
+            let seeded = run_from(&s, &p, 20, seed + 100, warm.clone());
+            let cold = run(&s, &p, 20, seed + 100);
+            let (hv_seeded, hv_cold) = (hv(&seeded[warm.len()..], &p), hv(&cold, &p));
+            eprintln!("seed {seed}: warm-started {hv_seeded:.4}, from the priors {hv_cold:.4}");
+            wins += usize::from(hv_seeded > hv_cold);
+        }
+        assert_eq!(wins, 8);
     }
 
     #[test]

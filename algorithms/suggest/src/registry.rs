@@ -102,8 +102,8 @@ pub fn warm_start_shortfall(name: &str, results: usize) -> Option<String> {
             "cmaes starts from the best 10 % of the earlier results, so it needs at least {}; {taken}\nhint: give it more earlier results, or use tpe or bayesianoptimization, which learn from any number",
             crate::cmaes::WARM_START_MIN_RESULTS
         )),
-        "nsga2" | "asha" | "hyperband" | "pbt" => Some(format!(
-            "{name} learns only from the trials it proposes itself; {taken}\nhint: tpe, multivariate-tpe, cmaes and bayesianoptimization learn from them"
+        "asha" | "hyperband" | "pbt" => Some(format!(
+            "{name} learns only from the trials it proposes itself; {taken}\nhint: tpe, multivariate-tpe, cmaes, bayesianoptimization and nsga2 learn from them"
         )),
         _ => None,
     }

@@ -12,7 +12,10 @@
 //! metric of *this* experiment reduced by this experiment's metric strategy; a trial without
 //! that metric, or whose assignment does not fit this search space (a missing parameter, a
 //! value outside it), is skipped and counted. Parameters the earlier experiment had and this
-//! one lacks are dropped.
+//! one lacks are dropped. A search of several objectives or with constraints reads their
+//! metrics too ([`Objective::secondary_search_metrics`]): a record carries them all, and an
+//! earlier trial or file row without one is skipped, since NSGA-II and ParEGO rank by every
+//! objective and a missing constraint metric would count as breaking the constraint.
 //!
 //! Files (path relative to the experiment file's directory), by extension:
 //! - `.csv`: a header row naming the columns; one column per parameter of this space and one
@@ -32,7 +35,7 @@ use crate::experiment::LocalExperiment;
 use crate::observed::trial_metrics;
 use std::collections::BTreeMap;
 use std::path::Path;
-use vernier_core::{Assignment, SearchSpace, TrialRecord, TrialState};
+use vernier_core::{Assignment, Objective, SearchSpace, TrialRecord, TrialState};
 use vernier_store::SqlStore;
 
 /// Label naming where a warm-start record came from.
@@ -70,6 +73,8 @@ pub struct KnownResult {
     pub line: usize,
     pub assignment: Assignment,
     pub objective: f64,
+    /// The other metrics the search reads (secondary objectives, constraints).
+    pub metrics: BTreeMap<String, f64>,
 }
 
 /// Loads `spec.warmStart`, or nothing when the spec has none.
@@ -84,22 +89,28 @@ pub async fn load(store: &SqlStore, exp: &LocalExperiment) -> Result<WarmStart, 
             continue;
         }
         let source = format!("experiment/{name}");
+        let secondary = exp.objective.secondary_search_metrics();
         for row in store.list_trials(name).await? {
             if !matches!(row.state, TrialState::Succeeded | TrialState::EarlyStopped) {
                 continue;
             }
-            let objective = trial_metrics(store, &exp.objective, &row.name)
-                .await?
-                .objective
-                .filter(|v| v.is_finite());
+            let reduced = trial_metrics(store, &exp.objective, &row.name).await?;
+            let objective = reduced.objective.filter(|v| v.is_finite());
+            let others: Option<BTreeMap<String, f64>> = secondary
+                .iter()
+                .map(|n| Some((n.clone(), *reduced.metrics.get(n)?)))
+                .map(|m| m.filter(|(_, v)| v.is_finite()))
+                .collect();
             let fitting: Vec<(String, String)> = row
                 .assignment
                 .iter()
                 .filter(|(n, _)| exp.space.get(n).is_some())
                 .cloned()
                 .collect();
-            match (objective, exp.space.parse_assignment(&fitting)) {
-                (Some(v), Ok(a)) => push(&mut out.records, &source, &row.name, a, v),
+            match (objective, others, exp.space.parse_assignment(&fitting)) {
+                (Some(v), Some(others), Ok(a)) => {
+                    push(&mut out, &exp.objective, (&source, &row.name), a, v, others)
+                }
                 _ => out.skipped += 1,
             }
         }
@@ -107,29 +118,36 @@ pub async fn load(store: &SqlStore, exp: &LocalExperiment) -> Result<WarmStart, 
     if let Some(file) = &ws.file {
         let path = exp.paths.work_dir.join(file);
         let source = format!("file/{file}");
-        for known in read_file(&path, &exp.space, &exp.objective.metric)? {
+        for known in read_file(&path, &exp.space, &exp.objective)? {
             let origin = format!("line {}", known.line);
+            let (a, v) = (known.assignment, known.objective);
             push(
-                &mut out.records,
-                &source,
-                &origin,
-                known.assignment,
-                known.objective,
+                &mut out,
+                &exp.objective,
+                (&source, &origin),
+                a,
+                v,
+                known.metrics,
             );
-        }
-    }
-    // Algorithms that read `metrics` (multi-objective, constraints) find the objective there
-    // too; other metrics of earlier runs are not carried over.
-    for r in &mut out.records {
-        if let Some(v) = r.objective {
-            r.metrics.insert(exp.objective.metric.clone(), v);
         }
     }
     Ok(out)
 }
 
-fn push(records: &mut Vec<TrialRecord>, source: &str, origin: &str, a: Assignment, v: f64) {
-    records.push(warm_record(records.len(), source, origin, a, v));
+/// Adds a record with objective `v` and the `others` metrics the search reads; algorithms
+/// that read `metrics` (several objectives, constraints) find the objective there too.
+fn push(
+    out: &mut WarmStart,
+    objective: &Objective,
+    (source, origin): (&str, &str),
+    a: Assignment,
+    v: f64,
+    others: BTreeMap<String, f64>,
+) {
+    let mut record = warm_record(out.records.len(), source, origin, a, v);
+    record.metrics = others;
+    record.metrics.insert(objective.metric.clone(), v);
+    out.records.push(record);
 }
 
 /// The `n`-th warm-start record: a succeeded trial with objective `v`, labelled with where
@@ -145,15 +163,16 @@ pub fn warm_record(n: usize, source: &str, origin: &str, a: Assignment, v: f64) 
         state: TrialState::Succeeded,
         objective: Some(v),
         labels,
-        metrics: Default::default(),
+        metrics: BTreeMap::new(),
     }
 }
 
-/// Reads a CSV or JSON-lines file of known results.
+/// Reads a CSV or JSON-lines file of known results: the objective and every other metric the
+/// search reads ([`Objective::secondary_search_metrics`]).
 pub fn read_file(
     path: &Path,
     space: &SearchSpace,
-    metric: &str,
+    objective: &Objective,
 ) -> Result<Vec<KnownResult>, RunnerError> {
     let shown = path.display().to_string();
     use vernier_spec::limits::{CappedReadError, MAX_WARM_START_BYTES, read_text_capped};
@@ -173,8 +192,8 @@ pub fn read_file(
         .unwrap_or_default()
         .to_ascii_lowercase();
     let parsed = match ext.as_str() {
-        "csv" => parse_csv(&text, space, metric),
-        "jsonl" | "ndjson" | "json" => parse_json_lines(&text, space, metric),
+        "csv" => parse_csv(&text, space, objective),
+        "jsonl" | "ndjson" | "json" => parse_json_lines(&text, space, objective),
         _ => Err(format!(
             "extension {ext:?} is not known\nhint: use .csv (a header row of parameter and \
              metric names) or .jsonl (one JSON object per line)"
@@ -192,7 +211,7 @@ fn usable_condition(condition: Option<&str>) -> bool {
 pub fn parse_csv(
     text: &str,
     space: &SearchSpace,
-    metric: &str,
+    objective: &Objective,
 ) -> Result<Vec<KnownResult>, String> {
     // Values keep their spaces (a categorical value may begin or end with one); `known`
     // falls back to the trimmed values for hand-written files (`lr, optimizer`).
@@ -236,17 +255,24 @@ pub fn parse_csv(
             }
         })
         .collect();
-    let objective = metric_column(metric);
-    if objective.is_none() {
-        missing.push(metric.to_string());
-    }
-    let Some(objective) = objective.filter(|_| missing.is_empty()) else {
+    let metrics: Vec<(String, usize)> = search_metrics(objective)
+        .into_iter()
+        .filter_map(|m| match metric_column(&m) {
+            Some(i) => Some((m, i)),
+            None => {
+                missing.push(m);
+                None
+            }
+        })
+        .collect();
+    if !missing.is_empty() {
         return Err(format!(
             "column(s) {} missing from the header row\nhint: name one column after each \
-             parameter and one after the objective metric {metric:?}",
-            missing.join(", ")
+             parameter and one after {}",
+            missing.join(", "),
+            metrics_wanted(objective)
         ));
-    };
+    }
     let condition = match from_report {
         true => leading.iter().position(|c| *c == "condition"),
         false => column("condition"),
@@ -258,15 +284,16 @@ pub fn parse_csv(
         if !usable_condition(condition.and_then(|c| record.get(c))) {
             continue;
         }
-        let value_text = record.get(objective).unwrap_or_default().trim();
-        if value_text.is_empty() {
+        let cell = |(n, i): &(String, usize)| (n.clone(), record.get(*i).unwrap_or_default());
+        let values: Vec<(String, &str)> = metrics.iter().map(cell).collect();
+        if values.iter().any(|(_, v)| v.trim().is_empty()) {
             continue;
         }
         let pairs: Vec<(String, String)> = params
             .iter()
             .map(|(n, i)| (n.clone(), record.get(*i).unwrap_or_default().to_string()))
             .collect();
-        out.push(known(line, space, metric, &pairs, value_text)?);
+        out.push(known(line, space, &pairs, &values)?);
     }
     Ok(out)
 }
@@ -275,8 +302,10 @@ pub fn parse_csv(
 pub fn parse_json_lines(
     text: &str,
     space: &SearchSpace,
-    metric: &str,
+    objective: &Objective,
 ) -> Result<Vec<KnownResult>, String> {
+    let metric = &objective.metric;
+    let metrics = search_metrics(objective);
     let mut out = Vec::new();
     for (i, raw) in text.lines().enumerate() {
         let line = i + 1;
@@ -300,9 +329,14 @@ pub fn parse_json_lines(
         if !usable_condition(obj.get("condition").and_then(|c| c.as_str())) {
             continue;
         }
-        let Some(value_text) = obj.get(metric).and_then(text_of) else {
+        let values: Option<Vec<(String, String)>> = metrics
+            .iter()
+            .map(|m| Some((m.clone(), obj.get(m).and_then(text_of)?)))
+            .collect();
+        let Some(values) = values else {
             continue;
         };
+        let values: Vec<(String, &str)> = values.iter().map(|(m, v)| (m.clone(), &**v)).collect();
         let mut pairs = Vec::new();
         for p in space.parameters() {
             let Some(v) = obj.get(&p.name).and_then(text_of) else {
@@ -314,17 +348,36 @@ pub fn parse_json_lines(
             };
             pairs.push((p.name.clone(), v));
         }
-        out.push(known(line, space, metric, &pairs, &value_text)?);
+        out.push(known(line, space, &pairs, &values)?);
     }
     Ok(out)
 }
 
+/// The objective first, then the other metrics the search reads.
+fn search_metrics(objective: &Objective) -> Vec<String> {
+    let mut names = vec![objective.metric.clone()];
+    names.extend(objective.secondary_search_metrics());
+    names
+}
+
+/// The metric columns a file needs, for a hint.
+fn metrics_wanted(objective: &Objective) -> String {
+    match search_metrics(objective).as_slice() {
+        [one] => format!("the objective metric {one:?}"),
+        many => format!(
+            "each metric the search reads ({}: objectives and constraints)",
+            many.join(", ")
+        ),
+    }
+}
+
+/// A known result from a row's parameter values and its metric values (`values`, in
+/// [`search_metrics`] order).
 fn known(
     line: usize,
     space: &SearchSpace,
-    metric: &str,
     pairs: &[(String, String)],
-    value_text: &str,
+    values: &[(String, &str)],
 ) -> Result<KnownResult, String> {
     let trimmed: Vec<(String, String)> = pairs
         .iter()
@@ -336,18 +389,20 @@ fn known(
         .map_err(|e| {
             format!("line {line}: {e}\nhint: warm-start results must lie inside the search space")
         })?;
-    let objective: f64 = value_text
-        .trim()
-        .parse()
-        .ok()
-        .filter(|v: &f64| v.is_finite())
-        .ok_or_else(|| {
-            format!("line {line}: {metric} value {value_text:?} is not a finite number")
-        })?;
+    let number = |(metric, text): &(String, &str)| {
+        let value = text.trim().parse().ok().filter(|v: &f64| v.is_finite());
+        value
+            .map(|v| (metric.clone(), v))
+            .ok_or_else(|| format!("line {line}: {metric} value {text:?} is not a finite number"))
+    };
+    let (objective, others) = values.split_first().ok_or("no objective value")?;
+    let objective = number(objective)?.1;
+    let metrics = others.iter().map(number).collect::<Result<_, _>>()?;
     Ok(KnownResult {
         line,
         assignment,
         objective,
+        metrics,
     })
 }
 

@@ -28,6 +28,70 @@ fn space() -> SearchSpace {
     .unwrap()
 }
 
+fn loss() -> Objective {
+    Objective::new("loss", Direction::Minimize)
+}
+
+/// Minimise `loss` and `latency`, with `memory <= 512`.
+fn two_objectives_one_constraint() -> Objective {
+    let mut o = loss();
+    o.objectives.push(vernier_core::ObjectiveTerm {
+        metric: "latency".into(),
+        direction: Direction::Minimize,
+        goal: None,
+    });
+    o.constraints.push(vernier_core::Constraint {
+        metric: "memory".into(),
+        op: vernier_core::ConstraintOp::Le,
+        bound: 512.0,
+    });
+    o
+}
+
+/// A search of several objectives, or with constraints, needs each of their metrics: the
+/// columns are required, a row with an empty cell is skipped, and the values are kept.
+#[test]
+fn files_carry_every_metric_a_search_of_several_objectives_reads() {
+    let o = two_objectives_one_constraint();
+    let text = "lr,optimizer,loss,latency,memory,note\n\
+                0.01,adam,0.25,12,300,x\n\
+                0.02,sgd,0.5,,300,\n\
+                0.03,sgd,0.125,30,900,\n";
+    let got = parse_csv(text, &space(), &o).unwrap();
+    let shown: Vec<(usize, f64, &BTreeMap<String, f64>)> = got
+        .iter()
+        .map(|k| (k.line, k.objective, &k.metrics))
+        .collect();
+    let m = |l: f64, mem: f64| {
+        BTreeMap::from([("latency".to_string(), l), ("memory".to_string(), mem)])
+    };
+    assert_eq!(
+        shown,
+        [(2, 0.25, &m(12.0, 300.0)), (4, 0.125, &m(30.0, 900.0))]
+    );
+    let e = parse_csv("lr,optimizer,loss,memory\n0.01,adam,1,2\n", &space(), &o).unwrap_err();
+    assert!(e.starts_with("column(s) latency missing"), "{e}");
+    assert!(
+        e.contains("each metric the search reads (loss, latency, memory"),
+        "{e}"
+    );
+    let e = parse_csv(
+        "lr,optimizer,loss,latency,memory\n0.01,adam,1,fast,2\n",
+        &space(),
+        &o,
+    )
+    .unwrap_err();
+    assert_eq!(e, "line 2: latency value \"fast\" is not a finite number");
+    let text = "{\"lr\": 0.01, \"optimizer\": \"adam\", \"loss\": 1, \"latency\": 2, \"memory\": 3}\n\
+                {\"lr\": 0.02, \"optimizer\": \"adam\", \"loss\": 1, \"memory\": 3}\n";
+    let got = parse_json_lines(text, &space(), &o).unwrap();
+    assert_eq!(got.len(), 1);
+    assert_eq!(
+        got[0].metrics,
+        BTreeMap::from([("latency".into(), 2.0), ("memory".into(), 3.0)])
+    );
+}
+
 #[test]
 fn csv_from_a_report_is_read_and_unfinished_rows_skipped() {
     let text = "trial,index,condition,best,lr,optimizer,loss,accuracy\n\
@@ -36,7 +100,7 @@ fn csv_from_a_report_is_read_and_unfinished_rows_skipped() {
                 a-3,3,EarlyStopped,true,0.05,sgd,0.125,0.8\n\
                 a-4,4,Running,false,0.03,adam,0.5,\n\
                 a-5,5,Succeeded,false,0.04,adam,,\n";
-    let got = parse_csv(text, &space(), "loss").unwrap();
+    let got = parse_csv(text, &space(), &loss()).unwrap();
     let shown: Vec<(usize, String, f64)> = got
         .iter()
         .map(|k| (k.line, k.assignment.to_string(), k.objective))
@@ -68,14 +132,14 @@ fn csv_parameters_named_like_the_reports_columns_are_read_from_their_own_columns
                 a-1,1,Succeeded,true,5,4
                 a-2,2,Failed,false,7,
 ";
-    let got = parse_csv(text, &space, "loss").unwrap();
+    let got = parse_csv(text, &space, &loss()).unwrap();
     let shown: Vec<String> = got.iter().map(|k| k.assignment.to_string()).collect();
     assert_eq!(shown, ["index=5"]);
     // Today's reports name such columns apart; a metric named like a parameter too.
     let text = "trial,index,condition,best,index (parameter),index (metric)
                 a-1,1,Succeeded,true,5,4
 ";
-    let got = parse_csv(text, &space, "index").unwrap();
+    let got = parse_csv(text, &space, &Objective::new("index", Direction::Minimize)).unwrap();
     assert_eq!(got[0].assignment.to_string(), "index=5");
     assert_eq!(got[0].objective, 4.0);
 }
@@ -92,9 +156,9 @@ fn csv_keeps_quoted_spaces_and_trims_hand_written_ones() {
         distribution: Distribution::Uniform,
     }])
     .unwrap();
-    let got = parse_csv("optimizer,loss\n\" adam\",0.5\n", &spaced, "loss").unwrap();
+    let got = parse_csv("optimizer,loss\n\" adam\",0.5\n", &spaced, &loss()).unwrap();
     assert_eq!(got[0].assignment.to_string(), "optimizer= adam");
-    let got = parse_csv("lr, optimizer, loss\n0.01, sgd, 0.25\n", &space(), "loss").unwrap();
+    let got = parse_csv("lr, optimizer, loss\n0.01, sgd, 0.25\n", &space(), &loss()).unwrap();
     assert_eq!(
         (got[0].assignment.to_string(), got[0].objective),
         ("lr=0.01, optimizer=sgd".to_string(), 0.25)
@@ -103,20 +167,20 @@ fn csv_keeps_quoted_spaces_and_trims_hand_written_ones() {
 
 #[test]
 fn csv_errors_name_columns_and_lines() {
-    let e = parse_csv("lr,accuracy\n0.01,0.9\n", &space(), "loss").unwrap_err();
+    let e = parse_csv("lr,accuracy\n0.01,0.9\n", &space(), &loss()).unwrap_err();
     assert!(e.starts_with("column(s) optimizer, loss missing"), "{e}");
     assert!(e.contains("hint:"), "{e}");
     let e = parse_csv(
         "lr,optimizer,loss\n0.01,adam,0.2\n0.5,adam,0.1\n",
         &space(),
-        "loss",
+        &loss(),
     )
     .unwrap_err();
     assert!(
         e.starts_with("line 3: parameter lr: value \"0.5\" is not valid"),
         "{e}"
     );
-    let e = parse_csv("lr,optimizer,loss\n0.01,adam,low\n", &space(), "loss").unwrap_err();
+    let e = parse_csv("lr,optimizer,loss\n0.01,adam,low\n", &space(), &loss()).unwrap_err();
     assert_eq!(e, "line 2: loss value \"low\" is not a finite number");
 }
 
@@ -125,7 +189,7 @@ fn json_lines_take_numbers_or_strings() {
     let text = "{\"lr\": 0.01, \"optimizer\": \"adam\", \"loss\": 0.25}\n\n\
                 {\"lr\": \"0.02\", \"optimizer\": \"sgd\", \"loss\": null}\n\
                 {\"lr\": 0.03, \"optimizer\": \"sgd\", \"loss\": \"0.5\", \"note\": \"x\"}\n";
-    let got = parse_json_lines(text, &space(), "loss").unwrap();
+    let got = parse_json_lines(text, &space(), &loss()).unwrap();
     let shown: Vec<(usize, String, f64)> = got
         .iter()
         .map(|k| (k.line, k.assignment.to_string(), k.objective))
@@ -137,28 +201,28 @@ fn json_lines_take_numbers_or_strings() {
             (4, "lr=0.03, optimizer=sgd".to_string(), 0.5)
         ]
     );
-    let e = parse_json_lines("{\"lr\": 0.01, \"loss\": 1}\n", &space(), "loss").unwrap_err();
+    let e = parse_json_lines("{\"lr\": 0.01, \"loss\": 1}\n", &space(), &loss()).unwrap_err();
     assert!(
         e.starts_with("line 1: parameter \"optimizer\" is missing"),
         "{e}"
     );
-    let e = parse_json_lines("[1, 2]\n", &space(), "loss").unwrap_err();
+    let e = parse_json_lines("[1, 2]\n", &space(), &loss()).unwrap_err();
     assert!(e.starts_with("line 1: not a JSON object"), "{e}");
-    let e = parse_json_lines("{\"lr\": \n", &space(), "loss").unwrap_err();
+    let e = parse_json_lines("{\"lr\": \n", &space(), &loss()).unwrap_err();
     assert!(e.starts_with("line 1: not JSON"), "{e}");
 }
 
 #[test]
 fn unknown_extensions_and_missing_files_are_refused_with_a_hint() {
     let dir = tempfile::tempdir().unwrap();
-    let e = read_file(&dir.path().join("nope.csv"), &space(), "loss")
+    let e = read_file(&dir.path().join("nope.csv"), &space(), &loss())
         .unwrap_err()
         .to_string();
     assert!(e.starts_with("spec.warmStart: cannot read file"), "{e}");
     assert!(e.contains("hint: spec.warmStart.file is relative"), "{e}");
     let xlsx = dir.path().join("known.xlsx");
     std::fs::write(&xlsx, "x").unwrap();
-    let e = read_file(&xlsx, &space(), "loss").unwrap_err().to_string();
+    let e = read_file(&xlsx, &space(), &loss()).unwrap_err().to_string();
     assert!(
         e.contains("extension \"xlsx\" is not known\nhint: use .csv"),
         "{e}"
@@ -279,7 +343,7 @@ fn a_warm_started_cmaes_run_reaches_the_first_runs_best_in_fewer_trials() {
 
 #[test]
 fn an_endless_warm_start_file_is_refused_naming_it_and_the_limit() {
-    let e = read_file(Path::new("/dev/zero"), &space(), "loss")
+    let e = read_file(Path::new("/dev/zero"), &space(), &loss())
         .unwrap_err()
         .to_string();
     assert!(
@@ -293,7 +357,7 @@ fn an_endless_warm_start_file_is_refused_naming_it_and_the_limit() {
 #[test]
 fn csv_with_a_byte_order_mark_is_read() {
     let text = "\u{feff}lr,optimizer,loss\n0.01,sgd,0.25\n";
-    let got = parse_csv(text, &space(), "loss").unwrap();
+    let got = parse_csv(text, &space(), &loss()).unwrap();
     assert_eq!(got.len(), 1);
     assert_eq!(got[0].assignment.to_string(), "lr=0.01, optimizer=sgd");
 }

@@ -57,7 +57,7 @@ fn run_would_refuse(file: &Path, exp: &Experiment, runnable: bool) -> Option<Str
 fn warm_start_file_error(exp: &LocalExperiment) -> Option<String> {
     let file = exp.spec.spec.warm_start.as_ref()?.file.as_ref()?;
     let path = exp.paths.work_dir.join(file);
-    vernier_runner::warm_start::read_file(&path, &exp.space, &exp.objective.metric)
+    vernier_runner::warm_start::read_file(&path, &exp.space, &exp.objective)
         .err()
         .map(|e| e.to_string())
 }

@@ -125,10 +125,12 @@ impl<'a> Run<'a> {
             self.warn(format!("warm start: {why}"));
         }
         if self.warm.skipped > 0 {
+            let mut metrics = vec![exp.objective.metric.clone()];
+            metrics.extend(exp.objective.secondary_search_metrics());
             self.warn(format!(
                 "warm start: {} earlier trial(s) skipped (no {} value, or outside this search space); {} used",
                 self.warm.skipped,
-                exp.objective.metric,
+                metrics.join(" or "),
                 self.warm.records.len()
             ));
         }
