@@ -3,6 +3,9 @@
 //! `maxTrialCount` and `maxFailedTrialCount` only; without a webhook the edit is already
 //! stored, so the operator keeps the first valid spec it ran in an annotation and runs on it,
 //! with the editable counts as they are now, while a Warning event names the refused field.
+//! An edit of the counts themselves is refused, as by Katib, when `maxTrialCount` would not be
+//! above the trials the experiment already has; the counts last accepted are kept in the
+//! annotation too, so such an edit leaves them as they were.
 //! Pure: the reconciler reads and writes the annotation.
 
 use serde_json::{Map, Value};
@@ -86,6 +89,43 @@ fn first_difference(a: &Value, b: &Value, path: &str) -> Option<String> {
     }
 }
 
+/// Whether the editable counts of `spec` differ from those of `accepted`.
+pub fn counts_changed(spec: &Value, accepted: &Value) -> bool {
+    EDITABLE.iter().any(|k| spec.get(k) != accepted.get(k))
+}
+
+/// Katib's webhook refuses an update whose `maxTrialCount` is not above `status.trials`
+/// (`ValidateExperiment`: "must be greater than status.trials count"); the note of the
+/// Warning event when an edit of the counts is refused so.
+pub fn count_refusal(spec: &Value, accepted: &Value, trials: i32) -> Option<String> {
+    if !counts_changed(spec, accepted) {
+        return None;
+    }
+    let max = spec.get("maxTrialCount")?.as_i64()?;
+    (max <= i64::from(trials)).then(|| {
+        format!(
+            "the edit of spec.maxTrialCount to {max} is not applied: it must be greater than \
+             status.trials count: {trials} (Katib's webhook refuses it), so the experiment runs on \
+             with the counts it had\nhint: set spec.maxTrialCount above {trials}, or delete the \
+             experiment to end it now"
+        )
+    })
+}
+
+/// `spec` with the editable counts of `accepted` (a refused edit of the counts undone).
+pub fn with_counts_of(spec: &Value, accepted: &Value) -> Value {
+    let mut out = spec.clone();
+    if let Some(map) = out.as_object_mut() {
+        for key in EDITABLE {
+            match accepted.get(key) {
+                Some(v) => map.insert(key.to_string(), v.clone()),
+                None => map.remove(key),
+            };
+        }
+    }
+    out
+}
+
 /// The note of the Warning event for a refused edit of `field`.
 pub fn refused_note(field: &str) -> String {
     format!(
@@ -148,6 +188,41 @@ mod tests {
                 (got, want) => panic!("case {i}: {got:?}, wanted {want:?}"),
             }
         }
+    }
+
+    /// Katib's rule: an update whose maxTrialCount is not above status.trials is refused,
+    /// whatever it changed among the counts; an unchanged spec is no update.
+    #[test]
+    fn counts_that_leave_no_room_above_the_trials_so_far_are_refused() {
+        let accepted = spec(0.99, 8, "a");
+        let parallel = |p: u32, max: u32| {
+            let mut s = spec(0.99, max, "a");
+            s["parallelTrialCount"] = json!(p);
+            s
+        };
+        // (current spec, status.trials, refused)
+        let cases = [
+            (spec(0.99, 8, "a"), 8, false),
+            (spec(0.99, 3, "a"), 4, true),
+            (spec(0.99, 4, "a"), 4, true),
+            (spec(0.99, 5, "a"), 4, false),
+            (spec(0.99, 20, "a"), 8, false),
+            (parallel(3, 8), 8, true),
+            (parallel(3, 8), 7, false),
+        ];
+        for (i, (current, trials, refused)) in cases.into_iter().enumerate() {
+            let note = count_refusal(&current, &accepted, trials);
+            assert_eq!(note.is_some(), refused, "case {i}: {note:?}");
+            if let Some(note) = note {
+                let want = format!("must be greater than status.trials count: {trials}");
+                assert!(note.contains(&want) && note.contains("hint:"), "{note}");
+                let undone = with_counts_of(&current, &accepted);
+                assert!(!counts_changed(&undone, &accepted), "case {i}: {undone}");
+            }
+        }
+        let mut unlimited = spec(0.99, 8, "a");
+        unlimited.as_object_mut().unwrap().remove("maxTrialCount");
+        assert_eq!(count_refusal(&unlimited, &accepted, 50), None);
     }
 
     #[test]

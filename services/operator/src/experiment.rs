@@ -14,9 +14,11 @@
 //! sequence number (a 409) takes it as it is.
 
 use crate::accepted_spec::{
-    ANNOTATION as ACCEPTED_SPEC, Effective, MAX_KEPT_BYTES, effective, refused_note,
+    ANNOTATION as ACCEPTED_SPEC, Effective, MAX_KEPT_BYTES, count_refusal, counts_changed,
+    effective, refused_note, with_counts_of,
 };
 use crate::context::Context;
+use crate::early_stop::Stopping;
 use crate::error::{OperatorError, Result};
 use crate::events::publish;
 use crate::experiment_check::{Resolved, checked_experiment, experiment_seed, stopping};
@@ -119,9 +121,19 @@ async fn reconcile_experiment(obj: &DynamicObject, ctx: &Context) -> Result<Acti
             spec
         }
     };
+    let spec = match kept.as_ref() {
+        Some(kept) => match count_refusal(&spec, kept, run.status.trials) {
+            Some(note) => {
+                run.event(true, "EditRefused", note).await;
+                with_counts_of(&spec, kept)
+            }
+            None => spec,
+        },
+        None => spec,
+    };
     let exp = match (resolve(obj, spec.clone(), ctx).await?, &ended) {
         (Ok(exp), _) => {
-            if kept.is_none() {
+            if kept.as_ref().is_none_or(|k| counts_changed(&spec, k)) {
                 run.keep_accepted_spec(&spec).await?;
             }
             exp
@@ -181,7 +193,21 @@ async fn reconcile_experiment(obj: &DynamicObject, ctx: &Context) -> Result<Acti
         created?;
         p = plan(&exp.objective, exp.limits, &outcomes(&listed), exhausted);
     }
-    run.finish(&listed, &p).await
+    let running = listed.iter().any(|l| l.state == TrialState::Running);
+    let watching = !matches!(stopping, Stopping::Off) && running;
+    let again = look_again(watching, ctx.config.observation_interval);
+    run.finish(&listed, &p, again).await
+}
+
+/// How soon a running experiment is reconciled again when nothing changes: at the observation
+/// interval while an early-stopping rule watches running trials, since a trial can break it
+/// without its Trial object changing (the same value reported again leaves its observation as
+/// it was, so nothing would wake the experiment), else at the periodic resync.
+fn look_again(watching: bool, observation_interval: Duration) -> Duration {
+    match watching {
+        true => observation_interval.min(RESYNC),
+        false => RESYNC,
+    }
 }
 
 /// The spec kept when the experiment was first accepted, if any.
@@ -470,7 +496,7 @@ impl<'a> Run<'a> {
     }
 
     /// Writes counters, lists, the best trial and the Running or terminal condition.
-    async fn finish(mut self, listed: &[Listed], p: &Plan) -> Result<Action> {
+    async fn finish(mut self, listed: &[Listed], p: &Plan, again: Duration) -> Result<Action> {
         // Restarting stays once set, as Katib leaves it (`wait_for_experiment_condition(...,
         // "Restarting")` of its SDK waits for it).
         write_status(&mut self.status, listed, p);
@@ -518,7 +544,7 @@ impl<'a> Run<'a> {
                     .await?;
                 Action::await_change()
             }
-            None => Action::requeue(RESYNC),
+            None => Action::requeue(again),
         })
     }
 

@@ -141,9 +141,12 @@ async fn apply(obj: &DynamicObject, ctx: &Context) -> Result<Action> {
     match decide::on_job(outcome, live.state, live.ever_running(), &kind, &live.name) {
         Step::CreateJob => create_job(live, &spec, &jobs, &kind).await,
         Step::Fail(failure) => live.fail(failure).await,
-        Step::Running => running(live, &spec, &kind).await,
+        Step::Running => running(live, &spec).await,
         Step::JobFailed(failure) => job_failed(live, &spec, failure).await,
-        Step::JobSucceeded => succeeded(live, &spec, &kind).await,
+        Step::JobSucceeded { reason, message } => {
+            let job = (reason.as_str(), message.as_str());
+            succeeded(live, &spec, job).await
+        }
     }
 }
 
@@ -223,13 +226,13 @@ async fn create_job(
     }
     live.status.start_time.get_or_insert_with(now_rfc3339);
     live.condition("Created", TRIAL_CREATED, TRIAL_CREATED_MESSAGE);
-    let note = format!("{kind} {} created", live.name);
+    let note = format!("Job {} has been created", live.name);
     live.announce(false, "JobCreated", note);
     live.save().await?;
     Ok(Action::requeue(live.ctx.config.observation_interval))
 }
 
-async fn running(mut live: Live<'_>, spec: &TrialSpec, kind: &str) -> Result<Action> {
+async fn running(mut live: Live<'_>, spec: &TrialSpec) -> Result<Action> {
     let follows = follows_log(spec);
     if follows {
         live.follow(spec, false);
@@ -239,7 +242,7 @@ async fn running(mut live: Live<'_>, spec: &TrialSpec, kind: &str) -> Result<Act
         live.observe(&objective).await?;
     }
     if live.state != TrialState::Running {
-        let note = format!("{kind} {} is running", live.name);
+        let note = format!("Job {} is running", live.name);
         live.announce(false, "JobRunning", note);
     }
     live.save().await?;
@@ -265,7 +268,7 @@ async fn job_failed(mut live: Live<'_>, spec: &TrialSpec, failure: Failure) -> R
 
 /// The job succeeded: once its log is read to the end, the trial is judged on what it
 /// reported.
-async fn succeeded(mut live: Live<'_>, spec: &TrialSpec, kind: &str) -> Result<Action> {
+async fn succeeded(mut live: Live<'_>, spec: &TrialSpec, job: (&str, &str)) -> Result<Action> {
     if follows_log(spec) && live.follow(spec, true) == FollowState::Following {
         return Ok(Action::requeue(DRAIN_RECHECK));
     }
@@ -287,12 +290,10 @@ async fn succeeded(mut live: Live<'_>, spec: &TrialSpec, kind: &str) -> Result<A
     };
     match decide::verdict(observed, &objective.metric, &seen, spec) {
         Verdict::Succeeded => {
-            live.end(
-                TrialState::Succeeded,
-                TRIAL_SUCCEEDED,
-                TRIAL_SUCCEEDED_MESSAGE,
-            );
-            let note = format!("{kind} {} succeeded", live.name);
+            let base = (TRIAL_SUCCEEDED, TRIAL_SUCCEEDED_MESSAGE);
+            let (reason, message) = decide::with_job(base, job.0, job.1);
+            live.end(TrialState::Succeeded, &reason, &message);
+            let note = format!("Job {} has succeeded", live.name);
             live.announce(false, "JobSucceeded", note);
         }
         Verdict::MetricsUnavailable(verdict) => {

@@ -26,11 +26,27 @@ impl Failure {
 
     /// The trial's job failed or went away, with Katib's `Job reason:` / `Job message:` form.
     pub fn job(reason: &str, message: &str) -> Failure {
-        Failure {
-            reason: format!("{TRIAL_FAILED}. Job reason: {reason}"),
-            message: format!("Trial has failed. Job message: {message}"),
-        }
+        let (reason, message) = with_job((TRIAL_FAILED, "Trial has failed"), reason, message);
+        Failure { reason, message }
     }
+}
+
+/// A trial condition's reason and message with its job's appended, as Katib's
+/// `UpdateTrialStatusCondition` writes them: `TrialSucceeded. Job reason: CompletionsReached`
+/// and `Trial has succeeded. Job message: ...`, each only when the job gave one.
+pub fn with_job(
+    (reason, message): (&str, &str),
+    job_reason: &str,
+    job_message: &str,
+) -> (String, String) {
+    let append = |base: &str, label: &str, job: &str| match job {
+        "" => base.to_string(),
+        job => format!("{base}. Job {label}: {job}"),
+    };
+    (
+        append(reason, "reason", job_reason),
+        append(message, "message", job_message),
+    )
 }
 
 /// What to do once the job was looked up.
@@ -40,7 +56,11 @@ pub enum Step {
     Fail(Failure),
     Running,
     JobFailed(Failure),
-    JobSucceeded,
+    /// The job's own reason and message, which a succeeded condition carries.
+    JobSucceeded {
+        reason: String,
+        message: String,
+    },
 }
 
 /// The step for a live trial in `state` whose job is `job` (`None`: not found). A job is
@@ -62,7 +82,7 @@ pub fn on_job(
         Some(JobOutcome::Failed { reason, message }) => {
             Step::JobFailed(Failure::job(&reason, &message))
         }
-        Some(JobOutcome::Succeeded { .. }) => Step::JobSucceeded,
+        Some(JobOutcome::Succeeded { reason, message }) => Step::JobSucceeded { reason, message },
     }
 }
 
@@ -142,17 +162,46 @@ mod tests {
             ),
             (
                 Some(JobOutcome::Succeeded {
-                    reason: String::new(),
+                    reason: "CompletionsReached".into(),
                     message: String::new(),
                 }),
                 Running,
                 true,
-                Step::JobSucceeded,
+                Step::JobSucceeded {
+                    reason: "CompletionsReached".into(),
+                    message: String::new(),
+                },
             ),
         ];
         for (job, state, ever_running, want) in table {
             let got = on_job(job.clone(), state, ever_running, "TFJob", "t-1");
             assert_eq!(got, want, "{job:?} {state:?} {ever_running}");
+        }
+    }
+
+    #[test]
+    fn a_condition_carries_the_jobs_reason_and_message_when_it_has_them() {
+        let base = ("TrialSucceeded", "Trial has succeeded");
+        let table = [
+            (
+                (
+                    "CompletionsReached",
+                    "Reached expected number of succeeded pods",
+                ),
+                (
+                    "TrialSucceeded. Job reason: CompletionsReached",
+                    "Trial has succeeded. Job message: Reached expected number of succeeded pods",
+                ),
+            ),
+            (
+                ("", "done"),
+                ("TrialSucceeded", "Trial has succeeded. Job message: done"),
+            ),
+            (("", ""), ("TrialSucceeded", "Trial has succeeded")),
+        ];
+        for ((reason, message), want) in table {
+            let (r, m) = with_job(base, reason, message);
+            assert_eq!((r.as_str(), m.as_str()), want);
         }
     }
 

@@ -387,6 +387,41 @@ async fn an_edit_katibs_webhook_refuses_does_not_change_the_experiment() {
     env.shutdown().await;
 }
 
+/// Katib's webhook refuses an update whose maxTrialCount is not above the trials the
+/// experiment has: lowering it below them is refused with a Warning event, and the
+/// experiment runs on to the count it had instead of ending at once.
+#[tokio::test]
+async fn lowering_max_trials_below_the_trials_so_far_is_refused() {
+    let options = SimulationOptions {
+        min_running: Duration::from_secs(1),
+        ..SimulationOptions::default()
+    };
+    let env = Env::start(options).await;
+    let op = env.operator("replica-a");
+    env.create(&experiment_yaml("lowered", "Job", 1, 4, ""))
+        .await;
+    wait_until(
+        "two trials counted",
+        || experiment_json(&env, "lowered"),
+        |e| e["status"]["trials"].as_i64().unwrap_or(0) >= 2,
+    )
+    .await;
+    env.edit("lowered", serde_json::json!({"spec": {"maxTrialCount": 1}}))
+        .await;
+    let refused = env.event("lowered", "EditRefused").await;
+    let note = refused.data["note"].as_str().unwrap_or_default();
+    assert!(
+        note.contains("the edit of spec.maxTrialCount to 1 is not applied: it must be greater than status.trials count:"),
+        "{note}"
+    );
+    let exp = finished(&env, "lowered").await;
+    let ended = condition(&exp, "Succeeded").expect("succeeded");
+    assert_eq!(ended["reason"], "ExperimentMaxTrialsReached", "{exp:#}");
+    assert_eq!(exp["status"]["trials"], 4, "{exp:#}");
+    op.stop().await;
+    env.shutdown().await;
+}
+
 async fn experiment_json(env: &Env, name: &str) -> Value {
     let obj = env
         .experiments()
@@ -542,7 +577,13 @@ async fn runs_to_success(kind: &str, name: &str) {
         let t = serde_json::to_value(t).expect("json");
         let trial = t["metadata"]["name"].as_str().expect("name").to_string();
         assert!(trial.starts_with(&format!("{name}-")), "{trial}");
-        assert!(condition(&t, "Succeeded").is_some(), "{t:#}");
+        let done = condition(&t, "Succeeded").unwrap_or_else(|| panic!("{t:#}"));
+        // Katib's form: the job's own reason after the trial's.
+        let reason = done["reason"].as_str().unwrap_or_default();
+        assert!(
+            reason.starts_with("TrialSucceeded. Job reason: ") && reason.ends_with("Succeeded"),
+            "{t:#}"
+        );
         let lr: f64 = t["spec"]["parameterAssignments"]
             .as_array()
             .and_then(|a| a.iter().find(|p| p["name"] == "lr"))
@@ -1209,14 +1250,14 @@ async fn early_stopping_deletes_the_job_and_marks_the_trial() {
 }
 
 /// A trainer for the medianstop test: each pod takes the next number `n` from a directory
-/// shared by the test's pods (in the order they start) and prints the accuracies of row `n`.
-/// Pod 1 then waits until pod 3 has started; pod 3 waits to be stopped.
+/// shared by the test's pods (in the order they start) and prints the accuracies of row `n`,
+/// pod 3 a second apart. Pod 1 then waits until pod 3 has started; pod 3 waits to be stopped.
 const MEDIAN_TRAINER: &str = "import os, time\n\
 d = 'DIR'\n\
 n = 0\n\
 while True:\n    try:\n        os.close(os.open(os.path.join(d, str(n)), os.O_CREAT | os.O_EXCL))\n        break\n    except FileExistsError:\n        n += 1\n\
-rows = [[0.5, 0.75, 1.0], [0.125, 0.25, 0.25], [0.75, 1.0, 1.0], [0.25, 0.5]]\n\
-for e, v in enumerate(rows[n]):\n    print(f'epoch={e} accuracy={v} loss={1 - v}', flush=True)\n\
+rows = [[0.5, 0.75, 1.0], [0.125, 0.25, 0.25], [0.75, 1.0, 1.0], [0.25, 0.25]]\n\
+for e, v in enumerate(rows[n]):\n    time.sleep(1 if n == 3 else 0)\n    print(f'epoch={e} accuracy={v} loss={1 - v}', flush=True)\n\
 while n == 1 and not os.path.exists(os.path.join(d, '3')):\n    time.sleep(0.05)\n\
 if n == 3:\n    time.sleep(600)\n";
 
@@ -1225,7 +1266,9 @@ if n == 3:\n    time.sleep(600)\n";
 /// rule (nothing succeeded yet). Pod 0 succeeds; the trial created then (pod 2) has no rule
 /// either (one succeeded). Pod 2 succeeds; the trial created then (pod 3) is given the rule
 /// `accuracy less 0.75` from step 2: the mean of pod 0's first two values (0.625) and pod 2's
-/// (0.875). Pod 3 reports 0.25, 0.5 and is stopped. Pod 1 (0.125, 0.25, 0.25) is worse than
+/// (0.875). Pod 3 reports 0.25 twice, a second apart, and is stopped at the second: the same
+/// value again leaves its Trial object as it was, after every other trial has ended, so only
+/// the experiment's own look at its running trials sees it. Pod 1 (0.125, 0.25, 0.25) is worse than
 /// the rule too but was created without one: it keeps running until pod 3 exists (created by
 /// the reconcile that would have stopped it under a rule applied to everything running) and
 /// then succeeds.
@@ -1352,9 +1395,12 @@ async fn an_invalid_edit_of_a_running_experiment_pauses_it_until_corrected() {
         |e| e["status"]["trials"].as_i64().unwrap_or(0) >= 1,
     )
     .await;
-    // maxFailedTrialCount is 2: a maxTrialCount of 1 makes the spec invalid.
-    env.edit("edited", serde_json::json!({"spec": {"maxTrialCount": 1}}))
-        .await;
+    // maxTrialCount is 3: a maxFailedTrialCount of 5 makes the spec invalid.
+    env.edit(
+        "edited",
+        serde_json::json!({"spec": {"maxFailedTrialCount": 5}}),
+    )
+    .await;
     let refused = env.event("edited", "ValidationFailed").await;
     let note = refused.data["note"].as_str().unwrap_or_default();
     assert!(
@@ -1376,8 +1422,11 @@ async fn an_invalid_edit_of_a_running_experiment_pauses_it_until_corrected() {
     let best = &exp["status"]["currentOptimalTrial"]["bestTrialName"];
     assert_eq!(exp["status"]["succeededTrialList"][0], *best, "{exp:#}");
     assert_eq!(env.trials_of("edited").await.len(), 1);
-    env.edit("edited", serde_json::json!({"spec": {"maxTrialCount": 3}}))
-        .await;
+    env.edit(
+        "edited",
+        serde_json::json!({"spec": {"maxFailedTrialCount": 2}}),
+    )
+    .await;
     let exp = wait_until(
         "the corrected experiment to finish",
         || experiment_json(&env, "edited"),
