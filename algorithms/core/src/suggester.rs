@@ -77,6 +77,12 @@ pub trait Suggester: Send + Sync + std::fmt::Debug {
         cancel.check(self.name())?;
         self.suggest(request)
     }
+
+    /// What a user should know about how these settings will search, said once when the
+    /// experiment is checked (a Hyperband schedule of a single rung, say); empty for most.
+    fn notes(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// Set by a caller that no longer wants an answer (a gRPC client that went away or whose

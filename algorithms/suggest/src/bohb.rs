@@ -227,6 +227,10 @@ impl Suggester for Bohb {
         self.hyperband.name()
     }
 
+    fn notes(&self) -> Vec<String> {
+        self.hyperband.notes()
+    }
+
     fn suggest(&self, req: &SuggestRequest<'_>) -> Result<Suggestions, CoreError> {
         self.hyperband
             .suggest_with(req, &mut |budget, want, taken, rng| {

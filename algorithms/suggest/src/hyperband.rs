@@ -426,6 +426,23 @@ impl Suggester for Hyperband {
         &self.algorithm
     }
 
+    /// With `r_l` below `eta` the schedule is one rung at the whole budget: valid, as in
+    /// Katib, but it stops nothing early, which is what Hyperband is chosen for.
+    fn notes(&self) -> Vec<String> {
+        if self.budgets.len() > 1 {
+            return Vec::new();
+        }
+        let eta = self.eta;
+        vec![format!(
+            "{}: with r_l below eta ({eta}) the schedule has a single rung, so every trial \
+             trains the whole budget and none is stopped early, as random search would; hint: \
+             set r_l to at least eta² ({}) for successive halving to stop the worse \
+             configurations",
+            self.algorithm,
+            eta.saturating_mul(eta)
+        )]
+    }
+
     /// Brackets run side by side: while one waits for its rung, the next ones propose, so a
     /// caller gets as many proposals as it asks for until every bracket's first rung is out
     /// and only promotions of running rungs remain.
@@ -684,6 +701,27 @@ mod tests {
         // r_l below eta: a single bracket of one rung at r_l.
         let h = hb("3", "2", &space_with(epochs(1, 2, None)));
         assert_eq!(h.schedule(0), vec![(1, ParamValue::Int(2))]);
+    }
+
+    /// A schedule of one rung stops nothing early: said, with the r_l that would.
+    #[test]
+    fn a_single_rung_schedule_is_noted() {
+        let space = space_with(epochs(1, 81, None));
+        // (eta, r_l, noted)
+        for (eta, r_l, noted) in [("3", "2", true), ("3", "1", true), ("3", "3", false)] {
+            let notes = hb(eta, r_l, &space).notes();
+            assert_eq!(
+                notes.len(),
+                usize::from(noted),
+                "eta {eta} r_l {r_l}: {notes:?}"
+            );
+        }
+        let note = &hb("4", "3", &space).notes()[0];
+        assert!(
+            note.starts_with("hyperband: with r_l below eta (4) the schedule has a single rung")
+                && note.contains("at least eta² (16)"),
+            "{note}"
+        );
     }
 
     #[test]

@@ -37,17 +37,21 @@ pub struct BuiltEarlyStopping {
     pub median: Option<MedianStop>,
 }
 
-/// Builds the algorithm (when built in) and the early-stopping rule, and drops them.
+/// Builds the algorithm (when built in) and the early-stopping rule, and drops them; returns
+/// what the algorithm wants said about its settings ([`vernier_core::Suggester::notes`]).
 pub fn check_settings(
     exp: &ResolvedExperiment,
     source: AlgorithmSource,
-) -> Result<(), EngineError> {
+) -> Result<Vec<String>, EngineError> {
+    let mut notes = Vec::new();
     if source == AlgorithmSource::BuiltIn {
-        vernier_algorithms::build(&exp.algorithm, &exp.settings, &exp.space, &exp.objective)
-            .map_err(|e| algorithm_error(exp, e))?;
+        let built =
+            vernier_algorithms::build(&exp.algorithm, &exp.settings, &exp.space, &exp.objective)
+                .map_err(|e| algorithm_error(exp, e))?;
+        notes = built.notes();
     }
     build_early_stopping(exp)?;
-    Ok(())
+    Ok(notes)
 }
 
 /// The experiment's early-stopping rule, or `None` when it has none.

@@ -40,6 +40,7 @@ pub fn checked_experiment(
     check_kind(&spec, ctx)?;
     check_collector(&spec)?;
     let exp = ResolvedExperiment::new(spec).map_err(|e| e.to_string())?;
+    // The operator has no terminal to say notes on; Katib runs such settings as they are.
     vernier_engine::check_settings(&exp, AlgorithmSource::BuiltIn).map_err(|e| e.to_string())?;
     stopping(&exp, ctx).map_err(|e| format!("spec.earlyStopping: {e}"))?;
     Ok(exp)

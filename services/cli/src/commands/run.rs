@@ -54,7 +54,9 @@ pub async fn run(
     plugins.check_flags_for(&exp.algorithm)?;
     // Bad algorithm settings are reported before anything is recorded.
     let algorithm = algorithm_source(&exp, plugins).await?;
-    vernier_engine::check_settings(&exp, algorithm)?;
+    for note in vernier_engine::check_settings(&exp, algorithm)? {
+        errln!("warning: {note}");
+    }
     if let Some(problem) = crate::first_point::first_trial_error(&exp, algorithm) {
         anyhow::bail!("{}: {problem}", file.display());
     }

@@ -26,30 +26,27 @@ fn local_experiment(file: &Path, exp: &Experiment) -> Option<LocalExperiment> {
     LocalExperiment::new(exp.clone(), local_paths(file)).ok()
 }
 
-/// What `run` would refuse in a spec that passed the shape checks, with the field it is about.
-/// The algorithm's and early-stopping rule's settings are checked as the operator checks them
-/// (algorithms served by a plugin are checked by the plugin when `run` starts).
-fn run_would_refuse(file: &Path, exp: &Experiment, runnable: bool) -> Option<String> {
-    let resolved = match ResolvedExperiment::new(exp.clone()) {
-        Ok(r) => r,
-        Err(e) => return Some(e.to_string()),
-    };
+/// What `run` would refuse in a spec that passed the shape checks, with the field it is about;
+/// else what the algorithm says of its settings. The algorithm's and early-stopping rule's
+/// settings are checked as the operator checks them (algorithms served by a plugin are
+/// checked by the plugin when `run` starts).
+fn run_would_refuse(file: &Path, exp: &Experiment, runnable: bool) -> Result<Vec<String>, String> {
+    let resolved = ResolvedExperiment::new(exp.clone()).map_err(|e| e.to_string())?;
     let source = AlgorithmSource::by_name(&resolved.algorithm);
-    if let Err(e) = vernier_engine::check_settings(&resolved, source) {
-        return Some(e.to_string());
-    }
+    let notes = vernier_engine::check_settings(&resolved, source).map_err(|e| e.to_string())?;
     if !runnable {
         // The local verdict already says why `run` cannot take it.
-        return None;
+        return Ok(notes);
     }
-    let local = match LocalExperiment::from_resolved(resolved, local_paths(file)) {
-        Ok(l) => l,
-        Err(e) => return Some(e.to_string()),
-    };
+    let local =
+        LocalExperiment::from_resolved(resolved, local_paths(file)).map_err(|e| e.to_string())?;
     if let Some(e) = warm_start_file_error(&local) {
-        return Some(e);
+        return Err(e);
     }
-    first_trial_error(&local, source)
+    match first_trial_error(&local, source) {
+        Some(e) => Err(e),
+        None => Ok(notes),
+    }
 }
 
 /// What `run` would say of `spec.warmStart.file`: missing, unreadable, or rows that do not
@@ -66,14 +63,20 @@ pub fn validate(file: &Path) -> anyhow::Result<Exit> {
     match vernier_spec::parse_experiment_file(file) {
         Ok(exp) => {
             let verdict = vernier_runner::local_verdict(&exp);
-            if let Some(problem) = run_would_refuse(file, &exp, verdict.runnable()) {
-                errln!("{}: 1 problem(s) found", file.display());
-                errln!("{problem}");
-                std::process::exit(2);
-            }
+            let notes = match run_would_refuse(file, &exp, verdict.runnable()) {
+                Ok(notes) => notes,
+                Err(problem) => {
+                    errln!("{}: 1 problem(s) found", file.display());
+                    errln!("{problem}");
+                    std::process::exit(2);
+                }
+            };
             print_summary(file, &exp)?;
             for w in vernier_spec::validate::warnings(&exp) {
                 outln!("warning: {w}");
+            }
+            for note in notes {
+                outln!("warning: {note}");
             }
             let unquoted = unquoted_text_fields(file);
             for w in &unquoted {
