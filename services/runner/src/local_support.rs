@@ -478,7 +478,7 @@ spec:
             .map(ToString::to_string)
             .unwrap_or_default();
         assert!(
-            why.starts_with("spec.trialTemplate.primaryPodLabels: {training.kubeflow.org/job-role: master} matches no replica of this PyTorchJob")
+            why.starts_with("spec.trialTemplate.primaryPodLabels: {training.kubeflow.org/job-role: master} (Katib's default when primaryPodLabels is unset) matches no replica of this kubeflow.org/v1 PyTorchJob")
                 && why.contains("{training.kubeflow.org/replica-type: worker}"),
             "{why}"
         );

@@ -263,6 +263,9 @@ pub fn mpi_hostfiles(set: &ReplicaSet) -> [(&'static str, String); 2] {
 
 /// The operator's pod labels for replica `id` (used to find the primary replicas).
 pub fn operator_labels(set: &ReplicaSet, id: ReplicaId, trial: &str) -> BTreeMap<String, String> {
+    if is_mpi_operator_v2(set) {
+        return mpi_operator_labels(id, trial);
+    }
     let operator = match set.kind {
         JobKind::TfJob => "tfjob-controller",
         JobKind::PyTorchJob => "pytorchjob-controller",
@@ -299,6 +302,26 @@ pub fn operator_labels(set: &ReplicaSet, id: ReplicaId, trial: &str) -> BTreeMap
             "mpi-job-role".to_string(),
             id.replica_type.lower().to_string(),
         );
+    }
+    labels
+}
+
+/// An MPIJob of the MPI operator's `kubeflow.org/v2beta1`, not the training operator's.
+pub fn is_mpi_operator_v2(set: &ReplicaSet) -> bool {
+    set.kind == JobKind::MpiJob && set.api_version == "kubeflow.org/v2beta1"
+}
+
+/// The MPI operator's (v2beta1) pod labels: `defaultLabels(job, role)` with the role
+/// `launcher` or `worker`, and a worker's index; no `replica-type`, no `job-role: master`.
+fn mpi_operator_labels(id: ReplicaId, trial: &str) -> BTreeMap<String, String> {
+    let label = |k: &str, v: &str| (format!("training.kubeflow.org/{k}"), v.to_string());
+    let mut labels = BTreeMap::from([
+        label("operator-name", "mpi-operator"),
+        label("job-name", trial),
+        label("job-role", id.replica_type.lower()),
+    ]);
+    if id.replica_type == ReplicaType::Worker {
+        labels.extend([label("replica-index", &id.index.to_string())]);
     }
     labels
 }

@@ -13,8 +13,8 @@ use crate::process::TrialCommand;
 use std::collections::BTreeMap;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use vernier_spec::SpecError;
 use vernier_spec::template::{JobKind, ReplicaSet, RestartPolicy, replica_set};
+use vernier_spec::{ContainerSpec, SpecError};
 
 /// One replica process of a trial.
 #[derive(Debug, Clone)]
@@ -176,6 +176,7 @@ impl JobContext<'_> {
         let Some(spec) = self.set.get(id.replica_type) else {
             return Ok(None);
         };
+        let operator_sets_env = |c: &ContainerSpec| receives_operator_env(self.set.kind, &c.name);
         let port = self.ports.get(&id).copied().unwrap_or(0);
         let mut line = format!(
             "{id}: port {port}, restartPolicy {}{}",
@@ -194,7 +195,7 @@ impl JobContext<'_> {
             command: None,
             primary,
         };
-        let Some(container) = spec.container.clone() else {
+        let Some(mut container) = spec.container.clone() else {
             line.push_str("; no command: not started (the launcher's mpirun starts its ranks)");
             description.push(line);
             return Ok(Some(process));
@@ -215,12 +216,17 @@ impl JobContext<'_> {
         if let Some(note) = assignment.note {
             description.push(format!("note: {note}"));
         }
-        let operator_sets_env = receives_operator_env(self.set.kind, &container.name);
-        if !operator_sets_env {
+        if !operator_sets_env(&container) {
             description.push(format!(
                 "note: {id}: container {:?} gets no TF_CONFIG: the operator sets it only in the container named \"tensorflow\"",
                 container.name
             ));
+        }
+        // The operator appends its variables after the container's own, and Kubernetes lets
+        // the last definition of a name win, in the env and in `$(VAR)` of the command.
+        let mpi_dir = (self.set.kind == JobKind::MpiJob).then_some(self.trial_dir);
+        if operator_sets_env(&container) {
+            container.append_env(operator_env(self.set, id, self.ports, mpi_dir));
         }
         let log_path = self.trial_dir.join(format!("{id}.log"));
         let metrics_key = format!("{}/{id}", self.trial);
@@ -229,13 +235,6 @@ impl JobContext<'_> {
             .exp
             .container_command(self.trial, &metrics_key, container, log_path)?;
         cmd.pid_file = Some(pid_file);
-        // The operator appends its variables after the container's own, and Kubernetes lets
-        // the last definition of a name win.
-        let mpi_dir = (self.set.kind == JobKind::MpiJob).then_some(self.trial_dir);
-        if operator_sets_env {
-            cmd.env
-                .extend(operator_env(self.set, id, self.ports, mpi_dir));
-        }
         if let Some(visible) = assignment.visible {
             cmd.env.push(("CUDA_VISIBLE_DEVICES".into(), visible));
         }
@@ -272,11 +271,23 @@ pub fn check_primary_replica(
         .first()
         .map(|id| id.replica_type.lower())
         .unwrap_or("worker");
+    // The MPI operator's v2beta1 pods carry their role, not their replica type.
+    let key = match super::env::is_mpi_operator_v2(set) {
+        true => "job-role",
+        false => "replica-type",
+    };
+    let defaulted = primary_labels.len() == 1
+        && primary_labels.get("training.kubeflow.org/job-role") == Some(&"master".to_string());
+    let origin = match defaulted {
+        true => " (Katib's default when primaryPodLabels is unset)",
+        false => "",
+    };
     Err(SpecError::new(
         "spec.trialTemplate.primaryPodLabels",
         format!(
-            "{{{}}} matches no replica of this {} that runs a command, so no metrics could be collected; hint: set it to the labels of the replica that prints the metrics, e.g. {{training.kubeflow.org/replica-type: {example}}} (unset, it is Katib's default {{training.kubeflow.org/job-role: master}}, which a PyTorchJob without a Master has no replica of)",
+            "{{{}}}{origin} matches no replica of this {} {} that runs a command, so no metrics could be collected; hint: set it to the labels of the replica that prints the metrics, e.g. {{training.kubeflow.org/{key}: {example}}}",
             shown.join(", "),
+            set.api_version,
             set.kind.name()
         ),
     ))
@@ -446,6 +457,40 @@ spec:
         assert_eq!(cfg["cluster"]["worker"].as_array().unwrap().len(), 2);
     }
 
+    /// The MPI operator's v2beta1 launcher carries `job-role: launcher` (no `job-role:
+    /// master`, no `replica-type`); the training operator's v1 launcher is the master.
+    #[test]
+    fn an_mpi_operator_v2_launcher_is_selected_by_its_role() {
+        let rendered = serde_json::json!({
+            "apiVersion": "kubeflow.org/v2beta1",
+            "kind": "MPIJob",
+            "spec": {"mpiReplicaSpecs": {
+                "Launcher": {"template": {"spec": {"containers": [
+                    {"name": "mpi-launcher", "image": "m", "command": ["mpirun", "train"]}
+                ]}}},
+                "Worker": {"replicas": 2, "template": {"spec": {"containers": [
+                    {"name": "mpi-worker", "image": "m"}
+                ]}}}
+            }}
+        });
+        let role = |r: &str| BTreeMap::from([("training.kubeflow.org/job-role".into(), r.into())]);
+        let set = replica_set(&rendered, "mpi-launcher").unwrap().unwrap();
+        assert!(check_primary_replica(&set, &role("launcher"), "t").is_ok());
+        let err = check_primary_replica(&set, &role("master"), "t")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("this kubeflow.org/v2beta1 MPIJob")
+                && err.contains("e.g. {training.kubeflow.org/job-role: launcher}"),
+            "{err}"
+        );
+        let mut v1 = rendered.clone();
+        v1["apiVersion"] = "kubeflow.org/v1".into();
+        let set = replica_set(&v1, "mpi-launcher").unwrap().unwrap();
+        assert!(check_primary_replica(&set, &role("master"), "t").is_ok());
+        assert!(check_primary_replica(&set, &role("launcher"), "t").is_err());
+    }
+
     #[test]
     fn primary_pod_labels_can_select_every_worker_and_must_match_one() {
         let dir = tempfile::tempdir().unwrap();
@@ -463,5 +508,77 @@ spec:
                 && err.contains("{team: audio} matches no replica"),
             "{err}"
         );
+    }
+
+    /// `$(VAR)` in a replica's command sees the operator's variables, and the operator's
+    /// value of a name the container also sets, as the kubelet expands after the training
+    /// operator has appended them; `$$(RANK)` stays literal.
+    #[test]
+    fn command_references_see_the_operators_variables() {
+        let dir = tempfile::tempdir().unwrap();
+        let yaml = r#"apiVersion: kubeflow.org/v1beta1
+kind: Experiment
+metadata:
+  name: e
+spec:
+  objective: {type: minimize, objectiveMetricName: loss}
+  algorithm: {algorithmName: random}
+  maxTrialCount: 1
+  parallelTrialCount: 1
+  parameters:
+    - {name: lr, parameterType: double, feasibleSpace: {min: "0.1", max: "1"}}
+  trialTemplate:
+    primaryContainerName: pytorch
+    trialParameters:
+      - {name: lr, reference: lr}
+    trialSpec:
+      apiVersion: kubeflow.org/v1
+      kind: PyTorchJob
+      spec:
+        pytorchReplicaSpecs:
+          Master:
+            template:
+              spec:
+                containers:
+                  - name: pytorch
+                    image: torch
+                    command: [train, "--lr=${trialParameters.lr}", "--at=$(MASTER_ADDR):$(MASTER_PORT)", "--rank=$(RANK)", "--lit=$$(RANK)"]
+                    env:
+                      - {name: MASTER_PORT, value: "1"}
+          Worker:
+            replicas: 1
+            template:
+              spec:
+                containers:
+                  - name: pytorch
+                    image: torch
+                    command: [train, "--rank=$(RANK)", "--of=$(WORLD_SIZE)"]
+"#;
+        let exp = LocalExperiment::new(
+            vernier_spec::parse_experiment(yaml).unwrap(),
+            LocalPaths {
+                work_dir: PathBuf::from("/w"),
+                log_dir: dir.path().to_path_buf(),
+            },
+        )
+        .unwrap();
+        let job = job(&exp);
+        let command = |i: usize| job.processes[i].command.as_ref().unwrap();
+        let env = |i: usize, name: &str| {
+            let found = command(i).env.iter().rev().find(|(n, _)| n == name);
+            found.map(|(_, v)| v.clone()).unwrap()
+        };
+        let (addr, port) = (env(0, "MASTER_ADDR"), env(0, "MASTER_PORT"));
+        assert_ne!(port, "1");
+        assert_eq!(
+            command(0).args,
+            [
+                "--lr=0.5".to_string(),
+                format!("--at={addr}:{port}"),
+                "--rank=0".to_string(),
+                "--lit=$(RANK)".to_string()
+            ]
+        );
+        assert_eq!(command(1).args, ["--rank=1", "--of=2"]);
     }
 }

@@ -1,7 +1,7 @@
 //! Finds the primary container in a rendered trial spec of any kind, since local mode runs that
 //! container's command as a process instead of submitting the object to Kubernetes.
 
-use super::expansion::expand_container;
+use super::expansion::{expand_container, expand_words};
 use crate::error::SpecError;
 use serde_json::Value;
 
@@ -17,6 +17,22 @@ pub struct ContainerSpec {
     pub env: Vec<(String, String)>,
     pub working_dir: Option<String>,
     pub resources: Option<Value>,
+    /// `command` and `args` as written, before `$(VAR)` expansion ([`Self::append_env`]).
+    written: (Vec<String>, Vec<String>),
+}
+
+impl ContainerSpec {
+    /// Appends `extra` to the environment, as a training operator appends its variables
+    /// (`MASTER_ADDR`, `RANK`, `TF_CONFIG`, ...) to the container's own, and expands `command`
+    /// and `args` again from what was written against the whole environment: the kubelet
+    /// expands them after the operator has added its variables, and the later definition of
+    /// a name wins, so `--rank=$(RANK)` sees the operator's value.
+    pub fn append_env(&mut self, extra: impl IntoIterator<Item = (String, String)>) {
+        self.env.extend(extra);
+        let (mut command, mut args) = self.written.clone();
+        expand_words(&self.env, &mut command, &mut args);
+        (self.command, self.args) = (command, args);
+    }
 }
 
 /// Searches `run_spec` depth-first (in document order) for the first `containers` array that
@@ -83,6 +99,7 @@ pub fn container_from(c: &Value, name: &str, path: &str) -> Result<ContainerSpec
     }
     let strings = |field: &str| strings(c, field, path).unwrap_or_default();
     let (mut command, mut args, mut env) = (strings("command"), strings("args"), env(c));
+    let written = (command.clone(), args.clone());
     expand_container(&mut env, &mut command, &mut args);
     Ok(ContainerSpec {
         name: name.to_string(),
@@ -96,6 +113,7 @@ pub fn container_from(c: &Value, name: &str, path: &str) -> Result<ContainerSpec
             .and_then(Value::as_str)
             .map(str::to_string),
         resources: c.get("resources").cloned(),
+        written,
     })
 }
 

@@ -13,6 +13,12 @@ pub fn expand_container(env: &mut [(String, String)], command: &mut [String], ar
         let value = &mut rest[0].1;
         *value = expand(value, |name| lookup(earlier, name));
     }
+    expand_words(env, command, args);
+}
+
+/// Expands `command` and `args` against the whole (already expanded) env, the later
+/// definition of a name winning.
+pub fn expand_words(env: &[(String, String)], command: &mut [String], args: &mut [String]) {
     for word in command.iter_mut().chain(args.iter_mut()) {
         *word = expand(word, |name| lookup(env, name));
     }

@@ -173,6 +173,9 @@ pub struct ReplicaSpec {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ReplicaSet {
     pub kind: JobKind,
+    /// The job's `apiVersion` (the MPI operator's `kubeflow.org/v2beta1` labels its pods and
+    /// defaults its launcher otherwise than the training operator's `kubeflow.org/v1`).
+    pub api_version: String,
     /// In [`JobKind::replica_types`] order.
     pub replicas: Vec<ReplicaSpec>,
     /// `spec.runPolicy.backoffLimit`: restarts allowed across the whole job.
@@ -405,6 +408,7 @@ fn read_replica_set(
     let elastic_nproc_per_node = elastic_nproc_per_node(spec, nproc_per_node.is_some())?;
     Ok(Some(ReplicaSet {
         kind,
+        api_version: api_version.to_string(),
         replicas,
         backoff_limit,
         active_deadline_seconds,
