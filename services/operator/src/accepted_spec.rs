@@ -4,14 +4,17 @@
 //! stored, so the operator keeps the first valid spec it ran in an annotation and runs on it,
 //! with the editable counts as they are now, while a Warning event names the refused field.
 //! An edit of the counts themselves is refused, as by Katib, when `maxTrialCount` would not be
-//! above the trials the experiment already has; the counts last accepted are kept in the
-//! annotation too, so such an edit leaves them as they were.
+//! above the trials the experiment already has; the counts last accepted are kept in a second
+//! annotation ([`COUNTS_ANNOTATION`]), so such an edit leaves them as they were. An experiment
+//! without it (accepted by an earlier version) takes its current counts as accepted.
 //! Pure: the reconciler reads and writes the annotation.
 
 use serde_json::{Map, Value};
 
 /// Where the accepted spec is kept, as JSON.
 pub const ANNOTATION: &str = "vernier.kubeflow.org/accepted-spec";
+/// Where the trial counts last accepted are kept, as a JSON object of the [`EDITABLE`] fields.
+pub const COUNTS_ANNOTATION: &str = "vernier.kubeflow.org/accepted-counts";
 
 /// The fields Katib's webhook lets an update change.
 pub const EDITABLE: [&str; 3] = ["parallelTrialCount", "maxTrialCount", "maxFailedTrialCount"];
@@ -89,12 +92,21 @@ fn first_difference(a: &Value, b: &Value, path: &str) -> Option<String> {
     }
 }
 
-/// Whether the editable counts of `spec` differ from those of `accepted`.
+/// The editable counts of `spec`, as kept in [`COUNTS_ANNOTATION`].
+pub fn counts_of(spec: &Value) -> Value {
+    let counts: Map<String, Value> = EDITABLE
+        .iter()
+        .filter_map(|k| Some((k.to_string(), spec.get(k)?.clone())))
+        .collect();
+    Value::Object(counts)
+}
+
+/// Whether the editable counts of `spec` differ from those `accepted` holds.
 pub fn counts_changed(spec: &Value, accepted: &Value) -> bool {
     EDITABLE.iter().any(|k| spec.get(k) != accepted.get(k))
 }
 
-/// Katib's webhook refuses an update whose `maxTrialCount` is not above `status.trials`
+/// Katib's webhook refuses an update while its `maxTrialCount` is not above `status.trials`
 /// (`ValidateExperiment`: "must be greater than status.trials count"); the note of the
 /// Warning event when an edit of the counts is refused so.
 pub fn count_refusal(spec: &Value, accepted: &Value, trials: i32) -> Option<String> {
@@ -104,15 +116,15 @@ pub fn count_refusal(spec: &Value, accepted: &Value, trials: i32) -> Option<Stri
     let max = spec.get("maxTrialCount")?.as_i64()?;
     (max <= i64::from(trials)).then(|| {
         format!(
-            "the edit of spec.maxTrialCount to {max} is not applied: it must be greater than \
-             status.trials count: {trials} (Katib's webhook refuses it), so the experiment runs on \
-             with the counts it had\nhint: set spec.maxTrialCount above {trials}, or delete the \
-             experiment to end it now"
+            "the edit of the trial counts is not applied: spec.maxTrialCount {max} must be \
+             greater than status.trials count {trials} (Katib's webhook refuses any edit until \
+             it is), so the experiment runs on with the counts it had ({accepted})\nhint: set \
+             spec.maxTrialCount above {trials}, or delete the experiment to end it now"
         )
     })
 }
 
-/// `spec` with the editable counts of `accepted` (a refused edit of the counts undone).
+/// `spec` with the editable counts `accepted` holds (a refused edit of the counts undone).
 pub fn with_counts_of(spec: &Value, accepted: &Value) -> Value {
     let mut out = spec.clone();
     if let Some(map) = out.as_object_mut() {
@@ -211,18 +223,24 @@ mod tests {
             (parallel(3, 8), 7, false),
         ];
         for (i, (current, trials, refused)) in cases.into_iter().enumerate() {
-            let note = count_refusal(&current, &accepted, trials);
+            let note = count_refusal(&current, &counts_of(&accepted), trials);
             assert_eq!(note.is_some(), refused, "case {i}: {note:?}");
             if let Some(note) = note {
-                let want = format!("must be greater than status.trials count: {trials}");
+                let want = format!("must be greater than status.trials count {trials}");
                 assert!(note.contains(&want) && note.contains("hint:"), "{note}");
-                let undone = with_counts_of(&current, &accepted);
+                assert!(note.starts_with("the edit of the trial counts"), "{note}");
+                let undone = with_counts_of(&current, &counts_of(&accepted));
                 assert!(!counts_changed(&undone, &accepted), "case {i}: {undone}");
             }
         }
         let mut unlimited = spec(0.99, 8, "a");
         unlimited.as_object_mut().unwrap().remove("maxTrialCount");
-        assert_eq!(count_refusal(&unlimited, &accepted, 50), None);
+        assert_eq!(count_refusal(&unlimited, &counts_of(&accepted), 50), None);
+        // The counts kept hold only the fields the spec has.
+        assert_eq!(
+            counts_of(&accepted),
+            json!({"maxTrialCount": 8, "parallelTrialCount": 2})
+        );
     }
 
     #[test]

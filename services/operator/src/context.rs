@@ -30,6 +30,35 @@ pub struct Context {
     pub leases: ExperimentLeases,
     /// Trials created and not yet in the cache, per experiment.
     pub expectations: crate::expectations::Expectations,
+    /// The refusals already announced, so a reconcile repeats no Warning event.
+    pub announced: Announced,
+}
+
+/// The last note announced under each key (an experiment and the kind of refusal): a
+/// condition that holds over many reconciles, such as a refused edit left in the stored spec,
+/// is told once, and again only when it changes or after it has cleared.
+#[derive(Debug, Default)]
+pub struct Announced {
+    notes: std::sync::Mutex<std::collections::HashMap<String, String>>,
+}
+
+impl Announced {
+    /// Records `note` (or, with `None`, that the condition cleared) under `key`; true when
+    /// `note` is new there and should be told.
+    pub fn first(&self, key: &str, note: Option<&str>) -> bool {
+        let mut notes = self.notes.lock().unwrap_or_else(|e| e.into_inner());
+        match note {
+            None => {
+                notes.remove(key);
+                false
+            }
+            Some(n) if notes.get(key).map(String::as_str) == Some(n) => false,
+            Some(n) => {
+                notes.insert(key.to_string(), n.to_string());
+                true
+            }
+        }
+    }
 }
 
 /// Builds an early-stopping rule from its Katib name and settings (e.g. medianstop).
@@ -88,6 +117,7 @@ impl Context {
             early_stopping: None,
             leases,
             expectations: Default::default(),
+            announced: Announced::default(),
         }
     }
 
@@ -139,5 +169,23 @@ mod tests {
         assert_eq!(b.next("a"), Duration::from_secs(300));
         b.reset("a");
         assert_eq!(b.next("a"), Duration::from_millis(500));
+    }
+
+    /// A refusal is told once while it holds, again when its note changes, and again after
+    /// it has cleared; keys do not share notes.
+    #[test]
+    fn a_condition_is_announced_once_while_it_holds() {
+        let a = Announced::default();
+        let steps = [
+            ("e/spec", Some("goal"), true),
+            ("e/spec", Some("goal"), false),
+            ("e/counts", Some("goal"), true),
+            ("e/spec", Some("image"), true),
+            ("e/spec", None, false),
+            ("e/spec", Some("image"), true),
+        ];
+        for (i, (key, note, told)) in steps.into_iter().enumerate() {
+            assert_eq!(a.first(key, note), told, "step {i}");
+        }
     }
 }

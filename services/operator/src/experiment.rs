@@ -14,8 +14,8 @@
 //! sequence number (a 409) takes it as it is.
 
 use crate::accepted_spec::{
-    ANNOTATION as ACCEPTED_SPEC, Effective, MAX_KEPT_BYTES, count_refusal, counts_changed,
-    effective, refused_note, with_counts_of,
+    ANNOTATION as ACCEPTED_SPEC, COUNTS_ANNOTATION, Effective, MAX_KEPT_BYTES, count_refusal,
+    counts_changed, counts_of, effective, refused_note, with_counts_of,
 };
 use crate::context::Context;
 use crate::early_stop::Stopping;
@@ -112,30 +112,28 @@ async fn reconcile_experiment(obj: &DynamicObject, ctx: &Context) -> Result<Acti
         return Ok(Action::await_change());
     }
     let ended = run.ended();
-    let kept = accepted_spec(obj);
+    let kept = annotation_json(obj, ACCEPTED_SPEC);
+    let kept_counts = annotation_json(obj, COUNTS_ANNOTATION);
     let stored = obj.data.get("spec").cloned().unwrap_or(Value::Null);
-    let spec = match effective(&stored, kept.as_ref()) {
-        Effective::Current => stored,
-        Effective::Accepted { spec, field } => {
-            run.event(true, "EditRefused", refused_note(&field)).await;
-            spec
-        }
+    let (spec, refused) = match effective(&stored, kept.as_ref()) {
+        Effective::Current => (stored, None),
+        Effective::Accepted { spec, field } => (spec, Some(refused_note(&field))),
     };
-    let spec = match kept.as_ref() {
-        Some(kept) => match count_refusal(&spec, kept, run.status.trials) {
-            Some(note) => {
-                run.event(true, "EditRefused", note).await;
-                with_counts_of(&spec, kept)
-            }
-            None => spec,
-        },
+    run.refused("spec", refused).await;
+    let refused = kept_counts
+        .as_ref()
+        .and_then(|k| Some((k, count_refusal(&spec, k, run.status.trials)?)));
+    let spec = match &refused {
+        Some((k, _)) => with_counts_of(&spec, k),
         None => spec,
     };
+    run.refused("counts", refused.map(|(_, note)| note)).await;
     let exp = match (resolve(obj, spec.clone(), ctx).await?, &ended) {
         (Ok(exp), _) => {
-            if kept.as_ref().is_none_or(|k| counts_changed(&spec, k)) {
-                run.keep_accepted_spec(&spec).await?;
-            }
+            let counts_new = kept_counts
+                .as_ref()
+                .is_none_or(|k| counts_changed(&spec, k));
+            run.keep_accepted(&spec, kept.is_none(), counts_new).await?;
             exp
         }
         // A finished experiment keeps its one terminal condition, whatever its spec (or the
@@ -210,9 +208,9 @@ fn look_again(watching: bool, observation_interval: Duration) -> Duration {
     }
 }
 
-/// The spec kept when the experiment was first accepted, if any.
-fn accepted_spec(obj: &DynamicObject) -> Option<Value> {
-    let text = obj.annotations().get(ACCEPTED_SPEC)?;
+/// The JSON an annotation of `obj` holds (the accepted spec, the accepted counts), if any.
+fn annotation_json(obj: &DynamicObject, key: &str) -> Option<Value> {
+    let text = obj.annotations().get(key)?;
     serde_json::from_str(text).ok()
 }
 
@@ -461,10 +459,16 @@ impl<'a> Run<'a> {
         vernier_engine::suggest(suggester.as_ref(), exp, seed, input).map_err(algorithm_error)
     }
 
-    /// Keeps `spec`, valid and about to run, as the one later edits are checked against.
-    async fn keep_accepted_spec(&self, spec: &Value) -> Result<()> {
+    /// Keeps what later edits are checked against, of `spec`, valid and about to run: the
+    /// spec itself when none is kept yet (`spec_new`), its counts when they are new.
+    async fn keep_accepted(&self, spec: &Value, spec_new: bool, counts_new: bool) -> Result<()> {
+        let mut annotations = serde_json::Map::new();
+        if counts_new {
+            let counts = counts_of(spec).to_string();
+            annotations.insert(COUNTS_ANNOTATION.into(), counts.into());
+        }
         let text = spec.to_string();
-        if text.len() > MAX_KEPT_BYTES {
+        if spec_new && text.len() > MAX_KEPT_BYTES {
             tracing::warn!(
                 "experiment {}/{}: its spec ({} bytes) is too large to keep in an annotation, \
                  so edits Katib's webhook refuses are applied to it",
@@ -472,9 +476,13 @@ impl<'a> Run<'a> {
                 self.name,
                 text.len()
             );
+        } else if spec_new {
+            annotations.insert(ACCEPTED_SPEC.into(), text.into());
+        }
+        if annotations.is_empty() {
             return Ok(());
         }
-        let patch = json!({"metadata": {"annotations": {ACCEPTED_SPEC: text}}});
+        let patch = json!({"metadata": {"annotations": annotations}});
         self.api
             .patch(&self.name, &PatchParams::default(), &Patch::Merge(&patch))
             .await?;
@@ -572,6 +580,17 @@ impl<'a> Run<'a> {
         tracing::warn!("{note}");
         self.event(true, "LeaseHeld", note).await;
         Ok(Action::requeue(LEASE_TTL))
+    }
+
+    /// An `EditRefused` Warning for a refusal of `kind` (`spec` or `counts`), told once while
+    /// it holds; `None`: nothing of that kind is refused now.
+    async fn refused(&self, kind: &str, note: Option<String>) {
+        let key = format!("{}/{}/{kind}", self.ns, self.name);
+        if self.ctx.announced.first(&key, note.as_deref())
+            && let Some(note) = note
+        {
+            self.event(true, "EditRefused", note).await;
+        }
     }
 
     async fn event(&self, warning: bool, reason: &str, note: String) {

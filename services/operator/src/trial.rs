@@ -300,11 +300,10 @@ async fn succeeded(mut live: Live<'_>, spec: &TrialSpec, job: (&str, &str)) -> R
             if let Some(log) = &verdict.unavailable {
                 live.record(&objective, log).await?;
             }
-            live.end(
-                TrialState::MetricsUnavailable,
-                verdict.reason,
-                &verdict.message,
-            );
+            // Katib's reason names the job's (`MetricsUnavailable. Job reason: ...`); the
+            // message is the engine's, which says what was seen and how to fix it.
+            let (reason, _) = decide::with_job((verdict.reason, ""), job.0, "");
+            live.end(TrialState::MetricsUnavailable, &reason, &verdict.message);
             live.announce(true, verdict.reason, verdict.message);
         }
     }

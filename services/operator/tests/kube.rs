@@ -411,7 +411,7 @@ async fn lowering_max_trials_below_the_trials_so_far_is_refused() {
     let refused = env.event("lowered", "EditRefused").await;
     let note = refused.data["note"].as_str().unwrap_or_default();
     assert!(
-        note.contains("the edit of spec.maxTrialCount to 1 is not applied: it must be greater than status.trials count:"),
+        note.contains("the edit of the trial counts is not applied: spec.maxTrialCount 1 must be greater than status.trials count"),
         "{note}"
     );
     let exp = finished(&env, "lowered").await;
@@ -778,7 +778,10 @@ async fn a_trial_without_its_objective_says_which_metrics_it_reported() {
         .find(|t| condition(t, "MetricsUnavailable").is_some())
         .expect("trial");
     let c = condition(t, "MetricsUnavailable").expect("condition");
-    assert_eq!(c["reason"], "MetricsUnavailable");
+    assert_eq!(
+        c["reason"], "MetricsUnavailable. Job reason: CompletionsReached",
+        "{t:#}"
+    );
     let running = condition_is(t, "Running", "False").expect("running condition");
     assert_eq!(running["reason"], "TrialRunning", "{t:#}");
     assert_eq!(
