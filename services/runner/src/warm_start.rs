@@ -67,6 +67,14 @@ impl WarmStart {
     }
 }
 
+/// The known results of a file, and how many rows had the objective but lacked another
+/// metric the search reads (skipped, and counted like earlier trials without them).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct KnownResults {
+    pub rows: Vec<KnownResult>,
+    pub lacking: usize,
+}
+
 /// One known result read from a file.
 #[derive(Debug, Clone, PartialEq)]
 pub struct KnownResult {
@@ -118,7 +126,9 @@ pub async fn load(store: &SqlStore, exp: &LocalExperiment) -> Result<WarmStart, 
     if let Some(file) = &ws.file {
         let path = exp.paths.work_dir.join(file);
         let source = format!("file/{file}");
-        for known in read_file(&path, &exp.space, &exp.objective)? {
+        let known = read_file(&path, &exp.space, &exp.objective)?;
+        out.skipped += known.lacking;
+        for known in known.rows {
             let origin = format!("line {}", known.line);
             let (a, v) = (known.assignment, known.objective);
             push(
@@ -173,7 +183,7 @@ pub fn read_file(
     path: &Path,
     space: &SearchSpace,
     objective: &Objective,
-) -> Result<Vec<KnownResult>, RunnerError> {
+) -> Result<KnownResults, RunnerError> {
     let shown = path.display().to_string();
     use vernier_spec::limits::{CappedReadError, MAX_WARM_START_BYTES, read_text_capped};
     let text = read_text_capped(path, MAX_WARM_START_BYTES).map_err(|e| match e {
@@ -212,7 +222,7 @@ pub fn parse_csv(
     text: &str,
     space: &SearchSpace,
     objective: &Objective,
-) -> Result<Vec<KnownResult>, String> {
+) -> Result<KnownResults, String> {
     // Values keep their spaces (a categorical value may begin or end with one); `known`
     // falls back to the trimmed values for hand-written files (`lr, optimizer`).
     let mut reader = csv::ReaderBuilder::new()
@@ -277,7 +287,7 @@ pub fn parse_csv(
         true => leading.iter().position(|c| *c == "condition"),
         false => column("condition"),
     };
-    let mut out = Vec::new();
+    let mut out = KnownResults::default();
     for record in reader.records() {
         let record = record.map_err(|e| format!("does not parse as CSV: {e}"))?;
         let line = record.position().map_or(0, |p| p.line() as usize);
@@ -286,14 +296,18 @@ pub fn parse_csv(
         }
         let cell = |(n, i): &(String, usize)| (n.clone(), record.get(*i).unwrap_or_default());
         let values: Vec<(String, &str)> = metrics.iter().map(cell).collect();
+        if values[0].1.trim().is_empty() {
+            continue;
+        }
         if values.iter().any(|(_, v)| v.trim().is_empty()) {
+            out.lacking += 1;
             continue;
         }
         let pairs: Vec<(String, String)> = params
             .iter()
             .map(|(n, i)| (n.clone(), record.get(*i).unwrap_or_default().to_string()))
             .collect();
-        out.push(known(line, space, &pairs, &values)?);
+        out.rows.push(known(line, space, &pairs, &values)?);
     }
     Ok(out)
 }
@@ -303,10 +317,10 @@ pub fn parse_json_lines(
     text: &str,
     space: &SearchSpace,
     objective: &Objective,
-) -> Result<Vec<KnownResult>, String> {
+) -> Result<KnownResults, String> {
     let metric = &objective.metric;
     let metrics = search_metrics(objective);
-    let mut out = Vec::new();
+    let mut out = KnownResults::default();
     for (i, raw) in text.lines().enumerate() {
         let line = i + 1;
         if raw.trim().is_empty() {
@@ -329,11 +343,15 @@ pub fn parse_json_lines(
         if !usable_condition(obj.get("condition").and_then(|c| c.as_str())) {
             continue;
         }
+        if obj.get(metric).and_then(text_of).is_none() {
+            continue;
+        }
         let values: Option<Vec<(String, String)>> = metrics
             .iter()
             .map(|m| Some((m.clone(), obj.get(m).and_then(text_of)?)))
             .collect();
         let Some(values) = values else {
+            out.lacking += 1;
             continue;
         };
         let values: Vec<(String, &str)> = values.iter().map(|(m, v)| (m.clone(), &**v)).collect();
@@ -348,7 +366,7 @@ pub fn parse_json_lines(
             };
             pairs.push((p.name.clone(), v));
         }
-        out.push(known(line, space, &pairs, &values)?);
+        out.rows.push(known(line, space, &pairs, &values)?);
     }
     Ok(out)
 }

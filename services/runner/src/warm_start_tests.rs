@@ -57,7 +57,9 @@ fn files_carry_every_metric_a_search_of_several_objectives_reads() {
                 0.01,adam,0.25,12,300,x\n\
                 0.02,sgd,0.5,,300,\n\
                 0.03,sgd,0.125,30,900,\n";
-    let got = parse_csv(text, &space(), &o).unwrap();
+    let parsed = parse_csv(text, &space(), &o).unwrap();
+    assert_eq!(parsed.lacking, 1);
+    let got = parsed.rows;
     let shown: Vec<(usize, f64, &BTreeMap<String, f64>)> = got
         .iter()
         .map(|k| (k.line, k.objective, &k.metrics))
@@ -84,8 +86,9 @@ fn files_carry_every_metric_a_search_of_several_objectives_reads() {
     assert_eq!(e, "line 2: latency value \"fast\" is not a finite number");
     let text = "{\"lr\": 0.01, \"optimizer\": \"adam\", \"loss\": 1, \"latency\": 2, \"memory\": 3}\n\
                 {\"lr\": 0.02, \"optimizer\": \"adam\", \"loss\": 1, \"memory\": 3}\n";
-    let got = parse_json_lines(text, &space(), &o).unwrap();
-    assert_eq!(got.len(), 1);
+    let parsed = parse_json_lines(text, &space(), &o).unwrap();
+    assert_eq!((parsed.rows.len(), parsed.lacking), (1, 1));
+    let got = parsed.rows;
     assert_eq!(
         got[0].metrics,
         BTreeMap::from([("latency".into(), 2.0), ("memory".into(), 3.0)])
@@ -100,7 +103,7 @@ fn csv_from_a_report_is_read_and_unfinished_rows_skipped() {
                 a-3,3,EarlyStopped,true,0.05,sgd,0.125,0.8\n\
                 a-4,4,Running,false,0.03,adam,0.5,\n\
                 a-5,5,Succeeded,false,0.04,adam,,\n";
-    let got = parse_csv(text, &space(), &loss()).unwrap();
+    let got = parse_csv(text, &space(), &loss()).unwrap().rows;
     let shown: Vec<(usize, String, f64)> = got
         .iter()
         .map(|k| (k.line, k.assignment.to_string(), k.objective))
@@ -132,14 +135,16 @@ fn csv_parameters_named_like_the_reports_columns_are_read_from_their_own_columns
                 a-1,1,Succeeded,true,5,4
                 a-2,2,Failed,false,7,
 ";
-    let got = parse_csv(text, &space, &loss()).unwrap();
+    let got = parse_csv(text, &space, &loss()).unwrap().rows;
     let shown: Vec<String> = got.iter().map(|k| k.assignment.to_string()).collect();
     assert_eq!(shown, ["index=5"]);
     // Today's reports name such columns apart; a metric named like a parameter too.
     let text = "trial,index,condition,best,index (parameter),index (metric)
                 a-1,1,Succeeded,true,5,4
 ";
-    let got = parse_csv(text, &space, &Objective::new("index", Direction::Minimize)).unwrap();
+    let got = parse_csv(text, &space, &Objective::new("index", Direction::Minimize))
+        .unwrap()
+        .rows;
     assert_eq!(got[0].assignment.to_string(), "index=5");
     assert_eq!(got[0].objective, 4.0);
 }
@@ -156,9 +161,13 @@ fn csv_keeps_quoted_spaces_and_trims_hand_written_ones() {
         distribution: Distribution::Uniform,
     }])
     .unwrap();
-    let got = parse_csv("optimizer,loss\n\" adam\",0.5\n", &spaced, &loss()).unwrap();
+    let got = parse_csv("optimizer,loss\n\" adam\",0.5\n", &spaced, &loss())
+        .unwrap()
+        .rows;
     assert_eq!(got[0].assignment.to_string(), "optimizer= adam");
-    let got = parse_csv("lr, optimizer, loss\n0.01, sgd, 0.25\n", &space(), &loss()).unwrap();
+    let got = parse_csv("lr, optimizer, loss\n0.01, sgd, 0.25\n", &space(), &loss())
+        .unwrap()
+        .rows;
     assert_eq!(
         (got[0].assignment.to_string(), got[0].objective),
         ("lr=0.01, optimizer=sgd".to_string(), 0.25)
@@ -189,7 +198,7 @@ fn json_lines_take_numbers_or_strings() {
     let text = "{\"lr\": 0.01, \"optimizer\": \"adam\", \"loss\": 0.25}\n\n\
                 {\"lr\": \"0.02\", \"optimizer\": \"sgd\", \"loss\": null}\n\
                 {\"lr\": 0.03, \"optimizer\": \"sgd\", \"loss\": \"0.5\", \"note\": \"x\"}\n";
-    let got = parse_json_lines(text, &space(), &loss()).unwrap();
+    let got = parse_json_lines(text, &space(), &loss()).unwrap().rows;
     let shown: Vec<(usize, String, f64)> = got
         .iter()
         .map(|k| (k.line, k.assignment.to_string(), k.objective))
@@ -357,7 +366,7 @@ fn an_endless_warm_start_file_is_refused_naming_it_and_the_limit() {
 #[test]
 fn csv_with_a_byte_order_mark_is_read() {
     let text = "\u{feff}lr,optimizer,loss\n0.01,sgd,0.25\n";
-    let got = parse_csv(text, &space(), &loss()).unwrap();
+    let got = parse_csv(text, &space(), &loss()).unwrap().rows;
     assert_eq!(got.len(), 1);
     assert_eq!(got[0].assignment.to_string(), "lr=0.01, optimizer=sgd");
 }

@@ -128,7 +128,7 @@ impl<'a> Run<'a> {
             let mut metrics = vec![exp.objective.metric.clone()];
             metrics.extend(exp.objective.secondary_search_metrics());
             self.warn(format!(
-                "warm start: {} earlier trial(s) skipped (no {} value, or outside this search space); {} used",
+                "warm start: {} earlier result(s) skipped (no {} value, or outside this search space); {} used",
                 self.warm.skipped,
                 metrics.join(" or "),
                 self.warm.records.len()
