@@ -41,11 +41,14 @@ pub fn go_class_literals(pattern: &str) -> String {
             }
             continue;
         }
+        let posix_end = (c == '[' && chars.get(i + 1) == Some(&':'))
+            .then(|| (i + 2..chars.len()).find(|&k| chars[k] == ']'))
+            .flatten()
+            .filter(|&k| chars[k - 1] == ':' && k > i + 2);
         match c {
-            '[' if chars.get(i + 1) == Some(&':') => {
-                let end = (i + 2..chars.len().saturating_sub(1))
-                    .find(|&k| chars[k] == ':' && chars[k + 1] == ']')
-                    .map_or(i, |k| k + 1);
+            // `[:alpha:]`: its `:]` is the first `]` after it; else the `[` is a member.
+            '[' if posix_end.is_some() => {
+                let end = posix_end.unwrap_or(i);
                 out.extend(&chars[i..=end]);
                 i = end;
             }
@@ -70,9 +73,23 @@ pub fn go_class_literals(pattern: &str) -> String {
 /// above Go's 1000, or a flag Go does not have (only `i`, `m`, `s` and `U`).
 pub fn go_refusal(pattern: &str) -> Option<String> {
     let chars: Vec<char> = pattern.chars().collect();
+    let mut in_class = false;
     let mut i = 0;
     while i < chars.len() {
         match chars[i] {
+            // Inside a bracket class `(`, `?` and `{` are members.
+            '[' if !in_class => {
+                in_class = true;
+                i += 1;
+                for lead in ['^', ']'] {
+                    if chars.get(i) == Some(&lead) {
+                        i += 1;
+                    }
+                }
+                continue;
+            }
+            ']' if in_class => in_class = false,
+            _ if in_class && chars[i] != '\\' => {}
             '(' if chars.get(i + 1) == Some(&'?') => {
                 if let Some(refused) = go_flag_refusal(&chars[i + 2..]) {
                     return Some(refused);
@@ -448,6 +465,8 @@ mod tests {
             (r"^[[:alpha:]]+$", "abc", true),
             (r"^[[:alpha:]]+$", "a1", false),
             (r"^[]&]+$", "]&", true),
+            // No `:]` before the class ends: a `[` member, then `:` and `x`.
+            (r"^[[:x]+$", "[x:", true),
             (r"^[\[]$", "[", true),
         ] {
             let re =
@@ -488,6 +507,8 @@ mod tests {
             (r"(?i)(\w+)=(?s:\d)", None),
             (r"(?-U:(\w+))=(?P<v>\d)(?<w>x)?", None),
             (r"\(?x(\w+)=(\d)", None),
+            (r"[(?x](\w+)=(\d)", None),
+            (r"[a{2}](\w+)=(\d)", None),
         ] {
             let got = go_refusal(pattern);
             match refused {

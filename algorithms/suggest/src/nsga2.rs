@@ -287,9 +287,11 @@ impl Suggester for Nsga2 {
     fn suggest(&self, req: &SuggestRequest<'_>) -> Result<Suggestions, CoreError> {
         let mut rng = ChaCha8Rng::seed_from_u64(req.seed);
         let mut taken: HashSet<u64> = taken_fingerprints(req.space, req.trials);
+        // A killed trial (an interrupted run) holds no place: a resumed run breeds another.
         let labelled: Vec<(usize, &TrialRecord)> = req
             .trials
             .iter()
+            .filter(|t| is_explored(t))
             .filter_map(|t| Some((generation_of(t)?, t)))
             .collect();
         let seeds: Vec<&TrialRecord> = req
@@ -485,6 +487,35 @@ mod tests {
                 .iter()
                 .all(|p| p.labels[GENERATION_LABEL] == "1")
         );
+    }
+
+    /// An interrupted run leaves a member of generation 0 killed: resumed, the search breeds
+    /// its replacement into generation 0 instead of starting generation 1 one member short.
+    #[test]
+    fn a_killed_member_leaves_its_place_to_fill() {
+        let p = MultiProblem::by_name("zdt1").unwrap();
+        let space = p.space();
+        let o = two_objectives();
+        let s = nsga(4);
+        let mut trials = run(&s, &p, 4, 1);
+        trials[2].state = TrialState::Killed;
+        let req = SuggestRequest {
+            space: &space,
+            objective: &o,
+            trials: &trials,
+            count: 3,
+            seed: 9,
+            state: None,
+        };
+        let labels: Vec<String> = s
+            .suggest(&req)
+            .unwrap()
+            .proposals
+            .iter()
+            .map(|p| p.labels[GENERATION_LABEL].clone())
+            .collect();
+        // The replacement, then a wait for it before generation 1 is bred.
+        assert_eq!(labels, ["0"]);
     }
 
     /// A finite space: no point twice, across generations, and the search ends once all

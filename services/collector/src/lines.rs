@@ -44,6 +44,8 @@ pub struct LineReader<R> {
     buf: Vec<u8>,
     /// The length of the last line returned, if it was cut at [`MAX_LINE_BYTES`].
     cut: Option<usize>,
+    /// The bytes that end a line: `\n`, or also `\r` ([`LineReader::ending_at_carriage_returns`]).
+    ends: &'static [u8],
 }
 
 impl<R: AsyncRead + Unpin> LineReader<R> {
@@ -52,7 +54,17 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
             reader: BufReader::with_capacity(8 * 1024, reader),
             buf: Vec::with_capacity(1024),
             cut: None,
+            ends: b"\n",
         }
+    }
+
+    /// Ends lines at a carriage return too: a progress bar that redraws itself with `\r`
+    /// (tqdm on stderr, in the stream stdout shares) never writes a newline while it runs,
+    /// and would otherwise grow one line past the cap that then drops the metric printed
+    /// after it. No `name=value` pair spans a carriage return.
+    pub fn ending_at_carriage_returns(mut self) -> Self {
+        self.ends = b"\r\n";
+        self
     }
 
     /// The next line (terminator removed, invalid UTF-8 replaced), `None` at EOF. `on_raw`
@@ -62,7 +74,8 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
         on_raw: &mut G,
     ) -> Result<Option<String>, CollectorError> {
         self.buf.clear();
-        let (n, cut) = read_bounded_line(&mut self.reader, &mut self.buf, on_raw).await?;
+        let ends = self.ends;
+        let (n, cut) = read_bounded_line(&mut self.reader, &mut self.buf, ends, on_raw).await?;
         if n == 0 {
             return Ok(None);
         }
@@ -95,11 +108,12 @@ pub fn drop_cut_token(kept: &mut Vec<u8>) {
     kept.truncate(end);
 }
 
-/// Reads up to a newline, keeping at most `MAX_LINE_BYTES` of the line (the rest is still
+/// Reads up to one of `ends`, keeping at most `MAX_LINE_BYTES` of the line (the rest is still
 /// passed to `on_raw` and consumed). Returns the bytes consumed and whether the line was cut.
 async fn read_bounded_line<R, G>(
     reader: &mut BufReader<R>,
     buf: &mut Vec<u8>,
+    ends: &[u8],
     on_raw: &mut G,
 ) -> Result<(usize, bool), CollectorError>
 where
@@ -113,7 +127,7 @@ where
         if available.is_empty() {
             return Ok((total, cut));
         }
-        let (chunk, done) = match available.iter().position(|b| *b == b'\n') {
+        let (chunk, done) = match available.iter().position(|b| ends.contains(b)) {
             Some(i) => (&available[..=i], true),
             None => (available, false),
         };
@@ -150,6 +164,32 @@ mod tests {
         .unwrap();
         assert_eq!(lines, vec!["loss=1", "acc=\u{fffd}2", "last"]);
         assert_eq!(raw, data);
+    }
+
+    /// A progress bar redrawn with carriage returns for longer than the cap still lets the
+    /// metric printed after it through, when carriage returns end lines.
+    #[tokio::test]
+    async fn a_carriage_return_ends_a_line_when_asked() {
+        let mut data = Vec::new();
+        while data.len() <= MAX_LINE_BYTES {
+            data.extend_from_slice(b"\r 50%|#####     | 5/10 [00:01<00:01]");
+        }
+        data.extend_from_slice(b"\raccuracy=0.9\r\n");
+        async fn metric_lines(mut reader: LineReader<&[u8]>) -> Vec<String> {
+            let mut found = Vec::new();
+            while let Some(line) = reader.next_line(&mut |_| {}).await.unwrap() {
+                if line.contains("accuracy=") {
+                    found.push(line);
+                }
+            }
+            found
+        }
+        assert_eq!(
+            metric_lines(LineReader::new(&data[..]).ending_at_carriage_returns()).await,
+            ["accuracy=0.9"]
+        );
+        // By newlines alone the whole is one line, cut at the cap with the metric after it.
+        assert!(metric_lines(LineReader::new(&data[..])).await.is_empty());
     }
 
     #[tokio::test]

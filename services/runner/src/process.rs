@@ -576,7 +576,7 @@ async fn pump<R: tokio::io::AsyncRead + Unpin>(
     tx: mpsc::Sender<ParsedBatch>,
 ) {
     let parse = collection.source == MetricSource::Output;
-    let mut lines = LineReader::new(reader);
+    let mut lines = LineReader::new(reader).ending_at_carriage_returns();
     let mut on_raw = |raw: &[u8]| write_log(&log, raw);
     while let Ok(Some(line)) = lines.next_line(&mut on_raw).await {
         if parse && let Some(bytes) = lines.last_cut() {
