@@ -4,10 +4,11 @@
 
 use super::ExperimentReport;
 use super::svg::{Chart, PALETTE, Scale, esc, num, step_line};
+use super::table::strategy_name;
 use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 use serde_json::{Value, json};
 use std::fmt::Write;
-use vernier_core::Direction;
+use vernier_core::{Direction, MetricStrategy};
 
 /// Trial counts at which the best-so-far value is reported.
 pub const CHECKPOINTS: [usize; 4] = [10, 25, 50, 100];
@@ -19,6 +20,8 @@ pub struct Convergence {
     pub algorithm: String,
     pub metric: String,
     pub direction: Direction,
+    /// Which of a trial's values of the metric is its objective (Katib's metricStrategies).
+    pub strategy: MetricStrategy,
     pub phase: String,
     /// Best usable objective after each trial, in creation order.
     pub best_so_far: Vec<Option<f64>>,
@@ -40,6 +43,7 @@ impl Convergence {
                 .unwrap_or_default(),
             metric: r.objective.metric.clone(),
             direction: r.objective.direction,
+            strategy: r.objective.strategy,
             phase: r.row.status.phase.clone(),
             best_so_far: r.best_so_far(),
             text_best: r
@@ -89,13 +93,30 @@ fn direction_name(d: Direction) -> &'static str {
     }
 }
 
-/// A warning when the experiments do not optimise the same metric the same way.
+/// A warning when the experiments do not optimise the same metric the same way: the same
+/// metric reduced by another strategy (a trial's latest loss against its lowest) is another
+/// quantity too.
 pub fn mismatch(cs: &[Convergence]) -> Option<String> {
     let first = cs.first()?;
-    let aim = |c: &Convergence| format!("{} {}s {}", c.name, direction_name(c.direction), c.metric);
+    // Said only where it tells two aims at one metric apart, not for every metric's default.
+    let strategies_differ = cs.iter().any(|a| {
+        cs.iter()
+            .any(|b| a.metric == b.metric && a.strategy != b.strategy)
+    });
+    let aim = |c: &Convergence| {
+        let mut aim = format!("{} {}s {}", c.name, direction_name(c.direction), c.metric);
+        if strategies_differ {
+            let _ = write!(aim, " ({})", strategy_name(c.strategy));
+        }
+        aim
+    };
     let others: Vec<String> = cs
         .iter()
-        .filter(|c| c.metric != first.metric || c.direction != first.direction)
+        .filter(|c| {
+            c.metric != first.metric
+                || c.direction != first.direction
+                || c.strategy != first.strategy
+        })
         .map(aim)
         .collect();
     (!others.is_empty()).then(|| {
@@ -266,6 +287,7 @@ mod tests {
             algorithm: "random".into(),
             metric: metric.into(),
             direction,
+            strategy: direction.default_strategy(),
             phase: "Succeeded".into(),
             best_so_far: vec![Some(1.0)],
             text_best: None,
@@ -316,6 +338,12 @@ mod tests {
         assert_eq!(
             y_label(&mixed),
             "best objective so far (each experiment's own metric)"
+        );
+        let mut latest = convergence("b", "loss", Minimize);
+        latest.strategy = MetricStrategy::Latest;
+        assert_eq!(
+            mismatch(&[same[0].clone(), latest]).unwrap(),
+            "note: a minimizes loss (min) but b minimizes loss (latest); their values are not comparable"
         );
     }
 }

@@ -1,5 +1,6 @@
 //! `vernier report NAME --format csv`: one row per trial in creation order, one column per
-//! parameter and per metric (its metricStrategy value), for spreadsheets and dataframes.
+//! parameter, per metric (its metricStrategy value) and per trial label, for spreadsheets and
+//! dataframes.
 //! Quoting follows RFC 4180; written by hand because the format needs nothing more.
 
 use super::ExperimentReport;
@@ -34,6 +35,15 @@ pub fn render(r: &ExperimentReport) -> String {
         header.push(feasible.to_string());
     }
     header.extend(times.iter().map(|s| s.to_string()));
+    let labels = label_keys(r);
+    let label_columns: Vec<String> = labels
+        .iter()
+        .map(|k| match header.iter().any(|h| h == k) {
+            true => format!("{k} (label)"),
+            false => k.to_string(),
+        })
+        .collect();
+    header.extend(label_columns);
     push_record(&mut out, &header);
     for (i, t) in r.trials.iter().enumerate() {
         let mut rec = vec![
@@ -61,9 +71,24 @@ pub fn render(r: &ExperimentReport) -> String {
                 .map(|d| d.to_string())
                 .unwrap_or_default(),
         );
+        for k in &labels {
+            rec.push(t.row.labels.get(*k).cloned().unwrap_or_default());
+        }
         push_record(&mut out, &rec);
     }
     out
+}
+
+/// Every label key some trial carries, sorted: the algorithms' bookkeeping (a Hyperband
+/// bracket and rung, an ASHA or PBT parent, an NSGA-II generation, a warm start's source),
+/// which a dataframe groups by. Last, so a search without labels keeps Katib's shape.
+fn label_keys(r: &ExperimentReport) -> Vec<&str> {
+    let keys: std::collections::BTreeSet<&str> = r
+        .trials
+        .iter()
+        .flat_map(|t| t.row.labels.keys().map(String::as_str))
+        .collect();
+    keys.into_iter().collect()
 }
 
 fn push_record(out: &mut String, fields: &[String]) {

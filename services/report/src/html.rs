@@ -58,19 +58,38 @@ pub fn render(r: &ExperimentReport, opts: HtmlOptions) -> String {
     summary(&mut out, r);
     best(&mut out, r);
     out.push_str(&super::pareto::section(r));
-    out.push_str("<h2>Plots</h2>\n<div class=\"plots\">\n");
+    out.push_str("<h2>Plots</h2>\n");
     let ranked = r.ranked();
-    out.push_str(&history(r));
-    out.push_str(&importance(r));
-    out.push_str(&parallel(r, &ranked));
-    for p in r.parameter_names() {
-        out.push_str(&slice(r, &p));
-    }
-    out.push_str("</div>\n");
+    plots(&mut out, r, &ranked);
     curves(&mut out, r, &ranked);
     trial_table(&mut out, r, &ranked, opts.top);
     out.push_str("</body></html>\n");
     out
+}
+
+/// The charts of the objective, or, until a trial has a value of it, a line saying so:
+/// empty axes would read as a plot of nothing.
+fn plots(out: &mut String, r: &ExperimentReport, ranked: &[usize]) {
+    if !r
+        .trials
+        .iter()
+        .any(|t| t.objective.is_some_and(f64::is_finite))
+    {
+        let _ = writeln!(
+            out,
+            "<p class=\"no-plots\">No trial has a value of {} yet; the plots appear once one has.</p>",
+            esc(&r.objective.metric)
+        );
+        return;
+    }
+    out.push_str("<div class=\"plots\">\n");
+    out.push_str(&history(r));
+    out.push_str(&importance(r));
+    out.push_str(&parallel(r, ranked));
+    for p in r.parameter_names() {
+        out.push_str(&slice(r, &p));
+    }
+    out.push_str("</div>\n");
 }
 
 /// A failed experiment says why before anything else.

@@ -253,6 +253,25 @@ async fn csv_snapshot_has_one_row_per_trial_and_a_column_per_parameter_and_metri
     assert!(lines[0].starts_with("trial,index,condition,best,lr,optimizer,loss,accuracy,"));
 }
 
+/// An algorithm's labels (here Hyperband's) become the last columns, one per key, empty
+/// where a trial lacks one; a key that is already a column's name says it is a label.
+#[tokio::test]
+async fn csv_has_a_column_per_trial_label() {
+    let (_dir, mut r) = fixture().await;
+    let labels = [("vernier.hyperband/rung", "0"), ("loss", "x")];
+    r.trials[1].row.labels = labels.map(|(k, v)| (k.into(), v.into())).into();
+    r.trials[3].row.labels = [("vernier.hyperband/rung".into(), "1".into())].into();
+    let text = csv::render(&r);
+    let rows: Vec<Vec<&str>> = text.lines().map(|l| l.split(',').collect()).collect();
+    assert_eq!(
+        rows[0][rows[0].len() - 2..],
+        ["loss (label)", "vernier.hyperband/rung"]
+    );
+    let tail: Vec<&[&str]> = rows[1..].iter().map(|r| &r[r.len() - 2..]).collect();
+    let expected: [&[&str]; 5] = [&["", ""], &["x", "0"], &["", ""], &["", "1"], &["", ""]];
+    assert_eq!(tail, expected);
+}
+
 /// Checks `v` has every key with the JSON type named: `s` string, `n` number, `a` array,
 /// `o` object, `s?` string or null.
 fn require(v: &Value, path: &str, fields: &[(&str, &str)]) {
@@ -376,6 +395,19 @@ async fn json_report_has_katibs_shape() {
             require(m, "trials[].status.observation.metrics[]", &metric_fields);
         }
     }
+}
+
+/// Until a trial has a value of the objective there is nothing to plot: a line says so
+/// instead of empty axes.
+#[tokio::test]
+async fn html_without_an_objective_value_says_so_instead_of_plotting() {
+    let (_dir, mut r) = fixture().await;
+    for t in &mut r.trials {
+        t.objective = None;
+    }
+    let page = html::render(&r, html::HtmlOptions::default());
+    assert!(!page.contains("<div class=\"plots\">"), "no empty charts");
+    assert!(page.contains("No trial has a value of loss yet"));
 }
 
 #[tokio::test]
