@@ -208,4 +208,6 @@ fn bad_algorithm_settings_are_refused_before_anything_runs() {
     assert!(err.contains("gamma") && err.contains("1.5"), "{err}");
     let list = sb.run(&["list"]);
     assert!(!String::from_utf8_lossy(&list.stdout).contains("badsettings"));
+    // Nor an empty log directory, which would send the corrected run's logs elsewhere.
+    assert!(!sb.path().join("vernier-logs/badsettings").exists());
 }

@@ -250,7 +250,11 @@ fn running_a_recorded_name_again_is_refused_with_a_hint() {
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("\"twice\" already exists"), "{err}");
-    assert!(err.contains("vernier resume twice"), "{err}");
+    // It used its budget: resumed, it needs a larger one.
+    assert!(
+        err.contains("vernier resume twice") && err.contains("--max-trial-count N` continues"),
+        "{err}"
+    );
     assert!(err.contains("vernier delete twice"), "{err}");
     // Nothing recorded was touched.
     assert_eq!(sb.report("twice")["status"]["trials"], 1);
@@ -258,7 +262,11 @@ fn running_a_recorded_name_again_is_refused_with_a_hint() {
     assert_eq!(del.status.code(), Some(0), "{}", text(&del));
     // The logs stay unless asked for, and the output says how to remove them.
     let logs = sb.path().join("vernier-logs/twice");
-    assert!(String::from_utf8_lossy(&del.stdout).contains("vernier delete twice --logs"));
+    let said = String::from_utf8_lossy(&del.stdout);
+    assert!(
+        said.contains("hint: `rm -r ") && said.contains("vernier-logs/twice`"),
+        "{said}"
+    );
     assert_eq!(std::fs::read_dir(&logs).unwrap().count(), 1);
     // The kept logs are not overwritten: the new run writes its own beside them.
     let again = sb.run(&["run", file.to_str().unwrap()]);

@@ -257,6 +257,20 @@ fn validate_shows_both_verdicts() {
         out.contains("containers[0].env[0].valueFrom") && out.contains("hint:"),
         "{out}"
     );
+    // A collector only local mode has: the operator would fail the experiment, so validate
+    // does not call it valid there.
+    let scraped = VALID.replacen(
+        "  parameters:",
+        "  metricsCollectorSpec:\n    collector:\n      kind: PrometheusMetric\n  parameters:",
+        1,
+    );
+    let (code, out) = verdict(&scraped);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.contains("cluster: refused by `vernier operator`: spec.metricsCollectorSpec.collector.kind: value \"PrometheusMetric\"")
+            && out.contains("local: runnable"),
+        "{out}"
+    );
 }
 
 #[test]

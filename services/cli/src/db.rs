@@ -23,6 +23,7 @@ const CLOSE_WAIT: Duration = Duration::from_secs(5);
 
 /// Opens `db` in `mode`; a missing SQLite file (outside `Create`) names its path and source.
 pub async fn open(db: &str, mode: OpenMode) -> anyhow::Result<SqlStore> {
+    refuse_empty(db)?;
     match SqlStore::open(db, mode).await {
         Err(StoreError::DatabaseFileMissing { path }) => {
             let source = SOURCE.get().copied().unwrap_or("--db");
@@ -55,9 +56,22 @@ pub fn db_flag(db: &str) -> String {
 
 /// Opens or creates `db` ([`SqlStore::connect`]), to be closed by [`close_all`].
 pub async fn connect(db: &str) -> anyhow::Result<SqlStore> {
+    refuse_empty(db)?;
     let store = SqlStore::connect(db).await?;
     remember(&store);
     Ok(store)
+}
+
+/// An empty url (`VERNIER_DB=` left set to nothing) names where it came from, which the
+/// store's "unsupported database url ``" cannot.
+fn refuse_empty(db: &str) -> anyhow::Result<()> {
+    if !db.trim().is_empty() {
+        return Ok(());
+    }
+    let source = SOURCE.get().copied().unwrap_or("--db");
+    anyhow::bail!(
+        "the database url from {source} is empty\nhint: give a file path or a database url, or unset VERNIER_DB to use vernier.db in the current directory"
+    )
 }
 
 fn remember(store: &SqlStore) {

@@ -49,7 +49,8 @@ enum Command {
     Resume {
         /// The experiment name.
         name: String,
-        /// Raise the experiment's maxTrialCount to N (the local twin of editing it on a cluster).
+        /// Set the experiment's maxTrialCount to N, above the trials it has created (the local
+        /// twin of editing it on a cluster); raised, a finished experiment continues.
         #[arg(long, value_name = "N", value_parser = trial_count())]
         max_trial_count: Option<u32>,
         /// Change the experiment's parallelTrialCount to P.

@@ -73,3 +73,18 @@ fn a_database_in_a_missing_directory_is_a_clear_error() {
     assert!(err.contains("/nonexistent-dir/sub"), "{err}");
     assert!(err.contains("hint:"), "{err}");
 }
+
+#[test]
+fn an_empty_database_url_names_where_it_came_from() {
+    let out = Command::new(env!("CARGO_BIN_EXE_vernier"))
+        .arg("list")
+        .env("VERNIER_DB", "")
+        .output()
+        .expect("run vernier");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("the database url from VERNIER_DB is empty") && err.contains("hint:"),
+        "{err}"
+    );
+}

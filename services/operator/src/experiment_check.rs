@@ -62,7 +62,9 @@ fn check_kind(spec: &Experiment, ctx: &Context) -> Result<(), String> {
     ))
 }
 
-fn check_collector(spec: &Experiment) -> Result<(), String> {
+/// Refuses a metrics collector the operator cannot collect from (`vernier validate` asks
+/// too, so it never calls such an experiment valid on a cluster).
+pub fn check_collector(spec: &Experiment) -> Result<(), String> {
     let collector = Collector::of(spec.spec.metrics_collector_spec.as_ref());
     let collector = collector.kind();
     if COLLECTORS.contains(&collector) {

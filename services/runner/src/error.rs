@@ -64,6 +64,10 @@ pub enum RunnerError {
     )]
     LimitNotAbove { name: String, max: u32, trials: u32 },
     #[error(
+        "--max-trial-count {max} is not above the {trials} trial(s) experiment {name:?} has created, so it would end at once (Katib refuses such an edit too)\nhint: pass --max-trial-count above {trials}, or leave it out to resume with the budget it has"
+    )]
+    MaxNotAboveTrials { name: String, max: u32, trials: u32 },
+    #[error(
         "{flags} would make the experiment invalid: {errors}\nhint: pick values the rest of the spec allows (maxTrialCount at least maxFailedTrialCount and parallelTrialCount), or raise the other one too"
     )]
     LimitsInvalid {

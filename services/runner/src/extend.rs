@@ -60,23 +60,50 @@ pub fn with_limits(spec_json: &str, limits: NewLimits) -> Result<String, RunnerE
     Ok(text)
 }
 
-/// Writes `limits` into the stored experiment `name`. A finished experiment continues only
-/// under Katib's rule (it succeeded by reaching `maxTrialCount`, and the new one is above its
-/// trial count), with the engine's local resume policy: local mode keeps every experiment's
-/// history, so `resumePolicy` is not asked for. Returns whether a finished experiment was reopened.
-pub async fn extend(store: &SqlStore, name: &str, limits: NewLimits) -> Result<bool, RunnerError> {
+/// What writing new limits did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Extension {
+    /// A finished experiment was reopened.
+    pub reopened: bool,
+    /// `maxTrialCount` before and after, when it changed.
+    pub max_trial_count: Option<(Option<u32>, u32)>,
+}
+
+/// Writes `limits` into the stored experiment `name`. As Katib's webhook, a `maxTrialCount`
+/// must be above the trials created so far (an experiment of 4 trials cut to 3 would end at
+/// once, lowered from 10 to 5 it runs one more). A finished experiment continues only under
+/// Katib's rule (it succeeded by reaching `maxTrialCount`, and the new one is above its trial
+/// count), with the engine's local resume policy: local mode keeps every experiment's history,
+/// so `resumePolicy` is not asked for.
+pub async fn extend(
+    store: &SqlStore,
+    name: &str,
+    limits: NewLimits,
+) -> Result<Extension, RunnerError> {
     let row = store
         .get_experiment(name)
         .await?
         .ok_or_else(|| RunnerError::ExperimentNotFound(name.to_string()))?;
     let spec_json = with_limits(&row.spec_json, limits)?;
     let finished = matches!(row.status.phase.as_str(), "Succeeded" | "Failed");
+    let trials = store.list_trials(name).await?.len() as u32;
+    let stored_max = |json: &str| -> Result<Option<u32>, RunnerError> {
+        let spec = vernier_spec::parse_stored_experiment(json)?.spec;
+        Ok(spec.max_trial_count.map(|n| n.max(0) as u32))
+    };
+    let before = stored_max(&row.spec_json)?;
+    let max = stored_max(&spec_json)?;
+    if !finished
+        && let Some(m) = limits.max_trial_count
+        && m <= trials
+    {
+        return Err(RunnerError::MaxNotAboveTrials {
+            name: name.to_string(),
+            max: m,
+            trials,
+        });
+    }
     if finished {
-        let trials = store.list_trials(name).await?.len() as u32;
-        let max = vernier_spec::parse_stored_experiment(&spec_json)?
-            .spec
-            .max_trial_count
-            .map(|n| n.max(0) as u32);
         let succeeded = row.status.phase == "Succeeded";
         let ended = Ended {
             succeeded,
@@ -110,7 +137,10 @@ pub async fn extend(store: &SqlStore, name: &str, limits: NewLimits) -> Result<b
         status.completed_us = None;
         store.update_experiment_status(name, &status).await?;
     }
-    Ok(finished)
+    Ok(Extension {
+        reopened: finished,
+        max_trial_count: max.filter(|m| Some(*m) != before).map(|m| (before, m)),
+    })
 }
 
 #[cfg(test)]
@@ -152,5 +182,38 @@ mod tests {
             "{e}"
         );
         assert!(e.contains("\nhint: pick values"), "{e}");
+    }
+
+    /// An unfinished experiment (maxTrialCount 3, one trial) takes a budget above its trials,
+    /// lower or higher, and says what changed; one at or below its trials is refused and
+    /// leaves the spec as it was.
+    #[tokio::test]
+    async fn a_running_experiments_budget_must_stay_above_its_trials() {
+        let store = SqlStore::connect(":memory:").await.unwrap();
+        crate::test_store::with_trial(&store, vernier_core::TrialState::Killed).await;
+        store.update_experiment_spec("e", SPEC).await.unwrap();
+        let to = |n| NewLimits {
+            max_trial_count: Some(n),
+            parallel_trial_count: None,
+        };
+        let e = extend(&store, "e", to(1)).await.unwrap_err().to_string();
+        assert!(
+            e.starts_with(
+                "--max-trial-count 1 is not above the 1 trial(s) experiment \"e\" has created"
+            ) && e.contains("hint: pass --max-trial-count above 1"),
+            "{e}"
+        );
+        let kept = store.get_experiment("e").await.unwrap().unwrap();
+        assert_eq!(kept.spec_json, SPEC);
+        let lowered = extend(&store, "e", to(2)).await.unwrap();
+        assert_eq!(
+            lowered,
+            Extension {
+                reopened: false,
+                max_trial_count: Some((Some(3), 2))
+            }
+        );
+        let same = extend(&store, "e", to(2)).await.unwrap();
+        assert_eq!(same.max_trial_count, None);
     }
 }

@@ -55,8 +55,14 @@ pub async fn delete(db: &str, name: &str, logs: bool) -> anyhow::Result<Exit> {
         return Ok(Exit::Succeeded);
     }
     if !logs {
+        // The experiment is gone, so `delete --logs` can no longer find them (and a rerun of
+        // the name would be another experiment's): the hint is the shell's.
+        let remove = match holds_only(Path::new(&exp.log_dir), &files) {
+            true => format!("`rm -r {}` removes them", shell_word(&exp.log_dir)),
+            false => "they share the directory with other files, remove them by hand".into(),
+        };
         outln!(
-            "kept {counted} in {}; `vernier delete {name} --logs` removes them with the experiment",
+            "kept {counted} in {}; hint: {remove} (`vernier delete NAME --logs` deletes an experiment with its logs)",
             exp.log_dir
         );
         return Ok(Exit::Succeeded);
@@ -75,6 +81,32 @@ pub async fn delete(db: &str, name: &str, logs: bool) -> anyhow::Result<Exit> {
     let _ = std::fs::remove_dir(&exp.log_dir);
     outln!("removed {counted} from {}", exp.log_dir);
     Ok(Exit::Succeeded)
+}
+
+/// Whether everything in `dir` is one of `files` (or the `checkpoints` directory holding
+/// some of them), so removing `dir` removes nothing else.
+fn holds_only(dir: &Path, files: &[PathBuf]) -> bool {
+    let ours = |p: &Path| files.iter().any(|f| f == p);
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    entries.flatten().all(|e| {
+        let p = e.path();
+        if ours(&p) {
+            return true;
+        }
+        p.file_name().is_some_and(|n| n == "checkpoints")
+            && std::fs::read_dir(&p).is_ok_and(|mut c| c.all(|e| e.is_ok_and(|e| ours(&e.path()))))
+    })
+}
+
+/// `text` as one word for a POSIX shell: quoted unless it is plainly safe.
+fn shell_word(text: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "/._-+:@%".contains(c);
+    match !text.is_empty() && text.chars().all(plain) {
+        true => text.to_string(),
+        false => format!("'{}'", text.replace('\'', "'\\''")),
+    }
 }
 
 /// What each trial left under the log directory (see [`vernier_runner::trial_files`]); none
@@ -110,5 +142,31 @@ mod tests {
             ]
         );
         assert!(log_files(Path::new(""), &trials).is_empty());
+    }
+
+    #[test]
+    fn a_log_directory_is_offered_for_removal_only_when_it_holds_nothing_else() {
+        let dir = tempfile::tempdir().unwrap();
+        let trials = ["e-a".to_string()];
+        let files = log_files(dir.path(), &trials);
+        std::fs::write(&files[0], "loss=1\n").unwrap();
+        std::fs::create_dir_all(&files[2]).unwrap();
+        assert!(holds_only(dir.path(), &files));
+        std::fs::write(dir.path().join("checkpoints/other"), "").unwrap();
+        assert!(!holds_only(dir.path(), &files));
+        assert!(!holds_only(&dir.path().join("missing"), &files));
+    }
+
+    #[test]
+    fn shell_words_are_quoted_when_they_need_it() {
+        let cases = [
+            ("vernier-logs/census", "vernier-logs/census"),
+            ("my logs/x", "'my logs/x'"),
+            ("it's", "'it'\\''s'"),
+            ("", "''"),
+        ];
+        for (text, word) in cases {
+            assert_eq!(shell_word(text), word, "{text}");
+        }
     }
 }

@@ -48,9 +48,6 @@ pub async fn run(
     }
     let exp = LocalExperiment::new(with_plugin_annotation(spec, plugins), paths)?;
     check_local(&exp)?;
-    // A log directory that cannot be made is refused before the experiment is recorded: a
-    // record left behind could only be deleted, as `resume` keeps the directory it names.
-    exp.create_log_dir()?;
     plugins.check_flags_for(&exp.algorithm)?;
     // Bad algorithm settings are reported before anything is recorded.
     let algorithm = algorithm_source(&exp, plugins).await?;
@@ -66,6 +63,10 @@ pub async fn run(
     let warm = vernier_runner::warm_start::load(&store, &exp)
         .await?
         .complete()?;
+    // Made once every check has passed, so a refused run leaves no empty directory; and
+    // before the experiment is recorded, as a record left behind could only be deleted
+    // (`resume` keeps the directory it names).
+    exp.create_log_dir()?;
     let seed = seed
         .or_else(|| exp.setting_seed())
         .unwrap_or_else(random_seed);
@@ -92,9 +93,9 @@ pub async fn run(
 
 /// A name already in the database is refused, naming its driver when one is running it.
 async fn refuse_existing(store: &SqlStore, db: &str, name: &str) -> anyhow::Result<()> {
-    if store.get_experiment(name).await?.is_none() {
+    let Some(row) = store.get_experiment(name).await? else {
         return Ok(());
-    }
+    };
     let db_flag = crate::db::db_flag(db);
     if let Some(driver) = live_driver(store, name).await? {
         anyhow::bail!(
@@ -104,10 +105,26 @@ async fn refuse_existing(store: &SqlStore, db: &str, name: &str) -> anyhow::Resu
             driver.host
         );
     }
+    let go_on = match matches!(row.status.phase.as_str(), "Succeeded" | "Failed") {
+        true => finished_hint(name, &row.status.reason, &db_flag),
+        false => format!("continue it with `vernier resume {name}{db_flag}`"),
+    };
     anyhow::bail!(
-        "experiment {name:?} already exists in {}\nhint: continue it with `vernier resume {name}{db_flag}`, remove it with `vernier delete {name}{db_flag}`, or change metadata.name",
-        vernier_store::redact_url(db)
+        "experiment {name:?} already exists in {} ({})\nhint: {go_on}; remove it with `vernier delete {name}{db_flag}`, or change metadata.name",
+        vernier_store::redact_url(db),
+        row.status.phase
     )
+}
+
+/// What can be done with a finished experiment: one that used its budget goes on with a larger
+/// one; any other (goal reached, failed) has only its result to show.
+fn finished_hint(name: &str, reason: &str, db_flag: &str) -> String {
+    match reason == Completion::MaxTrialsReached.reason() {
+        true => format!(
+            "`vernier resume {name}{db_flag} --max-trial-count N` continues it with a larger budget"
+        ),
+        false => format!("`vernier report {name}{db_flag}` shows the result"),
+    }
 }
 
 /// Records the plugin address the algorithm is asked at, so `resume` asks the same plugin,
@@ -270,19 +287,22 @@ async fn prepare_resume(
     limits: NewLimits,
     last_heard_us: Option<i64>,
 ) -> anyhow::Result<(LocalExperiment, u64)> {
-    if !limits.is_empty() && vernier_runner::extend::extend(store, name, limits).await? {
-        outln!("experiment {name} continues: maxTrialCount was raised");
+    if !limits.is_empty() {
+        let done = vernier_runner::extend::extend(store, name, limits).await?;
+        if let Some((before, after)) = done.max_trial_count {
+            let before = before.map_or("unset".to_string(), |n| n.to_string());
+            outln!("experiment {name}: maxTrialCount {before} → {after}");
+        }
+        if done.reopened {
+            outln!("experiment {name} continues: maxTrialCount was raised");
+        }
     }
     let row = store
         .get_experiment(name)
         .await?
         .ok_or_else(|| missing_experiment(db, name))?;
     if matches!(row.status.phase.as_str(), "Succeeded" | "Failed") {
-        let hint = if row.status.reason == Completion::MaxTrialsReached.reason() {
-            format!("`vernier resume {name} --max-trial-count N` continues it with a larger budget")
-        } else {
-            format!("`vernier report {name}` shows the result")
-        };
+        let hint = finished_hint(name, &row.status.reason, &crate::db::db_flag(db));
         anyhow::bail!(
             "experiment {name:?} has already finished ({}: {})\nhint: {hint}",
             row.status.phase,

@@ -89,16 +89,18 @@ pub fn validate(file: &Path) -> anyhow::Result<Exit> {
             {
                 outln!("warning: {w}");
             }
-            if unquoted.is_empty() {
-                outln!("cluster: valid (`vernier operator` accepts it)");
-            } else {
-                outln!(
+            let operator_refusal = vernier_operator::experiment_check::check_collector(&exp).err();
+            match (&operator_refusal, unquoted.is_empty()) {
+                (Some(why), _) => outln!("cluster: refused by `vernier operator`: {why}"),
+                (None, true) => outln!("cluster: valid (`vernier operator` accepts it)"),
+                (None, false) => outln!(
                     "cluster: refused: {} text field(s) written as numbers or booleans (warnings above)",
                     unquoted.len()
-                );
+                ),
             }
             print_local(&verdict.refused, &verdict.ignored);
-            match (verdict.runnable(), unquoted.is_empty()) {
+            let cluster_runs = unquoted.is_empty() && operator_refusal.is_none();
+            match (verdict.runnable(), cluster_runs) {
                 (true, _) => Ok(Exit::Succeeded),
                 (false, true) => Ok(Exit::ClusterOnly),
                 // Neither a cluster nor local mode can run it.
