@@ -35,7 +35,7 @@ enum Command {
         /// The experiment file.
         file: PathBuf,
         /// Seed for the algorithm and trial names (default: the `random_state` setting, else random).
-        #[arg(long)]
+        #[arg(long, allow_negative_numbers = true, value_parser = seed_value)]
         seed: Option<u64>,
         /// Directory for trial logs (default: `./vernier-logs/<experiment>` in the current
         /// directory); stored absolute, so `resume` from elsewhere writes to the same place.
@@ -68,7 +68,7 @@ enum Command {
         #[arg(long, value_enum, default_value_t = commands::report::Format::Table)]
         format: commands::report::Format,
         /// Show only the best N trials (table, and the HTML trial table).
-        #[arg(long, value_name = "N")]
+        #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = top_value)]
         top: Option<usize>,
         /// Write to FILE instead of stdout.
         #[arg(long, short, value_name = "FILE")]
@@ -134,7 +134,7 @@ enum Command {
         #[arg(long, default_value_t = 10)]
         seeds: usize,
         /// The first seed, so a second seed set (e.g. 10..20) can check a result.
-        #[arg(long, default_value_t = 0)]
+        #[arg(long, default_value_t = 0, allow_negative_numbers = true, value_parser = seed_value)]
         first_seed: u64,
         #[arg(long, value_enum, default_value_t = ReportFormat::Table)]
         format: ReportFormat,
@@ -206,6 +206,27 @@ const EXIT_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 /// A trial count a Katib spec can hold: at least 1, at most an int32.
 fn trial_count() -> clap::builder::RangedI64ValueParser<u32> {
     clap::value_parser!(u32).range(1..=i64::from(i32::MAX))
+}
+
+/// A seed: a whole number a u64 holds. Said in words, since "invalid digit found in string"
+/// does not tell `-3` or `1.5` what would do.
+fn seed_value(text: &str) -> Result<u64, String> {
+    text.trim().parse().map_err(|_| {
+        format!(
+            "a seed is a whole number from 0 to {}; hint: e.g. --seed 42",
+            u64::MAX
+        )
+    })
+}
+
+/// How many of the best trials to show: 1 or more.
+fn top_value(text: &str) -> Result<usize, String> {
+    match text.trim().parse::<usize>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(
+            "the number of trials to show is a whole number, 1 or more; hint: e.g. --top 10".into(),
+        ),
+    }
 }
 
 fn main() -> ExitCode {

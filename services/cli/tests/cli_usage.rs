@@ -53,6 +53,30 @@ fn usage_errors_exit_2_and_name_the_flag() {
     assert!(err.contains("--format") && err.contains("yaml"), "{err}");
     let out = vernier(&["run"]);
     assert_eq!(out.status.code(), Some(2));
+    // A negative or fractional number reaches the flag's check, which says what would do.
+    for (args, said) in [
+        (
+            ["run", "x.yaml", "--seed", "-3"],
+            "'-3' for '--seed <SEED>': a seed is a whole number from 0",
+        ),
+        (
+            ["run", "x.yaml", "--seed", "1.5"],
+            "'1.5' for '--seed <SEED>': a seed is a whole number",
+        ),
+        (
+            ["report", "x", "--top", "-1"],
+            "'-1' for '--top <N>': the number of trials to show is a whole number, 1 or more",
+        ),
+        (["report", "x", "--top", "0"], "'0' for '--top <N>'"),
+    ] {
+        let out = vernier(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(said) && err.contains("hint:"),
+            "{args:?}: {err}"
+        );
+    }
 }
 
 #[test]

@@ -28,6 +28,7 @@ pub fn parse_experiment_served(text: &str, served: &[&str]) -> Result<Experiment
             return Err(errors);
         }
     };
+    errors.0.extend(unknown_metadata_fields(&exp));
     errors.0.extend(check_version(&exp));
     defaults::apply_defaults(&mut exp);
     if let Err(invalid) = validate::validate_served(&exp, served) {
@@ -383,9 +384,54 @@ fn strip_inner_path(message: &str) -> String {
     message.to_string()
 }
 
+/// `ObjectMeta`'s fields besides the four the Experiment reads: kept as they are, so the YAML
+/// of `kubectl get -o yaml` (uid, managedFields, ...) is read unchanged.
+const OTHER_METADATA_FIELDS: [&str; 11] = [
+    "generateName",
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "finalizers",
+    "ownerReferences",
+    "managedFields",
+    "selfLink",
+];
+
+/// Fields of `metadata` that are none of `ObjectMeta`'s, as kubectl's strict field validation
+/// refuses them (`namspace: team-a` would otherwise run in the default namespace unnoticed).
+fn unknown_metadata_fields(exp: &Experiment) -> Vec<SpecError> {
+    let known = ["name", "namespace", "labels", "annotations"]
+        .into_iter()
+        .chain(OTHER_METADATA_FIELDS);
+    let known: Vec<&str> = known.collect();
+    exp.metadata
+        .extra
+        .keys()
+        .filter(|k| !known.contains(&k.as_str()))
+        .map(|k| {
+            let hint = match closest_of(k, &known) {
+                Some(f) => format!("did you mean {f:?}?"),
+                None => "remove it, or put it under metadata.labels or metadata.annotations".into(),
+            };
+            SpecError::new(
+                format!("metadata.{k}"),
+                format!("unknown field {k:?}; hint: {hint}"),
+            )
+        })
+        .collect()
+}
+
 fn closest_field(key: &str) -> Option<&'static str> {
+    closest_of(key, FIELD_NAMES)
+}
+
+/// The name of `names` a typo of `key` most likely meant, if any is near enough.
+fn closest_of(key: &str, names: &[&'static str]) -> Option<&'static str> {
     let lower = key.to_ascii_lowercase();
-    FIELD_NAMES
+    names
         .iter()
         .map(|f| (edit_distance(&lower, &f.to_ascii_lowercase()), *f))
         .filter(|(d, f)| *d <= 2.max(f.len() / 5))

@@ -318,9 +318,6 @@ fn check(args: &ReportArgs, db: &str) -> anyhow::Result<()> {
             }
         );
     }
-    if args.top == Some(0) {
-        bail!("--top 0 would show no trials\nhint: pass --top 1 or more");
-    }
     Ok(())
 }
 

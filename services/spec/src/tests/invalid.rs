@@ -20,6 +20,34 @@ fn min_not_a_number() {
     );
 }
 
+/// The mistakes made most often each come with what would fix them.
+#[test]
+fn common_mistakes_carry_a_hint() {
+    let e = err_with(RANDOM, |v| {
+        set(v, "/spec/parameters/0/feasibleSpace/min", json!("0.5"));
+        set(v, "/spec/parameters/0/feasibleSpace/max", json!("0.1"));
+        set(v, "/spec/parameters/1/feasibleSpace/min", json!("one"));
+        set(v, "/spec/parallelTrialCount", json!(-1));
+    });
+    let cases = [
+        (
+            "spec.parameters[0].feasibleSpace.max",
+            "hint: swap min and max",
+        ),
+        (
+            "spec.parameters[1].feasibleSpace.min",
+            "hint: write it as a quoted",
+        ),
+        (
+            "spec.parallelTrialCount",
+            "hint: the number of trials run at once",
+        ),
+    ];
+    for (path, hint) in cases {
+        assert_error(&e, path, hint);
+    }
+}
+
 #[test]
 fn misspelt_top_level_field() {
     let text = RANDOM.replace("parallelTrialCount", "paralelTrialCount");
@@ -35,6 +63,39 @@ fn misspelt_top_level_field() {
 fn known_field_at_the_wrong_level() {
     let e = err_with(RANDOM, |v| set(v, "/spec/goal", json!(0.1)));
     assert_error(&e, "spec.goal", "belongs at another level");
+}
+
+/// kubectl's strict validation refuses a misspelt metadata field; the fields of
+/// `kubectl get -o yaml` are read as they are.
+#[test]
+fn misspelt_metadata_fields_are_refused() {
+    let e = err_with(RANDOM, |v| {
+        set(v, "/metadata/namspace", json!("team-a"));
+        set(v, "/metadata/lables", json!({"a": "b"}));
+        set(v, "/metadata/owner", json!("me"));
+    });
+    assert_error(
+        &e,
+        "metadata.namspace",
+        r#"unknown field "namspace"; hint: did you mean "namespace"?"#,
+    );
+    assert_error(&e, "metadata.lables", r#"did you mean "labels"?"#);
+    assert_error(&e, "metadata.owner", "put it under metadata.labels");
+    let exported = mutated(RANDOM, |v| {
+        set(v, "/metadata/uid", json!("5e0c"));
+        set(v, "/metadata/resourceVersion", json!("42"));
+        set(
+            v,
+            "/metadata/managedFields",
+            json!([{"manager": "kubectl"}]),
+        );
+        set(
+            v,
+            "/metadata/creationTimestamp",
+            json!("2026-12-01T00:00:00Z"),
+        );
+    });
+    crate::parse_experiment(&exported).expect("kubectl get -o yaml is read");
 }
 
 #[test]

@@ -143,7 +143,7 @@ fn check_counts(exp: &Experiment, errs: &mut Errors) {
     {
         errs.add(
             "spec.maxTrialCount",
-            format!("value {n} must be greater than 0"),
+            format!("value {n} must be greater than 0; hint: the number of trials to run, or leave it out to run until the search ends"),
         );
     }
     if let Some(n) = s.parallel_trial_count
@@ -151,7 +151,7 @@ fn check_counts(exp: &Experiment, errs: &mut Errors) {
     {
         errs.add(
             "spec.parallelTrialCount",
-            format!("value {n} must be greater than 0"),
+            format!("value {n} must be greater than 0; hint: the number of trials run at once, 3 when left out"),
         );
     }
     if let Some(n) = s.max_failed_trial_count
@@ -159,7 +159,7 @@ fn check_counts(exp: &Experiment, errs: &mut Errors) {
     {
         errs.add(
             "spec.maxFailedTrialCount",
-            format!("value {n} must not be negative"),
+            format!("value {n} must not be negative; hint: 0 fails the experiment at its first failed trial"),
         );
     }
     if let Some(max) = s.max_trial_count {
@@ -168,7 +168,7 @@ fn check_counts(exp: &Experiment, errs: &mut Errors) {
         {
             errs.add(
                 "spec.maxFailedTrialCount",
-                format!("value {n} must not be greater than spec.maxTrialCount ({max})"),
+                format!("value {n} must not be greater than spec.maxTrialCount ({max}); hint: set it to at most {max}"),
             );
         }
         if let Some(n) = s.parallel_trial_count
@@ -180,7 +180,7 @@ fn check_counts(exp: &Experiment, errs: &mut Errors) {
                     "; hint: {n} is also the default when parallelTrialCount is not set; set it to at most {max}"
                 )
             } else {
-                String::new()
+                format!("; hint: set it to at most {max}")
             };
             errs.add(
                 "spec.parallelTrialCount",

@@ -115,10 +115,14 @@ fn check_range(fs: &FeasibleSpace, path: &str, int: bool, errs: &mut Errors) {
             parse_f64(text)
         };
         if parsed.is_none() {
-            let what = if int { "an integer" } else { "a number" };
+            let (what, example) = if int {
+                ("an integer", "\"10\"")
+            } else {
+                ("a number", "\"0.01\" or \"1e-3\"")
+            };
             errs.add(
                 format!("{path}.{field}"),
-                format!("value {text:?} is not {what}"),
+                format!("value {text:?} is not {what}; hint: write it as a quoted {what}, e.g. {example}"),
             );
         }
         parsed
@@ -138,7 +142,7 @@ fn check_range(fs: &FeasibleSpace, path: &str, int: bool, errs: &mut Errors) {
         errs.add(
             format!("{path}.max"),
             format!(
-                "value {:?} must not be less than min {:?}",
+                "value {:?} must not be less than min {:?}; hint: swap min and max",
                 fs.max.as_deref().unwrap_or(""),
                 fs.min.as_deref().unwrap_or("")
             ),
@@ -150,7 +154,7 @@ fn check_range(fs: &FeasibleSpace, path: &str, int: bool, errs: &mut Errors) {
         errs.add(
             format!("{path}.step"),
             format!(
-                "value {:?} must be greater than 0",
+                "value {:?} must be greater than 0; hint: give the distance between grid points, or remove step for a continuous range",
                 fs.step.as_deref().unwrap_or("")
             ),
         );
