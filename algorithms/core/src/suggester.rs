@@ -83,6 +83,16 @@ pub trait Suggester: Send + Sync + std::fmt::Debug {
     fn notes(&self) -> Vec<String> {
         Vec::new()
     }
+
+    /// Proposals beyond the `given` ones [`Suggester::suggest`] answered `request` with, for a
+    /// caller that must get exactly `request.count` while no trial runs: Katib's controller
+    /// refuses a shorter answer and asks again for as many, so an algorithm waiting for the
+    /// result of what it gave would never be asked for less. Empty for most (the caller then
+    /// says why the answer is short); a generational algorithm adds extra members.
+    fn fill(&self, request: &SuggestRequest<'_>, given: &[Proposal]) -> Vec<Proposal> {
+        let _ = (request, given);
+        Vec::new()
+    }
 }
 
 /// Set by a caller that no longer wants an answer (a gRPC client that went away or whose

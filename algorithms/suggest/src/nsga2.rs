@@ -285,6 +285,22 @@ impl Suggester for Nsga2 {
     }
 
     fn suggest(&self, req: &SuggestRequest<'_>) -> Result<Suggestions, CoreError> {
+        Ok(self.propose(req, false))
+    }
+
+    /// More members of the generation being filled, past `population_size`: the same draws
+    /// as `suggest` (so `given` is their start), going on where it would wait.
+    fn fill(&self, req: &SuggestRequest<'_>, given: &[Proposal]) -> Vec<Proposal> {
+        let mut all = self.propose(req, true).proposals;
+        all.drain(..given.len().min(all.len()));
+        all
+    }
+}
+
+impl Nsga2 {
+    /// Up to `req.count` members, generation by generation; a generation waits for the one
+    /// before it to finish unless `overfill`, which adds to the unfinished one instead.
+    fn propose(&self, req: &SuggestRequest<'_>, overfill: bool) -> Suggestions {
         let mut rng = ChaCha8Rng::seed_from_u64(req.seed);
         let mut taken: HashSet<u64> = taken_fingerprints(req.space, req.trials);
         // A killed trial (an interrupted run) holds no place: a resumed run breeds another.
@@ -310,7 +326,7 @@ impl Suggester for Nsga2 {
         let mut parents: Option<Vec<Parent<'_>>> = None;
         let mut out = Suggestions::default();
         while out.proposals.len() < req.count {
-            if created >= self.population {
+            if created >= self.population && !(overfill && unfinished > 0) {
                 if unfinished > 0 {
                     break;
                 }
@@ -358,7 +374,7 @@ impl Suggester for Nsga2 {
             .space
             .cardinality()
             .is_some_and(|size| taken.len() as u128 >= size);
-        Ok(out)
+        out
     }
 }
 
@@ -516,6 +532,15 @@ mod tests {
             .collect();
         // The replacement, then a wait for it before generation 1 is bred.
         assert_eq!(labels, ["0"]);
+        // A caller that must have all 3 gets two more members of generation 0.
+        let given = s.suggest(&req).unwrap().proposals;
+        let extra = s.fill(&req, &given);
+        let extra_labels: Vec<&str> = extra
+            .iter()
+            .map(|p| p.labels[GENERATION_LABEL].as_str())
+            .collect();
+        assert_eq!(extra_labels, ["0", "0"]);
+        assert_ne!(extra[0].assignment, given[0].assignment);
     }
 
     /// A finite space: no point twice, across generations, and the search ends once all

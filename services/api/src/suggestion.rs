@@ -14,9 +14,11 @@
 //! from the settings before the algorithm is built. Labels a request sends on the trial win.
 //!
 //! The controller refuses a reply whose length differs from `current_request_number`, so a
-//! shorter answer is an error instead: `UNAVAILABLE` while the algorithm waits for running
-//! trials (the controller retries), `OUT_OF_RANGE` once its search is complete or no trial
-//! is running to change its answer. The controller retries `OUT_OF_RANGE` too, forever, so
+//! shorter answer is first made up by the algorithm's [`vernier_core::Suggester::fill`] when
+//! no trial runs (extra members of a PBT or NSGA-II generation waiting on one retried member),
+//! and is otherwise an error: `UNAVAILABLE` while the algorithm waits for running trials (the
+//! controller retries), `OUT_OF_RANGE` once its search is complete or no trial is running to
+//! change its answer. The controller retries `OUT_OF_RANGE` too, forever, so
 //! an algorithm that samples points of the space ([`REPEATING_SAMPLERS`]) and has tried every
 //! point of a finite space smaller than `maxTrialCount` gets the rest of the request filled
 //! with points drawn at random from the space (repeats, the same for a retried request), as
@@ -162,19 +164,22 @@ pub fn get_suggestions_cancellable(
         &carried.algorithm,
         trials.len(),
     );
-    let suggestions = vernier_algorithms::suggest_guarded_cancellable(
-        suggester.as_ref(),
-        &SuggestRequest {
-            space: &view.space,
-            objective: &view.objective,
-            trials: &trials,
-            count: asked,
-            seed,
-            state: carried.state.as_deref(),
-        },
-        cancel,
-    )
-    .map_err(ApiError::Suggest)?;
+    let request = SuggestRequest {
+        space: &view.space,
+        objective: &view.objective,
+        trials: &trials,
+        count: asked,
+        seed,
+        state: carried.state.as_deref(),
+    };
+    let mut suggestions =
+        vernier_algorithms::suggest_guarded_cancellable(suggester.as_ref(), &request, cancel)
+            .map_err(ApiError::Suggest)?;
+    let idle = trials.iter().all(|t| t.state.is_terminal());
+    if suggestions.proposals.len() < asked && idle && !suggestions.exhausted {
+        let extra = suggester.fill(&request, &suggestions.proposals);
+        suggestions.proposals.extend(extra);
+    }
     let (proposals, state) = full_answer(&view, suggestions, asked, &trials, seed)?;
     let mut labels = carried.labels;
     let names = name_labelled(&view.name, seed, &trials, &proposals, &mut labels);

@@ -978,3 +978,58 @@ async fn pbt_members_sharing_an_assignment_keep_their_own_labels() {
     assert_eq!(generations[5..10], ["1"; 5]);
     assert_eq!(generations[10..], ["2"; 5]);
 }
+
+/// Katib's controller refuses an answer shorter than it asked for and asks again for as many:
+/// with a generation-0 member failed and nothing running it asks for all 5, and gets the
+/// member's retry and 4 extra members of generation 0 (as Katib's service seeds extra members),
+/// after which the population breeds generation 1 from its 5 slots.
+#[tokio::test]
+async fn a_failed_pbt_member_under_a_controller_asking_for_a_generation_does_not_stall() {
+    let server = start().await;
+    let mut client = SuggestionClient::new(server.channel.clone());
+    let mut exp = experiment("pbt", &settings_for("pbt"));
+    let labels = |r: &api::GetSuggestionsReply, key: &str| -> Vec<String> {
+        r.parameter_assignments
+            .iter()
+            .map(|a| a.labels[key].clone())
+            .collect()
+    };
+    let mut trials: Vec<Trial> = Vec::new();
+    let mut replies = Vec::new();
+    for round in 0..3 {
+        let reply = client
+            .get_suggestions(GetSuggestionsRequest {
+                experiment: Some(exp.clone()),
+                trials: trials.clone(),
+                current_request_number: 5,
+                total_request_number: 5 * (round + 1),
+            })
+            .await
+            .unwrap_or_else(|s| panic!("round {round}: {s:?}"))
+            .into_inner();
+        support::merge_settings(
+            &mut exp,
+            &reply.algorithm.clone().unwrap().algorithm_settings,
+        );
+        let mut done = succeeded(&exp, &reply, trials.len());
+        if round == 0 {
+            let status = done[2].status.as_mut().unwrap();
+            status.condition = TrialConditionType::Failed as i32;
+            status.observation = None;
+        }
+        trials.extend(done);
+        replies.push(reply);
+    }
+    let generation = "pbt.suggestion.katib.kubeflow.org/generation";
+    assert_eq!(labels(&replies[1], generation), ["0"; 5]);
+    assert_eq!(
+        labels(&replies[1], "vernier.pbt/member"),
+        ["2", "5", "6", "7", "8"]
+    );
+    assert_eq!(
+        replies[1].parameter_assignments[0].assignments,
+        replies[0].parameter_assignments[2].assignments,
+        "the failed member is retried as it was"
+    );
+    assert_eq!(labels(&replies[2], generation), ["1"; 5]);
+}

@@ -246,6 +246,10 @@ impl Suggester for Pbt {
         ALGORITHM
     }
 
+    fn fill(&self, req: &SuggestRequest<'_>, given: &[Proposal]) -> Vec<Proposal> {
+        self.extra_members(req, given)
+    }
+
     fn suggest(&self, req: &SuggestRequest<'_>) -> Result<Suggestions, CoreError> {
         let trials = req.trials;
         let slots = slots(trials);
@@ -289,6 +293,36 @@ impl Suggester for Pbt {
 }
 
 impl Pbt {
+    /// Extra members of the generation `given` belongs to, in slots after every slot it has,
+    /// as Katib's service seeds extra members when its queue runs short: random in generation
+    /// 0, explored from a top member of the previous generation later. They train and are
+    /// ranked as any trial of the experiment, but the population's next generation is still
+    /// bred from its `n_population` slots.
+    fn extra_members(&self, req: &SuggestRequest<'_>, given: &[Proposal]) -> Vec<Proposal> {
+        let generation_of = |labels: &BTreeMap<String, String>| -> Option<u64> {
+            labels.get(GENERATION_LABEL)?.parse().ok()
+        };
+        let Some(generation) = given.iter().find_map(|p| generation_of(&p.labels)) else {
+            return Vec::new();
+        };
+        let slots = slots(req.trials);
+        let taken_by_given = given
+            .iter()
+            .filter_map(|p| p.labels.get(MEMBER_LABEL)?.parse::<usize>().ok());
+        let first_free = slots
+            .keys()
+            .filter(|(g, _)| *g == generation)
+            .map(|(_, m)| *m)
+            .chain(taken_by_given)
+            .max()
+            .map_or(0, |m| m + 1)
+            .max(self.population);
+        let missing = req.count.saturating_sub(given.len());
+        (first_free..first_free + missing)
+            .filter_map(|member| self.fresh_or_successor(req, &slots, generation, member))
+            .collect()
+    }
+
     /// A new member of generation 0, or the successor of slot `member` from the previous
     /// generation's usable results.
     fn fresh_or_successor(
