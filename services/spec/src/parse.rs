@@ -64,7 +64,7 @@ pub fn parse_experiment_value(value: &serde_json::Value) -> Result<Experiment, S
                 .map(|e| match e {
                     SpecError::Field { path, message } => SpecError::Field {
                         path,
-                        message: without_position(&message).to_string(),
+                        message: without_position(&message),
                     },
                     other => other,
                 })
@@ -73,10 +73,14 @@ pub fn parse_experiment_value(value: &serde_json::Value) -> Result<Experiment, S
     })
 }
 
-/// `message` without a trailing " at line N column M".
-fn without_position(message: &str) -> &str {
-    let Some((head, tail)) = message.rsplit_once(" at line ") else {
-        return message;
+/// `message` without the " at line N column M" that ends it (or its part before a hint).
+fn without_position(message: &str) -> String {
+    let (said, hint) = match message.split_once("; hint: ") {
+        Some((said, hint)) => (said, format!("; hint: {hint}")),
+        None => (message, String::new()),
+    };
+    let Some((head, tail)) = said.rsplit_once(" at line ") else {
+        return message.to_string();
     };
     let is_position = tail.split_once(" column ").is_some_and(|(l, c)| {
         !l.is_empty()
@@ -84,7 +88,10 @@ fn without_position(message: &str) -> &str {
             && l.bytes().all(|b| b.is_ascii_digit())
             && c.bytes().all(|b| b.is_ascii_digit())
     });
-    if is_position { head } else { message }
+    match is_position {
+        true => format!("{head}{hint}"),
+        false => message.to_string(),
+    }
 }
 
 /// Reads `path` and parses it with [`parse_experiment`].
@@ -126,7 +133,11 @@ fn deserialize(
     // Editors on Windows start UTF-8 files with a byte-order mark; kubectl reads past it.
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     if text.trim().is_empty() {
-        return Err(SpecError::new("document", "the document is empty").into());
+        return Err(SpecError::new(
+            "document",
+            "the document is empty; hint: write a Katib Experiment (apiVersion: kubeflow.org/v1beta1, kind: Experiment, metadata, spec)",
+        )
+        .into());
     }
     if let Some(line) = nesting_beyond(text, MAX_NESTING) {
         return Err(SpecError::Syntax {
@@ -268,10 +279,31 @@ fn check_syntax(text: &str) -> Result<(), SpecError> {
         return Err(SpecError::Syntax {
             line,
             column,
-            message: format!("invalid yaml: {e}"),
+            message: format!("invalid yaml: {e}; hint: {}", syntax_hint(text, line)),
         });
     }
     Ok(())
+}
+
+/// What to look at for a YAML syntax error at `line` (1-based): a tab in an indentation,
+/// which YAML forbids and an editor hides, else the indentation and quoting there.
+fn syntax_hint(text: &str, line: usize) -> String {
+    let indented_with_tab = |l: &str| {
+        l.chars()
+            .take_while(|c| c.is_whitespace())
+            .any(|c| c == '\t')
+    };
+    let tab_near = text
+        .lines()
+        .skip(line.saturating_sub(2))
+        .take(2)
+        .any(indented_with_tab);
+    match tab_near {
+        true => "YAML indents with spaces only; replace the tab characters at the start of the line with spaces".into(),
+        false => format!(
+            "check the indentation, colons and quotes on line {line} and the line before it"
+        ),
+    }
 }
 
 /// Block nesting (`- - - -`, indented mappings) has no brackets to count up front; the YAML
@@ -362,7 +394,15 @@ fn plain_words(message: &str) -> String {
         }
         _ => return message.to_string(),
     };
-    format!("{head}, expected {plain}{}", prefixed(rest))
+    // `maxTrialCount: "4"`: the number is right, the quotes make it text.
+    let quoted_number = head
+        .strip_prefix("invalid type: string ")
+        .is_some_and(|q| q.trim_matches('"').trim().parse::<f64>().is_ok());
+    let unquote = match quoted_number {
+        true => "; hint: write the number without quotes",
+        false => "",
+    };
+    format!("{head}, expected {plain}{}{unquote}", prefixed(rest))
 }
 
 fn prefixed(rest: &str) -> String {

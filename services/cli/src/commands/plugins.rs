@@ -103,7 +103,10 @@ impl Plugins {
         let mut plugins = Plugins::default();
         if let Some(path) = file {
             let text = std::fs::read_to_string(path).with_context(|| {
-                format!("cannot read suggestion plugin file {}", path.display())
+                format!(
+                    "--suggestion-config {}: cannot read the file\nhint: check the path, relative to the current directory",
+                    path.display()
+                )
             })?;
             let parsed: PluginFile = yaml_serde::from_str(&text).with_context(|| {
                 format!("{}: not a suggestions file\nhint: write `suggestions: [{{algorithmName: random, address: 127.0.0.1:7000}}]`", path.display())

@@ -20,6 +20,26 @@ fn min_not_a_number() {
     );
 }
 
+/// A tab in an indentation (invisible in most editors) and a quoted count say what to change.
+#[test]
+fn syntax_and_type_mistakes_carry_a_hint() {
+    let tabbed = RANDOM.replacen("  maxTrialCount", "\tmaxTrialCount", 1);
+    let e = parse_err(&tabbed).to_string();
+    assert!(e.contains("hint: YAML indents with spaces only"), "{e}");
+    let unbalanced = RANDOM.replacen("maxTrialCount: ", "maxTrialCount: [", 1);
+    let e = parse_err(&unbalanced).to_string();
+    assert!(
+        e.contains("hint: check the indentation, colons and quotes on line"),
+        "{e}"
+    );
+    let quoted = err_with(RANDOM, |v| set(v, "/spec/maxTrialCount", json!("4")));
+    assert_error(
+        &quoted,
+        "spec.maxTrialCount",
+        "hint: write the number without quotes",
+    );
+}
+
 /// The mistakes made most often each come with what would fix them.
 #[test]
 fn common_mistakes_carry_a_hint() {

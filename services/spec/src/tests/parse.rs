@@ -185,6 +185,14 @@ fn json_value_type_errors_carry_no_text_position() {
     assert!(err.contains("spec.objective.goal"), "{err}");
     assert!(err.contains("\"high\""), "{err}");
     assert!(!err.contains(" at line "), "{err}");
+    // A quoted count keeps its hint when the position goes.
+    v["spec"]["objective"]["goal"] = json!(0.9);
+    v["spec"]["maxTrialCount"] = json!("4");
+    let err = crate::parse_experiment_value(&v).unwrap_err().to_string();
+    assert!(
+        err.contains("expected an integer; hint: write the number without quotes"),
+        "{err}"
+    );
 }
 
 #[test]
