@@ -100,13 +100,10 @@ fn holds_only(dir: &Path, files: &[PathBuf]) -> bool {
     })
 }
 
-/// `text` as one word for a POSIX shell: quoted unless it is plainly safe.
+/// `text` as one word for a POSIX shell, as `--db` is quoted in suggested commands.
 fn shell_word(text: &str) -> String {
-    let plain = |c: char| c.is_ascii_alphanumeric() || "/._-+:@%".contains(c);
-    match !text.is_empty() && text.chars().all(plain) {
-        true => text.to_string(),
-        false => format!("'{}'", text.replace('\'', "'\\''")),
-    }
+    // Only a NUL byte cannot be quoted, and no path holds one.
+    shlex::try_quote(text).map_or_else(|_| text.to_string(), |q| q.into_owned())
 }
 
 /// What each trial left under the log directory (see [`vernier_runner::trial_files`]); none
@@ -158,15 +155,14 @@ mod tests {
     }
 
     #[test]
-    fn shell_words_are_quoted_when_they_need_it() {
-        let cases = [
-            ("vernier-logs/census", "vernier-logs/census"),
-            ("my logs/x", "'my logs/x'"),
-            ("it's", "'it'\\''s'"),
-            ("", "''"),
-        ];
-        for (text, word) in cases {
-            assert_eq!(shell_word(text), word, "{text}");
+    fn shell_words_are_read_back_by_a_shell_as_one_word() {
+        for text in ["vernier-logs/census", "my logs/x", "it's", "", "$HOME/a b"] {
+            assert_eq!(
+                shlex::split(&shell_word(text)),
+                Some(vec![text.to_string()]),
+                "{text}"
+            );
         }
+        assert_eq!(shell_word("vernier-logs/census"), "vernier-logs/census");
     }
 }
