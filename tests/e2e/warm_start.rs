@@ -15,10 +15,12 @@ fn experiment(name: &str, script: &str, extra: &str) -> String {
 const LOSS: &str = "import sys; x = float(sys.argv[1]); print(f'loss={(x - 0.3) ** 2}')";
 
 /// Reports like `LOSS`; if the file `stop-once` exists, removes it and stops its own driver,
-/// as Ctrl-C would, leaving the experiment interrupted.
-const STOPS_ONCE: &str = "import os, signal, sys\nx = float(sys.argv[1])\nprint(f'loss={(x - 0.3) ** 2}')\n\
+/// as Ctrl-C would, leaving the experiment interrupted. It then waits to be killed: a trial
+/// that exited before the driver saw the signal would rightly end Succeeded, and a loaded
+/// machine made that race go either way.
+const STOPS_ONCE: &str = "import os, signal, sys, time\nx = float(sys.argv[1])\nprint(f'loss={(x - 0.3) ** 2}')\n\
                           if os.path.exists('stop-once'):\n    os.remove('stop-once')\n    \
-                          os.kill(os.getppid(), signal.SIGTERM)";
+                          os.kill(os.getppid(), signal.SIGTERM)\n    time.sleep(60)";
 
 /// A grid over x in {0, 0.25, 0.5, 0.75, 1}.
 fn grid_experiment(name: &str, script: &str, extra: &str) -> String {
