@@ -94,7 +94,7 @@ impl Completion {
                 "Experiment has succeeded because max trial count has reached"
             }
             Completion::SuggestionEndReached => {
-                "Experiment has succeeded because the search space is exhausted"
+                "Experiment has succeeded because suggestion service has reached the end"
             }
         }
     }
