@@ -90,3 +90,44 @@ fn asha_stops_trials_outranked_at_a_rung() {
     }
     assert!(stopped >= 1, "seed 11 stops at least one trial: {r:#}");
 }
+
+/// A trial that reports every value at once and exits before the next check is still judged
+/// by its rule, as Katib's collector reads each value as it comes: the verdict does not hang
+/// on the driver's one-second polling.
+#[test]
+fn medianstop_judges_a_trial_that_ended_between_two_checks() {
+    let sb = Sandbox::new();
+    let yaml = python_experiment(
+        "median-fast",
+        "import sys\nx = float(sys.argv[1])\nfor e in range(3):\n    print(f'acc={x}')",
+        "  objective:\n    type: maximize\n    objectiveMetricName: acc\n  earlyStopping:\n    algorithmName: medianstop\n    algorithmSettings:\n      - name: min_trials_required\n        value: \"2\"\n      - name: start_step\n        value: \"1\"\n  parallelTrialCount: 1\n  maxTrialCount: 8",
+    );
+    let file = sb.write("median-fast.yaml", &yaml);
+    let out = sb.run(&["run", file.to_str().unwrap(), "--seed", "11"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let r = sb.report("median-fast");
+    // One at a time, each trial's rule is the mean x of the trials succeeded before it.
+    let mut succeeded_xs: Vec<f64> = Vec::new();
+    for t in r["trials"].as_array().unwrap() {
+        let x: f64 = t["spec"]["parameterAssignments"][0]["value"]
+            .as_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        let mean = succeeded_xs.iter().sum::<f64>() / succeeded_xs.len() as f64;
+        let breaks = succeeded_xs.len() >= 2 && x < mean;
+        let state = crate::harness::condition_state(last_condition(t));
+        let want = if breaks { "EarlyStopped" } else { "Succeeded" };
+        assert_eq!(
+            state, want,
+            "x {x}, succeeded before {succeeded_xs:?}: {r:#}"
+        );
+        if state == "Succeeded" {
+            succeeded_xs.push(x);
+        }
+    }
+    assert!(
+        !trials_in(&r, "EarlyStopped").is_empty(),
+        "seed 11 stops at least one trial: {r:#}"
+    );
+}

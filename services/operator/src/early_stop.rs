@@ -3,7 +3,7 @@
 //! `spec.earlyStoppingRules`, and the trial's collector stops the trial once its own values
 //! break it; a trial created before `min_trials_required` trials succeeded carries no rule and
 //! runs to its end. The operator does the same: [`frozen_rules`] at creation, [`breaks`] on
-//! each running trial's own rules. Any other rule (ASHA ranks trials against each other at
+//! each running trial's own rules, and once more on a trial whose job ended. Any other rule (ASHA ranks trials against each other at
 //! each rung) is asked about the whole history at every experiment reconcile.
 
 use crate::context::EarlyStopperFactory;
@@ -11,6 +11,9 @@ use vernier_algorithms::medianstop::{Comparison, MedianRule, MedianStop};
 use vernier_core::{EarlyStopper, Objective, TrialProgress};
 use vernier_spec::trial::EarlyStoppingRule;
 use vernier_spec::types::AlgorithmSpec;
+
+/// The rule whose verdicts trials carry frozen in `spec.earlyStoppingRules`.
+pub const FROZEN_RULE: &str = "medianstop";
 
 /// The experiment's early-stopping rule as the operator applies it.
 #[derive(Debug)]
@@ -51,7 +54,7 @@ impl Stopping {
     pub fn name(&self) -> &str {
         match self {
             Stopping::Off => "",
-            Stopping::Frozen(_) => "medianstop",
+            Stopping::Frozen(_) => FROZEN_RULE,
             Stopping::Continuous(s) => s.name(),
         }
     }

@@ -27,8 +27,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use vernier_core::{Objective, Observation as Log, TrialState};
 use vernier_engine::reason::{
-    TRIAL_CREATED, TRIAL_CREATED_MESSAGE, TRIAL_RUNNING, TRIAL_RUNNING_MESSAGE, TRIAL_SUCCEEDED,
-    TRIAL_SUCCEEDED_MESSAGE,
+    TRIAL_CREATED, TRIAL_CREATED_MESSAGE, TRIAL_EARLY_STOPPED, TRIAL_RUNNING,
+    TRIAL_RUNNING_MESSAGE, TRIAL_SUCCEEDED, TRIAL_SUCCEEDED_MESSAGE,
 };
 use vernier_spec::conditions::{set_condition, set_terminal, set_trial_end};
 use vernier_spec::status::{MetricValues, Observation, TrialStatus};
@@ -288,7 +288,25 @@ async fn succeeded(mut live: Live<'_>, spec: &TrialSpec, job: (&str, &str)) -> R
     } else {
         live.reported_names().await?
     };
-    match decide::verdict(observed, &objective.metric, &seen, spec) {
+    let metric = &objective.metric;
+    let values = match spec.early_stopping_rules.is_empty() {
+        true => Vec::new(),
+        false => crate::stop_trials::objective_values(live.ctx, &live.name, metric).await?,
+    };
+    let reported = decide::Reported {
+        metric,
+        observed,
+        values: &values,
+        seen: &seen,
+    };
+    match decide::verdict(reported, spec) {
+        Verdict::EarlyStopped => {
+            let rule = crate::early_stop::FROZEN_RULE;
+            let message = format!("Trial is early stopped by {rule}");
+            live.end(TrialState::EarlyStopped, TRIAL_EARLY_STOPPED, &message);
+            let note = format!("{rule} stopped trial {}", live.name);
+            live.announce(false, TRIAL_EARLY_STOPPED, note);
+        }
         Verdict::Succeeded => {
             let base = (TRIAL_SUCCEEDED, TRIAL_SUCCEEDED_MESSAGE);
             let (reason, message) = decide::with_job(base, job.0, job.1);

@@ -1,6 +1,7 @@
 //! The Trial reconciler's decisions, pure: the step to take once the trial's job was looked
 //! up, the verdict on a job that succeeded, and the Katib reasons and messages of each end.
 
+use crate::early_stop::breaks;
 use crate::jobs::JobOutcome;
 use serde_json::Value;
 use vernier_core::TrialState;
@@ -110,14 +111,40 @@ pub fn kind_not_served(kind: &str, api_message: &str) -> Failure {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Verdict {
     Succeeded,
+    /// Its values broke the rule frozen into its spec.
+    EarlyStopped,
     /// The objective metric was never reported: the engine's verdict, whose message says which
     /// metrics were and how to report the objective, with the `unavailable` observation.
     MetricsUnavailable(vernier_engine::Verdict),
 }
 
-/// The verdict on a succeeded job: Succeeded when the objective `metric` was observed, else
-/// the engine's MetricsUnavailable naming the metrics the trial did report (`seen`).
-pub fn verdict(observed: bool, metric: &str, seen: &[String], spec: &TrialSpec) -> Verdict {
+/// What a trial whose job succeeded reported.
+#[derive(Debug, Clone, Copy)]
+pub struct Reported<'a> {
+    /// The objective metric's name.
+    pub metric: &'a str,
+    /// Whether its status observation holds the objective metric.
+    pub observed: bool,
+    /// The objective's numeric values in order (read only when the spec carries rules).
+    pub values: &'a [f64],
+    /// Every metric name it reported, for a MetricsUnavailable message.
+    pub seen: &'a [String],
+}
+
+/// The verdict on a succeeded job: EarlyStopped when its values broke the rule frozen into
+/// its spec (Katib's collector applies the rule to each value as it reads it, so a job that
+/// ended between two checks is stopped all the same); Succeeded when the objective metric was
+/// observed; else the engine's MetricsUnavailable naming the metrics the trial did report.
+pub fn verdict(reported: Reported<'_>, spec: &TrialSpec) -> Verdict {
+    let Reported {
+        metric,
+        observed,
+        values,
+        seen,
+    } = reported;
+    if breaks(&spec.early_stopping_rules, metric, values) {
+        return Verdict::EarlyStopped;
+    }
     if observed {
         return Verdict::Succeeded;
     }
@@ -226,14 +253,6 @@ mod tests {
 
     #[test]
     fn unavailable_metrics_say_what_was_seen_and_how_to_report_per_collector() {
-        let spec = |collector: Value| -> TrialSpec {
-            serde_json::from_value(json!({
-                "objective": {"type": "maximize", "objectiveMetricName": "acc"},
-                "primaryContainerName": "trainer",
-                "metricsCollector": collector,
-            }))
-            .unwrap()
-        };
         let saw_none = "Metrics are not available: the job succeeded but never reported the objective metric \"acc\" (it reported no metric); hint: ";
         let saw_two = "Metrics are not available: the job succeeded but never reported the objective metric \"acc\" (saw val_acc, val_loss); hint: ";
         let table = [
@@ -264,7 +283,7 @@ mod tests {
         ];
         for (collector, seen, head, hint) in table {
             let Verdict::MetricsUnavailable(v) =
-                verdict(false, "acc", &seen, &spec(collector.clone()))
+                verdict(reported(false, &[], &seen), &spec(collector.clone()))
             else {
                 panic!("{collector}: not unavailable");
             };
@@ -279,8 +298,54 @@ mod tests {
             assert_eq!(log.timestamp_us, vernier_engine::ZERO_TIME_US);
         }
         assert_eq!(
-            verdict(true, "acc", &[], &spec(json!({}))),
+            verdict(reported(true, &[], &[]), &spec(json!({}))),
             Verdict::Succeeded
         );
+    }
+
+    fn spec(collector: Value) -> TrialSpec {
+        serde_json::from_value(json!({
+            "objective": {"type": "maximize", "objectiveMetricName": "acc"},
+            "primaryContainerName": "trainer",
+            "metricsCollector": collector,
+        }))
+        .unwrap()
+    }
+
+    fn reported<'a>(observed: bool, values: &'a [f64], seen: &'a [String]) -> Reported<'a> {
+        let metric = "acc";
+        Reported {
+            metric,
+            observed,
+            values,
+            seen,
+        }
+    }
+
+    /// A rule frozen into the spec decides first, on the values alone, whenever they came.
+    #[test]
+    fn a_trial_that_broke_its_frozen_rule_ends_early_stopped() {
+        let ruled = |value: &str| {
+            let mut s = spec(json!({}));
+            let rule = json!({"name": "acc", "value": value, "comparison": "less", "startStep": 2});
+            s.early_stopping_rules = vec![serde_json::from_value(rule).unwrap()];
+            s
+        };
+        let seen = ["acc".to_string()];
+        let table: [(TrialSpec, &[f64], Verdict); 5] = [
+            (ruled("0.75"), &[0.25, 0.5, 0.9], Verdict::EarlyStopped),
+            (ruled("0.75"), &[0.25, 0.8], Verdict::Succeeded),
+            // Fewer values than its start step: the rule was never asked.
+            (ruled("0.75"), &[0.25], Verdict::Succeeded),
+            (ruled("0.1"), &[0.25, 0.5], Verdict::Succeeded),
+            (spec(json!({})), &[0.25, 0.5], Verdict::Succeeded),
+        ];
+        for (spec, values, want) in table {
+            assert_eq!(
+                verdict(reported(true, values, &seen), &spec),
+                want,
+                "{values:?}"
+            );
+        }
     }
 }

@@ -1324,6 +1324,44 @@ async fn medianstop_rules_are_frozen_into_trials_when_they_are_created() {
     env.shutdown().await;
 }
 
+/// As above, but pod 3 prints its values at once and exits: its job can end before any
+/// experiment reconcile looked at it running, and its frozen rule stops it all the same
+/// (Katib's collector applies the rule to each value as it reads it, whatever the job does
+/// next); `trial_decide`'s table pins the judgement of an ended job.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn medianstop_stops_a_trial_whose_job_ended_before_a_check() {
+    let env = Env::start(SimulationOptions::default()).await;
+    let factory: EarlyStopperFactory = Arc::new(|name, settings| {
+        vernier_algorithms::build_early_stopper(name, settings).map_err(|e| e.to_string())
+    });
+    let op = env.operator_with("replica-a", Some(factory));
+    let pods = tempfile::tempdir().expect("tempdir");
+    let trainer = MEDIAN_TRAINER
+        .replace("DIR", &pods.path().display().to_string())
+        .replace("time.sleep(1 if n == 3 else 0)", "pass")
+        .replace("if n == 3:\n    time.sleep(600)\n", "");
+    let stopping = "  earlyStopping:\n    algorithmName: medianstop\n    algorithmSettings:\n      - name: min_trials_required\n        value: \"2\"\n      - name: start_step\n        value: \"2\"\n";
+    let yaml = experiment_yaml_with("fast", "Job", 2, 4, stopping, &trainer);
+    env.create(&yaml).await;
+    let exp = finished(&env, "fast").await;
+    assert_eq!(exp["status"]["trialsSucceeded"], 3, "{exp:#}");
+    assert_eq!(exp["status"]["trialsEarlyStopped"], 1, "{exp:#}");
+    let stopped: Vec<Value> = env
+        .trials_of("fast")
+        .await
+        .iter()
+        .map(|t| serde_json::to_value(t).expect("json"))
+        .filter(|t| condition(t, "EarlyStopped").is_some())
+        .collect();
+    let rules = &stopped[0]["spec"]["earlyStoppingRules"];
+    assert_eq!(rules[0]["value"], "0.75", "{:#}", stopped[0]);
+    let condition = condition(&stopped[0], "EarlyStopped").expect("condition");
+    assert_eq!(condition["reason"], "TrialEarlyStopped");
+    assert_eq!(condition["message"], "Trial is early stopped by medianstop");
+    op.stop().await;
+    env.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn long_running_experiment_resumes_when_max_trials_is_raised() {
     let env = Env::start(SimulationOptions::default()).await;

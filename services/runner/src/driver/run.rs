@@ -264,7 +264,7 @@ impl<'a> Run<'a> {
         }
     }
 
-    async fn early_stop(&mut self) -> Result<(), RunnerError> {
+    pub(super) async fn early_stop(&mut self) -> Result<(), RunnerError> {
         let states = self.states();
         let mut stops = self.requested_early_stops().await?;
         if let Some(m) = self.monitor.as_mut() {

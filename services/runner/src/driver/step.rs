@@ -215,6 +215,9 @@ impl Run<'_> {
         if let Some(error) = report.store_error {
             return Err(RunnerError::ObservationsNotRecorded { trial: name, error });
         }
+        // A trial can break its rule and exit between two checks; Katib's collector reads each
+        // value as it comes and would have stopped it, so the rule is asked once more.
+        self.early_stop().await?;
         let end = trial_end(&report.end, self.stopping);
         let early_stopped = self.early_stopped(&name);
         let observed = trial_metrics(self.shell.store, &exp.objective, &name).await?;
