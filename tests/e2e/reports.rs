@@ -373,6 +373,7 @@ fn multi_objective_reports_show_the_front_in_every_format_and_the_browser() {
     let file = multi_objective_experiment(&sb, "front", 10);
     let out = sb.run(&["run", file.to_str().unwrap(), "--seed", "5"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let run_said = text(&out);
 
     let out = sb.run(&["report", "front", "--format", "csv"]);
     let csv = String::from_utf8(out.stdout).unwrap();
@@ -395,6 +396,23 @@ fn multi_objective_reports_show_the_front_in_every_format_and_the_browser() {
         feasible > 0 && feasible < 10,
         "seed 5 should give both kinds: {csv}"
     );
+    // The run's last words name the front and the best trial's value of every objective.
+    let best = rows
+        .iter()
+        .filter(|r| r[col("feasible")] == "true")
+        .min_by(|a, b| {
+            a[col("x")]
+                .parse::<f64>()
+                .unwrap()
+                .total_cmp(&b[col("x")].parse().unwrap())
+        })
+        .unwrap();
+    let summary = format!(
+        "best trial {} (best f1 of the {feasible} trial(s) on the Pareto front): f1=",
+        best[col("trial")]
+    );
+    assert!(run_said.contains(&summary), "{summary}\n{run_said}");
+    assert!(run_said.contains(", f2="), "{run_said}");
 
     let out = sb.run(&["report", "front", "--format", "json"]);
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();

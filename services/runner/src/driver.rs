@@ -43,6 +43,9 @@ pub struct BestSoFar {
     /// The objective value as shown: a number, or text such as DARTS's genotype.
     pub value: String,
     pub assignment: String,
+    /// With several objectives: the others' values (`cost=1.77, size=0.5`) and how many trials
+    /// are on the Pareto front, of which this one is best in the primary objective.
+    pub front: Option<(String, usize)>,
 }
 
 /// A snapshot for progress displays.

@@ -9,7 +9,7 @@ use anyhow::Context;
 use std::path::{Path, PathBuf};
 use tokio::sync::watch;
 use vernier_engine::AlgorithmSource;
-use vernier_runner::driver::{self, Outcome};
+use vernier_runner::driver::{self, BestSoFar, Outcome};
 use vernier_runner::extend::NewLimits;
 use vernier_runner::lease::ExperimentLease;
 use vernier_runner::process::StopLevel;
@@ -417,6 +417,17 @@ async fn drive_leased(
     Ok(report_outcome(exp, result?, &crate::db::db_flag(db)))
 }
 
+/// The best trial and its parameters; with several objectives, the front it leads.
+fn best_lines(metric: &str, best: &BestSoFar) -> String {
+    let (trial, value, assignment) = (&best.trial, &best.value, &best.assignment);
+    match &best.front {
+        None => format!("best trial {trial}: {metric}={value}\n  {assignment}"),
+        Some((others, size)) => format!(
+            "best trial {trial} (best {metric} of the {size} trial(s) on the Pareto front): {metric}={value}, {others}\n  {assignment}"
+        ),
+    }
+}
+
 /// Prints how the run ended, the best trial and what to do next; the exit code follows.
 fn report_outcome(exp: &LocalExperiment, outcome: Outcome, db_flag: &str) -> Exit {
     match outcome {
@@ -438,13 +449,7 @@ fn report_outcome(exp: &LocalExperiment, outcome: Outcome, db_flag: &str) -> Exi
                 crate::progress::final_counts(c)
             );
             match &progress.best {
-                Some(best) => outln!(
-                    "best trial {}: {}={}\n  {}",
-                    best.trial,
-                    exp.objective.metric,
-                    best.value,
-                    best.assignment
-                ),
+                Some(best) => outln!("{}", best_lines(&exp.objective.metric, best)),
                 None => outln!(
                     "{}; objective metric: {}",
                     vernier_report::analysis::no_best_note(&exp.objective),

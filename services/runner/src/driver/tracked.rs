@@ -4,7 +4,7 @@
 use super::{BestSoFar, Progress};
 use crate::experiment::LocalExperiment;
 use vernier_core::TrialRecord;
-use vernier_engine::plan::{TrialCounts, TrialOutcome, best_trial};
+use vernier_engine::plan::{TrialCounts, TrialOutcome, best_trial, pareto_front};
 
 /// One trial as the driver tracks it.
 #[derive(Debug, Clone)]
@@ -41,6 +41,7 @@ pub(super) fn progress_of(exp: &LocalExperiment, trials: &[Tracked]) -> Progress
                 .map(|v| vernier_core::Short(v).to_string())
                 .or_else(|| trials[i].objective_text.clone())?,
             assignment: trials[i].assignment_text.clone(),
+            front: front_note(exp, &outcomes, i),
         })
     });
     Progress {
@@ -48,4 +49,24 @@ pub(super) fn progress_of(exp: &LocalExperiment, trials: &[Tracked]) -> Progress
         best,
         max_trials: exp.limits.max_trials,
     }
+}
+
+/// For several objectives, the best trial's other objective values and the front's size.
+fn front_note(
+    exp: &LocalExperiment,
+    outcomes: &[TrialOutcome<'_>],
+    best: usize,
+) -> Option<(String, usize)> {
+    let objective = &exp.objective;
+    if !objective.is_multi() {
+        return None;
+    }
+    let others: Vec<String> = objective.objectives[1..]
+        .iter()
+        .filter_map(|term| {
+            let v = outcomes[best].metric(objective, &term.metric)?;
+            Some(format!("{}={}", term.metric, vernier_core::Short(v)))
+        })
+        .collect();
+    Some((others.join(", "), pareto_front(objective, outcomes).len()))
 }
