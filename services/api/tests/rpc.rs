@@ -640,6 +640,27 @@ async fn db_manager_reports_filters_and_deletes_observation_logs() {
         "{}",
         s.message()
     );
+    // Nothing to record is no error (docs/katib-differences.md): an empty report, and one
+    // whose only log has no time stamp, which Katib skips too.
+    let before = server
+        .store
+        .observations("t1", None, None, None)
+        .await
+        .unwrap();
+    for metric_logs in [vec![], vec![log("loss", "0.5", "")]] {
+        db.report_observation_log(ReportObservationLogRequest {
+            trial_name: "t1".into(),
+            observation_log: Some(ObservationLog { metric_logs }),
+        })
+        .await
+        .unwrap();
+    }
+    let after = server
+        .store
+        .observations("t1", None, None, None)
+        .await
+        .unwrap();
+    assert_eq!(after, before);
     let s = status_of(
         db.get_observation_log(GetObservationLogRequest {
             trial_name: "t1".into(),
