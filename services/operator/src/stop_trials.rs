@@ -101,22 +101,9 @@ async fn values_of(
             values.push(Vec::new());
             continue;
         }
-        values.push(objective_values(ctx, &l.name(), metric).await?);
+        values.push(crate::trial::objective_values(&ctx.store, &l.name(), metric).await?);
     }
     Ok(values)
-}
-
-/// The finite values trial `name` reported on `metric`, in order.
-pub async fn objective_values(ctx: &Context, name: &str, metric: &str) -> Result<Vec<f64>> {
-    let logs = ctx
-        .store
-        .observations(name, Some(metric), None, None)
-        .await?;
-    Ok(logs
-        .iter()
-        .filter_map(|o| o.value.trim().parse::<f64>().ok())
-        .filter(|v| v.is_finite())
-        .collect())
 }
 
 fn progress<'a>(listed: &'a [Listed], values: &'a [Vec<f64>]) -> Vec<TrialProgress<'a>> {

@@ -291,7 +291,7 @@ async fn succeeded(mut live: Live<'_>, spec: &TrialSpec, job: (&str, &str)) -> R
     let metric = &objective.metric;
     let values = match spec.early_stopping_rules.is_empty() {
         true => Vec::new(),
-        false => crate::stop_trials::objective_values(live.ctx, &live.name, metric).await?,
+        false => objective_values(&live.ctx.store, &live.name, metric).await?,
     };
     let reported = decide::Reported {
         metric,
@@ -471,6 +471,20 @@ impl<'a> Live<'a> {
     async fn reported_names(&self) -> Result<Vec<String>> {
         Ok(self.ctx.store.reported_metric_names(&self.name).await?)
     }
+}
+
+/// The finite values trial `name` reported on `metric`, in order.
+pub(crate) async fn objective_values(
+    store: &vernier_store::SqlStore,
+    name: &str,
+    metric: &str,
+) -> Result<Vec<f64>> {
+    let logs = store.observations(name, Some(metric), None, None).await?;
+    Ok(logs
+        .iter()
+        .filter_map(|o| o.value.trim().parse::<f64>().ok())
+        .filter(|v| v.is_finite())
+        .collect())
 }
 
 /// Katib's observation of `trial`: `{name, min, max, latest}` for every metric of `objective`

@@ -1264,6 +1264,16 @@ for e, v in enumerate(rows[n]):\n    time.sleep(1 if n == 3 else 0)\n    print(f
 while n == 1 and not os.path.exists(os.path.join(d, '3')):\n    time.sleep(0.05)\n\
 if n == 3:\n    time.sleep(600)\n";
 
+/// The early-stopping rules `vernier operator` offers.
+fn registry_stoppers() -> EarlyStopperFactory {
+    Arc::new(|name, settings| {
+        vernier_algorithms::build_early_stopper(name, settings).map_err(|e| e.to_string())
+    })
+}
+
+/// Medianstop from two succeeded trials, judged on each trial's first two values.
+const MEDIAN_STOPPING: &str = "  earlyStopping:\n    algorithmName: medianstop\n    algorithmSettings:\n      - name: min_trials_required\n        value: \"2\"\n      - name: start_step\n        value: \"2\"\n";
+
 /// Katib's medianstop timing, hand-computed (maximise accuracy, `min_trials_required` 2,
 /// `start_step` 2, two trials at a time, four in all). Pods 0 and 1 start together, with no
 /// rule (nothing succeeded yet). Pod 0 succeeds; the trial created then (pod 2) has no rule
@@ -1278,14 +1288,10 @@ if n == 3:\n    time.sleep(600)\n";
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn medianstop_rules_are_frozen_into_trials_when_they_are_created() {
     let env = Env::start(SimulationOptions::default()).await;
-    let factory: EarlyStopperFactory = Arc::new(|name, settings| {
-        vernier_algorithms::build_early_stopper(name, settings).map_err(|e| e.to_string())
-    });
-    let op = env.operator_with("replica-a", Some(factory));
+    let op = env.operator_with("replica-a", Some(registry_stoppers()));
     let pods = tempfile::tempdir().expect("tempdir");
     let trainer = MEDIAN_TRAINER.replace("DIR", &pods.path().display().to_string());
-    let stopping = "  earlyStopping:\n    algorithmName: medianstop\n    algorithmSettings:\n      - name: min_trials_required\n        value: \"2\"\n      - name: start_step\n        value: \"2\"\n";
-    let yaml = experiment_yaml_with("frozen", "Job", 2, 4, stopping, &trainer);
+    let yaml = experiment_yaml_with("frozen", "Job", 2, 4, MEDIAN_STOPPING, &trainer);
     env.create(&yaml).await;
     let exp = finished(&env, "frozen").await;
     assert!(condition(&exp, "Succeeded").is_some(), "{exp:#}");
@@ -1331,17 +1337,13 @@ async fn medianstop_rules_are_frozen_into_trials_when_they_are_created() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn medianstop_stops_a_trial_whose_job_ended_before_a_check() {
     let env = Env::start(SimulationOptions::default()).await;
-    let factory: EarlyStopperFactory = Arc::new(|name, settings| {
-        vernier_algorithms::build_early_stopper(name, settings).map_err(|e| e.to_string())
-    });
-    let op = env.operator_with("replica-a", Some(factory));
+    let op = env.operator_with("replica-a", Some(registry_stoppers()));
     let pods = tempfile::tempdir().expect("tempdir");
     let trainer = MEDIAN_TRAINER
         .replace("DIR", &pods.path().display().to_string())
         .replace("time.sleep(1 if n == 3 else 0)", "pass")
         .replace("if n == 3:\n    time.sleep(600)\n", "");
-    let stopping = "  earlyStopping:\n    algorithmName: medianstop\n    algorithmSettings:\n      - name: min_trials_required\n        value: \"2\"\n      - name: start_step\n        value: \"2\"\n";
-    let yaml = experiment_yaml_with("fast", "Job", 2, 4, stopping, &trainer);
+    let yaml = experiment_yaml_with("fast", "Job", 2, 4, MEDIAN_STOPPING, &trainer);
     env.create(&yaml).await;
     let exp = finished(&env, "fast").await;
     assert_eq!(exp["status"]["trialsSucceeded"], 3, "{exp:#}");
@@ -1875,10 +1877,7 @@ async fn an_entrypoint_only_tfjob_with_value_from_is_rendered_as_written() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn invalid_algorithm_and_early_stopping_settings_fail_the_experiment() {
     let env = Env::start(SimulationOptions::default()).await;
-    let factory: EarlyStopperFactory = Arc::new(|name, settings| {
-        vernier_algorithms::build_early_stopper(name, settings).map_err(|e| e.to_string())
-    });
-    let op = env.operator_with("replica-a", Some(factory));
+    let op = env.operator_with("replica-a", Some(registry_stoppers()));
     let base = experiment_yaml("typo", "Job", 1, 2, "");
     let typo = base.replace(
         "    algorithmName: random\n",
