@@ -122,6 +122,17 @@ fn medianstop_judges_a_trial_that_ended_between_two_checks() {
             state, want,
             "x {x}, succeeded before {succeeded_xs:?}: {r:#}"
         );
+        // The rule frozen for it is in its spec, as Katib's Trial carries it.
+        let rules = &t["spec"]["earlyStoppingRules"];
+        if succeeded_xs.len() < 2 {
+            assert!(rules.is_null(), "{t:#}");
+        } else {
+            assert_eq!(rules[0]["name"], "acc", "{t:#}");
+            assert_eq!(rules[0]["comparison"], "less", "{t:#}");
+            assert_eq!(rules[0]["startStep"], 1, "{t:#}");
+            let value: f64 = rules[0]["value"].as_str().unwrap().parse().unwrap();
+            assert!((value - mean).abs() < 1e-12, "{value} against {mean}");
+        }
         if state == "Succeeded" {
             succeeded_xs.push(x);
         }

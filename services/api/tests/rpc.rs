@@ -728,6 +728,7 @@ async fn record_trial(store: &SqlStore, name: &str, state: TrialState) {
             started_us: None,
             completed_us: None,
             attempt: 0,
+            early_stopping_rules: None,
         })
         .await
         .unwrap();

@@ -3,6 +3,7 @@
 //! Drivers observe the world, ask the engine what it means, and act on the answer.
 
 mod error;
+pub mod frozen_rules;
 pub mod names;
 pub mod reason;
 pub mod resolved;

@@ -2,14 +2,14 @@
 //! when a trial is created (from the trials succeeded then), writes it into that Trial's
 //! `spec.earlyStoppingRules`, and the trial's collector stops the trial once its own values
 //! break it; a trial created before `min_trials_required` trials succeeded carries no rule and
-//! runs to its end. The operator does the same: [`frozen_rules`] at creation, [`breaks`] on
-//! each running trial's own rules, and once more on a trial whose job ended. Any other rule (ASHA ranks trials against each other at
-//! each rung) is asked about the whole history at every experiment reconcile.
+//! runs to its end. The operator does the same with the engine's `frozen_rules`: written at
+//! creation, `breaks` asked of each running trial's own rules and once more of a trial whose
+//! job ended. Any other rule (ASHA ranks trials against each other at each rung) is asked about
+//! the whole history at every experiment reconcile.
 
 use crate::context::EarlyStopperFactory;
-use vernier_algorithms::medianstop::{Comparison, MedianRule, MedianStop};
-use vernier_core::{EarlyStopper, Objective, TrialProgress};
-use vernier_spec::trial::EarlyStoppingRule;
+use vernier_algorithms::medianstop::MedianStop;
+use vernier_core::EarlyStopper;
 use vernier_spec::types::AlgorithmSpec;
 
 /// The rule whose verdicts trials carry frozen in `spec.earlyStoppingRules`.
@@ -42,7 +42,7 @@ impl Stopping {
             .map(|s| (s.name.clone(), s.value.clone()))
             .collect();
         let stopper = factory(name, &settings)?;
-        if stopper.name() != "medianstop" {
+        if stopper.name() != FROZEN_RULE {
             return Ok(Stopping::Continuous(stopper));
         }
         MedianStop::from_settings(&settings)
@@ -57,134 +57,5 @@ impl Stopping {
             Stopping::Frozen(_) => FROZEN_RULE,
             Stopping::Continuous(s) => s.name(),
         }
-    }
-}
-
-/// Katib's `earlyStoppingRules` for a trial created now, from the trials so far (only the
-/// succeeded ones count); empty while fewer than `min_trials_required` have succeeded.
-pub fn frozen_rules(
-    median: &MedianStop,
-    objective: &Objective,
-    trials: &[TrialProgress<'_>],
-) -> Vec<EarlyStoppingRule> {
-    let Some(rule) = median.rule(objective, trials) else {
-        return Vec::new();
-    };
-    vec![EarlyStoppingRule {
-        name: objective.metric.clone(),
-        value: rule.value.to_string(),
-        comparison: match rule.comparison {
-            Comparison::Less => "less",
-            Comparison::Greater => "greater",
-        }
-        .into(),
-        start_step: Some(rule.start_step as i32),
-    }]
-}
-
-/// The trial's rule on `metric`, as written by [`frozen_rules`] (or by hand, in Katib's form).
-pub fn rule_of(rules: &[EarlyStoppingRule], metric: &str) -> Option<MedianRule> {
-    let r = rules.iter().find(|r| r.name == metric)?;
-    Some(MedianRule {
-        value: r
-            .value
-            .trim()
-            .parse()
-            .ok()
-            .filter(|v: &f64| v.is_finite())?,
-        comparison: match r.comparison.to_ascii_lowercase().as_str() {
-            "less" => Comparison::Less,
-            "greater" => Comparison::Greater,
-            _ => return None,
-        },
-        start_step: r.start_step.unwrap_or(1).max(1) as usize,
-    })
-}
-
-/// Whether a trial with `rules` that reported `values` on `metric` so far must stop.
-pub fn breaks(rules: &[EarlyStoppingRule], metric: &str, values: &[f64]) -> bool {
-    rule_of(rules, metric).is_some_and(|r| r.breaks(values))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use vernier_core::{Direction, TrialState};
-
-    fn objective(direction: Direction) -> Objective {
-        Objective::new("acc", direction)
-    }
-
-    fn median(min_trials_required: usize, start_step: usize) -> MedianStop {
-        MedianStop {
-            min_trials_required,
-            start_step,
-        }
-    }
-
-    #[test]
-    fn rules_are_frozen_from_the_succeeded_trials_only() {
-        // Averages of the first two values: 0.6 and 0.8 (the running trial does not count).
-        let a = [0.5, 0.7, 0.9];
-        let b = [0.8, 0.8];
-        let c = [0.1, 0.1, 0.1];
-        let trials = [
-            TrialProgress {
-                name: "a",
-                state: TrialState::Succeeded,
-                values: &a,
-            },
-            TrialProgress {
-                name: "b",
-                state: TrialState::Succeeded,
-                values: &b,
-            },
-            TrialProgress {
-                name: "c",
-                state: TrialState::Running,
-                values: &c,
-            },
-        ];
-        let rules = frozen_rules(&median(2, 2), &objective(Direction::Maximize), &trials);
-        assert_eq!(
-            rules,
-            vec![EarlyStoppingRule {
-                name: "acc".into(),
-                value: "0.7".into(),
-                comparison: "less".into(),
-                start_step: Some(2),
-            }]
-        );
-        assert!(frozen_rules(&median(3, 2), &objective(Direction::Maximize), &trials).is_empty());
-        let min = frozen_rules(&median(2, 2), &objective(Direction::Minimize), &trials);
-        assert_eq!(min[0].comparison, "greater");
-    }
-
-    #[test]
-    fn a_trial_breaks_only_its_own_rule_from_its_start_step() {
-        let rules = |value: &str, comparison: &str| {
-            vec![EarlyStoppingRule {
-                name: "acc".into(),
-                value: value.into(),
-                comparison: comparison.into(),
-                start_step: Some(2),
-            }]
-        };
-        let table: [(&[EarlyStoppingRule], &[f64], bool); 9] = [
-            (&[], &[0.1, 0.1, 0.1], false),
-            (&rules("0.7", "less"), &[0.1], false),
-            (&rules("0.7", "less"), &[0.1, 0.6], true),
-            // Decided at the start step, whichever reconcile sees it.
-            (&rules("0.7", "less"), &[0.1, 0.6, 0.9], true),
-            (&rules("0.7", "less"), &[0.1, 0.8, 0.1], false),
-            (&rules("0.7", "less"), &[0.1, 0.7], false),
-            (&rules("0.7", "greater"), &[0.9, 0.8], true),
-            (&rules("0.7", "equal"), &[0.7, 0.7], false),
-            (&rules("not a number", "less"), &[0.1, 0.1], false),
-        ];
-        for (rules, values, stop) in table {
-            assert_eq!(breaks(rules, "acc", values), stop, "{rules:?} {values:?}");
-        }
-        assert!(!breaks(&rules("0.7", "less"), "loss", &[0.1, 0.1]));
     }
 }

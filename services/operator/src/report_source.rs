@@ -177,6 +177,9 @@ fn trial_row(experiment: &str, t: &DynamicObject) -> (TrialRow, Vec<MetricSummar
         started_us: status.start_time.as_deref().and_then(parse_time),
         completed_us: status.completion_time.as_deref().and_then(parse_time),
         attempt: 0,
+        early_stopping_rules: (!spec.early_stopping_rules.is_empty())
+            .then(|| serde_json::to_string(&spec.early_stopping_rules).ok())
+            .flatten(),
     };
     let metrics = status
         .observation

@@ -3,13 +3,14 @@
 //! running trials a rule stops EarlyStopped (the trial reconciler then deletes their jobs).
 
 use crate::context::Context;
-use crate::early_stop::{Stopping, breaks, frozen_rules};
+use crate::early_stop::Stopping;
 use crate::error::{OperatorError, Result};
 use crate::events::publish;
 use crate::experiment_check::Resolved;
 use crate::experiment_trials::Listed;
 use crate::objects::{namespaced, now_rfc3339, now_us, replace_status, trial_resource};
 use vernier_core::{EarlyStoppingRequest, TrialProgress, TrialState};
+use vernier_engine::frozen_rules::{breaks, frozen_rules};
 use vernier_engine::reason::TRIAL_EARLY_STOPPED;
 use vernier_spec::conditions::set_terminal;
 use vernier_spec::trial::EarlyStoppingRule;

@@ -1,10 +1,10 @@
 //! The Trial reconciler's decisions, pure: the step to take once the trial's job was looked
 //! up, the verdict on a job that succeeded, and the Katib reasons and messages of each end.
 
-use crate::early_stop::breaks;
 use crate::jobs::JobOutcome;
 use serde_json::Value;
 use vernier_core::TrialState;
+use vernier_engine::frozen_rules::breaks;
 use vernier_engine::reason::TRIAL_FAILED;
 use vernier_engine::{Collector, Place, metrics_unavailable};
 use vernier_spec::trial::TrialSpec;

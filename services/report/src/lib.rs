@@ -460,14 +460,20 @@ impl ExperimentReport {
 
     fn trial_json(&self, t: &TrialReport) -> Value {
         let objective = serde_json::to_value(&self.spec.spec.objective).unwrap_or(Value::Null);
+        let mut spec = json!({
+            "objective": objective,
+            "parameterAssignments": assignments_json(&t.row.assignment),
+        });
+        // Katib's field for the rule the trial was judged by, when one was frozen for it.
+        let rules = t.row.early_stopping_rules.as_deref();
+        if let Some(rules) = rules.and_then(|r| serde_json::from_str::<Value>(r).ok()) {
+            spec["earlyStoppingRules"] = rules;
+        }
         json!({
             "apiVersion": "kubeflow.org/v1beta1",
             "kind": "Trial",
             "metadata": {"name": t.row.name, "labels": t.row.labels},
-            "spec": {
-                "objective": objective,
-                "parameterAssignments": assignments_json(&t.row.assignment),
-            },
+            "spec": spec,
             "status": {
                 "startTime": t.row.started_us.map(rfc3339),
                 "completionTime": t.row.completed_us.map(rfc3339),

@@ -56,8 +56,28 @@ impl EarlyStopMonitor {
         }
         let values = read_values(store, &exp.objective.metric, trials).await?;
         let progress = self.progress(trials, &values);
-        if let Some((ms, rules)) = self.median.as_mut() {
-            ms.freeze_rules(&exp.objective, &progress, rules);
+        self.freeze_and_record(store, exp, &progress).await
+    }
+
+    /// Freezes today's rule for the trials that have none yet and records it with each, as
+    /// Katib writes it into the Trial's `spec.earlyStoppingRules`, so reports show it.
+    async fn freeze_and_record(
+        &mut self,
+        store: &SqlStore,
+        exp: &LocalExperiment,
+        progress: &[TrialProgress<'_>],
+    ) -> Result<(), RunnerError> {
+        let Some((ms, rules)) = self.median.as_mut() else {
+            return Ok(());
+        };
+        let before: HashSet<String> = rules.keys().cloned().collect();
+        ms.freeze_rules(&exp.objective, progress, rules);
+        let metric = &exp.objective.metric;
+        for (name, rule) in rules.iter().filter(|(n, _)| !before.contains(*n)) {
+            let Some(rule) = rule else { continue };
+            let katib = [vernier_engine::frozen_rules::katib_form(metric, rule)];
+            let json = serde_json::to_string(&katib).expect("rules serialize");
+            store.set_trial_early_stopping_rules(name, &json).await?;
         }
         Ok(())
     }
@@ -72,12 +92,10 @@ impl EarlyStopMonitor {
     ) -> Result<Vec<String>, RunnerError> {
         let values = read_values(store, &exp.objective.metric, trials).await?;
         let progress = self.progress(trials, &values);
+        // A trial the driver created without a `freeze` call gets today's rule.
+        self.freeze_and_record(store, exp, &progress).await?;
         let names = match &mut self.median {
-            Some((ms, rules)) => {
-                // A trial the driver created without a `freeze` call gets today's rule.
-                ms.freeze_rules(&exp.objective, &progress, rules);
-                MedianStop::frozen_stops(rules, &progress)
-            }
+            Some((_, rules)) => MedianStop::frozen_stops(rules, &progress),
             None => self
                 .stopper
                 .trials_to_stop(&EarlyStoppingRequest {

@@ -38,6 +38,7 @@ pub(crate) async fn with_trial(store: &SqlStore, state: TrialState) {
         started_us: None,
         completed_us: None,
         attempt: 0,
+        early_stopping_rules: None,
     };
     store.insert_trial(&trial).await.unwrap();
 }

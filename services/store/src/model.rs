@@ -53,6 +53,9 @@ pub struct TrialRow {
     pub completed_us: Option<i64>,
     /// How many times the trial was re-run after a resume.
     pub attempt: i64,
+    /// Katib's `spec.earlyStoppingRules` frozen for it, as JSON; opaque to the store. `None`
+    /// while no rule is in force for it.
+    pub early_stopping_rules: Option<String>,
 }
 
 /// A trial state change. `state`, `reason` and `message` always overwrite; `started_us`,

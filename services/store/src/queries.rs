@@ -377,8 +377,8 @@ where
         let labels = codec::encode_labels(&t.name, &t.labels)?;
         sqlx::query(D::sql(
             "INSERT INTO trials (experiment, name, seq, assignment_json, labels_json, state, \
-             reason, message, created_us, started_us, completed_us, attempt) \
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+             reason, message, created_us, started_us, completed_us, attempt, \
+             early_stopping_rules_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         ))
         .bind(&t.experiment)
         .bind(&t.name)
@@ -392,6 +392,7 @@ where
         .bind(t.started_us)
         .bind(t.completed_us)
         .bind(t.attempt)
+        .bind(&t.early_stopping_rules)
         .execute(&self.pool)
         .await
         .map_err(|err| self.trial_insert_error(t, err))?;
@@ -433,6 +434,23 @@ where
         .execute(&self.pool)
         .await
         .map_err(self.fail("update trial", name))?;
+        found::<D>(&done, "trial", name)
+    }
+
+    pub(crate) async fn set_trial_early_stopping_rules(
+        &self,
+        name: &str,
+        rules_json: &str,
+    ) -> Result<(), StoreError> {
+        let _writer = self.writer().await;
+        let done = sqlx::query(D::sql(
+            "UPDATE trials SET early_stopping_rules_json = ? WHERE name = ?",
+        ))
+        .bind(rules_json)
+        .bind(name)
+        .execute(&self.pool)
+        .await
+        .map_err(self.fail("record early-stopping rules of trial", name))?;
         found::<D>(&done, "trial", name)
     }
 

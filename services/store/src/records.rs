@@ -59,6 +59,7 @@ pub(crate) struct TrialRecord {
     started_us: Option<i64>,
     completed_us: Option<i64>,
     attempt: i64,
+    early_stopping_rules_json: Option<String>,
 }
 
 impl TryFrom<TrialRecord> for TrialRow {
@@ -78,6 +79,7 @@ impl TryFrom<TrialRecord> for TrialRow {
             started_us: r.started_us,
             completed_us: r.completed_us,
             attempt: r.attempt,
+            early_stopping_rules: r.early_stopping_rules_json,
         })
     }
 }
@@ -118,7 +120,7 @@ macro_rules! select_experiment {
 macro_rules! select_trial {
     () => {
         "SELECT experiment, name, seq, assignment_json, labels_json, state, reason, message, \
-         created_us, started_us, completed_us, attempt FROM trials"
+         created_us, started_us, completed_us, attempt, early_stopping_rules_json FROM trials"
     };
 }
 

@@ -335,6 +335,17 @@ impl SqlStore {
         dispatch!(self.update_trial(name, update))
     }
 
+    /// Records the early-stopping rules frozen for trial `name` (JSON, see
+    /// [`TrialRow::early_stopping_rules`]); [`StoreError::NotFound`] if there is no such trial.
+    pub async fn set_trial_early_stopping_rules(
+        &self,
+        name: &str,
+        rules_json: &str,
+    ) -> Result<(), StoreError> {
+        self.fenced().await?;
+        dispatch!(self.set_trial_early_stopping_rules(name, rules_json))
+    }
+
     pub async fn get_trial(&self, name: &str) -> Result<Option<TrialRow>, StoreError> {
         dispatch!(self.get_trial(name))
     }

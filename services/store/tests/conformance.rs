@@ -118,6 +118,11 @@ async fn trials_round_trip_update_and_order_by_seq(db: Arc<TestDb>) {
         attempt: Some(2),
     };
     store.update_trial("exp-aaa", &succeeded).await.unwrap();
+    let rules = r#"[{"name":"acc","value":"0.7","comparison":"less","startStep":2}]"#;
+    store
+        .set_trial_early_stopping_rules("exp-aaa", rules)
+        .await
+        .unwrap();
     let got = store.get_trial("exp-aaa").await.unwrap().unwrap();
     assert_eq!(
         got,
@@ -128,8 +133,17 @@ async fn trials_round_trip_update_and_order_by_seq(db: Arc<TestDb>) {
             started_us: Some(500), // kept: the second update said None
             completed_us: Some(900),
             attempt: 2,
+            early_stopping_rules: Some(rules.to_owned()),
             ..t1.clone()
         }
+    );
+    let err = store
+        .set_trial_early_stopping_rules("no-such-trial", rules)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, StoreError::NotFound { kind: "trial", .. }),
+        "{err}"
     );
 }
 

@@ -438,6 +438,7 @@ mod tests {
             started_us,
             completed_us,
             attempt: 0,
+            early_stopping_rules: None,
         }
     }
 

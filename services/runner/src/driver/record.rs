@@ -158,6 +158,7 @@ pub(super) async fn insert_trial(
             started_us: None,
             completed_us: None,
             attempt: 0,
+            early_stopping_rules: None,
         };
         match store.insert_trial(&row).await {
             Ok(()) => return Ok(row),

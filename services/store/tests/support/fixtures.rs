@@ -47,6 +47,7 @@ pub fn trial(experiment: &str, name: &str, seq: i64) -> TrialRow {
         started_us: None,
         completed_us: None,
         attempt: 0,
+        early_stopping_rules: None,
     }
 }
 
