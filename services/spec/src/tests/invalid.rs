@@ -184,6 +184,14 @@ fn counts_must_be_positive() {
     );
 }
 
+/// A refused maxTrialCount is not also a bound the other counts are held to.
+#[test]
+fn a_refused_max_trial_count_bounds_nothing_else() {
+    let e = err_with(RANDOM, |v| set(v, "/spec/maxTrialCount", json!(-2)));
+    assert_error(&e, "spec.maxTrialCount", "value -2 must be greater than 0");
+    assert_eq!(e.0.len(), 1, "{e}");
+}
+
 #[test]
 fn reference_to_unknown_parameter() {
     let e = err_with(RANDOM, |v| {

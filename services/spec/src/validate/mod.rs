@@ -162,7 +162,8 @@ fn check_counts(exp: &Experiment, errs: &mut Errors) {
             format!("value {n} must not be negative; hint: 0 fails the experiment at its first failed trial"),
         );
     }
-    if let Some(max) = s.max_trial_count {
+    // Against a maxTrialCount already refused, "at most -2" would only mislead.
+    if let Some(max) = s.max_trial_count.filter(|max| *max > 0) {
         if let Some(n) = s.max_failed_trial_count
             && n > max
         {
