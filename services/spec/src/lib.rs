@@ -1,6 +1,7 @@
 //! Katib v1beta1 `Experiment` specs for Vernier: serde types, parsing with field-path errors,
 //! Katib's defaults and validation, conversion to core types, and trial-template rendering.
 
+mod closest;
 pub mod conditions;
 mod convert;
 pub mod defaults;

@@ -452,7 +452,7 @@ fn unknown_metadata_fields(exp: &Experiment) -> Vec<SpecError> {
         .keys()
         .filter(|k| !known.contains(&k.as_str()))
         .map(|k| {
-            let hint = match closest_of(k, &known) {
+            let hint = match crate::closest::closest_of(k, &known) {
                 Some(f) => format!("did you mean {f:?}?"),
                 None => "remove it, or put it under metadata.labels or metadata.annotations".into(),
             };
@@ -465,30 +465,5 @@ fn unknown_metadata_fields(exp: &Experiment) -> Vec<SpecError> {
 }
 
 fn closest_field(key: &str) -> Option<&'static str> {
-    closest_of(key, FIELD_NAMES)
-}
-
-/// The name of `names` a typo of `key` most likely meant, if any is near enough.
-fn closest_of(key: &str, names: &[&'static str]) -> Option<&'static str> {
-    let lower = key.to_ascii_lowercase();
-    names
-        .iter()
-        .map(|f| (edit_distance(&lower, &f.to_ascii_lowercase()), *f))
-        .filter(|(d, f)| *d <= 2.max(f.len() / 5))
-        .min_by_key(|(d, _)| *d)
-        .map(|(_, f)| f)
-}
-
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let cost = usize::from(ca != *cb);
-            cur[j + 1] = (prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1);
-        }
-        prev = cur;
-    }
-    prev[b.len()]
+    crate::closest::closest_of(key, FIELD_NAMES)
 }

@@ -154,7 +154,7 @@ fn bad_objective_type() {
     assert_error(
         &e,
         "spec.objective.type",
-        r#"value "minimise" is not supported; hint: use one of minimize, maximize"#,
+        r#"value "minimise" is not supported; hint: did you mean "minimize"? use one of minimize, maximize"#,
     );
 }
 
@@ -403,7 +403,7 @@ fn unknown_algorithm_lists_known_ones() {
     assert_error(
         &e,
         "spec.algorithm.algorithmName",
-        r#"value "bayesian" is not supported; hint: use one of random, grid, sobol, tpe, multivariate-tpe, bayesianoptimization, cmaes, hyperband, asha"#,
+        r#"value "bayesian" is not supported; hint: did you mean "bayesianoptimization"? use one of random, grid, sobol, tpe, multivariate-tpe, bayesianoptimization, cmaes, hyperband, asha"#,
     );
 }
 

@@ -113,7 +113,7 @@ fn bad_objective_entries_name_their_field() {
     assert_error(
         &e,
         "spec.objective.objectives[1].type",
-        r#"value "maximise" is not supported; hint: use one of minimize, maximize"#,
+        r#"value "maximise" is not supported; hint: did you mean "maximize"? use one of minimize, maximize"#,
     );
     assert_error(
         &e,

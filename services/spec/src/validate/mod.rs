@@ -65,10 +65,14 @@ impl Errors {
 
     /// `value` is not among `allowed`.
     pub(crate) fn not_one_of(&mut self, path: impl Into<String>, value: &str, allowed: &[&str]) {
+        let meant = match crate::closest::closest_value(value, allowed) {
+            Some(name) => format!("did you mean {name:?}? "),
+            None => String::new(),
+        };
         self.add(
             path,
             format!(
-                "value {value:?} is not supported; hint: use one of {}",
+                "value {value:?} is not supported; hint: {meant}use one of {}",
                 allowed.join(", ")
             ),
         );
