@@ -413,6 +413,16 @@ fn multi_objective_reports_show_the_front_in_every_format_and_the_browser() {
     );
     assert!(run_said.contains(&summary), "{summary}\n{run_said}");
     assert!(run_said.contains(", f2="), "{run_said}");
+    // Each progress line counts the front as it grows.
+    assert!(
+        run_said.contains(" on the Pareto front, best f1="),
+        "{run_said}"
+    );
+    let said = text(&sb.run(&["validate", file.to_str().unwrap()]));
+    assert!(
+        said.contains("objectives: minimize f1, minimize f2\n  constraints: c <= 0.8\n"),
+        "{said}"
+    );
 
     let out = sb.run(&["report", "front", "--format", "json"]);
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();

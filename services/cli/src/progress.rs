@@ -138,6 +138,9 @@ impl Display {
     fn summary(&self, p: &Progress) -> String {
         let mut s = count_words(&p.counts);
         if let Some(b) = &p.best {
+            if let Some((_, front)) = &b.front {
+                s.push_str(&format!(", {front} on the Pareto front"));
+            }
             s.push_str(&format!(
                 ", best {}={} ({})",
                 self.metric,

@@ -30,6 +30,9 @@ pub fn render(r: &ExperimentReport, opts: TableOptions) -> String {
     if shown < ranked.len() {
         let _ = writeln!(out, "({} of {} trials shown)", shown, ranked.len());
     }
+    if ranked[..shown].iter().any(|&i| marker(r, i) == "!") {
+        let _ = writeln!(out, "(! marks a finished trial that breaks a constraint)");
+    }
     if r.objective.is_multi() {
         out.push_str(&front_lines(r));
     } else {
@@ -119,19 +122,7 @@ fn trial_row(
     metrics: &[String],
 ) -> (&'static str, Vec<String>) {
     let t = &r.trials[i];
-    let best = if r.objective.is_multi() {
-        r.front.contains(&i)
-    } else {
-        Some(i) == r.best
-    };
-    let marker = if best {
-        "*"
-    } else if !r.objective.constraints.is_empty() && t.row.state.is_terminal() && !r.is_feasible(t)
-    {
-        "!"
-    } else {
-        ""
-    };
+    let marker = marker(r, i);
     let mut row = vec![
         marker.to_string(),
         (rank + 1).to_string(),
@@ -150,6 +141,23 @@ fn trial_row(
             .unwrap_or_default(),
     );
     (marker, row)
+}
+
+/// Trial `i`'s marker (see [`trial_row`]).
+fn marker(r: &ExperimentReport, i: usize) -> &'static str {
+    let t = &r.trials[i];
+    let best = if r.objective.is_multi() {
+        r.front.contains(&i)
+    } else {
+        Some(i) == r.best
+    };
+    let infeasible =
+        || !r.objective.constraints.is_empty() && t.row.state.is_terminal() && !r.is_feasible(t);
+    match (best, infeasible()) {
+        (true, _) => "*",
+        (false, true) => "!",
+        (false, false) => "",
+    }
 }
 
 /// The Pareto front of a multi-objective experiment, one line per member.

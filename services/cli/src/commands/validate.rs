@@ -140,6 +140,19 @@ fn print_local(refused: &[SpecError], ignored: &[SpecError]) {
     }
 }
 
+/// `minimize loss (goal 0.1)`.
+fn objective_term(term: &vernier_core::ObjectiveTerm) -> String {
+    let direction = match term.direction {
+        vernier_core::Direction::Minimize => "minimize",
+        vernier_core::Direction::Maximize => "maximize",
+    };
+    let goal = term
+        .goal
+        .map(|g| format!(" (goal {g})"))
+        .unwrap_or_default();
+    format!("{direction} {}{goal}", term.metric)
+}
+
 fn print_summary(file: &Path, exp: &Experiment) -> anyhow::Result<()> {
     let space = exp.search_space()?;
     let objective = exp.objective()?;
@@ -150,18 +163,21 @@ fn print_summary(file: &Path, exp: &Experiment) -> anyhow::Result<()> {
         .and_then(|a| a.algorithm_name.clone())
         .unwrap_or_default();
     outln!("{}: valid experiment {:?}", file.display(), exp.name());
-    outln!(
-        "  objective: {} {}{}",
-        match objective.direction {
-            vernier_core::Direction::Minimize => "minimize",
-            vernier_core::Direction::Maximize => "maximize",
-        },
-        objective.metric,
-        objective
-            .goal
-            .map(|g| format!(" (goal {g})"))
-            .unwrap_or_default()
-    );
+    let terms: Vec<String> = objective.objectives.iter().map(objective_term).collect();
+    let label = if terms.len() > 1 {
+        "objectives"
+    } else {
+        "objective"
+    };
+    outln!("  {label}: {}", terms.join(", "));
+    if !objective.constraints.is_empty() {
+        let constraints: Vec<String> = objective
+            .constraints
+            .iter()
+            .map(|c| c.to_string())
+            .collect();
+        outln!("  constraints: {}", constraints.join(", "));
+    }
     outln!("  algorithm: {algorithm}");
     outln!(
         "  parameters: {} ({})",
