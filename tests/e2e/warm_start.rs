@@ -195,6 +195,29 @@ fn enqueue_adds_a_configuration_that_resume_runs_first() {
     );
 }
 
+/// Interrupted with its budget spent (its killed trial counts, as in Katib), a plain resume
+/// would end at once: enqueue says to raise maxTrialCount, and that runs the configuration.
+#[test]
+fn enqueue_into_an_interrupted_experiment_at_its_budget_says_to_raise_it() {
+    let sb = Sandbox::new();
+    sb.write("stop-once", "");
+    let extra = "  parallelTrialCount: 1\n  maxTrialCount: 1";
+    let file = sb.write("exp.yaml", &grid_experiment("spent", STOPS_ONCE, extra));
+    let out = sb.run(&["run", file.to_str().unwrap(), "--seed", "2"]);
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out));
+    let out = sb.run(&["enqueue", "spent", "--param", "x=0.75"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let said = text(&out);
+    assert!(
+        said.contains("its 1 trial(s) already reach maxTrialCount 1: `vernier resume spent")
+            && said.contains("--max-trial-count N`, with N above 1, runs it first"),
+        "{said}"
+    );
+    let out = sb.run(&["resume", "spent", "--max-trial-count", "2"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(xs(&sb.report("spent"))[1], "0.75");
+}
+
 #[test]
 fn a_resumed_experiment_still_starts_from_its_warm_start() {
     let sb = Sandbox::new();

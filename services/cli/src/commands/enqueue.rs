@@ -80,6 +80,15 @@ pub async fn enqueue(db: &str, name: &str, params: &[String]) -> anyhow::Result<
             holder.pid,
             holder.host
         );
+    } else if let Some(max) = spec
+        .spec
+        .max_trial_count
+        .filter(|&m| i64::from(trials) >= i64::from(m))
+    {
+        // Interrupted with its budget spent (killed trials count): a plain resume ends at once.
+        outln!(
+            "its {trials} trial(s) already reach maxTrialCount {max}: `vernier resume {name}{db_flag} --max-trial-count N`, with N above {trials}, runs it first"
+        );
     } else {
         outln!("`vernier resume {name}{db_flag}` runs it first");
     }

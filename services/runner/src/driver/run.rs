@@ -308,6 +308,12 @@ impl<'a> Run<'a> {
             .collect()
     }
 
+    /// Whether a stop was asked for, acted on yet or not.
+    pub(super) fn stop_asked(&self) -> bool {
+        self.stopping == Some(StopReason::Interrupted)
+            || *self.shell.stop.borrow() != StopLevel::Run
+    }
+
     fn stop_requested(&mut self, closed: bool) {
         let level = if closed {
             StopLevel::Terminate

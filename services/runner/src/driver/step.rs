@@ -37,6 +37,10 @@ impl Run<'_> {
             self.save_status().await?;
         }
         for proposal in suggestions.proposals.into_iter().take(p.request as usize) {
+            // A stop asked for while the batch launches launches no more of it.
+            if self.stop_asked() {
+                break;
+            }
             self.start_trial(proposal).await?;
         }
         // Katib attaches the early-stopping rule in force when a trial is created.
@@ -218,7 +222,12 @@ impl Run<'_> {
         // A trial can break its rule and exit between two checks; Katib's collector reads each
         // value as it comes and would have stopped it, so the rule is asked once more.
         self.early_stop().await?;
-        let end = trial_end(&report.end, self.stopping);
+        // A stop the driver has not acted on yet still explains a trial it interrupted.
+        let stopping = match self.stopping {
+            None if self.stop_asked() => Some(StopReason::Interrupted),
+            known => known,
+        };
+        let end = trial_end(&report.end, stopping);
         let early_stopped = self.early_stopped(&name);
         let observed = trial_metrics(self.shell.store, &exp.objective, &name).await?;
         let seen: Vec<String> = if end == TrialEnd::Completed && !early_stopped {
@@ -275,11 +284,21 @@ struct Ended {
     early_stopped: bool,
 }
 
+/// The signals a terminal or a supervisor sends to stop a run.
+const STOP_SIGNALS: [&str; 4] = ["SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT"];
+
 /// How the engine sees a process's end; a stopped trial says why the driver stopped it.
+/// A trial killed by one of the signals a stop sends while the run is being interrupted was
+/// stopped with it: Ctrl-C in a terminal, or `timeout`, signals the whole process group, which
+/// a trial still shares in the moment between its fork and its own group.
 fn trial_end(end: &ProcessEnd, stopping: Option<StopReason>) -> TrialEnd {
+    let interrupted = stopping == Some(StopReason::Interrupted);
     match end {
         ProcessEnd::Exited(0) => TrialEnd::Completed,
         ProcessEnd::Exited(code) => TrialEnd::ExitCode(*code),
+        ProcessEnd::Signaled(sig) if interrupted && STOP_SIGNALS.contains(&sig.as_str()) => {
+            TrialEnd::Stopped(None)
+        }
         ProcessEnd::Signaled(sig) => TrialEnd::Signal(sig.clone()),
         ProcessEnd::SpawnFailed(msg) | ProcessEnd::JobFailed(msg) => TrialEnd::Failed(msg.clone()),
         ProcessEnd::Stopped => TrialEnd::Stopped(match stopping {
@@ -346,6 +365,33 @@ mod tests {
                 ProcessEnd::Stopped,
                 done,
                 TrialEnd::Stopped(Some(Completion::GoalReached)),
+            ),
+            // The group's Ctrl-C reached the trial itself while the run was stopping.
+            (
+                ProcessEnd::Signaled("SIGINT".into()),
+                Some(StopReason::Interrupted),
+                TrialEnd::Stopped(None),
+            ),
+            (
+                ProcessEnd::Signaled("SIGTERM".into()),
+                Some(StopReason::Interrupted),
+                TrialEnd::Stopped(None),
+            ),
+            // A crash is a crash, and a SIGINT without a stop is the trial's own.
+            (
+                ProcessEnd::Signaled("SIGSEGV".into()),
+                Some(StopReason::Interrupted),
+                TrialEnd::Signal("SIGSEGV".into()),
+            ),
+            (
+                ProcessEnd::Signaled("SIGINT".into()),
+                None,
+                TrialEnd::Signal("SIGINT".into()),
+            ),
+            (
+                ProcessEnd::Signaled("SIGINT".into()),
+                done,
+                TrialEnd::Signal("SIGINT".into()),
             ),
         ];
         for (end, stopping, want) in cases {
