@@ -3,7 +3,7 @@
 
 use crate::types::EnqueuedTrial;
 use std::collections::{HashMap, HashSet};
-use vernier_core::{Assignment, SearchSpace};
+use vernier_core::{Assignment, Domain, ParamValue, SearchSpace};
 
 /// Label on a trial created from `spec.enqueuedTrials[i]`, holding `i`; how a resumed
 /// experiment knows which entries already ran.
@@ -61,9 +61,20 @@ pub fn enqueued_assignment(
                 p.name
             )
         })?;
-        values.push((p.name.clone(), v));
+        values.push((p.name.clone(), onto_bounds(&p.domain, v)));
     }
     Ok(Assignment(values))
+}
+
+/// A double the space's rounding tolerance let in a hair outside its bounds runs at the bound
+/// (`-3.0000000001` for `min: -3`): a trainer may check its own range strictly.
+fn onto_bounds(domain: &Domain, value: ParamValue) -> ParamValue {
+    match (domain, value) {
+        (Domain::Double { min, max, .. }, ParamValue::Double(v)) => {
+            ParamValue::Double(v.clamp(*min, *max))
+        }
+        (_, value) => value,
+    }
 }
 
 /// What `new` repeats, if anything: an entry already queued (`spec.enqueuedTrials[i]`) or a

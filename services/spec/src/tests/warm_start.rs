@@ -38,6 +38,22 @@ fn warm_start_and_enqueued_trials_parse_and_round_trip() {
     assert!(plain["spec"].get("enqueuedTrials").is_none());
 }
 
+/// A value the space's rounding tolerance lets in a hair outside a bound runs at the bound;
+/// one clearly outside is refused.
+#[test]
+fn an_enqueued_double_a_hair_outside_its_bounds_runs_at_the_bound() {
+    let space = parse_ok(RANDOM).search_space().unwrap();
+    let pairs = |lr: &str, momentum: &str| {
+        [("lr", lr), ("momentum", momentum), ("optimizer", "adam")]
+            .map(|(n, v)| (n.to_string(), v.to_string()))
+    };
+    let a = enqueued_assignment(&space, &pairs("0.0099999999999", "0.9000000000001")).unwrap();
+    assert_eq!(a.to_string(), "lr=0.01, momentum=0.9, optimizer=adam");
+    let inside = enqueued_assignment(&space, &pairs("0.02", "0.6")).unwrap();
+    assert_eq!(inside.to_string(), "lr=0.02, momentum=0.6, optimizer=adam");
+    assert!(enqueued_assignment(&space, &pairs("0.0099", "0.6")).is_err());
+}
+
 #[test]
 fn warm_start_errors_name_the_field() {
     let e = parse_err(&with_extensions(json!({}), json!([])));
