@@ -74,6 +74,17 @@ fn darts_example_records_the_genotype_as_the_best_trial() {
         "{}",
         text(&out)
     );
+    // The trial's own line shows its text objective, cut to a line's worth.
+    let finished = text(&out)
+        .lines()
+        .find(|l| l.starts_with("Succeeded darts-toy-"))
+        .map(str::to_owned)
+        .unwrap_or_default();
+    assert!(
+        finished.contains("  Best-Genotype=Genotype(normal=") && finished.ends_with("..."),
+        "{}",
+        text(&out)
+    );
     let r = sb.report("darts-toy");
     let done = trials_in(&r, "Succeeded");
     assert_eq!(done.len(), 1, "{r:#}");

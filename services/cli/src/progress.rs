@@ -164,10 +164,13 @@ impl Observer for Display {
                 name,
                 state,
                 objective,
+                objective_text,
                 message,
             } => {
-                let value =
-                    objective.map_or_else(String::new, |v| format!("  {}={}", self.metric, num(v)));
+                let shown = objective
+                    .map(num)
+                    .or_else(|| objective_text.as_deref().map(|t| shown(t, FINISHED_DIGITS)));
+                let value = shown.map_or_else(String::new, |v| format!("  {}={v}", self.metric));
                 let detail = if *state == TrialState::Succeeded {
                     String::new()
                 } else {

@@ -31,6 +31,8 @@ pub enum DriverEvent {
         name: String,
         state: TrialState,
         objective: Option<f64>,
+        /// The objective's selected text when it is not a number (DARTS's genotype).
+        objective_text: Option<String>,
         message: String,
     },
     Warning(String),

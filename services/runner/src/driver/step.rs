@@ -269,6 +269,7 @@ impl Run<'_> {
             name: self.trials[idx].record.name.clone(),
             state: verdict.state,
             objective: self.trials[idx].record.objective,
+            objective_text: self.trials[idx].objective_text.clone(),
             message: verdict.message,
         };
         self.tell(event);
