@@ -218,6 +218,33 @@ fn enqueue_into_an_interrupted_experiment_at_its_budget_says_to_raise_it() {
     assert_eq!(xs(&sb.report("spent"))[1], "0.75");
 }
 
+/// A budget smaller than the queue says which entries it left, and how to run them.
+#[test]
+fn a_run_that_ends_before_its_queue_names_what_is_left() {
+    let sb = Sandbox::new();
+    let entry =
+        |x: &str| format!("    - parameterAssignments:\n        - {{name: x, value: \"{x}\"}}\n");
+    let extra = format!(
+        "  parallelTrialCount: 1\n  maxTrialCount: 2\n  enqueuedTrials:\n{}{}{}",
+        entry("0.25"),
+        entry("0.5"),
+        entry("0.75")
+    );
+    let file = sb.write("exp.yaml", &grid_experiment("left", LOSS, &extra));
+    let out = sb.run(&["run", file.to_str().unwrap(), "--seed", "2"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let said = text(&out);
+    assert!(
+        said.contains("note: 1 configuration(s) of spec.enqueuedTrials did not run")
+            && said.contains("`vernier resume left --max-trial-count 3"),
+        "{said}"
+    );
+    let out = sb.run(&["resume", "left", "--max-trial-count", "3"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(!text(&out).contains("did not run"), "{}", text(&out));
+    assert_eq!(xs(&sb.report("left")), ["0.25", "0.5", "0.75"]);
+}
+
 #[test]
 fn a_resumed_experiment_still_starts_from_its_warm_start() {
     let sb = Sandbox::new();

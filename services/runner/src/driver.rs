@@ -56,6 +56,8 @@ pub struct Progress {
     pub counts: TrialCounts,
     pub best: Option<BestSoFar>,
     pub max_trials: Option<u32>,
+    /// Entries of `spec.enqueuedTrials` with no trial yet; counted only when the run ends.
+    pub enqueued_left: usize,
 }
 
 /// How the run ended.

@@ -461,6 +461,11 @@ fn report_outcome(exp: &LocalExperiment, outcome: Outcome, db_flag: &str) -> Exi
             {
                 outln!("{hint}");
             }
+            if completion == Completion::MaxTrialsReached
+                && let Some(note) = enqueued_left_note(&exp.name, &progress, db_flag)
+            {
+                outln!("{note}");
+            }
             outln!("report: vernier report {}{db_flag}", exp.name);
             if completion.succeeded() {
                 Exit::Succeeded
@@ -496,6 +501,18 @@ fn killed_budget_hint(name: &str, progress: &driver::Progress, db_flag: &str) ->
             max.saturating_add(killed)
         )
     })
+}
+
+/// Entries of `spec.enqueuedTrials` the budget left without a trial, and how to run them.
+fn enqueued_left_note(name: &str, progress: &driver::Progress, db_flag: &str) -> Option<String> {
+    let left = u32::try_from(progress.enqueued_left)
+        .ok()
+        .filter(|n| *n > 0)?;
+    Some(format!(
+        "note: {left} configuration(s) of spec.enqueuedTrials did not run before maxTrialCount          was reached
+hint: `vernier resume {name} --max-trial-count {}{db_flag}` runs them",
+        progress.counts.total.saturating_add(left)
+    ))
 }
 
 /// First Ctrl-C, SIGTERM or SIGHUP (the terminal closed, an ssh session dropped): stop

@@ -365,7 +365,11 @@ impl<'a> Run<'a> {
 
     /// Writes the final status once no trial runs.
     async fn finish(mut self, why: StopReason) -> Result<Outcome, RunnerError> {
-        let progress = self.progress();
+        let mut progress = self.progress();
+        let records: Vec<_> = self.trials.iter().map(|t| t.record.clone()).collect();
+        // An entry that cannot be read was refused when the run began; it cannot be left.
+        let left = crate::enqueue::pending(self.shell.exp, &records, usize::MAX);
+        progress.enqueued_left = left.map_or(0, |p| p.len());
         let now = crate::process::now_us();
         let outcome = match why {
             StopReason::Completed(c) => {

@@ -48,6 +48,7 @@ pub(super) fn progress_of(exp: &LocalExperiment, trials: &[Tracked]) -> Progress
         counts,
         best,
         max_trials: exp.limits.max_trials,
+        enqueued_left: 0,
     }
 }
 
