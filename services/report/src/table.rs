@@ -151,12 +151,13 @@ fn marker(r: &ExperimentReport, i: usize) -> &'static str {
     } else {
         Some(i) == r.best
     };
-    let infeasible =
-        || !r.objective.constraints.is_empty() && t.row.state.is_terminal() && !r.is_feasible(t);
-    match (best, infeasible()) {
-        (true, _) => "*",
-        (false, true) => "!",
-        (false, false) => "",
+    if best {
+        "*"
+    } else if !r.objective.constraints.is_empty() && t.row.state.is_terminal() && !r.is_feasible(t)
+    {
+        "!"
+    } else {
+        ""
     }
 }
 

@@ -70,11 +70,17 @@ impl EarlyStopMonitor {
         let Some((ms, rules)) = self.median.as_mut() else {
             return Ok(());
         };
-        let before: HashSet<String> = rules.keys().cloned().collect();
+        let fresh: Vec<&str> = progress
+            .iter()
+            .map(|t| t.name)
+            .filter(|n| !rules.contains_key(*n))
+            .collect();
         ms.freeze_rules(&exp.objective, progress, rules);
         let metric = &exp.objective.metric;
-        for (name, rule) in rules.iter().filter(|(n, _)| !before.contains(*n)) {
-            let Some(rule) = rule else { continue };
+        for name in fresh {
+            let Some(Some(rule)) = rules.get(name) else {
+                continue;
+            };
             let katib = [vernier_engine::frozen_rules::katib_form(metric, rule)];
             let json = serde_json::to_string(&katib).expect("rules serialize");
             store.set_trial_early_stopping_rules(name, &json).await?;

@@ -173,7 +173,7 @@ impl<'a> Run<'a> {
         loop {
             // A stop asked for before the first wait (Ctrl-C right after start) must keep
             // trials from starting, not only end them once started.
-            if self.stopping.is_none() && *self.shell.stop.borrow() != StopLevel::Run {
+            if self.stopping.is_none() && self.stop_asked() {
                 self.stop_requested(false);
             }
             let p = self.plan();
@@ -264,18 +264,28 @@ impl<'a> Run<'a> {
         }
     }
 
-    pub(super) async fn early_stop(&mut self) -> Result<(), RunnerError> {
+    async fn early_stop(&mut self) -> Result<(), RunnerError> {
+        let requested = self.requested_early_stops().await?;
+        self.stop_early(requested);
+        self.apply_rule().await
+    }
+
+    /// Asks the experiment's early-stopping rule whom it stops now and stops them.
+    pub(super) async fn apply_rule(&mut self) -> Result<(), RunnerError> {
         let states = self.states();
-        let mut stops = self.requested_early_stops().await?;
         if let Some(m) = self.monitor.as_mut() {
-            stops.extend(m.check(self.shell.store, self.shell.exp, &states).await?);
+            let stops = m.check(self.shell.store, self.shell.exp, &states).await?;
+            self.stop_early(stops);
         }
-        for name in stops {
+        Ok(())
+    }
+
+    fn stop_early(&self, names: Vec<String>) {
+        for name in names {
             if let Some(tx) = self.running.get(&name) {
                 let _ = tx.send(StopLevel::Terminate);
             }
         }
-        Ok(())
     }
 
     /// Running trials newly marked EarlyStopped in the store by a client of the gRPC API.
@@ -308,10 +318,9 @@ impl<'a> Run<'a> {
             .collect()
     }
 
-    /// Whether a stop was asked for, acted on yet or not.
+    /// Whether a stop was asked for (Ctrl-C, SIGTERM), acted on by the loop yet or not.
     pub(super) fn stop_asked(&self) -> bool {
-        self.stopping == Some(StopReason::Interrupted)
-            || *self.shell.stop.borrow() != StopLevel::Run
+        *self.shell.stop.borrow() != StopLevel::Run
     }
 
     fn stop_requested(&mut self, closed: bool) {

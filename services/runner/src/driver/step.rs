@@ -221,7 +221,7 @@ impl Run<'_> {
         }
         // A trial can break its rule and exit between two checks; Katib's collector reads each
         // value as it comes and would have stopped it, so the rule is asked once more.
-        self.early_stop().await?;
+        self.apply_rule().await?;
         // A stop the driver has not acted on yet still explains a trial it interrupted.
         let stopping = match self.stopping {
             None if self.stop_asked() => Some(StopReason::Interrupted),
