@@ -11,6 +11,14 @@ pub enum Direction {
 }
 
 impl Direction {
+    /// Katib's word for it (`objective.type`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Direction::Minimize => "minimize",
+            Direction::Maximize => "maximize",
+        }
+    }
+
     /// True when `a` is strictly better than `b`.
     pub fn is_better(self, a: f64, b: f64) -> bool {
         match self {

@@ -86,13 +86,6 @@ impl Convergence {
     }
 }
 
-fn direction_name(d: Direction) -> &'static str {
-    match d {
-        Direction::Minimize => "minimize",
-        Direction::Maximize => "maximize",
-    }
-}
-
 /// A warning when the experiments do not optimise the same metric the same way: the same
 /// metric reduced by another strategy (a trial's latest loss against its lowest) is another
 /// quantity too.
@@ -104,7 +97,7 @@ pub fn mismatch(cs: &[Convergence]) -> Option<String> {
             .any(|b| a.metric == b.metric && a.strategy != b.strategy)
     });
     let aim = |c: &Convergence| {
-        let mut aim = format!("{} {}s {}", c.name, direction_name(c.direction), c.metric);
+        let mut aim = format!("{} {}s {}", c.name, c.direction.as_str(), c.metric);
         if strategies_differ {
             let _ = write!(aim, " ({})", strategy_name(c.strategy));
         }
@@ -164,7 +157,7 @@ pub fn table(cs: &[Convergence]) -> String {
         let mut row = vec![
             c.name.clone(),
             c.algorithm.clone(),
-            format!("{} {}", direction_name(c.direction), c.metric),
+            format!("{} {}", c.direction.as_str(), c.metric),
             c.phase.clone(),
             c.best_so_far.len().to_string(),
             c.best_shown(),
@@ -195,7 +188,7 @@ pub fn json(cs: &[Convergence]) -> Value {
                     "name": c.name,
                     "algorithm": c.algorithm,
                     "objectiveMetricName": c.metric,
-                    "type": direction_name(c.direction),
+                    "type": c.direction.as_str(),
                     "phase": c.phase,
                     "trials": c.best_so_far.len(),
                     "best": c.best(),
@@ -228,7 +221,7 @@ pub fn html(cs: &[Convergence]) -> String {
             "<tr class=\"experiment\"><td>{}</td><td>{}</td><td>{} {}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>",
             esc(&c.name),
             esc(&c.algorithm),
-            direction_name(c.direction),
+            c.direction.as_str(),
             esc(&c.metric),
             esc(&c.phase),
             c.best_so_far.len(),

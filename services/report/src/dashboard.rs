@@ -7,7 +7,7 @@
 use super::analysis::{is_usable, phase_is_final};
 use super::{ExperimentReport, TrialReport, trial_conditions};
 use serde_json::{Value, json};
-use vernier_core::{Direction, TrialState};
+use vernier_core::TrialState;
 
 /// Learning curves on the experiment page: the best-ranked trials' only ...
 pub const PAGE_CURVES: usize = 50;
@@ -30,13 +30,6 @@ pub const STATES: [TrialState; 7] = [
     TrialState::Running,
     TrialState::Created,
 ];
-
-fn direction_word(d: Direction) -> &'static str {
-    match d {
-        Direction::Minimize => "minimize",
-        Direction::Maximize => "maximize",
-    }
-}
 
 /// One line of the experiments list: status, progress, best value, algorithm and times.
 pub fn summary_json(r: &ExperimentReport) -> Value {
@@ -69,7 +62,7 @@ pub fn summary_json(r: &ExperimentReport) -> Value {
         "final": phase_is_final(&s.phase),
         "unattended": r.unattended_note(),
         "algorithm": spec.algorithm.as_ref().and_then(|a| a.algorithm_name.clone()),
-        "objective": {"metric": r.objective.metric, "direction": direction_word(r.objective.direction)},
+        "objective": {"metric": r.objective.metric, "direction": r.objective.direction.as_str()},
         "maxTrials": spec.max_trial_count,
         "parallel": spec.parallel_trial_count,
         "trials": r.trials.len(),
@@ -212,7 +205,7 @@ pub fn experiment_json(r: &ExperimentReport) -> Value {
     json!({
         "summary": summary_json(r),
         "objectives": o.objectives.iter().map(|t| json!({
-            "metric": t.metric, "direction": direction_word(t.direction), "goal": t.goal,
+            "metric": t.metric, "direction": t.direction.as_str(), "goal": t.goal,
         })).collect::<Vec<_>>(),
         "constraints": o.constraints.iter().map(|c| json!({
             "metric": c.metric, "op": c.op.as_str(), "value": c.bound,

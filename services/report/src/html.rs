@@ -133,10 +133,7 @@ fn summary(out: &mut String, r: &ExperimentReport) {
         .as_ref()
         .and_then(|a| a.algorithm_name.clone())
         .unwrap_or_default();
-    let direction = match o.direction {
-        vernier_core::Direction::Minimize => "minimize",
-        vernier_core::Direction::Maximize => "maximize",
-    };
+    let direction = o.direction.as_str();
     let rows = [
         ("Status", format!("{} ({})", s.phase, s.reason)),
         ("Message", s.message.clone()),
@@ -171,13 +168,7 @@ fn summary(out: &mut String, r: &ExperimentReport) {
             o.objectives
                 .iter()
                 .skip(1)
-                .map(|t| {
-                    let d = match t.direction {
-                        vernier_core::Direction::Minimize => "minimize",
-                        vernier_core::Direction::Maximize => "maximize",
-                    };
-                    format!("{d} {}", t.metric)
-                })
+                .map(|t| format!("{} {}", t.direction.as_str(), t.metric))
                 .collect::<Vec<_>>()
                 .join(", "),
         ),

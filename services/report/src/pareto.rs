@@ -5,7 +5,6 @@
 use super::ExperimentReport;
 use super::svg::{Chart, Scale, esc, id_part, num};
 use std::fmt::Write;
-use vernier_core::Direction;
 
 /// The section's HTML: a heading, a short legend and the plots (empty for one objective).
 pub fn section(r: &ExperimentReport) -> String {
@@ -23,7 +22,7 @@ pub fn section(r: &ExperimentReport) -> String {
         terms.len(),
         esc(&terms
             .iter()
-            .map(|t| format!("{} {}", direction_word(t.direction), t.metric))
+            .map(|t| format!("{} {}", t.direction.as_str(), t.metric))
             .collect::<Vec<_>>()
             .join(", "))
     );
@@ -34,13 +33,6 @@ pub fn section(r: &ExperimentReport) -> String {
     }
     out.push_str("</div>\n");
     out
-}
-
-fn direction_word(d: Direction) -> &'static str {
-    match d {
-        Direction::Minimize => "minimize",
-        Direction::Maximize => "maximize",
-    }
 }
 
 /// Objective `a` against objective `b`.

@@ -142,10 +142,7 @@ fn print_local(refused: &[SpecError], ignored: &[SpecError]) {
 
 /// `minimize loss (goal 0.1)`.
 fn objective_term(term: &vernier_core::ObjectiveTerm) -> String {
-    let direction = match term.direction {
-        vernier_core::Direction::Minimize => "minimize",
-        vernier_core::Direction::Maximize => "maximize",
-    };
+    let direction = term.direction.as_str();
     let goal = term
         .goal
         .map(|g| format!(" (goal {g})"))
