@@ -13,6 +13,10 @@ pub fn double_grid_fits(min: f64, max: f64, step: f64) -> bool {
     n.is_finite() && n < MAX_DOUBLE_GRID_POINTS
 }
 
+/// Relative tolerance of a stepped double's bounds and grid: a value this fraction of the
+/// span (at least of 1) beyond `max` is still taken as `max`.
+pub const GRID_TOLERANCE: f64 = 1e-9;
+
 /// The index of the last grid point `min + k*step` not above `max`, absorbing division noise
 /// such as `0.3 / 0.1 = 2.9999999999999996` without adding points past `max` on fine grids
 /// (a relative tolerance did: 10^15 points gained 10^6 beyond `max`).
@@ -25,7 +29,18 @@ pub fn double_last(min: f64, max: f64, step: f64) -> f64 {
     let tol = (4.0 * f64::EPSILON * n.abs())
         .max(operands.min(0.25))
         .max(1e-6);
-    if (n - k).abs() <= tol { k } else { n.floor() }
+    if (n - k).abs() <= tol && !beyond_max(min + k * step, max, span(min, max)) {
+        k
+    } else {
+        n.floor()
+    }
+}
+
+/// Whether a grid point lies beyond `max` by more than the bounds' tolerance: `max` 0.99999999
+/// with step 0.1 is within a millionth of a step of 1, which must still not be proposed.
+fn beyond_max(point: f64, max: f64, span: f64) -> bool {
+    let ulps = 8.0 * f64::EPSILON * max.abs();
+    point > max + (GRID_TOLERANCE * span.max(1.0)).max(ulps)
 }
 
 /// `hi - lo`, or `f64::MAX` when the difference overflows (so tolerances stay finite).
@@ -147,6 +162,10 @@ mod tests {
         // Bounds whose last digits carry the grid: `max - min` is off by far more than `n`'s ulps.
         assert_eq!(double_last(1000000.000001, 1000000.000009, 0.000001), 8.0);
         assert_eq!(double_last(1000000.0, 1000000.7, 0.25), 2.0);
+        // A `max` just below a grid point does not reach it.
+        assert_eq!(double_last(0.0, 0.99999999, 0.1), 9.0);
+        assert_eq!(double_last(0.0, 0.29999999, 0.1), 2.0);
+        assert_eq!(double_last(0.0, 0.2999999999999, 0.1), 3.0);
         assert_eq!(lerp(0.0, 1.0, 0.25), 0.25);
         assert_eq!(fraction(0.25, 0.0, 1.0), 0.25);
     }

@@ -4,6 +4,7 @@ use crate::Short;
 use crate::error::CoreError;
 use crate::nas::NasConfig;
 use crate::range;
+use crate::range::GRID_TOLERANCE;
 use crate::value::{Assignment, ParamValue};
 use serde::{Deserialize, Serialize};
 
@@ -63,9 +64,6 @@ pub struct SearchSpace {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     nas: Option<NasConfig>,
 }
-
-/// Relative tolerance used when checking that a stepped double lies on its grid.
-const GRID_TOLERANCE: f64 = 1e-9;
 
 /// Rounds away binary noise such as `0.30000000000000004` (12 significant digits).
 pub fn tidy(x: f64) -> f64 {
@@ -521,6 +519,29 @@ mod tests {
                 if let Err(e) = x.parse_value(&text) {
                     panic!("[{min}, {max}] step {step}: point {k} {text}: {e}");
                 }
+            }
+        }
+    }
+
+    /// A `max` a hair below a grid point ends the grid one point earlier, so every point the
+    /// algorithms enumerate passes the check that a stored or enqueued value must pass.
+    #[test]
+    fn a_max_just_below_a_grid_point_is_not_rounded_up_to_it() {
+        for (max, last) in [(0.99999999, "0.9"), (0.29999999, "0.2"), (1.0, "1")] {
+            let x = p(
+                "x",
+                Domain::Double {
+                    min: 0.0,
+                    max,
+                    step: Some(0.1),
+                },
+            );
+            let n = x.cardinality().unwrap();
+            let top = x.value_at(n - 1).unwrap();
+            assert_eq!(top.to_string(), last, "max {max}");
+            for i in 0..n {
+                let text = x.value_at(i).unwrap().to_string();
+                assert!(x.parse_value(&text).is_ok(), "max {max}: {text}");
             }
         }
     }
