@@ -97,9 +97,19 @@ pub fn equal_bounds(
     Some(match placeholder(algorithm, settings, name, domain) {
         Some(widened) => EqualBounds::Placeholder(widened),
         None => EqualBounds::Fixed(Domain::Discrete {
-            values: vec![min_text.trim().to_string()],
+            values: vec![fixed_text(domain, min_text)],
         }),
     })
+}
+
+/// The text a fixed value is passed on as: a double as written (`1e-3` stays `1e-3`), an int
+/// as its integer, since a bound written `3.0` is read as the int 3 and a trainer parsing an
+/// int (Katib's services send `int(v)`) refuses `3.0`.
+fn fixed_text(domain: &Domain, min_text: &str) -> String {
+    match domain {
+        Domain::Int { min, .. } => min.to_string(),
+        _ => min_text.trim().to_string(),
+    }
 }
 
 #[cfg(test)]
@@ -145,6 +155,20 @@ mod tests {
         };
         let cases: Vec<Case<'_>> = vec![
             ("random", &hb, "epochs", int(1, 1), " 1 ", fixed("1")),
+            // An int is passed as its integer however its bound was written; a double as written.
+            ("random", &hb, "layers", int(3, 3), "3.0", fixed("3")),
+            (
+                "random",
+                &hb,
+                "lr",
+                Domain::Double {
+                    min: 0.001,
+                    max: 0.001,
+                    step: None,
+                },
+                "1e-3",
+                fixed("1e-3"),
+            ),
             ("random", &hb, "epochs", int(1, 2), "1", None),
             (
                 "hyperband",

@@ -52,7 +52,7 @@
 use crate::error::AlgorithmError;
 use crate::history;
 use crate::resource::{
-    BUDGET_TOLERANCE, Resource, Taken, budget_value, describe_domain, kind, s_max, show_budget,
+    BUDGET_TOLERANCE, Resource, Taken, budget_hint, budget_value, describe_domain, kind, s_max,
 };
 use crate::sample::tidy;
 use crate::settings::Settings;
@@ -173,18 +173,15 @@ fn rung_budgets(
                 format!(
                     "names a parameter that cannot hold every rung budget: {} \
                      parameter {:?} has {}, but with r_l {r_l} and eta {eta} the budgets \
-                     r_l·eta^(−s), s = 0..{s_max}, run from {} to {} and {bad}\n\
-                     hint: widen the feasible space of {:?} to cover [{}, {}] (or change \
-                     r_l or eta); Katib overwrites the value without looking at the space, \
-                     Vernier keeps every proposal inside it",
+                     r_l·eta^(−s), s = 0..{s_max}, run from {} to {} and {bad}\n{}; Katib \
+                     overwrites the value without looking at the space, Vernier keeps every \
+                     proposal inside it",
                     kind(param),
                     param.name,
                     describe_domain(&param.domain),
                     tidy(lowest),
                     tidy(r_l),
-                    param.name,
-                    show_budget(param, lowest),
-                    show_budget(param, r_l),
+                    budget_hint(param, lowest, r_l, "r_l or eta"),
                 ),
             )
         })
@@ -770,6 +767,10 @@ mod tests {
         let e = build_err(&[("r_l", "81"), ("resource_name", "opt")], &space);
         assert!(
             e.contains("must be an int, a double or a discrete list"),
+            "{e}"
+        );
+        assert!(
+            e.contains("hint: make \"opt\" a discrete list of the budgets, an int or a double"),
             "{e}"
         );
         // A discrete list holding every budget is a resource; one missing a budget is not.

@@ -253,6 +253,24 @@ pub(crate) fn int_budget(r: f64) -> i64 {
     (snapped as i64).max(1)
 }
 
+/// The hint of a resource parameter that cannot hold every budget from `lowest` to `top`:
+/// widen its space (or change `settings`), or, for a categorical list, whose labels hold no
+/// budget whatever they say, make it one that can.
+pub(crate) fn budget_hint(p: &Parameter, lowest: f64, top: f64, settings: &str) -> String {
+    match p.domain {
+        Domain::Categorical { .. } => format!(
+            "hint: make {:?} a discrete list of the budgets, an int or a double",
+            p.name
+        ),
+        _ => format!(
+            "hint: widen the feasible space of {:?} to cover [{}, {}] (or change {settings})",
+            p.name,
+            show_budget(p, lowest),
+            show_budget(p, top)
+        ),
+    }
+}
+
 pub(crate) fn show_budget(p: &Parameter, r: f64) -> String {
     match p.domain {
         Domain::Int { .. } => int_budget(r).to_string(),

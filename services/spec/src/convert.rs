@@ -272,8 +272,7 @@ fn domain_of(
             min: number("min", fs.min.as_ref())?,
             max: number("max", fs.max.as_ref())?,
             step: fs
-                .step
-                .as_ref()
+                .given_step()
                 .map(|s| number("step", Some(s)))
                 .transpose()?,
         },
@@ -281,8 +280,7 @@ fn domain_of(
             min: integer("min", fs.min.as_ref())?,
             max: integer("max", fs.max.as_ref())?,
             step: fs
-                .step
-                .as_ref()
+                .given_step()
                 .map(|s| integer("step", Some(s)))
                 .transpose()?,
         },

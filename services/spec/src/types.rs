@@ -173,6 +173,12 @@ impl FeasibleSpace {
             && self.step.is_none()
             && self.distribution.is_none()
     }
+
+    /// `step` when it says something: Katib's services (`if param.step:`) and its webhook
+    /// (`Step != ""`) read an empty step as none, as the gRPC conversion does.
+    pub fn given_step(&self) -> Option<&String> {
+        self.step.as_ref().filter(|s| !s.trim().is_empty())
+    }
 }
 
 /// `spec.objective`.

@@ -39,7 +39,8 @@ pub use pruner::AshaPruner;
 use crate::error::AlgorithmError;
 use crate::history;
 use crate::resource::{
-    BUDGET_TOLERANCE, Resource, Taken, budget_value, describe_domain, kind, s_max, show_budget,
+    BUDGET_TOLERANCE, Resource, Taken, budget_hint, budget_value, describe_domain, kind, s_max,
+    show_budget,
 };
 use crate::settings::Settings;
 use rand::SeedableRng;
@@ -169,17 +170,18 @@ impl Asha {
                     resource_name,
                     format!(
                         "names a parameter that cannot hold every rung's resource: {} \
-                         parameter {:?} has {}, but the rungs run from {} to {} and {bad}\n\
-                         hint: widen the feasible space of {:?} to cover [{}, {}] (or change \
-                         max_resource, min_resource or eta)",
+                         parameter {:?} has {}, but the rungs run from {} to {} and {bad}\n{}",
                         kind(param),
                         param.name,
                         describe_domain(&param.domain),
                         show_budget(param, lowest),
                         show_budget(param, max_resource),
-                        param.name,
-                        show_budget(param, lowest),
-                        show_budget(param, max_resource),
+                        budget_hint(
+                            param,
+                            lowest,
+                            max_resource,
+                            "max_resource, min_resource or eta"
+                        ),
                     ),
                 )
             })?;

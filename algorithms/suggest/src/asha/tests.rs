@@ -203,6 +203,10 @@ fn settings_errors_name_the_setting_and_value() {
         e.contains("must be an int, a double or a discrete list"),
         "{e}"
     );
+    assert!(
+        e.contains("hint: make \"opt\" a discrete list of the budgets, an int or a double"),
+        "{e}"
+    );
     // One rung is not successive halving.
     let e = build_err(
         &[("resource_name", "epochs"), ("max_resource", "2")],

@@ -115,6 +115,77 @@ fn katib_valid_parameters_are_accepted_with_a_warning() {
     }
 }
 
+/// A finite space smaller than `maxTrialCount` ends the run early under an algorithm that never
+/// repeats a configuration; Katib's would repeat, so the user is told before anything runs.
+#[test]
+fn a_budget_above_a_finite_space_is_named() {
+    let finite = |algorithm: &'static str, max_trials: i32| {
+        let exp = parse_ok(&mutated(RANDOM, |v| {
+            set(
+                v,
+                "/spec/parameters/0/feasibleSpace",
+                json!({"min": "0", "max": "1", "step": "0.1"}),
+            );
+            set(
+                v,
+                "/spec/parameters/1/feasibleSpace",
+                json!({"min": "0.5", "max": "0.9", "step": "0.2"}),
+            );
+            set(v, "/spec/maxTrialCount", json!(max_trials));
+            set(v, "/spec/parallelTrialCount", json!(1));
+            set(v, "/spec/maxFailedTrialCount", json!(1));
+        }));
+        let mut exp = exp;
+        if let Some(a) = exp.spec.algorithm.as_mut() {
+            a.algorithm_name = Some(algorithm.to_string());
+        }
+        warnings(&exp)
+            .into_iter()
+            .filter(|w| w.path() == "spec.maxTrialCount")
+            .map(|w| w.message().to_string())
+            .collect::<Vec<_>>()
+    };
+    // 11 × 3 × 2 configurations.
+    assert_eq!(
+        finite("random", 67),
+        [
+            "value 67 is more than the search space's 66 configuration(s): random runs each at \
+          most once, so the experiment ends after 66 trial(s); hint: lower maxTrialCount to 66, \
+          or widen the search space"
+        ]
+    );
+    assert!(finite("random", 66).is_empty());
+    assert_eq!(finite("grid", 100).len(), 1);
+    // PBT and Hyperband run a configuration again by design (only the name is read here).
+    assert!(finite("pbt", 100).is_empty());
+    assert!(finite("hyperband", 100).is_empty());
+}
+
+/// Katib's services (`if param.step:`) and webhook (`Step != ""`) read an empty `step` as
+/// none, on a range and on a list alike.
+#[test]
+fn an_empty_step_is_no_step() {
+    let exp = parse_ok(&mutated(RANDOM, |v| {
+        set(v, "/spec/parameters/0/feasibleSpace/step", json!(""));
+        set(v, "/spec/parameters/2/feasibleSpace/step", json!(" "));
+    }));
+    let space = exp.search_space().expect("converts");
+    assert_eq!(
+        space.parameters()[0].domain,
+        Domain::Double {
+            min: 0.01,
+            max: 0.05,
+            step: None
+        }
+    );
+    assert_eq!(
+        space.parameters()[2].domain,
+        Domain::Categorical {
+            values: strings(&["sgd", "adam"])
+        }
+    );
+}
+
 #[test]
 fn odd_objectives_are_accepted_with_a_warning_and_deduplicated() {
     let exp = parse_ok(&mutated(RANDOM, |v| {

@@ -115,21 +115,21 @@ fn check_range(fs: &FeasibleSpace, path: &str, int: bool, errs: &mut Errors) {
             parse_f64(text)
         };
         if parsed.is_none() {
-            let (what, example) = if int {
-                ("an integer", "\"10\"")
+            let (what, quoted) = if int {
+                ("an integer", "a quoted integer, e.g. \"10\"")
             } else {
-                ("a number", "\"0.01\" or \"1e-3\"")
+                ("a number", "a quoted number, e.g. \"0.01\" or \"1e-3\"")
             };
             errs.add(
                 format!("{path}.{field}"),
-                format!("value {text:?} is not {what}; hint: write it as a quoted {what}, e.g. {example}"),
+                format!("value {text:?} is not {what}; hint: write it as {quoted}"),
             );
         }
         parsed
     };
     let min = read("min", &fs.min, errs);
     let max = read("max", &fs.max, errs);
-    let step = read("step", &fs.step, errs);
+    let step = read("step", &fs.given_step().cloned(), errs);
     for (field, value) in [("min", &fs.min), ("max", &fs.max)] {
         if value.is_none() {
             errs.required(format!("{path}.{field}"), "");
@@ -178,7 +178,10 @@ fn check_range(fs: &FeasibleSpace, path: &str, int: bool, errs: &mut Errors) {
 }
 
 fn check_values(fs: &FeasibleSpace, path: &str, kind: &str, errs: &mut Errors) {
-    for (field, value) in [("min", &fs.min), ("max", &fs.max), ("step", &fs.step)] {
+    let given = [("min", fs.min.as_ref()), ("max", fs.max.as_ref())]
+        .into_iter()
+        .chain([("step", fs.given_step())]);
+    for (field, value) in given {
         if value.is_some() {
             errs.add(
                 format!("{path}.{field}"),

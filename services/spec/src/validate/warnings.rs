@@ -14,6 +14,7 @@ pub fn warnings(exp: &Experiment) -> Vec<SpecError> {
         parameter(exp, p, &format!("spec.parameters[{i}]"), &mut out);
     }
     objective(exp, &mut out);
+    out.extend(space_smaller_than_budget(exp));
     out.extend(unmatchable_metric_names(exp));
     let trial_spec = exp
         .spec
@@ -22,6 +23,39 @@ pub fn warnings(exp: &Experiment) -> Vec<SpecError> {
         .and_then(|t| t.trial_spec.as_ref());
     out.extend(trial_spec.and_then(super::batch_job::unset_restart_policy));
     out
+}
+
+/// The algorithms that never run a configuration twice, so a finite space ends their search.
+const NO_REPEATS: [&str; 8] = [
+    "random",
+    "grid",
+    "sobol",
+    "tpe",
+    "multivariate-tpe",
+    "bayesianoptimization",
+    "cmaes",
+    "nsga2",
+];
+
+/// A `maxTrialCount` above the number of configurations of a finite space: the run ends when
+/// the last one has run, where Katib's services would repeat configurations up to the count.
+fn space_smaller_than_budget(exp: &Experiment) -> Option<SpecError> {
+    let algorithm = exp.spec.algorithm.as_ref()?.algorithm_name.as_deref()?;
+    let budget = u128::try_from(exp.spec.max_trial_count?).ok()?;
+    if !NO_REPEATS.contains(&algorithm) {
+        return None;
+    }
+    let size = exp.search_space().ok()?.cardinality()?;
+    (budget > size).then(|| {
+        SpecError::new(
+            "spec.maxTrialCount",
+            format!(
+                "value {budget} is more than the search space's {size} configuration(s): \
+                 {algorithm} runs each at most once, so the experiment ends after {size} \
+                 trial(s); hint: lower maxTrialCount to {size}, or widen the search space"
+            ),
+        )
+    })
 }
 
 fn parameter(exp: &Experiment, p: &ParameterSpec, path: &str, out: &mut Vec<SpecError>) {
@@ -58,7 +92,8 @@ fn range(
             )
         } else {
             format!(
-                "min equals max ({text:?}): a fixed value, passed to every trial as written; \
+                "min equals max ({text:?}): a fixed value, passed to every trial (a double as \
+                 written, an int as its integer); \
                  hint: widen the range to tune it"
             )
         };
