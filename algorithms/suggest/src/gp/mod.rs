@@ -53,6 +53,7 @@ mod forest;
 mod kernel;
 mod model;
 mod optimize;
+mod taken;
 #[cfg(test)]
 mod tests;
 mod tree;
@@ -73,6 +74,7 @@ use optimize::{Candidate, SearchBudget};
 use rand::{Rng, RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::HashSet;
+use taken::Taken;
 use tree_search::TreeOptimizer;
 use vernier_core::{
     Assignment, Cancel, CoreError, Objective, Proposal, SearchSpace, SuggestRequest, Suggester,
@@ -320,8 +322,8 @@ impl GpOptimizer {
         for a in &pending[pending.len().saturating_sub(MAX_PENDING_BELIEVERS)..] {
             model.believe(&model.features.encode(req.space, a));
         }
-        let mut taken = history::taken(req.trials);
-        let mut unused = unused_points(req.space, &taken);
+        let mut taken = Taken::of(req.space, &model.features, req.trials);
+        let mut unused = unused_points(req.space, taken.keys());
         self.propose(req, &mut model, &mut taken, &mut unused, &mut rng, cancel)
     }
 
@@ -378,7 +380,7 @@ impl GpOptimizer {
         &self,
         req: &SuggestRequest<'_>,
         model: &mut Surrogate,
-        taken: &mut HashSet<String>,
+        taken: &mut Taken,
         unused: &mut Option<Vec<Assignment>>,
         rng: &mut ChaCha8Rng,
         cancel: &Cancel,
@@ -401,12 +403,12 @@ impl GpOptimizer {
             let Some(a) = pick.or_else(|| {
                 unused
                     .is_none()
-                    .then(|| random_unseen(req.space, taken, rng))
+                    .then(|| random_unseen(req.space, taken.keys(), rng))
             }) else {
                 out.exhausted = true;
                 break;
             };
-            taken.insert(a.key());
+            taken.insert(req.space, &model.features, &a);
             let xa = model.features.encode(req.space, &a);
             out.proposals.push(Proposal::new(a));
             if out.proposals.len() < req.count.min(MAX_MODEL_PROPOSALS) {
@@ -603,7 +605,7 @@ impl GpOptimizer {
         space: &SearchSpace,
         model: &Surrogate,
         budget: SearchBudget,
-        taken: &HashSet<String>,
+        taken: &Taken,
         rng: &mut R,
     ) -> Option<Assignment> {
         let Surrogate {
@@ -722,8 +724,9 @@ fn finite_sample<R: Rng + ?Sized>(len: usize, n: usize, rng: &mut R) -> Vec<usiz
     all
 }
 
-/// The best candidate whose snapped assignment is new: candidates are re-scored after
-/// snapping (ints, steps, list values), since that is the point actually proposed.
+/// The best candidate whose snapped assignment is new (not taken, nor a hair from a taken
+/// point): candidates are re-scored after snapping (ints, steps, list values), since that is
+/// the point actually proposed.
 #[allow(clippy::too_many_arguments)]
 fn first_unseen(
     space: &SearchSpace,
@@ -733,17 +736,17 @@ fn first_unseen(
     params: &AcqParams,
     feas: Option<&Feasibility>,
     list: Vec<Candidate>,
-    taken: &HashSet<String>,
+    taken: &Taken,
 ) -> Option<(Vec<f64>, Assignment)> {
     let mut seen = HashSet::new();
     let mut best: Option<(f64, Vec<f64>, Assignment)> = None;
     for c in list {
         let a = features.decode(space, &c.x);
         let key = a.key();
-        if taken.contains(&key) || !seen.insert(key) {
+        let xs = features.encode(space, &a);
+        if taken.holds(&key, &xs) || !seen.insert(key) {
             continue;
         }
-        let xs = features.encode(space, &a);
         let (mu, s) = post.predict(&xs);
         let v = acq.value(mu, s, params);
         let v = match feas {

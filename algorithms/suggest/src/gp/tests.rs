@@ -976,3 +976,44 @@ mod trees {
         }
     }
 }
+
+/// A noisy objective whose optimum is a corner of the box: the local search ends a hair inside
+/// the faces, and those points must not be proposed beside a trial at the corner.
+#[test]
+fn a_noisy_corner_optimum_gets_no_near_duplicates() {
+    let space = SearchSpace::new(vec![double("x", -3.0, 3.0), double("y", -3.0, 3.0)]).unwrap();
+    let o = Objective::new("score", Direction::Maximize);
+    let opt = build(NAME, &[], &space, &o).unwrap();
+    let mut noise = ChaCha8Rng::seed_from_u64(7);
+    let mut history: Vec<TrialRecord> = Vec::new();
+    for t in 0..30 {
+        let s = opt
+            .suggest(&request(&space, &o, &history, 1, 2 + t))
+            .unwrap();
+        let a = s.proposals[0].assignment.clone();
+        let (x, y) = (
+            a.get("x").and_then(|v| v.as_f64()).unwrap(),
+            a.get("y").and_then(|v| v.as_f64()).unwrap(),
+        );
+        let score = -x + y - 0.1 * x * x + 0.3 * (noise.random::<f64>() - 0.5) * 3.4;
+        history.push(record(
+            format!("t{t}"),
+            a,
+            TrialState::Succeeded,
+            Some(score),
+        ));
+    }
+    let points: Vec<(f64, f64)> = history
+        .iter()
+        .map(|t| {
+            let v = |n: &str| t.assignment.get(n).and_then(|v| v.as_f64()).unwrap();
+            (v("x"), v("y"))
+        })
+        .collect();
+    for (i, p) in points.iter().enumerate() {
+        for q in &points[..i] {
+            let apart = (p.0 - q.0).abs().max((p.1 - q.1).abs());
+            assert!(apart > 1e-8, "{p:?} is a hair from {q:?}: {points:?}");
+        }
+    }
+}
