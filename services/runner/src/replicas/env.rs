@@ -57,7 +57,7 @@ pub fn operator_env(
         JobKind::TfJob => vec![("TF_CONFIG".into(), tf_config(set, id, ports))],
         JobKind::PyTorchJob => pytorch_env(set, id, ports),
         JobKind::XgBoostJob => xgboost_env(set, id, ports),
-        JobKind::MpiJob => mpi_env(id, mpi_hostfile_dir),
+        JobKind::MpiJob => mpi_env(set, id, mpi_hostfile_dir),
     }
 }
 
@@ -220,8 +220,9 @@ fn xgboost_env(
 /// (`OMPI_MCA_orte_default_hostfile`, as the operator sets it), MPICH (`HYDRA_HOST_FILE`) and
 /// Intel MPI (`I_MPI_HYDRA_HOST_FILE`) read, so a plain `mpirun` starts its ranks on this
 /// machine; `dir` holds the files [`mpi_hostfiles`] names. No rsh agent is set: the ranks are
-/// local processes of `mpirun`, not `kubectl exec` calls into worker pods.
-fn mpi_env(id: ReplicaId, dir: Option<&Path>) -> Vec<(String, String)> {
+/// local processes of `mpirun`, not `kubectl exec` calls into worker pods. The MPI operator's
+/// launcher also learns `slotsPerWorker` ([`mpi_slots_env`]).
+fn mpi_env(set: &ReplicaSet, id: ReplicaId, dir: Option<&Path>) -> Vec<(String, String)> {
     // The MPI operator tells each pod its role (`K_MPI_JOB_ROLE`, launcher or worker).
     let role = (
         "K_MPI_JOB_ROLE".to_string(),
@@ -243,7 +244,31 @@ fn mpi_env(id: ReplicaId, dir: Option<&Path>) -> Vec<(String, String)> {
         }
         _ => Vec::new(),
     };
-    std::iter::once(role).chain(hostfiles).collect()
+    let slots = match id.replica_type {
+        ReplicaType::Launcher => mpi_slots_env(set),
+        _ => None,
+    };
+    std::iter::once(role)
+        .chain(hostfiles)
+        .chain(slots)
+        .collect()
+}
+
+/// The MPI operator (v2beta1) tells its launcher `slotsPerWorker` in the variable of the
+/// job's `mpiImplementation`: Open MPI's `OMPI_MCA_orte_set_default_slots` (the default),
+/// Intel MPI's `I_MPI_PERHOST`, nothing for MPICH; the training operator's v1 MPIJob sets
+/// neither. Trainers read it as "processes per node", so it is the per-worker count here too,
+/// not the hostfile's total.
+fn mpi_slots_env(set: &ReplicaSet) -> Option<(String, String)> {
+    if !is_mpi_operator_v2(set) {
+        return None;
+    }
+    let name = match set.mpi_implementation.as_deref() {
+        None | Some("OpenMPI") => "OMPI_MCA_orte_set_default_slots",
+        Some("Intel") => "I_MPI_PERHOST",
+        Some(_) => return None,
+    };
+    Some((name.to_string(), set.slots_per_worker.to_string()))
 }
 
 /// Open MPI's hostfile, `localhost slots=N`.
@@ -535,8 +560,52 @@ mod tests {
             worker,
             [("K_MPI_JOB_ROLE".to_string(), "worker".to_string())]
         );
+        // The training operator's v1 launcher has no slot variable.
+        assert!(
+            !env.iter()
+                .any(|(k, _)| k.contains("SLOTS") || k == "I_MPI_PERHOST")
+        );
         // The worker has no command: mpirun starts its ranks.
         assert!(s.get(ReplicaType::Worker).unwrap().container.is_none());
+    }
+
+    #[test]
+    fn the_mpi_operators_launcher_learns_the_slots_per_worker_of_its_implementation() {
+        let launcher_env = |implementation: Option<&str>| {
+            let mut doc = json!({"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob",
+                "spec": {"slotsPerWorker": 2, "mpiReplicaSpecs": {
+                    "Launcher": pod(1),
+                    "Worker": {"replicas": 3, "template": {"spec": {"containers": [{"name": "w", "image": "x"}]}}}
+            }}});
+            if let Some(i) = implementation {
+                doc["spec"]["mpiImplementation"] = json!(i);
+            }
+            let s = vernier_spec::template::replica_set(&doc, "main")
+                .unwrap()
+                .unwrap();
+            let ids = replica_ids(&s);
+            let worker = operator_env(&s, ids[1], &BTreeMap::new(), None);
+            assert_eq!(worker.len(), 1, "{worker:?}");
+            operator_env(&s, ids[0], &BTreeMap::new(), None)
+        };
+        let slot_vars = |env: Vec<(String, String)>| -> Vec<(String, String)> {
+            env.into_iter()
+                .filter(|(k, _)| k == "OMPI_MCA_orte_set_default_slots" || k == "I_MPI_PERHOST")
+                .collect()
+        };
+        let pair = |k: &str| vec![(k.to_string(), "2".to_string())];
+        for (implementation, expected) in [
+            (None, pair("OMPI_MCA_orte_set_default_slots")),
+            (Some("OpenMPI"), pair("OMPI_MCA_orte_set_default_slots")),
+            (Some("Intel"), pair("I_MPI_PERHOST")),
+            (Some("MPICH"), vec![]),
+        ] {
+            assert_eq!(
+                slot_vars(launcher_env(implementation)),
+                expected,
+                "{implementation:?}"
+            );
+        }
     }
 
     #[test]

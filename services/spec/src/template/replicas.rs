@@ -191,6 +191,9 @@ pub struct ReplicaSet {
     pub elastic_nproc_per_node: Option<String>,
     /// MPIJob `spec.slotsPerWorker` (default 1).
     pub slots_per_worker: u32,
+    /// MPIJob `spec.mpiImplementation` of the MPI operator's v2beta1 (`OpenMPI` when unset,
+    /// `Intel`, `MPICH`): which slot variable its launcher gets.
+    pub mpi_implementation: Option<String>,
     /// Fields read but not acted on locally, for a note in the trial log and `validate`'s
     /// list: each a field path under the trial spec, then what is done instead in
     /// parentheses, if anything needs saying.
@@ -416,6 +419,13 @@ fn read_replica_set(
         nproc_per_node,
         elastic_nproc_per_node,
         slots_per_worker,
+        mpi_implementation: match (kind, api_version) {
+            (JobKind::MpiJob, "kubeflow.org/v2beta1") => {
+                mpi_implementation(text("mpiImplementation"))?
+            }
+            // Only the MPI operator's CRD has the field; another's API server drops it.
+            _ => None,
+        },
         ignored,
     }))
 }
@@ -439,6 +449,23 @@ fn elastic_nproc_per_node(
         Some(Value::String(s)) => Ok(Some(s.clone())),
         Some(other) => Ok(Some(other.to_string())),
         None => Ok(None),
+    }
+}
+
+/// The MPI operator's CRD admits only these `spec.mpiImplementation` values; the API server
+/// refuses an MPIJob with another before any pod starts.
+const MPI_IMPLEMENTATIONS: [&str; 3] = ["OpenMPI", "Intel", "MPICH"];
+
+fn mpi_implementation(given: Option<String>) -> Result<Option<String>, SpecError> {
+    match given {
+        Some(v) if !MPI_IMPLEMENTATIONS.contains(&v.as_str()) => Err(SpecError::new(
+            format!("{ROOT}.spec.mpiImplementation"),
+            format!(
+                "value {v:?} is not one the MPI operator accepts; hint: use one of {}",
+                MPI_IMPLEMENTATIONS.join(", ")
+            ),
+        )),
+        other => Ok(other),
     }
 }
 

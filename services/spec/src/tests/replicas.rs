@@ -96,6 +96,36 @@ fn defaults_follow_the_operator_per_kind() {
 }
 
 #[test]
+fn only_the_mpi_operator_reads_mpi_implementation_and_only_its_enum() {
+    let mpi = |api: &str, implementation: &str| {
+        let mut doc = job(
+            "MPIJob",
+            "mpiReplicaSpecs",
+            json!({"Launcher": pod("main"), "Worker": pod("w")}),
+        );
+        doc["apiVersion"] = json!(api);
+        doc["spec"]["mpiImplementation"] = json!(implementation);
+        doc
+    };
+    for value in ["OpenMPI", "Intel", "MPICH"] {
+        let set = replica_set(&mpi("kubeflow.org/v2beta1", value), "main")
+            .unwrap()
+            .unwrap();
+        assert_eq!(set.mpi_implementation.as_deref(), Some(value));
+    }
+    error(
+        mpi("kubeflow.org/v2beta1", "openmpi"),
+        "spec.trialTemplate.trialSpec.spec.mpiImplementation",
+        "value \"openmpi\" is not one the MPI operator accepts; hint: use one of OpenMPI, Intel, MPICH",
+    );
+    // The training operator's v1 MPIJob has no such field: its API server drops it.
+    let v1 = replica_set(&mpi("kubeflow.org/v1", "openmpi"), "main")
+        .unwrap()
+        .unwrap();
+    assert_eq!(v1.mpi_implementation, None);
+}
+
+#[test]
 fn the_primary_container_name_wins_over_the_default_name() {
     let mut p = pod("tensorflow");
     p["template"]["spec"]["containers"]
