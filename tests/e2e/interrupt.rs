@@ -147,9 +147,13 @@ fn resume_after_kill_9_stops_a_trial_left_sleeping() {
     let log = first_trial_log(&sb, "sleeper");
     assert!(log.contains("loss=0.5"), "{log:?}");
     // Readers say the experiment is not really running, at once (the driver's pid is gone).
+    // The command it names reaches the same database, pasted where VERNIER_DB is not set.
     let list = text(&sb.run(&["list"]));
     assert!(
-        list.contains("(no driver: vernier resume sleeper)"),
+        list.contains(&format!(
+            "(no driver: vernier resume sleeper --db {})",
+            sb.db()
+        )),
         "{list}"
     );
     let table = text(&sb.run(&["report", "sleeper"]));

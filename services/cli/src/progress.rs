@@ -38,6 +38,23 @@ fn shortened(line: &str) -> String {
     }
 }
 
+/// How much of a trial's parameter values its started line shows: ENAS's `nn_config` alone
+/// is some 600 characters, printed again for every trial.
+const STARTED_VALUES_CHARS: usize = 160;
+
+/// A started trial's `name=value` text cut to [`STARTED_VALUES_CHARS`], saying where the rest
+/// is.
+fn started_values(assignment: &str) -> String {
+    match assignment.char_indices().nth(STARTED_VALUES_CHARS) {
+        None => assignment.to_string(),
+        Some((end, _)) => format!(
+            "{}... ({} characters; `vernier report` shows them all)",
+            &assignment[..end],
+            assignment.chars().count()
+        ),
+    }
+}
+
 /// What a failed trial's line adds: the last thing it printed (most often the error) and
 /// where its whole log is.
 fn failure_lines(last: Option<&str>, log: &Path) -> Vec<String> {
@@ -157,7 +174,7 @@ impl Observer for Display {
         match event {
             DriverEvent::TrialStarted { name, assignment } => {
                 if self.bar.is_none() {
-                    self.line(format!("started   {name}  {assignment}"));
+                    self.line(format!("started   {name}  {}", started_values(assignment)));
                 }
             }
             DriverEvent::TrialFinished {
@@ -291,6 +308,22 @@ fn shown(value: &str, digits: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_started_line_cuts_long_values_and_says_how_long_they_were() {
+        let short = "lr=0.01 layers=3";
+        assert_eq!(started_values(short), short);
+        let exactly = "x".repeat(STARTED_VALUES_CHARS);
+        assert_eq!(started_values(&exactly), exactly);
+        let long = format!("nn_config={}", "é".repeat(600));
+        let cut = started_values(&long);
+        assert!(cut.starts_with(&long[..20]), "{cut}");
+        assert!(
+            cut.ends_with("... (610 characters; `vernier report` shows them all)"),
+            "{cut}"
+        );
+        assert_eq!(cut.chars().count(), STARTED_VALUES_CHARS + 53);
+    }
 
     #[test]
     fn a_failed_trial_points_at_its_last_output_and_log() {

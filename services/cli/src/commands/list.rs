@@ -23,7 +23,7 @@ pub async fn list(db: &str) -> anyhow::Result<Exit> {
         let trials = store.list_trials(&e.name).await?.len();
         // A driver killed before it could record an end leaves a phase that is not so.
         let phase = match crate::db::unattended(&store, &e).await? {
-            Some(_) => format!("{} (no driver: vernier resume {})", e.status.phase, e.name),
+            Some(_) => unattended_phase(&e.status.phase, &e.name, db),
             None => e.status.phase.clone(),
         };
         table.add_row(vec![
@@ -36,4 +36,30 @@ pub async fn list(db: &str) -> anyhow::Result<Exit> {
     }
     outln!("{table}");
     Ok(Exit::Succeeded)
+}
+
+/// The phase of an experiment whose driver is gone, with the command that takes it over on
+/// the same database.
+fn unattended_phase(phase: &str, name: &str, db: &str) -> String {
+    format!(
+        "{phase} (no driver: vernier resume {name}{})",
+        crate::db::db_flag(db)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_resume_hint_reaches_the_listed_database() {
+        assert_eq!(
+            unattended_phase("Running", "k9", "vernier.db"),
+            "Running (no driver: vernier resume k9)"
+        );
+        assert_eq!(
+            unattended_phase("Running", "k9", "runs/k.db"),
+            "Running (no driver: vernier resume k9 --db runs/k.db)"
+        );
+    }
 }
