@@ -214,16 +214,31 @@ where
         name: &str,
         spec_json: &str,
     ) -> Result<(), StoreError> {
-        let _writer = self.writer().await;
-        let done = sqlx::query(D::sql(
+        self.set_text(
             "UPDATE experiments SET spec_json = ? WHERE name = ?",
-        ))
-        .bind(spec_json)
-        .bind(name)
-        .execute(&self.pool)
+            spec_json,
+            "update spec of experiment",
+            ("experiment", name),
+        )
         .await
-        .map_err(self.fail("update spec of experiment", name))?;
-        found::<D>(&done, "experiment", name)
+    }
+
+    /// Writes one text column of the row `(kind, name)`; `action` names the write in errors.
+    async fn set_text(
+        &self,
+        sql: &'static str,
+        value: &str,
+        action: &'static str,
+        (kind, name): (&'static str, &str),
+    ) -> Result<(), StoreError> {
+        let _writer = self.writer().await;
+        let done = sqlx::query(D::sql(sql))
+            .bind(value)
+            .bind(name)
+            .execute(&self.pool)
+            .await
+            .map_err(self.fail(action, name))?;
+        found::<D>(&done, kind, name)
     }
 
     pub(crate) async fn delete_experiment(&self, name: &str) -> Result<bool, StoreError> {
@@ -442,16 +457,13 @@ where
         name: &str,
         rules_json: &str,
     ) -> Result<(), StoreError> {
-        let _writer = self.writer().await;
-        let done = sqlx::query(D::sql(
+        self.set_text(
             "UPDATE trials SET early_stopping_rules_json = ? WHERE name = ?",
-        ))
-        .bind(rules_json)
-        .bind(name)
-        .execute(&self.pool)
+            rules_json,
+            "record early-stopping rules of trial",
+            ("trial", name),
+        )
         .await
-        .map_err(self.fail("record early-stopping rules of trial", name))?;
-        found::<D>(&done, "trial", name)
     }
 
     pub(crate) async fn get_trial(&self, name: &str) -> Result<Option<TrialRow>, StoreError> {
