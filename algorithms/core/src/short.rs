@@ -1,7 +1,8 @@
 //! Doubles as a person reads them. Rust's `{}` writes `1.7e308` as a 309-digit decimal; this
 //! form keeps the shortest digits that parse back to the same value and switches to exponent
-//! form where Python's `repr` does (at 1e16 and below 1e-4), which is also how Katib's Python
-//! suggestion services write values. Machine formats (JSON) keep their own encoding.
+//! form where Python's `repr` does (at 1e16 and below 1e-4), as Katib's Python suggestion
+//! services do; the exponent is written as Rust writes it (`1e-5`, `1e16`), not padded as
+//! Python pads it (`1e-05`, `1e+16`). Machine formats (JSON) keep their own encoding.
 
 use std::fmt;
 
