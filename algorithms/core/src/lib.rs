@@ -23,7 +23,7 @@ pub use early_stopping::{EarlyStopper, EarlyStoppingRequest, TrialProgress};
 pub use equal_bounds::{EqualBounds, equal_bounds, nonblank_setting};
 pub use error::CoreError;
 pub use go_time::go_rfc3339_text;
-pub use names::{ALGORITHM_NAMES, EARLY_STOPPING_NAMES, NAS_ALGORITHM_NAMES};
+pub use names::{ALGORITHM_NAMES, EARLY_STOPPING_NAMES, NAS_ALGORITHM_NAMES, POINT_SAMPLERS};
 pub use nas::{NasConfig, NasOperation, NasParameter, NasParameterKind};
 pub use objective::{
     Constraint, ConstraintOp, Direction, MetricStrategy, Objective, ObjectiveTerm,

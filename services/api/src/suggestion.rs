@@ -19,7 +19,7 @@
 //! and is otherwise an error: `UNAVAILABLE` while the algorithm waits for running trials (the
 //! controller retries), `OUT_OF_RANGE` once its search is complete or no trial is running to
 //! change its answer. The controller retries `OUT_OF_RANGE` too, forever, so
-//! an algorithm that samples points of the space ([`REPEATING_SAMPLERS`]) and has tried every
+//! an algorithm that samples points of the space ([`vernier_core::POINT_SAMPLERS`]) and has tried every
 //! point of a finite space smaller than `maxTrialCount` gets the rest of the request filled
 //! with points drawn at random from the space (repeats, the same for a retried request), as
 //! Katib's hyperopt, optuna and skopt services answer, so the experiment completes. Grid
@@ -56,20 +56,6 @@ pub const STATE_SETTING: &str = "vernier/state";
 
 /// Most assignments one request may ask for; bounds the work a single call can cause.
 const MAX_REQUEST_NUMBER: i32 = 10_000;
-
-/// Algorithms that propose points of the space with nothing tied to which trial is which (no
-/// brackets, rungs or parents; NSGA-II's generation labels are not needed, an unlabelled trial
-/// joining its first selection): once every point is tried, a repeated point is an honest
-/// answer for them.
-pub const REPEATING_SAMPLERS: &[&str] = &[
-    "random",
-    "sobol",
-    "tpe",
-    "multivariate-tpe",
-    "bayesianoptimization",
-    "cmaes",
-    "nsga2",
-];
 
 /// The Suggestion service. Stateless: everything comes with each request; the only thing
 /// shared between calls is the bounded pool the algorithm work runs on.
@@ -246,9 +232,9 @@ fn full_answer(
 }
 
 /// Whether an answer short of what was asked is filled with repeats: only when the algorithm
-/// says its search is exhausted and it is one of the [`REPEATING_SAMPLERS`].
+/// says its search is exhausted and it is one of the [`vernier_core::POINT_SAMPLERS`].
 fn fills_with_repeats(algorithm: &str, exhausted: bool) -> bool {
-    exhausted && REPEATING_SAMPLERS.contains(&algorithm)
+    exhausted && vernier_core::POINT_SAMPLERS.contains(&algorithm)
 }
 
 /// `count` points drawn at random from `space` (each parameter from its prior), repeats

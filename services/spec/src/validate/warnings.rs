@@ -25,24 +25,13 @@ pub fn warnings(exp: &Experiment) -> Vec<SpecError> {
     out
 }
 
-/// The algorithms that never run a configuration twice, so a finite space ends their search.
-const NO_REPEATS: [&str; 8] = [
-    "random",
-    "grid",
-    "sobol",
-    "tpe",
-    "multivariate-tpe",
-    "bayesianoptimization",
-    "cmaes",
-    "nsga2",
-];
-
 /// A `maxTrialCount` above the number of configurations of a finite space: the run ends when
 /// the last one has run, where Katib's services would repeat configurations up to the count.
 fn space_smaller_than_budget(exp: &Experiment) -> Option<SpecError> {
     let algorithm = exp.spec.algorithm.as_ref()?.algorithm_name.as_deref()?;
     let budget = u128::try_from(exp.spec.max_trial_count?).ok()?;
-    if !NO_REPEATS.contains(&algorithm) {
+    // Grid and the point samplers never run a configuration twice.
+    if algorithm != "grid" && !vernier_core::POINT_SAMPLERS.contains(&algorithm) {
         return None;
     }
     let size = exp.search_space().ok()?.cardinality()?;
