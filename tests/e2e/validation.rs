@@ -354,6 +354,29 @@ fn many_problems_are_reported_together() {
     );
 }
 
+/// `validate` names every algorithm setting it refuses and the early-stopping rule's, where
+/// `run` stops at the first.
+#[test]
+fn every_refused_setting_is_reported_together() {
+    let bad = VALID.replacen(
+        "    algorithmName: random\n",
+        "    algorithmName: tpe\n    algorithmSettings:\n      - {name: gamma, value: \"2\"}\n      \
+         - {name: n_EI_candidates, value: \"-1\"}\n  earlyStopping:\n    algorithmName: \
+         medianstop\n    algorithmSettings:\n      - {name: start_step, value: \"0\"}\n",
+        1,
+    );
+    let err = invalid(&bad);
+    assert!(err.contains("3 problem(s) found"), "{err}");
+    assert_mentions(
+        &err,
+        &[
+            "spec.algorithm.algorithmSettings[0].value: setting gamma",
+            "spec.algorithm.algorithmSettings[1].value: setting n_EI_candidates",
+            "spec.earlyStopping.algorithmSettings[0].value",
+        ],
+    );
+}
+
 #[test]
 fn wrong_kind_and_missing_file() {
     let err = invalid(&VALID.replacen("kind: Experiment", "kind: Trial", 1));

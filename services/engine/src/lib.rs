@@ -21,7 +21,9 @@ pub use error::EngineError;
 pub use names::{identity_seed, suggest_seed, trial_name};
 pub use resolved::{Collector, EarlyStopping, PrometheusPort, ResolvedExperiment, SharedPath};
 pub use resume::ResumePolicy;
-pub use settings::{AlgorithmSource, BuiltEarlyStopping, build_early_stopping, check_settings};
+pub use settings::{
+    AlgorithmSource, BuiltEarlyStopping, algorithm_refusals, build_early_stopping, check_settings,
+};
 pub use suggest::{SuggestInput, build_suggester, search_ended, suggest};
 pub use verdict::{
     Finished, Place, TrialEnd, Verdict, ZERO_TIME_US, judge, metrics_unavailable,

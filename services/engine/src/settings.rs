@@ -54,6 +54,58 @@ pub fn check_settings(
     Ok(notes)
 }
 
+/// Every algorithm setting a built-in algorithm refuses, not just the first, for `vernier
+/// validate`: each refused entry is set aside and the algorithm built again, for as long as
+/// the next refusal names an entry still given (one about a setting set aside, now missing,
+/// would only echo the first).
+pub fn algorithm_refusals(exp: &ResolvedExperiment) -> Vec<EngineError> {
+    // Each entry still given, with its place in the file, so refusals come in file order.
+    let mut given: Vec<(usize, (String, String))> =
+        exp.settings.iter().cloned().enumerate().collect();
+    let mut refusals = Vec::new();
+    loop {
+        let settings: Vec<(String, String)> = given.iter().map(|(_, kv)| kv.clone()).collect();
+        let Err(e) =
+            vernier_algorithms::build(&exp.algorithm, &settings, &exp.space, &exp.objective)
+        else {
+            break;
+        };
+        let Some(i) = refused_entry(&e).and_then(|entry| position_of(&settings, entry)) else {
+            if refusals.is_empty() {
+                refusals.push((0, algorithm_error(exp, e)));
+            }
+            break;
+        };
+        refusals.push((given.remove(i).0, algorithm_error(exp, e)));
+    }
+    refusals.sort_by_key(|(place, _)| *place);
+    refusals.into_iter().map(|(_, e)| e).collect()
+}
+
+/// Where `(name, value)` stands in `settings`: the entry with that value, else the first of
+/// that name.
+fn position_of(
+    settings: &[(String, String)],
+    (name, value): (String, Option<String>),
+) -> Option<usize> {
+    let named = |k: &String| *k == name;
+    settings
+        .iter()
+        .position(|(k, v)| named(k) && value.as_ref().is_none_or(|value| v == value))
+        .or_else(|| settings.iter().position(|(k, _)| named(k)))
+}
+
+/// The setting (and the value, when the refusal is of a value) an algorithm's refusal names.
+fn refused_entry(e: &AlgorithmError) -> Option<(String, Option<String>)> {
+    match e {
+        AlgorithmError::UnknownSetting { setting, .. } => Some((setting.clone(), None)),
+        AlgorithmError::InvalidSetting { setting, value, .. } => {
+            Some((setting.clone(), Some(value.clone())))
+        }
+        _ => None,
+    }
+}
+
 /// The experiment's early-stopping rule, or `None` when it has none.
 pub fn build_early_stopping(
     exp: &ResolvedExperiment,
@@ -186,6 +238,39 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// `validate` names every refused setting; a refusal that only follows from setting one
+    /// aside (a required setting now missing) is not added.
+    #[test]
+    fn every_refused_setting_is_named_once() {
+        let paths = |algorithm: &str| -> Vec<String> {
+            let exp = experiment(&format!("  algorithm:\n    {algorithm}\n"));
+            algorithm_refusals(&exp)
+                .iter()
+                .map(|e| e.to_string().split(':').next().unwrap().to_string())
+                .collect()
+        };
+        assert_eq!(
+            paths(
+                "algorithmName: tpe\n    algorithmSettings: [{name: gamma, value: '2'}, \
+                 {name: bogus, value: '1'}, {name: n_EI_candidates, value: '-1'}]"
+            ),
+            [
+                "spec.algorithm.algorithmSettings[0].value",
+                "spec.algorithm.algorithmSettings[1].name",
+                "spec.algorithm.algorithmSettings[2].value",
+            ]
+        );
+        assert!(paths("algorithmName: tpe").is_empty());
+        // Hyperband's r_l refused: setting it aside leaves it missing, which is not news.
+        assert_eq!(
+            paths(
+                "algorithmName: hyperband\n    algorithmSettings: [{name: resource_name, value: x}, \
+                 {name: r_l, value: 'lots'}]"
+            ),
+            ["spec.algorithm.algorithmSettings[1].value"]
+        );
     }
 
     #[test]

@@ -10,7 +10,7 @@ use crate::Exit;
 use crate::first_point::first_trial_error;
 use crate::out::{errln, outln};
 use std::path::Path;
-use vernier_engine::{AlgorithmSource, ResolvedExperiment};
+use vernier_engine::{AlgorithmSource, EngineError, ResolvedExperiment};
 use vernier_runner::{LocalExperiment, LocalPaths, work_dir_of};
 use vernier_spec::{Experiment, SpecError};
 
@@ -30,23 +30,50 @@ fn local_experiment(file: &Path, exp: &Experiment) -> Option<LocalExperiment> {
 /// else what the algorithm says of its settings. The algorithm's and early-stopping rule's
 /// settings are checked as the operator checks them (algorithms served by a plugin are
 /// checked by the plugin when `run` starts).
-fn run_would_refuse(file: &Path, exp: &Experiment, runnable: bool) -> Result<Vec<String>, String> {
-    let resolved = ResolvedExperiment::new(exp.clone()).map_err(|e| e.to_string())?;
+fn run_would_refuse(
+    file: &Path,
+    exp: &Experiment,
+    runnable: bool,
+) -> Result<Vec<String>, Vec<String>> {
+    let one = |e: &dyn std::fmt::Display| vec![e.to_string()];
+    let resolved = ResolvedExperiment::new(exp.clone()).map_err(|e| one(&e))?;
     let source = AlgorithmSource::by_name(&resolved.algorithm);
-    let notes = vernier_engine::check_settings(&resolved, source).map_err(|e| e.to_string())?;
+    let notes = settings_refusals(&resolved, source)?;
     if !runnable {
         // The local verdict already says why `run` cannot take it.
         return Ok(notes);
     }
-    let local =
-        LocalExperiment::from_resolved(resolved, local_paths(file)).map_err(|e| e.to_string())?;
+    let local = LocalExperiment::from_resolved(resolved, local_paths(file)).map_err(|e| one(&e))?;
     if let Some(e) = warm_start_file_error(&local) {
-        return Err(e);
+        return Err(vec![e]);
     }
     match first_trial_error(&local, source) {
-        Some(e) => Err(e),
+        Some(e) => Err(vec![e]),
         None => Ok(notes),
     }
+}
+
+/// What the algorithm says of its settings, or every setting it refuses (where `run` stops at
+/// the first) and the early-stopping rule's refusal.
+fn settings_refusals(
+    resolved: &ResolvedExperiment,
+    source: AlgorithmSource,
+) -> Result<Vec<String>, Vec<String>> {
+    let first = match vernier_engine::check_settings(resolved, source) {
+        Ok(notes) => return Ok(notes),
+        Err(first) => first,
+    };
+    let EngineError::Algorithm { .. } = first else {
+        return Err(vec![first.to_string()]);
+    };
+    let mut problems: Vec<String> = vernier_engine::algorithm_refusals(resolved)
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    if let Err(e) = vernier_engine::build_early_stopping(resolved) {
+        problems.push(e.to_string());
+    }
+    Err(problems)
 }
 
 /// What `run` would say of `spec.warmStart.file`: missing, unreadable, or rows that do not
@@ -65,9 +92,11 @@ pub fn validate(file: &Path) -> anyhow::Result<Exit> {
             let verdict = vernier_runner::local_verdict(&exp);
             let notes = match run_would_refuse(file, &exp, verdict.runnable()) {
                 Ok(notes) => notes,
-                Err(problem) => {
-                    errln!("{}: 1 problem(s) found", file.display());
-                    errln!("{problem}");
+                Err(problems) => {
+                    errln!("{}: {} problem(s) found", file.display(), problems.len());
+                    for problem in problems {
+                        errln!("{problem}");
+                    }
                     std::process::exit(2);
                 }
             };
