@@ -117,6 +117,12 @@ fn exit_zero_without_the_objective_is_metrics_unavailable() {
     let out = sb.run(&["run", file.to_str().unwrap()]);
     // Katib counts trials without metrics as failures for maxFailedTrialCount.
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    // The run's own lines say how to report the metric, not only the stored message.
+    assert!(
+        text(&out).contains("          hint: print a line such as `accuracy=0.5`"),
+        "{}",
+        text(&out)
+    );
     let r = sb.report("nometrics");
     assert_eq!(r["status"]["trialMetricsUnavailable"], 2);
     let t = &trials_in(&r, "MetricsUnavailable")[0];

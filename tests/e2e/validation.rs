@@ -100,6 +100,25 @@ fn the_base_file_is_valid() {
         "{stdout}"
     );
     assert!(stdout.contains("maximize accuracy"), "{stdout}");
+    assert!(
+        stdout.contains("  metrics collector: StdOut (name=value lines)\n"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("early stopping"), "{stdout}");
+    // Pruning is visible before the first trial is stopped.
+    let pruned = VALID.replacen(
+        "  algorithm:\n",
+        "  earlyStopping:\n    algorithmName: medianstop\n    algorithmSettings:\n      \
+         - {name: start_step, value: \"5\"}\n  algorithm:\n",
+        1,
+    );
+    let file = sb.write("pruned.yaml", &pruned);
+    let out = sb.run(&["validate", file.to_str().unwrap()]);
+    assert!(
+        text(&out).contains("  early stopping: medianstop (start_step 5)\n"),
+        "{}",
+        text(&out)
+    );
 }
 
 #[test]

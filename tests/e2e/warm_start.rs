@@ -413,7 +413,7 @@ fn a_warm_start_of_an_algorithm_that_cannot_learn_from_it_says_so() {
         text(&out)
     );
 
-    // Ten results are enough: the run starts from them and says nothing about it.
+    // Ten results are enough: the run starts from them, says how many, and warns of nothing.
     let lines: String = (0..10)
         .map(|i| format!("{{\"x\": 0.{i}5, \"y\": 0.5, \"loss\": {i}}}\n"))
         .collect();
@@ -422,7 +422,16 @@ fn a_warm_start_of_an_algorithm_that_cannot_learn_from_it_says_so() {
     let file = sb.write("cma-ten.yaml", &yaml);
     let out = sb.run(&["run", file.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-    assert!(!text(&out).contains("warm start:"), "{}", text(&out));
+    assert!(
+        !text(&out).contains("warning: warm start"),
+        "{}",
+        text(&out)
+    );
+    assert!(
+        text(&out).contains("warm start: 10 earlier result(s) (10 from file/known.jsonl)\n"),
+        "{}",
+        text(&out)
+    );
 }
 
 /// A warm start of a search with two objectives and a constraint: the earlier experiment's

@@ -25,6 +25,18 @@ pub fn sample_assignment<R: Rng + ?Sized>(space: &SearchSpace, rng: &mut R) -> A
 /// Samples one parameter from its prior.
 pub fn sample_param<R: Rng + ?Sized>(p: &Parameter, rng: &mut R) -> ParamValue {
     match &p.domain {
+        // A uniform stepped double gives every grid point the same weight, as a stepped int
+        // does (and Optuna's `step`); drawing on `[min, max]` and snapping gave the two end
+        // points half a cell each.
+        Domain::Double {
+            min,
+            max,
+            step: Some(s),
+        } if p.distribution == Distribution::Uniform => {
+            let last = range::double_last(*min, *max, *s) as u64;
+            let k = rng.random_range(0..=last);
+            ParamValue::Double(vernier_core::grid_point(*min, k as f64, *s))
+        }
         Domain::Double { min, max, step } => {
             let x = sample_continuous(*min, *max, p.distribution, rng);
             match step {
@@ -104,6 +116,24 @@ mod tests {
         assert_eq!(snap(0.34, 0.0, 1.0, 0.1), 0.3);
         assert_eq!(snap(0.96, 0.0, 0.95, 0.1), 0.9);
         assert_eq!(snap(-3.0, 0.0, 1.0, 0.25), 0.0);
+    }
+
+    /// Every point of a uniform stepped double is as likely as a stepped int's: the ends too.
+    #[test]
+    fn a_stepped_double_weighs_its_end_points_like_the_rest() {
+        let p = crate::test_params::double("d", (0.0, 0.5), Some(0.1), Distribution::Uniform);
+        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        let mut counts = std::collections::BTreeMap::new();
+        for _ in 0..6000 {
+            *counts
+                .entry(sample_param(&p, &mut rng).to_string())
+                .or_insert(0) += 1;
+        }
+        assert_eq!(counts.len(), 6, "{counts:?}");
+        // 1000 expected each; a half-weight end would get about 545.
+        for (value, n) in &counts {
+            assert!((850..1150).contains(n), "{value}: {n} of 6000 ({counts:?})");
+        }
     }
 
     #[test]

@@ -194,6 +194,11 @@ impl Observer for Display {
                     format!("  ({})", message.lines().next().unwrap_or(""))
                 };
                 self.line(format!("{:<9} {name}{value}{detail}", state.as_str()));
+                if *state != TrialState::Succeeded {
+                    for hint in message.lines().skip(1).filter(|l| l.starts_with("hint:")) {
+                        self.line(format!("          {hint}"));
+                    }
+                }
                 if matches!(state, TrialState::Failed | TrialState::MetricsUnavailable) {
                     let log = self.log_dir.join(format!("{name}.log"));
                     for l in failure_lines(last_line(&log).as_deref(), &log) {

@@ -446,6 +446,11 @@ async fn html_has_every_plot_with_one_mark_per_datum() {
         .filter_map(|t| t.split('>').nth(1)?.split('%').next()?.parse::<f64>().ok())
         .sum();
     assert!((shares - 100.0).abs() < 0.15, "{shares}");
+    // Four results are few: the chart says what its shares rest on.
+    assert!(
+        plot.contains("Parameter importance: rough, from 4 trials (under 50)"),
+        "{plot}"
+    );
     assert!(
         !page.contains("id=\"failure\""),
         "succeeded: no failure banner"

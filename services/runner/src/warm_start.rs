@@ -54,6 +54,28 @@ pub struct WarmStart {
 }
 
 impl WarmStart {
+    /// What the search starts from, by source: `warm start: 60 earlier result(s) (30 from
+    /// experiment/toy-tpe, 30 from file/prev.csv)`; `None` without a warm start.
+    pub fn summary(&self) -> Option<String> {
+        if self.records.is_empty() {
+            return None;
+        }
+        let mut by_source: BTreeMap<&str, usize> = BTreeMap::new();
+        for r in &self.records {
+            let source = r.labels.get(SOURCE_LABEL).map_or("", String::as_str);
+            *by_source.entry(source).or_default() += 1;
+        }
+        let parts: Vec<String> = by_source
+            .iter()
+            .map(|(source, n)| format!("{n} from {source}"))
+            .collect();
+        Some(format!(
+            "warm start: {} earlier result(s) ({})",
+            self.records.len(),
+            parts.join(", ")
+        ))
+    }
+
     /// Refuses a warm start whose source experiments are not all there: what a new
     /// experiment requires (a resumed one goes on without a source deleted since).
     pub fn complete(self) -> Result<WarmStart, RunnerError> {

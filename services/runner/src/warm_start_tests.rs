@@ -370,3 +370,21 @@ fn csv_with_a_byte_order_mark_is_read() {
     assert_eq!(got.len(), 1);
     assert_eq!(got[0].assignment.to_string(), "lr=0.01, optimizer=sgd");
 }
+
+#[test]
+fn the_summary_counts_the_results_of_each_source() {
+    let a = || Assignment(vec![("lr".into(), vernier_core::ParamValue::Double(0.1))]);
+    let ws = WarmStart {
+        records: vec![
+            warm_record(0, "experiment/old", "old-1", a(), 1.0),
+            warm_record(1, "file/prev.csv", "line 2", a(), 2.0),
+            warm_record(2, "experiment/old", "old-2", a(), 3.0),
+        ],
+        ..WarmStart::default()
+    };
+    assert_eq!(
+        ws.summary().unwrap(),
+        "warm start: 3 earlier result(s) (2 from experiment/old, 1 from file/prev.csv)"
+    );
+    assert_eq!(WarmStart::default().summary(), None);
+}

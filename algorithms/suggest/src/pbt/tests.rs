@@ -151,7 +151,7 @@ fn seeded_first_generation_has_exact_values() {
 
 const EXPECTED_FIRST: [&str; 5] = [
     "lr=0.0111, batch=13",
-    "lr=0.0178, batch=57",
+    "lr=0.0179, batch=57",
     "lr=0.0114, batch=57",
     "lr=0.02, batch=55",
     "lr=0.0028, batch=46",

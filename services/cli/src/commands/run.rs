@@ -88,6 +88,9 @@ pub async fn run(
         exp.space.len(),
         exp.paths.log_dir.display()
     );
+    if let Some(summary) = warm.summary() {
+        outln!("{summary}");
+    }
     drive(&store, db, &exp, seed, plugins, lease, Some(warm)).await
 }
 

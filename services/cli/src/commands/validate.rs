@@ -179,6 +179,39 @@ fn objective_term(term: &vernier_core::ObjectiveTerm) -> String {
     format!("{direction} {}{goal}", term.metric)
 }
 
+/// `medianstop (min_trials_required 3, start_step 5)`, or the name alone.
+fn with_settings(a: &vernier_spec::types::AlgorithmSpec) -> String {
+    let name = a.algorithm_name.as_deref().unwrap_or_default();
+    if a.algorithm_settings.is_empty() {
+        return name.to_string();
+    }
+    let settings: Vec<String> = a
+        .algorithm_settings
+        .iter()
+        .map(|s| format!("{} {}", s.name, s.value))
+        .collect();
+    format!("{name} ({})", settings.join(", "))
+}
+
+/// The collector's kind (Katib's default StdOut when unset), with the line format it reads.
+fn collector_kind(s: &vernier_spec::types::ExperimentSpec) -> String {
+    let mc = s.metrics_collector_spec.as_ref();
+    let kind = mc
+        .and_then(|m| m.collector.as_ref())
+        .and_then(|c| c.kind.as_deref())
+        .unwrap_or("StdOut");
+    let formats = mc
+        .and_then(|m| m.source.as_ref())
+        .and_then(|src| src.filter.as_ref())
+        .map(|f| f.metrics_format.join(", "))
+        .filter(|f| !f.is_empty());
+    match (kind, formats) {
+        ("StdOut" | "File", Some(f)) => format!("{kind} (metricsFormat {f})"),
+        ("StdOut", None) => format!("{kind} (name=value lines)"),
+        _ => kind.to_string(),
+    }
+}
+
 fn print_summary(file: &Path, exp: &Experiment) -> anyhow::Result<()> {
     let space = exp.search_space()?;
     let objective = exp.objective()?;
@@ -205,6 +238,10 @@ fn print_summary(file: &Path, exp: &Experiment) -> anyhow::Result<()> {
         outln!("  constraints: {}", constraints.join(", "));
     }
     outln!("  algorithm: {algorithm}");
+    if let Some(es) = &s.early_stopping {
+        outln!("  early stopping: {}", with_settings(es));
+    }
+    outln!("  metrics collector: {}", collector_kind(s));
     outln!(
         "  parameters: {} ({})",
         space.len(),

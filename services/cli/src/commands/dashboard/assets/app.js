@@ -260,7 +260,7 @@ function renderExperiment(name, d) {
   const grid = h("div", { class: "grid" });
   grid.append(panel(historyPlot(d), historyTools(name, d)));
   if (d.objectives.length > 1) grid.append(panel(paretoPlot(d), null));
-  grid.append(panel(importancePlot(d), h("p", { class: "note" }, "Share of the objective's variance each parameter explains on its own: the correlation ratio over equal-count bins (categories for categorical parameters), corrected for the number of bins (ε², about 0 for a parameter that does not matter), divided by the sum so the shares add up to 1. Blind to interactions; rough under 30 trials.")));
+  grid.append(panel(importancePlot(d), h("p", { class: "note" }, "Share of the objective's variance each parameter explains on its own: the correlation ratio over equal-count bins (categories for categorical parameters), corrected for the number of bins (ε², about 0 for a parameter that does not matter), divided by the sum so the shares add up to 1. Blind to interactions; rough under 50 trials (a parameter without effect can take a third).")));
   grid.append(panel(curvesPlot(d), h("p", { class: "note" }, curvesNote(d))));
   grid.append(panel(timelinePlot(d), h("p", { class: "note" }, "One lane per concurrent slot; bar length is the trial's wall time, colour its outcome.")));
   parts.push(grid);
