@@ -87,9 +87,22 @@ fn first_difference(a: &Value, b: &Value, path: &str) -> Option<String> {
             .zip(y)
             .enumerate()
             .find_map(|(i, (v, w))| first_difference(v, w, &format!("{path}[{i}]"))),
-        _ if a == b => None,
+        _ if a == b || same_number(a, b) => None,
         _ => Some(path.to_string()),
     }
+}
+
+/// Whether `a` and `b` are one number written two ways: a client that reads the object back
+/// and writes it again (Katib's SDK in `edit_experiment_budget`) turns a goal of `0` into
+/// `0.0`, a quantity `cpu: 1` into `"1"`; Katib's webhook compares the decoded values.
+fn same_number(a: &Value, b: &Value) -> bool {
+    let number = |v: &Value| match v {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => s.trim().parse::<f64>().ok(),
+        _ => None,
+    };
+    let is_number = |v: &Value| matches!(v, Value::Number(_));
+    (is_number(a) || is_number(b)) && number(a).is_some() && number(a) == number(b)
 }
 
 /// The editable counts of `spec`, as kept in [`COUNTS_ANNOTATION`].
@@ -200,6 +213,36 @@ mod tests {
                 (got, want) => panic!("case {i}: {got:?}, wanted {want:?}"),
             }
         }
+    }
+
+    /// Katib's SDK reads the spec back and writes it again: a goal of `0` returns as `0.0`, a
+    /// `cpu: 1` as `"1"`. That is no edit; a different number, or a word, still is.
+    #[test]
+    fn a_number_written_again_another_way_is_no_edit() {
+        let with = |goal: Value, cpu: Value| {
+            json!({"maxTrialCount": 4, "objective": {"goal": goal},
+                   "trialTemplate": {"trialSpec": {"resources": {"cpu": cpu}}}})
+        };
+        let accepted = with(json!(0), json!(1));
+        let cases = [
+            (with(json!(0.0), json!("1")), None),
+            (with(json!(0.5), json!(1)), Some("spec.objective.goal")),
+            (
+                with(json!(0), json!("one")),
+                Some("spec.trialTemplate.trialSpec.resources.cpu"),
+            ),
+        ];
+        for (current, want) in cases {
+            let got = match effective(&current, Some(&accepted)) {
+                Effective::Current => None,
+                Effective::Accepted { field, .. } => Some(field),
+            };
+            assert_eq!(got.as_deref(), want, "{current}");
+        }
+        assert!(
+            !same_number(&json!("1"), &json!("1.0")),
+            "two texts are text"
+        );
     }
 
     /// Katib's rule: an update whose maxTrialCount is not above status.trials is refused,

@@ -128,13 +128,13 @@ async fn reconcile_experiment(obj: &DynamicObject, ctx: &Context) -> Result<Acti
         None => spec,
     };
     run.refused("counts", refused.map(|(_, note)| note)).await;
-    let exp = match (resolve(obj, spec.clone(), ctx).await?, &ended) {
+    let (exp, counts_new) = match (resolve(obj, spec.clone(), ctx).await?, &ended) {
         (Ok(exp), _) => {
             let counts_new = kept_counts
                 .as_ref()
                 .is_none_or(|k| counts_changed(&spec, k));
             run.keep_accepted(&spec, kept.is_none(), counts_new).await?;
-            exp
+            (exp, counts_new)
         }
         // A finished experiment keeps its one terminal condition, whatever its spec (or the
         // ConfigMap of its template) says now: Katib never validates it again.
@@ -154,7 +154,7 @@ async fn reconcile_experiment(obj: &DynamicObject, ctx: &Context) -> Result<Acti
             run.restart().await;
         } else {
             ctx.leases.release(&ctx.store, &run.ns, &run.name).await?;
-            run.note_unused_raise(&exp, &ended).await;
+            run.note_unused_raise(&exp, &ended, counts_new).await;
             let listed = list_trials(ctx, obj, &run.ns, &run.name, &exp.objective).await?;
             return run.refresh_ended(&exp, &listed).await;
         }
@@ -392,23 +392,38 @@ impl<'a> Run<'a> {
         Ok(Action::await_change())
     }
 
-    /// A finished experiment whose `maxTrialCount` was raised but whose `resumePolicy` does
-    /// not let it continue: Katib's webhook refuses that edit; here a Warning event says why
-    /// nothing happens.
-    async fn note_unused_raise(&self, exp: &Resolved, ended: &Ended) {
+    /// A finished experiment whose `maxTrialCount` was raised but that does not continue:
+    /// Katib's webhook refuses that edit; here a Warning event says why nothing happens. One
+    /// that reached maxTrialCount is told about its `resumePolicy`; one that ended otherwise
+    /// (failed, or reached its goal) only when the counts were just edited (`counts_new`), as
+    /// its maxTrialCount may have been above its trials all along.
+    async fn note_unused_raise(&self, exp: &Resolved, ended: &Ended, counts_new: bool) {
         let trials = self.status.trials.max(0) as u32;
         let raised = exp.limits.max_trials.is_some_and(|max| max > trials);
         let reopenable = exp.resume_policy.reopenable(ended.as_resume(), trials);
-        if raised && !reopenable && ended.reason == Completion::MaxTrialsReached.reason() {
-            let note = format!(
+        if !raised || reopenable {
+            return;
+        }
+        let note = if ended.reason == Completion::MaxTrialsReached.reason() {
+            format!(
                 "maxTrialCount is above the {trials} trial(s) run, but an experiment with \
                  resumePolicy {} does not continue (Katib's webhook refuses this edit); hint: \
                  experiments that should continue are created with resumePolicy LongRunning \
                  or FromVolume",
                 exp.resume_policy.as_str()
-            );
-            self.event(true, "RestartRefused", note).await;
-        }
+            )
+        } else if counts_new {
+            format!(
+                "the edit of the trial counts is not applied: an experiment that ended with \
+                 {} does not continue, only one that reached maxTrialCount with resumePolicy \
+                 LongRunning or FromVolume (Katib's webhook refuses this edit); hint: create \
+                 a new experiment to search again",
+                ended.reason
+            )
+        } else {
+            return;
+        };
+        self.event(true, "RestartRefused", note).await;
     }
 
     /// Marks the experiment Failed with the validation errors, once, with a Warning event.

@@ -112,19 +112,27 @@ fn mount_dir(path: &str, is_file: bool) -> String {
     }
 }
 
-/// `run_spec` with the collector sidecar in its primary pod templates when the trial's
-/// collector is File or TensorFlowEvent, or with the user's own collector container when it is
-/// Custom; unchanged otherwise.
+/// `run_spec` with the trial's name in its primary containers (`KATIB_TRIAL_NAME`, as Katib's
+/// pod webhook sets it for every trial whose collector is not `None`), and the collector
+/// sidecar in its primary pod templates when the collector is File or TensorFlowEvent, or the
+/// user's own collector container when it is Custom.
 pub fn inject(
     config: &OperatorConfig,
     spec: &TrialSpec,
     trial: &str,
     mut run_spec: Value,
 ) -> Value {
+    let collector = Collector::of(spec.metrics_collector.as_ref());
+    if collector == Collector::Other("None".into()) {
+        return run_spec;
+    }
+    for (template, _) in primary_templates(spec, &mut run_spec) {
+        add_env(spec, template, &[(TRIAL_NAME_ENV, trial.to_string())]);
+    }
     if let Collector::Custom {
         container: Some(custom),
         path,
-    } = Collector::of(spec.metrics_collector.as_ref())
+    } = collector
     {
         // Katib shares nothing when no fileSystemPath is given.
         let dir = path.map(|p| mount_dir(&p.path, !p.directory));
@@ -133,9 +141,9 @@ pub fn inject(
         }
         return run_spec;
     }
-    if Collector::of(spec.metrics_collector.as_ref()) == Collector::Push {
+    if collector == Collector::Push {
         for (template, _) in primary_templates(spec, &mut run_spec) {
-            add_push_env(config, spec, trial, template);
+            add_env(spec, template, &push_env(config, trial));
         }
         return run_spec;
     }
@@ -148,10 +156,10 @@ pub fn inject(
     run_spec
 }
 
-/// What a `Push` trial needs to report: its name in `KATIB_TRIAL_NAME` (Katib's pod webhook
-/// sets it; the SDK's `report_metrics` reads it) and the operator's DBManager address in
-/// `VERNIER_DB_MANAGER_ADDRESS`, added to the primary container unless it sets them itself.
-fn add_push_env(config: &OperatorConfig, spec: &TrialSpec, trial: &str, template: &mut Value) {
+/// `vars` added to the primary container of `template`, each unless the container sets it
+/// itself: the trial's name, and for a `Push` trial the operator's DBManager address in
+/// `VERNIER_DB_MANAGER_ADDRESS` (the SDK's `report_metrics` reads both).
+fn add_env(spec: &TrialSpec, template: &mut Value, vars: &[(&str, String)]) {
     let Some(containers) = template
         .pointer_mut("/spec/containers")
         .and_then(Value::as_array_mut)
@@ -166,8 +174,8 @@ fn add_push_env(config: &OperatorConfig, spec: &TrialSpec, trial: &str, template
     let Some(env) = env.as_array_mut() else {
         return;
     };
-    for (name, value) in push_env(config, trial) {
-        if !env.iter().any(|e| e["name"] == name) {
+    for (name, value) in vars {
+        if !env.iter().any(|e| e["name"] == *name) {
             env.push(json!({"name": name, "value": value}));
         }
     }
@@ -730,10 +738,25 @@ mod tests {
         );
     }
 
+    /// Katib's pod webhook names the trial in its primary container whatever the collector
+    /// (its SDK and trainers that tag their runs read it), except with the `None` collector,
+    /// whose pods it leaves alone; a container that sets it keeps its own.
     #[test]
-    fn stdout_leaves_the_job_alone() {
-        let spec = trial(json!({"collector": {"kind": "StdOut"}}), None);
-        assert_eq!(inject(&config(), &spec, "t", job()), job());
+    fn every_trial_learns_its_name_but_none_is_left_alone() {
+        let named = |name: &str| {
+            let mut j = job();
+            j["spec"]["template"]["spec"]["containers"][1]["env"] =
+                json!([{"name": "KATIB_TRIAL_NAME", "value": name}]);
+            j
+        };
+        let stdout = trial(json!({"collector": {"kind": "StdOut"}}), None);
+        assert_eq!(inject(&config(), &stdout, "t", job()), named("t"));
+        assert_eq!(
+            inject(&config(), &stdout, "t", named("mine")),
+            named("mine")
+        );
+        let none = trial(json!({"collector": {"kind": "None"}}), None);
+        assert_eq!(inject(&config(), &none, "t", job()), job());
     }
 
     /// Katib's webhook gives a Push trial its name; the SDK's report_metrics needs it.

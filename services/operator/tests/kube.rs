@@ -675,6 +675,19 @@ async fn failing_jobs_fail_the_experiment_at_max_failed() {
         let reason = c["reason"].as_str().unwrap_or_default();
         assert!(reason.starts_with("TrialFailed. Job reason: "), "{reason}");
     }
+    // Katib's webhook refuses a larger budget for a failed experiment; a Warning says so.
+    env.edit(
+        "failing",
+        serde_json::json!({"spec": {"maxTrialCount": 10}}),
+    )
+    .await;
+    let refused = env.event("failing", "RestartRefused").await;
+    let note = refused.data["note"].as_str().unwrap_or_default();
+    assert!(
+        note.contains("an experiment that ended with ExperimentFailed does not continue"),
+        "{note}"
+    );
+    assert_eq!(env.trials_of("failing").await.len(), 2);
     op.stop().await;
     env.shutdown().await;
 }
@@ -1864,6 +1877,12 @@ async fn an_entrypoint_only_tfjob_with_value_from_is_rendered_as_written() {
             ["template"]["spec"]
             .clone();
     expected["containers"][0]["env"][0]["value"] = Value::String(lr);
+    // What Katib's pod webhook adds to every trial's primary container.
+    let name = trial["metadata"]["name"].clone();
+    expected["containers"][0]["env"]
+        .as_array_mut()
+        .expect("env")
+        .push(serde_json::json!({"name": "KATIB_TRIAL_NAME", "value": name}));
     let pod = &job["spec"]["tfReplicaSpecs"]["Chief"]["template"]["spec"];
     for field in ["containers", "initContainers", "volumes"] {
         assert_eq!(pod[field], expected[field], "{field} in {job:#}");

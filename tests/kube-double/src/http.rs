@@ -6,6 +6,7 @@
 use crate::deletion::{DeleteOptions, Deletion, Propagation};
 use crate::discovery;
 use crate::patch::{self, PatchKind};
+use crate::query_flag::flag;
 use crate::registry::ResourceType;
 use crate::response::{Presentation, json_response, stream_response};
 use crate::selector::{FieldSelector, LabelSelector};
@@ -119,7 +120,7 @@ async fn route(
     let dry_run = query.get("dryRun").is_some_and(|v| v == "All");
     match (method.clone(), &target.name, target.subresource.as_deref()) {
         (Method::GET, None, None) => {
-            if query.get("watch").is_some_and(|w| w == "true" || w == "1") {
+            if flag(query, "watch") {
                 start_watch(shared, target, query, presentation)
             } else {
                 list(shared, &target, query, presentation)
@@ -178,7 +179,7 @@ async fn route(
             let kind = PatchKind::from_request(
                 content_type,
                 query.get("fieldManager").map(String::as_str),
-                query.get("force").is_some_and(|f| f == "true"),
+                flag(query, "force"),
             )?;
             let patch_body = patch::parse_body(&kind, &body)?;
             let (code, object) = patch_object(
@@ -382,10 +383,8 @@ fn start_watch(
         labels,
         fields,
         since,
-        bookmarks: query
-            .get("allowWatchBookmarks")
-            .is_some_and(|b| b == "true"),
-        send_initial_events: query.get("sendInitialEvents").is_some_and(|b| b == "true"),
+        bookmarks: flag(query, "allowWatchBookmarks"),
+        send_initial_events: flag(query, "sendInitialEvents"),
         timeout,
         presentation,
     };

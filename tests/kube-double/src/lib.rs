@@ -97,6 +97,7 @@ mod logs;
 mod logs_http;
 mod meta;
 pub mod patch;
+mod query_flag;
 mod registry;
 mod response;
 mod selector;

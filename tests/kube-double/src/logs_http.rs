@@ -65,7 +65,7 @@ pub async fn pod_log(
             "container \"{container}\" in pod \"{pod}\" is waiting to start: ContainerCreating"
         ))
     };
-    if query.get("follow").is_some_and(|f| f == "true") {
+    if crate::query_flag::flag(query, "follow") {
         let chunks = shared
             .logs
             .follow(namespace, pod, &container, 0)

@@ -39,7 +39,8 @@
 //! ([`SimulationOptions::per_job`]).
 //!
 //! Not simulated: `restartPolicy: OnFailure` restarts in place (every retry is a new pod),
-//! `parallelism` > 1, Kubeflow `runPolicy` (backoff, TTL, suspend), elastic PyTorch, gang
+//! `parallelism` > 1, a Job's `activeDeadlineSeconds` (a trial runs on past it), Kubeflow
+//! `runPolicy` (backoff, TTL, suspend, deadline), elastic PyTorch, gang
 //! scheduling, images (only `command` runs; a container without one fails with
 //! `ContainerCannotRun`).
 
