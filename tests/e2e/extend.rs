@@ -122,8 +122,10 @@ fn an_experiment_that_reached_its_goal_does_not_continue() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let more = sb.run(&["resume", "extended", "--max-trial-count", "8"]);
     assert_eq!(more.status.code(), Some(2), "{}", text(&more));
+    // The hint says how a new experiment keeps what this one learnt.
     assert!(
-        text(&more).contains("ExperimentGoalReached") && text(&more).contains("hint:"),
+        text(&more).contains("ExperimentGoalReached")
+            && text(&more).contains("with `warmStart: {experiments: [extended]}` in its spec"),
         "{}",
         text(&more)
     );

@@ -52,7 +52,7 @@ pub enum RunnerError {
     )]
     ObservationsNotRecorded { trial: String, error: String },
     #[error(
-        "experiment {name:?} ended with {reason} after {trials} trial(s); only an experiment that ended by reaching maxTrialCount continues, with --max-trial-count above {trials}\nhint: `vernier report {name}` shows the result; start a new experiment to search again"
+        "experiment {name:?} ended with {reason} after {trials} trial(s); only an experiment that ended by reaching maxTrialCount continues, with --max-trial-count above {trials}\nhint: `vernier report {name}` shows the result; start a new experiment to search again, with `warmStart: {{experiments: [{name}]}}` in its spec to begin from these results"
     )]
     NotExtendable {
         name: String,
