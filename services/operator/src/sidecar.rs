@@ -126,32 +126,25 @@ pub fn inject(
     if collector == Collector::Other("None".into()) {
         return run_spec;
     }
-    for (template, _) in primary_templates(spec, &mut run_spec) {
-        add_env(spec, template, &[(TRIAL_NAME_ENV, trial.to_string())]);
-    }
-    if let Collector::Custom {
-        container: Some(custom),
-        path,
-    } = collector
-    {
-        // Katib shares nothing when no fileSystemPath is given.
-        let dir = path.map(|p| mount_dir(&p.path, !p.directory));
-        for (template, _) in primary_templates(spec, &mut run_spec) {
-            add_custom(config, spec, trial, &custom, dir.as_deref(), template);
-        }
-        return run_spec;
-    }
-    if collector == Collector::Push {
-        for (template, _) in primary_templates(spec, &mut run_spec) {
-            add_env(spec, template, &push_env(config, trial));
-        }
-        return run_spec;
-    }
-    let Some(collection) = Collection::of(spec) else {
-        return run_spec;
-    };
+    let collection = Collection::of(spec);
     for (template, runtime) in primary_templates(spec, &mut run_spec) {
-        add_sidecar(config, spec, trial, &collection, template, &runtime);
+        add_env(spec, template, &[(TRIAL_NAME_ENV, trial.to_string())]);
+        match &collector {
+            Collector::Custom {
+                container: Some(custom),
+                path,
+            } => {
+                // Katib shares nothing when no fileSystemPath is given.
+                let dir = path.as_ref().map(|p| mount_dir(&p.path, !p.directory));
+                add_custom(config, spec, trial, custom, dir.as_deref(), template);
+            }
+            Collector::Push => add_env(spec, template, &push_env(config, trial)),
+            _ => {
+                if let Some(collection) = &collection {
+                    add_sidecar(config, spec, trial, collection, template, &runtime);
+                }
+            }
+        }
     }
     run_spec
 }
