@@ -235,8 +235,10 @@ fn a_run_that_ends_before_its_queue_names_what_is_left() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let said = text(&out);
     assert!(
-        said.contains("note: 1 configuration(s) of spec.enqueuedTrials did not run")
-            && said.contains("`vernier resume left --max-trial-count 3"),
+        said.contains(
+            "note: 1 configuration(s) of spec.enqueuedTrials did not run before maxTrialCount \
+             was reached\nhint: "
+        ) && said.contains("`vernier resume left --max-trial-count 3"),
         "{said}"
     );
     let out = sb.run(&["resume", "left", "--max-trial-count", "3"]);

@@ -512,8 +512,8 @@ fn enqueued_left_note(name: &str, progress: &driver::Progress, db_flag: &str) ->
         .ok()
         .filter(|n| *n > 0)?;
     Some(format!(
-        "note: {left} configuration(s) of spec.enqueuedTrials did not run before maxTrialCount          was reached
-hint: `vernier resume {name} --max-trial-count {}{db_flag}` runs them",
+        "note: {left} configuration(s) of spec.enqueuedTrials did not run before maxTrialCount \
+         was reached\nhint: `vernier resume {name} --max-trial-count {}{db_flag}` runs them",
         progress.counts.total.saturating_add(left)
     ))
 }
