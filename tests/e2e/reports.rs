@@ -64,6 +64,55 @@ fn csv_and_table_hold_every_trial_and_top_limits_the_table() {
     assert!(!sb.path().join("out.tmp").exists());
 }
 
+/// `--format observations` holds every value each trial printed, numbered per metric, in the
+/// order printed; written to a file it matches what stdout shows.
+#[test]
+fn observations_hold_every_reported_value_in_order() {
+    let sb = Sandbox::new();
+    run(&sb, "obs", 3, "5");
+    let out = sb.run(&["report", "obs", "--format", "observations"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let csv = String::from_utf8(out.stdout).unwrap();
+    let rows: Vec<Vec<&str>> = csv.lines().map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows[0], ["trial", "metric", "step", "time", "value"]);
+    // Three trials, each five loss values then one accuracy.
+    assert_eq!(rows.len(), 1 + 3 * 6, "{csv}");
+    for trial in rows[1..].chunks(6) {
+        let steps: Vec<&str> = trial.iter().map(|r| r[2]).collect();
+        assert_eq!(steps, ["1", "2", "3", "4", "5", "1"], "{csv}");
+        let x: f64 = 1.0 - trial[5][4].parse::<f64>().unwrap();
+        for (i, r) in trial[..5].iter().enumerate() {
+            assert_eq!(r[1], "loss");
+            let want = (x - 0.3) * (x - 0.3) + 1.0 / (i as f64 + 1.0);
+            let got: f64 = r[4].parse().unwrap();
+            assert!((got - want).abs() < 1e-9, "{csv}");
+        }
+        assert!(
+            trial
+                .iter()
+                .all(|r| r[0] == trial[0][0] && r[3].ends_with('Z'))
+        );
+    }
+    let out = sb.run(&["report", "obs", "--format", "observations", "-o", "obs.csv"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(text(&out).contains("wrote 18 observation(s) to obs.csv"));
+    assert_eq!(
+        std::fs::read_to_string(sb.path().join("obs.csv")).unwrap(),
+        csv
+    );
+    let out = sb.run(&[
+        "report",
+        "none",
+        "--format",
+        "observations",
+        "-o",
+        "none.csv",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("experiment \"none\" does not exist"));
+    assert!(!sb.path().join("none.csv").exists() && !sb.path().join("none.csv.tmp").exists());
+}
+
 /// A watched page that cannot be written is refused at once, not after the experiment
 /// appears and runs.
 #[test]

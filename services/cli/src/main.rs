@@ -61,7 +61,8 @@ enum Command {
     },
     /// List the experiments in the database.
     List,
-    /// Show an experiment and its trials: a table, Katib JSON, CSV or a self-contained HTML page.
+    /// Show an experiment and its trials: a table, Katib JSON, CSV or a self-contained HTML page;
+    /// or every value its trials reported (`--format observations`).
     Report {
         /// The experiment name.
         name: String,

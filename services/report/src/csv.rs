@@ -91,7 +91,7 @@ fn label_keys(r: &ExperimentReport) -> Vec<&str> {
     keys.into_iter().collect()
 }
 
-fn push_record(out: &mut String, fields: &[String]) {
+pub(crate) fn push_record(out: &mut String, fields: &[String]) {
     for (i, f) in fields.iter().enumerate() {
         if i > 0 {
             out.push(',');

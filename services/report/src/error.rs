@@ -13,6 +13,8 @@ pub enum ReportError {
         "experiment {0:?} does not exist in the store\nhint: `vernier list` shows the experiments there"
     )]
     ExperimentNotFound(String),
+    #[error("cannot write the report: {0}")]
+    Write(#[source] std::io::Error),
     #[error("stored experiment {name:?} is unreadable: {reason}")]
     CorruptExperiment { name: String, reason: String },
 }

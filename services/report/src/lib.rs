@@ -9,6 +9,7 @@ pub mod csv;
 pub mod dashboard;
 mod error;
 pub mod html;
+pub mod observation_csv;
 pub mod pareto;
 pub mod svg;
 pub mod table;

@@ -24,8 +24,18 @@ pub struct Condition {
 
 /// RFC 3339 with second precision, as Katib writes times.
 pub fn rfc3339(us: i64) -> String {
+    utc_text(us, chrono::SecondsFormat::Secs)
+}
+
+/// RFC 3339 UTC time with as many fractional digits (none, 3, 6) as the microseconds need:
+/// observation times, several of which fall in one second.
+pub fn rfc3339_micros(us: i64) -> String {
+    utc_text(us, chrono::SecondsFormat::AutoSi)
+}
+
+fn utc_text(us: i64, precision: chrono::SecondsFormat) -> String {
     chrono::DateTime::from_timestamp_micros(us)
-        .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
+        .map(|t| t.to_rfc3339_opts(precision, true))
         .unwrap_or_else(|| "0001-01-01T00:00:00Z".to_string())
 }
 
@@ -124,6 +134,15 @@ pub fn conditions_json(conditions: &[Condition]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn observation_times_keep_the_fraction_they_have() {
+        let t = 1_700_000_000_000_000;
+        assert_eq!(rfc3339_micros(t), "2023-11-14T22:13:20Z");
+        assert_eq!(rfc3339_micros(t + 250_000), "2023-11-14T22:13:20.250Z");
+        assert_eq!(rfc3339_micros(t + 7), "2023-11-14T22:13:20.000007Z");
+        assert_eq!(rfc3339(t + 7), "2023-11-14T22:13:20Z");
+    }
 
     #[test]
     fn follows_katib_condition_mechanics() {

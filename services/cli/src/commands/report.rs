@@ -6,12 +6,15 @@ use crate::Exit;
 use crate::out::{errln, out};
 use anyhow::{Context, bail};
 use std::io::IsTerminal;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use vernier_report::analysis::phase_is_final;
 use vernier_report::html::{HtmlOptions, REFRESH_SECONDS};
 use vernier_report::table::TableOptions;
-use vernier_report::{ExperimentReport, csv, html, load, load_curves, table};
+use vernier_report::{
+    ExperimentReport, ReportError, csv, html, load, load_curves, observation_csv, table,
+};
 
 /// The formats of `vernier report`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -20,6 +23,8 @@ pub enum Format {
     Json,
     Csv,
     Html,
+    /// Every value every trial reported, a CSV row each: trial, metric, step, time, value.
+    Observations,
 }
 
 /// Where reports are read from instead of the database (`report` and `compare`).
@@ -137,7 +142,10 @@ pub struct ReportArgs {
 }
 
 pub async fn report(db: &str, kube: &KubeArgs, args: ReportArgs) -> anyhow::Result<Exit> {
-    check(&args, db)?;
+    check(&args, db, kube)?;
+    if args.format == Format::Observations {
+        return observations(db, &args).await;
+    }
     let mut source = Source::open(db, kube).await?;
     let mut said = WatchNotes::default();
     let curves = if args.format == Format::Html {
@@ -299,7 +307,7 @@ impl WatchNotes {
 }
 
 /// Flag combinations that cannot work, refused before touching the database.
-fn check(args: &ReportArgs, db: &str) -> anyhow::Result<()> {
+fn check(args: &ReportArgs, db: &str, kube: &KubeArgs) -> anyhow::Result<()> {
     if args.watch && (args.format != Format::Html || args.output.is_none()) {
         bail!(
             "--watch rewrites an HTML file, so it needs --format html and --output FILE\nhint: vernier report --watch {} --format html --output {}.html{}",
@@ -308,17 +316,55 @@ fn check(args: &ReportArgs, db: &str) -> anyhow::Result<()> {
             crate::db::db_flag(db)
         );
     }
-    if args.top.is_some() && matches!(args.format, Format::Json | Format::Csv) {
+    let whole = match args.format {
+        Format::Json => Some("json"),
+        Format::Csv => Some("csv"),
+        Format::Observations => Some("observations"),
+        Format::Table | Format::Html => None,
+    };
+    if let (Some(_), Some(format)) = (args.top, whole) {
         bail!(
-            "--top only limits the table and the HTML trial table, not --format {}\nhint: drop --top; JSON and CSV always hold every trial",
-            if args.format == Format::Json {
-                "json"
-            } else {
-                "csv"
-            }
+            "--top only limits the table and the HTML trial table, not --format {format}\nhint: drop --top; JSON and CSV always hold every trial"
+        );
+    }
+    if kube.kube && args.format == Format::Observations {
+        bail!(
+            "--format observations reads the database: a cluster's Trial objects keep only each metric's reduced value, not every value reported\nhint: drop --kube to read the database, or ask the operator's DBManager (GetObservationLog) for a trial's values"
         );
     }
     Ok(())
+}
+
+/// `--format observations`: the observation log streamed to stdout or, through a temporary
+/// file, to `--output`. A closed stdout (`| head`) ends it quietly.
+async fn observations(db: &str, args: &ReportArgs) -> anyhow::Result<Exit> {
+    let store = crate::db::open(db, vernier_store::OpenMode::ReadOnly).await?;
+    let Some(path) = &args.output else {
+        let mut out = std::io::BufWriter::new(std::io::stdout());
+        let written = observation_csv::write(&store, &args.name, &mut out).await;
+        return match written.and_then(|_| out.flush().map_err(ReportError::Write)) {
+            Err(ReportError::Write(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+                Ok(Exit::Succeeded)
+            }
+            other => other.map(|_| Exit::Succeeded).map_err(Into::into),
+        };
+    };
+    let target = AtomicWrite::plan(path)?;
+    let mut file = std::io::BufWriter::new(target.create()?);
+    let rows = observation_csv::write(&store, &args.name, &mut file).await;
+    let rows = rows.and_then(|n| file.flush().map(|()| n).map_err(ReportError::Write));
+    drop(file);
+    match rows {
+        Ok(n) => {
+            target.finish()?;
+            errln!("wrote {n} observation(s) to {}", path.display());
+            Ok(Exit::Succeeded)
+        }
+        Err(e) => {
+            target.abandon();
+            Err(e.into())
+        }
+    }
 }
 
 fn render(r: &ExperimentReport, args: &ReportArgs) -> anyhow::Result<String> {
@@ -343,43 +389,88 @@ fn render(r: &ExperimentReport, args: &ReportArgs) -> anyhow::Result<String> {
         ),
         Format::Csv => csv::render(r),
         Format::Html => html::render(r, HtmlOptions { top: args.top }),
+        Format::Observations => unreachable!("--format observations is streamed, not rendered"),
     })
 }
 
 /// Writes through a temporary file and a rename, so a browser reloading a watched report
-/// never sees half a page. A failed rename takes the temporary file away again. A symlink is
+/// never sees half a page.
+pub fn write_atomically(path: &Path, text: &str) -> anyhow::Result<()> {
+    let target = AtomicWrite::plan(path)?;
+    if let Err(e) = std::fs::write(&target.write_to, text) {
+        target.abandon();
+        return Err(e).with_context(|| cannot_write(path));
+    }
+    target.finish()
+}
+
+fn cannot_write(path: &Path) -> String {
+    format!(
+        "cannot write the report to {}\nhint: pass --output with a path in a writable directory",
+        path.display()
+    )
+}
+
+/// Where a report file is written and what rename, if any, puts it in place. A symlink is
 /// written through (its target replaced, the link kept), and a path that is no regular file
 /// (`/dev/stdout`, a named pipe) is written directly, as a rename would replace it.
-pub fn write_atomically(path: &Path, text: &str) -> anyhow::Result<()> {
-    if path.is_dir() {
-        anyhow::bail!(
-            "--output {} is a directory\nhint: name the file to write, e.g. {}",
-            path.display(),
-            path.join("report.html").display()
-        );
+struct AtomicWrite {
+    shown: PathBuf,
+    write_to: PathBuf,
+    rename_to: Option<PathBuf>,
+}
+
+impl AtomicWrite {
+    fn plan(path: &Path) -> anyhow::Result<AtomicWrite> {
+        if path.is_dir() {
+            anyhow::bail!(
+                "--output {} is a directory\nhint: name the file to write, e.g. {}",
+                path.display(),
+                path.join("report.html").display()
+            );
+        }
+        let direct = |to: &Path| AtomicWrite {
+            shown: path.to_path_buf(),
+            write_to: to.to_path_buf(),
+            rename_to: None,
+        };
+        let target = match std::fs::canonicalize(path) {
+            Ok(resolved) => resolved,
+            // A link whose target does not exist yet: writing through it creates the target.
+            Err(_) if path.is_symlink() => return Ok(direct(path)),
+            Err(_) => path.to_path_buf(),
+        };
+        if target.exists() && !target.is_file() {
+            return Ok(direct(&target));
+        }
+        let mut tmp = target.as_os_str().to_owned();
+        tmp.push(".tmp");
+        Ok(AtomicWrite {
+            shown: path.to_path_buf(),
+            write_to: PathBuf::from(tmp),
+            rename_to: Some(target),
+        })
     }
-    let cannot = || {
-        format!(
-            "cannot write the report to {}\nhint: pass --output with a path in a writable directory",
-            path.display()
-        )
-    };
-    let target = match std::fs::canonicalize(path) {
-        Ok(resolved) => resolved,
-        // A link whose target does not exist yet: writing through it creates the target.
-        Err(_) if path.is_symlink() => return std::fs::write(path, text).with_context(cannot),
-        Err(_) => path.to_path_buf(),
-    };
-    if target.exists() && !target.is_file() {
-        return std::fs::write(&target, text).with_context(cannot);
+
+    fn create(&self) -> anyhow::Result<std::fs::File> {
+        std::fs::File::create(&self.write_to).with_context(|| cannot_write(&self.shown))
     }
-    let mut tmp = target.as_os_str().to_owned();
-    tmp.push(".tmp");
-    let tmp = PathBuf::from(tmp);
-    std::fs::write(&tmp, text).with_context(cannot)?;
-    if let Err(e) = std::fs::rename(&tmp, &target) {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(e).with_context(cannot);
+
+    fn finish(self) -> anyhow::Result<()> {
+        let Some(target) = &self.rename_to else {
+            return Ok(());
+        };
+        if let Err(e) = std::fs::rename(&self.write_to, target) {
+            let _ = std::fs::remove_file(&self.write_to);
+            return Err(e).with_context(|| cannot_write(&self.shown));
+        }
+        Ok(())
     }
-    Ok(())
+
+    /// Takes a half-written temporary file away; a direct write is left as it is.
+    fn abandon(self) {
+        if self.rename_to.is_some() {
+            let _ = std::fs::remove_file(&self.write_to);
+        }
+    }
 }
