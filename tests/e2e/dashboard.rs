@@ -319,7 +319,10 @@ fn a_dashboard_whose_database_file_is_deleted_says_so_then_reads_the_next() {
             body.contains(&format!(
                 "database `{}` was deleted after it was opened",
                 db.display()
-            )) && body.contains("hint: run the command again"),
+            )) && body.contains(&format!(
+                "hint: a database put at {} is read from then on, without a restart",
+                db.display()
+            )),
             "{path}: {body}"
         );
     }
@@ -501,6 +504,95 @@ fn dashboard_pages_load_cleanly_and_a_running_experiment_updates_in_place() {
 
     let errors = std::mem::take(&mut b.errors);
     assert!(errors.is_empty(), "console errors: {errors:#?}");
+}
+
+/// An open experiment page of a Running experiment with a log-scaled parameter and no value
+/// yet draws its plots (an empty log axis once looped until the browser ran out of memory);
+/// when the database file goes it says so, and it comes back when the file is put back.
+#[test]
+fn an_open_page_survives_no_values_yet_and_a_database_that_goes_and_comes_back() {
+    let Some(binary) =
+        chromium("an_open_page_survives_no_values_yet_and_a_database_that_goes_and_comes_back")
+    else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let gate = sb.path().join("go");
+    let file = experiment(&sb, "logx", 2, 0.0, Some(&gate));
+    let yaml = std::fs::read_to_string(&file).unwrap().replace(
+        "min: \"0\"\n        max: \"1\"",
+        "min: \"0.001\"\n        max: \"1\"\n        distribution: logUniform",
+    );
+    assert!(yaml.contains("logUniform"));
+    std::fs::write(&file, yaml).unwrap();
+    let mut run = sb
+        .cmd(&["run", &file, "--seed", "2"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + PATIENCE;
+    while !sb.path().join("vernier.db").exists() {
+        assert!(Instant::now() < deadline, "the run never made its database");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let d = Dashboard::start(&sb);
+    while d.get("/api/experiments/logx").0 != 200
+        || d.json("/api/experiments/logx")["trials"]
+            .as_array()
+            .is_none_or(|t| t.is_empty())
+    {
+        assert!(Instant::now() < deadline, "the run never started a trial");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // Without a driver, whose exit would tidy the database's WAL files away by their names
+    // while the test moves them; the page stays live for an experiment left Running.
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(run.id() as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    run.wait().unwrap();
+    let mut b = Browser::launch(&binary);
+    b.open(&format!("http://{}/experiments/logx", d.addr));
+    b.wait_for(
+        "the trial table",
+        "document.querySelectorAll('tr.trial').length === 1",
+    );
+    assert_eq!(b.count("#error"), 0);
+    assert_eq!(b.count("#plot-slice-x"), 1);
+
+    // The database with its WAL files; the side files move first and come back first, as a
+    // dashboard that finds the database gone removes the side files it holds at the path.
+    let files = ["-wal", "-shm", ""].map(|tail| {
+        let (at, kept) = (format!("vernier.db{tail}"), format!("kept.db{tail}"));
+        (sb.path().join(at), sb.path().join(kept))
+    });
+    for (at, kept) in &files {
+        std::fs::rename(at, kept).unwrap();
+    }
+    b.wait_for(
+        "the page saying the database went",
+        "(document.getElementById('error') || {}).textContent?.includes('was deleted after it was opened')",
+    );
+    assert_eq!(b.count("#error p"), 2, "the hint is a paragraph of its own");
+    for (at, kept) in &files {
+        std::fs::rename(kept, at).unwrap();
+    }
+    b.wait_for(
+        "the page back",
+        "document.querySelectorAll('tr.trial').length >= 1",
+    );
+    assert_eq!(b.count("#error"), 0);
+    std::fs::write(&gate, "").unwrap();
+    // The reads made while the file was away were answered 500, as they should be; nothing else.
+    let errors = std::mem::take(&mut b.errors);
+    assert!(
+        errors
+            .iter()
+            .all(|e| e.contains("status of 500") && e.contains("/api/experiments/logx")),
+        "console errors: {errors:#?}"
+    );
 }
 
 /// A run killed with `kill -9` leaves its experiment Running with nothing driving it: the

@@ -55,6 +55,20 @@ pub struct DatabaseMoved {
     what: &'static str,
 }
 
+impl DatabaseMoved {
+    /// The same news for a server that reads whatever file is put at the path next (the
+    /// dashboard), where running the command again is no remedy.
+    pub fn while_served(&self) -> anyhow::Error {
+        let at = std::path::absolute(&self.path).unwrap_or_else(|_| PathBuf::from(&self.path));
+        anyhow::anyhow!(
+            "database `{}` was {} after it was opened, so what it held is not shown as current\nhint: a database put at {} is read from then on, without a restart (a `vernier run` there, or a copy put back)",
+            self.path,
+            self.what,
+            at.display()
+        )
+    }
+}
+
 /// An opened report source.
 pub enum Source {
     Db(vernier_store::SqlStore),

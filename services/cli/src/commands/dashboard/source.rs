@@ -2,7 +2,7 @@
 //! curves and trial logs) or a cluster's Experiment and Trial objects (reduced metrics only).
 //! Reuses `vernier report`'s loaders so both show the same numbers.
 
-use crate::commands::report::{KubeArgs, Source};
+use crate::commands::report::{DatabaseMoved, KubeArgs, Source};
 use serde_json::{Value, json};
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
@@ -39,7 +39,12 @@ impl DashSource {
     /// the path now, else the error that says the file is gone.
     async fn current(&self) -> anyhow::Result<Arc<Source>> {
         let opened = self.source.read().map_err(|_| poisoned())?.clone();
-        let Some(fresh) = opened.reopened_if_moved(&self.db, &self.kube).await? else {
+        let reopened = opened.reopened_if_moved(&self.db, &self.kube).await;
+        let Some(fresh) = reopened.map_err(|e| match e.downcast_ref::<DatabaseMoved>() {
+            Some(moved) => moved.while_served(),
+            None => e,
+        })?
+        else {
             return Ok(opened);
         };
         let fresh = Arc::new(fresh);

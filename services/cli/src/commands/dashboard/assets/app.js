@@ -76,22 +76,34 @@ async function getJSON(url) {
 }
 const enc = encodeURIComponent;
 const trialHref = (exp, t) => `/experiments/${enc(exp)}/trials/${enc(t)}`;
+// The server's errors are lines ("...\nhint: ..."): a paragraph each.
 function showError(e) {
-  document.getElementById("app").replaceChildren(h("div", { class: "panel failure" }, h("h2", {}, "Cannot load"), h("p", {}, String(e.message || e))));
+  const lines = String(e.message || e).split("\n").map((l) => h("p", {}, l));
+  document.getElementById("app").replaceChildren(h("div", { class: "panel failure", id: "error" }, h("h2", {}, "Cannot load"), lines));
 }
 
 // ---------- scales and axes ----------
 function linScale(lo, hi, a, b, log) {
   if (log) { lo = Math.log10(lo); hi = Math.log10(hi); }
+  if (!Number.isFinite(lo) || !Number.isFinite(hi)) { lo = 0; hi = 1; }
   if (!(hi > lo)) { lo -= 0.5; hi += 0.5; }
   // Halved spans: values of opposite sign near ±Number.MAX_VALUE span more than a double holds.
   const half = hi / 2 - lo / 2;
   const f = (v) => a + ((log ? Math.log10(v) : v) / 2 - lo / 2) / half * (b - a);
   f.ticks = (n) => {
     if (log) {
-      const out = [];
-      for (let e = Math.floor(lo); e <= Math.ceil(hi); e++) if (e >= lo - 1e-9 && e <= hi + 1e-9) out.push(10 ** e);
-      return out.length >= 2 ? out : [10 ** lo, 10 ** hi];
+      // Powers of ten; within about a decade also 2 and 5 times them, then every digit.
+      for (const mantissas of [[1], [1, 2, 5], [1, 2, 3, 4, 5, 6, 7, 8, 9]]) {
+        const out = [];
+        for (let e = Math.floor(lo); e <= Math.ceil(hi); e++) {
+          for (const m of mantissas) {
+            const v = m * 10 ** e, lv = Math.log10(v);
+            if (lv >= lo - 1e-9 && lv <= hi + 1e-9) out.push(Number(v.toPrecision(12)));
+          }
+        }
+        if (out.length >= 2) return out;
+      }
+      return [10 ** lo, 10 ** hi];
     }
     const step0 = half / n * 2, mag = 10 ** Math.floor(Math.log10(step0));
     const step = [1, 2, 5, 10].map((m) => m * mag).find((st) => st >= step0) || step0;
@@ -103,7 +115,7 @@ function linScale(lo, hi, a, b, log) {
 }
 function extent(vals, log) {
   const v = vals.filter((x) => typeof x === "number" && Number.isFinite(x) && (!log || x > 0));
-  if (!v.length) return [0, 1];
+  if (!v.length) return log ? [1, 10] : [0, 1];
   let lo = Math.min(...v), hi = Math.max(...v);
   if (!log) {
     const pad = (hi * 0.08 - lo * 0.08) || Math.abs(hi) * 0.08 || 0.5;
@@ -204,32 +216,50 @@ function experimentRow(e) {
 const view = { log: false, sort: "rank", desc: false, filter: "", state: "", page: 0 };
 async function experimentPage(name) {
   let inflight = false, again = false, updates = 0, first = null, summary = null, ended = false;
+  let es = null, retrying = false;
+  const live = document.getElementById("live");
+  // Said after each refresh: a driver may die (or a resume start) while the page is open.
+  const liveWord = () => { live.textContent = summary && summary.unattended ? "no driver" : "● live"; };
   const refresh = async () => {
     if (inflight) { again = true; return; }
     inflight = true;
+    let ok = false;
     try {
       const d = await getJSON(`/api/experiments/${enc(name)}`);
       if (first === null) { first = d.trials.length; document.body.dataset.firstTrials = String(first); }
       summary = d.summary;
       renderExperiment(name, d);
       // "finished" only once the table shows the end, not while the last fetch is under way.
-      if (ended && d.summary.final) document.getElementById("live").textContent = "finished";
+      if (ended && d.summary.final) live.textContent = "finished";
       markRendered();
       document.body.dataset.liveUpdates = String(updates);
+      ok = true;
     } catch (e) { showError(e); }
     inflight = false;
-    if (again) { again = false; refresh(); }
+    if (again) { again = false; refresh(); } else if (!ok) retryLater();
+  };
+  // A read that failed (the database moved away, for a moment or for good; the server reads
+  // the file put at its path next) is tried again every 5 s, and the page listens again once
+  // it succeeds.
+  const retryLater = () => {
+    if (retrying) return;
+    retrying = true;
+    setTimeout(async () => {
+      retrying = false;
+      await refresh();
+      if (!es && summary && !summary.final) { liveWord(); listen(); }
+    }, 5000);
+  };
+  const listen = () => {
+    es = new EventSource(`/api/experiments/${enc(name)}/events`);
+    es.addEventListener("update", async () => { updates++; await refresh(); liveWord(); });
+    es.addEventListener("end", () => { updates++; ended = true; es.close(); refresh(); });
+    es.addEventListener("gone", (ev) => { es.close(); es = null; live.textContent = ""; showError(ev.data); retryLater(); });
   };
   await refresh();
   if (!summary || summary.final) return;
-  const live = document.getElementById("live");
-  // Said after each refresh: a driver may die (or a resume start) while the page is open.
-  const liveWord = () => { live.textContent = summary && summary.unattended ? "no driver" : "● live"; };
   liveWord();
-  const es = new EventSource(`/api/experiments/${enc(name)}/events`);
-  es.addEventListener("update", async () => { updates++; await refresh(); liveWord(); });
-  es.addEventListener("end", () => { updates++; ended = true; es.close(); refresh(); });
-  es.addEventListener("gone", () => { es.close(); live.textContent = ""; });
+  listen();
 }
 
 function renderExperiment(name, d) {
