@@ -112,8 +112,8 @@ async fn reconcile_experiment(obj: &DynamicObject, ctx: &Context) -> Result<Acti
         return Ok(Action::await_change());
     }
     let ended = run.ended();
-    let kept = annotation_json(obj, ACCEPTED_SPEC);
-    let kept_counts = annotation_json(obj, COUNTS_ANNOTATION);
+    let kept = kept_json(obj, ACCEPTED_SPEC, "spec");
+    let kept_counts = kept_json(obj, COUNTS_ANNOTATION, "counts");
     let stored = obj.data.get("spec").cloned().unwrap_or(Value::Null);
     let (spec, refused) = match effective(&stored, kept.as_ref()) {
         Effective::Current => (stored, None),
@@ -212,6 +212,21 @@ fn look_again(watching: bool, observation_interval: Duration) -> Duration {
 fn annotation_json(obj: &DynamicObject, key: &str) -> Option<Value> {
     let text = obj.annotations().get(key)?;
     serde_json::from_str(text).ok()
+}
+
+/// Where the accepted spec and counts are kept a second time: in the status subresource,
+/// which a PUT of the whole object (`kubectl replace`, a GitOps tool) leaves as it was while
+/// it drops the annotations, so that such an edit is refused like any other.
+const STATUS_COPY: &str = "vernierAccepted";
+
+/// What is kept under `annotation`, or else under `status.vernierAccepted.<field>`.
+fn kept_json(obj: &DynamicObject, annotation: &str, field: &str) -> Option<Value> {
+    annotation_json(obj, annotation).or_else(|| {
+        let copy = obj
+            .data
+            .pointer(&format!("/status/{STATUS_COPY}/{field}"))?;
+        (!copy.is_null()).then(|| copy.clone())
+    })
 }
 
 /// `spec` (a configMap template read from the cluster) validated and resolved, or why not.
@@ -494,12 +509,42 @@ impl<'a> Run<'a> {
         } else if spec_new {
             annotations.insert(ACCEPTED_SPEC.into(), text.into());
         }
-        if annotations.is_empty() {
+        if !annotations.is_empty() {
+            let patch = json!({"metadata": {"annotations": annotations}});
+            self.api
+                .patch(&self.name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await?;
+        }
+        self.copy_accepted(spec, spec_new, counts_new).await
+    }
+
+    /// Keeps the status copy of the accepted spec and counts (see [`STATUS_COPY`]) equal to
+    /// what the annotations hold after [`Run::keep_accepted`], writing it when it differs
+    /// (also for an experiment accepted before the copy existed).
+    async fn copy_accepted(&self, spec: &Value, spec_new: bool, counts_new: bool) -> Result<()> {
+        let counts = match counts_new {
+            true => Some(counts_of(spec)),
+            false => kept_json(self.obj, COUNTS_ANNOTATION, "counts"),
+        };
+        let fits = spec.to_string().len() <= MAX_KEPT_BYTES;
+        let spec = match spec_new {
+            true => fits.then(|| spec.clone()),
+            false => kept_json(self.obj, ACCEPTED_SPEC, "spec"),
+        };
+        // Only what is kept: a null in a merge patch would delete the key, and the copy would
+        // never equal what the server then holds.
+        let copy: serde_json::Map<String, Value> = [("spec", spec), ("counts", counts)]
+            .into_iter()
+            .filter_map(|(k, v)| Some((k.to_string(), v?)))
+            .collect();
+        let copy = Value::Object(copy);
+        let now = self.obj.data.pointer(&format!("/status/{STATUS_COPY}"));
+        if now == Some(&copy) {
             return Ok(());
         }
-        let patch = json!({"metadata": {"annotations": annotations}});
+        let patch = json!({"status": {STATUS_COPY: copy}});
         self.api
-            .patch(&self.name, &PatchParams::default(), &Patch::Merge(&patch))
+            .patch_status(&self.name, &PatchParams::default(), &Patch::Merge(&patch))
             .await?;
         Ok(())
     }

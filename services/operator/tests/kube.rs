@@ -185,6 +185,18 @@ impl Env {
             .expect("patched");
     }
 
+    /// Writes the experiment back whole, as `kubectl replace -f` does: the spec edited by
+    /// `change`, with none of the annotations the operator put on it.
+    async fn replace(&self, name: &str, change: impl FnOnce(&mut serde_json::Value)) {
+        let mut obj = self.experiments().get(name).await.expect("read");
+        obj.metadata.annotations = None;
+        change(&mut obj.data["spec"]);
+        self.experiments()
+            .replace(name, &kube::api::PostParams::default(), &obj)
+            .await
+            .expect("replaced");
+    }
+
     /// Waits for an event with `reason` about the object `name`.
     async fn event(&self, name: &str, reason: &str) -> DynamicObject {
         let events = self.api("events.k8s.io", "v1", "Event");
@@ -383,6 +395,56 @@ async fn an_edit_katibs_webhook_refuses_does_not_change_the_experiment() {
     let ended = condition(&exp, "Succeeded").expect("succeeded");
     assert_eq!(ended["reason"], "ExperimentMaxTrialsReached", "{exp:#}");
     assert_eq!(exp["status"]["trials"], 4, "{exp:#}");
+    op.stop().await;
+    env.shutdown().await;
+}
+
+/// `kubectl replace` writes the object back without the operator's annotations: the edit
+/// it carries is refused all the same (the accepted spec is also kept in the status), on a
+/// running experiment and on a finished one, whose best trial stays the same.
+#[tokio::test]
+async fn an_edit_written_back_whole_is_refused_too() {
+    let options = SimulationOptions {
+        min_running: Duration::from_secs(1),
+        ..SimulationOptions::default()
+    };
+    let env = Env::start(options).await;
+    let op = env.operator("replica-a");
+    env.create(&experiment_yaml("whole", "Job", 1, 3, "")).await;
+    wait_until(
+        "the first trial counted and the spec kept in the status",
+        || experiment_json(&env, "whole"),
+        |e| {
+            e["status"]["trials"].as_i64().unwrap_or(0) >= 1
+                && e["status"]["vernierAccepted"]["spec"]["maxTrialCount"] == 3
+        },
+    )
+    .await;
+    env.replace("whole", |spec| spec["objective"]["goal"] = 0.5.into())
+        .await;
+    let refused = env.event("whole", "EditRefused").await;
+    let note = refused.data["note"].as_str().unwrap_or_default();
+    assert!(
+        note.contains("the edit of spec.objective.goal is not applied"),
+        "{note}"
+    );
+    let exp = finished(&env, "whole").await;
+    let ended = condition(&exp, "Succeeded").expect("succeeded");
+    assert_eq!(ended["reason"], "ExperimentMaxTrialsReached", "{exp:#}");
+    assert_eq!(exp["status"]["trials"], 3, "{exp:#}");
+    let best = exp["status"]["currentOptimalTrial"].clone();
+    // Finished: the objective turned around, written back whole, changes nothing.
+    env.replace("whole", |spec| {
+        let flipped = match spec["objective"]["type"].as_str() {
+            Some("maximize") => "minimize",
+            _ => "maximize",
+        };
+        spec["objective"]["type"] = flipped.into();
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let exp = experiment_json(&env, "whole").await;
+    assert_eq!(exp["status"]["currentOptimalTrial"], best, "{exp:#}");
     op.stop().await;
     env.shutdown().await;
 }
