@@ -246,7 +246,7 @@ async fn main() -> Result<(), Error> {
     let db = flag("--db").unwrap_or_else(|| tmp.path().join("bench.db").display().to_string());
     let repeats: usize = flag("--repeats").map_or(Ok(11), |r| r.parse())?;
     let store = SqlStore::connect(&db).await?;
-    let listener = vernier_api::bind("127.0.0.1:0").await?;
+    let listener = vernier_api::bind("127.0.0.1:0", "--listen").await?;
     let addr = listener.local_addr()?;
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(vernier_api::serve(

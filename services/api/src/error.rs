@@ -38,7 +38,7 @@ pub enum ApiError {
     Bind {
         addr: String,
         source: std::io::Error,
-        hint: &'static str,
+        hint: String,
     },
     #[error(
         "early stopping algorithm {0:?} cannot be expressed as Katib early stopping rules\nhint: use medianstop with a Katib controller; {0} works in `vernier run` and `vernier operator`"

@@ -122,25 +122,26 @@ fn db_manager(store: SqlStore) -> DbManagerServer<DbManagerService> {
         .max_encoding_message_size(MAX_REPLY_BYTES)
 }
 
-/// Binds `addr` (`host:port`; port 0 picks a free one).
-pub async fn bind(addr: &str) -> Result<TcpListener, ApiError> {
+/// Binds `addr` (`host:port`; port 0 picks a free one), given by the command-line `flag` that
+/// its hint names (`--listen` of `vernier serve`, `--grpc-listen` of `vernier operator`).
+pub async fn bind(addr: &str, flag: &str) -> Result<TcpListener, ApiError> {
     TcpListener::bind(addr)
         .await
         .map_err(|source| ApiError::Bind {
             addr: addr.to_string(),
-            hint: bind_hint(source.kind()),
+            hint: bind_hint(source.kind(), flag),
             source,
         })
 }
 
 /// What to change when an address cannot be bound: its form, its port, or the address.
-fn bind_hint(kind: std::io::ErrorKind) -> &'static str {
+fn bind_hint(kind: std::io::ErrorKind, flag: &str) -> String {
     match kind {
         std::io::ErrorKind::InvalidInput => {
-            "write the address as HOST:PORT, e.g. --listen 127.0.0.1:6789"
+            format!("write the address as HOST:PORT, e.g. {flag} 127.0.0.1:6789")
         }
-        std::io::ErrorKind::AddrInUse => "pick a free port with --listen 127.0.0.1:PORT",
-        _ => "pick an address of this machine and a free port with --listen HOST:PORT",
+        std::io::ErrorKind::AddrInUse => format!("pick a free port with {flag} 127.0.0.1:PORT"),
+        _ => format!("pick an address of this machine and a free port with {flag} HOST:PORT"),
     }
 }
 
@@ -170,7 +171,9 @@ mod tests {
 
     #[tokio::test]
     async fn a_bad_or_busy_address_names_itself_and_what_to_change() {
-        let busy = bind("127.0.0.1:0").await.unwrap_or_else(|e| panic!("{e}"));
+        let busy = bind("127.0.0.1:0", "--listen")
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
         let taken = busy
             .local_addr()
             .unwrap_or_else(|e| panic!("{e}"))
@@ -178,12 +181,12 @@ mod tests {
         let cases = [
             (
                 taken.as_str(),
-                "hint: pick a free port with --listen 127.0.0.1:PORT",
+                "hint: pick a free port with --grpc-listen 127.0.0.1:PORT",
             ),
             ("nonsense", "hint: write the address as HOST:PORT"),
         ];
         for (addr, hint) in cases {
-            let Err(e) = bind(addr).await else {
+            let Err(e) = bind(addr, "--grpc-listen").await else {
                 panic!("{addr} was bound");
             };
             let text = e.to_string();

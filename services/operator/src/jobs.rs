@@ -38,8 +38,20 @@ impl TrialKind {
         if kind.is_empty() || !kind.starts_with(|c: char| c.is_ascii_uppercase()) {
             return Err(bad("the kind must start with an uppercase letter"));
         }
-        if version.is_empty() {
-            return Err(bad("the version is empty"));
+        if value.contains(char::is_whitespace) {
+            return Err(bad("it holds a space; separate several kinds with commas"));
+        }
+        if !kind.chars().all(|c| c.is_ascii_alphanumeric()) {
+            return Err(bad("the kind must be letters and digits"));
+        }
+        let lower = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit();
+        if version.is_empty() || !version.chars().all(lower) {
+            return Err(bad(
+                "the version must be lowercase letters and digits, e.g. v1",
+            ));
+        }
+        if !group.chars().all(|c| lower(c) || c == '-' || c == '.') {
+            return Err(bad("the group must be a DNS name, e.g. kubeflow.org"));
         }
         Ok(TrialKind {
             kind: kind.into(),
@@ -147,6 +159,19 @@ mod tests {
         assert!(err.contains("\"tfjob\""), "{err}");
         assert!(err.contains("hint:"), "{err}");
         assert!(TrialKind::parse("TFJob").is_err());
+        // The values a mistyped list or a shell quote leave: refused before anything runs.
+        for (value, says) in [
+            (
+                "Job.v1.batch Widget.v1.example.com",
+                "separate several kinds with commas",
+            ),
+            ("Job/x.v1.batch", "the kind must be letters and digits"),
+            ("Job.V1.batch", "the version must be lowercase"),
+            ("Job.v1.Batch_x", "the group must be a DNS name"),
+        ] {
+            let err = TrialKind::parse(value).unwrap_err().to_string();
+            assert!(err.contains(says) && err.contains(value), "{err}");
+        }
     }
 
     #[test]

@@ -14,7 +14,7 @@ pub async fn serve(router: Router) -> (Channel, tokio::sync::oneshot::Sender<()>
 /// [`serve`], with the server's address for requests that name it.
 #[allow(dead_code)] // each test binary compiles this module; not every one uses each helper
 pub async fn serve_at(router: Router) -> (Channel, String, tokio::sync::oneshot::Sender<()>) {
-    let listener = vernier_api::bind("127.0.0.1:0").await.unwrap();
+    let listener = vernier_api::bind("127.0.0.1:0", "--listen").await.unwrap();
     let address = listener.local_addr().unwrap().to_string();
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     tokio::spawn(vernier_api::serve(router, listener, async {

@@ -22,7 +22,8 @@ pub struct OperatorArgs {
     /// Reconciles run at once per controller.
     #[arg(long, default_value_t = 8)]
     pub concurrency: u16,
-    /// Job kinds trials may create, as Kind.version.group (katib-config's trialResources).
+    /// Job kinds trials may create, as Kind.version.group separated by commas (katib-config's
+    /// trialResources).
     #[arg(long, value_delimiter = ',', default_values_t = DEFAULT_TRIAL_RESOURCES.iter().map(|s| s.to_string()).collect::<Vec<_>>())]
     pub trial_resources: Vec<String>,
     /// Address of /healthz, /readyz and /metrics.
@@ -102,7 +103,7 @@ pub async fn operator(db: &str, args: OperatorArgs) -> anyhow::Result<Exit> {
     // the gRPC API share only the store and the `SetTrialStatus` hook composed here (neither
     // crate depends on the other).
     let grpc_router = vernier_api::router_with_managed_trials(store.clone(), managed)?;
-    let grpc_listener = vernier_api::bind(&args.grpc_listen).await?;
+    let grpc_listener = vernier_api::bind(&args.grpc_listen, "--grpc-listen").await?;
     // Port 0 asks for a free port: say which one was bound.
     let grpc_addr = grpc_listener
         .local_addr()

@@ -17,7 +17,7 @@ pub struct PushEndpoint {
 impl PushEndpoint {
     /// Binds a free loopback port: only processes on this machine can push.
     pub async fn start(store: SqlStore) -> anyhow::Result<PushEndpoint> {
-        let listener = vernier_api::bind("127.0.0.1:0").await?;
+        let listener = vernier_api::bind("127.0.0.1:0", "--listen").await?;
         let address = listener.local_addr()?.to_string();
         let (shutdown, rx) = oneshot::channel::<()>();
         let task = tokio::spawn(vernier_api::serve(

@@ -17,7 +17,7 @@ pub async fn serve(db: &str, listen: &str, create_db: bool) -> anyhow::Result<Ex
     };
     let store = crate::db::open(db, mode).await?;
     let router = vernier_api::router(store.clone())?;
-    let listener = vernier_api::bind(listen).await?;
+    let listener = vernier_api::bind(listen, "--listen").await?;
     let local = listener
         .local_addr()
         .context("cannot read the bound address")?;
