@@ -16,19 +16,33 @@ pub async fn publish(
     note: String,
 ) {
     let reference = obj.object_ref(resource);
-    let event = Event {
+    if let Err(e) = recorder
+        .publish(&event(warning, reason, note), &reference)
+        .await
+    {
+        tracing::warn!("cannot publish event {reason} for {}: {e}", obj.name_any());
+    }
+}
+
+/// The event to publish. The recorder counts an event again into the first one with the same
+/// type, reason and action, keeping that one's note; so the action carries a digest of the
+/// note: the same news repeated is counted, a different refusal under the same reason is an
+/// event of its own instead of being shown under the first one's text.
+fn event(warning: bool, reason: &str, note: String) -> Event {
+    use std::hash::{Hash, Hasher};
+    let note = truncate(note, 1000);
+    let mut digest = std::collections::hash_map::DefaultHasher::new();
+    note.hash(&mut digest);
+    Event {
         type_: if warning {
             EventType::Warning
         } else {
             EventType::Normal
         },
         reason: reason.to_string(),
-        note: Some(truncate(note, 1000)),
-        action: reason.to_string(),
+        action: format!("{reason}-{:08x}", digest.finish() as u32),
+        note: Some(note),
         secondary: None,
-    };
-    if let Err(e) = recorder.publish(&event, &reference).await {
-        tracing::warn!("cannot publish event {reason} for {}: {e}", obj.name_any());
     }
 }
 
@@ -41,4 +55,33 @@ fn truncate(mut s: String, max: usize) -> String {
         s.truncate(cut);
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::event;
+
+    #[test]
+    fn only_the_same_note_shares_an_action() {
+        let first = event(
+            true,
+            "EditRefused",
+            "the edit of spec.algorithm is not applied".into(),
+        );
+        let again = event(
+            true,
+            "EditRefused",
+            "the edit of spec.algorithm is not applied".into(),
+        );
+        let other = event(
+            true,
+            "EditRefused",
+            "the edit of spec.objective is not applied".into(),
+        );
+        assert_eq!(first.action, again.action);
+        assert_ne!(first.action, other.action);
+        assert!(first.action.starts_with("EditRefused-") && first.action.len() <= 128);
+        let long = event(false, "Created", "x".repeat(5000));
+        assert_eq!(long.note.map(|n| n.len()), Some(1000));
+    }
 }
