@@ -63,6 +63,7 @@ pub fn render(r: &ExperimentReport, opts: HtmlOptions) -> String {
     plots(&mut out, r, &ranked);
     curves(&mut out, r, &ranked);
     trial_table(&mut out, r, &ranked, opts.top);
+    unsuccessful(&mut out, r);
     out.push_str("</body></html>\n");
     out
 }
@@ -670,9 +671,89 @@ fn trial_table(out: &mut String, r: &ExperimentReport, ranked: &[usize], top: Op
     out.push_str("</tbody></table>\n");
 }
 
+/// At most this many trials are listed under "Trials that did not succeed".
+const MAX_UNSUCCESSFUL: usize = 100;
+
+/// Why each trial that did not succeed ended so, in creation order: the message `vernier run`
+/// printed (the exit code, the metric never reported and its hint) and, for an early-stopped
+/// trial, the rule it broke. The table says only the condition.
+fn unsuccessful(out: &mut String, r: &ExperimentReport) {
+    let ended: Vec<&TrialReport> = r
+        .trials
+        .iter()
+        .filter(|t| t.row.state.is_terminal() && t.row.state != TrialState::Succeeded)
+        .collect();
+    if ended.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "<h2>Trials that did not succeed</h2>\n<p class=\"note\">{} of {} trials{}.</p>\n<table id=\"unsuccessful\"><thead><tr><th>trial</th><th>condition</th><th>why</th></tr></thead><tbody>",
+        ended.len(),
+        r.trials.len(),
+        if ended.len() > MAX_UNSUCCESSFUL {
+            format!("; the first {MAX_UNSUCCESSFUL} shown")
+        } else {
+            String::new()
+        }
+    );
+    for t in ended.iter().take(MAX_UNSUCCESSFUL) {
+        let mut why = esc(&t.row.message).replace('\n', "<br>");
+        if let Some(rule) = t.row.early_stopping_rules.as_deref().and_then(rule_text) {
+            let _ = write!(why, "<br>rule: {}", esc(&rule));
+        }
+        let _ = writeln!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td class=\"why\">{why}</td></tr>",
+            esc(&t.row.name),
+            t.row.state.as_str()
+        );
+    }
+    out.push_str("</tbody></table>\n");
+}
+
+/// A trial's frozen early-stopping rules (Katib's `[{name, value, comparison, startStep}]`) in
+/// words: the condition that stops it.
+fn rule_text(json: &str) -> Option<String> {
+    let rules: Vec<serde_json::Value> = serde_json::from_str(json).ok()?;
+    let words: Vec<String> = rules
+        .iter()
+        .map(|rule| {
+            let op = match rule["comparison"].as_str() {
+                Some("less") => "<",
+                Some("greater") => ">",
+                _ => "=",
+            };
+            let from = match rule["startStep"].as_i64() {
+                Some(n) if n > 0 => format!(" from its value {n} on"),
+                _ => String::new(),
+            };
+            let value = rule["value"].as_str().unwrap_or_default();
+            format!(
+                "stop when {} {op} {value}{from}",
+                rule["name"].as_str().unwrap_or("?")
+            )
+        })
+        .collect();
+    (!words.is_empty()).then(|| words.join("; "))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_frozen_rule_reads_as_the_condition_that_stops() {
+        let json = r#"[{"name":"loss","value":"8.75","comparison":"greater","startStep":3}]"#;
+        assert_eq!(
+            rule_text(json).as_deref(),
+            Some("stop when loss > 8.75 from its value 3 on")
+        );
+        let json = r#"[{"name":"acc","value":"0.5","comparison":"less","startStep":0}]"#;
+        assert_eq!(rule_text(json).as_deref(), Some("stop when acc < 0.5"));
+        assert_eq!(rule_text("[]"), None);
+        assert_eq!(rule_text("not json"), None);
+    }
 
     #[test]
     fn thinning_keeps_the_first_and_last_values() {

@@ -411,6 +411,35 @@ async fn html_without_an_objective_value_says_so_instead_of_plotting() {
     assert!(page.contains("No trial has a value of loss yet"));
 }
 
+/// The page says why each trial that did not succeed ended so: its message (with the hint on
+/// a line of its own) and an early-stopped trial's rule; succeeded trials are not listed.
+#[tokio::test]
+async fn html_says_why_trials_did_not_succeed() {
+    let (_dir, mut r) = fixture().await;
+    r.trials[3].row.message = "the trial process exited with code 3\nhint: read its log".into();
+    r.trials[2].row.message = "Trial is early stopped".into();
+    r.trials[2].row.early_stopping_rules =
+        Some(r#"[{"name":"loss","value":"0.9","comparison":"greater","startStep":2}]"#.into());
+    let page = html::render(&r, html::HtmlOptions::default());
+    let start = page
+        .find("<h2>Trials that did not succeed</h2>")
+        .expect("the section");
+    let section = &page[start..];
+    assert!(section.contains("2 of 5 trials."), "{section}");
+    assert!(section.contains(
+        "<tr><td>fixture-2</td><td>EarlyStopped</td><td class=\"why\">Trial is early stopped<br>rule: stop when loss &gt; 0.9 from its value 2 on</td></tr>"
+    ), "{section}");
+    assert!(section.contains(
+        "<tr><td>fixture-3</td><td>Failed</td><td class=\"why\">the trial process exited with code 3<br>hint: read its log</td></tr>"
+    ), "{section}");
+    assert!(!section.contains("fixture-0"), "{section}");
+    for t in &mut r.trials {
+        t.row.state = TrialState::Succeeded;
+    }
+    let page = html::render(&r, html::HtmlOptions::default());
+    assert!(!page.contains("Trials that did not succeed"));
+}
+
 #[tokio::test]
 async fn html_has_every_plot_with_one_mark_per_datum() {
     let (_dir, r) = fixture().await;
