@@ -304,23 +304,30 @@ const ROUGH_IMPORTANCE_BELOW: usize = 50;
 
 fn importance(r: &ExperimentReport) -> String {
     // Shares of the explained variance (η² divided by its sum), so the bars add up to 1.
-    let imp: Vec<(String, Option<f64>)> = super::dashboard::importance_shares(&r.importance())
-        .into_iter()
-        .map(|(n, _, share)| (n, share))
-        .collect();
+    let shares = super::dashboard::importance_shares(&r.importance());
+    // What the bars divide: with little explained in all, a 100 % bar means little.
+    let explained: Option<f64> = shares.iter().map(|(_, e, _)| *e).sum();
+    let imp: Vec<(String, Option<f64>)> = shares.into_iter().map(|(n, _, s)| (n, s)).collect();
     let height = 80.0 + 26.0 * imp.len() as f64;
     let trials = r
         .trials
         .iter()
         .filter(|t| crate::analysis::is_usable(t))
         .count();
-    let title = if trials < ROUGH_IMPORTANCE_BELOW {
+    let mut title = if trials < ROUGH_IMPORTANCE_BELOW {
         format!(
             "Parameter importance: rough, from {trials} trials (under {ROUGH_IMPORTANCE_BELOW})"
         )
     } else {
         "Parameter importance (share of explained variance)".to_string()
     };
+    if let Some(e) = explained.filter(|e| *e > 0.0) {
+        let _ = write!(
+            title,
+            "; {:.1}% of the variance explained in all",
+            100.0 * e
+        );
+    }
     let mut c = Chart::new("plot-importance", &title, 620.0, height.max(160.0))
         .margins(150.0, 60.0, 30.0, 44.0);
     let x = Scale::Numeric {

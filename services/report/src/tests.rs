@@ -480,6 +480,16 @@ async fn html_has_every_plot_with_one_mark_per_datum() {
         plot.contains("Parameter importance: rough, from 4 trials (under 50)"),
         "{plot}"
     );
+    // And how much the shares divide: the sum of the parameters' ε².
+    let explained: f64 = r.importance().iter().filter_map(|(_, e)| *e).sum();
+    assert!(explained > 0.0);
+    assert!(
+        plot.contains(&format!(
+            "; {:.1}% of the variance explained in all",
+            100.0 * explained
+        )),
+        "{plot}"
+    );
     assert!(
         !page.contains("id=\"failure\""),
         "succeeded: no failure banner"

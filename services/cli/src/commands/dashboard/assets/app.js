@@ -339,8 +339,16 @@ function historyPlot(d) {
 function importancePlot(d) {
   const items = d.importance.filter((x) => x.share !== null);
   const w = 560, row = 22, ht = 40 + Math.max(1, d.importance.length) * row;
-  const svg = s("svg", { class: "plot", id: "plot-importance", viewBox: `0 0 ${w} ${ht}` }, s("text", { class: "title", x: 10, y: 16 }, "Parameter importance (share of explained variance)"));
-  if (!items.length) { svg.append(s("text", { x: 10, y: 40 }, "needs at least 4 finished trials, more than one a bin, whose objective varies")); return svg; }
+  // What the bars divide: with little explained in all, a 100 % bar means little.
+  const known = d.importance.filter((x) => x.eta2 !== null), explained = known.reduce((a, x) => a + x.eta2, 0);
+  const title = "Parameter importance (share of explained variance)" + (items.length ? `; ${(100 * explained).toFixed(1)}% explained in all` : "");
+  const svg = s("svg", { class: "plot", id: "plot-importance", viewBox: `0 0 ${w} ${ht}` }, s("text", { class: "title", x: 10, y: 16 }, title));
+  if (!items.length) {
+    const why = known.length ? "no parameter explains any of the objective's variance on its own (ε² is 0 for each)"
+      : "needs at least 4 finished trials, more than one a bin, whose objective varies";
+    svg.append(s("text", { x: 10, y: 40 }, why));
+    return svg;
+  }
   const lw = 140, X = linScale(0, 1, lw, w - 60);
   d.importance.forEach((x, k) => {
     const y = 30 + k * row;
