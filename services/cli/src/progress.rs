@@ -48,7 +48,7 @@ fn started_values(assignment: &str) -> String {
     match assignment.char_indices().nth(STARTED_VALUES_CHARS) {
         None => assignment.to_string(),
         Some((end, _)) => format!(
-            "{}... ({} characters; `vernier report` shows them all)",
+            "{}... ({} characters; `vernier report --format json` shows them whole)",
             &assignment[..end],
             assignment.chars().count()
         ),
@@ -324,10 +324,10 @@ mod tests {
         let cut = started_values(&long);
         assert!(cut.starts_with(&long[..20]), "{cut}");
         assert!(
-            cut.ends_with("... (610 characters; `vernier report` shows them all)"),
+            cut.ends_with("... (610 characters; `vernier report --format json` shows them whole)"),
             "{cut}"
         );
-        assert_eq!(cut.chars().count(), STARTED_VALUES_CHARS + 53);
+        assert_eq!(cut.chars().count(), STARTED_VALUES_CHARS + 69);
     }
 
     #[test]

@@ -30,6 +30,20 @@ pub fn render(r: &ExperimentReport, opts: TableOptions) -> String {
     if shown < ranked.len() {
         let _ = writeln!(out, "({} of {} trials shown)", shown, ranked.len());
     }
+    let cut = ranked[..shown].iter().any(|&i| {
+        let t = &r.trials[i];
+        t.row
+            .assignment
+            .iter()
+            .any(|(_, v)| v.chars().count() > TABLE_VALUE_CHARS)
+    });
+    if cut {
+        let _ = writeln!(
+            out,
+            "(values over {TABLE_VALUE_CHARS} characters are cut; `vernier report {} --format json` or `--format csv` shows them whole)",
+            r.row.name
+        );
+    }
     if ranked[..shown].iter().any(|&i| marker(r, i) == "!") {
         let _ = writeln!(out, "(! marks a finished trial that breaks a constraint)");
     }
@@ -130,7 +144,9 @@ fn trial_row(
         t.row.state.as_str().to_string(),
     ];
     for p in params {
-        row.push(short_number(r.assignment(t, p).unwrap_or_default()));
+        row.push(cut_value(&short_number(
+            r.assignment(t, p).unwrap_or_default(),
+        )));
     }
     for m in metrics {
         row.push(short_number(&r.metric_text(t, m)));
@@ -141,6 +157,18 @@ fn trial_row(
             .unwrap_or_default(),
     );
     (marker, row)
+}
+
+/// How much of a parameter value a table cell shows: one long value (ENAS's ~600-character
+/// `nn_config`, a list written as a categorical) would widen every row to its length.
+const TABLE_VALUE_CHARS: usize = 80;
+
+/// `value` cut to [`TABLE_VALUE_CHARS`], saying how long it was.
+fn cut_value(value: &str) -> String {
+    match value.char_indices().nth(TABLE_VALUE_CHARS) {
+        None => value.to_string(),
+        Some((end, _)) => format!("{}... ({} chars)", &value[..end], value.chars().count()),
+    }
 }
 
 /// Trial `i`'s marker (see [`trial_row`]).
@@ -198,7 +226,7 @@ fn best_line(r: &ExperimentReport) -> String {
         .row
         .assignment
         .iter()
-        .map(|(n, v)| vernier_core::shown_pair(n, v))
+        .map(|(n, v)| vernier_core::shown_pair(n, &cut_value(v)))
         .collect();
     format!(
         "best trial {}: {}={}  {}\n",

@@ -187,6 +187,25 @@ fn snapshot(name: &str, actual: &str) {
     );
 }
 
+/// A long parameter value is cut in the table, which says where it is whole: one such value
+/// widened every row to its length.
+#[tokio::test]
+async fn a_long_value_is_cut_in_the_table_and_whole_in_json() {
+    let (_dir, mut r) = fixture().await;
+    let long = "x".repeat(5000);
+    r.trials[1].row.assignment[1].1 = long.clone();
+    let text = table::render(&r, TableOptions::default());
+    assert!(text.lines().all(|l| l.chars().count() < 400), "{text}");
+    assert!(
+        text.contains(&format!("{}... (5000 chars)", "x".repeat(80))),
+        "{text}"
+    );
+    assert!(
+        text.contains("`vernier report fixture --format json` or `--format csv` shows them whole")
+    );
+    assert!(r.to_katib_json().to_string().contains(&long));
+}
+
 #[tokio::test]
 async fn table_snapshot_ranks_best_first_with_strategies_and_durations() {
     let (_dir, r) = fixture().await;
