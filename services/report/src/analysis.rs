@@ -312,9 +312,48 @@ pub fn no_best_note(objective: &vernier_core::Objective) -> &'static str {
     }
 }
 
+/// A trial's frozen early-stopping rules (Katib's `[{name, value, comparison, startStep}]`) in
+/// words: the condition that stops it.
+pub fn rule_text(json: &str) -> Option<String> {
+    let rules: Vec<serde_json::Value> = serde_json::from_str(json).ok()?;
+    let words: Vec<String> = rules
+        .iter()
+        .map(|rule| {
+            let op = match rule["comparison"].as_str() {
+                Some("less") => "<",
+                Some("greater") => ">",
+                _ => "=",
+            };
+            let from = match rule["startStep"].as_i64() {
+                Some(n) if n > 0 => format!(" from its value {n} on"),
+                _ => String::new(),
+            };
+            let value = rule["value"].as_str().unwrap_or_default();
+            format!(
+                "stop when {} {op} {value}{from}",
+                rule["name"].as_str().unwrap_or("?")
+            )
+        })
+        .collect();
+    (!words.is_empty()).then(|| words.join("; "))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_frozen_rule_reads_as_the_condition_that_stops() {
+        let json = r#"[{"name":"loss","value":"8.75","comparison":"greater","startStep":3}]"#;
+        assert_eq!(
+            rule_text(json).as_deref(),
+            Some("stop when loss > 8.75 from its value 3 on")
+        );
+        let json = r#"[{"name":"acc","value":"0.5","comparison":"less","startStep":0}]"#;
+        assert_eq!(rule_text(json).as_deref(), Some("stop when acc < 0.5"));
+        assert_eq!(rule_text("[]"), None);
+        assert_eq!(rule_text("not json"), None);
+    }
 
     #[test]
     fn explained_share_sees_a_non_monotone_effect_and_ignores_noise_free_constants() {

@@ -706,7 +706,12 @@ fn unsuccessful(out: &mut String, r: &ExperimentReport) {
     );
     for t in ended.iter().take(MAX_UNSUCCESSFUL) {
         let mut why = esc(&t.row.message).replace('\n', "<br>");
-        if let Some(rule) = t.row.early_stopping_rules.as_deref().and_then(rule_text) {
+        if let Some(rule) = t
+            .row
+            .early_stopping_rules
+            .as_deref()
+            .and_then(crate::analysis::rule_text)
+        {
             let _ = write!(why, "<br>rule: {}", esc(&rule));
         }
         let _ = writeln!(
@@ -719,48 +724,9 @@ fn unsuccessful(out: &mut String, r: &ExperimentReport) {
     out.push_str("</tbody></table>\n");
 }
 
-/// A trial's frozen early-stopping rules (Katib's `[{name, value, comparison, startStep}]`) in
-/// words: the condition that stops it.
-fn rule_text(json: &str) -> Option<String> {
-    let rules: Vec<serde_json::Value> = serde_json::from_str(json).ok()?;
-    let words: Vec<String> = rules
-        .iter()
-        .map(|rule| {
-            let op = match rule["comparison"].as_str() {
-                Some("less") => "<",
-                Some("greater") => ">",
-                _ => "=",
-            };
-            let from = match rule["startStep"].as_i64() {
-                Some(n) if n > 0 => format!(" from its value {n} on"),
-                _ => String::new(),
-            };
-            let value = rule["value"].as_str().unwrap_or_default();
-            format!(
-                "stop when {} {op} {value}{from}",
-                rule["name"].as_str().unwrap_or("?")
-            )
-        })
-        .collect();
-    (!words.is_empty()).then(|| words.join("; "))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_frozen_rule_reads_as_the_condition_that_stops() {
-        let json = r#"[{"name":"loss","value":"8.75","comparison":"greater","startStep":3}]"#;
-        assert_eq!(
-            rule_text(json).as_deref(),
-            Some("stop when loss > 8.75 from its value 3 on")
-        );
-        let json = r#"[{"name":"acc","value":"0.5","comparison":"less","startStep":0}]"#;
-        assert_eq!(rule_text(json).as_deref(), Some("stop when acc < 0.5"));
-        assert_eq!(rule_text("[]"), None);
-        assert_eq!(rule_text("not json"), None);
-    }
 
     #[test]
     fn thinning_keeps_the_first_and_last_values() {

@@ -452,6 +452,14 @@ async fn html_says_why_trials_did_not_succeed() {
         "<tr><td>fixture-3</td><td>Failed</td><td class=\"why\">the trial process exited with code 3<br>hint: read its log</td></tr>"
     ), "{section}");
     assert!(!section.contains("fixture-0"), "{section}");
+    // The dashboard's trial page gets the rule in the same words.
+    let trial = crate::dashboard::trial_json(&r, 2, &[], serde_json::Value::Null);
+    assert_eq!(
+        trial["trial"]["rule"],
+        "stop when loss > 0.9 from its value 2 on"
+    );
+    let trial = crate::dashboard::trial_json(&r, 3, &[], serde_json::Value::Null);
+    assert!(trial["trial"]["rule"].is_null());
     for t in &mut r.trials {
         t.row.state = TrialState::Succeeded;
     }

@@ -43,6 +43,11 @@ function fmt(v) {
   if (a >= 1e6 || a < 1e-3) return v.toExponential(3).replace(/\.?0+e/, "e");
   return String(Number(v.toPrecision(4)));
 }
+// A label cut to n characters, with an ellipsis when cut (the full text goes in a <title>).
+function cut(v, n) {
+  const t = String(v);
+  return t.length > n ? t.slice(0, n - 1) + "…" : t;
+}
 function ago(us) {
   if (!us) return "—";
   const s = Math.max(0, (Date.now() - us / 1000) / 1000);
@@ -134,7 +139,7 @@ function frame({ id, w = 560, ht = 300, title, xs, ys, xlabel, ylabel, xcats, yt
     const y = Y(v);
     axis.append(s("line", { class: "gridline", x1: m.l, x2: w - m.r, y1: y, y2: y }), s("text", { x: m.l - 6, y: y + 4, "text-anchor": "end" }, fmt(v)));
   }
-  if (xcats) xcats.forEach((c, i) => axis.append(s("text", { x: X(i), y: ht - m.b + 15, "text-anchor": "middle" }, String(c).slice(0, 14))));
+  if (xcats) xcats.forEach((c, i) => axis.append(s("text", { x: X(i), y: ht - m.b + 15, "text-anchor": "middle" }, cut(c, 14), s("title", {}, String(c)))));
   else for (const v of X.ticks(6)) axis.append(s("text", { x: X(v), y: ht - m.b + 15, "text-anchor": "middle" }, fmt(v)));
   axis.append(s("path", { d: `M${m.l},${m.t}V${ht - m.b}H${w - m.r}`, fill: "none" }));
   axis.append(s("text", { x: (m.l + w - m.r) / 2, y: ht - 6, "text-anchor": "middle" }, xlabel));
@@ -291,7 +296,8 @@ function renderExperiment(name, d) {
   grid.append(panel(historyPlot(d), historyTools(name, d)));
   if (d.objectives.length > 1) grid.append(panel(paretoPlot(d), null));
   grid.append(panel(importancePlot(d), h("p", { class: "note" }, "Share of the objective's variance each parameter explains on its own: the correlation ratio over equal-count bins (categories for categorical parameters), corrected for the number of bins (ε², about 0 for a parameter that does not matter), divided by the sum so the shares add up to 1. Blind to interactions; rough under 50 trials (a parameter without effect can take a third).")));
-  grid.append(panel(curvesPlot(d), h("p", { class: "note" }, curvesNote(d))));
+  if (d.curves.trials.length) grid.append(panel(curvesPlot(d), h("p", { class: "note" }, curvesNote(d))));
+  else grid.append(panel(h("p", { class: "note", id: "no-curves" }, d.curves.recorded ? `No trial logged ${d.curves.metric} more than once yet, so there are no learning curves.` : curvesNote(d)), null));
   grid.append(panel(timelinePlot(d), h("p", { class: "note" }, "One lane per concurrent slot; bar length is the trial's wall time, colour its outcome.")));
   parts.push(grid);
   parts.push(panel(parallelPlot(d), h("p", { class: "note" }, parallelNote(d))));
@@ -452,7 +458,7 @@ function parallelPlot(d) {
     const x = m.l + k * step, ax = s("g", { class: "axis" });
     ax.append(s("line", { x1: x, x2: x, y1: m.t, y2: ht - m.b }), s("text", { x, y: ht - 10, "text-anchor": "middle" }, a.name));
     const ticks = a.numeric ? Ys[k].ticks(4) : a.cats.map((c, j) => j);
-    for (const v of ticks) ax.append(s("text", { x: x + 4, y: Ys[k](v) + 4 }, a.numeric ? fmt(v) : String(a.cats[v]).slice(0, 12)));
+    for (const v of ticks) ax.append(s("text", { x: x + 4, y: Ys[k](v) + 4 }, a.numeric ? fmt(v) : cut(a.cats[v], 12), a.numeric ? null : s("title", {}, String(a.cats[v]))));
     svg.append(ax);
   });
   return svg;
@@ -557,7 +563,10 @@ async function trialPage(name, trial) {
     h("div", { class: "cards" }, card("status", stateBadge(t.state)), card(d.experiment.objective.metric, fmt(t.objective)), card("rank", String(t.rank)),
       card("duration", dur(trialDuration(t))), card("attempt", String(d.attempt)))];
   if (t.state !== "Succeeded" && t.state !== "Running" && t.state !== "Created") {
-    parts.push(h("div", { class: "panel failure", id: "reason" }, h("h2", {}, `${STATE_WORDS[t.state]}: ${t.reason || "no reason recorded"}`), h("pre", { class: "log" }, t.message || "no message recorded")));
+    // Stopped by its rule is the search working, not a failure: said plainly, with the rule.
+    const stopped = t.state === "EarlyStopped";
+    parts.push(h("div", { class: stopped ? "panel stopped" : "panel failure", id: "reason" }, h("h2", {}, `${STATE_WORDS[t.state]}: ${t.reason || "no reason recorded"}`),
+      h("pre", { class: "log" }, t.message || "no message recorded"), t.rule ? h("p", { id: "rule" }, `Its rule: ${t.rule}.`) : null));
   }
   parts.push(h("div", { class: "grid" },
     h("div", { class: "panel" }, h("h2", {}, "Parameters"), h("table", {}, h("tbody", {}, d.parameters.map((p, k) => h("tr", {}, h("th", {}, p), h("td", {}, t.params[k] ?? "—")))))),
