@@ -525,34 +525,9 @@ fn an_open_page_survives_no_values_yet_and_a_database_that_goes_and_comes_back()
     );
     assert!(yaml.contains("logUniform"));
     std::fs::write(&file, yaml).unwrap();
-    let mut run = sb
-        .cmd(&["run", &file, "--seed", "2"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + PATIENCE;
-    while !sb.path().join("vernier.db").exists() {
-        assert!(Instant::now() < deadline, "the run never made its database");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let d = Dashboard::start(&sb);
-    while d.get("/api/experiments/logx").0 != 200
-        || d.json("/api/experiments/logx")["trials"]
-            .as_array()
-            .is_none_or(|t| t.is_empty())
-    {
-        assert!(Instant::now() < deadline, "the run never started a trial");
-        std::thread::sleep(Duration::from_millis(100));
-    }
     // Without a driver, whose exit would tidy the database's WAL files away by their names
     // while the test moves them; the page stays live for an experiment left Running.
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(run.id() as i32),
-        nix::sys::signal::Signal::SIGKILL,
-    )
-    .unwrap();
-    run.wait().unwrap();
+    let d = killed_after_its_first_trial(&sb, "logx", &file);
     let mut b = Browser::launch(&binary);
     b.open(&format!("http://{}/experiments/logx", d.addr));
     b.wait_for(
@@ -595,15 +570,12 @@ fn an_open_page_survives_no_values_yet_and_a_database_that_goes_and_comes_back()
     );
 }
 
-/// A run killed with `kill -9` leaves its experiment Running with nothing driving it: the
-/// pages say so and how to continue, instead of showing it live forever.
-#[test]
-fn an_experiment_whose_driver_was_killed_says_so() {
-    let sb = Sandbox::new();
-    let gate = sb.path().join("never-yet");
-    let file = experiment(&sb, "orphaned", 3, 0.0, Some(&gate));
+/// Runs experiment `name` of `file`, starts a dashboard on its database, waits until the
+/// experiment has a trial and kills the run with `kill -9`: the experiment stays Running with
+/// nothing driving it.
+fn killed_after_its_first_trial(sb: &Sandbox, name: &str, file: &str) -> Dashboard {
     let mut run = sb
-        .cmd(&["run", &file, "--seed", "1"])
+        .cmd(&["run", file, "--seed", "1"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -613,10 +585,10 @@ fn an_experiment_whose_driver_was_killed_says_so() {
         assert!(Instant::now() < deadline, "the run never made its database");
         std::thread::sleep(Duration::from_millis(50));
     }
-    let d = Dashboard::start(&sb);
+    let d = Dashboard::start(sb);
     // The file exists a moment before the run records the experiment in it (404 until then).
     loop {
-        let (status, body) = d.get("/api/experiments/orphaned");
+        let (status, body) = d.get(&format!("/api/experiments/{name}"));
         let started = status == 200
             && serde_json::from_str::<Value>(&body).unwrap()["trials"]
                 .as_array()
@@ -634,6 +606,17 @@ fn an_experiment_whose_driver_was_killed_says_so() {
     )
     .unwrap();
     run.wait().unwrap();
+    d
+}
+
+/// A run killed with `kill -9` leaves its experiment Running with nothing driving it: the
+/// pages say so and how to continue, instead of showing it live forever.
+#[test]
+fn an_experiment_whose_driver_was_killed_says_so() {
+    let sb = Sandbox::new();
+    let gate = sb.path().join("never-yet");
+    let file = experiment(&sb, "orphaned", 3, 0.0, Some(&gate));
+    let d = killed_after_its_first_trial(&sb, "orphaned", &file);
     let summary = d.json("/api/experiments/orphaned")["summary"].clone();
     let note = summary["unattended"]
         .as_str()
