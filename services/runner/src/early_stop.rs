@@ -12,7 +12,7 @@
 //!
 //! Both see every started trial's values on every check, so an ended trial's values are read
 //! from the store once and kept ([`TrialValues`]): re-reading them each second made a run of
-//! 1000 short trials with medianstop 17x slower than without it.
+//! 1000 short trials with medianstop 17 to 36 times slower than without it.
 
 use crate::error::RunnerError;
 use crate::experiment::LocalExperiment;
