@@ -103,6 +103,13 @@ fn max_failed_trial_count_fails_the_experiment() {
     assert!(msg.contains("exited with code 3"), "{msg}");
     // A failed trial's metrics are kept, but it is never the best trial.
     assert!(r["status"]["currentOptimalTrial"].is_null());
+    // Every format of the report of a failed experiment exits as such.
+    for format in ["table", "json", "csv", "observations"] {
+        let out = sb.run(&["report", "failing", "--format", format]);
+        assert_eq!(out.status.code(), Some(1), "{format}: {}", text(&out));
+    }
+    let out = sb.run(&["report", "failing", "--format", "observations"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains(",loss,1,"));
 }
 
 #[test]

@@ -42,9 +42,9 @@ fn shortened(line: &str) -> String {
 /// is some 600 characters, printed again for every trial.
 const STARTED_VALUES_CHARS: usize = 160;
 
-/// A started trial's `name=value` text cut to [`STARTED_VALUES_CHARS`], saying where the rest
-/// is.
-fn started_values(assignment: &str) -> String {
+/// A trial's `name=value` text cut to [`STARTED_VALUES_CHARS`], saying where the rest is: its
+/// started line, and the best trial's line at the end of a run.
+pub fn started_values(assignment: &str) -> String {
     match assignment.char_indices().nth(STARTED_VALUES_CHARS) {
         None => assignment.to_string(),
         Some((end, _)) => format!(

@@ -31,15 +31,18 @@ impl TrialKind {
             value: value.to_string(),
             message: message.to_string(),
         };
+        if value.is_empty() {
+            return Err(bad("it is empty"));
+        }
+        if value.contains(char::is_whitespace) {
+            return Err(bad("it holds a space; separate several kinds with commas"));
+        }
         let mut parts = value.splitn(3, '.');
         let kind = parts.next().unwrap_or_default();
         let version = parts.next().ok_or_else(|| bad("has no version"))?;
         let group = parts.next().unwrap_or_default();
         if kind.is_empty() || !kind.starts_with(|c: char| c.is_ascii_uppercase()) {
             return Err(bad("the kind must start with an uppercase letter"));
-        }
-        if value.contains(char::is_whitespace) {
-            return Err(bad("it holds a space; separate several kinds with commas"));
         }
         if !kind.chars().all(|c| c.is_ascii_alphanumeric()) {
             return Err(bad("the kind must be letters and digits"));
@@ -50,7 +53,8 @@ impl TrialKind {
                 "the version must be lowercase letters and digits, e.g. v1",
             ));
         }
-        if !group.chars().all(|c| lower(c) || c == '-' || c == '.') {
+        let dns = group.chars().all(|c| lower(c) || c == '-' || c == '.');
+        if !dns || group.starts_with(['.', '-']) || group.ends_with(['.', '-']) {
             return Err(bad("the group must be a DNS name, e.g. kubeflow.org"));
         }
         Ok(TrialKind {
@@ -84,9 +88,10 @@ impl TrialKind {
 
 /// Parses a list of `Kind.version.group` values.
 pub fn parse_trial_kinds<S: AsRef<str>>(values: &[S]) -> Result<Vec<TrialKind>, OperatorError> {
+    // "A, B" is how lists are written: the space after a comma is not part of the value.
     values
         .iter()
-        .map(|v| TrialKind::parse(v.as_ref()))
+        .map(|v| TrialKind::parse(v.as_ref().trim()))
         .collect()
 }
 
@@ -168,10 +173,15 @@ mod tests {
             ("Job/x.v1.batch", "the kind must be letters and digits"),
             ("Job.V1.batch", "the version must be lowercase"),
             ("Job.v1.Batch_x", "the group must be a DNS name"),
+            ("Job.v1.batch.", "the group must be a DNS name"),
+            ("", "it is empty"),
+            (" TFJob.v1.kubeflow.org", "it holds a space"),
         ] {
             let err = TrialKind::parse(value).unwrap_err().to_string();
             assert!(err.contains(says) && err.contains(value), "{err}");
         }
+        let listed = parse_trial_kinds(&["Job.v1.batch", " TFJob.v1.kubeflow.org "]).unwrap();
+        assert_eq!(listed[1].kind, "TFJob");
     }
 
     #[test]

@@ -312,6 +312,14 @@ pub fn no_best_note(objective: &vernier_core::Objective) -> &'static str {
     }
 }
 
+/// The rule that stopped an early-stopped trial, in words ([`rule_text`]); none for a trial
+/// that ended otherwise, whose frozen rule did not end it.
+pub fn broken_rule(t: &TrialRow) -> Option<String> {
+    (t.state == TrialState::EarlyStopped)
+        .then(|| rule_text(t.early_stopping_rules.as_deref()?))
+        .flatten()
+}
+
 /// A trial's frozen early-stopping rules (Katib's `[{name, value, comparison, startStep}]`) in
 /// words: the condition that stops it.
 pub fn rule_text(json: &str) -> Option<String> {

@@ -246,12 +246,7 @@ pub fn trial_json(
     let mut entry = trial_entry(r, t, &params, rank);
     entry["reason"] = json!(t.row.reason);
     entry["message"] = json!(t.row.message);
-    entry["rule"] = json!(
-        t.row
-            .early_stopping_rules
-            .as_deref()
-            .and_then(crate::analysis::rule_text)
-    );
+    entry["rule"] = json!(crate::analysis::broken_rule(&t.row));
     json!({
         "experiment": summary_json(r),
         "parameters": params,

@@ -305,8 +305,10 @@ const ROUGH_IMPORTANCE_BELOW: usize = 50;
 fn importance(r: &ExperimentReport) -> String {
     // Shares of the explained variance (η² divided by its sum), so the bars add up to 1.
     let shares = super::dashboard::importance_shares(&r.importance());
-    // What the bars divide: with little explained in all, a 100 % bar means little.
-    let explained: Option<f64> = shares.iter().map(|(_, e, _)| *e).sum();
+    // What the bars divide: when the strongest parameter explains little on its own, a 100 %
+    // bar means little. (A sum would not do: parameters that move together each explain the
+    // same variance, and the sum passes 100 %.)
+    let strongest = shares.iter().filter_map(|(_, e, _)| *e).reduce(f64::max);
     let imp: Vec<(String, Option<f64>)> = shares.into_iter().map(|(n, _, s)| (n, s)).collect();
     let height = 80.0 + 26.0 * imp.len() as f64;
     let trials = r
@@ -321,12 +323,8 @@ fn importance(r: &ExperimentReport) -> String {
     } else {
         "Parameter importance (share of explained variance)".to_string()
     };
-    if let Some(e) = explained.filter(|e| *e > 0.0) {
-        let _ = write!(
-            title,
-            "; {:.1}% of the variance explained in all",
-            100.0 * e
-        );
+    if let Some(e) = strongest.filter(|e| *e > 0.0) {
+        let _ = write!(title, "; the strongest alone explains {:.1}%", 100.0 * e);
     }
     let mut c = Chart::new("plot-importance", &title, 620.0, height.max(160.0))
         .margins(150.0, 60.0, 30.0, 44.0);
@@ -706,12 +704,7 @@ fn unsuccessful(out: &mut String, r: &ExperimentReport) {
     );
     for t in ended.iter().take(MAX_UNSUCCESSFUL) {
         let mut why = esc(&t.row.message).replace('\n', "<br>");
-        if let Some(rule) = t
-            .row
-            .early_stopping_rules
-            .as_deref()
-            .and_then(crate::analysis::rule_text)
-        {
+        if let Some(rule) = crate::analysis::broken_rule(&t.row) {
             let _ = write!(why, "<br>rule: {}", esc(&rule));
         }
         let _ = writeln!(

@@ -33,15 +33,23 @@ impl Steps {
     }
 }
 
+/// What was written: how many rows, and the experiment's phase (a report of a Failed
+/// experiment exits as such, whatever its format).
+#[derive(Debug)]
+pub struct Written {
+    pub rows: u64,
+    pub phase: String,
+}
+
 /// Writes the experiment's observation log to `out`, header first, trials in creation order
-/// and each trial's values in time order; returns how many rows. Fails with
-/// [`ReportError::ExperimentNotFound`] before writing anything for an unknown experiment.
+/// and each trial's values in time order. Fails with [`ReportError::ExperimentNotFound`]
+/// before writing anything for an unknown experiment.
 pub async fn write(
     store: &SqlStore,
     name: &str,
     out: &mut (dyn Write + Send),
-) -> Result<u64, ReportError> {
-    store
+) -> Result<Written, ReportError> {
+    let experiment = store
         .get_experiment(name)
         .await?
         .ok_or_else(|| ReportError::ExperimentNotFound(name.to_string()))?;
@@ -74,7 +82,10 @@ pub async fn write(
         .await?;
     match failed {
         Some(e) => Err(ReportError::Write(e)),
-        None => Ok(rows),
+        None => Ok(Written {
+            rows,
+            phase: experiment.status.phase,
+        }),
     }
 }
 

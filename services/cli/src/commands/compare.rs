@@ -43,7 +43,14 @@ pub async fn compare(
         Format::Html => compare::html(&cs),
     };
     match output {
-        Some(path) => write_atomically(&path, &text)?,
+        Some(path) => {
+            let example = match format {
+                Format::Table => "comparison.txt",
+                Format::Json => "comparison.json",
+                Format::Html => "comparison.html",
+            };
+            write_atomically(&path, &text, example)?
+        }
         None => out!("{text}"),
     }
     Ok(Exit::Succeeded)

@@ -27,6 +27,19 @@ pub enum Format {
     Observations,
 }
 
+impl Format {
+    /// A file name to suggest for `--output` in this format.
+    fn example_file(self) -> &'static str {
+        match self {
+            Format::Table => "report.txt",
+            Format::Json => "report.json",
+            Format::Csv => "report.csv",
+            Format::Html => "report.html",
+            Format::Observations => "observations.csv",
+        }
+    }
+}
+
 /// Where reports are read from instead of the database (`report` and `compare`).
 #[derive(Debug, Clone, clap::Args)]
 pub struct KubeArgs {
@@ -177,7 +190,7 @@ pub async fn report(db: &str, kube: &KubeArgs, args: ReportArgs) -> anyhow::Resu
                         && e.downcast_ref::<DatabaseMoved>().is_some()
                     {
                         let why = "The database file it was read from was deleted";
-                        write_atomically(path, &gone_page(&args.name, why))?;
+                        write_atomically(path, &gone_page(&args.name, why), "report.html")?;
                     }
                     return Err(e);
                 }
@@ -191,6 +204,7 @@ pub async fn report(db: &str, kube: &KubeArgs, args: ReportArgs) -> anyhow::Resu
                     write_atomically(
                         path,
                         &gone_page(&args.name, "Experiment {name} was deleted"),
+                        "report.html",
                     )?;
                 }
                 anyhow::bail!(
@@ -207,7 +221,7 @@ pub async fn report(db: &str, kube: &KubeArgs, args: ReportArgs) -> anyhow::Resu
                     && let Some(path) = &args.output
                 {
                     // A page to open now, and an unwritable path named now, not after the run.
-                    write_atomically(path, &waiting_page(&args.name))?;
+                    write_atomically(path, &waiting_page(&args.name), "report.html")?;
                 }
                 said.waiting(&args.name);
                 tokio::time::sleep(Duration::from_secs(REFRESH_SECONDS.into())).await;
@@ -217,7 +231,7 @@ pub async fn report(db: &str, kube: &KubeArgs, args: ReportArgs) -> anyhow::Resu
         };
         let text = render(&report, &args)?;
         match &args.output {
-            Some(path) => write_atomically(path, &text)?,
+            Some(path) => write_atomically(path, &text, args.format.example_file())?,
             None => out!("{text}"),
         }
         if args.watch {
@@ -353,26 +367,33 @@ fn check(args: &ReportArgs, db: &str, kube: &KubeArgs) -> anyhow::Result<()> {
 /// file, to `--output`. A closed stdout (`| head`) ends it quietly.
 async fn observations(db: &str, args: &ReportArgs) -> anyhow::Result<Exit> {
     let store = crate::db::open(db, vernier_store::OpenMode::ReadOnly).await?;
+    let exit = |w: &observation_csv::Written| match w.phase.as_str() {
+        "Failed" => Exit::Failed,
+        _ => Exit::Succeeded,
+    };
     let Some(path) = &args.output else {
         let mut out = std::io::BufWriter::new(std::io::stdout());
         let written = observation_csv::write(&store, &args.name, &mut out).await;
-        return match written.and_then(|_| out.flush().map_err(ReportError::Write)) {
+        let written = written.and_then(|w| out.flush().map(|()| w).map_err(ReportError::Write));
+        return match written {
+            Ok(w) => Ok(exit(&w)),
+            // A closed stdout (`| head`) ends it quietly.
             Err(ReportError::Write(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => {
                 Ok(Exit::Succeeded)
             }
-            other => other.map(|_| Exit::Succeeded).map_err(Into::into),
+            Err(e) => Err(e.into()),
         };
     };
-    let target = AtomicWrite::plan(path)?;
+    let target = AtomicWrite::plan(path, Format::Observations.example_file())?;
     let mut file = std::io::BufWriter::new(target.create()?);
-    let rows = observation_csv::write(&store, &args.name, &mut file).await;
-    let rows = rows.and_then(|n| file.flush().map(|()| n).map_err(ReportError::Write));
+    let written = observation_csv::write(&store, &args.name, &mut file).await;
+    let written = written.and_then(|w| file.flush().map(|()| w).map_err(ReportError::Write));
     drop(file);
-    match rows {
-        Ok(n) => {
+    match written {
+        Ok(w) => {
             target.finish()?;
-            errln!("wrote {n} observation(s) to {}", path.display());
-            Ok(Exit::Succeeded)
+            errln!("wrote {} observation(s) to {}", w.rows, path.display());
+            Ok(exit(&w))
         }
         Err(e) => {
             target.abandon();
@@ -409,8 +430,9 @@ fn render(r: &ExperimentReport, args: &ReportArgs) -> anyhow::Result<String> {
 
 /// Writes through a temporary file and a rename, so a browser reloading a watched report
 /// never sees half a page.
-pub fn write_atomically(path: &Path, text: &str) -> anyhow::Result<()> {
-    let target = AtomicWrite::plan(path)?;
+/// `example` is the file name a hint suggests when `path` is a directory.
+pub fn write_atomically(path: &Path, text: &str, example: &str) -> anyhow::Result<()> {
+    let target = AtomicWrite::plan(path, example)?;
     if let Err(e) = std::fs::write(&target.write_to, text) {
         target.abandon();
         return Err(e).with_context(|| cannot_write(path));
@@ -435,12 +457,12 @@ struct AtomicWrite {
 }
 
 impl AtomicWrite {
-    fn plan(path: &Path) -> anyhow::Result<AtomicWrite> {
+    fn plan(path: &Path, example: &str) -> anyhow::Result<AtomicWrite> {
         if path.is_dir() {
             anyhow::bail!(
                 "--output {} is a directory\nhint: name the file to write, e.g. {}",
                 path.display(),
-                path.join("report.html").display()
+                path.join(example).display()
             );
         }
         let direct = |to: &Path| AtomicWrite {

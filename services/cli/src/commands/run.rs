@@ -422,7 +422,8 @@ async fn drive_leased(
 
 /// The best trial and its parameters; with several objectives, the front it leads.
 fn best_lines(metric: &str, best: &BestSoFar) -> String {
-    let (trial, value, assignment) = (&best.trial, &best.value, &best.assignment);
+    let (trial, value) = (&best.trial, &best.value);
+    let assignment = crate::progress::started_values(&best.assignment);
     match &best.front {
         None => format!("best trial {trial}: {metric}={value}\n  {assignment}"),
         Some((others, size)) => format!(

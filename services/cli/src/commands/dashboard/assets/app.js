@@ -45,8 +45,8 @@ function fmt(v) {
 }
 // A label cut to n characters, with an ellipsis when cut (the full text goes in a <title>).
 function cut(v, n) {
-  const t = String(v);
-  return t.length > n ? t.slice(0, n - 1) + "…" : t;
+  const t = Array.from(String(v));   // by character, so an emoji is never split
+  return t.length > n ? t.slice(0, n - 1).join("") + "…" : t.join("");
 }
 function ago(us) {
   if (!us) return "—";
@@ -345,9 +345,10 @@ function historyPlot(d) {
 function importancePlot(d) {
   const items = d.importance.filter((x) => x.share !== null);
   const w = 560, row = 22, ht = 40 + Math.max(1, d.importance.length) * row;
-  // What the bars divide: with little explained in all, a 100 % bar means little.
-  const known = d.importance.filter((x) => x.eta2 !== null), explained = known.reduce((a, x) => a + x.eta2, 0);
-  const title = "Parameter importance (share of explained variance)" + (items.length ? `; ${(100 * explained).toFixed(1)}% explained in all` : "");
+  // What the bars divide: when the strongest parameter explains little on its own, a 100 %
+  // bar means little (a sum would pass 100 % for parameters that move together).
+  const known = d.importance.filter((x) => x.eta2 !== null), strongest = Math.max(0, ...known.map((x) => x.eta2));
+  const title = "Parameter importance (share of explained variance)" + (items.length ? `; the strongest alone explains ${(100 * strongest).toFixed(1)}%` : "");
   const svg = s("svg", { class: "plot", id: "plot-importance", viewBox: `0 0 ${w} ${ht}` }, s("text", { class: "title", x: 10, y: 16 }, title));
   if (!items.length) {
     const why = known.length ? "no parameter explains any of the objective's variance on its own (ε² is 0 for each)"
