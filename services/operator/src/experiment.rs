@@ -214,6 +214,18 @@ fn annotation_json(obj: &DynamicObject, key: &str) -> Option<Value> {
     serde_json::from_str(text).ok()
 }
 
+/// The refusals told with a Warning event, as a JSON object of a digest of each note by kind
+/// of refusal ([`Run::announce`]).
+const ANNOUNCED_ANNOTATION: &str = "vernier.kubeflow.org/announced";
+
+/// A short stable digest of a note: what `ANNOUNCED_ANNOTATION` keeps.
+fn note_digest(note: &str) -> String {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    note.hash(&mut h);
+    format!("{:016x}", h.finish())
+}
+
 /// Where the accepted spec and counts are kept a second time: in the status subresource,
 /// which a PUT of the whole object (`kubectl replace`, a GitOps tool) leaves as it was while
 /// it drops the annotations, so that such an edit is refused like any other.
@@ -417,6 +429,7 @@ impl<'a> Run<'a> {
         let raised = exp.limits.max_trials.is_some_and(|max| max > trials);
         let reopenable = exp.resume_policy.reopenable(ended.as_resume(), trials);
         if !raised || reopenable {
+            self.announce("restart", "RestartRefused", None).await;
             return;
         }
         let note = if ended.reason == Completion::MaxTrialsReached.reason() {
@@ -438,7 +451,7 @@ impl<'a> Run<'a> {
         } else {
             return;
         };
-        self.event(true, "RestartRefused", note).await;
+        self.announce("restart", "RestartRefused", Some(note)).await;
     }
 
     /// Marks the experiment Failed with the validation errors, once, with a Warning event.
@@ -645,11 +658,46 @@ impl<'a> Run<'a> {
     /// An `EditRefused` Warning for a refusal of `kind` (`spec` or `counts`), told once while
     /// it holds; `None`: nothing of that kind is refused now.
     async fn refused(&self, kind: &str, note: Option<String>) {
+        self.announce(kind, "EditRefused", note).await;
+    }
+
+    /// Tells a standing refusal (`note`; `None` once it cleared) of `kind` with a Warning
+    /// event, once: again only when it changes or after it cleared. What was told is also kept
+    /// on the Experiment ([`ANNOUNCED_ANNOTATION`]), so a restarted operator does not tell
+    /// every standing refusal again.
+    async fn announce(&self, kind: &str, reason: &str, note: Option<String>) {
         let key = format!("{}/{}/{kind}", self.ns, self.name);
-        if self.ctx.announced.first(&key, note.as_deref())
-            && let Some(note) = note
+        let fresh = self.ctx.announced.first(&key, note.as_deref());
+        let mut told = annotation_json(self.obj, ANNOUNCED_ANNOTATION).unwrap_or(json!({}));
+        let before = told.get(kind).cloned();
+        let Some(note) = note else {
+            if before.is_some() {
+                told.as_object_mut().map(|m| m.remove(kind));
+                self.keep_announced(&told).await;
+            }
+            return;
+        };
+        let digest = json!(note_digest(&note));
+        if !fresh || before.as_ref() == Some(&digest) {
+            return;
+        }
+        self.event(true, reason, note).await;
+        told[kind] = digest;
+        self.keep_announced(&told).await;
+    }
+
+    async fn keep_announced(&self, told: &Value) {
+        let patch = json!({"metadata": {"annotations": {ANNOUNCED_ANNOTATION: told.to_string()}}});
+        if let Err(e) = self
+            .api
+            .patch(&self.name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
         {
-            self.event(true, "EditRefused", note).await;
+            tracing::warn!(
+                "experiment {}/{}: cannot keep what was told: {e}",
+                self.ns,
+                self.name
+            );
         }
     }
 

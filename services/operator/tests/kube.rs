@@ -395,6 +395,25 @@ async fn an_edit_katibs_webhook_refuses_does_not_change_the_experiment() {
     let ended = condition(&exp, "Succeeded").expect("succeeded");
     assert_eq!(ended["reason"], "ExperimentMaxTrialsReached", "{exp:#}");
     assert_eq!(exp["status"]["trials"], 4, "{exp:#}");
+    // A restarted operator finds the refused edit still in the spec, and does not tell it
+    // again: what was told is kept on the Experiment.
+    op.stop().await;
+    let op = env.operator("replica-b");
+    wait_until(
+        "the new operator leading",
+        || lease_holder(&env),
+        |h| h == "replica-b",
+    )
+    .await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let events = env.api("events.k8s.io", "v1", "Event");
+    let told = events.list(&ListParams::default()).await.expect("events");
+    let refusals = told
+        .items
+        .iter()
+        .filter(|e| e.data["reason"] == "EditRefused" && e.data["regarding"]["name"] == "locked")
+        .count();
+    assert_eq!(refusals, 1, "{:#?}", told.items);
     op.stop().await;
     env.shutdown().await;
 }
