@@ -668,11 +668,14 @@ impl<'a> Run<'a> {
     async fn announce(&self, kind: &str, reason: &str, note: Option<String>) {
         let key = format!("{}/{}/{kind}", self.ns, self.name);
         let fresh = self.ctx.announced.first(&key, note.as_deref());
-        let mut told = annotation_json(self.obj, ANNOUNCED_ANNOTATION).unwrap_or(json!({}));
+        // Anything but an object there (edited by hand) counts as nothing told.
+        let mut told = match annotation_json(self.obj, ANNOUNCED_ANNOTATION) {
+            Some(Value::Object(map)) => map,
+            _ => serde_json::Map::new(),
+        };
         let before = told.get(kind).cloned();
         let Some(note) = note else {
-            if before.is_some() {
-                told.as_object_mut().map(|m| m.remove(kind));
+            if told.remove(kind).is_some() {
                 self.keep_announced(&told).await;
             }
             return;
@@ -682,12 +685,13 @@ impl<'a> Run<'a> {
             return;
         }
         self.event(true, reason, note).await;
-        told[kind] = digest;
+        told.insert(kind.to_string(), digest);
         self.keep_announced(&told).await;
     }
 
-    async fn keep_announced(&self, told: &Value) {
-        let patch = json!({"metadata": {"annotations": {ANNOUNCED_ANNOTATION: told.to_string()}}});
+    async fn keep_announced(&self, told: &serde_json::Map<String, Value>) {
+        let text = Value::Object(told.clone()).to_string();
+        let patch = json!({"metadata": {"annotations": {ANNOUNCED_ANNOTATION: text}}});
         if let Err(e) = self
             .api
             .patch(&self.name, &PatchParams::default(), &Patch::Merge(&patch))
