@@ -29,10 +29,8 @@ pub async fn publish(
 /// note: the same news repeated is counted, a different refusal under the same reason is an
 /// event of its own instead of being shown under the first one's text.
 fn event(warning: bool, reason: &str, note: String) -> Event {
-    use std::hash::{Hash, Hasher};
     let note = truncate(note, 1000);
-    let mut digest = std::collections::hash_map::DefaultHasher::new();
-    note.hash(&mut digest);
+    let digest = note_digest(&note);
     Event {
         type_: if warning {
             EventType::Warning
@@ -40,10 +38,20 @@ fn event(warning: bool, reason: &str, note: String) -> Event {
             EventType::Normal
         },
         reason: reason.to_string(),
-        action: format!("{reason}-{:08x}", digest.finish() as u32),
+        // Its last 8 digits: the action stays short.
+        action: format!("{reason}-{}", &digest[8..]),
         note: Some(note),
         secondary: None,
     }
+}
+
+/// A short stable digest of a note (16 hex digits): what tells one note from another in an
+/// event's action and in what the experiment reconciler keeps of the refusals it told.
+pub fn note_digest(note: &str) -> String {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    note.hash(&mut h);
+    format!("{:016x}", h.finish())
 }
 
 fn truncate(mut s: String, max: usize) -> String {

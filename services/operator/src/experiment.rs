@@ -133,7 +133,9 @@ async fn reconcile_experiment(obj: &DynamicObject, ctx: &Context) -> Result<Acti
             let counts_new = kept_counts
                 .as_ref()
                 .is_none_or(|k| counts_changed(&spec, k));
-            run.keep_accepted(&spec, kept.is_none(), counts_new).await?;
+            let kept_counts = kept_counts.filter(|_| !counts_new);
+            run.keep_accepted(&spec, kept.as_ref(), kept_counts.as_ref())
+                .await?;
             (exp, counts_new)
         }
         // A finished experiment keeps its one terminal condition, whatever its spec (or the
@@ -217,14 +219,6 @@ fn annotation_json(obj: &DynamicObject, key: &str) -> Option<Value> {
 /// The refusals told with a Warning event, as a JSON object of a digest of each note by kind
 /// of refusal ([`Run::announce`]).
 const ANNOUNCED_ANNOTATION: &str = "vernier.kubeflow.org/announced";
-
-/// A short stable digest of a note: what `ANNOUNCED_ANNOTATION` keeps.
-fn note_digest(note: &str) -> String {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    note.hash(&mut h);
-    format!("{:016x}", h.finish())
-}
 
 /// Where the accepted spec and counts are kept a second time: in the status subresource,
 /// which a PUT of the whole object (`kubectl replace`, a GitOps tool) leaves as it was while
@@ -503,58 +497,63 @@ impl<'a> Run<'a> {
     }
 
     /// Keeps what later edits are checked against, of `spec`, valid and about to run: the
-    /// spec itself when none is kept yet (`spec_new`), its counts when they are new.
-    async fn keep_accepted(&self, spec: &Value, spec_new: bool, counts_new: bool) -> Result<()> {
+    /// spec itself when none is `kept` yet, its counts when none are kept (`kept_counts` is
+    /// `None` also when the counts just changed).
+    async fn keep_accepted(
+        &self,
+        spec: &Value,
+        kept: Option<&Value>,
+        kept_counts: Option<&Value>,
+    ) -> Result<()> {
         let mut annotations = serde_json::Map::new();
-        if counts_new {
-            let counts = counts_of(spec).to_string();
-            annotations.insert(COUNTS_ANNOTATION.into(), counts.into());
+        let new_counts = kept_counts.is_none().then(|| counts_of(spec));
+        if let Some(counts) = &new_counts {
+            annotations.insert(COUNTS_ANNOTATION.into(), counts.to_string().into());
         }
-        let text = spec.to_string();
-        if spec_new && text.len() > MAX_KEPT_BYTES {
-            tracing::warn!(
-                "experiment {}/{}: its spec ({} bytes) is too large to keep in an annotation, \
-                 so edits Katib's webhook refuses are applied to it",
-                self.ns,
-                self.name,
-                text.len()
-            );
-        } else if spec_new {
-            annotations.insert(ACCEPTED_SPEC.into(), text.into());
-        }
+        let new_spec = match kept {
+            Some(_) => None,
+            None => {
+                let text = spec.to_string();
+                if text.len() > MAX_KEPT_BYTES {
+                    tracing::warn!(
+                        "experiment {}/{}: its spec ({} bytes) is too large to keep in an \
+                         annotation, so edits Katib's webhook refuses are applied to it",
+                        self.ns,
+                        self.name,
+                        text.len()
+                    );
+                    None
+                } else {
+                    annotations.insert(ACCEPTED_SPEC.into(), text.into());
+                    Some(spec)
+                }
+            }
+        };
         if !annotations.is_empty() {
             let patch = json!({"metadata": {"annotations": annotations}});
             self.api
                 .patch(&self.name, &PatchParams::default(), &Patch::Merge(&patch))
                 .await?;
         }
-        self.copy_accepted(spec, spec_new, counts_new).await
+        self.copy_accepted(new_spec.or(kept), new_counts.as_ref().or(kept_counts))
+            .await
     }
 
     /// Keeps the status copy of the accepted spec and counts (see [`STATUS_COPY`]) equal to
     /// what the annotations hold after [`Run::keep_accepted`], writing it when it differs
     /// (also for an experiment accepted before the copy existed).
-    async fn copy_accepted(&self, spec: &Value, spec_new: bool, counts_new: bool) -> Result<()> {
-        let counts = match counts_new {
-            true => Some(counts_of(spec)),
-            false => kept_json(self.obj, COUNTS_ANNOTATION, "counts"),
-        };
-        let fits = spec.to_string().len() <= MAX_KEPT_BYTES;
-        let spec = match spec_new {
-            true => fits.then(|| spec.clone()),
-            false => kept_json(self.obj, ACCEPTED_SPEC, "spec"),
-        };
+    async fn copy_accepted(&self, spec: Option<&Value>, counts: Option<&Value>) -> Result<()> {
+        let now = self.obj.data.pointer(&format!("/status/{STATUS_COPY}"));
+        let held = |key: &str| now.and_then(|n| n.get(key));
+        if now.is_some() && held("spec") == spec && held("counts") == counts {
+            return Ok(());
+        }
         // Only what is kept: a null in a merge patch would delete the key, and the copy would
         // never equal what the server then holds.
         let copy: serde_json::Map<String, Value> = [("spec", spec), ("counts", counts)]
             .into_iter()
-            .filter_map(|(k, v)| Some((k.to_string(), v?)))
+            .filter_map(|(k, v)| Some((k.to_string(), v?.clone())))
             .collect();
-        let copy = Value::Object(copy);
-        let now = self.obj.data.pointer(&format!("/status/{STATUS_COPY}"));
-        if now == Some(&copy) {
-            return Ok(());
-        }
         let patch = json!({"status": {STATUS_COPY: copy}});
         self.api
             .patch_status(&self.name, &PatchParams::default(), &Patch::Merge(&patch))
@@ -680,7 +679,7 @@ impl<'a> Run<'a> {
             }
             return;
         };
-        let digest = json!(note_digest(&note));
+        let digest = json!(crate::events::note_digest(&note));
         if !fresh || before.as_ref() == Some(&digest) {
             return;
         }
