@@ -1,6 +1,7 @@
 //! Vernier's vocabulary: search spaces, assignments, objectives, trial records, observations and
 //! the `Suggester` seam. Pure data and pure functions; no I/O, no clock, no randomness.
 
+mod cut;
 mod early_stopping;
 mod equal_bounds;
 mod error;
@@ -19,6 +20,7 @@ mod tolerated_list;
 mod trial;
 mod value;
 
+pub use cut::first_chars;
 pub use early_stopping::{EarlyStopper, EarlyStoppingRequest, TrialProgress};
 pub use equal_bounds::{EqualBounds, equal_bounds, nonblank_setting};
 pub use error::CoreError;

@@ -97,8 +97,8 @@ pub fn grid_point(min: f64, k: f64, step: f64) -> f64 {
 fn shown_list(values: &[String]) -> String {
     const FIRST: usize = 10;
     const CHARS: usize = 40;
-    let cut = |v: &String| match v.char_indices().nth(CHARS) {
-        Some((end, _)) => format!("{:?}...", &v[..end]),
+    let cut = |v: &String| match crate::first_chars(v, CHARS) {
+        Some(head) => format!("{head:?}..."),
         None => format!("{v:?}"),
     };
     let shown: Vec<String> = values.iter().take(FIRST).map(cut).collect();

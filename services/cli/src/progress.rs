@@ -32,9 +32,9 @@ const LAST_OUTPUT_CHARS: usize = 300;
 /// `line` cut to [`LAST_OUTPUT_CHARS`], saying how long it was: one progress bar printed
 /// without newlines must not fill the terminal.
 fn shortened(line: &str) -> String {
-    match line.char_indices().nth(LAST_OUTPUT_CHARS) {
+    match vernier_core::first_chars(line, LAST_OUTPUT_CHARS) {
         None => line.to_string(),
-        Some((end, _)) => format!("{}... ({} bytes)", &line[..end], line.len()),
+        Some(head) => format!("{head}... ({} bytes)", line.len()),
     }
 }
 
@@ -45,11 +45,10 @@ const STARTED_VALUES_CHARS: usize = 160;
 /// A trial's `name=value` text cut to [`STARTED_VALUES_CHARS`], saying where the rest is: its
 /// started line, and the best trial's line at the end of a run.
 pub fn started_values(assignment: &str) -> String {
-    match assignment.char_indices().nth(STARTED_VALUES_CHARS) {
+    match vernier_core::first_chars(assignment, STARTED_VALUES_CHARS) {
         None => assignment.to_string(),
-        Some((end, _)) => format!(
-            "{}... ({} characters; `vernier report --format json` shows them whole)",
-            &assignment[..end],
+        Some(head) => format!(
+            "{head}... ({} characters; `vernier report --format json` shows them whole)",
             assignment.chars().count()
         ),
     }

@@ -76,8 +76,8 @@ pub fn summary_json(r: &ExperimentReport) -> Value {
 }
 
 fn cut(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((i, _)) => format!("{}…", &text[..i]),
+    match vernier_core::first_chars(text, max) {
+        Some(head) => format!("{head}…"),
         None => text.to_string(),
     }
 }

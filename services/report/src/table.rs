@@ -165,9 +165,9 @@ const TABLE_VALUE_CHARS: usize = 80;
 
 /// `value` cut to [`TABLE_VALUE_CHARS`], saying how long it was.
 fn cut_value(value: &str) -> String {
-    match value.char_indices().nth(TABLE_VALUE_CHARS) {
+    match vernier_core::first_chars(value, TABLE_VALUE_CHARS) {
         None => value.to_string(),
-        Some((end, _)) => format!("{}... ({} chars)", &value[..end], value.chars().count()),
+        Some(head) => format!("{head}... ({} chars)", value.chars().count()),
     }
 }
 

@@ -668,9 +668,9 @@ impl Recorded {
 
 /// `text` cut to `max` characters, saying how long it was.
 pub(crate) fn shorten(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
+    match vernier_core::first_chars(text, max) {
         None => text.to_string(),
-        Some((end, _)) => format!("{}... ({} bytes)", &text[..end], text.len()),
+        Some(head) => format!("{head}... ({} bytes)", text.len()),
     }
 }
 
