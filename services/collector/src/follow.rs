@@ -5,23 +5,30 @@
 //! Trainers also rewrite their metrics file whole, each epoch: in place (`open(path, "w")`)
 //! or through a temporary file renamed over it, with only the latest values or with every
 //! line so far. Katib reads the file once, at the end, and would record the final content;
-//! a follower must tell a rewrite from an append to do as well. It keeps a hash of the bytes
-//! it consumed and their last few bytes: when those last bytes change (or the file is
-//! replaced or shrinks), a file that still begins with everything consumed is followed on
-//! from where it was, and any other is new content, read from the start.
+//! a follower must tell a rewrite from an append to do as well. It keeps the first and last
+//! few bytes it consumed: when the file is replaced or shrinks, when those last bytes change,
+//! or when it was modified without growing or its first bytes changed, it is taken as
+//! rewritten and read again from the start. Lines of the rewrite equal to the lines read
+//! before, at the same places, are not yielded again (a rewrite that keeps every line so far,
+//! or one caught half written, yields only its new lines); from the first line that differs,
+//! every line is.
 
 use crate::lines::{MAX_LINE_BYTES, cut_line_warning, drop_cut_token};
 use std::collections::hash_map::DefaultHasher;
 use std::fs::File;
-use std::hash::Hasher;
+use std::hash::{Hash, Hasher};
 use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::time::SystemTime;
 
 /// Bytes read per `poll`, so one huge write cannot stall the caller.
 const MAX_READ_PER_POLL: usize = 8 << 20;
-/// How many of the last consumed bytes are compared on every poll to notice a rewrite.
-const TAIL_BYTES: usize = 64;
+/// How many of the first and last consumed bytes are compared to notice a rewrite.
+const EDGE_BYTES: usize = 64;
+/// How many lines of the current content are remembered to tell a rewrite's old lines from
+/// its new ones (8 bytes each); lines past it are yielded again after a rewrite.
+const MAX_REMEMBERED_LINES: usize = 1 << 20;
 
 /// Reads complete lines appended to a file since the previous call.
 #[derive(Debug)]
@@ -30,10 +37,17 @@ pub struct FileFollower {
     file: Option<File>,
     inode: u64,
     offset: u64,
-    /// Hash of the bytes `0..offset` (a streaming hash: chunking does not change it).
-    consumed: DefaultHasher,
-    /// The last (up to [`TAIL_BYTES`]) bytes before `offset`.
+    /// When the file was last modified as of the last read.
+    modified: Option<SystemTime>,
+    /// The first (up to [`EDGE_BYTES`]) bytes consumed.
+    head: Vec<u8>,
+    /// The last (up to [`EDGE_BYTES`]) bytes before `offset`.
     tail: Vec<u8>,
+    /// Hashes of the complete lines read from the current content, in order.
+    lines: Vec<u64>,
+    /// After a rewrite: the lines read before it, and how many of them the rewrite repeated
+    /// so far; `None` once a line differed.
+    replay: Option<(Vec<u64>, usize)>,
     partial: Vec<u8>,
     /// True while the current line has grown past `MAX_LINE_BYTES` and is being skipped.
     overlong: bool,
@@ -50,8 +64,11 @@ impl FileFollower {
             file: None,
             inode: 0,
             offset: 0,
-            consumed: DefaultHasher::new(),
+            modified: None,
+            head: Vec::new(),
             tail: Vec::new(),
+            lines: Vec::new(),
+            replay: None,
             partial: Vec::new(),
             overlong: false,
             line_bytes: 0,
@@ -64,22 +81,23 @@ impl FileFollower {
     }
 
     /// Complete lines written since the last call (terminators and invalid UTF-8 replaced).
-    /// A missing file yields nothing; a truncated or replaced file is read again from the start.
+    /// A missing file yields nothing; a truncated, rewritten or replaced file is read again
+    /// from the start, yielding the lines that are not what was read before.
     pub fn poll(&mut self) -> std::io::Result<Vec<String>> {
         let meta = match std::fs::metadata(&self.path) {
             Ok(m) => m,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
             Err(e) => return Err(e),
         };
+        let modified = meta.modified().ok();
         let replaced = self.file.is_none() || meta.ino() != self.inode;
-        if replaced || meta.len() < self.offset || !self.tail_unchanged()? {
+        if replaced || meta.len() < self.offset || self.rewritten(meta.len(), modified)? {
             let file = File::open(&self.path)?;
-            if !self.begins_with_consumed(&file, meta.len())? {
-                self.restart();
-            }
+            self.restart();
             self.file = Some(file);
             self.inode = meta.ino();
         }
+        self.modified = modified;
         let Some(file) = self.file.as_mut() else {
             return Ok(Vec::new());
         };
@@ -88,9 +106,10 @@ impl FileFollower {
         file.take(MAX_READ_PER_POLL as u64)
             .read_to_end(&mut chunk)?;
         self.offset += chunk.len() as u64;
-        self.consumed.write(&chunk);
-        let keep = chunk.len().min(TAIL_BYTES);
-        let drop = (self.tail.len() + keep).saturating_sub(TAIL_BYTES);
+        let room = EDGE_BYTES.saturating_sub(self.head.len());
+        self.head.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        let keep = chunk.len().min(EDGE_BYTES);
+        let drop = (self.tail.len() + keep).saturating_sub(EDGE_BYTES);
         self.tail.drain(..drop);
         self.tail.extend_from_slice(&chunk[chunk.len() - keep..]);
         let mut lines = Vec::new();
@@ -111,61 +130,102 @@ impl FileFollower {
                 }
             }
             if complete {
-                lines.push(self.take_line());
+                let line = self.take_line();
+                if self.is_new(&line) {
+                    lines.push(line);
+                }
             }
         }
         Ok(lines)
     }
 
-    /// Forgets everything consumed: the file is read again from the start.
+    /// Whether the open file, as long as what was consumed or longer, no longer holds the
+    /// consumed bytes where they were read: its last bytes changed, or it was modified
+    /// without growing (a rewrite of the same length) or its first bytes changed.
+    fn rewritten(&mut self, len: u64, modified: Option<SystemTime>) -> std::io::Result<bool> {
+        if !self.edge_unchanged(self.offset - self.tail.len() as u64, true)? {
+            return Ok(true);
+        }
+        if modified == self.modified {
+            return Ok(false);
+        }
+        Ok(len == self.offset || !self.edge_unchanged(0, false)?)
+    }
+
+    /// Whether the open file still holds the consumed tail (or head) at `at`.
+    fn edge_unchanged(&mut self, at: u64, tail: bool) -> std::io::Result<bool> {
+        let edge = if tail { &self.tail } else { &self.head };
+        let Some(file) = self.file.as_mut() else {
+            return Ok(false);
+        };
+        let mut now = vec![0; edge.len()];
+        file.seek(SeekFrom::Start(at))?;
+        match file.read_exact(&mut now) {
+            Ok(()) => Ok(&now == edge),
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Reads the file again from the start, remembering the lines read so far (or, during a
+    /// replay, the longer list it replays) to tell the rewrite's new lines.
     fn restart(&mut self) {
+        let before = std::mem::take(&mut self.lines);
+        self.replay = match self.replay.take() {
+            Some((replayed, _)) => Some((replayed, 0)),
+            None if before.is_empty() => None,
+            None => Some((before, 0)),
+        };
         self.offset = 0;
-        self.consumed = DefaultHasher::new();
+        self.head.clear();
         self.tail.clear();
         self.partial.clear();
         self.overlong = false;
         self.line_bytes = 0;
     }
 
-    /// Whether the open file still holds the last consumed bytes where they were read.
-    fn tail_unchanged(&mut self) -> std::io::Result<bool> {
-        let Some(file) = self.file.as_mut() else {
-            return Ok(false);
-        };
-        let mut now = vec![0; self.tail.len()];
-        file.seek(SeekFrom::Start(self.offset - self.tail.len() as u64))?;
-        match file.read_exact(&mut now) {
-            Ok(()) => Ok(now == self.tail),
-            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Ok(false),
-            Err(e) => Err(e),
+    /// Remembers a complete line and tells whether to yield it: not while a rewrite repeats,
+    /// line for line, what was read before.
+    fn is_new(&mut self, line: &str) -> bool {
+        let mut h = DefaultHasher::new();
+        line.hash(&mut h);
+        let h = h.finish();
+        if self.lines.len() < MAX_REMEMBERED_LINES {
+            self.lines.push(h);
         }
-    }
-
-    /// Whether `file` (of `len` bytes) begins with every byte consumed so far: a rewrite
-    /// that kept the earlier lines, to be followed on from `offset`.
-    fn begins_with_consumed(&self, mut file: &File, len: u64) -> std::io::Result<bool> {
-        if self.offset == 0 || len < self.offset {
-            return Ok(false);
-        }
-        let mut hash = DefaultHasher::new();
-        let mut left = self.offset;
-        let mut buf = vec![0; 64 << 10];
-        file.seek(SeekFrom::Start(0))?;
-        while left > 0 {
-            let n = buf.len().min(usize::try_from(left).unwrap_or(usize::MAX));
-            match file.read_exact(&mut buf[..n]) {
-                Ok(()) => hash.write(&buf[..n]),
-                // Shrunk while being read: rewritten again; the next poll looks afresh.
-                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(false),
-                Err(e) => return Err(e),
+        if let Some((before, at)) = self.replay.as_mut() {
+            if before.get(*at) == Some(&h) {
+                *at += 1;
+                return false;
             }
-            left -= n as u64;
+            self.replay = None;
         }
-        Ok(hash.finish() == self.consumed.finish())
+        true
     }
 
-    /// The last line if the file did not end with a newline (call once the writer is done).
-    pub fn finish(&mut self) -> Option<String> {
+    /// What the file holds that was not yielded, once the writer is done: the file is read
+    /// again from the start (so a last rewrite that changed neither its length nor its
+    /// timestamp, within the file system's granularity, is not missed) to its end, whatever
+    /// its size, with an unterminated last line. Katib reads the file once, at this moment.
+    pub fn poll_last(&mut self) -> std::io::Result<Vec<String>> {
+        // Past the remembered lines a re-read could not tell old lines from new ones.
+        if self.lines.len() < MAX_REMEMBERED_LINES {
+            self.file = None;
+        }
+        let mut lines = Vec::new();
+        loop {
+            let before = self.offset;
+            lines.extend(self.poll()?);
+            if self.offset - before < MAX_READ_PER_POLL as u64 {
+                break;
+            }
+        }
+        lines.extend(self.finish());
+        Ok(lines)
+    }
+
+    /// The last line if the file did not end with a newline (once the writer is done).
+    fn finish(&mut self) -> Option<String> {
         if self.partial.is_empty() {
             return None;
         }
@@ -260,6 +320,65 @@ mod tests {
         all.push_str("epoch=4 loss=0.2\n");
         std::fs::write(&path, &all).unwrap();
         assert_eq!(f.poll().unwrap(), vec!["epoch=4 loss=0.2"]);
+    }
+
+    /// A poll that lands while a rewrite of every line so far is half written yields
+    /// nothing again: only the lines after what was read before.
+    #[test]
+    fn a_rewrite_caught_half_written_yields_only_new_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.log");
+        let mut f = FileFollower::new(&path);
+        std::fs::write(&path, b"loss=1\nloss=2\nloss=3\n").unwrap();
+        assert_eq!(f.poll().unwrap(), ["loss=1", "loss=2", "loss=3"]);
+        let mut w = File::create(&path).unwrap();
+        w.write_all(b"loss=1\n").unwrap();
+        assert!(f.poll().unwrap().is_empty());
+        w.write_all(b"loss=2\nlo").unwrap();
+        assert!(f.poll().unwrap().is_empty());
+        w.write_all(b"ss=3\nloss=4\n").unwrap();
+        assert_eq!(f.poll().unwrap(), ["loss=4"]);
+        // A rewrite that changes an earlier line yields from that line on.
+        std::fs::write(&path, b"loss=1\nloss=9\nloss=3\nloss=4\n").unwrap();
+        assert_eq!(f.poll().unwrap(), ["loss=9", "loss=3", "loss=4"]);
+        assert!(f.poll_last().unwrap().is_empty());
+    }
+
+    /// Rewrites of the same length whose last bytes do not change (the value first, then
+    /// constant text): seen by the file's timestamp, and by the last read in any case.
+    #[test]
+    fn a_same_length_rewrite_behind_constant_text_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.json");
+        let line = |v: &str| format!("{{\"loss\": \"{v}\", \"model\": \"{}\"}}", "x".repeat(80));
+        let rewrite = |v: &str, modified: SystemTime| {
+            let mut w = File::options().write(true).open(&path).unwrap();
+            w.write_all(format!("{}\n", line(v)).as_bytes()).unwrap();
+            w.set_modified(modified).unwrap();
+        };
+        std::fs::write(&path, format!("{}\n", line("0.9000"))).unwrap();
+        let mut f = FileFollower::new(&path);
+        assert_eq!(f.poll().unwrap(), [line("0.9000")]);
+        let first = std::fs::metadata(&path).unwrap().modified().unwrap();
+        rewrite("0.6000", first + std::time::Duration::from_secs(1));
+        assert_eq!(f.poll().unwrap(), [line("0.6000")]);
+        assert!(f.poll().unwrap().is_empty());
+        // Rewritten within the timestamp's granularity: only the last read sees it.
+        rewrite("0.4000", first + std::time::Duration::from_secs(1));
+        assert!(f.poll().unwrap().is_empty());
+        assert_eq!(f.poll_last().unwrap(), [line("0.4000")]);
+    }
+
+    /// The last read goes to the end of a file larger than one poll reads.
+    #[test]
+    fn the_last_read_reads_to_the_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.log");
+        let line = format!("loss=0.5 {}\n", "x".repeat(90));
+        let lines = MAX_READ_PER_POLL / line.len() + 100;
+        std::fs::write(&path, line.repeat(lines)).unwrap();
+        let mut f = FileFollower::new(&path);
+        assert_eq!(f.poll_last().unwrap().len(), lines);
     }
 
     #[test]

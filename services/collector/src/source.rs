@@ -105,16 +105,17 @@ fn read_lines(
     last: bool,
 ) -> SourceRead {
     let mut out = SourceRead::default();
-    let mut lines = follower.poll().unwrap_or_else(|e| {
+    let polled = match last {
+        true => follower.poll_last(),
+        false => follower.poll(),
+    };
+    let lines = polled.unwrap_or_else(|e| {
         out.warnings.push(format!(
             "cannot read metrics file {}: {e}",
             follower.path().display()
         ));
         Vec::new()
     });
-    if last {
-        lines.extend(follower.finish());
-    }
     out.warnings.extend(follower.take_warnings());
     for line in lines {
         match filter {
