@@ -437,32 +437,45 @@ pub fn state_to_wire(state: TrialState) -> TrialConditionType {
     }
 }
 
-/// The request's trials as core records. `extra_labels` adds labels by trial name (labels a
+/// The request's trials as core records, and a warning for each trial left out because its
+/// assignment is not a point of the space. `extra_labels` adds labels by trial name (labels a
 /// Katib controller does not echo back, carried in algorithm settings instead). Only numbers
 /// are kept as metric values: empty values (Katib sends them for metrics without a strategy),
 /// Katib's `unavailable` and text (a DARTS genotype, a `latest` strategy's label) are no value,
 /// as Katib's services never parse them; a succeeded trial whose objective is text is then one
 /// without an objective, which no algorithm learns from.
+///
+/// A trial whose values lie off a step's grid or outside the range, or that lacks a parameter,
+/// is left out rather than refusing the request: Katib's own services propose such values
+/// (hyperopt's `quniform` rounds to multiples of the step from 0, below `min`), and its
+/// controller sends every trial in every request and retries a refusal forever, so one such
+/// trial would end the experiment's suggestions.
 pub fn trials_from_wire(
     trials: &[Trial],
     space: &SearchSpace,
     objective: &Objective,
     extra_labels: &BTreeMap<String, BTreeMap<String, String>>,
-) -> Result<Vec<TrialRecord>, ProtoError> {
-    trials
-        .iter()
-        .enumerate()
-        .map(|(i, t)| trial_from_wire(&format!("trials[{i}]"), t, space, objective, extra_labels))
-        .collect()
+) -> Result<(Vec<TrialRecord>, Vec<ConversionWarning>), ProtoError> {
+    let mut records = Vec::with_capacity(trials.len());
+    let mut left_out = Vec::new();
+    for (i, t) in trials.iter().enumerate() {
+        let field = format!("trials[{i}]");
+        match trial_from_wire(&field, t, space, objective, extra_labels)? {
+            Ok(record) => records.push(record),
+            Err(warning) => left_out.push(warning),
+        }
+    }
+    Ok((records, left_out))
 }
 
+/// A trial as a record; the inner error is the warning for an assignment outside the space.
 fn trial_from_wire(
     field: &str,
     t: &Trial,
     space: &SearchSpace,
     objective: &Objective,
     extra_labels: &BTreeMap<String, BTreeMap<String, String>>,
-) -> Result<TrialRecord, ProtoError> {
+) -> Result<Result<TrialRecord, ConversionWarning>, ProtoError> {
     let default_spec = TrialSpec::default();
     let spec = t.spec.as_ref().unwrap_or(&default_spec);
     let pairs: Vec<(&str, &str)> = spec
@@ -475,15 +488,18 @@ fn trial_from_wire(
                 .collect()
         })
         .unwrap_or_default();
-    let assignment = space
-        .parse_assignment(&pairs)
-        .map_err(|e| ProtoError::Core {
-            field: format!("{field}.spec.parameter_assignments (trial {:?})", t.name),
-            reason: e.to_string(),
-        })?;
     let default_status = TrialStatus::default();
     let status = t.status.as_ref().unwrap_or(&default_status);
     let state = state_from_wire(&format!("{field}.status.condition"), status.condition)?;
+    let assignment = match space.parse_assignment(&pairs) {
+        Ok(assignment) => assignment,
+        Err(e) => {
+            return Ok(Err(ConversionWarning {
+                field: format!("{field}.spec.parameter_assignments (trial {:?})", t.name),
+                message: format!("{e}; the algorithm does not learn from this trial"),
+            }));
+        }
+    };
     let mut metrics = BTreeMap::new();
     if let Some(obs) = &status.observation {
         for m in &obs.metrics {
@@ -500,14 +516,14 @@ fn trial_from_wire(
     if let Some(extra) = extra_labels.get(&t.name) {
         labels.extend(extra.iter().map(|(k, v)| (k.clone(), v.clone())));
     }
-    Ok(TrialRecord {
+    Ok(Ok(TrialRecord {
         name: t.name.clone(),
         assignment,
         state,
         objective: metrics.get(&objective.metric).copied(),
         labels,
         metrics,
-    })
+    }))
 }
 
 /// Name/value assignment pairs on the wire.

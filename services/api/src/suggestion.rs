@@ -35,7 +35,7 @@ use crate::error::ApiError;
 use crate::workers::Workers;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use tonic::{Request, Response, Status};
 use vernier_core::{Cancel, Proposal, SearchSpace, SuggestRequest, Suggestions, TrialRecord};
 use vernier_proto::ProtoError;
@@ -141,8 +141,9 @@ pub fn get_suggestions_cancellable(
         &view.space,
         &view.objective,
     )?;
-    let mut trials: Vec<TrialRecord> =
+    let (mut trials, left_out) =
         trials_from_wire(&req.trials, &view.space, &view.objective, &BTreeMap::new())?;
+    log_left_out(&view.name, &left_out);
     attach_carried(&mut trials, &carried.labels);
     let seed = request_seed(
         &view.name,
@@ -185,6 +186,32 @@ pub fn get_suggestions_cancellable(
 fn log_warnings(experiment: &str, warnings: &[ConversionWarning], first: bool) {
     for w in warnings {
         if first {
+            tracing::warn!("experiment {experiment:?}: {w}");
+        } else {
+            tracing::debug!("experiment {experiment:?}: {w}");
+        }
+    }
+}
+
+/// Logs each trial left out of the history, at `warn` the first time this process meets it
+/// (the controller sends every trial in every request) and at `debug` after that.
+fn log_left_out(experiment: &str, left_out: &[ConversionWarning]) {
+    static TOLD: std::sync::Mutex<Option<HashSet<String>>> = std::sync::Mutex::new(None);
+    // Bounded: a long-lived server forgets what it told and may tell it once more.
+    const REMEMBERED: usize = 10_000;
+    for w in left_out {
+        let key = format!("{experiment}\n{}", w.field);
+        let fresh = {
+            let mut told = TOLD
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let told = told.get_or_insert_with(HashSet::new);
+            if told.len() >= REMEMBERED {
+                told.clear();
+            }
+            told.insert(key)
+        };
+        if fresh {
             tracing::warn!("experiment {experiment:?}: {w}");
         } else {
             tracing::debug!("experiment {experiment:?}: {w}");
