@@ -45,13 +45,14 @@ fn event(warning: bool, reason: &str, note: String) -> Event {
     }
 }
 
-/// A short stable digest of a note (16 hex digits): what tells one note from another in an
-/// event's action and in what the experiment reconciler keeps of the refusals it told.
+/// A short digest of a note (16 hex digits, the start of its SHA-256): what tells one note
+/// from another in an event's action and in what the experiment reconciler keeps of the
+/// refusals it told. It is kept in an annotation, so an operator built by another Rust
+/// release must compute the same one: std's hasher makes no such promise.
 pub fn note_digest(note: &str) -> String {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    note.hash(&mut h);
-    format!("{:016x}", h.finish())
+    use sha2::{Digest, Sha256};
+    let sum = Sha256::digest(note.as_bytes());
+    sum[..8].iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn truncate(mut s: String, max: usize) -> String {
@@ -91,5 +92,12 @@ mod tests {
         assert!(first.action.starts_with("EditRefused-") && first.action.len() <= 128);
         let long = event(false, "Created", "x".repeat(5000));
         assert_eq!(long.note.map(|n| n.len()), Some(1000));
+    }
+
+    /// Digests read back from an annotation must not change with the compiler: pinned values.
+    #[test]
+    fn a_note_digest_is_the_start_of_its_sha256() {
+        assert_eq!(super::note_digest(""), "e3b0c44298fc1c14");
+        assert_eq!(super::note_digest("abc"), "ba7816bf8f01cfea");
     }
 }
