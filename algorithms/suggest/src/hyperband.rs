@@ -423,18 +423,19 @@ impl Suggester for Hyperband {
         &self.algorithm
     }
 
-    /// With `r_l` below `eta` the schedule is one rung at the whole budget: valid, as in
-    /// Katib, but it stops nothing early, which is what Hyperband is chosen for.
+    /// With `r_l` below `eta` the schedule is one trial at the whole budget: valid, as in
+    /// Katib (whose only bracket hands out one request's worth), but it ends the search after
+    /// that trial and stops nothing early, which is what Hyperband is chosen for.
     fn notes(&self) -> Vec<String> {
         if self.budgets.len() > 1 {
             return Vec::new();
         }
         let eta = self.eta;
         vec![format!(
-            "{}: with r_l below eta ({eta}) the schedule has a single rung, so every trial \
-             trains the whole budget and none is stopped early, as random search would; hint: \
-             set r_l to at least eta ({eta}) for successive halving to stop the worse \
-             configurations early (eta² and above give more rungs)",
+            "{}: with r_l below eta ({eta}) the schedule has a single rung of one trial at \
+             the whole budget, so the experiment ends after that one trial; hint: set r_l to \
+             at least eta ({eta}) for successive halving to stop the worse configurations \
+             early (eta² and above give more rungs)",
             self.algorithm
         )]
     }
@@ -715,6 +716,7 @@ mod tests {
         let note = &hb("4", "3", &space).notes()[0];
         assert!(
             note.starts_with("hyperband: with r_l below eta (4) the schedule has a single rung")
+                && note.contains("the experiment ends after that one trial")
                 && note.contains("set r_l to at least eta (4)"),
             "{note}"
         );

@@ -18,7 +18,8 @@
 //! directory is copied into this trial's before it starts; absent in generation 0) and
 //! `vernier.pbt/member` (the population slot). Generation `g+1` is proposed once every member
 //! of generation `g` has a usable result: members are ranked by loss (ties by slot), the
-//! bottom `floor(n·truncation_threshold)` each pick a random member of the top as many as
+//! bottom `floor(n·truncation_threshold)` (at least 1 for a threshold above 0, at most
+//! `n/2`) each pick a random member of the top as many as
 //! parent and take its hyperparameters explored; the others continue with their own
 //! hyperparameters from their own checkpoint. A failed, killed or metric-less member is
 //! retried with the same assignment and parent, as Katib does. Everything is rebuilt from the
@@ -222,8 +223,7 @@ impl Pbt {
         }
         let mut order: Vec<usize> = (0..previous.len()).collect();
         order.sort_by(|&a, &b| previous[a].2.total_cmp(&previous[b].2).then(a.cmp(&b)));
-        let cut = (previous.len() as f64 * self.truncation) as usize;
-        let cut = cut.min(previous.len() / 2);
+        let cut = truncated(previous.len(), self.truncation);
         let bottom = &order[order.len() - cut..];
         let own = previous.iter().position(|p| p.0 == member);
         if let Some(k) = own
@@ -239,6 +239,15 @@ impl Pbt {
         let assignment = explore::explore(space, &donor.assignment, self.resample, rng);
         labelled(assignment, generation, member, Some(&donor.name))
     }
+}
+
+/// How many of `members` ranked members are replaced: `floor(members·truncation)`, at least
+/// one when `truncation` is above 0 (5 members at 0.1 would otherwise never explore, where
+/// Katib perturbs every member above the truncation), at most half.
+fn truncated(members: usize, truncation: f64) -> usize {
+    let cut = (members as f64 * truncation) as usize;
+    let cut = if truncation > 0.0 { cut.max(1) } else { cut };
+    cut.min(members / 2)
 }
 
 impl Suggester for Pbt {

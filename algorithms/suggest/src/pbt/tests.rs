@@ -412,3 +412,26 @@ fn the_trial_dir_setting_is_the_checkpoint_mechanisms() {
     labels.insert(PARENT_LABEL.to_string(), "t4".to_string());
     assert_eq!(crate::checkpoint::parent_trial(&labels), Some("t4"));
 }
+
+/// `floor(n·truncation)` members are replaced, at least one above a threshold of 0 and at
+/// most half the population.
+#[test]
+fn truncation_replaces_at_least_one_and_at_most_half() {
+    // (members, truncation, replaced)
+    let cases = [
+        (5, 0.1, 1),
+        (8, 0.1, 1),
+        (5, 0.0, 0),
+        (5, 0.2, 1),
+        (10, 0.25, 2),
+        (10, 1.0, 5),
+        (1, 0.5, 0),
+    ];
+    for (members, truncation, replaced) in cases {
+        assert_eq!(
+            super::truncated(members, truncation),
+            replaced,
+            "{members} members at {truncation}"
+        );
+    }
+}
