@@ -79,6 +79,14 @@ fn asha_stops_trials_outranked_at_a_rung() {
                 stopped += 1;
                 assert!(i > 0, "the first trial has no one to rank against: {r:#}");
                 assert_eq!(last["reason"], "TrialEarlyStopped", "{last}");
+                // The message says where the trial stood, which the rule's name alone does not.
+                let message = last["message"].as_str().unwrap();
+                assert!(
+                    message.starts_with("Trial is early stopped: its acc ")
+                        && message.contains(" trials that reached that rung, where asha keeps")
+                        && message.ends_with("(eta 2)"),
+                    "{message}"
+                );
                 assert!(
                     x < earlier_best,
                     "x {x} was stopped though no earlier trial beat it ({earlier_best})"

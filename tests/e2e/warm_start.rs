@@ -247,6 +247,31 @@ fn a_run_that_ends_before_its_queue_names_what_is_left() {
     assert_eq!(xs(&sb.report("left")), ["0.25", "0.5", "0.75"]);
 }
 
+/// An enqueued configuration whose trial was killed by an interruption runs again on resume:
+/// the user asked for its result, and the killed trial has none.
+#[test]
+fn a_killed_enqueued_configuration_runs_again_on_resume() {
+    let sb = Sandbox::new();
+    sb.write("stop-once", "");
+    let extra = "  parallelTrialCount: 1\n  maxTrialCount: 3\n  enqueuedTrials:\n    \
+                 - parameterAssignments:\n        - {name: x, value: \"0.25\"}\n";
+    let file = sb.write("exp.yaml", &grid_experiment("again", STOPS_ONCE, extra));
+    let out = sb.run(&["run", file.to_str().unwrap(), "--seed", "2"]);
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out));
+    let out = sb.run(&["resume", "again"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let r = sb.report("again");
+    assert_eq!(xs(&r)[..2], ["0.25", "0.25"], "{r:#}");
+    let states: Vec<&str> = r["trials"].as_array().unwrap()[..2]
+        .iter()
+        .map(|t| crate::harness::condition_state(last_condition(t)))
+        .collect();
+    assert_eq!(states, ["Killed", "Succeeded"], "{r:#}");
+    for t in &r["trials"].as_array().unwrap()[..2] {
+        assert_eq!(t["metadata"]["labels"]["vernier.enqueue/index"], "0");
+    }
+}
+
 #[test]
 fn a_resumed_experiment_still_starts_from_its_warm_start() {
     let sb = Sandbox::new();
@@ -382,6 +407,14 @@ fn validate_reads_the_warm_start_file() {
     sb.write("known.jsonl", "{\"x\": 1, \"loss\": 0.49}\n");
     let out = sb.run(&["validate", file.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    // The operator has neither the local database nor the file: it refuses the field.
+    assert!(
+        text(&out).contains(
+            "cluster: refused by `vernier operator`: spec.warmStart: is not run by the operator"
+        ),
+        "{}",
+        text(&out)
+    );
 }
 
 /// CMA-ES replays only its own generations: a warm start is said to steer nothing.

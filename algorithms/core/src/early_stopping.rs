@@ -35,4 +35,11 @@ pub trait EarlyStopper: Send + Sync + std::fmt::Debug {
     /// Names of trials in state `Running` that should be stopped now. Trials in any other
     /// state are never named.
     fn trials_to_stop(&self, request: &EarlyStoppingRequest<'_>) -> Result<Vec<String>, CoreError>;
+
+    /// Why the rule stops `trial` on this request, in words for its message (one clause,
+    /// lowercase), or `None` when it does not stop it or the rule has nothing to add (a
+    /// medianstop trial's frozen rule already says it).
+    fn explain(&self, _request: &EarlyStoppingRequest<'_>, _trial: &str) -> Option<String> {
+        None
+    }
 }

@@ -21,6 +21,9 @@ pub enum EngineError {
         path: String,
         refusal: Box<vernier_algorithms::AlgorithmError>,
     },
+    /// An entry of `spec.enqueuedTrials` does not fit the search space.
+    #[error("spec.enqueuedTrials[{index}]: {message}")]
+    Enqueued { index: usize, message: String },
     /// The algorithm failed while proposing.
     #[error("{0}")]
     Suggest(#[from] vernier_core::CoreError),

@@ -2,6 +2,7 @@
 //! as pure functions (no I/O, no async runtime, no clock; randomness from seeds passed in).
 //! Drivers observe the world, ask the engine what it means, and act on the answer.
 
+pub mod enqueue;
 mod error;
 pub mod frozen_rules;
 pub mod names;

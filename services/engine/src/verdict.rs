@@ -51,6 +51,9 @@ pub struct Finished<'a> {
     pub seen: &'a [String],
     /// The early-stopping rule stopped it: that is its end, whatever its exit.
     pub early_stopped: bool,
+    /// Why the rule stopped it, in words ([`vernier_core::EarlyStopper::explain`]), when the
+    /// rule said; added to Katib's message.
+    pub stopped_because: Option<&'a str>,
     pub place: Place<'a>,
 }
 
@@ -78,10 +81,14 @@ impl Verdict {
 /// Turns a finished trial into Katib's condition.
 pub fn judge(exp: &ResolvedExperiment, trial: Finished<'_>) -> Verdict {
     if trial.early_stopped {
+        let message = match trial.stopped_because {
+            Some(why) => format!("{}: {why}", reason::TRIAL_EARLY_STOPPED_MESSAGE),
+            None => reason::TRIAL_EARLY_STOPPED_MESSAGE.to_string(),
+        };
         return Verdict::of(
             TrialState::EarlyStopped,
             reason::TRIAL_EARLY_STOPPED,
-            reason::TRIAL_EARLY_STOPPED_MESSAGE,
+            message,
         );
     }
     let failed = |message: String| Verdict::of(TrialState::Failed, reason::TRIAL_FAILED, message);
@@ -178,6 +185,24 @@ fn seen_text(seen: &[String]) -> String {
     format!("saw {}{tail}", names.join(", "))
 }
 
+/// Where a scalar for `metric` must be written under the event directory `root`, by Katib's
+/// rule: a name with `/` is the directory the event file lies in, then the tag
+/// (`test/accuracy`: tag `accuracy` in a directory ending in `test`).
+fn event_place(metric: &str, root: &str) -> String {
+    match metric.rsplit_once('/') {
+        Some((dir, tag)) => format!(
+            "a scalar summary tagged {tag:?} to an events.out.tfevents.* file in a directory \
+             ending in {dir:?} under {root} (Katib reads a metric name with '/' as directory, \
+             then tag)"
+        ),
+        None => {
+            format!(
+                "a scalar summary tagged {metric:?} to an events.out.tfevents.* file under {root}"
+            )
+        }
+    }
+}
+
 /// How a trial reports `metric` through the experiment's collector.
 pub fn unavailable_hint(collector: &Collector, metric: &str, place: Place<'_>) -> String {
     match (collector, place) {
@@ -191,7 +216,7 @@ pub fn unavailable_hint(collector: &Collector, metric: &str, place: Place<'_>) -
             format!("write a JSON line such as {{\"{metric}\": \"0.5\"}} to {path:?}")
         }
         (Collector::TensorFlowEvent { dir }, Place::Cluster { .. }) => {
-            format!("write a scalar summary tagged {metric:?} to an event file under {dir:?}")
+            format!("write {}", event_place(metric, &format!("{dir:?}")))
         }
         (Collector::Push, Place::Cluster { .. }) => format!(
             "report {metric:?} with ReportObservationLog to the operator's DBManager (e.g. the Katib SDK's report_metrics)"
@@ -202,9 +227,9 @@ pub fn unavailable_hint(collector: &Collector, metric: &str, place: Place<'_>) -
         (Collector::File { json: false, path }, Place::Local { .. }) => format!(
             "write a line such as `{metric}=0.5` to $VERNIER_METRICS_FILE, where {path:?} is mapped (printing it is not read)"
         ),
-        (Collector::TensorFlowEvent { .. }, Place::Local { .. }) => format!(
-            "write a scalar summary tagged {metric:?} to an events.out.tfevents.* file under $VERNIER_METRICS_DIR"
-        ),
+        (Collector::TensorFlowEvent { .. }, Place::Local { .. }) => {
+            format!("write {}", event_place(metric, "$VERNIER_METRICS_DIR"))
+        }
         (Collector::Prometheus { port, path }, _) => {
             let port = match port {
                 PrometheusPort::Number(p) => p.to_string(),

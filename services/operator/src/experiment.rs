@@ -476,22 +476,28 @@ impl<'a> Run<'a> {
         })
     }
 
-    /// The algorithm's proposals for `count` more trials, from the trials so far.
+    /// The proposals for `count` more trials, from the trials so far: enqueued configurations
+    /// first, then the algorithm's.
     fn suggest(&self, exp: &Resolved, listed: &[Listed], count: u32) -> Result<Suggestions> {
         let algorithm_error =
             |e: vernier_engine::EngineError| OperatorError::Algorithm(e.to_string());
-        let seed = experiment_seed(self.obj, exp);
         let records = records(&exp.space, listed);
+        let state = self
+            .obj
+            .annotations()
+            .get(ALGORITHM_STATE_ANNOTATION)
+            .map(String::as_str);
+        let queued = vernier_engine::enqueue::enqueued(exp, &records, count as usize, state);
+        if let Some(queued) = queued.map_err(algorithm_error)? {
+            return Ok(queued);
+        }
+        let seed = experiment_seed(self.obj, exp);
         let suggester = vernier_engine::build_suggester(exp, seed).map_err(algorithm_error)?;
         let input = SuggestInput {
             history: &records,
             own: records.len(),
             count: count as usize,
-            state: self
-                .obj
-                .annotations()
-                .get(ALGORITHM_STATE_ANNOTATION)
-                .map(String::as_str),
+            state,
         };
         vernier_engine::suggest(suggester.as_ref(), exp, seed, input).map_err(algorithm_error)
     }

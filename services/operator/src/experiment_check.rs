@@ -38,7 +38,7 @@ pub fn checked_experiment(
     });
     let spec: Experiment = parse_experiment_value(&doc).map_err(|e| e.to_string())?;
     check_kind(&spec, ctx)?;
-    check_collector(&spec)?;
+    operator_refusal(&spec)?;
     let exp = ResolvedExperiment::new(spec).map_err(|e| e.to_string())?;
     // The operator has no terminal to say notes on; Katib runs such settings as they are.
     vernier_engine::check_settings(&exp, AlgorithmSource::BuiltIn).map_err(|e| e.to_string())?;
@@ -62,9 +62,30 @@ fn check_kind(spec: &Experiment, ctx: &Context) -> Result<(), String> {
     ))
 }
 
-/// Refuses a metrics collector the operator cannot collect from (`vernier validate` asks
-/// too, so it never calls such an experiment valid on a cluster).
-pub fn check_collector(spec: &Experiment) -> Result<(), String> {
+/// Refuses what the operator cannot run whatever its flags: a metrics collector it cannot
+/// collect from, a warm start (`vernier validate` asks too, so it never calls such an
+/// experiment valid on a cluster).
+pub fn operator_refusal(spec: &Experiment) -> Result<(), String> {
+    check_collector(spec)?;
+    check_warm_start(spec)
+}
+
+/// A warm start reads earlier experiments from the driver's own store, or a file on its
+/// machine: neither is where an operator runs, and running without it would quietly search
+/// from scratch.
+fn check_warm_start(spec: &Experiment) -> Result<(), String> {
+    match spec.spec.warm_start {
+        None => Ok(()),
+        Some(_) => Err(
+            "spec.warmStart: is not run by the operator (it reads earlier \
+             experiments from a local database or a file on the driver's machine); hint: remove \
+             it, or run the experiment with `vernier run`"
+                .into(),
+        ),
+    }
+}
+
+fn check_collector(spec: &Experiment) -> Result<(), String> {
     let collector = Collector::of(spec.spec.metrics_collector_spec.as_ref());
     let collector = collector.kind();
     if COLLECTORS.contains(&collector) {

@@ -38,12 +38,16 @@ pub async fn stop_trials(
     ns: &str,
     listed: &[Listed],
 ) -> Result<()> {
-    let names = match stopping {
+    let stops: Vec<(String, Option<String>)> = match stopping {
         Stopping::Off => {
             warn_if_unavailable(ctx, exp, ns);
             return Ok(());
         }
-        Stopping::Frozen(_) => frozen_stops(ctx, exp, listed).await?,
+        Stopping::Frozen(_) => frozen_stops(ctx, exp, listed)
+            .await?
+            .into_iter()
+            .map(|name| (name, None))
+            .collect(),
         Stopping::Continuous(rule) => {
             // A trial not started yet has no log to read.
             let values = values_of(ctx, exp, listed, |l| l.state != TrialState::Created).await?;
@@ -52,11 +56,17 @@ pub async fn stop_trials(
                 trials: &progress(listed, &values),
             };
             let stop = rule.trials_to_stop(&request);
-            stop.map_err(|e| OperatorError::Algorithm(e.to_string()))?
+            let names = stop.map_err(|e| OperatorError::Algorithm(e.to_string()))?;
+            let explained = |name: String| {
+                let why = rule.explain(&request, &name);
+                (name, why)
+            };
+            names.into_iter().map(explained).collect()
         }
     };
-    for name in names {
-        mark_stopped(ctx, exp, ns, listed, &name, stopping.name()).await?;
+    for (name, why) in stops {
+        let rule = (stopping.name(), why.as_deref());
+        mark_stopped(ctx, exp, ns, listed, &name, rule).await?;
     }
     Ok(())
 }
@@ -122,13 +132,14 @@ fn progress<'a>(listed: &'a [Listed], values: &'a [Vec<f64>]) -> Vec<TrialProgre
 /// Marks trial `name` EarlyStopped if it is still running as listed, with its observation
 /// read at that moment: an ended trial is not observed again, and Katib's trial controller
 /// updates an early-stopped trial's observation, so it shows the values that stopped it.
+/// `rule` is the rule's name and why it stopped the trial, when it said.
 async fn mark_stopped(
     ctx: &Context,
     exp: &Resolved,
     ns: &str,
     listed: &[Listed],
     name: &str,
-    rule: &str,
+    (rule, why): (&str, Option<&str>),
 ) -> Result<()> {
     let running = |l: &&Listed| l.name() == name && l.state == TrialState::Running;
     let Some(l) = listed.iter().find(running) else {
@@ -139,7 +150,8 @@ async fn mark_stopped(
     if observed.is_some() {
         status.observation = observed;
     }
-    let message = format!("Trial is early stopped by {rule}");
+    let because = why.map(|w| format!(": {w}")).unwrap_or_default();
+    let message = format!("Trial is early stopped by {rule}{because}");
     set_terminal(
         &mut status.conditions,
         "EarlyStopped",
@@ -155,7 +167,7 @@ async fn mark_stopped(
         Err(kube::Error::Api(e)) if e.code == 409 => return Ok(()),
         Err(e) => return Err(e.into()),
     }
-    let note = format!("{rule} stopped trial {name}");
+    let note = format!("{rule} stopped trial {name}{because}");
     publish(
         &ctx.recorder,
         &l.obj,

@@ -278,7 +278,7 @@ mod tests {
                 json!({"collector": {"kind": "TensorFlowEvent"}, "source": {"fileSystemPath": {"path": "/ev", "kind": "Directory"}}}),
                 vec!["val_acc".to_string(), "val_loss".to_string()],
                 saw_two,
-                "write a scalar summary tagged \"acc\" to an event file under \"/ev\"",
+                "write a scalar summary tagged \"acc\" to an events.out.tfevents.* file under \"/ev\"",
             ),
         ];
         for (collector, seen, head, hint) in table {

@@ -723,6 +723,55 @@ async fn runs_to_success(kind: &str, name: &str) {
     env.shutdown().await;
 }
 
+/// `spec.enqueuedTrials` run first on a cluster as they do locally (the engine picks them),
+/// each once, labelled with its entry; then the algorithm proposes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn enqueued_configurations_run_first_once_each() {
+    let env = Env::start(SimulationOptions::default()).await;
+    let op = env.operator("replica-a");
+    let queue = "  enqueuedTrials:
+    - parameterAssignments:
+        - {name: lr, value: \"0.02\"}
+        - {name: batch_size, value: \"150\"}
+    - parameterAssignments:
+        - {name: lr, value: \"0.04\"}
+        - {name: batch_size, value: \"120\"}
+";
+    env.create(&experiment_yaml("queued", "Job", 1, 3, queue))
+        .await;
+    let exp = finished(&env, "queued").await;
+    assert!(condition(&exp, "Succeeded").is_some(), "{exp:#}");
+    let trials = env.trials_of("queued").await;
+    assert_eq!(trials.len(), 3);
+    let assignment = |t: &Value, name: &str| {
+        let all = t["spec"]["parameterAssignments"]
+            .as_array()
+            .expect("assignments");
+        let p = all.iter().find(|p| p["name"] == name).expect(name);
+        p["value"].as_str().expect("text").to_string()
+    };
+    let mut entries = Vec::new();
+    for t in &trials {
+        let t = serde_json::to_value(t).expect("json");
+        let Some(index) = t["metadata"]["labels"]["vernier.enqueue/index"].as_str() else {
+            continue;
+        };
+        let pair = (assignment(&t, "lr"), assignment(&t, "batch_size"));
+        entries.push((index.to_string(), pair));
+    }
+    entries.sort();
+    let pair = |lr: &str, bs: &str| (lr.to_string(), bs.to_string());
+    assert_eq!(
+        entries,
+        [
+            ("0".to_string(), pair("0.02", "150")),
+            ("1".to_string(), pair("0.04", "120"))
+        ]
+    );
+    op.stop().await;
+    env.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tfjob_experiment_succeeds_with_observations() {
     runs_to_success("TFJob", "tfjob-quadratic").await;

@@ -16,7 +16,7 @@
 
 use crate::error::RunnerError;
 use crate::experiment::LocalExperiment;
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 use vernier_algorithms::medianstop::{MedianRule, MedianStop};
 use vernier_core::{EarlyStopper, EarlyStoppingRequest, TrialProgress, TrialState};
@@ -31,7 +31,8 @@ pub struct EarlyStopMonitor {
     stopper: Box<dyn EarlyStopper>,
     /// Medianstop's settings and each trial's frozen rule, when the rule is medianstop.
     median: Option<(MedianStop, BTreeMap<String, Option<MedianRule>>)>,
-    stopped: HashSet<String>,
+    /// Each trial the rule stopped, with why in words when the rule said.
+    stopped: HashMap<String, Option<String>>,
     values: TrialValues,
 }
 
@@ -44,7 +45,7 @@ impl EarlyStopMonitor {
         Ok(Some(EarlyStopMonitor {
             stopper: built.stopper,
             median: built.median.map(|m| (m, BTreeMap::new())),
-            stopped: HashSet::new(),
+            stopped: HashMap::new(),
             values: TrialValues::default(),
         }))
     }
@@ -112,33 +113,49 @@ impl EarlyStopMonitor {
         let progress = progress(&self.stopped, trials, &self.values);
         // A trial the driver created without a `freeze` call gets today's rule.
         freeze_and_record(&mut self.median, store, exp, &progress).await?;
+        let request = EarlyStoppingRequest {
+            objective: &exp.objective,
+            trials: &progress,
+        };
         let names = match &mut self.median {
             Some((_, rules)) => MedianStop::frozen_stops(rules, &progress),
             None => self
                 .stopper
-                .trials_to_stop(&EarlyStoppingRequest {
-                    objective: &exp.objective,
-                    trials: &progress,
-                })
+                .trials_to_stop(&request)
                 .map_err(|e| RunnerError::EarlyStopping(e.to_string()))?,
         };
-        let fresh: Vec<String> = names
-            .into_iter()
-            .filter(|n| self.stopped.insert(n.clone()))
-            .collect();
+        let mut fresh = Vec::new();
+        for name in names {
+            if !self.stopped.contains_key(&name) {
+                let why = self.stopper.explain(&request, &name);
+                self.stopped.insert(name.clone(), why);
+                fresh.push(name);
+            }
+        }
         Ok(fresh)
     }
 
     /// Whether the rule stopped `trial`: its end is then EarlyStopped, whatever its exit.
     pub fn stopped(&self, trial: &str) -> bool {
-        self.stopped.contains(trial)
+        self.stopped.contains_key(trial)
+    }
+
+    /// Whether each trial is judged by a rule of its own (medianstop's frozen rule), which
+    /// gives the same verdict whenever it is asked, rather than ranked against the others.
+    pub fn judges_own_values(&self) -> bool {
+        self.median.is_some()
+    }
+
+    /// Why the rule stopped `trial`, when it said.
+    pub fn why_stopped(&self, trial: &str) -> Option<&str> {
+        self.stopped.get(trial)?.as_deref()
     }
 }
 
 /// What the rules see of each trial: its values, and EarlyStopped once the monitor stopped it
 /// (the driver records the state only when the process is gone).
 fn progress<'a>(
-    stopped: &HashSet<String>,
+    stopped: &HashMap<String, Option<String>>,
     trials: &'a [(String, TrialState)],
     values: &'a TrialValues,
 ) -> Vec<TrialProgress<'a>> {
@@ -146,7 +163,7 @@ fn progress<'a>(
         .iter()
         .map(|(name, state)| TrialProgress {
             name,
-            state: if stopped.contains(name) {
+            state: if stopped.contains_key(name) {
                 TrialState::EarlyStopped
             } else {
                 *state

@@ -76,8 +76,6 @@ pub enum RunnerError {
     },
     #[error("spec.warmStart: {0}")]
     WarmStart(String),
-    #[error("spec.enqueuedTrials[{index}]: {message}")]
-    Enqueued { index: usize, message: String },
     #[error(
         "cannot prepare checkpoint directory {}: {reason}\nhint: check that the log directory is writable and has space", path.display()
     )]

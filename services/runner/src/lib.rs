@@ -7,7 +7,6 @@ mod child;
 pub mod custom;
 pub mod driver;
 pub mod early_stop;
-pub mod enqueue;
 mod error;
 pub mod experiment;
 pub mod extend;

@@ -95,12 +95,22 @@ impl AshaPruner {
     }
 }
 
-impl EarlyStopper for AshaPruner {
-    fn name(&self) -> &str {
-        "asha"
-    }
+/// Where one running trial stands at the highest rung it reached.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Standing {
+    step: u64,
+    value: f64,
+    /// 1 for the best of the `competitors` trials that reported a value at `step`.
+    place: usize,
+    competitors: usize,
+    /// How many of them go on.
+    keep: usize,
+}
 
-    fn trials_to_stop(&self, request: &EarlyStoppingRequest<'_>) -> Result<Vec<String>, CoreError> {
+impl AshaPruner {
+    /// Trial `i`'s standing at its highest rung, or `None` while the rule cannot judge it yet
+    /// (not running, below the first rung, fewer competitors than `bootstrap_count`).
+    fn standing(&self, request: &EarlyStoppingRequest<'_>, i: usize) -> Option<Standing> {
         let direction = request.objective.direction;
         let loss = |v: f64| {
             if v.is_finite() {
@@ -109,36 +119,60 @@ impl EarlyStopper for AshaPruner {
                 f64::INFINITY
             }
         };
-        let mut stop = Vec::new();
-        for (i, trial) in request.trials.iter().enumerate() {
-            if trial.state != TrialState::Running {
-                continue;
-            }
-            let Some(step) = self.highest_rung(trial.values.len()) else {
+        let trial = request.trials.get(i)?;
+        if trial.state != TrialState::Running {
+            return None;
+        }
+        let step = self.highest_rung(trial.values.len())?;
+        let at = step as usize - 1;
+        let value = trial.values[at];
+        let mine = loss(value);
+        let mut competitors = 0usize;
+        let mut ahead = 0usize;
+        for (j, other) in request.trials.iter().enumerate() {
+            let Some(&v) = other.values.get(at) else {
                 continue;
             };
-            let at = step as usize - 1;
-            let mine = loss(trial.values[at]);
-            let mut competitors = 0usize;
-            let mut ahead = 0usize;
-            for (j, other) in request.trials.iter().enumerate() {
-                let Some(&v) = other.values.get(at) else {
-                    continue;
-                };
-                competitors += 1;
-                let theirs = loss(v);
-                if theirs < mine || (theirs == mine && j < i) {
-                    ahead += 1;
-                }
-            }
-            if competitors < self.bootstrap_count.max(1) {
-                continue;
-            }
-            let keep = (competitors / self.eta as usize).max(1);
-            if ahead >= keep {
-                stop.push(trial.name.to_string());
+            competitors += 1;
+            let theirs = loss(v);
+            if theirs < mine || (theirs == mine && j < i) {
+                ahead += 1;
             }
         }
-        Ok(stop)
+        if competitors < self.bootstrap_count.max(1) {
+            return None;
+        }
+        let keep = (competitors / self.eta as usize).max(1);
+        Some(Standing {
+            step,
+            value,
+            place: ahead + 1,
+            competitors,
+            keep,
+        })
+    }
+}
+
+impl EarlyStopper for AshaPruner {
+    fn name(&self) -> &str {
+        "asha"
+    }
+
+    fn trials_to_stop(&self, request: &EarlyStoppingRequest<'_>) -> Result<Vec<String>, CoreError> {
+        Ok((0..request.trials.len())
+            .filter(|&i| self.standing(request, i).is_some_and(|s| s.place > s.keep))
+            .map(|i| request.trials[i].name.to_string())
+            .collect())
+    }
+
+    fn explain(&self, request: &EarlyStoppingRequest<'_>, trial: &str) -> Option<String> {
+        let i = request.trials.iter().position(|t| t.name == trial)?;
+        let s = self.standing(request, i).filter(|s| s.place > s.keep)?;
+        let metric = &request.objective.metric;
+        Some(format!(
+            "its {metric} {} at step {} ranked {} of the {} trials that reached that rung, \
+             where asha keeps the best {} (eta {})",
+            s.value, s.step, s.place, s.competitors, s.keep, self.eta
+        ))
     }
 }

@@ -615,6 +615,50 @@ fn pruner_keeps_the_top_third_at_each_rung() {
     assert!(decide(&p, &o, &trials).is_empty());
 }
 
+/// A stopped trial's explanation says the rung, its value and place, and how many go on;
+/// a trial the rule keeps, or one not running, has none.
+#[test]
+fn pruner_explains_each_stop_in_words() {
+    use TrialState::{Running, Succeeded};
+    let p = pruner(&[("eta", "3")]);
+    let o = Objective::new("loss", Direction::Minimize);
+    let progress: Vec<TrialProgress<'_>> = [
+        ("a", Succeeded, &[0.1, 0.05, 0.04][..]),
+        ("b", Running, &[0.5, 0.4, 0.3]),
+        ("c", Running, &[0.05]),
+        ("d", Running, &[0.9]),
+    ]
+    .iter()
+    .map(|&(name, state, values)| TrialProgress {
+        name,
+        state,
+        values,
+    })
+    .collect();
+    let request = EarlyStoppingRequest {
+        objective: &o,
+        trials: &progress,
+    };
+    assert_eq!(p.trials_to_stop(&request).unwrap(), ["b", "d"]);
+    assert_eq!(
+        p.explain(&request, "b").as_deref(),
+        Some(
+            "its loss 0.3 at step 3 ranked 2 of the 2 trials that reached that rung, \
+             where asha keeps the best 1 (eta 3)"
+        )
+    );
+    assert_eq!(
+        p.explain(&request, "d").as_deref(),
+        Some(
+            "its loss 0.9 at step 1 ranked 4 of the 4 trials that reached that rung, \
+             where asha keeps the best 1 (eta 3)"
+        )
+    );
+    assert_eq!(p.explain(&request, "c"), None);
+    assert_eq!(p.explain(&request, "a"), None);
+    assert_eq!(p.explain(&request, "nobody"), None);
+}
+
 #[test]
 fn pruner_min_resource_rate_and_bootstrap() {
     use TrialState::{Running, Succeeded};

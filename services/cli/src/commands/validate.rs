@@ -118,7 +118,7 @@ pub fn validate(file: &Path) -> anyhow::Result<Exit> {
             {
                 outln!("warning: {w}");
             }
-            let operator_refusal = vernier_operator::experiment_check::check_collector(&exp).err();
+            let operator_refusal = vernier_operator::experiment_check::operator_refusal(&exp).err();
             match (&operator_refusal, unquoted.is_empty()) {
                 (Some(why), _) => outln!("cluster: refused by `vernier operator`: {why}"),
                 (None, true) => outln!("cluster: valid (`vernier operator` accepts it)"),

@@ -119,6 +119,7 @@ fn every_end_has_katib_state_and_reason() {
                 objective_latest: seen.iter().any(|s| s == "loss").then_some("0.5"),
                 seen: &seen,
                 early_stopped,
+                stopped_because: None,
                 place: LOCAL,
             },
         );
@@ -129,6 +130,33 @@ fn every_end_has_katib_state_and_reason() {
             state == TrialState::MetricsUnavailable
         );
     }
+}
+
+/// A rule that says why it stopped a trial has that reason after Katib's message; one that
+/// does not leaves Katib's message as it is.
+#[test]
+fn an_early_stop_says_why_when_the_rule_did() {
+    let exp = experiment("");
+    let stopped = |because| {
+        judge(
+            &exp,
+            Finished {
+                end: &TrialEnd::ExitCode(143),
+                objective_latest: Some("0.5"),
+                seen: &[],
+                early_stopped: true,
+                stopped_because: because,
+                place: LOCAL,
+            },
+        )
+    };
+    let v = stopped(Some("its loss 0.9 at step 3 ranked 2 of the 2 trials"));
+    assert_eq!(v.state, TrialState::EarlyStopped);
+    assert_eq!(
+        v.message,
+        "Trial is early stopped: its loss 0.9 at step 3 ranked 2 of the 2 trials"
+    );
+    assert_eq!(stopped(None).message, "Trial is early stopped");
 }
 
 /// The objective's recorded latest value decides, not whether its name was printed: a trial
@@ -182,6 +210,7 @@ fn only_a_recorded_objective_makes_a_completed_trial_succeed() {
                 objective_latest: latest,
                 seen: &seen,
                 early_stopped: false,
+                stopped_because: None,
                 place: LOCAL,
             },
         );
@@ -199,6 +228,7 @@ fn judge_completed(exp: &ResolvedExperiment, seen: &[String], place: Place<'_>) 
             objective_latest: seen.contains(&exp.objective.metric).then_some("0.5"),
             seen,
             early_stopped: false,
+            stopped_because: None,
             place,
         },
     )
@@ -317,7 +347,11 @@ fn hints_name_the_collector_and_the_place() {
             "write a JSON line such as {\"acc\": \"0.5\"} to \"/m.json\"",
         ),
         (&events, LOCAL, "under $VERNIER_METRICS_DIR"),
-        (&events, CLUSTER, "to an event file under \"/ev/\""),
+        (
+            &events,
+            CLUSTER,
+            "tagged \"acc\" to an events.out.tfevents.* file under \"/ev/\"",
+        ),
         (&prom, LOCAL, "serve `acc 0.5` at http://127.0.0.1:9100/m"),
         (&Collector::Push, LOCAL, "os.environ[\"KATIB_DB_MANAGER\"]"),
         (
@@ -330,6 +364,15 @@ fn hints_name_the_collector_and_the_place() {
         let hint = unavailable_hint(collector, "acc", place);
         assert!(hint.contains(fragment), "{collector:?} {place:?}: {hint}");
     }
+    // Katib reads a metric name with '/' as the event file's directory, then the tag.
+    let hint = unavailable_hint(&events, "test/accuracy", LOCAL);
+    assert!(
+        hint.contains(
+            "tagged \"accuracy\" to an events.out.tfevents.* file in a directory ending in \
+             \"test\" under $VERNIER_METRICS_DIR"
+        ),
+        "{hint}"
+    );
 }
 
 /// The rule both drivers apply to a completed trial's objective (Katib's): any latest value but

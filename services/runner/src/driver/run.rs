@@ -310,6 +310,12 @@ impl<'a> Run<'a> {
             || self.monitor.as_ref().is_some_and(|m| m.stopped(trial))
     }
 
+    /// Why the experiment's rule stopped `trial`, when the rule said.
+    pub fn why_stopped(&self, trial: &str) -> Option<String> {
+        let monitor = self.monitor.as_ref()?;
+        monitor.why_stopped(trial).map(str::to_string)
+    }
+
     /// Each trial's name and state, in creation order.
     pub fn states(&self) -> Vec<(String, vernier_core::TrialState)> {
         self.trials
@@ -377,7 +383,7 @@ impl<'a> Run<'a> {
         let mut progress = self.progress();
         let records: Vec<_> = self.trials.iter().map(|t| t.record.clone()).collect();
         // An entry that cannot be read was refused when the run began; it cannot be left.
-        let left = crate::enqueue::pending(self.shell.exp, &records, usize::MAX);
+        let left = vernier_engine::enqueue::pending(self.shell.exp, &records, usize::MAX);
         progress.enqueued_left = left.map_or(0, |p| p.len());
         let now = crate::process::now_us();
         let outcome = match why {

@@ -65,13 +65,9 @@ impl Run<'_> {
             .chain(self.trials.iter().map(|t| t.record.clone()))
             .collect();
         let own = &history[self.warm.records.len()..];
-        let queued = crate::enqueue::pending(exp, own, count)?;
-        if !queued.is_empty() {
-            return Ok(Some(Suggestions {
-                proposals: queued,
-                state: self.status.algorithm_state.clone(),
-                exhausted: false,
-            }));
+        let state = self.status.algorithm_state.as_deref();
+        if let Some(queued) = vernier_engine::enqueue::enqueued(exp, own, count, state)? {
+            return Ok(Some(queued));
         }
         if let Some(suggester) = &self.suggester {
             let input = SuggestInput {
@@ -153,6 +149,7 @@ impl Run<'_> {
                     end,
                     at_us: None,
                     early_stopped: false,
+                    stopped_because: None,
                 };
                 self.record_end(idx, ended, observed, &[]).await
             }
@@ -219,9 +216,14 @@ impl Run<'_> {
         if let Some(error) = report.store_error {
             return Err(RunnerError::ObservationsNotRecorded { trial: name, error });
         }
-        // A trial can break its rule and exit between two checks; Katib's collector reads each
-        // value as it comes and would have stopped it, so the rule is asked once more.
-        self.apply_rule().await?;
+        // A trial can break its own rule (medianstop's) and exit between two checks; Katib's
+        // collector reads each value as it comes and would have stopped it, so that rule is
+        // asked once more. A rule that ranks trials against each other (ASHA) is not: after
+        // the exit it would rank the last value against rivals that came later, and stop a
+        // trial that finished on its own.
+        if self.monitor.as_ref().is_some_and(|m| m.judges_own_values()) {
+            self.apply_rule().await?;
+        }
         // A stop the driver has not acted on yet still explains a trial it interrupted.
         let stopping = match self.stopping {
             None if self.stop_asked() => Some(StopReason::Interrupted),
@@ -240,6 +242,7 @@ impl Run<'_> {
             end,
             at_us: report.ended_us,
             early_stopped,
+            stopped_because: self.why_stopped(&name),
         };
         self.record_end(idx, ended, observed, &seen).await
     }
@@ -260,6 +263,7 @@ impl Run<'_> {
             objective_latest: observed.objective_latest.as_deref(),
             seen,
             early_stopped: ended.early_stopped,
+            stopped_because: ended.stopped_because.as_deref(),
             place,
         };
         let verdict: Verdict = vernier_engine::judge(self.shell.exp, finished);
@@ -283,6 +287,7 @@ struct Ended {
     /// When (microseconds since the Unix epoch); `None` for "now", a trial that never ran.
     at_us: Option<i64>,
     early_stopped: bool,
+    stopped_because: Option<String>,
 }
 
 /// The signals a terminal or a supervisor sends to stop a run.

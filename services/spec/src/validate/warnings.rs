@@ -219,9 +219,56 @@ fn unmatchable_metric_names(exp: &Experiment) -> Vec<SpecError> {
                     "value {name:?} cannot be read by Katib's default metrics format, whose \
                      names are letters, digits, '_', '|' and '-', so no printed line reports it; \
                      hint: set spec.metricsCollectorSpec.source.filter.metricsFormat to a \
-                     format that matches it, e.g. ([\\w|./-]+)\\s*=\\s*([+-]?\\d*(\\.\\d+)?([Ee][+-]?\\d+)?)"
+                     format that matches it, e.g. {}",
+                    format_reading(name)
                 ),
             )
         })
         .collect()
+}
+
+/// Katib's default metrics format with the name class widened by the characters of `name`
+/// it lacks (ASCII punctuation escaped; `\w` is ASCII, as in Go, so a letter such as `é` must
+/// be listed).
+pub(crate) fn format_reading(name: &str) -> String {
+    let mut extra = String::new();
+    for c in name.chars() {
+        let known = c.is_ascii_alphanumeric() || matches!(c, '_' | '|' | '-');
+        if known || extra.contains(c) {
+            continue;
+        }
+        if c.is_ascii_punctuation() {
+            extra.push('\\');
+        }
+        extra.push(c);
+    }
+    format!("([\\w|{extra}-]+)\\s*=\\s*([+-]?\\d*(\\.\\d+)?([Ee][+-]?\\d+)?)")
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    /// The suggested format reads a line that reports the name, with the same Go-to-Rust
+    /// reading the collector compiles formats with.
+    #[test]
+    fn the_suggested_format_reads_the_name_it_was_made_for() {
+        for name in [
+            "val.loss",
+            "précision",
+            "acc@1",
+            "map:0.5",
+            "top[1]",
+            "a\\b",
+            "x^2&y~",
+        ] {
+            let format = super::format_reading(name);
+            let re = regex::Regex::new(&vernier_core::go_regex(&format)).unwrap();
+            let line = format!("epoch 3: {name}=0.25 other=1");
+            let caps = re
+                .captures(&line)
+                .unwrap_or_else(|| panic!("{format}: {line}"));
+            assert_eq!((&caps[1], &caps[2]), (name, "0.25"), "{format}");
+        }
+    }
 }
