@@ -64,13 +64,17 @@ impl Assignment {
             .collect()
     }
 
-    /// A canonical text used to recognise identical configurations.
+    /// A canonical text used to recognise identical configurations: `name=value` pairs by
+    /// name, joined by `,`; a `\`, `,` or `=` inside a name or value is escaped with `\`, so
+    /// two configurations never share a key (`a="1,b=2", b="3"` and `a="1", b="2,b=3"` did).
+    /// Text without them is written as it is, as before the escaping, so keys Katib's
+    /// controller carries in its settings from an earlier version still match.
     pub fn key(&self) -> String {
         let mut pairs = self.to_strings();
         pairs.sort();
         pairs
             .iter()
-            .map(|(n, v)| format!("{n}={v}"))
+            .map(|(n, v)| format!("{}={}", key_text(n), key_text(v)))
             .collect::<Vec<_>>()
             .join(",")
     }
@@ -99,6 +103,21 @@ pub fn shown_pair(name: &str, value: &str) -> String {
     }
 }
 
+/// `text` with `\`, `,` and `=` escaped for [`Assignment::key`].
+fn key_text(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.contains(['\\', ',', '=']) {
+        return text.into();
+    }
+    let mut out = String::with_capacity(text.len() + 4);
+    for c in text.chars() {
+        if matches!(c, '\\' | ',' | '=') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out.into()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -112,6 +131,17 @@ mod tests {
         ]);
         assert_eq!(a.to_string(), "lr=0.1, layers=3, opt=adam");
         assert_eq!(a.key(), "layers=3,lr=0.1,opt=adam");
+        // Separators inside values cannot make two configurations one.
+        let choice = |a: &str, b: &str| {
+            Assignment(vec![
+                ("a".into(), ParamValue::Choice(a.into())),
+                ("b".into(), ParamValue::Choice(b.into())),
+            ])
+        };
+        let (one, other) = (choice("1,b=2", "3"), choice("1", "2,b=3"));
+        assert_ne!(one.key(), other.key());
+        assert_eq!(one.key(), "a=1\\,b\\=2,b=3");
+        assert_eq!(choice("c:\\x", "y").key(), "a=c:\\\\x,b=y");
         assert_eq!(a.get("layers"), Some(&ParamValue::Int(3)));
         assert_eq!(ParamValue::Choice("0.5".into()).as_f64(), Some(0.5));
         // A control character never reaches the terminal raw.
