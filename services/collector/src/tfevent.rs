@@ -111,9 +111,9 @@ impl TfEventFollower {
     }
 }
 
-/// Every `*tfevents*` file under `root` at any depth, as Katib's `os.walk` finds them:
-/// symbolic links are not followed (so a link cannot make a cycle), and the walk keeps its own
-/// stack, so a deep tree cannot overflow the thread's.
+/// Every `*tfevents*` file under `root` at any depth, as Katib's `os.walk` finds them: a
+/// symbolic link to a directory is not followed (so a link cannot make a cycle), one to a file
+/// is read, and the walk keeps its own stack, so a deep tree cannot overflow the thread's.
 fn collect_event_files(root: &Path, out: &mut Vec<PathBuf>, errors: &mut Vec<String>) {
     let mut pending = vec![root.to_path_buf()];
     while let Some(dir) = pending.pop() {
@@ -129,9 +129,11 @@ fn collect_event_files(root: &Path, out: &mut Vec<PathBuf>, errors: &mut Vec<Str
             let Ok(kind) = entry.file_type() else {
                 continue;
             };
+            let file = kind.is_file()
+                || kind.is_symlink() && std::fs::metadata(entry.path()).is_ok_and(|m| m.is_file());
             if kind.is_dir() {
                 pending.push(entry.path());
-            } else if kind.is_file() && entry.file_name().to_string_lossy().contains("tfevents") {
+            } else if file && entry.file_name().to_string_lossy().contains("tfevents") {
                 out.push(entry.path());
             }
         }
@@ -235,7 +237,7 @@ mod tests {
     }
 
     /// Katib's `os.walk` has no depth limit: an event file 12 directories down is read; a
-    /// symbolic link back up the tree is not followed.
+    /// symbolic link back up the tree is not followed, and a link to an event file is read.
     #[test]
     fn event_files_at_any_depth_are_read_and_links_not_followed() {
         let dir = tempfile::tempdir().unwrap();
@@ -247,5 +249,19 @@ mod tests {
         let p = f.poll();
         assert_eq!(values(&p), vec![("loss".into(), "0.5".into(), 1)]);
         assert!(p.errors.is_empty(), "{:?}", p.errors);
+        let elsewhere = tempfile::tempdir().unwrap();
+        let target = elsewhere.path().join("events.out.tfevents.2");
+        std::fs::write(&target, record("loss", 0.25, 2)).unwrap();
+        std::os::unix::fs::symlink(&target, dir.path().join("events.out.tfevents.2")).unwrap();
+        let mut f = TfEventFollower::new(dir.path(), vec!["loss".into()]);
+        let mut got = values(&f.poll());
+        got.sort_by_key(|v| v.2);
+        assert_eq!(
+            got,
+            vec![
+                ("loss".into(), "0.5".into(), 1),
+                ("loss".into(), "0.25".into(), 2)
+            ]
+        );
     }
 }

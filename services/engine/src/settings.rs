@@ -49,9 +49,29 @@ pub fn check_settings(
             vernier_algorithms::build(&exp.algorithm, &exp.settings, &exp.space, &exp.objective)
                 .map_err(|e| algorithm_error(exp, e))?;
         notes = built.notes();
+        notes.extend(schedule_shorter_than_budget(exp));
     }
     build_early_stopping(exp)?;
     Ok(notes)
+}
+
+/// A `maxTrialCount` above Hyperband's whole schedule (every bracket once): the run ends when
+/// the schedule does. Grid's like case is a spec warning.
+fn schedule_shorter_than_budget(exp: &ResolvedExperiment) -> Option<String> {
+    if exp.algorithm != "hyperband" {
+        return None;
+    }
+    let budget = exp.limits.max_trials?;
+    let limit = vernier_algorithms::trial_limit(&exp.algorithm, &exp.settings, &exp.space)
+        .ok()
+        .flatten()?;
+    (u64::from(budget) > limit).then(|| {
+        format!(
+            "spec.maxTrialCount: value {budget} is more than hyperband's schedule of {limit} \
+             trial(s) (every bracket once), so the experiment ends after {limit} trial(s); \
+             hint: lower maxTrialCount to {limit}, or raise r_l for more brackets"
+        )
+    })
 }
 
 /// Every algorithm setting a built-in algorithm refuses, not just the first, for `vernier
@@ -238,6 +258,36 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Hyperband's schedule shorter than maxTrialCount is said before the run; a budget it
+    /// fills is not.
+    #[test]
+    fn a_budget_above_hyperbands_schedule_is_noted() {
+        let notes = |max: u32| {
+            let mut spec = experiment("").spec;
+            let epochs = serde_json::json!({"name": "epochs", "parameterType": "int",
+                "feasibleSpace": {"min": "1", "max": "9"}});
+            spec.spec
+                .parameters
+                .push(serde_json::from_value(epochs).unwrap());
+            spec.spec.max_trial_count = Some(max as i32);
+            let settings = serde_json::json!({"algorithmName": "hyperband", "algorithmSettings":
+                [{"name": "resource_name", "value": "epochs"}, {"name": "r_l", "value": "9"},
+                 {"name": "eta", "value": "3"}]});
+            spec.spec.algorithm = Some(serde_json::from_value(settings).unwrap());
+            let exp = ResolvedExperiment::new(spec).unwrap();
+            check_settings(&exp, AlgorithmSource::BuiltIn).unwrap()
+        };
+        assert_eq!(
+            notes(30),
+            [
+                "spec.maxTrialCount: value 30 is more than hyperband's schedule of 22 trial(s) \
+              (every bracket once), so the experiment ends after 22 trial(s); hint: lower \
+              maxTrialCount to 22, or raise r_l for more brackets"
+            ]
+        );
+        assert!(notes(22).is_empty());
     }
 
     /// `validate` names every refused setting; a refusal that only follows from setting one

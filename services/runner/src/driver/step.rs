@@ -316,8 +316,12 @@ fn trial_end(end: &ProcessEnd, stopping: Option<StopReason>) -> TrialEnd {
 
 fn rejected_warning(name: &str, report: &ProcessReport) -> String {
     let shown: Vec<&str> = report.rejected.iter().take(3).map(String::as_str).collect();
+    let more = match report.rejected_total.saturating_sub(shown.len()) {
+        0 => String::new(),
+        n => format!(" and {n} more"),
+    };
     format!(
-        "trial {name}: {} metric line(s) or value(s) could not be used and were skipped: {}",
+        "trial {name}: {} metric line(s) or value(s) could not be used and were skipped: {}{more}",
         report.rejected_total,
         shown.join(", ")
     )
@@ -339,6 +343,22 @@ async fn prepare_checkpoint(plan: checkpoint::CheckpointPlan) -> Result<(), Runn
 mod tests {
     use super::*;
     use vernier_engine::plan::Completion;
+
+    /// The warning shows three rejected lines and says how many more there were.
+    #[test]
+    fn rejected_lines_are_counted_past_those_shown() {
+        let mut report = ProcessReport::stopped(Vec::new());
+        report.rejected = ["a=x", "b=y", "c=z", "d=w"].map(String::from).to_vec();
+        report.rejected_total = 7;
+        assert_eq!(
+            rejected_warning("t", &report),
+            "trial t: 7 metric line(s) or value(s) could not be used and were skipped: a=x, \
+             b=y, c=z and 4 more"
+        );
+        report.rejected.truncate(2);
+        report.rejected_total = 2;
+        assert!(rejected_warning("t", &report).ends_with("skipped: a=x, b=y"));
+    }
 
     #[test]
     fn process_ends_map_to_engine_ends() {
