@@ -859,6 +859,11 @@ mod tests {
             &space_with(epochs(1, 81, Some(4))),
         );
         assert!(e.contains("step 4") && e.contains("grid"), "{e}");
+        // The range covers every budget: the hint names the step, not the range.
+        assert!(
+            e.contains("hint: remove the step of \"epochs\"") && !e.contains("widen"),
+            "{e}"
+        );
         // A double resource with a step takes budgets on its grid.
         let h = hb(
             "2",

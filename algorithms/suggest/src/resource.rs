@@ -254,9 +254,32 @@ pub(crate) fn int_budget(r: f64) -> i64 {
 }
 
 /// The hint of a resource parameter that cannot hold every budget from `lowest` to `top`:
-/// widen its space (or change `settings`), or, for a categorical list, whose labels hold no
-/// budget whatever they say, make it one that can.
+/// remove a step that misses one inside the range, widen its space (or change `settings`),
+/// or, for a categorical list, whose labels hold no budget whatever they say, make it one
+/// that can.
 pub(crate) fn budget_hint(p: &Parameter, lowest: f64, top: f64, settings: &str) -> String {
+    let covered = |min: f64, max: f64| min <= lowest && top <= max;
+    // The range holds every budget: the step is what misses one.
+    let step_misses = match p.domain {
+        Domain::Int {
+            min,
+            max,
+            step: Some(_),
+        } => covered(min as f64, max as f64),
+        Domain::Double {
+            min,
+            max,
+            step: Some(_),
+        } => covered(min, max),
+        _ => false,
+    };
+    if step_misses {
+        return format!(
+            "hint: remove the step of {:?}, or write it as a placeholder (min == max), or \
+             change {settings}",
+            p.name
+        );
+    }
     match p.domain {
         Domain::Categorical { .. } => format!(
             "hint: make {:?} a discrete list of the budgets, an int or a double",

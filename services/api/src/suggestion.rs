@@ -471,6 +471,20 @@ fn trial_name(experiment: &str, seed: u64, index: usize) -> String {
 /// grid's check that `max_trial_count` fits the grid (a Katib controller would otherwise ask
 /// for trials the algorithm can never give). Hyperband's schedule is checked the same way.
 pub fn validate_algorithm_settings(req: &ValidateAlgorithmSettingsRequest) -> Result<(), ApiError> {
+    // An unknown name is the first thing to say, as Katib's services say it, before anything
+    // the request lacks for the algorithm it cannot run anyway.
+    let spec = req.experiment.as_ref().and_then(|e| e.spec.as_ref());
+    let name = spec
+        .and_then(|s| s.algorithm.as_ref())
+        .map(|a| &a.algorithm_name);
+    if let Some(name) = name.filter(|n| !vernier_algorithms::KNOWN_ALGORITHMS.contains(&n.as_str()))
+    {
+        return Err(vernier_algorithms::AlgorithmError::UnknownAlgorithm {
+            name: name.clone(),
+            known: vernier_algorithms::KNOWN_ALGORITHMS.join(", "),
+        }
+        .into());
+    }
     let (view, warnings) = experiment_from_wire_warned("experiment", req.experiment.as_ref())?;
     log_warnings(&view.name, &warnings, true);
     let carried = split_settings(view.settings)?;

@@ -398,6 +398,25 @@ async fn bad_settings_and_malformed_requests_get_invalid_argument() {
         "{}",
         s.message()
     );
+    // Katib's own validation tests send the algorithm alone: its name is judged first.
+    let mut bare = experiment("nope", &[]);
+    if let Some(spec) = bare.spec.as_mut() {
+        spec.parameter_specs = None;
+        spec.objective = None;
+    }
+    let s = status_of(
+        client
+            .validate_algorithm_settings(ValidateAlgorithmSettingsRequest {
+                experiment: Some(bare),
+            })
+            .await,
+    );
+    assert_eq!(s.code(), Code::InvalidArgument);
+    assert!(
+        s.message().starts_with("unknown algorithm name \"nope\""),
+        "{}",
+        s.message()
+    );
     client
         .validate_algorithm_settings(ValidateAlgorithmSettingsRequest {
             experiment: Some(experiment("random", &[("random_state", "3")])),
