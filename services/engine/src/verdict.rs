@@ -248,6 +248,12 @@ pub fn unavailable_hint(collector: &Collector, metric: &str, place: Place<'_>) -
         (Collector::Push, Place::Local { push_env }) => format!(
             "call report_metrics({{\"{metric}\": 0.5}}, db_manager_address=os.environ[\"{push_env}\"]) from the Katib SDK, or send DBManager.ReportObservationLog to that address"
         ),
+        _ if !vernier_spec::validate::default_format_reads(metric) => format!(
+            "Katib's default metrics format reads names of letters, digits, '_', '|' and '-' \
+             only: set spec.metricsCollectorSpec.source.filter.metricsFormat to a format that \
+             reads {metric:?}, e.g. {}",
+            vernier_spec::validate::format_reading(metric)
+        ),
         _ => format!(
             "print a line such as `{metric}=0.5`, or set spec.metricsCollectorSpec.source.filter.metricsFormat"
         ),

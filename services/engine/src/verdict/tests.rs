@@ -364,6 +364,12 @@ fn hints_name_the_collector_and_the_place() {
         let hint = unavailable_hint(collector, "acc", place);
         assert!(hint.contains(fragment), "{collector:?} {place:?}: {hint}");
     }
+    // A name the default format cannot read gets the format that reads it, not a line to print.
+    let hint = unavailable_hint(&Collector::StdOut, "précision", LOCAL);
+    assert!(
+        hint.contains("reads \"précision\", e.g. ([\\w|é-]+)") && !hint.contains("print a line"),
+        "{hint}"
+    );
     // Katib reads a metric name with '/' as the event file's directory, then the tag.
     let hint = unavailable_hint(&events, "test/accuracy", LOCAL);
     assert!(

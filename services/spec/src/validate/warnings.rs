@@ -208,10 +208,7 @@ fn unmatchable_metric_names(exp: &Experiment) -> Vec<SpecError> {
         )
         .filter(|(path, name)| path.contains("objectives[") || !in_objectives(name));
     named
-        .filter(|(_, name)| {
-            name.chars()
-                .any(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '|' | '-')))
-        })
+        .filter(|(_, name)| !default_format_reads(name))
         .map(|(path, name)| {
             SpecError::new(
                 path,
@@ -227,10 +224,16 @@ fn unmatchable_metric_names(exp: &Experiment) -> Vec<SpecError> {
         .collect()
 }
 
+/// Whether Katib's default metrics format can read `name` (letters, digits, `_`, `|`, `-`).
+pub fn default_format_reads(name: &str) -> bool {
+    name.chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '|' | '-'))
+}
+
 /// Katib's default metrics format with the name class widened by the characters of `name`
 /// it lacks (ASCII punctuation escaped; `\w` is ASCII, as in Go, so a letter such as `é` must
 /// be listed).
-pub(crate) fn format_reading(name: &str) -> String {
+pub fn format_reading(name: &str) -> String {
     let mut extra = String::new();
     for c in name.chars() {
         let known = c.is_ascii_alphanumeric() || matches!(c, '_' | '|' | '-');
