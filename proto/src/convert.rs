@@ -437,8 +437,11 @@ pub fn state_to_wire(state: TrialState) -> TrialConditionType {
     }
 }
 
-/// The request's trials as core records, and a warning for each trial left out because its
-/// assignment is not a point of the space. `extra_labels` adds labels by trial name (labels a
+/// Trials left out of a request's history: each one's name, with the warning saying why.
+pub type LeftOut = Vec<(String, ConversionWarning)>;
+
+/// The request's trials as core records, and the name of each trial left out because its
+/// assignment is not a point of the space, with a warning. `extra_labels` adds labels by trial name (labels a
 /// Katib controller does not echo back, carried in algorithm settings instead). Only numbers
 /// are kept as metric values: empty values (Katib sends them for metrics without a strategy),
 /// Katib's `unavailable` and text (a DARTS genotype, a `latest` strategy's label) are no value,
@@ -455,14 +458,14 @@ pub fn trials_from_wire(
     space: &SearchSpace,
     objective: &Objective,
     extra_labels: &BTreeMap<String, BTreeMap<String, String>>,
-) -> Result<(Vec<TrialRecord>, Vec<ConversionWarning>), ProtoError> {
+) -> Result<(Vec<TrialRecord>, LeftOut), ProtoError> {
     let mut records = Vec::with_capacity(trials.len());
     let mut left_out = Vec::new();
     for (i, t) in trials.iter().enumerate() {
         let field = format!("trials[{i}]");
         match trial_from_wire(&field, t, space, objective, extra_labels)? {
             Ok(record) => records.push(record),
-            Err(warning) => left_out.push(warning),
+            Err(warning) => left_out.push((t.name.clone(), warning)),
         }
     }
     Ok((records, left_out))

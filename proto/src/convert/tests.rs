@@ -250,7 +250,8 @@ fn reads_trials_and_rejects_non_numeric_metrics() {
     .unwrap();
     assert_eq!(records.len(), 1);
     assert_eq!(records[0].name, "t4");
-    let w = left_out[0].to_string();
+    assert_eq!(left_out[0].0, "t3");
+    let w = left_out[0].1.to_string();
     assert!(
         w.starts_with("trials[0].spec.parameter_assignments (trial \"t3\"): parameter lr")
             && w.ends_with("; the algorithm does not learn from this trial"),

@@ -194,13 +194,14 @@ fn log_warnings(experiment: &str, warnings: &[ConversionWarning], first: bool) {
 }
 
 /// Logs each trial left out of the history, at `warn` the first time this process meets it
-/// (the controller sends every trial in every request) and at `debug` after that.
-fn log_left_out(experiment: &str, left_out: &[ConversionWarning]) {
+/// by name (the controller sends every trial in every request, in no fixed order) and at
+/// `debug` after that.
+fn log_left_out(experiment: &str, left_out: &[(String, ConversionWarning)]) {
     static TOLD: std::sync::Mutex<Option<HashSet<String>>> = std::sync::Mutex::new(None);
     // Bounded: a long-lived server forgets what it told and may tell it once more.
     const REMEMBERED: usize = 10_000;
-    for w in left_out {
-        let key = format!("{experiment}\n{}", w.field);
+    for (trial, w) in left_out {
+        let key = format!("{experiment}\n{trial}");
         let fresh = {
             let mut told = TOLD
                 .lock()

@@ -5,13 +5,14 @@
 //! Trainers also rewrite their metrics file whole, each epoch: in place (`open(path, "w")`)
 //! or through a temporary file renamed over it, with only the latest values or with every
 //! line so far. Katib reads the file once, at the end, and would record the final content;
-//! a follower must tell a rewrite from an append to do as well. It keeps the first and last
-//! few bytes it consumed: when the file is replaced or shrinks, when those last bytes change,
-//! or when it was modified without growing or its first bytes changed, it is taken as
-//! rewritten and read again from the start. Lines of the rewrite equal to the lines read
-//! before, at the same places, are not yielded again (a rewrite that keeps every line so far,
-//! or one caught half written, yields only its new lines); from the first line that differs,
-//! every line is.
+//! a follower must tell a rewrite from an append to do as well. It keeps a hash of the bytes
+//! it consumed and their first and last few bytes: when the file is replaced or shrinks, when
+//! those last bytes change, or when it was modified without growing or its first bytes
+//! changed, it may have been rewritten. A file that still begins with every byte consumed is
+//! followed on from where it was; any other is read again from the start, and each of its
+//! lines that matches, in order, one of the lines read before is not yielded again (a rewrite
+//! that keeps every line so far, one caught half written, or one under a header that changes
+//! each epoch yields only its new lines), while lines that match none are.
 
 use crate::lines::{MAX_LINE_BYTES, cut_line_warning, drop_cut_token};
 use std::collections::hash_map::DefaultHasher;
@@ -27,8 +28,13 @@ const MAX_READ_PER_POLL: usize = 8 << 20;
 /// How many of the first and last consumed bytes are compared to notice a rewrite.
 const EDGE_BYTES: usize = 64;
 /// How many lines of the current content are remembered to tell a rewrite's old lines from
-/// its new ones (8 bytes each); lines past it are yielded again after a rewrite.
-const MAX_REMEMBERED_LINES: usize = 1 << 20;
+/// its new ones (8 bytes each): a rewrite that changes a file of more lines, other than by
+/// appending, yields its lines past these again.
+const MAX_REMEMBERED_LINES: usize = 1 << 22;
+/// How far past the last matched line a rewrite's line is looked for among the old ones: a
+/// header or a few lines that changed are skipped over, and a rewrite unlike the old content
+/// costs a bounded search per line.
+const MATCH_WINDOW: usize = 64;
 
 /// Reads complete lines appended to a file since the previous call.
 #[derive(Debug)]
@@ -37,6 +43,8 @@ pub struct FileFollower {
     file: Option<File>,
     inode: u64,
     offset: u64,
+    /// Hash of the bytes `0..offset` (a streaming hash: chunking does not change it).
+    consumed: DefaultHasher,
     /// When the file was last modified as of the last read.
     modified: Option<SystemTime>,
     /// The first (up to [`EDGE_BYTES`]) bytes consumed.
@@ -45,8 +53,7 @@ pub struct FileFollower {
     tail: Vec<u8>,
     /// Hashes of the complete lines read from the current content, in order.
     lines: Vec<u64>,
-    /// After a rewrite: the lines read before it, and how many of them the rewrite repeated
-    /// so far; `None` once a line differed.
+    /// After a rewrite: the lines read before it, and where the next of them is looked for.
     replay: Option<(Vec<u64>, usize)>,
     partial: Vec<u8>,
     /// True while the current line has grown past `MAX_LINE_BYTES` and is being skipped.
@@ -64,6 +71,7 @@ impl FileFollower {
             file: None,
             inode: 0,
             offset: 0,
+            consumed: DefaultHasher::new(),
             modified: None,
             head: Vec::new(),
             tail: Vec::new(),
@@ -93,7 +101,9 @@ impl FileFollower {
         let replaced = self.file.is_none() || meta.ino() != self.inode;
         if replaced || meta.len() < self.offset || self.rewritten(meta.len(), modified)? {
             let file = File::open(&self.path)?;
-            self.restart();
+            if !self.begins_with_consumed(&file, meta.len())? {
+                self.restart();
+            }
             self.file = Some(file);
             self.inode = meta.ino();
         }
@@ -106,6 +116,7 @@ impl FileFollower {
         file.take(MAX_READ_PER_POLL as u64)
             .read_to_end(&mut chunk)?;
         self.offset += chunk.len() as u64;
+        self.consumed.write(&chunk);
         let room = EDGE_BYTES.saturating_sub(self.head.len());
         self.head.extend_from_slice(&chunk[..chunk.len().min(room)]);
         let keep = chunk.len().min(EDGE_BYTES);
@@ -130,8 +141,9 @@ impl FileFollower {
                 }
             }
             if complete {
-                let line = self.take_line();
+                let (line, cut) = self.take_line();
                 if self.is_new(&line) {
+                    self.warnings.extend(cut.map(cut_line_warning));
                     lines.push(line);
                 }
             }
@@ -167,16 +179,39 @@ impl FileFollower {
         }
     }
 
-    /// Reads the file again from the start, remembering the lines read so far (or, during a
-    /// replay, the longer list it replays) to tell the rewrite's new lines.
+    /// Whether `file` (of `len` bytes) begins with every byte consumed so far: a rewrite
+    /// that kept the earlier lines, to be followed on from `offset`.
+    fn begins_with_consumed(&self, mut file: &File, len: u64) -> std::io::Result<bool> {
+        if self.offset == 0 || len < self.offset {
+            return Ok(false);
+        }
+        let mut hash = DefaultHasher::new();
+        let mut left = self.offset;
+        let mut buf = vec![0; 64 << 10];
+        file.seek(SeekFrom::Start(0))?;
+        while left > 0 {
+            let n = buf.len().min(usize::try_from(left).unwrap_or(usize::MAX));
+            match file.read_exact(&mut buf[..n]) {
+                Ok(()) => hash.write(&buf[..n]),
+                // Shrunk while being read: rewritten again, so read from the start.
+                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(false),
+                Err(e) => return Err(e),
+            }
+            left -= n as u64;
+        }
+        Ok(hash.finish() == self.consumed.finish())
+    }
+
+    /// Reads the file again from the start, remembering the lines read so far to tell the
+    /// rewrite's new lines (during a replay, those read again and the old ones not reached).
     fn restart(&mut self) {
-        let before = std::mem::take(&mut self.lines);
-        self.replay = match self.replay.take() {
-            Some((replayed, _)) => Some((replayed, 0)),
-            None if before.is_empty() => None,
-            None => Some((before, 0)),
-        };
+        let mut before = std::mem::take(&mut self.lines);
+        if let Some((old, at)) = self.replay.take() {
+            before.extend_from_slice(&old[at.min(old.len())..]);
+        }
+        self.replay = (!before.is_empty()).then_some((before, 0));
         self.offset = 0;
+        self.consumed = DefaultHasher::new();
         self.head.clear();
         self.tail.clear();
         self.partial.clear();
@@ -184,8 +219,8 @@ impl FileFollower {
         self.line_bytes = 0;
     }
 
-    /// Remembers a complete line and tells whether to yield it: not while a rewrite repeats,
-    /// line for line, what was read before.
+    /// Remembers a complete line and tells whether to yield it: not when, after a rewrite,
+    /// it matches the next lines read before it (looked for within [`MATCH_WINDOW`]).
     fn is_new(&mut self, line: &str) -> bool {
         let mut h = DefaultHasher::new();
         line.hash(&mut h);
@@ -193,14 +228,17 @@ impl FileFollower {
         if self.lines.len() < MAX_REMEMBERED_LINES {
             self.lines.push(h);
         }
-        if let Some((before, at)) = self.replay.as_mut() {
-            if before.get(*at) == Some(&h) {
-                *at += 1;
-                return false;
+        let Some((before, at)) = self.replay.as_mut() else {
+            return true;
+        };
+        let window = &before[(*at).min(before.len())..before.len().min(*at + MATCH_WINDOW)];
+        match window.iter().position(|old| *old == h) {
+            Some(k) => {
+                *at += k + 1;
+                false
             }
-            self.replay = None;
+            None => true,
         }
-        true
     }
 
     /// What the file holds that was not yielded, once the writer is done: the file is read
@@ -229,7 +267,9 @@ impl FileFollower {
         if self.partial.is_empty() {
             return None;
         }
-        Some(self.take_line())
+        let (line, cut) = self.take_line();
+        self.warnings.extend(cut.map(cut_line_warning));
+        Some(line)
     }
 
     /// A warning for each line cut since the last call.
@@ -237,10 +277,11 @@ impl FileFollower {
         std::mem::take(&mut self.warnings)
     }
 
-    fn take_line(&mut self) -> String {
+    /// The current line, and its whole length when it was cut.
+    fn take_line(&mut self) -> (String, Option<usize>) {
+        let cut = self.overlong.then_some(self.line_bytes);
         if self.overlong {
             drop_cut_token(&mut self.partial);
-            self.warnings.push(cut_line_warning(self.line_bytes));
         }
         self.line_bytes = 0;
         while self.partial.last() == Some(&b'\r') {
@@ -249,7 +290,7 @@ impl FileFollower {
         let line = String::from_utf8_lossy(&self.partial).into_owned();
         self.partial.clear();
         self.overlong = false;
-        line
+        (line, cut)
     }
 }
 
@@ -338,10 +379,36 @@ mod tests {
         assert!(f.poll().unwrap().is_empty());
         w.write_all(b"ss=3\nloss=4\n").unwrap();
         assert_eq!(f.poll().unwrap(), ["loss=4"]);
-        // A rewrite that changes an earlier line yields from that line on.
+        // A rewrite that changes an earlier line yields that line alone (after the others:
+        // Katib, reading the final file once, would have it in its place).
         std::fs::write(&path, b"loss=1\nloss=9\nloss=3\nloss=4\n").unwrap();
-        assert_eq!(f.poll().unwrap(), ["loss=9", "loss=3", "loss=4"]);
+        assert_eq!(f.poll().unwrap(), ["loss=9"]);
         assert!(f.poll_last().unwrap().is_empty());
+    }
+
+    /// A rewrite of every line so far under a header that changes each epoch yields the
+    /// header and the new lines, not the history again; the last read warns about a cut line
+    /// only once.
+    #[test]
+    fn a_rewrite_under_a_changing_header_yields_only_new_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.log");
+        let mut f = FileFollower::new(&path);
+        let mut history = String::new();
+        for epoch in 1..=4 {
+            history.push_str(&format!("loss={epoch}\n"));
+            std::fs::write(&path, format!("# epochs done: {epoch}\n{history}")).unwrap();
+            let want = [format!("# epochs done: {epoch}"), format!("loss={epoch}")];
+            assert_eq!(f.poll().unwrap(), want);
+        }
+        let mut long = vec![b'x'; MAX_LINE_BYTES + 10];
+        long.extend_from_slice(b"\nloss=5\n");
+        let mut w = File::options().append(true).open(&path).unwrap();
+        w.write_all(&long).unwrap();
+        assert_eq!(f.poll().unwrap().len(), 2);
+        assert_eq!(f.take_warnings().len(), 1);
+        assert!(f.poll_last().unwrap().is_empty());
+        assert!(f.take_warnings().is_empty());
     }
 
     /// Rewrites of the same length whose last bytes do not change (the value first, then

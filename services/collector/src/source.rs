@@ -46,7 +46,7 @@ impl SourceRead {
 enum Reader {
     /// A metrics file; `None` for JSON lines.
     Lines {
-        follower: FileFollower,
+        follower: Box<FileFollower>,
         filter: Option<MetricsFilter>,
     },
     Events(TfEventFollower),
@@ -66,11 +66,11 @@ impl FollowedSource {
     pub fn new(path: &Path, format: SourceFormat, wanted: Vec<String>) -> FollowedSource {
         let reader = match format {
             SourceFormat::Text(filter) => Reader::Lines {
-                follower: FileFollower::new(path),
+                follower: Box::new(FileFollower::new(path)),
                 filter: Some(filter),
             },
             SourceFormat::Json => Reader::Lines {
-                follower: FileFollower::new(path),
+                follower: Box::new(FileFollower::new(path)),
                 filter: None,
             },
             SourceFormat::Events => Reader::Events(TfEventFollower::new(path, wanted.clone())),

@@ -140,12 +140,6 @@ impl EarlyStopMonitor {
         self.stopped.contains_key(trial)
     }
 
-    /// Whether each trial is judged by a rule of its own (medianstop's frozen rule), which
-    /// gives the same verdict whenever it is asked, rather than ranked against the others.
-    pub fn judges_own_values(&self) -> bool {
-        self.median.is_some()
-    }
-
     /// Why the rule stopped `trial`, when it said.
     pub fn why_stopped(&self, trial: &str) -> Option<&str> {
         self.stopped.get(trial)?.as_deref()

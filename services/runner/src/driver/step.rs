@@ -216,14 +216,10 @@ impl Run<'_> {
         if let Some(error) = report.store_error {
             return Err(RunnerError::ObservationsNotRecorded { trial: name, error });
         }
-        // A trial can break its own rule (medianstop's) and exit between two checks; Katib's
-        // collector reads each value as it comes and would have stopped it, so that rule is
-        // asked once more. A rule that ranks trials against each other (ASHA) is not: after
-        // the exit it would rank the last value against rivals that came later, and stop a
-        // trial that finished on its own.
-        if self.monitor.as_ref().is_some_and(|m| m.judges_own_values()) {
-            self.apply_rule().await?;
-        }
+        // A trial can break its rule and exit between two checks; Katib's collector reads each
+        // value as it comes and would have stopped it, so the rule is asked once more (ASHA
+        // then ranks it against the trials that reached its rung by now).
+        self.apply_rule().await?;
         // A stop the driver has not acted on yet still explains a trial it interrupted.
         let stopping = match self.stopping {
             None if self.stop_asked() => Some(StopReason::Interrupted),
