@@ -161,6 +161,39 @@ fn a_budget_above_a_finite_space_is_named() {
     assert!(finite("hyperband", 100).is_empty());
 }
 
+/// More enqueued configurations than maxTrialCount: the last ones never run, which is said
+/// before anything runs (the operator says nothing at the end).
+#[test]
+fn a_queue_longer_than_the_budget_is_named() {
+    let queued = |entries: usize, max_trials: i32| {
+        let entry = json!({"parameterAssignments": [{"name": "lr", "value": "0.02"},
+            {"name": "momentum", "value": "0.6"}, {"name": "optimizer", "value": "sgd"}]});
+        let exp = parse_ok(&mutated(RANDOM, |v| {
+            set(v, "/spec/maxTrialCount", json!(max_trials));
+            set(v, "/spec/parallelTrialCount", json!(1));
+            set(v, "/spec/maxFailedTrialCount", json!(1));
+            set(
+                v,
+                "/spec/enqueuedTrials",
+                json!(vec![entry.clone(); entries]),
+            );
+        }));
+        warnings(&exp)
+            .into_iter()
+            .filter(|w| w.path() == "spec.enqueuedTrials")
+            .map(|w| w.message().to_string())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        queued(3, 2),
+        [
+            "3 entries are more than maxTrialCount 2, so the last 1 never run; hint: raise \
+          maxTrialCount to 3, or remove entries"
+        ]
+    );
+    assert!(queued(2, 2).is_empty());
+}
+
 /// Katib's services (`if param.step:`) and webhook (`Step != ""`) read an empty `step` as
 /// none, on a range and on a list alike.
 #[test]

@@ -15,6 +15,7 @@ pub fn warnings(exp: &Experiment) -> Vec<SpecError> {
     }
     objective(exp, &mut out);
     out.extend(space_smaller_than_budget(exp));
+    out.extend(queue_longer_than_budget(exp));
     out.extend(unmatchable_metric_names(exp));
     let trial_spec = exp
         .spec
@@ -42,6 +43,23 @@ fn space_smaller_than_budget(exp: &Experiment) -> Option<SpecError> {
                 "value {budget} is more than the search space's {size} configuration(s): \
                  {algorithm} runs each at most once, so the experiment ends after {size} \
                  trial(s); hint: lower maxTrialCount to {size}, or widen the search space"
+            ),
+        )
+    })
+}
+
+/// More `spec.enqueuedTrials` entries than `maxTrialCount`: the last ones never run (the
+/// operator says nothing at the end, as a local run does).
+fn queue_longer_than_budget(exp: &Experiment) -> Option<SpecError> {
+    let budget = usize::try_from(exp.spec.max_trial_count?).ok()?;
+    let entries = exp.spec.enqueued_trials.len();
+    (entries > budget).then(|| {
+        SpecError::new(
+            "spec.enqueuedTrials",
+            format!(
+                "{entries} entries are more than maxTrialCount {budget}, so the last {} never \
+                 run; hint: raise maxTrialCount to {entries}, or remove entries",
+                entries - budget
             ),
         )
     })
