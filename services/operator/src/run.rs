@@ -78,7 +78,7 @@ pub async fn run_controllers(
         .run(experiment::reconcile, experiment::error_policy, ctx.clone())
         .for_each(|r| async move {
             if let Err(e) = r {
-                report("experiment", &e);
+                report_run("experiment", &e);
             }
         });
     let mut trials = Controller::new_with(
@@ -105,7 +105,7 @@ pub async fn run_controllers(
         .run(trial::reconcile, trial::error_policy, ctx.clone())
         .for_each(|r| async move {
             if let Err(e) = r {
-                report("trial", &e);
+                report_run("trial", &e);
             }
         });
     let stop = async move {
@@ -192,6 +192,22 @@ fn report(controller: &str, e: &dyn std::fmt::Display) {
     // Reconcile errors were already reported by error_policy; these are watch failures and
     // objects that vanished, worth a line but not a stop.
     tracing::warn!("{controller} controller: {e}");
+}
+
+/// A controller's result: an object deleted while a reconcile of it was queued is expected
+/// (every deleted experiment had several, which were most of the log), so it is said at
+/// debug; anything else as [`report`].
+fn report_run<R, Q>(controller: &str, e: &kube::runtime::controller::Error<R, Q>)
+where
+    R: std::error::Error + 'static,
+    Q: std::error::Error + 'static,
+{
+    match e {
+        kube::runtime::controller::Error::ObjectNotFound(_) => {
+            tracing::debug!("{controller} controller: {e}")
+        }
+        _ => report(controller, e),
+    }
 }
 
 /// Runs the controllers whenever this replica leads, until `shutdown` completes. Losing the
