@@ -97,9 +97,9 @@ impl FileFollower {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
             Err(e) => return Err(e),
         };
-        let modified = meta.modified().ok();
         let replaced = self.file.is_none() || meta.ino() != self.inode;
-        if replaced || meta.len() < self.offset || self.rewritten(meta.len(), modified)? {
+        let rewritten = |f: &mut Self| f.rewritten(meta.len(), meta.modified().ok());
+        if replaced || meta.len() < self.offset || rewritten(self)? {
             let file = File::open(&self.path)?;
             if !self.begins_with_consumed(&file, meta.len())? {
                 self.restart();
@@ -107,7 +107,6 @@ impl FileFollower {
             self.file = Some(file);
             self.inode = meta.ino();
         }
-        self.modified = modified;
         let Some(file) = self.file.as_mut() else {
             return Ok(Vec::new());
         };
@@ -115,6 +114,9 @@ impl FileFollower {
         let mut chunk = Vec::new();
         file.take(MAX_READ_PER_POLL as u64)
             .read_to_end(&mut chunk)?;
+        // Taken after the read: a write during it would otherwise look, at the next poll, like
+        // a rewrite of the same length, and cost a hash of the whole file.
+        self.modified = file.metadata().ok().and_then(|m| m.modified().ok());
         self.offset += chunk.len() as u64;
         self.consumed.write(&chunk);
         let room = EDGE_BYTES.saturating_sub(self.head.len());
