@@ -9,6 +9,7 @@ use crate::trial_state::{state_of, trial_status};
 use kube::api::{Api, DynamicObject, ListParams};
 use kube::{Client, ResourceExt};
 use vernier_core::TrialState;
+use vernier_engine::reason::{TRIAL_EARLY_STOPPED, TRIAL_EARLY_STOPPED_MESSAGE};
 use vernier_spec::conditions::set_terminal;
 
 /// What marking a trial EarlyStopped came to.
@@ -23,9 +24,6 @@ pub enum EarlyStopOutcome {
     /// The name exists in several namespaces: these, to pick from with `namespace/name`.
     Ambiguous(Vec<String>),
 }
-
-/// Katib's message for an early-stopped trial, as `SetTrialStatus` writes it.
-const MESSAGE: &str = "Trial is early stopped";
 
 /// Which Trial `request` (`name` or `namespace/name`) means among the listed ones.
 fn pick<'a>(
@@ -79,8 +77,8 @@ pub async fn early_stop_trial(
         set_terminal(
             &mut status.conditions,
             "EarlyStopped",
-            "TrialEarlyStopped",
-            MESSAGE,
+            TRIAL_EARLY_STOPPED,
+            TRIAL_EARLY_STOPPED_MESSAGE,
             now_us(),
         );
         status.completion_time = Some(now_rfc3339());

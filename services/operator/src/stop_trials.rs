@@ -11,7 +11,7 @@ use crate::experiment_trials::Listed;
 use crate::objects::{namespaced, now_rfc3339, now_us, replace_status, trial_resource};
 use vernier_core::{EarlyStoppingRequest, TrialProgress, TrialState};
 use vernier_engine::frozen_rules::{breaks, frozen_rules};
-use vernier_engine::reason::TRIAL_EARLY_STOPPED;
+use vernier_engine::reason::{TRIAL_EARLY_STOPPED, early_stopped_message};
 use vernier_spec::conditions::set_terminal;
 use vernier_spec::trial::EarlyStoppingRule;
 
@@ -150,8 +150,7 @@ async fn mark_stopped(
     if observed.is_some() {
         status.observation = observed;
     }
-    let because = why.map(|w| format!(": {w}")).unwrap_or_default();
-    let message = format!("Trial is early stopped by {rule}{because}");
+    let message = early_stopped_message(Some(rule), why);
     set_terminal(
         &mut status.conditions,
         "EarlyStopped",
@@ -167,6 +166,7 @@ async fn mark_stopped(
         Err(kube::Error::Api(e)) if e.code == 409 => return Ok(()),
         Err(e) => return Err(e.into()),
     }
+    let because = why.map(|w| format!(": {w}")).unwrap_or_default();
     let note = format!("{rule} stopped trial {name}{because}");
     publish(
         &ctx.recorder,

@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 use vernier_core::{Objective, Observation as Log, TrialState};
 use vernier_engine::reason::{
     TRIAL_CREATED, TRIAL_CREATED_MESSAGE, TRIAL_EARLY_STOPPED, TRIAL_RUNNING,
-    TRIAL_RUNNING_MESSAGE, TRIAL_SUCCEEDED, TRIAL_SUCCEEDED_MESSAGE,
+    TRIAL_RUNNING_MESSAGE, TRIAL_SUCCEEDED, TRIAL_SUCCEEDED_MESSAGE, early_stopped_message,
 };
 use vernier_spec::conditions::{set_condition, set_terminal, set_trial_end};
 use vernier_spec::status::{MetricValues, Observation, TrialStatus};
@@ -302,7 +302,7 @@ async fn succeeded(mut live: Live<'_>, spec: &TrialSpec, job: (&str, &str)) -> R
     match decide::verdict(reported, spec) {
         Verdict::EarlyStopped => {
             let rule = crate::early_stop::FROZEN_RULE;
-            let message = format!("Trial is early stopped by {rule}");
+            let message = early_stopped_message(Some(rule), None);
             live.end(TrialState::EarlyStopped, TRIAL_EARLY_STOPPED, &message);
             let note = format!("{rule} stopped trial {}", live.name);
             live.announce(false, TRIAL_EARLY_STOPPED, note);
