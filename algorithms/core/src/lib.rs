@@ -34,7 +34,7 @@ pub use observation::{
     MAX_METRIC_NAME_BYTES, MAX_METRIC_VALUE_BYTES, MetricReducer, MetricSummary, Observation,
     UNAVAILABLE,
 };
-pub use regex_compat::{escape_literal_braces, go_refusal, go_regex};
+pub use regex_compat::{KATIB_DEFAULT_METRICS_FORMAT, escape_literal_braces, go_refusal, go_regex};
 pub use short::Short;
 pub use space::{
     Distribution, Domain, MAX_LIST_VALUES, Parameter, SearchSpace, grid_point, tidy,

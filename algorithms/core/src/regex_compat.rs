@@ -1,6 +1,10 @@
 //! Compatibility of Katib's Go (RE2) regular expressions with Rust's `regex` syntax, shared by
 //! the spec validator and the metrics collector so both accept the same `metricsFormat`.
 
+/// Katib's default `metricsFormat` for TEXT metrics (`name=value`), in Go syntax: what the
+/// collector applies when none is given and what the validator says cannot read a name.
+pub const KATIB_DEFAULT_METRICS_FORMAT: &str = r"([\w|-]+)\s*=\s*([+-]?\d*(\.\d+)?([Ee][+-]?\d+)?)";
+
 /// A Katib `metricsFormat` (Go RE2) as the Rust pattern that matches the same text: Go's own
 /// escapes spelled as Rust reads them ([`go_escapes`]), the characters Rust reads as nested
 /// classes or set operators inside a bracket class escaped ([`go_class_literals`]), literal

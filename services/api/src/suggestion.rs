@@ -197,7 +197,8 @@ fn log_warnings(experiment: &str, warnings: &[ConversionWarning], first: bool) {
 /// by name (the controller sends every trial in every request, in no fixed order) and at
 /// `debug` after that.
 fn log_left_out(experiment: &str, left_out: &[(String, ConversionWarning)]) {
-    static TOLD: std::sync::Mutex<Option<HashSet<String>>> = std::sync::Mutex::new(None);
+    static TOLD: std::sync::LazyLock<std::sync::Mutex<HashSet<String>>> =
+        std::sync::LazyLock::new(Default::default);
     // Bounded: a long-lived server forgets what it told and may tell it once more.
     const REMEMBERED: usize = 10_000;
     for (trial, w) in left_out {
@@ -206,7 +207,6 @@ fn log_left_out(experiment: &str, left_out: &[(String, ConversionWarning)]) {
             let mut told = TOLD
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-            let told = told.get_or_insert_with(HashSet::new);
             if told.len() >= REMEMBERED {
                 told.clear();
             }

@@ -98,8 +98,8 @@ impl FileFollower {
             Err(e) => return Err(e),
         };
         let replaced = self.file.is_none() || meta.ino() != self.inode;
-        let rewritten = |f: &mut Self| f.rewritten(meta.len(), meta.modified().ok());
-        if replaced || meta.len() < self.offset || rewritten(self)? {
+        let modified = meta.modified().ok();
+        if replaced || meta.len() < self.offset || self.rewritten(meta.len(), modified)? {
             let file = File::open(&self.path)?;
             if !self.begins_with_consumed(&file, meta.len())? {
                 self.restart();
@@ -157,28 +157,16 @@ impl FileFollower {
     /// consumed bytes where they were read: its last bytes changed, or it was modified
     /// without growing (a rewrite of the same length) or its first bytes changed.
     fn rewritten(&mut self, len: u64, modified: Option<SystemTime>) -> std::io::Result<bool> {
-        if !self.edge_unchanged(self.offset - self.tail.len() as u64, true)? {
+        let Some(file) = self.file.as_mut() else {
+            return Ok(true);
+        };
+        if !holds(file, self.offset - self.tail.len() as u64, &self.tail)? {
             return Ok(true);
         }
         if modified == self.modified {
             return Ok(false);
         }
-        Ok(len == self.offset || !self.edge_unchanged(0, false)?)
-    }
-
-    /// Whether the open file still holds the consumed tail (or head) at `at`.
-    fn edge_unchanged(&mut self, at: u64, tail: bool) -> std::io::Result<bool> {
-        let edge = if tail { &self.tail } else { &self.head };
-        let Some(file) = self.file.as_mut() else {
-            return Ok(false);
-        };
-        let mut now = vec![0; edge.len()];
-        file.seek(SeekFrom::Start(at))?;
-        match file.read_exact(&mut now) {
-            Ok(()) => Ok(&now == edge),
-            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Ok(false),
-            Err(e) => Err(e),
-        }
+        Ok(len == self.offset || !holds(file, 0, &self.head)?)
     }
 
     /// Whether `file` (of `len` bytes) begins with every byte consumed so far: a rewrite
@@ -293,6 +281,17 @@ impl FileFollower {
         self.partial.clear();
         self.overlong = false;
         (line, cut)
+    }
+}
+
+/// Whether `file` holds `bytes` at offset `at`.
+fn holds(file: &mut File, at: u64, bytes: &[u8]) -> std::io::Result<bool> {
+    let mut now = vec![0; bytes.len()];
+    file.seek(SeekFrom::Start(at))?;
+    match file.read_exact(&mut now) {
+        Ok(()) => Ok(now == bytes),
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Ok(false),
+        Err(e) => Err(e),
     }
 }
 

@@ -5,7 +5,7 @@ use crate::error::CollectorError;
 use regex::Regex;
 
 /// Katib's default `metricsFormat`: `name=value`.
-pub const KATIB_DEFAULT_FORMAT: &str = r"([\w|-]+)\s*=\s*([+-]?\d*(\.\d+)?([Ee][+-]?\d+)?)";
+pub use vernier_core::KATIB_DEFAULT_METRICS_FORMAT as KATIB_DEFAULT_FORMAT;
 
 /// A metric value read from a line.
 #[derive(Debug, Clone, PartialEq)]

@@ -43,7 +43,7 @@ pub const COLLECTOR_KINDS: &[&str] = &[
 ];
 
 /// Katib's default `metricsFormat` for TEXT metrics (`name=value`).
-pub const DEFAULT_METRICS_FORMAT: &str = r"([\w|-]+)\s*=\s*([+-]?\d*(\.\d+)?([Ee][+-]?\d+)?)";
+pub use vernier_core::KATIB_DEFAULT_METRICS_FORMAT as DEFAULT_METRICS_FORMAT;
 
 /// Where the `File` and `StdOut` collectors read metrics by default.
 pub const DEFAULT_METRICS_FILE: &str = "/var/log/katib/metrics.log";

@@ -263,7 +263,8 @@ pub fn format_reading(name: &str) -> String {
         }
         extra.push(c);
     }
-    format!("([\\w|{extra}-]+)\\s*=\\s*([+-]?\\d*(\\.\\d+)?([Ee][+-]?\\d+)?)")
+    let default_class = r"[\w|-]";
+    crate::known::DEFAULT_METRICS_FORMAT.replacen(default_class, &format!("[\\w|{extra}-]"), 1)
 }
 
 #[cfg(test)]
