@@ -186,15 +186,24 @@ impl Env {
     }
 
     /// Writes the experiment back whole, as `kubectl replace -f` does: the spec edited by
-    /// `change`, with none of the annotations the operator put on it.
-    async fn replace(&self, name: &str, change: impl FnOnce(&mut serde_json::Value)) {
-        let mut obj = self.experiments().get(name).await.expect("read");
-        obj.metadata.annotations = None;
-        change(&mut obj.data["spec"]);
-        self.experiments()
-            .replace(name, &kube::api::PostParams::default(), &obj)
-            .await
-            .expect("replaced");
+    /// `change`, with none of the annotations the operator put on it. A write that meets the
+    /// operator's own (409 Conflict) reads the object again, as a user would retry.
+    async fn replace(&self, name: &str, change: impl Fn(&mut serde_json::Value)) {
+        for _ in 0..20 {
+            let mut obj = self.experiments().get(name).await.expect("read");
+            obj.metadata.annotations = None;
+            change(&mut obj.data["spec"]);
+            match self
+                .experiments()
+                .replace(name, &kube::api::PostParams::default(), &obj)
+                .await
+            {
+                Ok(_) => return,
+                Err(kube::Error::Api(e)) if e.code == 409 => continue,
+                Err(e) => panic!("replaced: {e}"),
+            }
+        }
+        panic!("replace of {name}: 20 conflicts in a row");
     }
 
     /// Waits for an event with `reason` about the object `name`.
@@ -929,7 +938,7 @@ async fn a_trial_without_its_objective_says_which_metrics_it_reported() {
     assert_eq!(running["reason"], "TrialRunning", "{t:#}");
     assert_eq!(
         c["message"],
-        "Metrics are not available: the job succeeded but never reported the objective metric \"accuracy\" (saw loss); hint: print a line such as `accuracy=0.5` from container \"trainer\""
+        "Metrics are not available: the job succeeded but never reported the objective metric \"accuracy\" (saw loss); hint: from container \"trainer\", print a line such as `accuracy=0.5`"
     );
     op.stop().await;
     env.shutdown().await;
