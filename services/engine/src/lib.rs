@@ -20,13 +20,15 @@ pub use vernier_spec::plan;
 
 pub use error::EngineError;
 pub use names::{identity_seed, suggest_seed, trial_name};
-pub use resolved::{Collector, EarlyStopping, PrometheusPort, ResolvedExperiment, SharedPath};
+pub use resolved::{
+    Collector, EarlyStopping, PrometheusPort, ResolvedExperiment, SharedPath, metrics_formats,
+};
 pub use resume::ResumePolicy;
 pub use settings::{
     AlgorithmSource, BuiltEarlyStopping, algorithm_refusals, build_early_stopping, check_settings,
 };
 pub use suggest::{SuggestInput, build_suggester, search_ended, suggest};
 pub use verdict::{
-    Finished, Place, TrialEnd, Verdict, ZERO_TIME_US, judge, metrics_unavailable,
+    Finished, How, Place, TrialEnd, Verdict, ZERO_TIME_US, judge, metrics_unavailable,
     objective_reported, unavailable_hint,
 };

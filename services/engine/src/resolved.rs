@@ -27,6 +27,15 @@ pub struct ResolvedExperiment {
     pub resume_policy: ResumePolicy,
 }
 
+/// `source.filter.metricsFormat` of a metrics collector spec (empty: Katib's `name=value`
+/// default).
+pub fn metrics_formats(spec: Option<&MetricsCollectorSpec>) -> Vec<String> {
+    spec.and_then(|m| m.source.as_ref())
+        .and_then(|src| src.filter.as_ref())
+        .map(|f| f.metrics_format.clone())
+        .unwrap_or_default()
+}
+
 /// `spec.earlyStopping`: the rule's name and settings.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EarlyStopping {
@@ -101,11 +110,7 @@ impl ResolvedExperiment {
                 settings: pairs(&es.algorithm_settings),
             }),
             collector: Collector::of(collector_spec),
-            metrics_formats: collector_spec
-                .and_then(|m| m.source.as_ref())
-                .and_then(|src| src.filter.as_ref())
-                .map(|f| f.metrics_format.clone())
-                .unwrap_or_default(),
+            metrics_formats: metrics_formats(collector_spec),
             resume_policy: ResumePolicy::of(s.resume_policy.as_deref()),
             space,
             objective,

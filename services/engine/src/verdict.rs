@@ -98,7 +98,10 @@ pub fn judge(exp: &ResolvedExperiment, trial: Finished<'_>) -> Verdict {
         TrialEnd::Completed => metrics_unavailable(
             &exp.objective.metric,
             trial.seen,
-            &exp.collector,
+            How {
+                collector: &exp.collector,
+                formats: &exp.metrics_formats,
+            },
             trial.place,
         ),
         TrialEnd::ExitCode(code) => failed(format!("the trial process exited with code {code}")),
@@ -123,15 +126,23 @@ pub fn objective_reported(latest: Option<&str>) -> bool {
     latest.is_some_and(|v| v != UNAVAILABLE)
 }
 
+/// How an experiment takes its metrics: its collector and `source.filter.metricsFormat`.
+#[derive(Debug, Clone, Copy)]
+pub struct How<'a> {
+    pub collector: &'a Collector,
+    /// Empty: Katib's default `name=value` format.
+    pub formats: &'a [String],
+}
+
 /// The verdict on a trial that completed without ever reporting its objective `metric`: Katib's
-/// MetricsUnavailable with the names it did report (`seen`, any order) and how `collector`
+/// MetricsUnavailable with the names it did report (`seen`, any order) and how the experiment
 /// takes the metric at `place`, and the `unavailable` observation to record. It needs only
 /// what both drivers know of a trial, so the operator, which has no [`ResolvedExperiment`] in
 /// its Trial reconciler, words it as [`judge`] does.
 pub fn metrics_unavailable(
     metric: &str,
     seen: &[String],
-    collector: &Collector,
+    how: How<'_>,
     place: Place<'_>,
 ) -> Verdict {
     let (subject, hint_sep) = match place {
@@ -148,7 +159,7 @@ pub fn metrics_unavailable(
     let message = format!(
         "Metrics are not available: {subject} but {what} ({}){hint_sep}hint: {}",
         seen_text(seen),
-        unavailable_hint(collector, metric, place),
+        unavailable_hint(how, metric, place),
     );
     Verdict {
         unavailable: Some(Observation {
@@ -201,13 +212,14 @@ fn event_place(metric: &str, root: &str) -> String {
 }
 
 /// How a trial reports `metric` through the experiment's collector.
-pub fn unavailable_hint(collector: &Collector, metric: &str, place: Place<'_>) -> String {
-    match (collector, place) {
+pub fn unavailable_hint(how: How<'_>, metric: &str, place: Place<'_>) -> String {
+    let line = text_line(metric, how.formats);
+    match (how.collector, place) {
         (Collector::StdOut, Place::Cluster { container }) => {
-            format!("print a line such as `{metric}=0.5` from container {container:?}")
+            format!("from container {container:?}, print {line}")
         }
         (Collector::File { path, json: false }, Place::Cluster { .. }) => {
-            format!("write a line such as `{metric}=0.5` to {path:?}, the File collector's path")
+            format!("write {line} to {path:?}, the File collector's path")
         }
         (Collector::File { json: true, path }, Place::Cluster { .. }) => {
             format!("write a JSON line such as {{\"{metric}\": \"0.5\"}} to {path:?}")
@@ -222,7 +234,7 @@ pub fn unavailable_hint(collector: &Collector, metric: &str, place: Place<'_>) -
             "write a JSON line such as {{\"{metric}\": \"0.5\"}} to $VERNIER_METRICS_FILE, where {path:?} is mapped (printing it is not read)"
         ),
         (Collector::File { json: false, path }, Place::Local { .. }) => format!(
-            "write a line such as `{metric}=0.5` to $VERNIER_METRICS_FILE, where {path:?} is mapped (printing it is not read)"
+            "write {line} to $VERNIER_METRICS_FILE, where {path:?} is mapped (printing it is not read)"
         ),
         (Collector::TensorFlowEvent { .. }, Place::Local { .. }) => {
             format!("write {}", event_place(metric, "$VERNIER_METRICS_DIR"))
@@ -245,14 +257,35 @@ pub fn unavailable_hint(collector: &Collector, metric: &str, place: Place<'_>) -
         (Collector::Push, Place::Local { push_env }) => format!(
             "call report_metrics({{\"{metric}\": 0.5}}, db_manager_address=os.environ[\"{push_env}\"]) from the Katib SDK, or send DBManager.ReportObservationLog to that address"
         ),
+        _ if !how.formats.is_empty() => format!("print {line}"),
         _ if !vernier_spec::validate::default_format_reads(metric) => format!(
             "Katib's default metrics format reads names of letters, digits, '_', '|' and '-' \
              only: set spec.metricsCollectorSpec.source.filter.metricsFormat to a format that \
              reads {metric:?}, e.g. {}",
             vernier_spec::validate::format_reading(metric)
         ),
+        _ => format!("print {line}, or set spec.metricsCollectorSpec.source.filter.metricsFormat"),
+    }
+}
+
+/// A text line that reports `metric`: Katib's default `name=value`, or one the experiment's own
+/// `metricsFormat` reads (a regular expression cannot be turned into an example line, so the
+/// hint quotes it and says which group is which).
+fn text_line(metric: &str, formats: &[String]) -> String {
+    match formats {
+        [] => format!("a line such as `{metric}=0.5`"),
+        [format] => format!(
+            "a line that spec.metricsCollectorSpec.source.filter.metricsFormat `{format}` \
+             reads, its first group matching {metric:?} and its second the value"
+        ),
         _ => format!(
-            "print a line such as `{metric}=0.5`, or set spec.metricsCollectorSpec.source.filter.metricsFormat"
+            "a line that one of spec.metricsCollectorSpec.source.filter.metricsFormat {} \
+             reads, its first group matching {metric:?} and its second the value",
+            formats
+                .iter()
+                .map(|f| format!("`{f}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
         ),
     }
 }

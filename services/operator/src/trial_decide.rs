@@ -6,7 +6,7 @@ use serde_json::Value;
 use vernier_core::TrialState;
 use vernier_engine::frozen_rules::breaks;
 use vernier_engine::reason::TRIAL_FAILED;
-use vernier_engine::{Collector, Place, metrics_unavailable};
+use vernier_engine::{Collector, How, Place, metrics_formats, metrics_unavailable};
 use vernier_spec::trial::TrialSpec;
 
 /// A trial that ends Failed: Katib's condition reason and message.
@@ -149,9 +149,14 @@ pub fn verdict(reported: Reported<'_>, spec: &TrialSpec) -> Verdict {
         return Verdict::Succeeded;
     }
     let collector = Collector::of(spec.metrics_collector.as_ref());
+    let formats = metrics_formats(spec.metrics_collector.as_ref());
     let container = spec.primary_container_name.as_deref().unwrap_or_default();
     let place = Place::Cluster { container };
-    Verdict::MetricsUnavailable(metrics_unavailable(metric, seen, &collector, place))
+    let how = How {
+        collector: &collector,
+        formats: &formats,
+    };
+    Verdict::MetricsUnavailable(metrics_unavailable(metric, seen, how, place))
 }
 
 #[cfg(test)]
@@ -260,7 +265,7 @@ mod tests {
                 json!({}),
                 Vec::new(),
                 saw_none,
-                "print a line such as `acc=0.5` from container \"trainer\"",
+                "from container \"trainer\", print a line such as `acc=0.5`",
             ),
             (
                 json!({"collector": {"kind": "Push"}}),
@@ -279,6 +284,12 @@ mod tests {
                 vec!["val_acc".to_string(), "val_loss".to_string()],
                 saw_two,
                 "write a scalar summary tagged \"acc\" to an events.out.tfevents.* file under \"/ev\"",
+            ),
+            (
+                json!({"collector": {"kind": "StdOut"}, "source": {"filter": {"metricsFormat": ["(\\w+): (\\S+)"]}}}),
+                Vec::new(),
+                saw_none,
+                "from container \"trainer\", print a line that spec.metricsCollectorSpec.source.filter.metricsFormat `(\\w+): (\\S+)` reads, its first group matching \"acc\" and its second the value",
             ),
         ];
         for (collector, seen, head, hint) in table {

@@ -249,7 +249,7 @@ fn metrics_unavailable_records_katib_observation_and_says_what_was_seen() {
     );
     assert_eq!(
         v.message,
-        "Metrics are not available: the job succeeded but never reported the objective metric \"loss\" (saw m0, m1, m2, m3, m4, m5, m6, m7 and 2 more); hint: print a line such as `loss=0.5` from container \"main\""
+        "Metrics are not available: the job succeeded but never reported the objective metric \"loss\" (saw m0, m1, m2, m3, m4, m5, m6, m7 and 2 more); hint: from container \"main\", print a line such as `loss=0.5`"
     );
 }
 
@@ -280,11 +280,11 @@ fn the_unavailable_sentence_needs_only_what_both_drivers_know() {
             &["acc"],
             CLUSTER,
             Collector::StdOut,
-            "Metrics are not available: the job succeeded but never reported the objective metric \"loss\" (saw acc); hint: print a line such as `loss=0.5` from container \"main\"",
+            "Metrics are not available: the job succeeded but never reported the objective metric \"loss\" (saw acc); hint: from container \"main\", print a line such as `loss=0.5`",
         ),
     ];
     for (seen, place, collector, want) in cases {
-        let v = metrics_unavailable("loss", &names(seen), &collector, place);
+        let v = metrics_unavailable("loss", &names(seen), default_format(&collector), place);
         assert_eq!(v.message, want);
         assert_eq!(
             (v.state, v.reason),
@@ -296,8 +296,20 @@ fn the_unavailable_sentence_needs_only_what_both_drivers_know() {
     let exp = experiment("");
     let seen = names(&["val_loss"]);
     let judged = judge_completed(&exp, &seen, CLUSTER);
-    let shared = metrics_unavailable(&exp.objective.metric, &seen, &exp.collector, CLUSTER);
+    let shared = metrics_unavailable(
+        &exp.objective.metric,
+        &seen,
+        default_format(&exp.collector),
+        CLUSTER,
+    );
     assert_eq!(judged, shared);
+}
+
+fn default_format(collector: &Collector) -> How<'_> {
+    How {
+        collector,
+        formats: &[],
+    }
 }
 
 #[test]
@@ -324,7 +336,7 @@ fn hints_name_the_collector_and_the_place() {
         (
             &Collector::StdOut,
             CLUSTER,
-            "print a line such as `acc=0.5` from container \"main\"",
+            "from container \"main\", print a line such as `acc=0.5`",
         ),
         (
             &file,
@@ -361,17 +373,17 @@ fn hints_name_the_collector_and_the_place() {
         ),
     ];
     for (collector, place, fragment) in cases {
-        let hint = unavailable_hint(collector, "acc", place);
+        let hint = unavailable_hint(default_format(collector), "acc", place);
         assert!(hint.contains(fragment), "{collector:?} {place:?}: {hint}");
     }
     // A name the default format cannot read gets the format that reads it, not a line to print.
-    let hint = unavailable_hint(&Collector::StdOut, "précision", LOCAL);
+    let hint = unavailable_hint(default_format(&Collector::StdOut), "précision", LOCAL);
     assert!(
         hint.contains("reads \"précision\", e.g. ([\\w|é-]+)") && !hint.contains("print a line"),
         "{hint}"
     );
     // Katib reads a metric name with '/' as the event file's directory, then the tag.
-    let hint = unavailable_hint(&events, "test/accuracy", LOCAL);
+    let hint = unavailable_hint(default_format(&events), "test/accuracy", LOCAL);
     assert!(
         hint.contains(
             "tagged \"accuracy\" to an events.out.tfevents.* file in a directory ending in \
@@ -379,6 +391,58 @@ fn hints_name_the_collector_and_the_place() {
         ),
         "{hint}"
     );
+}
+
+/// With the experiment's own `metricsFormat`, a `name=value` line would not be read: the hint
+/// quotes the format instead, and does not send the user to a field already set.
+#[test]
+fn hints_quote_the_experiments_own_metrics_format() {
+    let file = Collector::File {
+        path: "/var/log/m.log".into(),
+        json: false,
+    };
+    let one = [r"{metricName: ([\w|-]+), metricValue: ((-?\d+)(\.\d+)?)}".to_string()];
+    let two = [r"(\w+)=(\S+)".to_string(), r"(\w+): (\S+)".to_string()];
+    let quoted = "a line that spec.metricsCollectorSpec.source.filter.metricsFormat \
+                  `{metricName: ([\\w|-]+), metricValue: ((-?\\d+)(\\.\\d+)?)}` reads, its first \
+                  group matching \"acc\" and its second the value";
+    let cases: Vec<(&Collector, &[String], Place<'_>, String)> = vec![
+        (&Collector::StdOut, &one, LOCAL, format!("print {quoted}")),
+        (
+            &Collector::StdOut,
+            &one,
+            CLUSTER,
+            format!("from container \"main\", print {quoted}"),
+        ),
+        (
+            &file,
+            &one,
+            LOCAL,
+            format!(
+                "write {quoted} to $VERNIER_METRICS_FILE, where \"/var/log/m.log\" is mapped \
+                 (printing it is not read)"
+            ),
+        ),
+        (
+            &Collector::StdOut,
+            &two,
+            LOCAL,
+            "print a line that one of spec.metricsCollectorSpec.source.filter.metricsFormat \
+             `(\\w+)=(\\S+)`, `(\\w+): (\\S+)` reads, its first group matching \"acc\" and its \
+             second the value"
+                .to_string(),
+        ),
+    ];
+    for (collector, formats, place, want) in cases {
+        let how = How { collector, formats };
+        assert_eq!(unavailable_hint(how, "acc", place), want);
+    }
+    // A name Katib's default format cannot read is no matter when the format is the user's.
+    let how = How {
+        collector: &Collector::StdOut,
+        formats: &two,
+    };
+    assert!(unavailable_hint(how, "précision", LOCAL).starts_with("print a line that one of"));
 }
 
 /// The rule both drivers apply to a completed trial's objective (Katib's): any latest value but
