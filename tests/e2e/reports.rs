@@ -64,6 +64,36 @@ fn csv_and_table_hold_every_trial_and_top_limits_the_table() {
     assert!(!sb.path().join("out.tmp").exists());
 }
 
+/// Each trial carries the experiment's labels, as Katib's `TrialLabels` copies them, under its
+/// own experiment label (an experiment's label of that key does not win).
+#[test]
+fn trials_carry_the_experiments_labels() {
+    let sb = Sandbox::new();
+    let yaml = std::fs::read_to_string(experiment(&sb, "lab", 2, 0.0)).unwrap();
+    let yaml = yaml.replacen(
+        "  name: lab\n",
+        "  name: lab\n  labels:\n    team: a\n    katib.kubeflow.org/experiment: other\n",
+        1,
+    );
+    let file = sb.write("lab.yaml", &yaml);
+    let out = sb.run(&["run", file.to_str().unwrap(), "--seed", "1"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let r = sb.report("lab");
+    let trials = r["trials"].as_array().unwrap();
+    assert_eq!(trials.len(), 2);
+    for t in trials {
+        let labels = &t["metadata"]["labels"];
+        assert_eq!(labels["team"], "a", "{labels}");
+        assert_eq!(labels["katib.kubeflow.org/experiment"], "lab", "{labels}");
+    }
+    let csv = sb.run(&["report", "lab", "--format", "csv"]);
+    let header = String::from_utf8_lossy(&csv.stdout);
+    assert!(
+        header.lines().next().unwrap().ends_with(",team"),
+        "{header}"
+    );
+}
+
 /// `--format observations` holds every value each trial printed, numbered per metric, in the
 /// order printed; written to a file it matches what stdout shows.
 #[test]

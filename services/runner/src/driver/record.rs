@@ -142,7 +142,9 @@ pub(super) async fn insert_trial(
     seq: u64,
     proposal: &Proposal,
 ) -> Result<TrialRow, RunnerError> {
-    let mut labels = proposal.labels.clone();
+    // Katib's `TrialLabels`: the experiment's labels, then the suggestion's, then its name.
+    let mut labels = exp.spec.metadata.labels.clone();
+    labels.extend(proposal.labels.clone());
     labels.insert("katib.kubeflow.org/experiment".into(), exp.name.clone());
     for retry in 0.. {
         let row = TrialRow {
