@@ -89,10 +89,33 @@ fn check_collector(spec: &Experiment) -> Result<(), String> {
     let collector = Collector::of(spec.spec.metrics_collector_spec.as_ref());
     let collector = collector.kind();
     if COLLECTORS.contains(&collector) {
-        return Ok(());
+        return check_injection(spec, collector);
     }
     Err(format!(
         "spec.metricsCollectorSpec.collector.kind: value {collector:?} is not supported by the operator; hint: use StdOut (the primary container's log is followed), File or TensorFlowEvent (read by an injected sidecar), Custom (your collector container, injected beside the trial) or Push"
+    ))
+}
+
+/// Collectors that run inside the trial's pods: the operator injects them into the pod
+/// templates of the job, so a job without one (an Argo Workflow, a Tekton PipelineRun) cannot
+/// have them. Katib injects them with a pod webhook, which this operator does not have.
+const INJECTED: [&str; 3] = ["File", "TensorFlowEvent", "Custom"];
+
+fn check_injection(spec: &Experiment, collector: &str) -> Result<(), String> {
+    let tt = spec.spec.trial_template.as_ref();
+    let Some(job) = tt.and_then(|t| t.trial_spec.as_ref()) else {
+        return Ok(());
+    };
+    if !INJECTED.contains(&collector) || crate::trial_job::has_pod_template(job) {
+        return Ok(());
+    }
+    let kind = job.get("kind").and_then(Value::as_str).unwrap_or_default();
+    Err(format!(
+        "spec.metricsCollectorSpec.collector.kind: value {collector:?} is injected into the pod \
+         templates of the trial's job, and a {kind} has none (Katib injects collectors with a pod \
+         webhook, which vernier operator does not have); hint: print the metrics and use StdOut \
+         (the log of the primary pods, found by primaryPodLabels, is followed), or use Push and \
+         set KATIB_TRIAL_NAME to ${{trialSpec.Name}} in the training container's env"
     ))
 }
 
@@ -109,4 +132,68 @@ pub fn stopping(exp: &Resolved, ctx: &Context) -> Result<Stopping, String> {
 pub fn experiment_seed(obj: &DynamicObject, exp: &Resolved) -> u64 {
     exp.setting_seed()
         .unwrap_or_else(|| identity_seed(&obj.uid().unwrap_or_else(|| obj.name_any())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn experiment(collector: &str, job: Value) -> Experiment {
+        let doc = json!({
+            "apiVersion": API_VERSION, "kind": "Experiment",
+            "metadata": {"name": "e", "namespace": "default"},
+            "spec": {
+                "objective": {"type": "maximize", "objectiveMetricName": "acc"},
+                "algorithm": {"algorithmName": "random"},
+                "metricsCollectorSpec": {"collector": {"kind": collector,
+                    "customCollector": {"name": "c", "image": "c"}}},
+                "parameters": [{"name": "lr", "parameterType": "double",
+                    "feasibleSpace": {"min": "0.1", "max": "0.2"}}],
+                "trialTemplate": {
+                    "primaryContainerName": "main",
+                    "successCondition": "status.phase",
+                    "failureCondition": "status.failed",
+                    "trialParameters": [{"name": "lr", "reference": "lr"}],
+                    "trialSpec": job
+                }
+            }
+        });
+        parse_experiment_value(&doc).expect("experiment")
+    }
+
+    #[test]
+    fn collectors_injected_into_pods_need_a_pod_template() {
+        let container = json!({"name": "main", "image": "x", "args": ["${trialParameters.lr}"]});
+        let job = json!({"apiVersion": "batch/v1", "kind": "Job",
+            "spec": {"template": {"spec": {"containers": [container]}}}});
+        let workflow = json!({"apiVersion": "argoproj.io/v1alpha1", "kind": "Workflow",
+            "spec": {"templates": [{"name": "main", "container": container}]}});
+        let cases = [
+            ("StdOut", &workflow, None),
+            ("Push", &workflow, None),
+            ("File", &job, None),
+            ("Custom", &job, None),
+            (
+                "File",
+                &workflow,
+                Some("value \"File\" is injected into the pod templates"),
+            ),
+            ("TensorFlowEvent", &workflow, Some("a Workflow has none")),
+            (
+                "Custom",
+                &workflow,
+                Some("hint: print the metrics and use StdOut"),
+            ),
+        ];
+        for (collector, job, refused) in cases {
+            let got = operator_refusal(&experiment(collector, job.clone()));
+            match refused {
+                None => assert_eq!(got, Ok(()), "{collector} {job}"),
+                Some(text) => {
+                    let e = got.expect_err(collector);
+                    assert!(e.contains(text), "{e}");
+                }
+            }
+        }
+    }
 }

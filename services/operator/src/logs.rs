@@ -15,8 +15,9 @@
 //! reconciles at all.
 
 use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kube::api::{Api, ListParams, LogParams};
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, LogParams};
 use kube::{Client, ResourceExt};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -28,7 +29,7 @@ use vernier_core::Observation;
 use vernier_spec::trial::TRIAL_LABEL;
 use vernier_store::SqlStore;
 
-/// How long a follower looks for the trial's primary pod before giving up.
+/// How long a follower looks for the trial's primary pod before it warns that none matches.
 const POD_WAIT: Duration = Duration::from_secs(120);
 const RETRY: Duration = Duration::from_millis(300);
 /// How often a follower that has read every pod looks for another (a retry's).
@@ -39,8 +40,11 @@ const IDLE_POLL: Duration = Duration::from_secs(1);
 pub struct FollowTarget {
     pub namespace: String,
     pub trial: String,
-    /// `primaryPodLabels`; the trial label is always added.
+    /// `primaryPodLabels`; the trial label is added unless pods are found by owner.
     pub pod_labels: BTreeMap<String, String>,
+    /// The kind of the trial's job when it has no pod template the operator labels (an Argo
+    /// Workflow): its pods are then the ones whose owners lead to the job or the Trial.
+    pub owner_kind: Option<String>,
     pub container: String,
     /// Metric names to record, objective first.
     pub metrics: Vec<String>,
@@ -69,11 +73,15 @@ impl std::fmt::Debug for Wake {
 pub enum FollowState {
     Following,
     Done,
+    /// Done without any pod matching the trial's primary pod labels: no log was read.
+    NoPod,
 }
 
 #[derive(Debug)]
 struct Follower {
     done: Arc<AtomicBool>,
+    /// Set when the job ended without any pod matching.
+    no_pod: Arc<AtomicBool>,
     /// Set once the trial's job has ended: no pod is created after it.
     job_ended: Arc<AtomicBool>,
     handle: JoinHandle<()>,
@@ -101,17 +109,25 @@ impl Followers {
             if job_ended {
                 f.job_ended.store(true, Ordering::SeqCst);
             }
-            return if f.done.load(Ordering::SeqCst) {
-                FollowState::Done
-            } else {
-                FollowState::Following
+            return match (
+                f.done.load(Ordering::SeqCst),
+                f.no_pod.load(Ordering::SeqCst),
+            ) {
+                (false, _) => FollowState::Following,
+                (true, false) => FollowState::Done,
+                (true, true) => FollowState::NoPod,
             };
         }
         let done = Arc::new(AtomicBool::new(false));
+        let no_pod = Arc::new(AtomicBool::new(false));
         let ended = Arc::new(AtomicBool::new(job_ended));
-        let (flag, ended_flag) = (done.clone(), ended.clone());
+        let flags = Flags {
+            no_pod: no_pod.clone(),
+            job_ended: ended.clone(),
+        };
+        let flag = done.clone();
         let handle = tokio::spawn(async move {
-            if let Err(e) = follow(client, store, &target, &wake, &ended_flag).await {
+            if let Err(e) = follow(client, store, &target, &wake, &flags).await {
                 tracing::warn!("trial {}: metrics from the pod log: {e}", target.trial);
             }
             flag.store(true, Ordering::SeqCst);
@@ -119,6 +135,7 @@ impl Followers {
         });
         let follower = Follower {
             done,
+            no_pod,
             job_ended: ended,
             handle,
         };
@@ -161,10 +178,13 @@ impl Drop for Followers {
     }
 }
 
-/// The label selector of the trial's primary pod.
+/// The label selector of the trial's primary pods: `primaryPodLabels`, and the trial label
+/// on pods the operator labelled.
 pub fn pod_selector(target: &FollowTarget) -> String {
     let mut labels = target.pod_labels.clone();
-    labels.insert(TRIAL_LABEL.into(), target.trial.clone());
+    if target.owner_kind.is_none() {
+        labels.insert(TRIAL_LABEL.into(), target.trial.clone());
+    }
     labels
         .iter()
         .map(|(k, v)| format!("{k}={v}"))
@@ -172,36 +192,54 @@ pub fn pod_selector(target: &FollowTarget) -> String {
         .join(",")
 }
 
+/// What a follower tells its trial, and is told.
+struct Flags {
+    no_pod: Arc<AtomicBool>,
+    /// Set once the trial's job has ended: no pod is created after it.
+    job_ended: Arc<AtomicBool>,
+}
+
 /// Follows the log of each primary pod of the trial, oldest first, until the job has ended
-/// and every pod it had is read, recording metric lines in the store.
+/// and every pod it had is read, recording metric lines in the store. A pod may come late (a
+/// workflow's earlier steps, a quota), so the follower waits for one as long as the job runs.
 async fn follow(
     client: Client,
     store: SqlStore,
     target: &FollowTarget,
     wake: &Wake,
-    job_ended: &AtomicBool,
+    flags: &Flags,
 ) -> Result<(), String> {
     let filter = MetricsFilter::from_formats(&target.formats).map_err(|e| e.to_string())?;
-    let pods: Api<Pod> = Api::namespaced(client, &target.namespace);
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &target.namespace);
     let log = Log {
         filter: &filter,
         store: &store,
         target,
         wake,
     };
+    let mut owned = Owned::new(client, target);
     let mut read: HashSet<String> = HashSet::new();
-    let mut waited = Duration::ZERO;
+    let (mut waited, mut warned) = (Duration::ZERO, false);
     loop {
         // Read before listing: a listing made after the job ended shows every pod it had.
-        let last_pass = job_ended.load(Ordering::SeqCst);
-        let listed = primary_pods(&pods, target).await?;
+        let last_pass = flags.job_ended.load(Ordering::SeqCst);
+        let listed = primary_pods(&pods, target, &mut owned).await?;
         let Some(pod) = listed.into_iter().find(|p| !read.contains(p)) else {
+            if last_pass && read.is_empty() {
+                flags.no_pod.store(true, Ordering::SeqCst);
+                let selector = pod_selector(target);
+                return Err(format!("no pod matched {selector}, so no log was read"));
+            }
             if last_pass {
                 return Ok(());
             }
-            if read.is_empty() && waited >= POD_WAIT {
+            if read.is_empty() && waited >= POD_WAIT && !warned {
+                warned = true;
                 let selector = pod_selector(target);
-                return Err(format!("no pod matches {selector} after {POD_WAIT:?}"));
+                tracing::warn!(
+                    "trial {}: no pod matches {selector} after {POD_WAIT:?}; still looking while its job runs",
+                    target.trial
+                );
             }
             let pause = if read.is_empty() { RETRY } else { IDLE_POLL };
             tokio::time::sleep(pause).await;
@@ -262,16 +300,25 @@ fn after_restarts(
 }
 
 /// The trial's primary pods, oldest first.
-async fn primary_pods(pods: &Api<Pod>, target: &FollowTarget) -> Result<Vec<String>, String> {
+async fn primary_pods(
+    pods: &Api<Pod>,
+    target: &FollowTarget,
+    owned: &mut Owned<'_>,
+) -> Result<Vec<String>, String> {
     let selector = pod_selector(target);
     let found = pods
         .list(&ListParams::default().labels(&selector))
         .await
         .map_err(|e| format!("cannot list pods {selector}: {e}"))?;
+    let mut items = Vec::with_capacity(found.items.len());
+    for p in found.items {
+        if owned.is_trials(&p).await {
+            items.push(p);
+        }
+    }
     // Creation times have whole seconds; within one, a failed attempt came before the pod
     // the job created to replace it.
-    let mut listed: Vec<(Option<Time>, u8, String)> = found
-        .items
+    let mut listed: Vec<(Option<Time>, u8, String)> = items
         .into_iter()
         .map(|p| {
             let phase = p.status.as_ref().and_then(|s| s.phase.as_deref());
@@ -285,6 +332,88 @@ async fn primary_pods(pods: &Api<Pod>, target: &FollowTarget) -> Result<Vec<Stri
         .collect();
     listed.sort();
     Ok(listed.into_iter().map(|(_, _, name)| name).collect())
+}
+
+/// Which pods belong to the trial by their owners, for a job whose pods carry no trial label
+/// (Katib's pod webhook walks a pod's owners up to its Trial the same way). Each pod's answer
+/// is kept: its owners do not change.
+struct Owned<'a> {
+    client: Client,
+    target: &'a FollowTarget,
+    known: HashMap<String, bool>,
+}
+
+/// How far up a pod's owners the trial is looked for (a step's pod, its Job, the Workflow).
+const OWNER_DEPTH: usize = 6;
+
+impl<'a> Owned<'a> {
+    fn new(client: Client, target: &'a FollowTarget) -> Self {
+        Owned {
+            client,
+            target,
+            known: HashMap::new(),
+        }
+    }
+
+    /// Whether `pod`, listed by the trial's selector, is the trial's.
+    async fn is_trials(&mut self, pod: &Pod) -> bool {
+        let Some(kind) = self.target.owner_kind.as_deref() else {
+            return true; // the selector holds the trial label
+        };
+        let uid = pod.uid().unwrap_or_else(|| pod.name_any());
+        if let Some(&known) = self.known.get(&uid) {
+            return known;
+        }
+        // An owner that could not be read is asked about again at the next listing.
+        let Some(verdict) = self.walk(pod.owner_references().to_vec(), kind).await else {
+            return false;
+        };
+        self.known.insert(uid, verdict);
+        verdict
+    }
+
+    /// Follows controller owners up from `refs` until one is the trial's job or the Trial;
+    /// `None` when an owner could not be read.
+    async fn walk(&self, mut refs: Vec<OwnerReference>, kind: &str) -> Option<bool> {
+        for _ in 0..OWNER_DEPTH {
+            if refs
+                .iter()
+                .any(|r| leads_to_trial(r, &self.target.trial, kind))
+            {
+                return Some(true);
+            }
+            let controller = refs.iter().find(|r| r.controller == Some(true));
+            let Some(next) = controller.or(refs.first()) else {
+                return Some(false);
+            };
+            let api = owner_api(&self.client, &self.target.namespace, next);
+            match api.get_opt(&next.name).await {
+                Ok(Some(owner)) => refs = owner.metadata.owner_references.unwrap_or_default(),
+                Ok(None) => return Some(false),
+                Err(e) => {
+                    tracing::debug!("trial {}: owner {}: {e}", self.target.trial, next.name);
+                    return None;
+                }
+            }
+        }
+        Some(false)
+    }
+}
+
+/// Whether an owner reference is the trial's job (named as the trial) or the Trial itself.
+fn leads_to_trial(r: &OwnerReference, trial: &str, job_kind: &str) -> bool {
+    let trial_kind = r.kind == "Trial" && r.api_version.starts_with("kubeflow.org/");
+    r.name == trial && (r.kind == job_kind || trial_kind)
+}
+
+/// The API of an owner's kind in `ns` (its plural guessed from the kind, as kube does).
+fn owner_api(client: &Client, ns: &str, owner: &OwnerReference) -> Api<DynamicObject> {
+    let (group, version) = match owner.api_version.split_once('/') {
+        Some((g, v)) => (g, v),
+        None => ("", owner.api_version.as_str()),
+    };
+    let gvk = GroupVersionKind::gvk(group, version, &owner.kind);
+    Api::namespaced_with(client.clone(), ns, &ApiResource::from_gvk(&gvk))
 }
 
 /// The container's log stream; `None` (after a pause) while the container has not started.
@@ -450,14 +579,15 @@ mod tests {
     }
 
     #[test]
-    fn selector_adds_the_trial_label() {
-        let target = FollowTarget {
+    fn selector_adds_the_trial_label_unless_pods_are_found_by_owner() {
+        let mut target = FollowTarget {
             namespace: "ns".into(),
             trial: "exp-abc".into(),
             pod_labels: BTreeMap::from([(
                 "training.kubeflow.org/job-role".to_string(),
                 "master".to_string(),
             )]),
+            owner_kind: None,
             container: "pytorch".into(),
             metrics: vec!["loss".into()],
             formats: vec![],
@@ -466,5 +596,30 @@ mod tests {
             pod_selector(&target),
             "katib.kubeflow.org/trial=exp-abc,training.kubeflow.org/job-role=master"
         );
+        target.owner_kind = Some("Workflow".into());
+        assert_eq!(
+            pod_selector(&target),
+            "training.kubeflow.org/job-role=master"
+        );
+    }
+
+    #[test]
+    fn an_owner_leads_to_the_trial_when_it_is_its_job_or_the_trial() {
+        let owner = |api_version: &str, kind: &str, name: &str| OwnerReference {
+            api_version: api_version.into(),
+            kind: kind.into(),
+            name: name.into(),
+            ..OwnerReference::default()
+        };
+        let cases = [
+            (owner("argoproj.io/v1alpha1", "Workflow", "t-1"), true),
+            (owner("kubeflow.org/v1beta1", "Trial", "t-1"), true),
+            (owner("argoproj.io/v1alpha1", "Workflow", "t-2"), false),
+            (owner("batch/v1", "Job", "t-1"), false),
+            (owner("example.com/v1", "Trial", "t-1"), false),
+        ];
+        for (r, want) in cases {
+            assert_eq!(leads_to_trial(&r, "t-1", "Workflow"), want, "{r:?}");
+        }
     }
 }

@@ -91,6 +91,7 @@ pub async fn run_controllers(
     }));
     for kind in &ctx.config.trial_kinds {
         if !served(&client, &ns, kind).await {
+            ctx.shared.not_watched(&kind.kind, &kind.group);
             continue;
         }
         trials = trials.owns_with(
@@ -176,7 +177,7 @@ async fn served(client: &Client, ns: &Option<String>, kind: &crate::jobs::TrialK
         Ok(_) => true,
         Err(kube::Error::Api(e)) if e.code == 404 => {
             tracing::info!(
-                "note: {}.{}.{} is not served by the API server (CRD not installed?); its jobs are not watched",
+                "note: {}.{}.{} is not served by the API server (CRD not installed?); its jobs are not watched, so its trials are looked at every observation interval (restart vernier operator once it is installed)",
                 kind.kind,
                 kind.version,
                 kind.group

@@ -9,6 +9,7 @@
 
 use kube::api::DynamicObject;
 use kube::runtime::reflector::{ObjectRef, Store};
+use std::collections::HashSet;
 use std::sync::RwLock;
 use tokio::sync::mpsc::UnboundedSender;
 
@@ -19,6 +20,10 @@ const READY_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 #[derive(Debug, Default)]
 pub struct Shared {
     running: RwLock<Option<Running>>,
+    /// Trial kinds (`Kind.group`) the API server did not serve when the controllers started, so
+    /// their jobs are not watched: a CRD installed since serves them, and their trials are
+    /// looked at every observation interval instead of waiting for a job event.
+    unwatched: RwLock<HashSet<String>>,
 }
 
 #[derive(Debug, Clone)]
@@ -65,6 +70,26 @@ impl Shared {
         Some(store)
     }
 
+    /// Records that jobs of `kind` in `group` are not watched.
+    pub(crate) fn not_watched(&self, kind: &str, group: &str) {
+        let mut set = self.unwatched.write().unwrap_or_else(|e| e.into_inner());
+        set.insert(format!("{kind}.{group}"));
+    }
+
+    /// Whether a change of the job `run_spec` describes reaches its trial as an event.
+    pub fn watches(&self, run_spec: Option<&serde_json::Value>) -> bool {
+        let field = |f: &str| {
+            run_spec
+                .and_then(|r| r.get(f))
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or_default()
+        };
+        let group = field("apiVersion").rsplit_once('/').map_or("", |(g, _)| g);
+        let key = format!("{}.{group}", field("kind"));
+        let set = self.unwatched.read().unwrap_or_else(|e| e.into_inner());
+        !set.contains(&key)
+    }
+
     /// Asks for the trial `namespace/name` to be reconciled soon; several requests before it
     /// runs are merged into one reconcile.
     pub fn wake_trial(&self, namespace: &str, name: &str) {
@@ -72,6 +97,29 @@ impl Shared {
             let _ = r.wake.send(
                 ObjectRef::new_with(name, crate::objects::trial_resource()).within(namespace),
             );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn jobs_of_an_unserved_kind_are_not_watched() {
+        let shared = Shared::default();
+        shared.not_watched("Workflow", "argoproj.io");
+        shared.not_watched("Pod", "");
+        let job = |api: &str, kind: &str| json!({"apiVersion": api, "kind": kind});
+        let cases = [
+            (job("argoproj.io/v1alpha1", "Workflow"), false),
+            (job("v1", "Pod"), false),
+            (job("batch/v1", "Job"), true),
+            (job("example.com/v1", "Workflow"), true),
+        ];
+        for (run_spec, want) in cases {
+            assert_eq!(shared.watches(Some(&run_spec)), want, "{run_spec}");
         }
     }
 }

@@ -246,13 +246,17 @@ async fn running(mut live: Live<'_>, spec: &TrialSpec) -> Result<Action> {
         live.announce(false, "JobRunning", note);
     }
     live.save().await?;
-    // The log follower wakes the trial when it records something; pushed metrics arrive
-    // through the gRPC server, which does not, so those are re-read.
-    Ok(if follows && live.ctx.shared.is_running() {
-        Action::requeue(RESYNC)
-    } else {
-        Action::requeue(live.ctx.config.observation_interval)
-    })
+    // The log follower wakes the trial when it records something, and the job's watch when
+    // the job ends; pushed metrics arrive through the gRPC server, which wakes nothing, and
+    // the end of a job of a kind not watched is seen by no watch, so those are re-read.
+    let shared = &live.ctx.shared;
+    Ok(
+        if follows && shared.is_running() && shared.watches(spec.run_spec.as_ref()) {
+            Action::requeue(RESYNC)
+        } else {
+            Action::requeue(live.ctx.config.observation_interval)
+        },
+    )
 }
 
 async fn job_failed(mut live: Live<'_>, spec: &TrialSpec, failure: Failure) -> Result<Action> {
@@ -269,7 +273,8 @@ async fn job_failed(mut live: Live<'_>, spec: &TrialSpec, failure: Failure) -> R
 /// The job succeeded: once its log is read to the end, the trial is judged on what it
 /// reported.
 async fn succeeded(mut live: Live<'_>, spec: &TrialSpec, job: (&str, &str)) -> Result<Action> {
-    if follows_log(spec) && live.follow(spec, true) == FollowState::Following {
+    let followed = follows_log(spec).then(|| live.follow(spec, true));
+    if followed == Some(FollowState::Following) {
         return Ok(Action::requeue(DRAIN_RECHECK));
     }
     let Some(objective) = objective_of(spec) else {
@@ -314,7 +319,17 @@ async fn succeeded(mut live: Live<'_>, spec: &TrialSpec, job: (&str, &str)) -> R
             let note = format!("Job {} has succeeded", live.name);
             live.announce(false, "JobSucceeded", note);
         }
-        Verdict::MetricsUnavailable(verdict) => {
+        Verdict::MetricsUnavailable(mut verdict) => {
+            // The engine's hint tells how to print the metric; here the log was never found.
+            if followed == Some(FollowState::NoPod) {
+                let target = follow_target(spec, &live.ns, &live.name);
+                verdict.message = format!(
+                    "Metrics are not available: the job succeeded but no pod matched {:?}, so \
+                     no log was read; hint: check spec.trialTemplate.primaryPodLabels against \
+                     the labels of the pods the job creates",
+                    crate::logs::pod_selector(&target)
+                );
+            }
             if let Some(log) = &verdict.unavailable {
                 live.record(&objective, log).await?;
             }

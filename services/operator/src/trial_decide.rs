@@ -102,7 +102,7 @@ pub fn kind_not_served(kind: &str, api_message: &str) -> Failure {
     Failure {
         reason: format!("{TRIAL_FAILED}. Job reason: KindNotServed"),
         message: format!(
-            "Trial has failed. Job message: the API server does not serve {kind} ({api_message}); hint: install the operator that provides it"
+            "Trial has failed. Job message: the API server does not serve {kind} ({api_message}); hint: install the operator that provides it, with its CRD"
         ),
     }
 }

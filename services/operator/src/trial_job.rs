@@ -60,14 +60,34 @@ pub fn job_object(
     })
 }
 
+/// Whether `value` under the key `key` is a pod template (an object with `spec.containers`).
+fn is_pod_template(key: &str, value: &Value) -> bool {
+    key == "template"
+        && value
+            .pointer("/spec/containers")
+            .is_some_and(Value::is_array)
+}
+
+/// Whether the job holds a pod template the operator labels. Pods of a job without one (an
+/// Argo Workflow's steps, a user's own kind) carry no trial label, so they are found through
+/// their owners instead, as Katib's pod webhook finds a pod's trial.
+pub fn has_pod_template(value: &Value) -> bool {
+    match value {
+        Value::Object(map) => map
+            .iter()
+            .any(|(k, v)| is_pod_template(k, v) || has_pod_template(v)),
+        Value::Array(items) => items.iter().any(has_pod_template),
+        _ => false,
+    }
+}
+
 /// Adds `labels` to `metadata.labels` of every pod template (an object with `spec.containers`
 /// under a `template` key), wherever it sits in the job.
 fn label_pod_templates(value: &mut Value, labels: &serde_json::Map<String, Value>) {
     match value {
         Value::Object(map) => {
             for (k, v) in map.iter_mut() {
-                if k == "template"
-                    && v.pointer("/spec/containers").is_some_and(Value::is_array)
+                if is_pod_template(k, v)
                     && let Some(t) = v.as_object_mut()
                 {
                     let meta = t.entry("metadata").or_insert_with(|| json!({}));
@@ -120,5 +140,20 @@ mod tests {
             ),
             Some(&json!("t-1"))
         );
+    }
+
+    #[test]
+    fn only_jobs_with_a_pod_template_have_labelled_pods() {
+        let job = json!({"kind": "Job", "spec": {"template": {"spec": {"containers": []}}}});
+        let argo = json!({"kind": "Workflow", "spec": {"templates": [
+            {"name": "train", "container": {"image": "x"}},
+            {"name": "steps", "steps": [[{"name": "a", "template": "train"}]]}
+        ]}});
+        let pipeline = json!({"kind": "PipelineRun", "spec": {"pipelineSpec": {"tasks": [
+            {"name": "t", "taskSpec": {"steps": [{"name": "s", "image": "x"}]}}
+        ]}}});
+        assert!(has_pod_template(&job));
+        assert!(!has_pod_template(&argo));
+        assert!(!has_pod_template(&pipeline));
     }
 }

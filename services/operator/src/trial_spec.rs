@@ -39,18 +39,17 @@ pub fn follow_target(spec: &TrialSpec, ns: &str, name: &str) -> FollowTarget {
         namespace: ns.to_string(),
         trial: name.to_string(),
         pod_labels: spec.primary_pod_labels.clone().unwrap_or_default(),
+        owner_kind: spec
+            .run_spec
+            .as_ref()
+            .filter(|job| !crate::trial_job::has_pod_template(job))
+            .and_then(|job| job.get("kind")?.as_str().map(String::from)),
         container: spec.primary_container_name.clone().unwrap_or_default(),
         metrics: objective_of(spec)
             .as_ref()
             .map(Objective::metric_names)
             .unwrap_or_default(),
-        formats: spec
-            .metrics_collector
-            .as_ref()
-            .and_then(|m| m.source.as_ref())
-            .and_then(|s| s.filter.as_ref())
-            .map(|f| f.metrics_format.clone())
-            .unwrap_or_default(),
+        formats: vernier_engine::metrics_formats(spec.metrics_collector.as_ref()),
     }
 }
 

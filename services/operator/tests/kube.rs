@@ -95,12 +95,17 @@ impl Env {
         identity: &str,
         early_stopping: Option<EarlyStopperFactory>,
     ) -> Operator {
-        self.spawn_operator(identity, early_stopping, DEFAULT_LEASE)
+        self.spawn_operator(identity, early_stopping, DEFAULT_LEASE, &[])
     }
 
     /// An operator whose leader lease is timed by `lease`.
     fn operator_leased(&self, identity: &str, lease: LeaseTiming) -> Operator {
-        self.spawn_operator(identity, None, lease)
+        self.spawn_operator(identity, None, lease, &[])
+    }
+
+    /// An operator that may also create trials of `kinds` (`--trial-resources` entries).
+    fn operator_for_kinds(&self, identity: &str, kinds: &[&str]) -> Operator {
+        self.spawn_operator(identity, None, DEFAULT_LEASE, kinds)
     }
 
     fn spawn_operator(
@@ -108,15 +113,18 @@ impl Env {
         identity: &str,
         early_stopping: Option<EarlyStopperFactory>,
         timing: LeaseTiming,
+        extra_kinds: &[&str],
     ) -> Operator {
         let metrics = Arc::new(Metrics::new());
-        let config = OperatorConfig {
+        let mut config = OperatorConfig {
             concurrency: 4,
             observation_interval: Duration::from_millis(200),
             config_map_recheck: Duration::from_millis(300),
             identity: identity.to_string(),
             ..OperatorConfig::default()
         };
+        let extra = vernier_operator::jobs::parse_trial_kinds(extra_kinds).expect("kinds");
+        config.trial_kinds.extend(extra);
         let mut ctx = Context::new(
             self.client.clone(),
             self.store.clone(),
@@ -2501,5 +2509,115 @@ async fn a_stale_copy_of_an_experiment_does_not_announce_its_end_again() {
         .await
         .expect("a conflict is retried, not an error");
     assert_eq!(env.times_published("ended", "ExperimentSucceeded").await, 1);
+    env.shutdown().await;
+}
+
+/// Katib's Argo example: the Workflow's step pods carry the step template's labels but not the
+/// trial's (Argo copies no Workflow label to its pods), so its primary pod is found through its
+/// owners, as Katib's pod webhook finds it; a pod that comes after the first minutes is waited
+/// for. The test plays Argo: the step runs as a Job the Workflow owns.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_workflow_trials_step_pod_is_found_through_its_owners() {
+    let env = Env::start(SimulationOptions::default()).await;
+    let crds: Api<CustomResourceDefinition> = Api::all(env.client.clone());
+    let crd: CustomResourceDefinition = serde_json::from_value(json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "workflows.argoproj.io"},
+        "spec": {"group": "argoproj.io", "scope": "Namespaced",
+            "names": {"kind": "Workflow", "plural": "workflows", "singular": "workflow", "listKind": "WorkflowList"},
+            "versions": [{"name": "v1alpha1", "served": true, "storage": true,
+                "subresources": {"status": {}},
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}
+    }))
+    .expect("crd");
+    crds.create(&PostParams::default(), &crd)
+        .await
+        .expect("crd");
+    let op = env.operator_for_kinds("replica-a", &["Workflow.v1alpha1.argoproj.io"]);
+    let yaml = r#"apiVersion: kubeflow.org/v1beta1
+kind: Experiment
+metadata: {name: argo, namespace: default}
+spec:
+  maxTrialCount: 1
+  parallelTrialCount: 1
+  objective: {type: maximize, objectiveMetricName: accuracy}
+  algorithm: {algorithmName: random}
+  parameters:
+    - {name: lr, parameterType: double, feasibleSpace: {min: "0.01", max: "0.05"}}
+  trialTemplate:
+    primaryContainerName: main
+    primaryPodLabels: {katib.kubeflow.org/model-training: "true"}
+    successCondition: status.[@this].#(phase=="Succeeded")#
+    failureCondition: status.[@this].#(phase=="Failed")#
+    trialParameters: [{name: learningRate, reference: lr}]
+    trialSpec:
+      apiVersion: argoproj.io/v1alpha1
+      kind: Workflow
+      spec:
+        entrypoint: model-training
+        templates:
+          - name: model-training
+            metadata:
+              labels: {katib.kubeflow.org/model-training: "true"}
+            container:
+              name: main
+              image: docker.io/kubeflowkatib/mxnet-mnist:latest
+              command: [python3, -c, "print('accuracy=${trialParameters.learningRate}')"]
+"#;
+    env.create(yaml).await;
+    let workflows = env.api("argoproj.io", "v1alpha1", "Workflow");
+    let wf = wait_until(
+        "the trial's Workflow",
+        || async {
+            workflows
+                .list(&ListParams::default())
+                .await
+                .expect("list")
+                .items
+        },
+        |items| !items.is_empty(),
+    )
+    .await
+    .remove(0);
+    let template = &wf.data["spec"]["templates"][0];
+    // Argo's step pod: the template's labels, owned by the Workflow (here through a Job).
+    let step = json!({
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": format!("{}-step", wf.name_any()), "namespace": "default",
+            "ownerReferences": [{"apiVersion": "argoproj.io/v1alpha1", "kind": "Workflow",
+                "name": wf.name_any(), "uid": wf.uid().expect("uid"), "controller": true}]},
+        "spec": {"backoffLimit": 0, "template": {
+            "metadata": {"labels": template["metadata"]["labels"]},
+            "spec": {"restartPolicy": "Never", "containers": [template["container"]]}}}
+    });
+    let step: DynamicObject = serde_json::from_value(step).expect("job");
+    let jobs = env.api("batch", "v1", "Job");
+    jobs.create(&PostParams::default(), &step)
+        .await
+        .expect("step");
+    let done = |j: &DynamicObject| j.data["status"]["succeeded"].as_i64() == Some(1);
+    wait_until(
+        "the step to succeed",
+        || async { jobs.get(&step.name_any()).await.expect("job") },
+        done,
+    )
+    .await;
+    let phase = json!({"status": {"phase": "Succeeded"}});
+    workflows
+        .patch_status(
+            &wf.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(&phase),
+        )
+        .await
+        .expect("workflow status");
+    let exp = finished(&env, "argo").await;
+    assert_eq!(exp["status"]["trialsSucceeded"], 1, "{exp:#}");
+    let trial = serde_json::to_value(&env.trials_of("argo").await[0]).expect("json");
+    let lr = trial["spec"]["parameterAssignments"][0]["value"].clone();
+    let metrics = &trial["status"]["observation"]["metrics"][0];
+    assert_eq!(metrics["name"], "accuracy", "{trial:#}");
+    assert_eq!(metrics["latest"], lr, "{trial:#}");
+    op.stop().await;
     env.shutdown().await;
 }
