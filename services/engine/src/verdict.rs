@@ -190,7 +190,20 @@ fn seen_text(seen: &[String]) -> String {
     } else {
         String::new()
     };
+    let names: Vec<String> = names.into_iter().map(shown_name).collect();
     format!("saw {}{tail}", names.join(", "))
+}
+
+/// Longest metric name shown whole in a message: a name can be as long as a 1 MiB line, and
+/// eight of them made a trial's message too long for a MySQL `TEXT` column.
+const NAME_SHOWN: usize = 64;
+
+/// `name`, cut to [`NAME_SHOWN`] characters with `…` when longer.
+fn shown_name(name: &str) -> String {
+    match name.char_indices().nth(NAME_SHOWN) {
+        None => name.to_string(),
+        Some((at, _)) => format!("{}…", &name[..at]),
+    }
 }
 
 /// Where a scalar for `metric` must be written under the event directory `root`, by Katib's

@@ -305,6 +305,33 @@ fn the_unavailable_sentence_needs_only_what_both_drivers_know() {
     assert_eq!(judged, shared);
 }
 
+/// A metric name as long as a line is shown cut, so eight of them stay a short message.
+#[test]
+fn long_metric_names_are_cut_in_the_message() {
+    let long = "é".repeat(9000);
+    let v = metrics_unavailable(
+        "loss",
+        std::slice::from_ref(&long),
+        default_format(&Collector::StdOut),
+        LOCAL,
+    );
+    let shown = format!("saw {}…)", "é".repeat(64));
+    assert!(v.message.contains(&shown), "{}", v.message);
+    assert!(v.message.len() < 1000, "{}", v.message.len());
+    let exact = "a".repeat(64);
+    let v = metrics_unavailable(
+        "loss",
+        std::slice::from_ref(&exact),
+        default_format(&Collector::StdOut),
+        LOCAL,
+    );
+    assert!(
+        v.message.contains(&format!("saw {exact})")),
+        "{}",
+        v.message
+    );
+}
+
 fn default_format(collector: &Collector) -> How<'_> {
     How {
         collector,
