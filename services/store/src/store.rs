@@ -231,7 +231,8 @@ impl SqlStore {
     }
 
     pub async fn get_experiment(&self, name: &str) -> Result<Option<ExperimentRow>, StoreError> {
-        dispatch!(self.get_experiment(name))
+        let row: Option<ExperimentRow> = dispatch!(self.get_experiment(name))?;
+        Ok(row.filter(|r| r.name == name))
     }
 
     /// All experiments, oldest first (ties by name).
@@ -263,6 +264,9 @@ impl SqlStore {
     /// Deletes the experiment, its trials and their observation logs in one transaction.
     /// Returns whether the experiment existed.
     pub async fn delete_experiment(&self, name: &str) -> Result<bool, StoreError> {
+        if !exact_key(name) {
+            return Ok(false);
+        }
         dispatch!(self.delete_experiment(name))
     }
 
@@ -347,11 +351,15 @@ impl SqlStore {
     }
 
     pub async fn get_trial(&self, name: &str) -> Result<Option<TrialRow>, StoreError> {
-        dispatch!(self.get_trial(name))
+        let row: Option<TrialRow> = dispatch!(self.get_trial(name))?;
+        Ok(row.filter(|r| r.name == name))
     }
 
     /// The experiment's trials in creation order (`seq`).
     pub async fn list_trials(&self, experiment: &str) -> Result<Vec<TrialRow>, StoreError> {
+        if !exact_key(experiment) {
+            return Ok(Vec::new());
+        }
         dispatch!(self.list_trials(experiment))
     }
 
@@ -530,6 +538,14 @@ impl SqlStore {
 /// A store that rides outages sends an insert again when the connection broke before the
 /// server answered, though the server may have committed it: finding exactly the row it sent
 /// is that insert having worked, not somebody else's duplicate.
+/// Whether `key` can be compared in SQL as it is: MySQL's and MariaDB's collations pad with
+/// spaces, so there `'q6  ' = 'q6'`, and `vernier delete 'q6  '` would delete `q6`. No stored
+/// experiment or trial name ends with a space (names are Kubernetes object names), so such a
+/// key matches nothing on any store.
+fn exact_key(key: &str) -> bool {
+    !key.ends_with(' ')
+}
+
 fn ours_or(taken: StoreError, stored_is_ours: bool) -> Result<(), StoreError> {
     if stored_is_ours { Ok(()) } else { Err(taken) }
 }

@@ -48,10 +48,12 @@ pub(crate) fn reduce_batch(logs: &[Observation]) -> Vec<BatchSummary> {
         .into_iter()
         .map(|(metric, reducer, latest_time, numeric_count)| {
             let s = reducer.finish();
+            // SQLite's REAL and MySQL's DOUBLE drop the sign of -0.0 and PostgreSQL keeps it;
+            // adding 0.0 makes it 0.0, so every store reports a printed `-0.0` alike.
             BatchSummary {
                 metric,
-                min: s.min,
-                max: s.max,
+                min: s.min.map(|v| v + 0.0),
+                max: s.max.map(|v| v + 0.0),
                 latest: s.latest,
                 latest_time,
                 numeric_count,
@@ -104,5 +106,15 @@ mod tests {
                 },
             ]
         );
+    }
+
+    /// A printed `-0.0` is summarised as 0.0, which every store keeps the same way.
+    #[test]
+    fn negative_zero_is_summarised_as_zero() {
+        let got = reduce_batch(&[obs("loss", 1, "-0.0")]);
+        let (min, max) = (got[0].min.unwrap(), got[0].max.unwrap());
+        assert!(min == 0.0 && min.is_sign_positive(), "{min}");
+        assert!(max == 0.0 && max.is_sign_positive(), "{max}");
+        assert_eq!(got[0].latest, "-0.0");
     }
 }

@@ -80,7 +80,7 @@ fn server_scheme_without_slashes(lower: &str) -> Option<&str> {
 fn check_server_url(url: &str) -> Result<(), StoreError> {
     let parsed = ::url::Url::parse(url).map_err(|e| StoreError::InvalidUrl {
         url: redact(url),
-        reason: e.to_string(),
+        reason: format!("{e}{}", unencoded_user_info(url)),
     })?;
     if parsed.host_str().is_none_or(str::is_empty) {
         return Err(StoreError::InvalidUrl {
@@ -108,6 +108,20 @@ fn check_server_url(url: &str) -> Result<(), StoreError> {
         });
     }
     Ok(())
+}
+
+/// A note when the user name or password before the url's last `@` holds a character that
+/// ends it early (`#`, `?`, `/`): the parser then reads the rest of the password as a port,
+/// and says only "invalid port number".
+fn unencoded_user_info(url: &str) -> &'static str {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    match rest.rsplit_once('@') {
+        Some((user_info, _)) if user_info.contains(['#', '?', '/']) => {
+            " (the user name or password holds `#`, `?` or `/`, which end it: write them \
+             percent-encoded, `#` as %23, `?` as %3F, `/` as %2F, and `@` as %40, `:` as %3A)"
+        }
+        _ => "",
+    }
 }
 
 /// A server host as a resolver takes it: an IPv6 literal without the brackets a URL writes
@@ -213,6 +227,28 @@ mod tests {
         let e = parse("mysql://root@db/katib?charset=latin1").unwrap_err();
         assert!(e.to_string().contains("charset \"latin1\""), "{e}");
         assert!(parse("mysql://root@db/katib?charset=UTF8MB4").is_ok());
+    }
+
+    /// A password holding `#`, `?` or `/` as written ends early, and the parser blames the port:
+    /// the error says to percent-encode, and never shows the password.
+    #[test]
+    fn an_unencoded_password_is_named_as_the_cause() {
+        for u in [
+            "postgres://postgres:S3cret#frag@127.0.0.1:5432/db",
+            "postgres://postgres:S3cret/x@127.0.0.1:5432/db",
+            "mysql://root:S3cret?x@127.0.0.1:3306/db",
+        ] {
+            let text = parse(u).expect_err(u).to_string();
+            assert!(text.contains("invalid port number"), "{text}");
+            assert!(
+                text.contains("`#` as %23, `?` as %3F, `/` as %2F"),
+                "{text}"
+            );
+            assert!(!text.contains("S3cret"), "{text}");
+        }
+        let text = parse("postgres://u@db:54x32/db").unwrap_err().to_string();
+        assert!(!text.contains("percent-encoded"), "{text}");
+        assert!(parse("postgres://u:S3cret%23frag@db/db").is_ok());
     }
 
     #[test]

@@ -33,6 +33,7 @@ per_backend!(
     a_lock_held_by_another_session_is_reported_and_loses_nothing,
     text_values_are_kept_exactly_and_are_only_latest,
     texts_longer_than_a_mysql_text_column_are_kept,
+    a_name_with_trailing_spaces_matches_nothing,
     a_lease_is_granted_renewed_refused_taken_over_and_released,
     a_fenced_store_writes_nothing_once_its_lease_was_taken_over,
     claimants_racing_for_a_free_lease_get_exactly_one,
@@ -869,6 +870,20 @@ async fn texts_longer_than_a_mysql_text_column_are_kept(db: Arc<TestDb>) {
     store.update_trial("l-0", &ended).await.unwrap();
     let got = store.get_trial("l-0").await.unwrap().unwrap();
     assert_eq!(got.message, long);
+}
+
+/// MySQL's and MariaDB's collations pad with spaces (`'q6  ' = 'q6'`): a name typed with
+/// trailing spaces must not find, or delete, the experiment without them on any backend.
+async fn a_name_with_trailing_spaces_matches_nothing(db: Arc<TestDb>) {
+    let store = SqlStore::connect(&db.url).await.unwrap();
+    store.create_experiment(&experiment("q6", 1)).await.unwrap();
+    store.insert_trial(&trial("q6", "q6-0", 0)).await.unwrap();
+    assert_eq!(store.get_experiment("q6  ").await.unwrap(), None);
+    assert_eq!(store.get_trial("q6-0 ").await.unwrap(), None);
+    assert!(store.list_trials("q6 ").await.unwrap().is_empty());
+    assert!(!store.delete_experiment("q6  ").await.unwrap());
+    assert!(store.get_experiment("q6").await.unwrap().is_some());
+    assert_eq!(store.list_trials("q6").await.unwrap().len(), 1);
 }
 
 fn claim(owner: &str, pid: i64) -> LeaseClaim {
