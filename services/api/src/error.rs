@@ -116,6 +116,7 @@ impl From<ApiError> for Status {
                 StoreError::DatabaseFileGone { .. }
                 | StoreError::ReadOnly { .. }
                 | StoreError::Damaged { .. }
+                | StoreError::Vanished { .. }
                 | StoreError::DamagedFile { .. },
             ) => Code::FailedPrecondition,
             ApiError::Store(StoreError::NotFound { .. }) => Code::NotFound,

@@ -65,6 +65,12 @@ pub(crate) trait Dialect: sqlx::Database {
         false
     }
 
+    /// The server database, or one of Vernier's tables in it, no longer exists (dropped while
+    /// a store had it open).
+    fn is_gone(_db: &dyn DatabaseError) -> bool {
+        false
+    }
+
     /// A unique violation on `trials` is the `(experiment, seq)` key, not the name.
     fn is_seq_key(db: &dyn DatabaseError) -> bool;
 

@@ -214,6 +214,17 @@ pub enum StoreError {
         error: sqlx::Error,
     },
 
+    #[error(
+        "cannot {action} `{name}`: database `{url}`, or Vernier's tables in it, no longer exist ({}): it was dropped while vernier had it open, and what was recorded in it went with it\nhint: restore the database from a backup to keep what was recorded, or create it again (PostgreSQL: `createdb`; MySQL/MariaDB: `CREATE DATABASE`) and run the experiment again",
+        said(.error)
+    )]
+    Vanished {
+        action: &'static str,
+        name: String,
+        url: String,
+        error: sqlx::Error,
+    },
+
     #[error("cannot {action} `{name}`: {}", said(.error))]
     Query {
         action: &'static str,
@@ -262,6 +273,14 @@ impl ErrorContext {
         }
         if matches!(&error, sqlx::Error::Database(db) if D::is_damaged(db.as_ref())) {
             return StoreError::Damaged {
+                action,
+                name: name.to_owned(),
+                url: self.url.clone(),
+                error,
+            };
+        }
+        if matches!(&error, sqlx::Error::Database(db) if D::is_gone(db.as_ref())) {
+            return StoreError::Vanished {
                 action,
                 name: name.to_owned(),
                 url: self.url.clone(),

@@ -64,6 +64,11 @@ impl Dialect for MySql {
         number(db) == Some(1213)
     }
 
+    /// ER_BAD_DB_ERROR, ER_NO_SUCH_TABLE
+    fn is_gone(db: &dyn DatabaseError) -> bool {
+        matches!(number(db), Some(1049 | 1146))
+    }
+
     /// Server shutdown and connection killed.
     fn is_server_gone(db: &dyn DatabaseError) -> bool {
         matches!(number(db), Some(1053 | 1927 | 2006 | 2013))

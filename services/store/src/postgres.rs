@@ -65,6 +65,11 @@ impl Dialect for Postgres {
         matches!(db.code().as_deref(), Some("40P01" | "40001"))
     }
 
+    /// invalid_catalog_name (asked on a connection opened after the drop), undefined_table
+    fn is_gone(db: &dyn DatabaseError) -> bool {
+        matches!(db.code().as_deref(), Some("3D000" | "42P01"))
+    }
+
     /// admin_shutdown, crash_shutdown, cannot_connect_now
     fn is_server_gone(db: &dyn DatabaseError) -> bool {
         matches!(db.code().as_deref(), Some("57P01" | "57P02" | "57P03"))

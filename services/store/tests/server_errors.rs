@@ -41,6 +41,7 @@ per_server!(
     killed_connections_are_replaced_and_lose_nothing,
     a_url_that_asks_for_tls_gets_it_or_says_the_server_has_none,
     katibs_own_database_is_refused_and_left_as_it_was,
+    tables_dropped_under_a_store_are_named_as_gone,
 );
 
 /// `url` with user, password, host and port replaced.
@@ -98,6 +99,34 @@ async fn tables_of(db: &TestDb) -> Vec<String> {
     };
     tables.sort();
     tables
+}
+
+/// A table dropped while a store has the database open (the database dropped, a user's `DROP
+/// TABLE`) is told as gone, naming the url, with no hint to resume what cannot be resumed.
+async fn tables_dropped_under_a_store_are_named_as_gone(db: Arc<TestDb>) {
+    let store = SqlStore::connect(&db.url).await.unwrap();
+    store.create_experiment(&experiment("g", 1)).await.unwrap();
+    store.insert_trial(&trial("g", "g-0", 0)).await.unwrap();
+    let drop = "DROP TABLE trials";
+    match db.backend {
+        Backend::Postgres => {
+            let mut c = sqlx::PgConnection::connect(&db.url).await.unwrap();
+            c.execute(drop).await.unwrap();
+        }
+        _ => {
+            let mut c = sqlx::MySqlConnection::connect(&db.url).await.unwrap();
+            c.execute(drop).await.unwrap();
+        }
+    }
+    let err = store.get_trial("g-0").await.unwrap_err();
+    assert!(matches!(err, StoreError::Vanished { .. }), "{err:?}");
+    let text = err.to_string();
+    let url = vernier_store::redact_url(&db.url);
+    assert!(text.contains(&format!("database `{url}`")), "{text}");
+    assert!(
+        text.contains("no longer exist") && !text.contains("resume"),
+        "{text}"
+    );
 }
 
 async fn katibs_own_database_is_refused_and_left_as_it_was(db: Arc<TestDb>) {

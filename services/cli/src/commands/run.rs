@@ -367,12 +367,15 @@ async fn drive(
     // The experiment's end is recorded by now: a lease left behind only makes the next
     // driver wait out its heartbeat (or see its pid gone), so it costs a warning, not the
     // exit code the result earned.
-    if let Err(e) = lease.release().await {
-        errln!(
+    match lease.release().await {
+        Ok(()) => {}
+        // A database dropped under the run took the lease with it; the run's error says so.
+        Err(vernier_runner::RunnerError::Store(vernier_store::StoreError::Vanished { .. })) => {}
+        Err(e) => errln!(
             "warning: could not release the lease of experiment {} ({e}); hint: a later `vernier resume` takes it over once its heartbeat lapses ({} s)",
             exp.name,
             vernier_store::LEASE_TTL.as_secs()
-        );
+        ),
     }
     result
 }
