@@ -47,8 +47,24 @@ fn require_trial(trial: &str) -> Result<(), ApiError> {
         }
         .into());
     }
+    // The server stores' trial name columns hold 255 bytes (Katib's too): a longer name would
+    // be stored on SQLite and refused by the others as a retryable error.
+    if trial.len() > TRIAL_NAME_BYTES {
+        return Err(ProtoError::Core {
+            field: "trial_name".into(),
+            reason: format!(
+                "value of {} bytes is longer than a trial name can be ({TRIAL_NAME_BYTES}); \
+                 hint: send the name as the trial has it",
+                trial.len()
+            ),
+        }
+        .into());
+    }
     Ok(())
 }
+
+/// Longest trial name in bytes: the stores' `VARCHAR(255)` and Katib's database column.
+const TRIAL_NAME_BYTES: usize = 255;
 
 /// Checks every metric log of the request, naming the first unusable field by its path.
 pub fn check_observation_log(log: Option<&ObservationLog>) -> Result<(), ApiError> {
@@ -208,5 +224,32 @@ impl DbManager for DbManagerService {
             .await
             .map_err(ApiError::from)?;
         Ok(Response::new(DeleteObservationLogReply {}))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trial_names_no_trial_has_are_refused_by_field() {
+        let long = "t".repeat(256);
+        let cases = [
+            ("exp-abc", None),
+            (&"t".repeat(255)[..], None),
+            ("", Some("trial_name")),
+            ("t1 ", Some("begins or ends with whitespace")),
+            (
+                &long[..],
+                Some("value of 256 bytes is longer than a trial name can be (255)"),
+            ),
+        ];
+        for (name, refused) in cases {
+            match (require_trial(name), refused) {
+                (Ok(()), None) => {}
+                (Err(e), Some(text)) => assert!(e.to_string().contains(text), "{e}"),
+                (got, want) => panic!("{name:?}: {got:?}, wanted {want:?}"),
+            }
+        }
     }
 }

@@ -548,7 +548,7 @@ where
         .fetch_one(&mut *tx)
         .await?;
         let summaries = if ended > 0 { &[][..] } else { summaries };
-        for chunk in logs.chunks(D::ROWS_PER_INSERT) {
+        for chunk in insert_chunks(logs, D::ROWS_PER_INSERT) {
             let mut q = QueryBuilder::<D>::new(
                 "INSERT INTO observation_logs (trial_name, time, metric_name, value) ",
             );
@@ -739,6 +739,67 @@ fn found<D: Dialect>(
     }
 }
 
+/// Most bytes of names and values sent in one INSERT: MySQL's and MariaDB's default
+/// `max_allowed_packet` is 16 MiB, and 1000 values of up to 65,535 bytes each made a batch
+/// over it that SQLite and PostgreSQL stored.
+const BYTES_PER_INSERT: usize = 4 << 20;
+
+/// `logs` in runs of at most `max_rows` rows and [`BYTES_PER_INSERT`] bytes (a single larger
+/// row goes alone).
+fn insert_chunks(logs: &[Observation], max_rows: usize) -> Vec<&[Observation]> {
+    let mut chunks = Vec::new();
+    let (mut start, mut bytes) = (0, 0);
+    for (i, o) in logs.iter().enumerate() {
+        let size = o.metric.len() + o.value.len();
+        if i > start && (i - start == max_rows || bytes + size > BYTES_PER_INSERT) {
+            chunks.push(&logs[start..i]);
+            (start, bytes) = (i, 0);
+        }
+        bytes += size;
+    }
+    if start < logs.len() {
+        chunks.push(&logs[start..]);
+    }
+    chunks
+}
+
 fn deadlocked<D: Dialect>(e: &sqlx::Error) -> bool {
     matches!(e, sqlx::Error::Database(db) if D::is_deadlock(db.as_ref()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn obs(value_bytes: usize) -> Observation {
+        Observation {
+            metric: "m".into(),
+            timestamp_us: 0,
+            value: "x".repeat(value_bytes),
+        }
+    }
+
+    /// Chunks keep every row once, in order, within the row and byte limits.
+    #[test]
+    fn insert_chunks_hold_every_row_within_both_limits() {
+        let cases: Vec<(Vec<Observation>, usize, Vec<usize>)> = vec![
+            (Vec::new(), 1000, vec![]),
+            (
+                (0..2500).map(|_| obs(3)).collect(),
+                1000,
+                vec![1000, 1000, 500],
+            ),
+            (
+                (0..300).map(|_| obs(65_535)).collect(),
+                1000,
+                vec![64, 64, 64, 64, 44],
+            ),
+            (vec![obs(5 << 20), obs(1)], 1000, vec![1, 1]),
+            ((0..3).map(|_| obs(1)).collect(), 1, vec![1, 1, 1]),
+        ];
+        for (logs, rows, want) in cases {
+            let got: Vec<usize> = insert_chunks(&logs, rows).iter().map(|c| c.len()).collect();
+            assert_eq!(got, want);
+        }
+    }
 }

@@ -34,6 +34,7 @@ per_backend!(
     text_values_are_kept_exactly_and_are_only_latest,
     texts_longer_than_a_mysql_text_column_are_kept,
     a_name_with_trailing_spaces_matches_nothing,
+    a_batch_larger_than_a_mysql_packet_is_stored_whole,
     a_lease_is_granted_renewed_refused_taken_over_and_released,
     a_fenced_store_writes_nothing_once_its_lease_was_taken_over,
     claimants_racing_for_a_free_lease_get_exactly_one,
@@ -884,6 +885,23 @@ async fn a_name_with_trailing_spaces_matches_nothing(db: Arc<TestDb>) {
     assert!(!store.delete_experiment("q6  ").await.unwrap());
     assert!(store.get_experiment("q6").await.unwrap().is_some());
     assert_eq!(store.list_trials("q6").await.unwrap().len(), 1);
+}
+
+/// 300 values of 65,535 bytes (19 MiB, over MySQL's default 16 MiB packet) in one report are
+/// stored whole on every backend.
+async fn a_batch_larger_than_a_mysql_packet_is_stored_whole(db: Arc<TestDb>) {
+    let store = SqlStore::connect(&db.url).await.unwrap();
+    store
+        .create_experiment(&experiment("big", 1))
+        .await
+        .unwrap();
+    store.insert_trial(&trial("big", "big-0", 0)).await.unwrap();
+    let value = "g".repeat(65_535);
+    let logs: Vec<Observation> = (0..300).map(|i| obs("genotype", i, &value)).collect();
+    store.report_observations("big-0", &logs).await.unwrap();
+    let raw = store.observations_for_experiment("big").await.unwrap();
+    assert_eq!(raw.len(), 300);
+    assert!(raw.iter().all(|(_, o)| o.value == value));
 }
 
 fn claim(owner: &str, pid: i64) -> LeaseClaim {
