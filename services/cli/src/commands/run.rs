@@ -420,7 +420,30 @@ async fn drive_leased(
     display.finish();
     signals.abort();
     push.stop().await;
-    Ok(report_outcome(exp, result?, &crate::db::db_flag(db)))
+    let db_flag = crate::db::db_flag(db);
+    let outcome = result.map_err(|e| match resumable(&e) {
+        true => anyhow::anyhow!(
+            "{e}\nthen: `vernier resume {}{db_flag}` continues the experiment",
+            exp.name
+        ),
+        false => e.into(),
+    })?;
+    Ok(report_outcome(exp, outcome, &db_flag))
+}
+
+/// Whether the run stopped on a database that may answer again (a lock, a lost server), so the
+/// interrupted experiment can be resumed: a new `run` of it is refused as a duplicate.
+fn resumable(e: &vernier_runner::RunnerError) -> bool {
+    use vernier_store::StoreError as S;
+    matches!(
+        e,
+        vernier_runner::RunnerError::Store(
+            S::Locked { .. }
+                | S::ConnectionLost { .. }
+                | S::NoAnswer { .. }
+                | S::Unreachable { .. }
+        )
+    )
 }
 
 /// The best trial and its parameters; with several objectives, the front it leads.
