@@ -315,10 +315,23 @@ impl ErrorContext {
                 database: database.to_owned(),
             },
             Some(Refusal::LoginRefused) => StoreError::LoginRefused { url, error },
-            None if matches!(error, sqlx::Error::Tls(_)) => StoreError::TlsFailed { url, error },
+            None if is_tls_failure(&error) => StoreError::TlsFailed { url, error },
             None if is_connection_loss::<D>(&error) => StoreError::Unreachable { url, error },
             None => StoreError::Connect { url, error },
         }
+    }
+}
+
+/// A TLS handshake that failed: MySQL's driver says so with its own variant, PostgreSQL's
+/// passes rustls' verdict on the certificate through as an I/O error.
+fn is_tls_failure(error: &sqlx::Error) -> bool {
+    match error {
+        sqlx::Error::Tls(_) => true,
+        sqlx::Error::Io(io) => {
+            let text = io.to_string();
+            text.contains("certificate") || text.contains("InvalidCertificate")
+        }
+        _ => false,
     }
 }
 

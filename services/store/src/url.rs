@@ -94,6 +94,18 @@ fn check_server_url(url: &str) -> Result<(), StoreError> {
             reason: "it names no database".to_owned(),
         });
     }
+    // The driver opens the file only while connecting, and says "No such file or directory"
+    // without naming it, under a hint about the server being down.
+    if let Some((key, path)) = parsed
+        .query_pairs()
+        .find(|(k, _)| matches!(k.as_ref(), "sslrootcert" | "sslcert" | "sslkey" | "ssl-ca"))
+        && !std::path::Path::new(path.as_ref()).exists()
+    {
+        return Err(StoreError::InvalidUrl {
+            url: redact(url),
+            reason: format!("{key} file {path:?} does not exist"),
+        });
+    }
     // Another character set stores what it cannot hold as mojibake, silently; the tables are
     // utf8mb4 whatever the connection says.
     if let Some((_, charset)) = parsed.query_pairs().find(|(k, _)| k == "charset")
@@ -224,6 +236,12 @@ mod tests {
         assert!(e.to_string().contains("names no host"), "{e}");
         assert_eq!(resolvable_host("[::1]"), Some("::1"));
         assert_eq!(resolvable_host("db.example"), None);
+        let e = parse("postgres://u@db/x?sslmode=verify-ca&sslrootcert=/no/such.pem").unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("sslrootcert file \"/no/such.pem\" does not exist"),
+            "{e}"
+        );
         let e = parse("mysql://root@db/katib?charset=latin1").unwrap_err();
         assert!(e.to_string().contains("charset \"latin1\""), "{e}");
         assert!(parse("mysql://root@db/katib?charset=UTF8MB4").is_ok());
