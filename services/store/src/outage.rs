@@ -41,6 +41,8 @@ pub(crate) struct Outages {
     give_up: watch::Receiver<bool>,
     /// Whether a call is waiting now, so one outage is told once, not once per call.
     waiting: Arc<AtomicBool>,
+    /// When the server last answered again after an outage.
+    answered_at: Arc<std::sync::Mutex<Option<Instant>>>,
     retry_every: Duration,
     /// The server's url, password redacted; `None` for SQLite, whose calls are not bounded.
     server: Option<String>,
@@ -52,6 +54,7 @@ impl Outages {
         Outages {
             give_up,
             waiting: Arc::new(AtomicBool::new(false)),
+            answered_at: Arc::default(),
             retry_every: RETRY_EVERY,
             server,
             stop_grace: STOP_GRACE,
@@ -64,6 +67,7 @@ impl Outages {
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T, StoreError>>,
     {
+        let started = Instant::now();
         let mut result = self.bounded(call()).await;
         let mut since = None;
         loop {
@@ -81,7 +85,9 @@ impl Outages {
                 return Err(error);
             }
             since.get_or_insert_with(Instant::now);
-            self.waits(&error);
+            if new_outage(started, self.last_answer()) {
+                self.waits(&error);
+            }
             let retry = async {
                 tokio::time::sleep(self.retry_every).await;
                 self.bounded(call()).await
@@ -133,14 +139,26 @@ impl Outages {
         }
     }
 
+    fn last_answer(&self) -> Option<Instant> {
+        *self.answered_at.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     fn answered(&self, since: Instant) {
         if self.waiting.swap(false, Ordering::SeqCst) {
+            *self.answered_at.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
             tracing::info!(
                 "the database answers again ({:.0?} after the first retry); the run goes on",
                 since.elapsed()
             );
         }
     }
+}
+
+/// Whether a call that began at `started` and failed is a new outage to tell: a call that was
+/// already waiting (for a pooled connection, up to [`ACQUIRE_WITHIN`]) when the server last
+/// answered again fails late with the outage already told and over.
+fn new_outage(started: Instant, last_answer: Option<Instant>) -> bool {
+    last_answer.is_none_or(|answered| started > answered)
 }
 
 /// A lost connection is worth waiting out; a store closed on purpose is not.
@@ -191,6 +209,25 @@ mod tests {
     }
 
     const PAUSE: Duration = Duration::from_millis(20);
+
+    #[test]
+    fn a_call_begun_before_the_server_answered_again_tells_no_new_outage() {
+        let t0 = Instant::now();
+        let t1 = t0 + Duration::from_secs(1);
+        let cases = [
+            (t0, None, true),
+            (t1, Some(t0), true),
+            (t0, Some(t1), false),
+            (t0, Some(t0), false),
+        ];
+        for (started, answered, want) in cases {
+            assert_eq!(
+                new_outage(started, answered),
+                want,
+                "{started:?} {answered:?}"
+            );
+        }
+    }
 
     /// Riding with a short pause, so the tests run in real time.
     fn outages(give_up: watch::Receiver<bool>) -> Outages {
