@@ -22,6 +22,9 @@ pub struct TrialKind {
     pub kind: String,
     pub version: String,
     pub group: String,
+    /// The resource's plural as the API server serves it ([`with_served_plurals`]); `None`
+    /// guesses it from the kind, which is wrong for some (`Analysis` is `analyses`).
+    pub plural: Option<String>,
 }
 
 impl TrialKind {
@@ -61,6 +64,7 @@ impl TrialKind {
             kind: kind.into(),
             version: version.into(),
             group: group.into(),
+            plural: None,
         })
     }
 
@@ -73,17 +77,31 @@ impl TrialKind {
     }
 
     pub fn api_resource(&self) -> ApiResource {
-        ApiResource::from_gvk(&GroupVersionKind::gvk(
-            &self.group,
-            &self.version,
-            &self.kind,
-        ))
+        let gvk = GroupVersionKind::gvk(&self.group, &self.version, &self.kind);
+        match &self.plural {
+            Some(plural) => ApiResource::from_gvk_with_plural(&gvk, plural),
+            None => ApiResource::from_gvk(&gvk),
+        }
     }
 
     /// Whether a rendered job with this `apiVersion` and `kind` is of this kind.
     pub fn matches(&self, api_version: &str, kind: &str) -> bool {
         self.kind == kind && self.api_version() == api_version
     }
+}
+
+/// `kinds` with each plural the API server's discovery gives; a kind it does not serve keeps
+/// the guess (the operator then notes that its jobs are not watched).
+pub async fn with_served_plurals(client: &kube::Client, kinds: Vec<TrialKind>) -> Vec<TrialKind> {
+    let mut out = Vec::with_capacity(kinds.len());
+    for mut kind in kinds {
+        let gvk = GroupVersionKind::gvk(&kind.group, &kind.version, &kind.kind);
+        if let Ok((resource, _)) = kube::discovery::pinned_kind(client, &gvk).await {
+            kind.plural = Some(resource.plural);
+        }
+        out.push(kind);
+    }
+    out
 }
 
 /// Parses a list of `Kind.version.group` values.

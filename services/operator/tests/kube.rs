@@ -2621,3 +2621,43 @@ spec:
     op.stop().await;
     env.shutdown().await;
 }
+
+/// A trial kind's plural comes from the API server's discovery, not from a guess at the kind's
+/// English plural (`Analysis` is served as `analyses`), so its jobs are created and watched.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn trial_kinds_take_their_plural_from_discovery() {
+    let env = Env::start(SimulationOptions::default()).await;
+    let crds: Api<CustomResourceDefinition> = Api::all(env.client.clone());
+    let crd: CustomResourceDefinition = serde_json::from_value(json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "analyses.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+            "names": {"kind": "Analysis", "plural": "analyses", "singular": "analysis", "listKind": "AnalysisList"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}
+    }))
+    .expect("crd");
+    crds.create(&PostParams::default(), &crd)
+        .await
+        .expect("crd");
+    let kinds = vernier_operator::jobs::parse_trial_kinds(&[
+        "Analysis.v1.example.com",
+        "Job.v1.batch",
+        "Missing.v1.example.com",
+    ])
+    .expect("kinds");
+    let guessed = kinds[0].api_resource().plural;
+    let served = vernier_operator::jobs::with_served_plurals(&env.client, kinds).await;
+    let plurals: Vec<Option<&str>> = served.iter().map(|k| k.plural.as_deref()).collect();
+    assert_eq!(
+        plurals,
+        [Some("analyses"), Some("jobs"), None],
+        "guessed {guessed}"
+    );
+    let api: Api<DynamicObject> =
+        Api::namespaced_with(env.client.clone(), "default", &served[0].api_resource());
+    api.list(&ListParams::default())
+        .await
+        .expect("analyses listed");
+    env.shutdown().await;
+}

@@ -80,6 +80,7 @@ pub async fn operator(db: &str, args: OperatorArgs) -> anyhow::Result<Exit> {
         .await
         .with_context(|| format!("cannot open the store {}", vernier_store::redact_url(db)))?;
     let client = vernier_operator::client::connect(args.kube_url.as_deref()).await?;
+    let trial_kinds = vernier_operator::jobs::with_served_plurals(&client, trial_kinds).await;
     let managed = Arc::new(OperatorTrials {
         client: client.clone(),
         namespace: args.watch_namespace.clone(),
