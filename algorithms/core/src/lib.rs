@@ -31,8 +31,8 @@ pub use objective::{
     Constraint, ConstraintOp, Direction, MetricStrategy, Objective, ObjectiveTerm,
 };
 pub use observation::{
-    MAX_METRIC_NAME_BYTES, MAX_METRIC_VALUE_BYTES, MetricReducer, MetricSummary, Observation,
-    UNAVAILABLE,
+    MAX_METRIC_NAME_BYTES, MAX_METRIC_VALUE_BYTES, MAX_TRIAL_NAME_BYTES, MetricReducer,
+    MetricSummary, Observation, UNAVAILABLE,
 };
 pub use regex_compat::{KATIB_DEFAULT_METRICS_FORMAT, escape_literal_braces, go_refusal, go_regex};
 pub use short::Short;

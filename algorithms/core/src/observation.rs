@@ -10,6 +10,9 @@ pub const UNAVAILABLE: &str = "unavailable";
 /// The longest metric name every store can key (Katib's `metric_name VARCHAR(255)`, Vernier's
 /// MySQL and PostgreSQL columns alike), in bytes.
 pub const MAX_METRIC_NAME_BYTES: usize = 255;
+/// The longest trial name every store can key (the trials' `name VARCHAR(255)` on the server
+/// stores, Katib's `trial_name` column), in bytes.
+pub const MAX_TRIAL_NAME_BYTES: usize = 255;
 /// The longest metric value every store can hold (MySQL's `TEXT`, Katib's `value` column), in
 /// bytes.
 pub const MAX_METRIC_VALUE_BYTES: usize = 65_535;

@@ -9,7 +9,7 @@
 
 use crate::error::ApiError;
 use tonic::{Request, Response, Status};
-use vernier_core::Observation;
+use vernier_core::{MAX_TRIAL_NAME_BYTES, Observation};
 use vernier_proto::ProtoError;
 use vernier_proto::api::{
     DeleteObservationLogReply, DeleteObservationLogRequest, GetObservationLogReply,
@@ -49,11 +49,11 @@ fn require_trial(trial: &str) -> Result<(), ApiError> {
     }
     // The server stores' trial name columns hold 255 bytes (Katib's too): a longer name would
     // be stored on SQLite and refused by the others as a retryable error.
-    if trial.len() > TRIAL_NAME_BYTES {
+    if trial.len() > MAX_TRIAL_NAME_BYTES {
         return Err(ProtoError::Core {
             field: "trial_name".into(),
             reason: format!(
-                "value of {} bytes is longer than a trial name can be ({TRIAL_NAME_BYTES}); \
+                "value of {} bytes is longer than a trial name can be ({MAX_TRIAL_NAME_BYTES}); \
                  hint: send the name as the trial has it",
                 trial.len()
             ),
@@ -62,9 +62,6 @@ fn require_trial(trial: &str) -> Result<(), ApiError> {
     }
     Ok(())
 }
-
-/// Longest trial name in bytes: the stores' `VARCHAR(255)` and Katib's database column.
-const TRIAL_NAME_BYTES: usize = 255;
 
 /// Checks every metric log of the request, naming the first unusable field by its path.
 pub fn check_observation_log(log: Option<&ObservationLog>) -> Result<(), ApiError> {

@@ -200,9 +200,9 @@ const NAME_SHOWN: usize = 64;
 
 /// `name`, cut to [`NAME_SHOWN`] characters with `…` when longer.
 fn shown_name(name: &str) -> String {
-    match name.char_indices().nth(NAME_SHOWN) {
+    match vernier_core::first_chars(name, NAME_SHOWN) {
         None => name.to_string(),
-        Some((at, _)) => format!("{}…", &name[..at]),
+        Some(cut) => format!("{cut}…"),
     }
 }
 
