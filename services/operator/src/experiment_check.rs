@@ -63,11 +63,23 @@ fn check_kind(spec: &Experiment, ctx: &Context) -> Result<(), String> {
 }
 
 /// Refuses what the operator cannot run whatever its flags: a metrics collector it cannot
-/// collect from, a warm start (`vernier validate` asks too, so it never calls such an
-/// experiment valid on a cluster).
+/// collect from, a warm start, a Job the API server refuses (`vernier validate` asks too, so
+/// it never calls such an experiment valid on a cluster).
 pub fn operator_refusal(spec: &Experiment) -> Result<(), String> {
     check_collector(spec)?;
-    check_warm_start(spec)
+    check_warm_start(spec)?;
+    check_restart_policy(spec)
+}
+
+/// A batch Job whose pod template sets no `restartPolicy` is defaulted to `Always` and then
+/// refused by the API server, so every trial would fail at creation; local mode only warns.
+fn check_restart_policy(spec: &Experiment) -> Result<(), String> {
+    let tt = spec.spec.trial_template.as_ref();
+    let job = tt.and_then(|t| t.trial_spec.as_ref());
+    match job.and_then(vernier_spec::validate::unset_restart_policy) {
+        Some(problem) => Err(problem.to_string()),
+        None => Ok(()),
+    }
 }
 
 /// A warm start reads earlier experiments from the driver's own store, or a file on its
@@ -165,7 +177,8 @@ mod tests {
     fn collectors_injected_into_pods_need_a_pod_template() {
         let container = json!({"name": "main", "image": "x", "args": ["${trialParameters.lr}"]});
         let job = json!({"apiVersion": "batch/v1", "kind": "Job",
-            "spec": {"template": {"spec": {"containers": [container]}}}});
+            "spec": {"template": {"spec": {"containers": [container],
+                "restartPolicy": "Never"}}}});
         let workflow = json!({"apiVersion": "argoproj.io/v1alpha1", "kind": "Workflow",
             "spec": {"templates": [{"name": "main", "container": container}]}});
         let cases = [
@@ -194,6 +207,29 @@ mod tests {
                     assert!(e.contains(text), "{e}");
                 }
             }
+        }
+    }
+
+    #[test]
+    fn a_job_the_api_server_defaults_to_restart_always_is_refused() {
+        let container = json!({"name": "main", "image": "x", "args": ["${trialParameters.lr}"]});
+        let job = |pod: Value| json!({"apiVersion": "batch/v1", "kind": "Job", "spec": {"template": {"spec": pod}}});
+        let unset = job(json!({"containers": [container]}));
+        let e = operator_refusal(&experiment("StdOut", unset)).expect_err("unset");
+        assert!(
+            e.starts_with(
+                "spec.trialTemplate.trialSpec.spec.template.spec.restartPolicy: is not set"
+            ),
+            "{e}"
+        );
+        assert!(e.contains("hint: set restartPolicy: Never"), "{e}");
+        for policy in ["Never", "OnFailure"] {
+            let set = job(json!({"containers": [container], "restartPolicy": policy}));
+            assert_eq!(
+                operator_refusal(&experiment("StdOut", set)),
+                Ok(()),
+                "{policy}"
+            );
         }
     }
 }

@@ -90,7 +90,8 @@ fn restart_policy_problem(policy: Option<&str>) -> Option<String> {
 
 /// The warning for a `batch/v1` Job trial spec whose pod template sets no `restartPolicy`:
 /// Kubernetes defaults it to `Always` and then refuses the Job, while local mode runs it once.
-pub(crate) fn unset_restart_policy(spec: &Value) -> Option<SpecError> {
+/// A warning for `vernier run`; `vernier operator` refuses the experiment with it.
+pub fn unset_restart_policy(spec: &Value) -> Option<SpecError> {
     if !crate::template::is_batch_job(spec) {
         return None;
     }

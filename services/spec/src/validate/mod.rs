@@ -11,6 +11,7 @@ mod parameters;
 mod quantity;
 mod template;
 mod warnings;
+pub use batch_job::unset_restart_policy;
 pub use warnings::{default_format_reads, format_reading};
 
 pub use warnings::warnings;
