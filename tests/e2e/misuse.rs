@@ -220,6 +220,56 @@ fn a_log_dir_that_cannot_be_made_records_nothing() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
 }
 
+/// A `--log-dir` holding an earlier run's trial logs is refused before anything is recorded:
+/// an experiment of the same name and seed would name its trials alike and overwrite them.
+#[test]
+fn a_log_dir_holding_trial_logs_is_refused() {
+    let sb = Sandbox::new();
+    let file = quick_experiment(&sb, "twice");
+    let out = sb.run(&[
+        "run",
+        file.to_str().unwrap(),
+        "--log-dir",
+        "logs",
+        "--seed",
+        "5",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let before: Vec<_> = std::fs::read_dir(sb.path().join("logs")).unwrap().collect();
+    let other = sb.run(&[
+        "--db",
+        "other.db",
+        "run",
+        file.to_str().unwrap(),
+        "--log-dir",
+        "logs",
+        "--seed",
+        "5",
+    ]);
+    assert_eq!(other.status.code(), Some(2), "{}", text(&other));
+    assert!(
+        text(&other).contains("--log-dir: value")
+            && text(&other).contains("already holds trial logs")
+            && text(&other).contains("hint: choose a new or empty folder"),
+        "{}",
+        text(&other)
+    );
+    let after: Vec<_> = std::fs::read_dir(sb.path().join("logs")).unwrap().collect();
+    assert_eq!(before.len(), after.len());
+    // Nothing was recorded, so the same command with a fresh folder runs.
+    let fresh = sb.run(&[
+        "--db",
+        "other.db",
+        "run",
+        file.to_str().unwrap(),
+        "--log-dir",
+        "logs2",
+        "--seed",
+        "5",
+    ]);
+    assert_eq!(fresh.status.code(), Some(0), "{}", text(&fresh));
+}
+
 /// A refused `resume` (the experiment has finished) leaves no lease behind: the next command
 /// does not report taking over from a process that is gone.
 #[test]

@@ -165,7 +165,17 @@ async fn live_driver(
 fn absolute_log_dir(log_dir: Option<PathBuf>, name: &str) -> anyhow::Result<PathBuf> {
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     if let Some(dir) = log_dir {
-        return Ok(cwd.join(dir));
+        let dir = cwd.join(dir);
+        if let Some(log) = a_trial_log_in(&dir) {
+            anyhow::bail!(
+                "--log-dir: value {:?} already holds trial logs ({log} among them): this run's \
+                 trials would write `<trial>.log` there and overwrite those of the same name (an \
+                 experiment of the same name and seed names its trials alike)\nhint: choose a new \
+                 or empty folder, or move those logs away first",
+                dir.display().to_string()
+            );
+        }
+        return Ok(dir);
     }
     let logs = cwd.join("vernier-logs");
     let dir = free_log_dir(&logs, name, |p| {
@@ -180,6 +190,17 @@ fn absolute_log_dir(log_dir: Option<PathBuf>, name: &str) -> anyhow::Result<Path
         );
     }
     Ok(dir)
+}
+
+/// The name of a `*.log` file in `dir`, if it holds one: the default folder moves aside for an
+/// earlier experiment's logs (`free_log_dir`), a folder the user named cannot.
+fn a_trial_log_in(dir: &Path) -> Option<String> {
+    std::fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .find(|name| name.ends_with(".log"))
 }
 
 /// `<logs>/<name>`, or when that directory is in use the first `<logs>/<name>.<n>` (n ≥ 2)
