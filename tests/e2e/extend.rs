@@ -139,3 +139,25 @@ fn an_experiment_that_reached_its_goal_does_not_continue() {
     );
     assert_eq!(trials(&sb).len(), 1);
 }
+
+#[test]
+fn a_failed_experiment_without_results_is_not_offered_as_a_warm_start() {
+    let sb = Sandbox::new();
+    let yaml = experiment(4)
+        .replace("print(f'loss={(x - 0.3) ** 2}')", "sys.exit('no data')")
+        .replace(
+            "  maxTrialCount: 4",
+            "  maxTrialCount: 4\n  maxFailedTrialCount: 1",
+        );
+    let file = sb.write("e.yaml", &yaml);
+    let out = sb.run(&["run", file.to_str().unwrap(), "--seed", "2"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let more = sb.run(&["resume", "extended", "--max-trial-count", "8"]);
+    assert_eq!(more.status.code(), Some(2), "{}", text(&more));
+    assert!(
+        text(&more).contains("no trial of this one succeeded")
+            && !text(&more).contains("warmStart"),
+        "{}",
+        text(&more)
+    );
+}

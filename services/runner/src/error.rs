@@ -52,12 +52,14 @@ pub enum RunnerError {
     )]
     ObservationsNotRecorded { trial: String, error: String },
     #[error(
-        "experiment {name:?} ended with {reason} after {trials} trial(s); only an experiment that ended by reaching maxTrialCount continues, with --max-trial-count above {trials}\nhint: `vernier report {name}` shows the result; start a new experiment to search again, with `warmStart: {{experiments: [{name}]}}` in its spec to begin from these results"
+        "experiment {name:?} ended with {reason} after {trials} trial(s); only an experiment that ended by reaching maxTrialCount continues, with --max-trial-count above {trials}\nhint: `vernier report {name}` shows the result; {next}"
     )]
     NotExtendable {
         name: String,
         reason: String,
         trials: u32,
+        /// What to do instead: a warm start when some trial has a result to begin from.
+        next: String,
     },
     #[error(
         "experiment {name:?} ended by reaching maxTrialCount with {trials} trial(s); a maxTrialCount of {max} does not reopen it\nhint: pass --max-trial-count above {trials}"

@@ -6,6 +6,7 @@
 use crate::error::RunnerError;
 use crate::status::{conditions_json, parse_conditions};
 use serde_json::Value;
+use vernier_core::TrialState;
 use vernier_engine::reason;
 use vernier_engine::resume::{Ended, ResumePolicy};
 use vernier_store::SqlStore;
@@ -60,6 +61,20 @@ pub fn with_limits(spec_json: &str, limits: NewLimits) -> Result<String, RunnerE
     Ok(text)
 }
 
+/// How to search again after an experiment that cannot continue: from its results when some
+/// trial succeeded, else afresh (a warm start from it would begin from nothing).
+fn search_again(name: &str, with_results: bool) -> String {
+    match with_results {
+        true => format!(
+            "start a new experiment to search again, with `warmStart: {{experiments: [{name}]}}` \
+             in its spec to begin from these results"
+        ),
+        false => "start a new experiment to search again (no trial of this one succeeded, so \
+                  there are no results to begin from)"
+            .to_string(),
+    }
+}
+
 /// What writing new limits did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Extension {
@@ -86,7 +101,9 @@ pub async fn extend(
         .ok_or_else(|| RunnerError::ExperimentNotFound(name.to_string()))?;
     let spec_json = with_limits(&row.spec_json, limits)?;
     let finished = matches!(row.status.phase.as_str(), "Succeeded" | "Failed");
-    let trials = store.list_trials(name).await?.len() as u32;
+    let rows = store.list_trials(name).await?;
+    let trials = rows.len() as u32;
+    let with_results = rows.iter().any(|t| t.state == TrialState::Succeeded);
     let stored_max = |json: &str| -> Result<Option<u32>, RunnerError> {
         let spec = vernier_spec::parse_stored_experiment(json)?.spec;
         Ok(spec.max_trial_count.map(|n| n.max(0) as u32))
@@ -122,6 +139,7 @@ pub async fn extend(
                 name: name.to_string(),
                 reason: row.status.reason.clone(),
                 trials,
+                next: search_again(name, with_results),
             });
         }
     }
