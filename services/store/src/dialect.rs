@@ -71,6 +71,11 @@ pub(crate) trait Dialect: sqlx::Database {
         false
     }
 
+    /// The server refused this user a privilege on a table (or the schema) it needs.
+    fn is_denied(_db: &dyn DatabaseError) -> bool {
+        false
+    }
+
     /// A unique violation on `trials` is the `(experiment, seq)` key, not the name.
     fn is_seq_key(db: &dyn DatabaseError) -> bool;
 

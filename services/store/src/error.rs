@@ -225,6 +225,16 @@ pub enum StoreError {
         error: sqlx::Error,
     },
 
+    #[error(
+        "database `{url}` refused its user a privilege vernier needs to {doing} ({}): the tables belong to another user, or this one was granted too little\nhint: connect as the user that created Vernier's tables, or grant this one access (PostgreSQL: `GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO <user>` and `GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO <user>`; MySQL/MariaDB: `GRANT SELECT, INSERT, UPDATE, DELETE ON <database>.* TO <user>`); SELECT alone serves `list`, `report` and the dashboard",
+        said(.error)
+    )]
+    Denied {
+        doing: String,
+        url: String,
+        error: sqlx::Error,
+    },
+
     #[error("cannot {action} `{name}`: {}", said(.error))]
     Query {
         action: &'static str,
@@ -287,6 +297,13 @@ impl ErrorContext {
                 error,
             };
         }
+        if matches!(&error, sqlx::Error::Database(db) if D::is_denied(db.as_ref())) {
+            return StoreError::Denied {
+                doing: format!("{action} `{name}`"),
+                url: self.url.clone(),
+                error,
+            };
+        }
         if is_connection_loss::<D>(&error) {
             return StoreError::ConnectionLost {
                 action,
@@ -299,6 +316,28 @@ impl ErrorContext {
             action,
             name: name.to_owned(),
             error,
+        }
+    }
+
+    /// Classifies an error of applying the schema: a privilege the user lacks is named as
+    /// such, anything else is put down to the schema (another version's database).
+    pub(crate) fn migrate<D: Dialect>(&self, error: sqlx::migrate::MigrateError) -> StoreError {
+        use sqlx::migrate::MigrateError;
+        match error {
+            MigrateError::Execute(sqlx::Error::Database(db))
+            | MigrateError::ExecuteMigration(sqlx::Error::Database(db), _)
+                if D::is_denied(db.as_ref()) =>
+            {
+                StoreError::Denied {
+                    doing: "set up or read its schema".to_string(),
+                    url: self.url.clone(),
+                    error: sqlx::Error::Database(db),
+                }
+            }
+            error => StoreError::Migrate {
+                url: self.url.clone(),
+                error,
+            },
         }
     }
 

@@ -15,6 +15,7 @@ mod outage;
 mod postgres;
 mod queries;
 mod records;
+mod schema_version;
 mod sqlite;
 mod store;
 mod summary;

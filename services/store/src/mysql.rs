@@ -69,6 +69,11 @@ impl Dialect for MySql {
         matches!(number(db), Some(1049 | 1146))
     }
 
+    /// ER_TABLEACCESS_DENIED_ERROR, ER_COLUMNACCESS_DENIED_ERROR
+    fn is_denied(db: &dyn DatabaseError) -> bool {
+        matches!(number(db), Some(1142 | 1143))
+    }
+
     /// Server shutdown and connection killed.
     fn is_server_gone(db: &dyn DatabaseError) -> bool {
         matches!(number(db), Some(1053 | 1927 | 2006 | 2013))
@@ -179,12 +184,14 @@ impl MySqlBackend {
             pool.close().await;
             return Err(e);
         }
-        if let Err(error) = migrate(&pool, &database, lock_timeout).await {
+        let applied: Vec<(i64, Vec<u8>)> = sqlx::query_as(crate::schema_version::APPLIED)
+            .fetch_all(&pool)
+            .await
+            .unwrap_or_default();
+        let current = crate::schema_version::is_current(&MIGRATOR, &applied);
+        if !current && let Err(error) = migrate(&pool, &database, lock_timeout).await {
             pool.close().await;
-            return Err(StoreError::Migrate {
-                url: errors.url.clone(),
-                error,
-            });
+            return Err(errors.migrate::<MySql>(error));
         }
         Ok(SqlBackend::new(pool, errors.url, lock_timeout))
     }

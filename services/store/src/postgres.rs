@@ -70,6 +70,11 @@ impl Dialect for Postgres {
         matches!(db.code().as_deref(), Some("3D000" | "42P01"))
     }
 
+    /// insufficient_privilege
+    fn is_denied(db: &dyn DatabaseError) -> bool {
+        db.code().as_deref() == Some("42501")
+    }
+
     /// admin_shutdown, crash_shutdown, cannot_connect_now
     fn is_server_gone(db: &dyn DatabaseError) -> bool {
         matches!(db.code().as_deref(), Some("57P01" | "57P02" | "57P03"))
@@ -153,12 +158,14 @@ impl PostgresBackend {
         }
         // The migrator holds an advisory lock, so stores opening a new database at once
         // apply the schema once.
-        if let Err(error) = MIGRATOR.run(&pool).await {
+        let applied: Vec<(i64, Vec<u8>)> = sqlx::query_as(crate::schema_version::APPLIED)
+            .fetch_all(&pool)
+            .await
+            .unwrap_or_default();
+        let current = crate::schema_version::is_current(&MIGRATOR, &applied);
+        if !current && let Err(error) = MIGRATOR.run(&pool).await {
             pool.close().await;
-            return Err(StoreError::Migrate {
-                url: errors.url.clone(),
-                error,
-            });
+            return Err(errors.migrate::<Postgres>(error));
         }
         Ok(SqlBackend::new(pool, errors.url, lock_timeout))
     }

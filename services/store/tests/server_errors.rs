@@ -42,6 +42,7 @@ per_server!(
     a_url_that_asks_for_tls_gets_it_or_says_the_server_has_none,
     katibs_own_database_is_refused_and_left_as_it_was,
     tables_dropped_under_a_store_are_named_as_gone,
+    a_user_without_privileges_on_the_tables_is_told_so,
 );
 
 /// `url` with user, password, host and port replaced.
@@ -127,6 +128,90 @@ async fn tables_dropped_under_a_store_are_named_as_gone(db: Arc<TestDb>) {
         text.contains("no longer exist") && !text.contains("resume"),
         "{text}"
     );
+}
+
+/// Runs each statement on the test's database as its admin user.
+async fn as_admin(db: &TestDb, statements: &[String]) {
+    match db.backend {
+        Backend::Postgres => {
+            let mut c = sqlx::PgConnection::connect(&db.url).await.unwrap();
+            for s in statements {
+                c.execute(sqlx::AssertSqlSafe(s.clone())).await.unwrap();
+            }
+        }
+        _ => {
+            let mut c = sqlx::MySqlConnection::connect(&db.url).await.unwrap();
+            for s in statements {
+                c.execute(sqlx::AssertSqlSafe(s.clone())).await.unwrap();
+            }
+        }
+    }
+}
+
+/// A second user of a shared server whose grants fall short (the tables belong to the user
+/// that created them) is told it lacks a privilege and how to grant it, not that another
+/// version of vernier wrote the database; reading with SELECT alone works.
+async fn a_user_without_privileges_on_the_tables_is_told_so(db: Arc<TestDb>) {
+    let owner = SqlStore::connect(&db.url).await.unwrap();
+    owner.create_experiment(&experiment("d", 1)).await.unwrap();
+    let user = format!("{}_ro", db.name());
+    let (create, grant, cleanup) = match db.backend {
+        Backend::Postgres => (
+            format!("CREATE ROLE {user} LOGIN"),
+            format!("GRANT SELECT ON ALL TABLES IN SCHEMA public TO {user}"),
+            vec![
+                format!("REVOKE ALL ON ALL TABLES IN SCHEMA public FROM {user}"),
+                format!("DROP ROLE {user}"),
+            ],
+        ),
+        _ => (
+            format!("CREATE USER '{user}'@'%'"),
+            format!("GRANT SELECT ON `{}`.* TO '{user}'@'%'", db.name()),
+            vec![format!("DROP USER '{user}'@'%'")],
+        ),
+    };
+    as_admin(&db, &[create]).await;
+    let url = with_login(&db.url, &user, None, None);
+    let unprivileged = SqlStore::connect(&url).await;
+    as_admin(&db, &[grant]).await;
+    let reader = SqlStore::connect(&url).await;
+    let written = match &reader {
+        Ok(store) => Some(store.create_experiment(&experiment("e", 1)).await),
+        Err(_) => None,
+    };
+    let read = match &reader {
+        Ok(store) => Some(store.get_experiment("d").await),
+        Err(_) => None,
+    };
+    drop(reader);
+    as_admin(&db, &cleanup).await;
+
+    let mut denied = Vec::new();
+    match (db.backend, unprivileged) {
+        // MySQL refuses a user without grants on the database at login.
+        (Backend::MySql, Err(e)) => assert!(matches!(e, StoreError::LoginRefused { .. }), "{e:?}"),
+        (_, Err(e)) => denied.push(e),
+        (_, Ok(_)) => panic!("a user without privileges opened the store"),
+    }
+    match written {
+        Some(Err(e)) => denied.push(e),
+        Some(Ok(())) => panic!("a user with SELECT alone wrote an experiment"),
+        None => {}
+    }
+    assert!(!denied.is_empty());
+    for e in denied {
+        assert!(matches!(e, StoreError::Denied { .. }), "{e:?}");
+        let text = e.to_string();
+        assert!(
+            text.contains("refused its user a privilege")
+                && text.contains("hint: connect as the user that created Vernier's tables")
+                && !text.contains("another version"),
+            "{text}"
+        );
+    }
+    // SELECT alone serves reading: the migrator, which asks for more, is not run on a
+    // database whose schema is current.
+    assert!(read.unwrap().unwrap().is_some());
 }
 
 async fn katibs_own_database_is_refused_and_left_as_it_was(db: Arc<TestDb>) {
