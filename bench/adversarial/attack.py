@@ -116,6 +116,11 @@ X_PARAM = """
   parameterType: double
   feasibleSpace: {min: "0", max: "1"}
 """
+# Two tunable parameters: cmaes refuses a one-dimensional space before it reads its settings.
+XY_PARAMS = X_PARAM + """- name: y
+  parameterType: double
+  feasibleSpace: {min: "0", max: "1"}
+"""
 
 
 def python_trial(script):
@@ -300,12 +305,12 @@ def a_collector_escape(v, d):
 
 def a_settings_out_of_range(v, d):
     cases = [("tpe", "n_ei_candidates", "1e9"), ("bayesianoptimization", "n_initial_points", "-5"),
-             ("cmaes", "sigma", "nan")]
+             ("cmaes", "sigma", "inf")]
     seen = []
     ok = True
     for algo, key, value in cases:
         s = f"    algorithmSettings:\n      - name: {key}\n        value: \"{value}\"\n"
-        write(d, "x.yaml", experiment("s", X_PARAM, ["true"], algorithm=algo, settings=s))
+        write(d, "x.yaml", experiment("s", XY_PARAMS, ["true"], algorithm=algo, settings=s))
         r = run_measured(v, ["validate", "x.yaml"], d)
         ok &= refused(r, key)
         seen.append(f"{key}={value}: exit {r.code}")

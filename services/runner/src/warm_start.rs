@@ -312,7 +312,9 @@ pub fn parse_csv(
     let mut out = KnownResults::default();
     for record in reader.records() {
         let record = record.map_err(|e| format!("does not parse as CSV: {e}"))?;
-        let line = record.position().map_or(0, |p| p.line() as usize);
+        let line = record
+            .position()
+            .map_or(0, |p| line_at(text, p.byte() as usize));
         if !usable_condition(condition.and_then(|c| record.get(c))) {
             continue;
         }
@@ -332,6 +334,18 @@ pub fn parse_csv(
         out.rows.push(known(line, space, &pairs, &values)?);
     }
     Ok(out)
+}
+
+/// The line a record starting at byte `at` stands on. The csv crate's own count is one short
+/// for files with CRLF line ends (Python's `csv.writer` default): a record's position is taken
+/// before the `\n` that ends the previous line is read.
+fn line_at(text: &str, at: usize) -> usize {
+    let rest = text.get(at..).unwrap_or_default();
+    let start = at + (rest.len() - rest.trim_start_matches(['\r', '\n']).len());
+    1 + text.as_bytes()[..start]
+        .iter()
+        .filter(|b| **b == b'\n')
+        .count()
 }
 
 /// Parses JSON lines into known results.

@@ -191,6 +191,19 @@ fn csv_errors_name_columns_and_lines() {
     );
     let e = parse_csv("lr,optimizer,loss\n0.01,adam,low\n", &space(), &loss()).unwrap_err();
     assert_eq!(e, "line 2: loss value \"low\" is not a finite number");
+    // CRLF line ends (Python's csv.writer) and a blank line count as the editor counts them.
+    for (text, line) in [
+        ("lr,optimizer,loss\r\n0.01,adam,low\r\n", 2),
+        ("lr,optimizer,loss\r\n0.01,adam,0.2\r\n0.02,adam,low\r\n", 3),
+        ("lr,optimizer,loss\n\n0.01,adam,low\n", 3),
+        ("lr,optimizer,loss\r\n\r\n0.01,adam,low\r\n", 3),
+    ] {
+        let e = parse_csv(text, &space(), &loss()).unwrap_err();
+        assert!(
+            e.starts_with(&format!("line {line}: loss value")),
+            "{text:?}: {e}"
+        );
+    }
 }
 
 #[test]
