@@ -150,3 +150,38 @@ fn medianstop_judges_a_trial_that_ended_between_two_checks() {
         "seed 11 stops at least one trial: {r:#}"
     );
 }
+
+/// ASHA holds a trial that prints faster than the driver looks to every rung it passed: the
+/// last trial is the worst of four at step 1 and the best by step 3, and prints all its values
+/// at once, so the driver first sees it past both rungs. Judged at its highest rung alone it
+/// ran to the end and became the best trial; Optuna's pruner stops it at step 1.
+#[test]
+fn asha_judges_the_rungs_a_fast_trial_passed_between_two_checks() {
+    let sb = Sandbox::new();
+    let queued: String = ["0.4", "0.6", "0.8", "0.1"]
+        .iter()
+        .map(|c| format!("    - parameterAssignments: [{{name: x, value: \"{c}\"}}]\n"))
+        .collect();
+    let yaml = python_experiment(
+        "asha-fast",
+        "import sys\nc = float(sys.argv[1])\nfor e in range(1, 7):\n    print(f'loss={5.0 if e == 1 and c < 0.2 else c}')",
+        &format!(
+            "  objective:\n    type: minimize\n    objectiveMetricName: loss\n  earlyStopping:\n    algorithmName: asha\n  parallelTrialCount: 1\n  maxTrialCount: 4\n  enqueuedTrials:\n{queued}"
+        ),
+    );
+    let file = sb.write("asha-fast.yaml", &yaml);
+    let out = sb.run(&["run", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let r = sb.report("asha-fast");
+    let last = last_condition(&r["trials"][3]);
+    assert_eq!(
+        crate::harness::condition_state(last),
+        "EarlyStopped",
+        "{r:#}"
+    );
+    let message = last["message"].as_str().unwrap();
+    assert!(
+        message.contains("its loss 5 at step 1 ranked 4 of the 4 trials"),
+        "{message}"
+    );
+}

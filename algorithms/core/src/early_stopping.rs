@@ -17,6 +17,10 @@ pub struct TrialProgress<'a> {
     /// The objective metric's intermediate values in the order they were reported; value `i`
     /// is step `i + 1` (an epoch, for a trial that reports once per epoch).
     pub values: &'a [f64],
+    /// How many of `values` an earlier ask of the rule already saw (`values.len()` when the
+    /// caller does not know). A rule that judges at fixed steps (ASHA's rungs) also judges the
+    /// steps passed since, so how often a driver asks does not change what it decides.
+    pub judged: usize,
 }
 
 /// Everything an early-stopping rule may look at.

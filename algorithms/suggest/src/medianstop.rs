@@ -181,6 +181,7 @@ mod tests {
             name,
             state,
             values,
+            judged: values.len(),
         }
     }
 
@@ -291,6 +292,7 @@ mod tests {
             name,
             state,
             values,
+            judged: values.len(),
         };
         let mut rules = std::collections::BTreeMap::new();
         // `early` is created while only `a` has succeeded: no rule, ever.

@@ -235,6 +235,7 @@ fn medianstop_rules(
             name,
             state: TrialState::Succeeded,
             values,
+            judged: values.len(),
         })
         .collect();
     rule.rule(objective, &progress)

@@ -85,16 +85,19 @@ mod tests {
                 name: "a",
                 state: TrialState::Succeeded,
                 values: &a,
+                judged: a.len(),
             },
             TrialProgress {
                 name: "b",
                 state: TrialState::Succeeded,
                 values: &b,
+                judged: b.len(),
             },
             TrialProgress {
                 name: "c",
                 state: TrialState::Running,
                 values: &c,
+                judged: c.len(),
             },
         ];
         let rules = frozen_rules(&median(2, 2), &objective(Direction::Maximize), &trials);

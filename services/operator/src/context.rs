@@ -9,6 +9,7 @@ use crate::metrics::Metrics;
 use crate::shared::Shared;
 use kube::Client;
 use kube::runtime::events::{Recorder, Reporter};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 use vernier_store::SqlStore;
@@ -32,6 +33,33 @@ pub struct Context {
     pub expectations: crate::expectations::Expectations,
     /// The refusals already announced, so a reconcile repeats no Warning event.
     pub announced: Announced,
+    /// How many objective values of each trial the early-stopping rule has seen.
+    pub judged: Judged,
+}
+
+/// How many objective values of each running trial (by experiment, then trial UID) the
+/// early-stopping rule was shown at the last reconcile, so a rung a trial passed between two
+/// reconciles is judged all the same (`TrialProgress::judged`). A trial first seen, as after
+/// a restart, counts as judged up to what it has: a rung it may have passed long ago is not
+/// judged again against trials that came later.
+#[derive(Debug, Default)]
+pub struct Judged {
+    counts: std::sync::Mutex<HashMap<String, HashMap<String, usize>>>,
+}
+
+impl Judged {
+    /// For each `(uid, count)` of an experiment's running trials, the count recorded at the
+    /// last call (else `count`); records these counts in place of the last call's.
+    pub fn swap(&self, experiment: &str, now: &[(String, usize)]) -> Vec<usize> {
+        let mut all = self.counts.lock().unwrap_or_else(|p| p.into_inner());
+        let before = all.remove(experiment).unwrap_or_default();
+        let judged = now
+            .iter()
+            .map(|(uid, n)| before.get(uid).copied().unwrap_or(*n).min(*n))
+            .collect();
+        all.insert(experiment.to_string(), now.iter().cloned().collect());
+        judged
+    }
 }
 
 /// The last note announced under each key (an experiment and the kind of refusal): a
@@ -118,6 +146,7 @@ impl Context {
             leases,
             expectations: Default::default(),
             announced: Announced::default(),
+            judged: Judged::default(),
         }
     }
 
@@ -156,6 +185,21 @@ impl std::fmt::Debug for Context {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A trial first seen counts as judged up to what it has (a restart does not judge old
+    /// rungs again); later calls return the previous count; experiments do not share counts.
+    #[test]
+    fn judged_counts_are_the_last_reconciles_per_experiment() {
+        let j = Judged::default();
+        let t = |uid: &str, n: usize| (uid.to_string(), n);
+        assert_eq!(j.swap("ns/e", &[t("a", 4), t("b", 0)]), [4, 0]);
+        assert_eq!(j.swap("ns/f", &[t("a", 1)]), [1]);
+        assert_eq!(j.swap("ns/e", &[t("a", 9), t("b", 3), t("c", 2)]), [4, 0, 2]);
+        // "a" ended (not listed): forgotten, so a value count read lower is taken as is.
+        assert_eq!(j.swap("ns/e", &[t("b", 3)]), [3]);
+        assert_eq!(j.swap("ns/e", &[t("a", 2), t("b", 1)]), [2, 1]);
+        assert_eq!(j.swap("ns/f", &[t("a", 5)]), [1]);
+    }
 
     #[test]
     fn backoff_doubles_caps_and_resets() {

@@ -26,7 +26,7 @@ pub async fn rules_for_new_trials(
         return Ok(Vec::new());
     };
     let values = values_of(ctx, exp, listed, |l| l.state == TrialState::Succeeded).await?;
-    let progress = progress(listed, &values);
+    let progress = progress(listed, &values, None);
     Ok(frozen_rules(median, &exp.objective, &progress))
 }
 
@@ -51,9 +51,10 @@ pub async fn stop_trials(
         Stopping::Continuous(rule) => {
             // A trial not started yet has no log to read.
             let values = values_of(ctx, exp, listed, |l| l.state != TrialState::Created).await?;
+            let judged = judged_counts(ctx, &format!("{ns}/{}", exp.name), listed, &values);
             let request = EarlyStoppingRequest {
                 objective: &exp.objective,
-                trials: &progress(listed, &values),
+                trials: &progress(listed, &values, Some(&judged)),
             };
             let stop = rule.trials_to_stop(&request);
             let names = stop.map_err(|e| OperatorError::Algorithm(e.to_string()))?;
@@ -117,14 +118,44 @@ async fn values_of(
     Ok(values)
 }
 
-fn progress<'a>(listed: &'a [Listed], values: &'a [Vec<f64>]) -> Vec<TrialProgress<'a>> {
+/// How many values of each trial the rule saw at the experiment's last reconcile (see
+/// [`crate::context::Judged`]): a running trial's recorded count, every other trial's all.
+fn judged_counts(
+    ctx: &Context,
+    experiment: &str,
+    listed: &[Listed],
+    values: &[Vec<f64>],
+) -> Vec<usize> {
+    let uid = |l: &Listed| l.obj.metadata.uid.clone().unwrap_or_else(|| l.name());
+    let running: Vec<(usize, (String, usize))> = listed
+        .iter()
+        .zip(values)
+        .enumerate()
+        .filter(|(_, (l, _))| l.state == TrialState::Running)
+        .map(|(i, (l, v))| (i, (uid(l), v.len())))
+        .collect();
+    let now: Vec<(String, usize)> = running.iter().map(|(_, c)| c.clone()).collect();
+    let mut judged: Vec<usize> = values.iter().map(Vec::len).collect();
+    for ((i, _), seen) in running.iter().zip(ctx.judged.swap(experiment, &now)) {
+        judged[*i] = seen;
+    }
+    judged
+}
+
+fn progress<'a>(
+    listed: &'a [Listed],
+    values: &'a [Vec<f64>],
+    judged: Option<&[usize]>,
+) -> Vec<TrialProgress<'a>> {
     listed
         .iter()
         .zip(values)
-        .map(|(l, v)| TrialProgress {
+        .enumerate()
+        .map(|(i, (l, v))| TrialProgress {
             name: l.obj.metadata.name.as_deref().unwrap_or_default(),
             state: l.state,
             values: v,
+            judged: judged.and_then(|j| j.get(i).copied()).unwrap_or(v.len()),
         })
         .collect()
 }

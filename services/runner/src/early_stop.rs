@@ -34,6 +34,8 @@ pub struct EarlyStopMonitor {
     /// Each trial the rule stopped, with why in words when the rule said.
     stopped: HashMap<String, Option<String>>,
     values: TrialValues,
+    /// How many values of each trial the previous check showed the rule.
+    judged: HashMap<String, usize>,
 }
 
 impl EarlyStopMonitor {
@@ -47,6 +49,7 @@ impl EarlyStopMonitor {
             median: built.median.map(|m| (m, BTreeMap::new())),
             stopped: HashMap::new(),
             values: TrialValues::default(),
+            judged: HashMap::new(),
         }))
     }
 
@@ -64,7 +67,7 @@ impl EarlyStopMonitor {
         self.values
             .refresh(store, &exp.objective.metric, trials)
             .await?;
-        let progress = progress(&self.stopped, trials, &self.values);
+        let progress = progress(&self.stopped, trials, &self.values, &self.judged);
         freeze_and_record(&mut self.median, store, exp, &progress).await
     }
 }
@@ -110,7 +113,7 @@ impl EarlyStopMonitor {
         self.values
             .refresh(store, &exp.objective.metric, trials)
             .await?;
-        let progress = progress(&self.stopped, trials, &self.values);
+        let progress = progress(&self.stopped, trials, &self.values, &self.judged);
         // A trial the driver created without a `freeze` call gets today's rule.
         freeze_and_record(&mut self.median, store, exp, &progress).await?;
         let request = EarlyStoppingRequest {
@@ -124,6 +127,9 @@ impl EarlyStopMonitor {
                 .trials_to_stop(&request)
                 .map_err(|e| RunnerError::EarlyStopping(e.to_string()))?,
         };
+        for p in &progress {
+            self.judged.insert(p.name.to_string(), p.values.len());
+        }
         let mut fresh = Vec::new();
         for name in names {
             if !self.stopped.contains_key(&name) {
@@ -146,23 +152,30 @@ impl EarlyStopMonitor {
     }
 }
 
-/// What the rules see of each trial: its values, and EarlyStopped once the monitor stopped it
-/// (the driver records the state only when the process is gone).
+/// What the rules see of each trial: its values, how many of them the previous check showed
+/// (none for a trial new to this driver, which sees every trial it runs from its start), and
+/// EarlyStopped once the monitor stopped it (the driver records the state only when the
+/// process is gone).
 fn progress<'a>(
     stopped: &HashMap<String, Option<String>>,
     trials: &'a [(String, TrialState)],
     values: &'a TrialValues,
+    judged: &HashMap<String, usize>,
 ) -> Vec<TrialProgress<'a>> {
     trials
         .iter()
-        .map(|(name, state)| TrialProgress {
-            name,
-            state: if stopped.contains_key(name) {
-                TrialState::EarlyStopped
-            } else {
-                *state
-            },
-            values: values.of(name),
+        .map(|(name, state)| {
+            let values = values.of(name);
+            TrialProgress {
+                name,
+                state: if stopped.contains_key(name) {
+                    TrialState::EarlyStopped
+                } else {
+                    *state
+                },
+                values,
+                judged: judged.get(name).copied().unwrap_or(0).min(values.len()),
+            }
         })
         .collect()
 }

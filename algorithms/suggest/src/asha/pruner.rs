@@ -3,8 +3,9 @@
 //!
 //! Rungs sit at steps `min_resource·eta^(s+k)`, k = 0, 1, ... (`s` is
 //! `min_early_stopping_rate`); step `n` is a trial's `n`-th intermediate value (an epoch, for
-//! a trial that reports once per epoch). A running trial is judged at the highest rung it has
-//! reached: it keeps running if its value at that rung's step ranks among the best
+//! a trial that reports once per epoch). A running trial is judged at each rung it reached
+//! since the rule last saw it (`TrialProgress::judged`), lowest first, else at the highest
+//! rung it has reached: it keeps running if its value at that rung's step ranks among the best
 //! `max(1, floor(n/eta))` of the `n` trials (itself included, in any state) that reported a
 //! value at that step, and is stopped otherwise — Optuna's rule, where fewer than `eta`
 //! competitors means only the best continues. Until at least `bootstrap_count` trials (itself
@@ -13,7 +14,9 @@
 //!
 //! Stateless, unlike Optuna (which stores each trial's passed rungs): a trial is judged again
 //! after every new value until it reaches the next rung, so a trial that other trials overtake
-//! at its current rung is stopped then instead of carrying on to the next rung.
+//! at its current rung is stopped then instead of carrying on to the next rung. A rung passed
+//! between two asks is judged all the same, so a trainer that prints faster than the driver
+//! looks is held to every rung, as Optuna holds it when reporting each value.
 
 use super::{eta_setting, rate_setting};
 use crate::error::AlgorithmError;
@@ -82,16 +85,22 @@ impl AshaPruner {
             .checked_mul(self.min_resource)
     }
 
-    /// The highest rung whose step is within `steps` reported values, with that step.
-    fn highest_rung(&self, steps: usize) -> Option<u64> {
-        let mut reached = None;
-        for k in 0.. {
-            match self.rung_step(k) {
-                Some(step) if step <= steps as u64 => reached = Some(step),
-                _ => break,
-            }
+    /// The steps to judge a trial at that has `steps` values, `judged` of them seen before:
+    /// every rung step passed since, lowest first, else the highest rung reached (judged again
+    /// as its competitors change).
+    fn steps_to_judge(&self, judged: usize, steps: usize) -> Vec<u64> {
+        let reached: Vec<u64> = (0..)
+            .map_while(|k| self.rung_step(k).filter(|&step| step <= steps as u64))
+            .collect();
+        let passed: Vec<u64> = reached
+            .iter()
+            .copied()
+            .filter(|&step| step > judged as u64)
+            .collect();
+        match passed.is_empty() {
+            true => reached.last().copied().into_iter().collect(),
+            false => passed,
         }
-        reached
     }
 }
 
@@ -108,9 +117,35 @@ struct Standing {
 }
 
 impl AshaPruner {
-    /// Trial `i`'s standing at its highest rung, or `None` while the rule cannot judge it yet
-    /// (not running, below the first rung, fewer competitors than `bootstrap_count`).
+    /// Trial `i`'s standing at the first rung it is judged at and fails, else at the last one
+    /// judged; `None` while the rule cannot judge it yet (not running, below the first rung,
+    /// fewer competitors than `bootstrap_count`).
     fn standing(&self, request: &EarlyStoppingRequest<'_>, i: usize) -> Option<Standing> {
+        let trial = request.trials.get(i)?;
+        if trial.state != TrialState::Running {
+            return None;
+        }
+        let mut last = None;
+        for step in self.steps_to_judge(trial.judged, trial.values.len()) {
+            let Some(s) = self.standing_at(request, i, step) else {
+                continue;
+            };
+            if s.place > s.keep {
+                return Some(s);
+            }
+            last = Some(s);
+        }
+        last
+    }
+
+    /// Trial `i`'s standing at the rung at `step`, or `None` with fewer competitors there
+    /// than `bootstrap_count`.
+    fn standing_at(
+        &self,
+        request: &EarlyStoppingRequest<'_>,
+        i: usize,
+        step: u64,
+    ) -> Option<Standing> {
         let direction = request.objective.direction;
         let loss = |v: f64| {
             if v.is_finite() {
@@ -120,10 +155,6 @@ impl AshaPruner {
             }
         };
         let trial = request.trials.get(i)?;
-        if trial.state != TrialState::Running {
-            return None;
-        }
-        let step = self.highest_rung(trial.values.len())?;
         let at = step as usize - 1;
         let value = trial.values[at];
         let mine = loss(value);

@@ -566,6 +566,7 @@ fn decide(p: &AshaPruner, o: &Objective, trials: &[(&str, TrialState, &[f64])]) 
             name,
             state: *state,
             values,
+            judged: values.len(),
         })
         .collect();
     p.trials_to_stop(&EarlyStoppingRequest {
@@ -615,6 +616,59 @@ fn pruner_keeps_the_top_third_at_each_rung() {
     assert!(decide(&p, &o, &trials).is_empty());
 }
 
+/// A rung a trial passed between two asks is judged all the same, lowest first: how often a
+/// driver asks does not change the verdict (the helper's fast-printing trainer: worst at step
+/// 1, best by step 3).
+#[test]
+fn pruner_judges_the_rungs_passed_since_it_last_asked() {
+    use TrialState::{Running, Succeeded};
+    let p = pruner(&[("eta", "3")]);
+    let o = Objective::new("loss", Direction::Minimize);
+    let earlier: [(&str, &[f64]); 3] = [
+        ("a", &[1.5, 1.0, 1.0, 1.0]),
+        ("b", &[2.0, 2.0, 2.0]),
+        ("c", &[3.0]),
+    ];
+    let fast: &[f64] = &[5.0, 0.1, 0.1, 0.1];
+    // (values of "fast" the rule saw before, verdict on "fast", the rung it names)
+    let table: [(usize, bool, Option<&str>); 6] = [
+        (0, true, Some("its loss 5 at step 1 ranked 4 of the 4")),
+        (1, false, None), // step 1 was judged already (and passed, when it was asked then)
+        (2, false, None),
+        (3, false, None),
+        (4, false, None), // nothing new: judged at its highest rung, step 3, where it leads
+        (9, false, None), // a count above the values is read as all of them
+    ];
+    for (judged, stopped, why) in table {
+        let mut progress: Vec<TrialProgress<'_>> = earlier
+            .iter()
+            .map(|&(name, values)| TrialProgress {
+                name,
+                state: Succeeded,
+                values,
+                judged: values.len(),
+            })
+            .collect();
+        progress.push(TrialProgress {
+            name: "fast",
+            state: Running,
+            values: fast,
+            judged: judged.min(fast.len()),
+        });
+        let request = EarlyStoppingRequest {
+            objective: &o,
+            trials: &progress,
+        };
+        let stops = p.trials_to_stop(&request).unwrap();
+        assert_eq!(stops.contains(&"fast".to_string()), stopped, "judged {judged}");
+        let explained = p.explain(&request, "fast");
+        match why {
+            Some(text) => assert!(explained.unwrap().starts_with(text), "judged {judged}"),
+            None => assert_eq!(explained, None, "judged {judged}"),
+        }
+    }
+}
+
 /// A stopped trial's explanation says the rung, its value and place, and how many go on;
 /// a trial the rule keeps, or one not running, has none.
 #[test]
@@ -633,6 +687,7 @@ fn pruner_explains_each_stop_in_words() {
         name,
         state,
         values,
+        judged: values.len(),
     })
     .collect();
     let request = EarlyStoppingRequest {
