@@ -41,6 +41,7 @@ const ACCEPTED: &[&str] = &[
     "min_points_in_model",
     "random_fraction",
     "random_state",
+    crate::checkpoint::TRIAL_DIR_SETTING,
 ];
 /// The paper's ρ.
 const DEFAULT_RANDOM_FRACTION: f64 = 1.0 / 3.0;

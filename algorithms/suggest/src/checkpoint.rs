@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 /// Katib's setting naming where a trial's own checkpoint directory appears in its container.
 /// Katib's webhook mounts the suggestion volume there whatever the algorithm; `pbt` requires
-/// it, `asha` and `hyperband` accept it.
+/// it, `asha`, `hyperband` and `bohb` accept it.
 pub const TRIAL_DIR_SETTING: &str = "suggestion_trial_dir";
 
 /// The label an ASHA promotion names the trial it continues with.
@@ -49,7 +49,8 @@ pub fn trial_dir_setting(settings: &[(String, String)]) -> Option<&str> {
 pub(crate) const NOT_ABSOLUTE: &str = "is not an absolute path: it is where each trial's \
      checkpoint directory is mounted\nhint: e.g. /var/log/katib/checkpoints/";
 
-/// Refuses a `suggestion_trial_dir` that is given but not absolute (`asha`, `hyperband`).
+/// Refuses a `suggestion_trial_dir` that is given but not absolute (`asha`, `hyperband`,
+/// `bohb`).
 pub(crate) fn refuse_relative_trial_dir(s: &Settings<'_>) -> Result<(), AlgorithmError> {
     match s.raw(TRIAL_DIR_SETTING) {
         Some(dir) if !dir.is_empty() && !dir.starts_with('/') => {

@@ -194,7 +194,10 @@ mod tests {
         let t = |uid: &str, n: usize| (uid.to_string(), n);
         assert_eq!(j.swap("ns/e", &[t("a", 4), t("b", 0)]), [4, 0]);
         assert_eq!(j.swap("ns/f", &[t("a", 1)]), [1]);
-        assert_eq!(j.swap("ns/e", &[t("a", 9), t("b", 3), t("c", 2)]), [4, 0, 2]);
+        assert_eq!(
+            j.swap("ns/e", &[t("a", 9), t("b", 3), t("c", 2)]),
+            [4, 0, 2]
+        );
         // "a" ended (not listed): forgotten, so a value count read lower is taken as is.
         assert_eq!(j.swap("ns/e", &[t("b", 3)]), [3]);
         assert_eq!(j.swap("ns/e", &[t("a", 2), t("b", 1)]), [2, 1]);

@@ -660,7 +660,11 @@ fn pruner_judges_the_rungs_passed_since_it_last_asked() {
             trials: &progress,
         };
         let stops = p.trials_to_stop(&request).unwrap();
-        assert_eq!(stops.contains(&"fast".to_string()), stopped, "judged {judged}");
+        assert_eq!(
+            stops.contains(&"fast".to_string()),
+            stopped,
+            "judged {judged}"
+        );
         let explained = p.explain(&request, "fast");
         match why {
             Some(text) => assert!(explained.unwrap().starts_with(text), "judged {judged}"),

@@ -185,6 +185,15 @@ fn settings_errors_name_the_setting_and_value() {
     assert!(e.contains("bohb") && e.contains("r_l"), "{e}");
     let e = build_err(&[("resource_name", "lr"), ("max_resource", "9")]);
     assert!(e.contains("resource_name") && e.contains("\"lr\""), "{e}");
+    // Promotions continue from their parent's checkpoint directory, as Hyperband's do.
+    let o = Objective::new("loss", Direction::Minimize);
+    let dir = ("suggestion_trial_dir", "/var/log/katib/checkpoints/");
+    assert!(build("bohb", &settings(&[base[0], base[1], dir]), &space(), &o).is_ok());
+    let e = with(("suggestion_trial_dir", "checkpoints"));
+    assert!(
+        e.contains("suggestion_trial_dir") && e.contains("absolute path"),
+        "{e}"
+    );
 }
 
 #[test]

@@ -34,16 +34,24 @@ pub fn explore(
     )
 }
 
-/// One perturbation: numbers scaled by 1.2 (`up`) or 0.8, lists moved one entry. An int that
-/// scaling would leave unchanged (small values) moves one step instead, so it never sticks;
+/// One perturbation: numbers scaled by 1.2 (`up`) or 0.8, lists moved one entry. An int, or a
+/// double on a `step` grid, that scaling would leave on the same grid point (small values)
+/// moves one step instead, so it never sticks;
 /// discrete lists stop at their ends, categorical ones wrap around (Katib wraps both).
 pub fn perturb(p: &Parameter, value: &ParamValue, up: bool) -> ParamValue {
     let factor = if up { 1.2 } else { 0.8 };
     match (&p.domain, value) {
         (Domain::Double { min, max, step }, v) => {
-            let x = (v.as_f64().unwrap_or(*min) * factor).clamp(*min, *max);
+            let old = v.as_f64().unwrap_or(*min);
+            let x = (old * factor).clamp(*min, *max);
             ParamValue::Double(match step {
-                Some(s) => snap(x, *min, *max, *s),
+                Some(s) => {
+                    let (here, new) = (snap(old, *min, *max, *s), snap(x, *min, *max, *s));
+                    match new == here {
+                        true => snap(here + if up { *s } else { -*s }, *min, *max, *s),
+                        false => new,
+                    }
+                }
                 None => x,
             })
         }

@@ -351,11 +351,30 @@ fn perturbation_table() {
         (&int, ParamValue::Int(1), false, ParamValue::Int(1)),
         (&int, ParamValue::Int(10), true, ParamValue::Int(10)),
         (&int, ParamValue::Int(10), false, ParamValue::Int(8)),
+        // 0.6 and 0.4 round back to 0.5 on the grid: one step instead, as for ints.
         (
             &stepped,
             ParamValue::Double(0.5),
             true,
+            ParamValue::Double(0.75),
+        ),
+        (
+            &stepped,
             ParamValue::Double(0.5),
+            false,
+            ParamValue::Double(0.25),
+        ),
+        (
+            &stepped,
+            ParamValue::Double(0.0),
+            false,
+            ParamValue::Double(0.0),
+        ),
+        (
+            &stepped,
+            ParamValue::Double(1.0),
+            true,
+            ParamValue::Double(1.0),
         ),
         (
             &stepped,
