@@ -531,3 +531,53 @@ fn nsga2_breeds_from_an_earlier_experiment_with_every_objective() {
         );
     }
 }
+
+/// An enqueued configuration may leave parameters out, as Optuna's `enqueue_trial` may: they
+/// are drawn inside their space when the trial is made, the given ones run as written.
+#[test]
+fn an_enqueued_configuration_may_leave_parameters_out() {
+    let sb = Sandbox::new();
+    let two_params = experiment(
+        "partial",
+        "import sys; x, y = float(sys.argv[1]), float(sys.argv[2]); print(f'loss={x + y}')",
+        "  parallelTrialCount: 1\n  maxTrialCount: 2\n  enqueuedTrials:\n    - parameterAssignments:\n        - {name: x, value: \"0.125\"}\n",
+    )
+    .replace(
+        "  trialTemplate:\n",
+        "    - name: y\n      parameterType: double\n      feasibleSpace: {min: \"0\", max: \"1\"}\n  trialTemplate:\n",
+    )
+    .replace(
+        "      - name: x\n        reference: x\n",
+        "      - name: x\n        reference: x\n      - name: y\n        reference: y\n",
+    )
+    .replace(
+        "                  - \"${trialParameters.x}\"\n",
+        "                  - \"${trialParameters.x}\"\n                  - \"${trialParameters.y}\"\n",
+    );
+    let file = sb.write("exp.yaml", &two_params);
+    let out = sb.run(&["run", file.to_str().unwrap(), "--seed", "3"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let value = |r: &serde_json::Value, trial: usize, name: &str| -> f64 {
+        let pairs = r["trials"][trial]["spec"]["parameterAssignments"]
+            .as_array()
+            .unwrap();
+        let pair = pairs.iter().find(|p| p["name"] == name).unwrap();
+        pair["value"].as_str().unwrap().parse().unwrap()
+    };
+    let r = sb.report("partial");
+    assert_eq!(value(&r, 0, "x"), 0.125, "{r:#}");
+    assert!((0.0..=1.0).contains(&value(&r, 0, "y")), "{r:#}");
+
+    let out = sb.run(&["enqueue", "partial", "--param", "y=0.5"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        text(&out).contains("enqueued x=(drawn), y=0.5 as spec.enqueuedTrials[1]"),
+        "{}",
+        text(&out)
+    );
+    let out = sb.run(&["resume", "partial", "--max-trial-count", "3"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let r = sb.report("partial");
+    assert_eq!(value(&r, 2, "y"), 0.5, "{r:#}");
+    assert!((0.0..=1.0).contains(&value(&r, 2, "x")), "{r:#}");
+}

@@ -3,19 +3,29 @@
 //! operator alike. A trial made from entry `i` carries the label `vernier.enqueue/index = i`,
 //! so a resumed experiment, or the next reconcile, runs each entry once; an entry whose trial
 //! was killed (an interrupted run) is run again, as the user asked for its result.
+//!
+//! An entry may leave parameters out, as Optuna's `enqueue_trial` may: they are drawn from
+//! their prior (as random search draws them), from a stream of the experiment's seed and the
+//! entry's index, so a resumed or re-reconciled experiment draws the same values.
 
 use crate::error::EngineError;
 use crate::resolved::ResolvedExperiment;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
 use std::collections::HashSet;
-use vernier_core::{Proposal, Suggestions, TrialRecord, TrialState};
-use vernier_spec::enqueue::{ENQUEUED_LABEL, enqueued_assignment, pairs_of};
+use vernier_core::{Assignment, ParamValue, Proposal, Suggestions, TrialRecord, TrialState};
+use vernier_spec::enqueue::{ENQUEUED_LABEL, enqueued_values, pairs_of};
+
+/// Keeps the draws for left-out parameters apart from the algorithm's own stream.
+const DRAW_SALT: u64 = 0x656e_7175_6575_6564;
 
 /// Up to `count` entries with no trial that ran or runs (any state but Killed), as
-/// proposals, in the order listed.
+/// proposals, in the order listed; `seed` is the experiment's.
 pub fn pending(
     exp: &ResolvedExperiment,
     trials: &[TrialRecord],
     count: usize,
+    seed: u64,
 ) -> Result<Vec<Proposal>, EngineError> {
     let done: HashSet<usize> = trials
         .iter()
@@ -30,14 +40,36 @@ pub fn pending(
         if done.contains(&index) {
             continue;
         }
-        let assignment = enqueued_assignment(&exp.space, &pairs_of(entry))
+        let values = enqueued_values(&exp.space, &pairs_of(entry))
             .map_err(|message| EngineError::Enqueued { index, message })?;
-        let mut p = Proposal::new(assignment);
+        let mut p = Proposal::new(filled(exp, values, seed, index));
         p.labels
             .insert(ENQUEUED_LABEL.to_string(), index.to_string());
         out.push(p);
     }
     Ok(out)
+}
+
+/// The entry's values, each parameter it leaves out drawn from its prior.
+fn filled(
+    exp: &ResolvedExperiment,
+    values: Vec<(String, Option<ParamValue>)>,
+    seed: u64,
+    index: usize,
+) -> Assignment {
+    let stream = vernier_core::suggest_seed(seed ^ DRAW_SALT, index);
+    let mut rng = ChaCha8Rng::seed_from_u64(stream);
+    let params = exp.space.parameters();
+    Assignment(
+        values
+            .into_iter()
+            .zip(params)
+            .map(|((name, v), p)| {
+                let v = v.unwrap_or_else(|| vernier_algorithms::sample::sample_param(p, &mut rng));
+                (name, v)
+            })
+            .collect(),
+    )
 }
 
 /// The suggest step's answer when entries are pending: up to `count` of them, the algorithm's
@@ -47,8 +79,9 @@ pub fn enqueued(
     trials: &[TrialRecord],
     count: usize,
     state: Option<&str>,
+    seed: u64,
 ) -> Result<Option<Suggestions>, EngineError> {
-    let proposals = pending(exp, trials, count)?;
+    let proposals = pending(exp, trials, count, seed)?;
     Ok((!proposals.is_empty()).then(|| Suggestions {
         proposals,
         state: state.map(str::to_string),
@@ -127,11 +160,34 @@ mod tests {
             ),
         ];
         for (trials, count, want) in cases {
-            let got = pending(&exp, trials, count).unwrap();
+            let got = pending(&exp, trials, count, 7).unwrap();
             assert_eq!(entries(&got), want, "{trials:?}");
         }
-        let first = &pending(&exp, &[], 1).unwrap()[0];
+        let first = &pending(&exp, &[], 1, 7).unwrap()[0];
         let x = first.assignment.get("x");
         assert_eq!(x, Some(&vernier_core::ParamValue::Double(0.25)));
+    }
+
+    /// A parameter an entry leaves out is drawn inside its space, the same for the same seed
+    /// and entry (a resume draws what the first run drew), another for another seed or entry.
+    #[test]
+    fn a_left_out_parameter_is_drawn_the_same_way_each_time() {
+        let exp = experiment(
+            "  enqueuedTrials:\n    - parameterAssignments: []\n    - parameterAssignments: []\n",
+        );
+        let x = |seed: u64, entry: usize| {
+            let p = &pending(&exp, &[], 2, seed).unwrap()[entry];
+            match p.assignment.get("x") {
+                Some(vernier_core::ParamValue::Double(v)) => *v,
+                other => panic!("{other:?}"),
+            }
+        };
+        assert_eq!(x(7, 0), 0.7235694772383259);
+        assert_eq!(x(7, 0), x(7, 0));
+        assert_ne!(x(7, 0), x(7, 1));
+        assert_ne!(x(7, 0), x(8, 0));
+        for seed in 0..50 {
+            assert!((0.0..=1.0).contains(&x(seed, 1)), "{seed}");
+        }
     }
 }

@@ -487,11 +487,11 @@ impl<'a> Run<'a> {
             .annotations()
             .get(ALGORITHM_STATE_ANNOTATION)
             .map(String::as_str);
-        let queued = vernier_engine::enqueue::enqueued(exp, &records, count as usize, state);
+        let seed = experiment_seed(self.obj, exp);
+        let queued = vernier_engine::enqueue::enqueued(exp, &records, count as usize, state, seed);
         if let Some(queued) = queued.map_err(algorithm_error)? {
             return Ok(queued);
         }
-        let seed = experiment_seed(self.obj, exp);
         let suggester = vernier_engine::build_suggester(exp, seed).map_err(algorithm_error)?;
         let input = SuggestInput {
             history: &records,

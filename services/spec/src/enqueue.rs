@@ -5,6 +5,19 @@ use crate::types::EnqueuedTrial;
 use std::collections::{HashMap, HashSet};
 use vernier_core::{Assignment, Domain, ParamValue, SearchSpace};
 
+/// Text for a configuration whose left-out parameters are drawn when it runs:
+/// `lr=0.05, batch=(drawn)`.
+pub fn describe_values(values: &[(String, Option<ParamValue>)]) -> String {
+    values
+        .iter()
+        .map(|(n, v)| match v {
+            Some(v) => format!("{n}={v}"),
+            None => format!("{n}=(drawn)"),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// Label on a trial created from `spec.enqueuedTrials[i]`, holding `i`; how a resumed
 /// experiment knows which entries already ran.
 pub const ENQUEUED_LABEL: &str = "vernier.enqueue/index";
@@ -15,6 +28,33 @@ pub fn enqueued_assignment(
     space: &SearchSpace,
     pairs: &[(String, String)],
 ) -> Result<Assignment, String> {
+    let values = enqueued_values(space, pairs)?;
+    let missing: Vec<&str> = values
+        .iter()
+        .filter(|(_, v)| v.is_none())
+        .map(|(n, _)| n.as_str())
+        .collect();
+    if !missing.is_empty() {
+        return Err(format!(
+            "parameter(s) {} missing; hint: give every parameter a value",
+            missing.join(", ")
+        ));
+    }
+    Ok(Assignment(
+        values
+            .into_iter()
+            .filter_map(|(n, v)| Some((n, v?)))
+            .collect(),
+    ))
+}
+
+/// Reads one configuration as Optuna's `enqueue_trial` takes it: each parameter at most once,
+/// each given value inside its feasible space; a parameter left out is `None` (drawn when the
+/// trial is made). In the space's order. The error is one line plus a `hint:`.
+pub fn enqueued_values(
+    space: &SearchSpace,
+    pairs: &[(String, String)],
+) -> Result<Vec<(String, Option<ParamValue>)>, String> {
     let names: Vec<&str> = space.parameters().iter().map(|p| p.name.as_str()).collect();
     if names.is_empty() {
         return Err(
@@ -40,30 +80,21 @@ pub fn enqueued_assignment(
             ));
         }
     }
-    let missing: Vec<&str> = names
-        .iter()
-        .filter(|n| !given.contains_key(*n))
-        .copied()
-        .collect();
-    if !missing.is_empty() {
-        return Err(format!(
-            "parameter(s) {} missing; hint: an enqueued configuration gives every parameter a \
-             value",
-            missing.join(", ")
-        ));
-    }
     let mut values = Vec::with_capacity(names.len());
     for p in space.parameters() {
-        let text = given.get(p.name.as_str()).copied().unwrap_or_default();
+        let Some(text) = given.get(p.name.as_str()).copied() else {
+            values.push((p.name.clone(), None));
+            continue;
+        };
         let v = p.parse_value(text).map_err(|e| {
             format!(
                 "{e}; hint: pick a value inside the feasible space of {:?}",
                 p.name
             )
         })?;
-        values.push((p.name.clone(), onto_bounds(&p.domain, v)));
+        values.push((p.name.clone(), Some(onto_bounds(&p.domain, v))));
     }
-    Ok(Assignment(values))
+    Ok(values)
 }
 
 /// A double the space's rounding tolerance let in a hair outside its bounds runs at the bound

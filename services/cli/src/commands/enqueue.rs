@@ -6,9 +6,10 @@
 use crate::Exit;
 use crate::out::{errln, outln};
 use anyhow::Context;
+use vernier_core::Assignment;
 use vernier_engine::ResumePolicy;
 use vernier_engine::resume::Ended;
-use vernier_spec::enqueue::{enqueued_assignment, repeated_by};
+use vernier_spec::enqueue::{describe_values, enqueued_values, repeated_by};
 use vernier_spec::types::{EnqueuedTrial, ParameterAssignmentSpec};
 
 pub async fn enqueue(db: &str, name: &str, params: &[String]) -> anyhow::Result<Exit> {
@@ -49,20 +50,36 @@ pub async fn enqueue(db: &str, name: &str, params: &[String]) -> anyhow::Result<
     let space = spec
         .search_space()
         .map_err(|e| anyhow::anyhow!("stored experiment {name:?} is unreadable: {e}"))?;
-    let assignment = enqueued_assignment(&space, &pairs)
+    let values = enqueued_values(&space, &pairs)
         .map_err(|e| anyhow::anyhow!("--param: {}", e.replacen("; hint:", "\nhint:", 1)))?;
+    // Parameters left out are drawn when the trial is made, so only a whole configuration
+    // can repeat one.
+    let whole: Option<Assignment> = values
+        .iter()
+        .map(|(n, v)| Some((n.clone(), v.clone()?)))
+        .collect::<Option<Vec<_>>>()
+        .map(Assignment);
     let ran: Vec<(String, Vec<(String, String)>)> =
         rows.into_iter().map(|t| (t.name, t.assignment)).collect();
-    if let Some(first) = repeated_by(&space, &assignment, &spec.spec.enqueued_trials, &ran) {
+    let repeated = whole
+        .as_ref()
+        .and_then(|a| repeated_by(&space, a, &spec.spec.enqueued_trials, &ran));
+    let assignment = describe_values(&values);
+    if let Some(first) = repeated {
         errln!(
             "warning: {assignment} is the configuration of {first} already; it is enqueued again and runs again"
         );
     }
     spec.spec.enqueued_trials.push(EnqueuedTrial {
-        parameter_assignments: assignment
-            .to_strings()
-            .into_iter()
-            .map(|(name, value)| ParameterAssignmentSpec { name, value })
+        parameter_assignments: values
+            .iter()
+            .filter_map(|(name, v)| {
+                let value = v.as_ref()?.to_string();
+                Some(ParameterAssignmentSpec {
+                    name: name.clone(),
+                    value,
+                })
+            })
             .collect(),
     });
     let index = spec.spec.enqueued_trials.len() - 1;

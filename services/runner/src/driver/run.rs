@@ -383,7 +383,8 @@ impl<'a> Run<'a> {
         let mut progress = self.progress();
         let records: Vec<_> = self.trials.iter().map(|t| t.record.clone()).collect();
         // An entry that cannot be read was refused when the run began; it cannot be left.
-        let left = vernier_engine::enqueue::pending(self.shell.exp, &records, usize::MAX);
+        let seed = self.shell.seed;
+        let left = vernier_engine::enqueue::pending(self.shell.exp, &records, usize::MAX, seed);
         progress.enqueued_left = left.map_or(0, |p| p.len());
         let now = crate::process::now_us();
         let outcome = match why {

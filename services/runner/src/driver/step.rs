@@ -66,7 +66,8 @@ impl Run<'_> {
             .collect();
         let own = &history[self.warm.records.len()..];
         let state = self.status.algorithm_state.as_deref();
-        if let Some(queued) = vernier_engine::enqueue::enqueued(exp, own, count, state)? {
+        let seed = self.shell.seed;
+        if let Some(queued) = vernier_engine::enqueue::enqueued(exp, own, count, state, seed)? {
             return Ok(Some(queued));
         }
         if let Some(suggester) = &self.suggester {
@@ -76,7 +77,6 @@ impl Run<'_> {
                 count,
                 state: self.status.algorithm_state.as_deref(),
             };
-            let seed = self.shell.seed;
             return Ok(Some(vernier_engine::suggest(
                 suggester.as_ref(),
                 exp,

@@ -2,7 +2,7 @@
 //! `spec.enqueuedTrials` (see docs/spec-extensions.md).
 
 use super::{Errors, is_dns_label};
-use crate::enqueue::{enqueued_assignment, pairs_of};
+use crate::enqueue::{enqueued_values, pairs_of};
 use crate::types::Experiment;
 use std::collections::HashSet;
 
@@ -62,7 +62,7 @@ fn check_enqueued(exp: &Experiment, errs: &mut Errors) {
         return;
     };
     for (i, entry) in exp.spec.enqueued_trials.iter().enumerate() {
-        if let Err(message) = enqueued_assignment(&space, &pairs_of(entry)) {
+        if let Err(message) = enqueued_values(&space, &pairs_of(entry)) {
             errs.add(
                 format!("spec.enqueuedTrials[{i}].parameterAssignments"),
                 message,
