@@ -92,6 +92,8 @@ pub struct Hyperband {
     budgets: Vec<ParamValue>,
     /// `brackets[s]` is the number of new configurations bracket `s` starts with.
     brackets: Vec<u64>,
+    /// The `eta` setting as written, when it has a fraction this schedule drops.
+    fractional_eta: Option<String>,
 }
 
 pub(crate) fn build(
@@ -226,6 +228,9 @@ impl Hyperband {
             )
         })?;
         let budgets = rung_budgets(&s, param, r_l, eta, s_max)?;
+        let written = s
+            .nonblank("eta")
+            .filter(|v| v.parse::<f64>().is_ok_and(|v| v.fract() != 0.0));
         Ok(Hyperband {
             algorithm: name.to_string(),
             resource: Resource {
@@ -234,6 +239,7 @@ impl Hyperband {
             eta,
             budgets,
             brackets,
+            fractional_eta: written.map(str::to_string),
         })
     }
 
@@ -426,18 +432,32 @@ impl Suggester for Hyperband {
     /// With `r_l` below `eta` the schedule is one trial at the whole budget: valid, as in
     /// Katib (whose only bracket hands out one request's worth), but it ends the search after
     /// that trial and stops nothing early, which is what Hyperband is chosen for.
+    /// A fractional `eta` runs as its integer part, where Katib's schedule computes with
+    /// the fraction: the budgets differ, so it is said.
     fn notes(&self) -> Vec<String> {
-        if self.budgets.len() > 1 {
-            return Vec::new();
-        }
         let eta = self.eta;
-        vec![format!(
-            "{}: with r_l below eta ({eta}) the schedule has a single rung of one trial at \
-             the whole budget, so the experiment ends after that one trial; hint: set r_l to \
-             at least eta ({eta}) for successive halving to stop the worse configurations \
-             early (eta² and above give more rungs)",
-            self.algorithm
-        )]
+        let mut notes: Vec<String> = self
+            .fractional_eta
+            .iter()
+            .map(|written| {
+                format!(
+                    "{}: setting eta: value {written:?} runs as {eta}, a whole number (as \
+                     Katib's validation reads it; Katib's schedule computes with the fraction, \
+                     so its budgets differ); hint: write eta as a whole number",
+                    self.algorithm
+                )
+            })
+            .collect();
+        if self.budgets.len() == 1 {
+            notes.push(format!(
+                "{}: with r_l below eta ({eta}) the schedule has a single rung of one trial at \
+                 the whole budget, so the experiment ends after that one trial; hint: set r_l \
+                 to at least eta ({eta}) for successive halving to stop the worse \
+                 configurations early (eta² and above give more rungs)",
+                self.algorithm
+            ));
+        }
+        notes
     }
 
     /// Brackets run side by side: while one waits for its rung, the next ones propose, so a
@@ -718,6 +738,22 @@ mod tests {
             note.starts_with("hyperband: with r_l below eta (4) the schedule has a single rung")
                 && note.contains("the experiment ends after that one trial")
                 && note.contains("set r_l to at least eta (4)"),
+            "{note}"
+        );
+    }
+
+    /// A fractional eta runs truncated, where Katib's schedule keeps the fraction: said.
+    #[test]
+    fn a_fractional_eta_is_noted() {
+        let space = space_with(epochs(1, 81, None));
+        for (eta, noted) in [("3.7", true), ("3", false), ("3.0", false), ("0", false)] {
+            let notes = hb(eta, "9", &space).notes();
+            assert_eq!(notes.len(), usize::from(noted), "eta {eta}: {notes:?}");
+        }
+        let note = &hb("3.7", "9", &space).notes()[0];
+        assert!(
+            note.starts_with("hyperband: setting eta: value \"3.7\" runs as 3")
+                && note.contains("hint: write eta as a whole number"),
             "{note}"
         );
     }
