@@ -19,12 +19,11 @@ pub const TRIAL_KILLED: &str = "TrialKilled";
 pub const TRIAL_EARLY_STOPPED: &str = "TrialEarlyStopped";
 pub const TRIAL_EARLY_STOPPED_MESSAGE: &str = "Trial is early stopped";
 
-/// Katib's message for an early-stopped trial, with the rule that stopped it (the operator
-/// names it, as Katib's trial controller does not) and why, when the rule said.
-pub fn early_stopped_message(rule: Option<&str>, why: Option<&str>) -> String {
-    let by = rule.map(|r| format!(" by {r}")).unwrap_or_default();
+/// Katib's message for an early-stopped trial, with why when the rule said (ASHA's rung and
+/// place); the same from `vernier run` and the operator, whose event names the rule.
+pub fn early_stopped_message(why: Option<&str>) -> String {
     let because = why.map(|w| format!(": {w}")).unwrap_or_default();
-    format!("{TRIAL_EARLY_STOPPED_MESSAGE}{by}{because}")
+    format!("{TRIAL_EARLY_STOPPED_MESSAGE}{because}")
 }
 /// A trial ended well but never reported its objective.
 pub const METRICS_UNAVAILABLE: &str = "MetricsUnavailable";

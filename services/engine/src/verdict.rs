@@ -81,7 +81,7 @@ impl Verdict {
 /// Turns a finished trial into Katib's condition.
 pub fn judge(exp: &ResolvedExperiment, trial: Finished<'_>) -> Verdict {
     if trial.early_stopped {
-        let message = reason::early_stopped_message(None, trial.stopped_because);
+        let message = reason::early_stopped_message(trial.stopped_because);
         return Verdict::of(
             TrialState::EarlyStopped,
             reason::TRIAL_EARLY_STOPPED,

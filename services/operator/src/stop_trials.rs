@@ -181,7 +181,7 @@ async fn mark_stopped(
     if observed.is_some() {
         status.observation = observed;
     }
-    let message = early_stopped_message(Some(rule), why);
+    let message = early_stopped_message(why);
     set_terminal(
         &mut status.conditions,
         "EarlyStopped",

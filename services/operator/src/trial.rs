@@ -307,7 +307,7 @@ async fn succeeded(mut live: Live<'_>, spec: &TrialSpec, job: (&str, &str)) -> R
     match decide::verdict(reported, spec) {
         Verdict::EarlyStopped => {
             let rule = crate::early_stop::FROZEN_RULE;
-            let message = early_stopped_message(Some(rule), None);
+            let message = early_stopped_message(None);
             live.end(TrialState::EarlyStopped, TRIAL_EARLY_STOPPED, &message);
             let note = format!("{rule} stopped trial {}", live.name);
             live.announce(false, TRIAL_EARLY_STOPPED, note);

@@ -1482,7 +1482,7 @@ async fn medianstop_rules_are_frozen_into_trials_when_they_are_created() {
     );
     let stopped =
         condition(&trials[3], "EarlyStopped").unwrap_or_else(|| panic!("{:#}", trials[3]));
-    assert_eq!(stopped["message"], "Trial is early stopped by medianstop");
+    assert_eq!(stopped["message"], "Trial is early stopped");
     for t in &trials[..3] {
         assert!(condition(t, "Succeeded").is_some(), "{t:#}");
     }
@@ -1519,7 +1519,7 @@ async fn medianstop_stops_a_trial_whose_job_ended_before_a_check() {
     assert_eq!(rules[0]["value"], "0.75", "{:#}", stopped[0]);
     let condition = condition(&stopped[0], "EarlyStopped").expect("condition");
     assert_eq!(condition["reason"], "TrialEarlyStopped");
-    assert_eq!(condition["message"], "Trial is early stopped by medianstop");
+    assert_eq!(condition["message"], "Trial is early stopped");
     op.stop().await;
     env.shutdown().await;
 }
