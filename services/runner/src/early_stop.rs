@@ -1,7 +1,8 @@
-//! Early stopping in local runs (`spec.earlyStopping`): every [`CHECK_EVERY`] the rule sees
-//! each trial's intermediate objective values from the store and names running trials to
-//! stop; the driver then signals their process groups as it does on Ctrl-C and records them
-//! EarlyStopped with Katib's reason and message.
+//! Early stopping in local runs (`spec.earlyStopping`): each time a running trial's
+//! observations are recorded (at most every 0.1 s, `driver::run`'s `RULE_GAP`) and every
+//! [`CHECK_EVERY`], the rule sees each trial's intermediate objective values from the store
+//! and names running trials to stop; the driver then signals their process groups as it does
+//! on Ctrl-C and records them EarlyStopped with Katib's reason and message.
 //!
 //! Medianstop follows Katib's timing: Katib computes the rule when a trial is suggested (from
 //! the trials succeeded then), attaches it to that trial, and the trial's collector applies it

@@ -66,6 +66,7 @@ impl LocalExperiment {
                 filter,
                 metrics: resolved.objective.metric_names(),
                 source,
+                recorded: None,
             },
             metrics_path: resolved.collector.spec_path().map(str::to_string),
             resolved,

@@ -89,6 +89,10 @@ pub struct Collection {
     /// Metric names to record, objective first.
     pub metrics: Vec<String>,
     pub source: MetricSource,
+    /// Told after each batch of observations is recorded, so the driver's early-stopping
+    /// rule looks at once rather than at its next tick (Katib's collector applies a rule to
+    /// each value it reads); `None` when nobody listens.
+    pub recorded: Option<std::sync::Arc<tokio::sync::Notify>>,
 }
 
 impl Collection {
@@ -253,7 +257,8 @@ pub async fn run_process_then(
 
     let (tx, rx) = mpsc::channel::<ParsedBatch>(BATCH_QUEUE);
     let backlog = tx.downgrade();
-    let recorder = tokio::spawn(record(cmd.trial.clone(), store, rx, stop.clone()));
+    let recorded = collection.recorded.clone();
+    let recorder = tokio::spawn(record(cmd.trial.clone(), store, rx, stop.clone(), recorded));
     let (ended_tx, ended_rx) = watch::channel(false);
     let readers = start_readers(output, &cmd, &collection, &log, tx, &ended_rx);
     let collector = match &collection.source {
@@ -680,6 +685,7 @@ async fn record(
     store: SqlStore,
     mut rx: mpsc::Receiver<ParsedBatch>,
     stop: watch::Receiver<StopLevel>,
+    recorded: Option<std::sync::Arc<tokio::sync::Notify>>,
 ) -> Recorded {
     let mut rec = Recorded::default();
     let mut last_ts = i64::MIN;
@@ -717,6 +723,9 @@ async fn record(
             .await
             .err()
             .map(|e| e.to_string());
+        if let (None, Some(listener)) = (&rec.error, &recorded) {
+            listener.notify_one();
+        }
     }
     rec
 }
@@ -876,6 +885,7 @@ mod tests {
             filter: MetricsFilter::katib_default(),
             metrics: vec!["loss".into()],
             source: MetricSource::Output,
+            recorded: None,
         };
         let (_stop, stop_rx) = watch::channel(StopLevel::Run);
         let report = run_process(cmd, collection, store.clone(), stop_rx).await;

@@ -23,6 +23,9 @@ use vernier_engine::reason;
 use vernier_spec::conditions::Condition;
 use vernier_store::{ExperimentStatusRow, SqlStore};
 
+/// The least time between two looks of the early-stopping rule woken by new observations.
+const RULE_GAP: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// What the driver works with and reports to.
 pub(super) struct Shell<'a> {
     pub store: &'a SqlStore,
@@ -46,6 +49,11 @@ pub(super) struct Run<'a> {
     pub next_seq: u64,
     pub warm: WarmStart,
     pub monitor: Option<EarlyStopMonitor>,
+    /// Told when a running trial's observations are recorded (only with a monitor); when the
+    /// rule last looked; and whether new observations wait for it to look again.
+    pub recorded: std::sync::Arc<tokio::sync::Notify>,
+    pub last_rule_check: tokio::time::Instant,
+    pub rule_due: bool,
     /// Running trials a client marked EarlyStopped in the store (Katib's `SetTrialStatus`,
     /// e.g. from a custom collector applying its own rule): stopped, and ended EarlyStopped.
     pub requested_stops: HashSet<String>,
@@ -62,6 +70,8 @@ pub(super) struct Run<'a> {
 enum Wake {
     Joined(Option<Result<(String, ProcessReport), tokio::task::JoinError>>),
     EarlyStopTick,
+    Recorded,
+    RuleDue,
     LeaseChanged,
     StopChanged { closed: bool },
 }
@@ -93,6 +103,9 @@ impl<'a> Run<'a> {
                 None => crate::warm_start::load(store, exp).await?,
             },
             monitor: EarlyStopMonitor::for_experiment(exp)?,
+            recorded: Default::default(),
+            last_rule_check: tokio::time::Instant::now(),
+            rule_due: false,
             requested_stops: HashSet::new(),
             suggester,
             shell,
@@ -235,6 +248,8 @@ impl<'a> Run<'a> {
         tokio::select! {
             joined = self.tasks.join_next() => Wake::Joined(joined),
             _ = tick.tick(), if ticking => Wake::EarlyStopTick,
+            _ = self.recorded.notified(), if self.monitor.is_some() && !self.rule_due => Wake::Recorded,
+            _ = tokio::time::sleep_until(self.last_rule_check + RULE_GAP), if self.rule_due => Wake::RuleDue,
             Ok(()) = self.shell.lost.changed(), if watching_lease => Wake::LeaseChanged,
             changed = self.shell.stop.changed() => Wake::StopChanged { closed: changed.is_err() },
         }
@@ -249,6 +264,13 @@ impl<'a> Run<'a> {
                 Ok(())
             }
             Wake::EarlyStopTick => self.early_stop().await,
+            // The rule looks RULE_GAP after it last did at the earliest: a trainer printing
+            // many lines a second would otherwise have it read the store after each one.
+            Wake::Recorded => {
+                self.rule_due = true;
+                Ok(())
+            }
+            Wake::RuleDue => self.apply_rule().await,
             Wake::LeaseChanged => {
                 let loss = self.shell.lost.borrow().clone();
                 if loss.is_some() {
@@ -272,6 +294,8 @@ impl<'a> Run<'a> {
 
     /// Asks the experiment's early-stopping rule whom it stops now and stops them.
     pub(super) async fn apply_rule(&mut self) -> Result<(), RunnerError> {
+        self.last_rule_check = tokio::time::Instant::now();
+        self.rule_due = false;
         let states = self.states();
         if let Some(m) = self.monitor.as_mut() {
             let stops = m.check(self.shell.store, self.shell.exp, &states).await?;

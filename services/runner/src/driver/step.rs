@@ -182,7 +182,10 @@ impl Run<'_> {
         self.trials[idx].record.state = TrialState::Running;
         let (tx, rx) = watch::channel(StopLevel::Run);
         self.running.insert(name.clone(), tx);
-        let collection = self.shell.exp.collection.clone();
+        let mut collection = self.shell.exp.collection.clone();
+        if self.monitor.is_some() {
+            collection.recorded = Some(self.recorded.clone());
+        }
         let store = self.shell.store.clone();
         let task_name = name.clone();
         self.tasks.spawn(async move {

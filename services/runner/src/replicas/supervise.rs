@@ -377,6 +377,7 @@ fn start(
             filter: collection.filter.clone(),
             metrics: Vec::new(),
             source: MetricSource::Pushed,
+            recorded: None,
         }
     };
     let store = store.clone();
