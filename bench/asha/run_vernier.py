@@ -167,6 +167,12 @@ def main():
         with open(args.out) as f:
             results = json.load(f)
     done = {(r["algorithm"], r["parallel"], r["seed"]) for r in results}
+    plan = [(a, int(p), int(s)) for a in args.algorithms.split(",")
+            for p in args.parallel.split(",") for s in args.seeds.split(",")]
+    skipped = sum(1 for run in plan if run in done)
+    if skipped:
+        print(f"{skipped} of {len(plan)} run(s) already in {args.out}, kept and skipped "
+              "(pass a new --out to measure them again)", flush=True)
     for algorithm in args.algorithms.split(","):
         for parallel in [int(p) for p in args.parallel.split(",")]:
             for seed in [int(s) for s in args.seeds.split(",")]:

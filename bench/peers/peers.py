@@ -508,6 +508,10 @@ def main():
         plan = [(s, p, seed) for seed in seeds for p in problems for s in samplers]
     else:
         plan = [(s, p, seed) for p in problems for s in samplers for seed in seeds]
+    skipped = sum(1 for run in plan if run in done)
+    if skipped:
+        print(f"{skipped} of {len(plan)} run(s) already in {a.out}, kept and skipped "
+              "(pass --no-resume, or a new --out, to measure them again)", flush=True)
     for s, p, seed in plan:
         if (s, p, seed) in done:
             continue

@@ -148,4 +148,6 @@ def main(path):
 
 
 if __name__ == "__main__":
+    if {"-h", "--help"} & set(sys.argv[1:]):
+        sys.exit(print(__doc__))
     main(sys.argv[1] if len(sys.argv) > 1 else "results.json")
