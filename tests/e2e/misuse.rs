@@ -226,26 +226,16 @@ fn a_log_dir_that_cannot_be_made_records_nothing() {
 fn a_log_dir_holding_trial_logs_is_refused() {
     let sb = Sandbox::new();
     let file = quick_experiment(&sb, "twice");
-    let out = sb.run(&[
-        "run",
-        file.to_str().unwrap(),
-        "--log-dir",
-        "logs",
-        "--seed",
-        "5",
-    ]);
+    let file = file.to_str().unwrap();
+    let run = |db: &str, logs: &str| {
+        let args = ["--db", db, "run", file, "--log-dir", logs, "--seed", "5"];
+        sb.run(&args)
+    };
+    let out = run("vernier.db", "logs");
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-    let before: Vec<_> = std::fs::read_dir(sb.path().join("logs")).unwrap().collect();
-    let other = sb.run(&[
-        "--db",
-        "other.db",
-        "run",
-        file.to_str().unwrap(),
-        "--log-dir",
-        "logs",
-        "--seed",
-        "5",
-    ]);
+    let count = || std::fs::read_dir(sb.path().join("logs")).unwrap().count();
+    let before = count();
+    let other = run("other.db", "logs");
     assert_eq!(other.status.code(), Some(2), "{}", text(&other));
     assert!(
         text(&other).contains("--log-dir: value")
@@ -254,19 +244,9 @@ fn a_log_dir_holding_trial_logs_is_refused() {
         "{}",
         text(&other)
     );
-    let after: Vec<_> = std::fs::read_dir(sb.path().join("logs")).unwrap().collect();
-    assert_eq!(before.len(), after.len());
+    assert_eq!(count(), before);
     // Nothing was recorded, so the same command with a fresh folder runs.
-    let fresh = sb.run(&[
-        "--db",
-        "other.db",
-        "run",
-        file.to_str().unwrap(),
-        "--log-dir",
-        "logs2",
-        "--seed",
-        "5",
-    ]);
+    let fresh = run("other.db", "logs2");
     assert_eq!(fresh.status.code(), Some(0), "{}", text(&fresh));
 }
 
