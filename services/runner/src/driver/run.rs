@@ -248,8 +248,8 @@ impl<'a> Run<'a> {
         tokio::select! {
             joined = self.tasks.join_next() => Wake::Joined(joined),
             _ = tick.tick(), if ticking => Wake::EarlyStopTick,
-            _ = self.recorded.notified(), if self.monitor.is_some() && !self.rule_due => Wake::Recorded,
-            _ = tokio::time::sleep_until(self.last_rule_check + RULE_GAP), if self.rule_due => Wake::RuleDue,
+            _ = self.recorded.notified(), if ticking && self.monitor.is_some() && !self.rule_due => Wake::Recorded,
+            _ = tokio::time::sleep_until(self.last_rule_check + RULE_GAP), if ticking && self.rule_due => Wake::RuleDue,
             Ok(()) = self.shell.lost.changed(), if watching_lease => Wake::LeaseChanged,
             changed = self.shell.stop.changed() => Wake::StopChanged { closed: changed.is_err() },
         }
