@@ -127,17 +127,16 @@ fn judged_counts(
     values: &[Vec<f64>],
 ) -> Vec<usize> {
     let uid = |l: &Listed| l.obj.metadata.uid.clone().unwrap_or_else(|| l.name());
-    let running: Vec<(usize, (String, usize))> = listed
-        .iter()
-        .zip(values)
-        .enumerate()
-        .filter(|(_, (l, _))| l.state == TrialState::Running)
-        .map(|(i, (l, v))| (i, (uid(l), v.len())))
+    let running: Vec<usize> = (0..listed.len())
+        .filter(|&i| listed[i].state == TrialState::Running)
         .collect();
-    let now: Vec<(String, usize)> = running.iter().map(|(_, c)| c.clone()).collect();
+    let now: Vec<(String, usize)> = running
+        .iter()
+        .map(|&i| (uid(&listed[i]), values[i].len()))
+        .collect();
     let mut judged: Vec<usize> = values.iter().map(Vec::len).collect();
-    for ((i, _), seen) in running.iter().zip(ctx.judged.swap(experiment, &now)) {
-        judged[*i] = seen;
+    for (&i, seen) in running.iter().zip(ctx.judged.swap(experiment, &now)) {
+        judged[i] = seen;
     }
     judged
 }

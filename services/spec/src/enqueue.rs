@@ -29,23 +29,27 @@ pub fn enqueued_assignment(
     pairs: &[(String, String)],
 ) -> Result<Assignment, String> {
     let values = enqueued_values(space, pairs)?;
-    let missing: Vec<&str> = values
-        .iter()
-        .filter(|(_, v)| v.is_none())
-        .map(|(n, _)| n.as_str())
-        .collect();
-    if !missing.is_empty() {
-        return Err(format!(
+    whole(&values).ok_or_else(|| {
+        let missing: Vec<&str> = values
+            .iter()
+            .filter(|(_, v)| v.is_none())
+            .map(|(n, _)| n.as_str())
+            .collect();
+        format!(
             "parameter(s) {} missing; hint: give every parameter a value",
             missing.join(", ")
-        ));
-    }
-    Ok(Assignment(
-        values
-            .into_iter()
-            .filter_map(|(n, v)| Some((n, v?)))
-            .collect(),
-    ))
+        )
+    })
+}
+
+/// The configuration as an assignment when it gives every parameter, else `None` (the ones
+/// left out are drawn when its trial is made).
+pub fn whole(values: &[(String, Option<ParamValue>)]) -> Option<Assignment> {
+    values
+        .iter()
+        .map(|(n, v)| Some((n.clone(), v.clone()?)))
+        .collect::<Option<Vec<_>>>()
+        .map(Assignment)
 }
 
 /// Reads one configuration as Optuna's `enqueue_trial` takes it: each parameter at most once,

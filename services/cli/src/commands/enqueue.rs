@@ -6,10 +6,9 @@
 use crate::Exit;
 use crate::out::{errln, outln};
 use anyhow::Context;
-use vernier_core::Assignment;
 use vernier_engine::ResumePolicy;
 use vernier_engine::resume::Ended;
-use vernier_spec::enqueue::{describe_values, enqueued_values, repeated_by};
+use vernier_spec::enqueue::{describe_values, enqueued_values, repeated_by, whole};
 use vernier_spec::types::{EnqueuedTrial, ParameterAssignmentSpec};
 
 pub async fn enqueue(db: &str, name: &str, params: &[String]) -> anyhow::Result<Exit> {
@@ -54,16 +53,10 @@ pub async fn enqueue(db: &str, name: &str, params: &[String]) -> anyhow::Result<
         .map_err(|e| anyhow::anyhow!("--param: {}", e.replacen("; hint:", "\nhint:", 1)))?;
     // Parameters left out are drawn when the trial is made, so only a whole configuration
     // can repeat one.
-    let whole: Option<Assignment> = values
-        .iter()
-        .map(|(n, v)| Some((n.clone(), v.clone()?)))
-        .collect::<Option<Vec<_>>>()
-        .map(Assignment);
     let ran: Vec<(String, Vec<(String, String)>)> =
         rows.into_iter().map(|t| (t.name, t.assignment)).collect();
-    let repeated = whole
-        .as_ref()
-        .and_then(|a| repeated_by(&space, a, &spec.spec.enqueued_trials, &ran));
+    let repeated =
+        whole(&values).and_then(|a| repeated_by(&space, &a, &spec.spec.enqueued_trials, &ran));
     let assignment = describe_values(&values);
     if let Some(first) = repeated {
         errln!(
