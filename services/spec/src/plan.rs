@@ -183,7 +183,7 @@ pub struct Plan {
 
 /// Index of the best trial: the best objective value among succeeded and early-stopped trials
 /// that satisfy every constraint (a failed or infeasible trial never is "best"); the earliest
-/// wins ties. With several objectives only trials reporting all of them count. When no such
+/// wins ties. With several objectives only the Pareto front's members count. When no such
 /// trial has a number, the latest one whose objective is text is best (Katib's rule for text
 /// values, e.g. DARTS's genotype); text never outranks a number, nor reaches a goal.
 pub fn best_trial(objective: &Objective, trials: &[TrialOutcome<'_>]) -> Option<usize> {
@@ -195,12 +195,16 @@ pub fn best_trial(objective: &Objective, trials: &[TrialOutcome<'_>]) -> Option<
 }
 
 fn best_numeric(objective: &Objective, trials: &[TrialOutcome<'_>]) -> Option<usize> {
+    // With several objectives a trial tied with a front member on the primary objective may
+    // be dominated by it; only the front's members are candidates.
+    let candidates: Vec<usize> = match objective.is_multi() {
+        true => multi_front(objective, trials),
+        false => (0..trials.len()).collect(),
+    };
     let mut best: Option<(usize, f64)> = None;
-    for (i, t) in trials.iter().enumerate() {
+    for i in candidates {
+        let t = &trials[i];
         if !t.is_result_candidate(objective) {
-            continue;
-        }
-        if objective.is_multi() && t.losses(objective).is_none() {
             continue;
         }
         let Some(v) = t.objective.filter(|v| v.is_finite()) else {
@@ -217,9 +221,14 @@ fn best_numeric(objective: &Objective, trials: &[TrialOutcome<'_>]) -> Option<us
 /// objective that no other such trial dominates, ascending. For one objective this is the best
 /// trial alone, so the earliest of equal values stays the single result.
 pub fn pareto_front(objective: &Objective, trials: &[TrialOutcome<'_>]) -> Vec<usize> {
-    if !objective.is_multi() {
-        return best_trial(objective, trials).into_iter().collect();
+    match objective.is_multi() {
+        true => multi_front(objective, trials),
+        false => best_trial(objective, trials).into_iter().collect(),
     }
+}
+
+/// The front over every objective, for an objective that has several.
+fn multi_front(objective: &Objective, trials: &[TrialOutcome<'_>]) -> Vec<usize> {
     let (index, points): (Vec<usize>, Vec<Vec<f64>>) = trials
         .iter()
         .enumerate()
@@ -529,6 +538,30 @@ mod tests {
             plan(&goals, limits(1, None, None), &trials, false).completion,
             None
         );
+    }
+
+    /// A trial tied with a later one on the primary objective and dominated by it (NSGA-II's
+    /// mutation often keeps a coordinate) is not the result: the front member is.
+    #[test]
+    fn with_several_objectives_the_best_is_on_the_front_when_the_primary_ties() {
+        let o = two_objectives();
+        let m = [
+            metrics(&[("loss", 0.3), ("acc", 0.7), ("ms", 1.0)]),
+            metrics(&[("loss", 0.3), ("acc", 0.9), ("ms", 1.0)]),
+            metrics(&[("loss", 0.6), ("acc", 0.95), ("ms", 1.0)]),
+        ];
+        let trials: Vec<TrialOutcome<'_>> = m
+            .iter()
+            .map(|m| TrialOutcome {
+                name: "t",
+                state: TrialState::Succeeded,
+                objective: m.get("loss").copied(),
+                metrics: m,
+                text_objective: false,
+            })
+            .collect();
+        let p = plan(&o, limits(1, None, None), &trials, false);
+        assert_eq!((p.best, p.front), (Some(1), vec![1, 2]));
     }
 
     #[test]
