@@ -39,9 +39,10 @@ pub struct Context {
 
 /// How many objective values of each running trial (by experiment, then trial UID) the
 /// early-stopping rule was shown at the last reconcile, so a rung a trial passed between two
-/// reconciles is judged all the same (`TrialProgress::judged`). A trial first seen, as after
-/// a restart, counts as judged up to what it has: a rung it may have passed long ago is not
-/// judged again against trials that came later.
+/// reconciles is judged all the same (`TrialProgress::judged`). A trial new to an experiment
+/// this operator has judged before has been judged on none of its values. In an experiment
+/// first seen, as after a restart, each trial counts as judged up to what it has: a rung it may
+/// have passed long ago is not judged again against trials that came later.
 #[derive(Debug, Default)]
 pub struct Judged {
     counts: std::sync::Mutex<HashMap<String, HashMap<String, usize>>>,
@@ -49,16 +50,29 @@ pub struct Judged {
 
 impl Judged {
     /// For each `(uid, count)` of an experiment's running trials, the count recorded at the
-    /// last call (else `count`); records these counts in place of the last call's.
+    /// last call ([`Judged::seen`]); records these counts in place of the last call's.
     pub fn swap(&self, experiment: &str, now: &[(String, usize)]) -> Vec<usize> {
         let mut all = self.counts.lock().unwrap_or_else(|p| p.into_inner());
-        let before = all.remove(experiment).unwrap_or_default();
+        let before = all.remove(experiment);
         let judged = now
             .iter()
-            .map(|(uid, n)| before.get(uid).copied().unwrap_or(*n).min(*n))
+            .map(|(uid, n)| judged_of(before.as_ref(), uid, *n))
             .collect();
         all.insert(experiment.to_string(), now.iter().cloned().collect());
         judged
+    }
+
+    /// How many of the `count` values of trial `uid` the rule has judged, without recording.
+    pub fn seen(&self, experiment: &str, uid: &str, count: usize) -> usize {
+        let all = self.counts.lock().unwrap_or_else(|p| p.into_inner());
+        judged_of(all.get(experiment), uid, count)
+    }
+}
+
+fn judged_of(before: Option<&HashMap<String, usize>>, uid: &str, count: usize) -> usize {
+    match before {
+        Some(counts) => counts.get(uid).copied().unwrap_or(0).min(count),
+        None => count,
     }
 }
 
@@ -186,21 +200,24 @@ impl std::fmt::Debug for Context {
 mod tests {
     use super::*;
 
-    /// A trial first seen counts as judged up to what it has (a restart does not judge old
-    /// rungs again); later calls return the previous count; experiments do not share counts.
+    /// In an experiment first seen a trial counts as judged up to what it has (a restart does
+    /// not judge old rungs again); a trial new to a known experiment has been judged on none;
+    /// later calls return the previous count; experiments do not share counts.
     #[test]
     fn judged_counts_are_the_last_reconciles_per_experiment() {
         let j = Judged::default();
         let t = |uid: &str, n: usize| (uid.to_string(), n);
         assert_eq!(j.swap("ns/e", &[t("a", 4), t("b", 0)]), [4, 0]);
         assert_eq!(j.swap("ns/f", &[t("a", 1)]), [1]);
+        assert_eq!((j.seen("ns/e", "a", 9), j.seen("ns/e", "c", 2)), (4, 0));
+        assert_eq!(j.seen("ns/g", "c", 2), 2);
         assert_eq!(
             j.swap("ns/e", &[t("a", 9), t("b", 3), t("c", 2)]),
-            [4, 0, 2]
+            [4, 0, 0]
         );
-        // "a" ended (not listed): forgotten, so a value count read lower is taken as is.
+        // "a" ended (not listed): forgotten.
         assert_eq!(j.swap("ns/e", &[t("b", 3)]), [3]);
-        assert_eq!(j.swap("ns/e", &[t("a", 2), t("b", 1)]), [2, 1]);
+        assert_eq!(j.swap("ns/e", &[t("a", 2), t("b", 1)]), [0, 1]);
         assert_eq!(j.swap("ns/f", &[t("a", 5)]), [1]);
     }
 

@@ -226,7 +226,7 @@ const ANNOUNCED_ANNOTATION: &str = "vernier.kubeflow.org/announced";
 const STATUS_COPY: &str = "vernierAccepted";
 
 /// What is kept under `annotation`, or else under `status.vernierAccepted.<field>`.
-fn kept_json(obj: &DynamicObject, annotation: &str, field: &str) -> Option<Value> {
+pub(crate) fn kept_json(obj: &DynamicObject, annotation: &str, field: &str) -> Option<Value> {
     annotation_json(obj, annotation).or_else(|| {
         let copy = obj
             .data

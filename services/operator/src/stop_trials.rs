@@ -2,18 +2,25 @@
 //! trials reported (from the store), the rules frozen for trials created now, and marking the
 //! running trials a rule stops EarlyStopped (the trial reconciler then deletes their jobs).
 
+use crate::accepted_spec::ANNOTATION as ACCEPTED_SPEC;
 use crate::context::Context;
 use crate::early_stop::Stopping;
 use crate::error::{OperatorError, Result};
 use crate::events::publish;
+use crate::experiment::kept_json;
 use crate::experiment_check::Resolved;
-use crate::experiment_trials::Listed;
-use crate::objects::{namespaced, now_rfc3339, now_us, replace_status, trial_resource};
-use vernier_core::{EarlyStoppingRequest, TrialProgress, TrialState};
+use crate::experiment_trials::{Listed, list_trials};
+use crate::objects::{
+    experiment_resource, namespaced, now_rfc3339, now_us, replace_status, trial_resource,
+};
+use kube::ResourceExt;
+use kube::api::DynamicObject;
+use vernier_core::{EarlyStopper, EarlyStoppingRequest, Objective, TrialProgress, TrialState};
 use vernier_engine::frozen_rules::{breaks, frozen_rules};
 use vernier_engine::reason::{TRIAL_EARLY_STOPPED, early_stopped_message};
 use vernier_spec::conditions::set_terminal;
 use vernier_spec::trial::EarlyStoppingRule;
+use vernier_spec::types::AlgorithmSpec;
 
 /// Katib's `earlyStoppingRules` for trials created now (empty unless medianstop).
 pub async fn rules_for_new_trials(
@@ -25,7 +32,8 @@ pub async fn rules_for_new_trials(
     let Stopping::Frozen(median) = stopping else {
         return Ok(Vec::new());
     };
-    let values = values_of(ctx, exp, listed, |l| l.state == TrialState::Succeeded).await?;
+    let metric = &exp.objective.metric;
+    let values = values_of(ctx, metric, listed, |l| l.state == TrialState::Succeeded).await?;
     let progress = progress(listed, &values, None);
     Ok(frozen_rules(median, &exp.objective, &progress))
 }
@@ -49,20 +57,9 @@ pub async fn stop_trials(
             .map(|name| (name, None))
             .collect(),
         Stopping::Continuous(rule) => {
-            // A trial not started yet has no log to read.
-            let values = values_of(ctx, exp, listed, |l| l.state != TrialState::Created).await?;
+            let values = started_values(ctx, &exp.objective.metric, listed).await?;
             let judged = judged_counts(ctx, &format!("{ns}/{}", exp.name), listed, &values);
-            let request = EarlyStoppingRequest {
-                objective: &exp.objective,
-                trials: &progress(listed, &values, Some(&judged)),
-            };
-            let stop = rule.trials_to_stop(&request);
-            let names = stop.map_err(|e| OperatorError::Algorithm(e.to_string()))?;
-            let explained = |name: String| {
-                let why = rule.explain(&request, &name);
-                (name, why)
-            };
-            names.into_iter().map(explained).collect()
+            continuous_stops(rule.as_ref(), &exp.objective, listed, &values, &judged)?
         }
     };
     for (name, why) in stops {
@@ -72,12 +69,95 @@ pub async fn stop_trials(
     Ok(())
 }
 
+/// The running trials a rule over the whole history stops, with why when it says; `judged`
+/// holds how many values of each trial it has judged before.
+fn continuous_stops(
+    rule: &dyn EarlyStopper,
+    objective: &Objective,
+    listed: &[Listed],
+    values: &[Vec<f64>],
+    judged: &[usize],
+) -> Result<Vec<(String, Option<String>)>> {
+    let request = EarlyStoppingRequest {
+        objective,
+        trials: &progress(listed, values, Some(judged)),
+    };
+    let stop = rule.trials_to_stop(&request);
+    let names = stop.map_err(|e| OperatorError::Algorithm(e.to_string()))?;
+    let explained = |name: String| {
+        let why = rule.explain(&request, &name);
+        (name, why)
+    };
+    Ok(names.into_iter().map(explained).collect())
+}
+
+/// Whether the experiment's rule over the whole history stops `trial`, whose job has just
+/// succeeded, on the values it reported since the experiment's last reconcile: a fast trial
+/// passes rungs between two reconciles, and the local driver too asks the rule once more when
+/// a trial ends. `Some` holds the rule's name and why it stopped the trial.
+pub async fn stopped_at_its_end(
+    ctx: &Context,
+    trial: &DynamicObject,
+    objective: &Objective,
+) -> Result<Option<(String, Option<String>)>> {
+    let Some((experiment, ns)) = owner_of(ctx, trial).await? else {
+        return Ok(None);
+    };
+    let Some(es) = early_stopping_of(&experiment) else {
+        return Ok(None);
+    };
+    let Ok(Stopping::Continuous(rule)) = Stopping::build(Some(&es), ctx.early_stopping.as_ref())
+    else {
+        return Ok(None);
+    };
+    let name = experiment.name_any();
+    let listed = list_trials(ctx, &experiment, &ns, &name, objective).await?;
+    let values = started_values(ctx, &objective.metric, &listed).await?;
+    let uid = trial.uid().unwrap_or_default();
+    let judged: Vec<usize> = listed
+        .iter()
+        .zip(&values)
+        .map(|(l, v)| match l.obj.uid() == Some(uid.clone()) {
+            true => ctx.judged.seen(&format!("{ns}/{name}"), &uid, v.len()),
+            false => v.len(),
+        })
+        .collect();
+    let stops = continuous_stops(rule.as_ref(), objective, &listed, &values, &judged)?;
+    let trial_name = trial.name_any();
+    Ok(stops
+        .into_iter()
+        .find(|(n, _)| *n == trial_name)
+        .map(|(_, why)| (rule.name().to_string(), why)))
+}
+
+/// The Experiment that owns `trial` and its namespace, if it still exists.
+async fn owner_of(ctx: &Context, trial: &DynamicObject) -> Result<Option<(DynamicObject, String)>> {
+    let ns = trial.namespace().unwrap_or_else(|| "default".into());
+    let owner = trial
+        .owner_references()
+        .iter()
+        .find(|o| o.kind == "Experiment");
+    let Some(owner) = owner else {
+        return Ok(None);
+    };
+    let api = namespaced(&ctx.client, &experiment_resource(), &ns);
+    Ok(api.get_opt(&owner.name).await?.map(|e| (e, ns)))
+}
+
+/// The experiment's `spec.earlyStopping` as it runs: the accepted spec's when an edit of it
+/// was refused (it is not editable).
+fn early_stopping_of(experiment: &DynamicObject) -> Option<AlgorithmSpec> {
+    let accepted = kept_json(experiment, ACCEPTED_SPEC, "spec");
+    let spec = accepted.as_ref().or_else(|| experiment.data.get("spec"))?;
+    serde_json::from_value(spec.get("earlyStopping")?.clone()).ok()
+}
+
 /// Running trials whose own frozen rules their values break.
 async fn frozen_stops(ctx: &Context, exp: &Resolved, listed: &[Listed]) -> Result<Vec<String>> {
     let metric = &exp.objective.metric;
     let ruled =
         |l: &Listed| l.state == TrialState::Running && !l.spec.early_stopping_rules.is_empty();
-    let values = values_of(ctx, exp, listed, ruled).await?;
+    let values = values_of(ctx, metric, listed, ruled).await?;
     Ok(listed
         .iter()
         .zip(&values)
@@ -99,14 +179,19 @@ fn warn_if_unavailable(ctx: &Context, exp: &Resolved, ns: &str) {
     }
 }
 
+/// The objective values each started trial reported so far (a trial not started yet has no
+/// log to read).
+async fn started_values(ctx: &Context, metric: &str, listed: &[Listed]) -> Result<Vec<Vec<f64>>> {
+    values_of(ctx, metric, listed, |l| l.state != TrialState::Created).await
+}
+
 /// The objective values reported so far by each trial that `read` selects (none for others).
 async fn values_of(
     ctx: &Context,
-    exp: &Resolved,
+    metric: &str,
     listed: &[Listed],
     read: impl Fn(&Listed) -> bool,
 ) -> Result<Vec<Vec<f64>>> {
-    let metric = &exp.objective.metric;
     let mut values = Vec::with_capacity(listed.len());
     for l in listed {
         if !read(l) {

@@ -304,7 +304,24 @@ async fn succeeded(mut live: Live<'_>, spec: &TrialSpec, job: (&str, &str)) -> R
         values: &values,
         seen: &seen,
     };
-    match decide::verdict(reported, spec) {
+    let mut verdict = decide::verdict(reported, spec);
+    let by_rule = match (&verdict, spec.early_stopping_rules.is_empty()) {
+        (Verdict::Succeeded, true) => {
+            crate::stop_trials::stopped_at_its_end(live.ctx, live.obj, &objective).await?
+        }
+        _ => None,
+    };
+    if by_rule.is_some() {
+        verdict = Verdict::EarlyStopped;
+    }
+    match verdict {
+        Verdict::EarlyStopped if let Some((rule, why)) = by_rule => {
+            let message = early_stopped_message(why.as_deref());
+            live.end(TrialState::EarlyStopped, TRIAL_EARLY_STOPPED, &message);
+            let because = why.map(|w| format!(": {w}")).unwrap_or_default();
+            let note = format!("{rule} stopped trial {}{because}", live.name);
+            live.announce(false, TRIAL_EARLY_STOPPED, note);
+        }
         Verdict::EarlyStopped => {
             let rule = crate::early_stop::FROZEN_RULE;
             let message = early_stopped_message(None);

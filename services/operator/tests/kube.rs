@@ -39,6 +39,9 @@ const DEFAULT_LEASE: LeaseTiming = LeaseTiming {
     renew_every: Duration::from_millis(500),
 };
 
+/// The operators' `--observation-interval`, short so that tests do not wait on it.
+const OBSERVATION: Duration = Duration::from_millis(200);
+
 /// A trainer for the simulated pods: accuracy peaks at lr = 0.03; prints three epochs.
 const TRAINER: &str = "import sys\n\
 a = dict(x.lstrip('-').split('=', 1) for x in sys.argv[1:])\n\
@@ -95,17 +98,28 @@ impl Env {
         identity: &str,
         early_stopping: Option<EarlyStopperFactory>,
     ) -> Operator {
-        self.spawn_operator(identity, early_stopping, DEFAULT_LEASE, &[])
+        self.spawn_operator(identity, early_stopping, DEFAULT_LEASE, &[], OBSERVATION)
+    }
+
+    /// An operator with early stopping whose experiments look at running trials only every
+    /// `interval` (`--observation-interval`), so a short trial ends between two looks.
+    fn operator_observing(
+        &self,
+        identity: &str,
+        early_stopping: EarlyStopperFactory,
+        interval: Duration,
+    ) -> Operator {
+        self.spawn_operator(identity, Some(early_stopping), DEFAULT_LEASE, &[], interval)
     }
 
     /// An operator whose leader lease is timed by `lease`.
     fn operator_leased(&self, identity: &str, lease: LeaseTiming) -> Operator {
-        self.spawn_operator(identity, None, lease, &[])
+        self.spawn_operator(identity, None, lease, &[], OBSERVATION)
     }
 
     /// An operator that may also create trials of `kinds` (`--trial-resources` entries).
     fn operator_for_kinds(&self, identity: &str, kinds: &[&str]) -> Operator {
-        self.spawn_operator(identity, None, DEFAULT_LEASE, kinds)
+        self.spawn_operator(identity, None, DEFAULT_LEASE, kinds, OBSERVATION)
     }
 
     fn spawn_operator(
@@ -114,11 +128,12 @@ impl Env {
         early_stopping: Option<EarlyStopperFactory>,
         timing: LeaseTiming,
         extra_kinds: &[&str],
+        observation_interval: Duration,
     ) -> Operator {
         let metrics = Arc::new(Metrics::new());
         let mut config = OperatorConfig {
             concurrency: 4,
-            observation_interval: Duration::from_millis(200),
+            observation_interval,
             config_map_recheck: Duration::from_millis(300),
             identity: identity.to_string(),
             ..OperatorConfig::default()
@@ -1520,6 +1535,53 @@ async fn medianstop_stops_a_trial_whose_job_ended_before_a_check() {
     let condition = condition(&stopped[0], "EarlyStopped").expect("condition");
     assert_eq!(condition["reason"], "TrialEarlyStopped");
     assert_eq!(condition["message"], "Trial is early stopped");
+    op.stop().await;
+    env.shutdown().await;
+}
+
+/// ASHA ranks trials at each rung as the experiment's reconciles look at them; a trial whose
+/// job passes a rung and ends between two reconciles is judged when its job ends, as the local
+/// driver judges a trial whose process ended between two checks. Pod 0 reports accuracy 0.5
+/// at step 1 and 0.9 at step 3. Pod 1, started after it ended, reports 0.6 (best at rung 1),
+/// waits for the experiment to look at it, then prints 0.1 twice at once and exits: ranked 2
+/// of 2 at rung 3, where ASHA (eta 3) keeps the best 1, it is stopped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn asha_stops_a_trial_whose_job_passed_its_rung_between_reconciles() {
+    let env = Env::start(SimulationOptions::default()).await;
+    // The experiment looks at its running trials every 5 s (the default), so pod 1 ends
+    // between two looks.
+    let interval = Duration::from_secs(5);
+    let op = env.operator_observing("replica-a", registry_stoppers(), interval);
+    let pods = tempfile::tempdir().expect("tempdir");
+    let trainer = MEDIAN_TRAINER
+        .replace("DIR", &pods.path().display().to_string())
+        .replace(
+            "[[0.5, 0.75, 1.0], [0.125, 0.25, 0.25], [0.75, 1.0, 1.0], [0.25, 0.25]]",
+            "[[0.5, 0.9, 0.9], [0.6, 0.1, 0.1]]",
+        )
+        .replace(
+            "time.sleep(1 if n == 3 else 0)",
+            "time.sleep(2 if (n, e) == (1, 1) else 0)",
+        )
+        .replace("while n == 1 and", "while False and")
+        .replace("if n == 3:\n    time.sleep(600)\n", "");
+    let asha = "  earlyStopping:\n    algorithmName: asha\n";
+    let yaml = experiment_yaml_with("rungs", "Job", 1, 2, asha, &trainer);
+    env.create(&yaml).await;
+    let exp = finished(&env, "rungs").await;
+    assert_eq!(exp["status"]["trialsSucceeded"], 1, "{exp:#}");
+    assert_eq!(exp["status"]["trialsEarlyStopped"], 1, "{exp:#}");
+    let stopped: Vec<Value> = env
+        .trials_of("rungs")
+        .await
+        .iter()
+        .map(|t| serde_json::to_value(t).expect("json"))
+        .filter(|t| condition(t, "EarlyStopped").is_some())
+        .collect();
+    let shown = &stopped[0]["status"]["observation"]["metrics"];
+    assert!(shown.to_string().contains("0.1"), "{:#}", stopped[0]);
+    let condition = condition(&stopped[0], "EarlyStopped").expect("condition");
+    assert_eq!(condition["reason"], "TrialEarlyStopped");
     op.stop().await;
     env.shutdown().await;
 }
