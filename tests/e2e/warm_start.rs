@@ -303,6 +303,36 @@ fn a_resumed_experiment_still_starts_from_its_warm_start() {
     );
 }
 
+/// A warm-start file gone when a finished experiment is reopened stops the resume before the
+/// new maxTrialCount is written: the experiment is as it was, and reopens once the file is back.
+#[test]
+fn a_resume_whose_warm_start_file_is_gone_changes_nothing() {
+    let sb = Sandbox::new();
+    sb.write("known.csv", "x,loss\n0,0.09\n");
+    let extra = "  parallelTrialCount: 1\n  maxTrialCount: 1\n  warmStart:\n    file: known.csv";
+    let file = sb.write("exp.yaml", &experiment("gone", LOSS, extra));
+    let out = sb.run(&["run", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    std::fs::rename(sb.path().join("known.csv"), sb.path().join("moved.csv")).unwrap();
+
+    let out = sb.run(&["resume", "gone", "--max-trial-count", "2"]);
+    assert_ne!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        text(&out).contains("spec.warmStart: cannot read file")
+            && !text(&out).contains("maxTrialCount 1 →"),
+        "{}",
+        text(&out)
+    );
+    let r = sb.report("gone");
+    assert_eq!(r["spec"]["maxTrialCount"], 1, "{r:#}");
+    assert_eq!(last_condition(&r)["reason"], "ExperimentMaxTrialsReached");
+
+    std::fs::rename(sb.path().join("moved.csv"), sb.path().join("known.csv")).unwrap();
+    let out = sb.run(&["resume", "gone", "--max-trial-count", "2"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(xs(&sb.report("gone")).len(), 2);
+}
+
 /// A source experiment deleted after the warm-started one began does not make it impossible
 /// to resume: the resume says so and goes on without it. A new experiment still refuses it.
 #[test]

@@ -21,8 +21,9 @@
 //! - `.csv`: a header row naming the columns; one column per parameter of this space and one
 //!   named like the objective metric; other columns are ignored, so the output of
 //!   `vernier report NAME --format csv` works as is. A `condition` column, if present, keeps
-//!   only rows that are `Succeeded` or `EarlyStopped`; a row with an empty objective cell is
-//!   skipped.
+//!   only rows that are `Succeeded`, `EarlyStopped` or empty, unless a parameter or metric has
+//!   that name (a report names such a column `condition (parameter)`); a row with an empty
+//!   objective cell is skipped.
 //! - `.jsonl`, `.ndjson` or `.json`: one JSON object per non-blank line, keyed the same way
 //!   (`{"lr": 0.01, "optimizer": "adam", "loss": 0.21}`); values may be numbers or strings;
 //!   a missing or null objective skips the line.
@@ -235,6 +236,14 @@ pub fn read_file(
 }
 
 /// Keeps only rows a report marks as finished with a result.
+/// Whether a parameter or a metric the search reads is named `condition`: in a hand-written
+/// file that column is its value, not a trial's condition.
+fn condition_is_taken(space: &SearchSpace, objective: &Objective) -> bool {
+    let named = |n: &str| n == "condition";
+    space.parameters().iter().any(|p| named(&p.name))
+        || search_metrics(objective).iter().any(|m| named(m))
+}
+
 fn usable_condition(condition: Option<&str>) -> bool {
     condition.is_none_or(|c| matches!(c.trim(), "" | "Succeeded" | "EarlyStopped"))
 }
@@ -307,6 +316,7 @@ pub fn parse_csv(
     }
     let condition = match from_report {
         true => leading.iter().position(|c| *c == "condition"),
+        false if condition_is_taken(space, objective) => None,
         false => column("condition"),
     };
     let mut out = KnownResults::default();
@@ -376,7 +386,11 @@ pub fn parse_json_lines(
             serde_json::Value::Bool(b) => Some(b.to_string()),
             _ => None,
         };
-        if !usable_condition(obj.get("condition").and_then(|c| c.as_str())) {
+        let condition = match condition_is_taken(space, objective) {
+            true => None,
+            false => obj.get("condition").and_then(|c| c.as_str()),
+        };
+        if !usable_condition(condition) {
             continue;
         }
         if obj.get(metric).and_then(text_of).is_none() {

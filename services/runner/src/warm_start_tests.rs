@@ -149,6 +149,36 @@ fn csv_parameters_named_like_the_reports_columns_are_read_from_their_own_columns
     assert_eq!(got[0].objective, 4.0);
 }
 
+/// A parameter may be named `condition`: in a hand-written file its column is its value, not
+/// a trial's condition, so no row is dropped for it (the condition filter is for reports).
+#[test]
+fn a_parameter_named_condition_is_read_as_the_parameter() {
+    let named = SearchSpace::new(vec![Parameter {
+        name: "condition".into(),
+        domain: Domain::Categorical {
+            values: vec!["warm".into(), "cold".into()],
+        },
+        distribution: Distribution::Uniform,
+    }])
+    .unwrap();
+    let csv = "condition,loss\nwarm,0.1\ncold,0.2\n";
+    let got = parse_csv(csv, &named, &loss()).unwrap().rows;
+    let shown: Vec<String> = got.iter().map(|k| k.assignment.to_string()).collect();
+    assert_eq!(shown, ["condition=warm", "condition=cold"]);
+    let jsonl = "{\"condition\": \"warm\", \"loss\": 0.1}\n";
+    assert_eq!(
+        parse_json_lines(jsonl, &named, &loss()).unwrap().rows.len(),
+        1
+    );
+    // Without such a parameter the column filters rows: an empty cell is kept.
+    let csv = "lr,optimizer,loss,condition\n0.01,sgd,1,Succeeded\n0.02,sgd,2,Failed\n0.03,sgd,3,\n";
+    let got = parse_csv(csv, &space(), &loss()).unwrap().rows;
+    assert_eq!(
+        got.iter().map(|k| k.objective).collect::<Vec<_>>(),
+        [1.0, 3.0]
+    );
+}
+
 /// A categorical value with a leading space survives a report's CSV (which quotes it); the
 /// spaces after the commas of a hand-written file are still dropped.
 #[test]

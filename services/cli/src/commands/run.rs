@@ -263,9 +263,9 @@ pub async fn resume(
     }
     let last_heard = lease.took_over.as_ref().map(|old| old.heartbeat_us);
     match prepare_resume(&store, db, name, limits, last_heard).await {
-        Ok((exp, seed)) => {
+        Ok((exp, seed, warm)) => {
             let plugins = with_recorded_plugin(&exp, plugins);
-            drive(&store, db, &exp, seed, &plugins, lease, None).await
+            drive(&store, db, &exp, seed, &plugins, lease, Some(warm)).await
         }
         Err(e) => {
             // A refused resume leaves the experiment free, not held by a process now gone.
@@ -303,14 +303,21 @@ fn missing_experiment(db: &str, name: &str) -> anyhow::Error {
 }
 
 /// Under the lease: applies new limits, refuses a finished experiment, and marks the trials
-/// the previous run left running. Returns the experiment to drive and its seed.
+/// the previous run left running. Returns the experiment to drive, its seed and its warm start.
 async fn prepare_resume(
     store: &SqlStore,
     db: &str,
     name: &str,
     limits: NewLimits,
     last_heard_us: Option<i64>,
-) -> anyhow::Result<(LocalExperiment, u64)> {
+) -> anyhow::Result<(LocalExperiment, u64, WarmStart)> {
+    let mut row = stored_experiment(store, db, name).await?;
+    if limits.is_empty() {
+        refuse_finished(&row, name, db)?;
+    }
+    // Read before new limits are written: a warm-start file that is gone now leaves the
+    // experiment as it was. An earlier experiment deleted since is only warned about.
+    let warm = vernier_runner::warm_start::load(store, &stored_local(&row, name)?).await?;
     if !limits.is_empty() {
         let done = vernier_runner::extend::extend(store, name, limits).await?;
         if let Some((before, after)) = done.max_trial_count {
@@ -320,26 +327,10 @@ async fn prepare_resume(
         if done.reopened {
             outln!("experiment {name} continues: maxTrialCount was raised");
         }
+        row = stored_experiment(store, db, name).await?;
+        refuse_finished(&row, name, db)?;
     }
-    let row = store
-        .get_experiment(name)
-        .await?
-        .ok_or_else(|| missing_experiment(db, name))?;
-    if matches!(row.status.phase.as_str(), "Succeeded" | "Failed") {
-        let hint = finished_hint(name, &row.status.reason, &crate::db::db_flag(db));
-        anyhow::bail!(
-            "experiment {name:?} has already finished ({}: {})\nhint: {hint}",
-            row.status.phase,
-            row.status.reason
-        );
-    }
-    let spec = vernier_spec::parse_stored_experiment(&row.spec_json)
-        .map_err(|e| anyhow::anyhow!("stored experiment {name:?} is unreadable: {e}"))?;
-    let paths = LocalPaths {
-        work_dir: PathBuf::from(&row.work_dir),
-        log_dir: PathBuf::from(&row.log_dir),
-    };
-    let exp = LocalExperiment::new(spec, paths)?;
+    let exp = stored_local(&row, name)?;
     check_local(&exp)?;
     let recovered = driver::recover_interrupted(store, name, last_heard_us).await?;
     // Stored as the database's signed 64 bits; the seed is the same 64 bits unsigned.
@@ -352,7 +343,41 @@ async fn prepare_resume(
             String::new()
         }
     );
-    Ok((exp, seed))
+    Ok((exp, seed, warm))
+}
+
+async fn stored_experiment(
+    store: &SqlStore,
+    db: &str,
+    name: &str,
+) -> anyhow::Result<vernier_store::ExperimentRow> {
+    store
+        .get_experiment(name)
+        .await?
+        .ok_or_else(|| missing_experiment(db, name))
+}
+
+fn refuse_finished(row: &vernier_store::ExperimentRow, name: &str, db: &str) -> anyhow::Result<()> {
+    if matches!(row.status.phase.as_str(), "Succeeded" | "Failed") {
+        let hint = finished_hint(name, &row.status.reason, &crate::db::db_flag(db));
+        anyhow::bail!(
+            "experiment {name:?} has already finished ({}: {})\nhint: {hint}",
+            row.status.phase,
+            row.status.reason
+        );
+    }
+    Ok(())
+}
+
+/// The stored experiment as local mode runs it.
+fn stored_local(row: &vernier_store::ExperimentRow, name: &str) -> anyhow::Result<LocalExperiment> {
+    let spec = vernier_spec::parse_stored_experiment(&row.spec_json)
+        .map_err(|e| anyhow::anyhow!("stored experiment {name:?} is unreadable: {e}"))?;
+    let paths = LocalPaths {
+        work_dir: PathBuf::from(&row.work_dir),
+        log_dir: PathBuf::from(&row.log_dir),
+    };
+    Ok(LocalExperiment::new(spec, paths)?)
 }
 
 /// Refuses, before anything is recorded or run, an experiment only a cluster can run; notes
