@@ -537,16 +537,23 @@ fn the_plugin_client_sends_trials_as_katib_controller_does() {
     rt.spawn(server);
 
     let sb = Sandbox::new();
-    // Trials with x <= 0.4 print nothing: they end MetricsUnavailable.
+    // Trials with x <= 0.4 print nothing: they end MetricsUnavailable. The warm start's
+    // results are not this experiment's trials, so they are never sent, and the run says so.
+    sb.write("known.csv", "x,score\n0.5,0.5\n");
     let yaml = crate::harness::python_experiment(
         "shaped",
         "import sys\nx = float(sys.argv[1])\nif x > 0.4: print('score=' + sys.argv[1])",
-        "  objective:\n    type: maximize\n    objectiveMetricName: score\n  parallelTrialCount: 2\n  maxTrialCount: 8",
+        "  objective:\n    type: maximize\n    objectiveMetricName: score\n  parallelTrialCount: 2\n  maxTrialCount: 8\n  warmStart:\n    file: known.csv",
     );
     let file = sb.write("shaped.yaml", &yaml);
     let flag = format!("random={addr}");
     let out = sb.run(&["run", file.to_str().unwrap(), "--suggestion-plugin", &flag]);
     assert_eq!(out.status.code(), Some(0), "{}", crate::harness::text(&out));
+    assert!(
+        crate::harness::text(&out).contains("the 1 earlier result(s) steer nothing"),
+        "{}",
+        crate::harness::text(&out)
+    );
     let report = sb.report("shaped");
     assert!(
         !crate::harness::trials_in(&report, "MetricsUnavailable").is_empty(),

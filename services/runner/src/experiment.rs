@@ -329,11 +329,13 @@ pub fn work_dir_of(experiment_file: &Path) -> PathBuf {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
 
-    fn experiment(collector: &str, arg: &str) -> LocalExperiment {
+    /// A one-parameter experiment with the collector block `collector` whose command passes
+    /// `arg` to `train`.
+    pub(crate) fn experiment(collector: &str, arg: &str) -> LocalExperiment {
         let yaml = format!(
             r#"apiVersion: kubeflow.org/v1beta1
 kind: Experiment

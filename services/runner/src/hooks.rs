@@ -10,6 +10,7 @@ use crate::replicas::TrialLaunch;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
+use tokio::task::JoinSet;
 use vernier_core::{Suggestions, TrialRecord};
 use vernier_store::SqlStore;
 
@@ -67,18 +68,38 @@ pub trait SuggestionSource: Send + Sync + std::fmt::Debug {
 const FIRST_BACKOFF: Duration = Duration::from_millis(500);
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
+/// A trial task's end, as the driver's `JoinSet` gives it.
+pub type JoinedTrial = Result<(String, ProcessReport), tokio::task::JoinError>;
+
+/// How a wait for an external source ended.
+#[derive(Debug)]
+pub enum SourceWait {
+    Answered(Suggestions),
+    /// The run was asked to stop.
+    Stopped,
+    /// A running trial ended while the source was unavailable: the driver records it (and
+    /// may find the experiment over) before it asks again.
+    TrialEnded(JoinedTrial),
+}
+
 /// Asks `source` until it answers, waiting with exponential backoff while it is unavailable
-/// and telling `on_wait` each time. Returns `None` if `stop` asks the run to end meanwhile.
+/// and telling `on_wait` each time. A stop ends the wait at once, also during a call that
+/// hangs; a trial of `running` that ends during a backoff ends it too.
 pub async fn suggest_with_retry(
     source: &dyn SuggestionSource,
     request: SourceRequest<'_>,
     stop: &mut watch::Receiver<crate::process::StopLevel>,
+    running: &mut JoinSet<(String, ProcessReport)>,
     on_wait: &mut dyn FnMut(String),
-) -> Result<Option<Suggestions>, RunnerError> {
+) -> Result<SourceWait, RunnerError> {
     let mut backoff = FIRST_BACKOFF;
     loop {
-        match source.suggest(request).await {
-            Ok(s) => return Ok(Some(s)),
+        let answer = tokio::select! {
+            answer = source.suggest(request) => answer,
+            () = stop_asked(stop) => return Ok(SourceWait::Stopped),
+        };
+        match answer {
+            Ok(s) => return Ok(SourceWait::Answered(s)),
             Err(SourceError::Rejected(message)) => {
                 return Err(RunnerError::SuggestionSource {
                     source_name: source.describe(),
@@ -93,14 +114,22 @@ pub async fn suggest_with_retry(
                 ));
                 tokio::select! {
                     _ = tokio::time::sleep(backoff) => {}
-                    changed = stop.changed() => {
-                        if changed.is_err() || *stop.borrow() != crate::process::StopLevel::Run {
-                            return Ok(None);
-                        }
+                    () = stop_asked(stop) => return Ok(SourceWait::Stopped),
+                    Some(joined) = running.join_next(), if !running.is_empty() => {
+                        return Ok(SourceWait::TrialEnded(joined));
                     }
                 }
                 backoff = (backoff * 2).min(MAX_BACKOFF);
             }
+        }
+    }
+}
+
+/// Resolves once `stop` asks the run to end (or its sender is gone).
+async fn stop_asked(stop: &mut watch::Receiver<crate::process::StopLevel>) {
+    while *stop.borrow_and_update() == crate::process::StopLevel::Run {
+        if stop.changed().await.is_err() {
+            return;
         }
     }
 }
@@ -137,4 +166,78 @@ pub async fn note_pushed_metrics(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::process::StopLevel;
+
+    /// A plugin that is down (`hangs`: accepts the call and never answers).
+    #[derive(Debug)]
+    struct Down {
+        hangs: bool,
+    }
+
+    #[async_trait::async_trait]
+    impl SuggestionSource for Down {
+        fn describe(&self) -> String {
+            "plugin".into()
+        }
+        async fn validate(&self, _: &LocalExperiment) -> Result<(), SourceError> {
+            Ok(())
+        }
+        async fn suggest(&self, _: SourceRequest<'_>) -> Result<Suggestions, SourceError> {
+            if self.hangs {
+                std::future::pending::<()>().await;
+            }
+            Err(SourceError::Unavailable("connection refused".into()))
+        }
+    }
+
+    async fn wait_for(
+        hangs: bool,
+        stop: &mut watch::Receiver<StopLevel>,
+        running: &mut JoinSet<(String, ProcessReport)>,
+    ) -> SourceWait {
+        let exp = crate::experiment::tests::experiment("    collector:\n      kind: StdOut", "a");
+        let request = SourceRequest {
+            experiment: &exp,
+            trials: &[],
+            count: 1,
+            total: 1,
+            state: None,
+        };
+        let mut told = Vec::new();
+        let mut on_wait = |m| told.push(m);
+        let source = Down { hangs };
+        let waited = suggest_with_retry(&source, request, stop, running, &mut on_wait);
+        tokio::time::timeout(Duration::from_secs(20), waited)
+            .await
+            .expect("the wait ends")
+            .unwrap()
+    }
+
+    /// While the source is down, a trial that ends is handed back to be recorded, and a stop
+    /// ends the wait, also during a call that never answers.
+    #[tokio::test]
+    async fn a_wait_for_a_source_ends_when_a_trial_ends_or_the_run_stops() {
+        let (tx, mut stop) = watch::channel(StopLevel::Run);
+        let mut running = JoinSet::new();
+        running.spawn(async {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            ("t-1".to_string(), ProcessReport::stopped(Vec::new()))
+        });
+        match wait_for(false, &mut stop, &mut running).await {
+            SourceWait::TrialEnded(joined) => assert_eq!(joined.unwrap().0, "t-1"),
+            other => panic!("{other:?}"),
+        }
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            tx.send(StopLevel::Terminate).unwrap();
+        });
+        let waited = wait_for(true, &mut stop, &mut running).await;
+        assert!(matches!(waited, SourceWait::Stopped), "{waited:?}");
+    }
 }

@@ -8,7 +8,7 @@ use super::{DriverEvent, Observer, Outcome, StopReason};
 use crate::early_stop::{CHECK_EVERY, EarlyStopMonitor};
 use crate::error::RunnerError;
 use crate::experiment::LocalExperiment;
-use crate::hooks::RunHooks;
+use crate::hooks::{JoinedTrial, RunHooks};
 use crate::lease::LeaseLoss;
 use crate::process::{ProcessReport, StopLevel};
 use crate::status::{conditions_json, parse_conditions, set_condition, set_terminal};
@@ -60,6 +60,9 @@ pub(super) struct Run<'a> {
     /// Stop switches of the trials still running.
     pub running: HashMap<String, watch::Sender<StopLevel>>,
     pub tasks: JoinSet<(String, ProcessReport)>,
+    /// A trial's end taken from `tasks` while an external source was waited for, recorded
+    /// before the driver plans again.
+    pub parked: Option<JoinedTrial>,
     pub exhausted: bool,
     pub stopping: Option<StopReason>,
     /// Why this driver may write no more, once it may not.
@@ -111,6 +114,7 @@ impl<'a> Run<'a> {
             shell,
             running: HashMap::new(),
             tasks: JoinSet::new(),
+            parked: None,
             exhausted: false,
             stopping: None,
             lease_lost: None,
@@ -132,7 +136,15 @@ impl<'a> Run<'a> {
         }
         let algorithm = &exp.resolved.algorithm;
         let results = self.warm.records.len();
-        if results > 0
+        if results > 0 && self.shell.hooks.suggestion_source.is_some() {
+            // Katib's controller sends a suggestion service this experiment's trials only,
+            // and so does the plugin source: the service never learns from the others.
+            self.warn(format!(
+                "warm start: the suggestion plugin for {algorithm} is sent this experiment's \
+                 trials only, as Katib's controller sends them, so the {results} earlier \
+                 result(s) steer nothing"
+            ));
+        } else if results > 0
             && let Some(why) = vernier_algorithms::warm_start_shortfall(algorithm, results)
         {
             self.warn(format!("warm start: {why}"));
@@ -184,6 +196,9 @@ impl<'a> Run<'a> {
     async fn steer(&mut self) -> Result<StopReason, RunnerError> {
         let mut tick = tokio::time::interval(CHECK_EVERY);
         loop {
+            if let Some(joined) = self.parked.take() {
+                self.on_wake(Wake::Joined(Some(joined))).await?;
+            }
             // A stop asked for before the first wait (Ctrl-C right after start) must keep
             // trials from starting, not only end them once started.
             if self.stopping.is_none() && self.stop_asked() {

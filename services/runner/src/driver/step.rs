@@ -9,7 +9,8 @@ use super::{DriverEvent, StopReason};
 use crate::checkpoint;
 use crate::error::RunnerError;
 use crate::hooks::{
-    PUSH_ADDRESS_ENV, SourceRequest, apply_push_env, note_pushed_metrics, suggest_with_retry,
+    PUSH_ADDRESS_ENV, SourceRequest, SourceWait, apply_push_env, note_pushed_metrics,
+    suggest_with_retry,
 };
 use crate::observed::{TrialMetrics, trial_metrics};
 use crate::process::{ProcessEnd, ProcessReport, StopLevel};
@@ -24,7 +25,7 @@ impl Run<'_> {
     /// driver should plan again at once rather than wait.
     pub(super) async fn start_trials(&mut self, p: &Plan) -> Result<bool, RunnerError> {
         let Some(suggestions) = self.suggestions(p.request as usize).await? else {
-            // Stopped while waiting for an external source.
+            // Stopped, or a trial ended, while waiting for an external source.
             return Ok(true);
         };
         let active = self.running.len();
@@ -52,7 +53,8 @@ impl Run<'_> {
     }
 
     /// The proposals for `count` trials: enqueued ones first, then the algorithm's or the
-    /// source's. `None` when a stop request ended the wait for an external source.
+    /// source's. `None` when a stop request or a trial's end ended the wait for an external
+    /// source.
     async fn suggestions(&mut self, count: usize) -> Result<Option<Suggestions>, RunnerError> {
         let exp = self.shell.exp;
         // Warm-start results come first in the history the algorithm sees; they are not this
@@ -108,14 +110,20 @@ impl Run<'_> {
         let mut warn = |message: String| {
             observer.on_event(&DriverEvent::Warning(message), &progress_of(exp, trials));
         };
-        let stop = &mut self.shell.stop;
-        let answer = suggest_with_retry(source.as_ref(), request, stop, &mut warn).await;
-        let answer = answer?;
-        if answer.is_none() {
-            let level = *self.shell.stop.borrow();
-            self.wind_down(StopReason::Interrupted, level);
+        let (stop, tasks) = (&mut self.shell.stop, &mut self.tasks);
+        let waited = suggest_with_retry(source.as_ref(), request, stop, tasks, &mut warn).await?;
+        match waited {
+            SourceWait::Answered(suggestions) => Ok(Some(suggestions)),
+            SourceWait::Stopped => {
+                let level = *self.shell.stop.borrow();
+                self.wind_down(StopReason::Interrupted, level);
+                Ok(None)
+            }
+            SourceWait::TrialEnded(joined) => {
+                self.parked = Some(joined);
+                Ok(None)
+            }
         }
-        Ok(answer)
     }
 
     /// Records a trial for `proposal` and starts its process (or records why it cannot).
