@@ -290,6 +290,16 @@ fn validate_shows_both_verdicts() {
             && out.contains("local: runnable"),
         "{out}"
     );
+    // A Job without restartPolicy runs once locally and is refused by a cluster: said once,
+    // as the cluster's refusal, not also as a warning.
+    let (code, out) = verdict(&VALID.replacen("            restartPolicy: Never\n", "", 1));
+    assert_eq!(code, Some(0), "{out}");
+    assert_eq!(out.matches("restartPolicy: is not set").count(), 1, "{out}");
+    assert!(
+        out.contains("cluster: refused by `vernier operator`: spec.trialTemplate.trialSpec.spec.template.spec.restartPolicy: is not set")
+            && out.contains("local: runnable"),
+        "{out}"
+    );
 }
 
 #[test]

@@ -101,7 +101,10 @@ pub fn validate(file: &Path) -> anyhow::Result<Exit> {
                 }
             };
             print_summary(file, &exp)?;
-            for w in vernier_spec::validate::warnings(&exp) {
+            let operator_refusal = vernier_operator::experiment_check::operator_refusal(&exp).err();
+            // A warning that is also the cluster's refusal is printed once, as the refusal.
+            let warnings = vernier_spec::validate::warnings(&exp).into_iter();
+            for w in warnings.filter(|w| operator_refusal.as_ref() != Some(&w.to_string())) {
                 outln!("warning: {w}");
             }
             for note in notes {
@@ -118,7 +121,6 @@ pub fn validate(file: &Path) -> anyhow::Result<Exit> {
             {
                 outln!("warning: {w}");
             }
-            let operator_refusal = vernier_operator::experiment_check::operator_refusal(&exp).err();
             match (&operator_refusal, unquoted.is_empty()) {
                 (Some(why), _) => outln!("cluster: refused by `vernier operator`: {why}"),
                 (None, true) => outln!("cluster: valid (`vernier operator` accepts it)"),

@@ -412,7 +412,8 @@ fn a_metric_name_the_default_format_cannot_read_is_warned_about() {
             v,
             "/spec/objective",
             json!({"objectives": [{"metricName": "val.loss", "type": "minimize"},
-                                  {"metricName": "acc", "type": "maximize"}]}),
+                                  {"metricName": "acc", "type": "maximize"}],
+                   "constraints": [{"metricName": "mem.mb", "op": "<=", "value": 1.0}]}),
         );
     }));
     let paths: Vec<String> = warnings(&exp)
@@ -420,5 +421,11 @@ fn a_metric_name_the_default_format_cannot_read_is_warned_about() {
         .filter(|w| w.message().contains("default metrics format"))
         .map(|w| w.path().to_string())
         .collect();
-    assert_eq!(paths, ["spec.objective.objectives[0].metricName"]);
+    assert_eq!(
+        paths,
+        [
+            "spec.objective.objectives[0].metricName",
+            "spec.objective.constraints[0].metricName"
+        ]
+    );
 }

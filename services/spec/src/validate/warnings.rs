@@ -200,9 +200,12 @@ fn unmatchable_metric_names(exp: &Experiment) -> Vec<SpecError> {
     else {
         return Vec::new();
     };
-    // Each name where the file writes it: with `objectives`, the defaults copy their names into
-    // objectiveMetricName and additionalMetricNames.
-    let in_objectives = |n: &String| obj.objectives.iter().any(|t| &t.metric_name == n);
+    // Each name where the file writes it: the defaults copy the names of `objectives` into
+    // objectiveMetricName and additionalMetricNames, and those of `constraints` into the latter.
+    let in_objectives = |n: &String| {
+        obj.objectives.iter().any(|t| &t.metric_name == n)
+            || obj.constraints.iter().any(|c| &c.metric_name == n)
+    };
     let named = obj
         .objectives
         .iter()
@@ -213,6 +216,12 @@ fn unmatchable_metric_names(exp: &Experiment) -> Vec<SpecError> {
                 &t.metric_name,
             )
         })
+        .chain(obj.constraints.iter().enumerate().map(|(i, c)| {
+            (
+                format!("spec.objective.constraints[{i}].metricName"),
+                &c.metric_name,
+            )
+        }))
         .chain(
             obj.objective_metric_name
                 .iter()
@@ -224,7 +233,9 @@ fn unmatchable_metric_names(exp: &Experiment) -> Vec<SpecError> {
                 .enumerate()
                 .map(|(i, n)| (format!("spec.objective.additionalMetricNames[{i}]"), n)),
         )
-        .filter(|(path, name)| path.contains("objectives[") || !in_objectives(name));
+        .filter(|(path, name)| {
+            path.contains("objectives[") || path.contains("constraints[") || !in_objectives(name)
+        });
     named
         .filter(|(_, name)| !default_format_reads(name))
         .map(|(path, name)| {
