@@ -7,8 +7,10 @@
 //! above the trials the experiment already has; the counts last accepted are kept in a second
 //! annotation ([`COUNTS_ANNOTATION`]), so such an edit leaves them as they were. An experiment
 //! without it (accepted by an earlier version) takes its current counts as accepted.
-//! Pure: the reconciler reads and writes the annotation.
+//! Pure: the reconciler reads and writes the annotation and its status copy.
 
+use kube::ResourceExt;
+use kube::api::DynamicObject;
 use serde_json::{Map, Value};
 
 /// Where the accepted spec is kept, as JSON.
@@ -22,6 +24,27 @@ pub const EDITABLE: [&str; 3] = ["parallelTrialCount", "maxTrialCount", "maxFail
 /// Annotations share 256 KiB per object; a spec larger than this is not kept (its edits are
 /// then applied, as before).
 pub const MAX_KEPT_BYTES: usize = 192 * 1024;
+
+/// The JSON an annotation of `obj` holds (the accepted spec, the accepted counts), if any.
+pub fn annotation_json(obj: &DynamicObject, key: &str) -> Option<Value> {
+    let text = obj.annotations().get(key)?;
+    serde_json::from_str(text).ok()
+}
+
+/// Where the accepted spec and counts are kept a second time: in the status subresource,
+/// which a PUT of the whole object (`kubectl replace`, a GitOps tool) leaves as it was while
+/// it drops the annotations, so that such an edit is refused like any other.
+pub const STATUS_COPY: &str = "vernierAccepted";
+
+/// What is kept under `annotation`, or else under `status.vernierAccepted.<field>`.
+pub fn kept_json(obj: &DynamicObject, annotation: &str, field: &str) -> Option<Value> {
+    annotation_json(obj, annotation).or_else(|| {
+        let copy = obj
+            .data
+            .pointer(&format!("/status/{STATUS_COPY}/{field}"))?;
+        (!copy.is_null()).then(|| copy.clone())
+    })
+}
 
 /// The spec to run, and the refused edit if there is one.
 #[derive(Debug, Clone, PartialEq)]

@@ -14,8 +14,9 @@
 //! sequence number (a 409) takes it as it is.
 
 use crate::accepted_spec::{
-    ANNOTATION as ACCEPTED_SPEC, COUNTS_ANNOTATION, Effective, MAX_KEPT_BYTES, count_refusal,
-    counts_changed, counts_of, effective, refused_note, with_counts_of,
+    ANNOTATION as ACCEPTED_SPEC, COUNTS_ANNOTATION, Effective, MAX_KEPT_BYTES, STATUS_COPY,
+    annotation_json, count_refusal, counts_changed, counts_of, effective, kept_json, refused_note,
+    with_counts_of,
 };
 use crate::context::Context;
 use crate::early_stop::Stopping;
@@ -210,30 +211,9 @@ fn look_again(watching: bool, observation_interval: Duration) -> Duration {
     }
 }
 
-/// The JSON an annotation of `obj` holds (the accepted spec, the accepted counts), if any.
-fn annotation_json(obj: &DynamicObject, key: &str) -> Option<Value> {
-    let text = obj.annotations().get(key)?;
-    serde_json::from_str(text).ok()
-}
-
 /// The refusals told with a Warning event, as a JSON object of a digest of each note by kind
 /// of refusal ([`Run::announce`]).
 const ANNOUNCED_ANNOTATION: &str = "vernier.kubeflow.org/announced";
-
-/// Where the accepted spec and counts are kept a second time: in the status subresource,
-/// which a PUT of the whole object (`kubectl replace`, a GitOps tool) leaves as it was while
-/// it drops the annotations, so that such an edit is refused like any other.
-const STATUS_COPY: &str = "vernierAccepted";
-
-/// What is kept under `annotation`, or else under `status.vernierAccepted.<field>`.
-pub(crate) fn kept_json(obj: &DynamicObject, annotation: &str, field: &str) -> Option<Value> {
-    annotation_json(obj, annotation).or_else(|| {
-        let copy = obj
-            .data
-            .pointer(&format!("/status/{STATUS_COPY}/{field}"))?;
-        (!copy.is_null()).then(|| copy.clone())
-    })
-}
 
 /// `spec` (a configMap template read from the cluster) validated and resolved, or why not.
 async fn resolve(

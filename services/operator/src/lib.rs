@@ -34,6 +34,7 @@ pub mod trial;
 pub mod trial_create;
 pub mod trial_decide;
 pub mod trial_job;
+pub mod trial_observed;
 pub mod trial_spec;
 pub mod trial_state;
 

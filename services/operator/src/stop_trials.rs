@@ -2,12 +2,11 @@
 //! trials reported (from the store), the rules frozen for trials created now, and marking the
 //! running trials a rule stops EarlyStopped (the trial reconciler then deletes their jobs).
 
-use crate::accepted_spec::ANNOTATION as ACCEPTED_SPEC;
+use crate::accepted_spec::{ANNOTATION as ACCEPTED_SPEC, kept_json};
 use crate::context::Context;
 use crate::early_stop::Stopping;
 use crate::error::{OperatorError, Result};
 use crate::events::publish;
-use crate::experiment::kept_json;
 use crate::experiment_check::Resolved;
 use crate::experiment_trials::{Listed, list_trials};
 use crate::objects::{
@@ -198,7 +197,7 @@ async fn values_of(
             values.push(Vec::new());
             continue;
         }
-        values.push(crate::trial::objective_values(&ctx.store, &l.name(), metric).await?);
+        values.push(crate::trial_observed::objective_values(&ctx.store, &l.name(), metric).await?);
     }
     Ok(values)
 }
@@ -261,7 +260,7 @@ async fn mark_stopped(
         return Ok(());
     };
     let mut status = l.status.clone();
-    let observed = crate::trial::observation(&ctx.store, name, &exp.objective).await?;
+    let observed = crate::trial_observed::observation(&ctx.store, name, &exp.objective).await?;
     if observed.is_some() {
         status.observation = observed;
     }

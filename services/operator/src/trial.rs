@@ -16,6 +16,7 @@ use crate::objects::{
 };
 use crate::trial_decide::{self as decide, Failure, Step, Verdict};
 use crate::trial_job::{job_api, job_object};
+use crate::trial_observed::{objective_values, observation};
 use crate::trial_spec::{follow_target, follows_log, objective_of};
 use crate::trial_state::{latest_of, state_of, trial_status};
 use kube::ResourceExt;
@@ -31,7 +32,7 @@ use vernier_engine::reason::{
     TRIAL_RUNNING_MESSAGE, TRIAL_SUCCEEDED, TRIAL_SUCCEEDED_MESSAGE, early_stopped_message,
 };
 use vernier_spec::conditions::{set_condition, set_terminal, set_trial_end};
-use vernier_spec::status::{MetricValues, Observation, TrialStatus};
+use vernier_spec::status::TrialStatus;
 use vernier_spec::trial::TrialSpec;
 
 pub use crate::names::FINALIZER;
@@ -503,40 +504,4 @@ impl<'a> Live<'a> {
     async fn reported_names(&self) -> Result<Vec<String>> {
         Ok(self.ctx.store.reported_metric_names(&self.name).await?)
     }
-}
-
-/// The finite values trial `name` reported on `metric`, in order.
-pub(crate) async fn objective_values(
-    store: &vernier_store::SqlStore,
-    name: &str,
-    metric: &str,
-) -> Result<Vec<f64>> {
-    let logs = store.observations(name, Some(metric), None, None).await?;
-    Ok(logs
-        .iter()
-        .filter_map(|o| o.value.trim().parse::<f64>().ok())
-        .filter(|v| v.is_finite())
-        .collect())
-}
-
-/// Katib's observation of `trial`: `{name, min, max, latest}` for every metric of `objective`
-/// with observations, from the store's reduced observation (one query however long the log).
-pub(crate) async fn observation(
-    store: &vernier_store::SqlStore,
-    trial: &str,
-    objective: &Objective,
-) -> Result<Option<Observation>> {
-    let names = objective.metric_names();
-    let metrics: Vec<MetricValues> = store
-        .trial_metric_summaries(trial, &names)
-        .await?
-        .into_iter()
-        .map(|s| MetricValues {
-            min: s.min_text(),
-            max: s.max_text(),
-            latest: s.latest,
-            name: s.name,
-        })
-        .collect();
-    Ok((!metrics.is_empty()).then_some(Observation { metrics }))
 }
