@@ -67,8 +67,9 @@ pub enum Outcome {
         completion: Completion,
         progress: Progress,
     },
-    /// Stopped on request; `vernier resume` continues it.
-    Interrupted { progress: Progress },
+    /// Stopped on request; `vernier resume` continues it. `stopped` running trials were
+    /// stopped and recorded Killed.
+    Interrupted { progress: Progress, stopped: u32 },
 }
 
 /// Receives events as they happen.

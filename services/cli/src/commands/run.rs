@@ -233,7 +233,7 @@ async fn algorithm_source(
             source.describe()
         ),
         Err(SourceError::Unavailable(m)) => errln!(
-            "warning: {} is not reachable yet ({m}); its settings are checked when it answers",
+            "warning: {} is not reachable yet ({m}); its settings are not checked before it answers a request for suggestions, which may refuse them",
             source.describe()
         ),
     }
@@ -549,9 +549,13 @@ fn report_outcome(exp: &LocalExperiment, outcome: Outcome, db_flag: &str) -> Exi
                 Exit::Failed
             }
         }
-        Outcome::Interrupted { progress } => {
+        Outcome::Interrupted { progress, stopped } => {
+            let running = match stopped {
+                0 => "no trial was running".to_string(),
+                n => format!("{n} running trial(s) were stopped and marked Killed"),
+            };
             outln!(
-                "experiment {} interrupted after {} trial(s); running trials were stopped and marked Killed",
+                "experiment {} interrupted after {} trial(s); {running}",
                 exp.name,
                 progress.counts.total
             );

@@ -63,6 +63,8 @@ pub(super) struct Run<'a> {
     /// A trial's end taken from `tasks` while an external source was waited for, recorded
     /// before the driver plans again.
     pub parked: Option<JoinedTrial>,
+    /// Trials this run's stop ended Killed.
+    pub stopped_trials: u32,
     pub exhausted: bool,
     pub stopping: Option<StopReason>,
     /// Why this driver may write no more, once it may not.
@@ -115,6 +117,7 @@ impl<'a> Run<'a> {
             running: HashMap::new(),
             tasks: JoinSet::new(),
             parked: None,
+            stopped_trials: 0,
             exhausted: false,
             stopping: None,
             lease_lost: None,
@@ -219,7 +222,7 @@ impl<'a> Run<'a> {
             if let Some(why) = self.stopping
                 && self.running.is_empty()
             {
-                return Ok(why);
+                return Ok(stop_or_completion(why, p.completion, self.stopped_trials));
             }
             if self.stopping.is_none() && p.request > 0 && self.start_trials(&p).await? {
                 continue;
@@ -403,8 +406,8 @@ impl<'a> Run<'a> {
             }
         }
         let msg = format!(
-            "Experiment was interrupted by an error: {error}; `vernier resume {}` continues it",
-            self.shell.exp.name
+            "Experiment was interrupted by an error: {error}; {}",
+            resume_advice(error, self.shell.exp)
         );
         self.set_interrupted(&msg);
         let _ = self.save_status().await;
@@ -443,7 +446,10 @@ impl<'a> Run<'a> {
                     self.shell.exp.name
                 );
                 self.set_interrupted(&msg);
-                Outcome::Interrupted { progress }
+                Outcome::Interrupted {
+                    progress,
+                    stopped: self.stopped_trials,
+                }
             }
         };
         self.save_status().await?;
@@ -471,5 +477,79 @@ impl<'a> Run<'a> {
     pub fn tell(&mut self, event: DriverEvent) {
         let progress = self.progress();
         self.shell.observer.on_event(&event, &progress);
+    }
+}
+
+/// Why the run ends once no trial runs: a stop that ended no trial gives way to a completion
+/// the planner already sees (the last trials ended on their own as Ctrl-C came), since a
+/// resume would only find the experiment over.
+fn stop_or_completion(why: StopReason, completion: Option<Completion>, stopped: u32) -> StopReason {
+    match (why, completion) {
+        (StopReason::Interrupted, Some(c)) if stopped == 0 => StopReason::Completed(c),
+        _ => why,
+    }
+}
+
+/// What `vernier resume` does for an experiment an error interrupted. A suggestion source
+/// that refused the experiment (its settings, say) is asked the same again on resume.
+fn resume_advice(error: &RunnerError, exp: &LocalExperiment) -> String {
+    let name = &exp.name;
+    match error {
+        RunnerError::SuggestionSource { .. } => format!(
+            "`vernier resume {name}` asks the suggestion source again (`--suggestion-plugin \
+             {}=HOST:PORT` asks another); settings it refused are refused again, so then delete \
+             the experiment and run it with other settings",
+            exp.resolved.algorithm
+        ),
+        _ => format!("`vernier resume {name}` continues it"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stop_that_ended_no_trial_gives_way_to_a_completion() {
+        let max = Some(Completion::MaxTrialsReached);
+        let cases = [
+            (
+                StopReason::Interrupted,
+                max,
+                0,
+                StopReason::Completed(Completion::MaxTrialsReached),
+            ),
+            (StopReason::Interrupted, max, 1, StopReason::Interrupted),
+            (StopReason::Interrupted, None, 0, StopReason::Interrupted),
+            (
+                StopReason::Completed(Completion::GoalReached),
+                max,
+                0,
+                StopReason::Completed(Completion::GoalReached),
+            ),
+        ];
+        for (why, completion, stopped, want) in cases {
+            assert_eq!(stop_or_completion(why, completion, stopped), want);
+        }
+    }
+
+    #[test]
+    fn a_refusing_suggestion_source_is_not_promised_to_continue() {
+        let exp = crate::experiment::tests::experiment("    collector:\n      kind: StdOut", "a");
+        let refused = RunnerError::SuggestionSource {
+            source_name: "suggestion plugin random at 127.0.0.1:7000".into(),
+            message: "InvalidArgument: setting n: value \"abc\"".into(),
+        };
+        let advice = resume_advice(&refused, &exp);
+        assert!(
+            advice.contains("`--suggestion-plugin random=HOST:PORT` asks another")
+                && advice.contains("delete the experiment"),
+            "{advice}"
+        );
+        let other = RunnerError::WarmStart("gone".into());
+        assert_eq!(
+            resume_advice(&other, &exp),
+            "`vernier resume e` continues it"
+        );
     }
 }

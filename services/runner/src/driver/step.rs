@@ -274,6 +274,9 @@ impl Run<'_> {
             place,
         };
         let verdict: Verdict = vernier_engine::judge(self.shell.exp, finished);
+        if verdict.state == TrialState::Killed {
+            self.stopped_trials += 1;
+        }
         let trial = &mut self.trials[idx];
         finish_trial(self.shell.store, trial, &verdict, observed, ended.at_us).await?;
         let event = DriverEvent::TrialFinished {
