@@ -157,9 +157,9 @@ fn resume_after_kill_9_stops_a_trial_left_sleeping() {
         "{list}"
     );
     let table = text(&sb.run(&["report", "sleeper"]));
+    let hint = format!("hint: vernier resume sleeper --db {} continues it", sb.db());
     assert!(
-        table.contains("no longer runs: nothing runs its trials")
-            && table.contains("hint: vernier resume sleeper continues it"),
+        table.contains("no longer runs: nothing runs its trials") && table.contains(&hint),
         "{table}"
     );
     // Time passes before the resume; the killed trial's end is when its driver was last

@@ -62,8 +62,8 @@ impl ExperimentReport {
     pub fn unattended_note(&self) -> Option<String> {
         self.unattended.as_ref().map(|u| {
             format!(
-                "{u}: nothing runs its trials\nhint: vernier resume {} continues it",
-                self.row.name
+                "{u}: nothing runs its trials\nhint: vernier resume {}{} continues it",
+                self.row.name, self.resume_flags
             )
         })
     }

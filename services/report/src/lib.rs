@@ -60,6 +60,8 @@ pub struct ExperimentReport {
     /// Why a running experiment has no live driver (killed before it could record an end),
     /// when that is so; `None` otherwise and for a cluster's objects.
     pub unattended: Option<vernier_store::Unattended>,
+    /// Flags `vernier resume` needs besides the name to find this experiment (its `--db`).
+    pub resume_flags: String,
 }
 
 /// One trial's metrics being reduced while its raw observations stream by.
@@ -267,6 +269,7 @@ pub fn assemble(
         objective,
         curves_recorded,
         unattended: None,
+        resume_flags: String::new(),
     }
 }
 

@@ -84,7 +84,8 @@ impl DatabaseMoved {
 
 /// An opened report source.
 pub enum Source {
-    Db(vernier_store::SqlStore),
+    /// A database, and the `--db` flag that names it again in a hint (empty for the default).
+    Db(vernier_store::SqlStore, String),
     Kube {
         client: vernier_operator::client::Client,
         namespace: String,
@@ -99,14 +100,15 @@ impl Source {
                 namespace: kube.namespace.clone(),
             }
         } else {
-            Source::Db(crate::db::open(db, vernier_store::OpenMode::ReadOnly).await?)
+            let store = crate::db::open(db, vernier_store::OpenMode::ReadOnly).await?;
+            Source::Db(store, crate::db::db_flag(db))
         })
     }
 
     /// Fails with [`DatabaseMoved`] when the SQLite file read is no longer at its path: the
     /// open handle would go on reading the deleted or replaced file as if it were current.
     fn in_place(&self) -> anyhow::Result<()> {
-        let Source::Db(store) = self else {
+        let Source::Db(store, _) = self else {
             return Ok(());
         };
         match store.check_in_place() {
@@ -144,12 +146,13 @@ impl Source {
     /// source has them (0 for none), and whether its driver is gone.
     pub async fn load(&self, name: &str, curves: usize) -> anyhow::Result<ExperimentReport> {
         Ok(match self {
-            Source::Db(store) => {
+            Source::Db(store, db_flag) => {
                 let mut report = load(store, name).await?;
                 if curves > 0 {
                     load_curves(store, &mut report, curves).await?;
                 }
                 report.unattended = crate::db::unattended(store, &report.row).await?;
+                report.resume_flags = db_flag.clone();
                 report
             }
             Source::Kube { client, namespace } => {

@@ -55,7 +55,7 @@ impl DashSource {
     /// Experiment names, oldest first for the database, by name for a cluster.
     pub async fn names(&self) -> anyhow::Result<Vec<String>> {
         Ok(match &*self.current().await? {
-            Source::Db(store) => store
+            Source::Db(store, _) => store
                 .list_experiments()
                 .await?
                 .into_iter()
@@ -86,7 +86,7 @@ impl DashSource {
             return Ok(None);
         };
         let (curves, log) = match &*source {
-            Source::Db(store) => {
+            Source::Db(store, _) => {
                 let mut curves: Vec<(String, Vec<f64>)> = Vec::new();
                 for o in store.observations(trial, None, None, None).await? {
                     let Some(v) = o.value.trim().parse::<f64>().ok().filter(|v| v.is_finite())
@@ -119,7 +119,7 @@ impl DashSource {
     pub async fn fingerprint(&self, name: &str) -> anyhow::Result<(u64, bool)> {
         let mut h = DefaultHasher::new();
         let phase = match &*self.current().await? {
-            Source::Db(store) => {
+            Source::Db(store, _) => {
                 let Some(row) = store.get_experiment(name).await? else {
                     return Err(vernier_report::ReportError::ExperimentNotFound(name.into()).into());
                 };
