@@ -116,7 +116,7 @@ pub async fn stopped_at_its_end(
     let judged: Vec<usize> = listed
         .iter()
         .zip(&values)
-        .map(|(l, v)| match l.obj.uid() == Some(uid.clone()) {
+        .map(|(l, v)| match l.obj.uid().as_deref() == Some(uid.as_str()) {
             true => ctx.judged.seen(&format!("{ns}/{name}"), &uid, v.len()),
             false => v.len(),
         })
