@@ -35,6 +35,8 @@ pub struct Context {
     pub announced: Announced,
     /// How many objective values of each trial the early-stopping rule has seen.
     pub judged: Judged,
+    /// Until when this replica may write to the store as the leader.
+    pub tenure: Arc<crate::tenure::Tenure>,
 }
 
 /// How many objective values of each running trial (by experiment, then trial UID) the
@@ -161,6 +163,7 @@ impl Context {
             expectations: Default::default(),
             announced: Announced::default(),
             judged: Judged::default(),
+            tenure: Arc::default(),
         }
     }
 

@@ -78,6 +78,10 @@ const RESYNC: Duration = Duration::from_secs(300);
 pub const INVALID_REASON: &str = EXPERIMENT_INVALID;
 
 pub async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Context>) -> Result<Action> {
+    if !ctx.tenure.holds() {
+        // Woken from a pause past the leader lease: the controllers stop at the next round.
+        return Ok(Action::await_change());
+    }
     let started = Instant::now();
     let result = match reconcile_experiment(&obj, &ctx).await {
         Err(e) if is_conflict(&e) => Ok(Action::requeue(CONFLICT_RETRY)),

@@ -9,12 +9,14 @@
 //! takes over at its next round instead of waiting `lease_duration`; a holder that crashes
 //! releases nothing and is replaced once the lease expires.
 
+use crate::tenure::Tenure;
 use chrono::Utc;
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use kube::Client;
 use kube::api::{Api, PostParams};
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
 
@@ -35,13 +37,15 @@ pub struct LeaseConfig {
 pub async fn elect(
     client: Client,
     config: LeaseConfig,
-    leading: watch::Sender<bool>,
+    (leading, tenure): (watch::Sender<bool>, Arc<Tenure>),
     stop: impl Future<Output = ()>,
 ) {
     let api: Api<Lease> = Api::namespaced(client, &config.namespace);
     let mut last_renewed: Option<tokio::time::Instant> = None;
     let mut stop = std::pin::pin!(stop);
+    tenure.ended();
     loop {
+        let began = (tokio::time::Instant::now(), std::time::SystemTime::now());
         let held = match tokio::time::timeout(
             renew_deadline(&config),
             try_acquire_or_renew(&api, &config),
@@ -67,9 +71,13 @@ pub async fn elect(
         };
         if held {
             last_renewed = Some(tokio::time::Instant::now());
+            tenure.renewed(began, config.lease_duration);
         }
         let still_leader =
             last_renewed.is_some_and(|t| t.elapsed() < config.lease_duration) && held;
+        if !still_leader {
+            tenure.ended();
+        }
         if *leading.borrow() != still_leader {
             let _ = leading.send(still_leader);
         }
@@ -80,6 +88,7 @@ pub async fn elect(
     }
     // Whoever runs the controllers on `leading` has stopped them before completing `stop`;
     // saying so here covers a caller that did not.
+    tenure.ended();
     let _ = leading.send(false);
     // A release that hangs is not worth waiting for past the point where the lease would
     // have expired anyway.
@@ -290,9 +299,15 @@ mod tests {
         let api: Api<Lease> = Api::namespaced(client.clone(), "default");
         let (leading_tx, mut leading) = watch::channel(false);
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-        let election = tokio::spawn(elect(client, config("replica-a"), leading_tx, async {
-            let _ = stop_rx.await;
-        }));
+        let tenure = Arc::new(Tenure::default());
+        let election = tokio::spawn(elect(
+            client,
+            config("replica-a"),
+            (leading_tx, tenure.clone()),
+            async {
+                let _ = stop_rx.await;
+            },
+        ));
         leading.wait_for(|l| *l).await.expect("leads");
         assert_eq!(holder(&api).await, "replica-a");
         let _ = stop_tx.send(());
@@ -370,7 +385,13 @@ mod tests {
             ..config("replica-a")
         };
         let (leading_tx, mut leading) = watch::channel(false);
-        let election = tokio::spawn(elect(client, config, leading_tx, std::future::pending()));
+        let tenure = Arc::new(Tenure::default());
+        let election = tokio::spawn(elect(
+            client,
+            config,
+            (leading_tx, tenure.clone()),
+            std::future::pending(),
+        ));
         leading.wait_for(|l| *l).await.expect("leads");
         stalled.store(true, std::sync::atomic::Ordering::SeqCst);
         // Without a bound on a round, the hung renewal would keep it leading for the client's

@@ -30,6 +30,7 @@ pub mod shared;
 pub mod sidecar;
 pub mod stop_trials;
 pub mod template_source;
+pub mod tenure;
 pub mod trial;
 pub mod trial_create;
 pub mod trial_decide;

@@ -14,6 +14,7 @@
 //! interval) and once more when the log ends, so a running trial whose log is silent costs no
 //! reconciles at all.
 
+use crate::tenure::Tenure;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -99,7 +100,7 @@ impl Followers {
     pub fn ensure(
         &self,
         key: &str,
-        (client, store): (Client, SqlStore),
+        (client, store, tenure): (Client, SqlStore, Arc<Tenure>),
         target: FollowTarget,
         wake: Wake,
         job_ended: bool,
@@ -127,7 +128,8 @@ impl Followers {
         };
         let flag = done.clone();
         let handle = tokio::spawn(async move {
-            if let Err(e) = follow(client, store, &target, &wake, &flags).await {
+            let writer = (store, tenure.as_ref());
+            if let Err(e) = follow(client, writer, &target, &wake, &flags).await {
                 tracing::warn!("trial {}: metrics from the pod log: {e}", target.trial);
             }
             flag.store(true, Ordering::SeqCst);
@@ -204,7 +206,7 @@ struct Flags {
 /// workflow's earlier steps, a quota), so the follower waits for one as long as the job runs.
 async fn follow(
     client: Client,
-    store: SqlStore,
+    (store, tenure): (SqlStore, &Tenure),
     target: &FollowTarget,
     wake: &Wake,
     flags: &Flags,
@@ -214,6 +216,7 @@ async fn follow(
     let log = Log {
         filter: &filter,
         store: &store,
+        tenure,
         target,
         wake,
     };
@@ -247,6 +250,7 @@ async fn follow(
             continue;
         };
         if read.is_empty() {
+            still_leading(tenure)?;
             store
                 .delete_observations(&target.trial)
                 .await
@@ -443,6 +447,7 @@ async fn open_log(
 struct Log<'a> {
     filter: &'a MetricsFilter,
     store: &'a SqlStore,
+    tenure: &'a Tenure,
     target: &'a FollowTarget,
     wake: &'a Wake,
 }
@@ -456,7 +461,7 @@ impl Log<'_> {
     ) -> Result<usize, String> {
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Vec<Observation>>();
         let (seen, written) = tokio::join!(self.read(stream, skip, tx), self.write(rx));
-        written.map_err(|e| e.to_string())?;
+        written?;
         Ok(seen)
     }
 
@@ -492,7 +497,7 @@ impl Log<'_> {
     async fn write(
         &self,
         mut rx: tokio::sync::mpsc::UnboundedReceiver<Vec<Observation>>,
-    ) -> Result<(), vernier_store::StoreError> {
+    ) -> Result<(), String> {
         let wake = self.wake;
         let mut last_wake: Option<tokio::time::Instant> = None;
         let mut unannounced = false;
@@ -501,7 +506,9 @@ impl Log<'_> {
             tokio::select! {
                 batch = rx.recv() => {
                     let Some(batch) = batch else { break };
-                    self.store.report_observations(&self.target.trial, &batch).await?;
+                    still_leading(self.tenure)?;
+                    let recorded = self.store.report_observations(&self.target.trial, &batch);
+                    recorded.await.map_err(|e| e.to_string())?;
                     unannounced = true;
                 }
                 _ = tokio::time::sleep_until(due), if unannounced => {
@@ -515,6 +522,19 @@ impl Log<'_> {
             (wake.wake)();
         }
         Ok(())
+    }
+}
+
+/// Refuses a store write once this replica's leader lease may have passed to another, whose
+/// followers record the trial's log themselves.
+fn still_leading(tenure: &Tenure) -> Result<(), String> {
+    match tenure.holds() {
+        true => Ok(()),
+        false => Err(
+            "this replica no longer holds the leader lease; the new leader records \
+                      the log"
+                .into(),
+        ),
     }
 }
 

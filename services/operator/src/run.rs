@@ -226,7 +226,7 @@ pub async fn run_with_leader_election(
     let mut election = AbortOnDrop(tokio::spawn(elect(
         ctx.client.clone(),
         lease,
-        leading_tx,
+        (leading_tx, ctx.tenure.clone()),
         async move {
             // Only an explicit send releases. A dropped sender means that this run was
             // dropped (an abort, a crash): then `AbortOnDrop` ends the election and nothing

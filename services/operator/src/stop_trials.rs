@@ -116,10 +116,12 @@ pub async fn stopped_at_its_end(
     let judged: Vec<usize> = listed
         .iter()
         .zip(&values)
-        .map(|(l, v)| match l.obj.uid().as_deref() == Some(uid.as_str()) {
-            true => ctx.judged.seen(&format!("{ns}/{name}"), &uid, v.len()),
-            false => v.len(),
-        })
+        .map(
+            |(l, v)| match l.obj.uid().as_deref() == Some(uid.as_str()) {
+                true => ctx.judged.seen(&format!("{ns}/{name}"), &uid, v.len()),
+                false => v.len(),
+            },
+        )
         .collect();
     let stops = continuous_stops(rule.as_ref(), objective, &listed, &values, &judged)?;
     let trial_name = trial.name_any();

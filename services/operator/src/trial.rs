@@ -49,6 +49,10 @@ const DRAIN_RECHECK: Duration = Duration::from_secs(5);
 const CONFLICT_RETRY: Duration = Duration::from_millis(100);
 
 pub async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Context>) -> Result<Action> {
+    if !ctx.tenure.holds() {
+        // Woken from a pause past the leader lease: the controllers stop at the next round.
+        return Ok(Action::await_change());
+    }
     let started = Instant::now();
     let key = key(&obj);
     let result = match reconcile_trial(obj, &ctx).await {
@@ -479,7 +483,7 @@ impl<'a> Live<'a> {
             wake: Arc::new(move || shared.wake_trial(&ns, &name)),
         };
         let target = follow_target(spec, &self.ns, &self.name);
-        let clients = (ctx.client.clone(), ctx.store.clone());
+        let clients = (ctx.client.clone(), ctx.store.clone(), ctx.tenure.clone());
         ctx.followers
             .ensure(&follow_key(self.obj), clients, target, wake, job_ended)
     }
