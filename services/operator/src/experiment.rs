@@ -128,11 +128,14 @@ async fn reconcile_experiment(obj: &DynamicObject, ctx: &Context) -> Result<Acti
     let refused = kept_counts
         .as_ref()
         .and_then(|k| Some((k, count_refusal(&spec, k, run.status.trials)?)));
+    // Told again when the refused counts change, not as the trials the note counts grow.
+    let edited_counts = counts_of(&spec).to_string();
     let spec = match &refused {
         Some((k, _)) => with_counts_of(&spec, k),
         None => spec,
     };
-    run.refused("counts", refused.map(|(_, note)| note)).await;
+    let refused = refused.map(|(_, note)| (note, edited_counts));
+    run.announce_as("counts", "EditRefused", refused).await;
     let (exp, counts_new) = match (resolve(obj, spec.clone(), ctx).await?, &ended) {
         (Ok(exp), _) => {
             let counts_new = kept_counts
@@ -655,8 +658,16 @@ impl<'a> Run<'a> {
     /// on the Experiment ([`ANNOUNCED_ANNOTATION`]), so a restarted operator does not tell
     /// every standing refusal again.
     async fn announce(&self, kind: &str, reason: &str, note: Option<String>) {
+        let note = note.map(|n| (n.clone(), n));
+        self.announce_as(kind, reason, note).await;
+    }
+
+    /// [`Run::announce`] of a note whose text may change while the refusal it tells does not:
+    /// `about` says what is refused, and only a change of it is told again.
+    async fn announce_as(&self, kind: &str, reason: &str, note: Option<(String, String)>) {
+        let (note, about) = note.unzip();
         let key = format!("{}/{}/{kind}", self.ns, self.name);
-        let fresh = self.ctx.announced.first(&key, note.as_deref());
+        let fresh = self.ctx.announced.first(&key, about.as_deref());
         // Anything but an object there (edited by hand) counts as nothing told.
         let mut told = match annotation_json(self.obj, ANNOUNCED_ANNOTATION) {
             Some(Value::Object(map)) => map,
@@ -669,7 +680,9 @@ impl<'a> Run<'a> {
             }
             return;
         };
-        let digest = json!(crate::events::note_digest(&note));
+        let digest = json!(crate::events::note_digest(
+            about.as_deref().unwrap_or(&note)
+        ));
         if !fresh || before.as_ref() == Some(&digest) {
             return;
         }

@@ -531,6 +531,15 @@ async fn lowering_max_trials_below_the_trials_so_far_is_refused() {
     let ended = condition(&exp, "Succeeded").expect("succeeded");
     assert_eq!(ended["reason"], "ExperimentMaxTrialsReached", "{exp:#}");
     assert_eq!(exp["status"]["trials"], 4, "{exp:#}");
+    // One edit, one refusal, though its note counts the trials as they grow.
+    let events = env.api("events.k8s.io", "v1", "Event");
+    let told = events.list(&ListParams::default()).await.expect("events");
+    let refusals = told
+        .items
+        .iter()
+        .filter(|e| e.data["reason"] == "EditRefused" && e.data["regarding"]["name"] == "lowered")
+        .count();
+    assert_eq!(refusals, 1, "{:#?}", told.items);
     op.stop().await;
     env.shutdown().await;
 }
