@@ -33,6 +33,8 @@ use vernier_store::SqlStore;
 /// How long a follower looks for the trial's primary pod before it warns that none matches.
 const POD_WAIT: Duration = Duration::from_secs(120);
 const RETRY: Duration = Duration::from_millis(300);
+/// How many metric names the store does not hold a follower keeps for the verdict's message.
+const MAX_SEEN: usize = 32;
 /// How often a follower that has read every pod looks for another (a retry's).
 const IDLE_POLL: Duration = Duration::from_secs(1);
 
@@ -85,6 +87,7 @@ struct Follower {
     no_pod: Arc<AtomicBool>,
     /// Set once the trial's job has ended: no pod is created after it.
     job_ended: Arc<AtomicBool>,
+    seen: Arc<Mutex<Vec<String>>>,
     handle: JoinHandle<()>,
 }
 
@@ -122,9 +125,11 @@ impl Followers {
         let done = Arc::new(AtomicBool::new(false));
         let no_pod = Arc::new(AtomicBool::new(false));
         let ended = Arc::new(AtomicBool::new(job_ended));
+        let seen = Arc::new(Mutex::new(Vec::new()));
         let flags = Flags {
             no_pod: no_pod.clone(),
             job_ended: ended.clone(),
+            seen: seen.clone(),
         };
         let flag = done.clone();
         let handle = tokio::spawn(async move {
@@ -139,10 +144,21 @@ impl Followers {
             done,
             no_pod,
             job_ended: ended,
+            seen,
             handle,
         };
         map.insert(key.to_string(), follower);
         FollowState::Following
+    }
+
+    /// The metric names the follower of `key` read in the log that the store does not hold:
+    /// values it could not record (`nan`) and names the experiment does not collect, for the
+    /// MetricsUnavailable message ("saw val_loss"), as local mode reads them.
+    pub fn seen(&self, key: &str) -> Vec<String> {
+        let map = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        map.get(key).map_or_else(Vec::new, |f| {
+            f.seen.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        })
     }
 
     /// Stops and forgets the follower of `key`, if any.
@@ -199,6 +215,8 @@ struct Flags {
     no_pod: Arc<AtomicBool>,
     /// Set once the trial's job has ended: no pod is created after it.
     job_ended: Arc<AtomicBool>,
+    /// See [`Followers::seen`].
+    seen: Arc<Mutex<Vec<String>>>,
 }
 
 /// Follows the log of each primary pod of the trial, oldest first, until the job has ended
@@ -219,6 +237,8 @@ async fn follow(
         tenure,
         target,
         wake,
+        seen: &flags.seen,
+        told_rejected: AtomicBool::new(false),
     };
     let mut owned = Owned::new(client, target);
     let mut read: HashSet<String> = HashSet::new();
@@ -448,6 +468,9 @@ struct Log<'a> {
     filter: &'a MetricsFilter,
     store: &'a SqlStore,
     tenure: &'a Tenure,
+    seen: &'a Mutex<Vec<String>>,
+    /// Whether a value that could not be recorded (`nan`) was warned about.
+    told_rejected: AtomicBool,
     target: &'a FollowTarget,
     wake: &'a Wake,
 }
@@ -481,7 +504,17 @@ impl Log<'_> {
                 if seen <= skip {
                     return;
                 }
+                self.saw(line);
                 let parsed = self.filter.parse_line(line, &self.target.metrics);
+                if let Some(r) = parsed.rejected.first()
+                    && !self.told_rejected.swap(true, Ordering::SeqCst)
+                {
+                    tracing::warn!(
+                        "trial {}: a metric value that is not a number was skipped: {r} (the \
+                         first; more are skipped without a word)",
+                        self.target.trial
+                    );
+                }
                 if parsed.metrics.is_empty() {
                     return;
                 }
@@ -492,6 +525,20 @@ impl Log<'_> {
         )
         .await;
         seen
+    }
+
+    /// Keeps the metric names `line` shows among those seen, up to [`MAX_SEEN`] distinct ones
+    /// (as local mode reads them from a trial's output once it ended without its objective).
+    fn saw(&self, line: &str) {
+        let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+        if seen.len() >= MAX_SEEN {
+            return;
+        }
+        for name in self.filter.names_in(line) {
+            if seen.len() < MAX_SEEN && !seen.contains(&name) {
+                seen.push(name);
+            }
+        }
     }
 
     async fn write(

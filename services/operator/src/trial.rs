@@ -296,7 +296,13 @@ async fn succeeded(mut live: Live<'_>, spec: &TrialSpec, job: (&str, &str)) -> R
     let seen = if observed {
         Vec::new()
     } else {
-        live.reported_names().await?
+        let mut names = live.reported_names().await?;
+        for name in live.ctx.followers.seen(&follow_key(live.obj)) {
+            if !names.contains(&name) {
+                names.push(name);
+            }
+        }
+        names
     };
     let metric = &objective.metric;
     let values = match spec.early_stopping_rules.is_empty() {

@@ -934,13 +934,18 @@ async fn a_text_objective_like_darts_genotype_succeeds() {
 
 /// A trainer that prints only its loss: the trial ends MetricsUnavailable, written as Katib's
 /// trial controller writes it (a `MetricsUnavailable` condition, `Running` False keeping its
-/// reason), with the engine's sentence naming what the store holds for it.
+/// reason), with the engine's sentence naming the metrics its log showed, as local mode names
+/// them. A second trial prints its objective as `nan`: it reported no usable value.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_trial_without_its_objective_says_which_metrics_it_reported() {
     let env = Env::start(SimulationOptions::default()).await;
     let op = env.operator("replica-a");
-    let trainer = "print('epoch=0 loss=0.25', flush=True)\n";
-    let yaml = experiment_yaml_with("no-objective", "Job", 1, 2, "", trainer);
+    let marker = tempfile::tempdir().expect("tempdir");
+    let trainer = "import os\nm = os.path.join('DIR', 'first')\nfirst = not os.path.exists(m)\n\
+                   open(m, 'a').close()\n\
+                   print('epoch=0 loss=0.25' if first else 'accuracy=nan', flush=True)\n"
+        .replace("DIR", &marker.path().display().to_string());
+    let yaml = experiment_yaml_with("no-objective", "Job", 1, 2, "", &trainer);
     env.create(&yaml).await;
     let trials = wait_until(
         "the trial to end MetricsUnavailable",
@@ -970,7 +975,29 @@ async fn a_trial_without_its_objective_says_which_metrics_it_reported() {
     assert_eq!(running["reason"], "TrialRunning", "{t:#}");
     assert_eq!(
         c["message"],
-        "Metrics are not available: the job succeeded but never reported the objective metric \"accuracy\" (saw loss); hint: from container \"trainer\", print a line such as `accuracy=0.5`"
+        "Metrics are not available: the job succeeded but never reported the objective metric \"accuracy\" (saw epoch, loss); hint: from container \"trainer\", print a line such as `accuracy=0.5`"
+    );
+    let exp = finished(&env, "no-objective").await;
+    let messages: Vec<String> = env
+        .trials_of("no-objective")
+        .await
+        .iter()
+        .map(|t| serde_json::to_value(t).expect("json"))
+        .filter_map(|t| {
+            Some(
+                condition(&t, "MetricsUnavailable")?["message"]
+                    .as_str()?
+                    .to_string(),
+            )
+        })
+        .collect();
+    let unusable = "never reported a usable value of the objective metric \"accuracy\": every \
+                    value printed for it was unusable";
+    assert!(
+        messages
+            .iter()
+            .any(|m| m.contains(unusable) && m.contains("(saw accuracy)")),
+        "{messages:#?} {exp:#}"
     );
     op.stop().await;
     env.shutdown().await;
