@@ -151,6 +151,36 @@ fn medianstop_judges_a_trial_that_ended_between_two_checks() {
     );
 }
 
+/// Values a trial printed past the rung ASHA stopped it at do not compete at later rungs: the
+/// second trial is stopped at step 1 but printed its better later values at once; the third
+/// leads every rung among the trials that reached it, and succeeds as it does with a slow
+/// trainer (it was stopped at step 2, ranked behind the stopped trial's step-2 value).
+#[test]
+fn asha_ranks_a_stopped_trial_only_up_to_the_step_it_was_stopped_at() {
+    let sb = Sandbox::new();
+    let queued: String = ["0.4", "0.6", "0.8"]
+        .iter()
+        .map(|c| format!("    - parameterAssignments: [{{name: x, value: \"{c}\"}}]\n"))
+        .collect();
+    let trainer = "import sys\ncurves = {'0.4': [0.5] * 4, '0.6': [1, 0.25, 0.1, 0.05], '0.8': [0.3] * 4}\n\
+                   for v in curves[sys.argv[1]]:\n    print(f'loss={v}')";
+    let yaml = python_experiment(
+        "asha-past",
+        trainer,
+        &format!(
+            "  objective:\n    type: minimize\n    objectiveMetricName: loss\n  earlyStopping:\n    algorithmName: asha\n    algorithmSettings:\n      - {{name: eta, value: \"2\"}}\n  parallelTrialCount: 1\n  maxTrialCount: 3\n  enqueuedTrials:\n{queued}"
+        ),
+    );
+    let file = sb.write("asha-past.yaml", &yaml);
+    let out = sb.run(&["run", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let r = sb.report("asha-past");
+    let states: Vec<&str> = (0..3)
+        .map(|i| crate::harness::condition_state(last_condition(&r["trials"][i])))
+        .collect();
+    assert_eq!(states, ["Succeeded", "EarlyStopped", "Succeeded"], "{r:#}");
+}
+
 /// ASHA holds a trial that prints faster than the driver looks to every rung it passed: the
 /// last trial is the worst of four at step 1 and the best by step 3, and prints all its values
 /// at once, so the driver first sees it past both rungs. Judged at its highest rung alone it

@@ -46,4 +46,13 @@ pub trait EarlyStopper: Send + Sync + std::fmt::Debug {
     fn explain(&self, _request: &EarlyStoppingRequest<'_>, _trial: &str) -> Option<String> {
         None
     }
+
+    /// The step at which the rule stops `trial` on this request, when it ranks trials against
+    /// each other by step (ASHA's rungs): a driver then shows the rule only that many of the
+    /// stopped trial's values from now on, since values it printed past its stop (a trainer
+    /// faster than the driver's look) would otherwise compete at later rungs, and how fast a
+    /// trainer prints would change the verdicts.
+    fn stop_step(&self, _request: &EarlyStoppingRequest<'_>, _trial: &str) -> Option<usize> {
+        None
+    }
 }

@@ -48,6 +48,9 @@ pub struct Context {
 #[derive(Debug, Default)]
 pub struct Judged {
     counts: std::sync::Mutex<HashMap<String, HashMap<String, usize>>>,
+    /// The step each trial a rule ranking by step stopped was stopped at (by experiment, then
+    /// trial UID): the rule is shown that trial's values up to it only.
+    stop_steps: std::sync::Mutex<HashMap<String, HashMap<String, usize>>>,
 }
 
 impl Judged {
@@ -62,6 +65,19 @@ impl Judged {
             .collect();
         all.insert(experiment.to_string(), now.iter().cloned().collect());
         judged
+    }
+
+    /// Records that the rule stopped trial `uid` at `step`.
+    pub fn stopped_at(&self, experiment: &str, uid: &str, step: usize) {
+        let mut all = self.stop_steps.lock().unwrap_or_else(|p| p.into_inner());
+        let steps = all.entry(experiment.to_string()).or_default();
+        steps.insert(uid.to_string(), step);
+    }
+
+    /// The step the rule stopped trial `uid` at, when this replica recorded one.
+    pub fn stop_step(&self, experiment: &str, uid: &str) -> Option<usize> {
+        let all = self.stop_steps.lock().unwrap_or_else(|p| p.into_inner());
+        all.get(experiment)?.get(uid).copied()
     }
 
     /// How many of the `count` values of trial `uid` the rule has judged, without recording.

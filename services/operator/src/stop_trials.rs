@@ -45,7 +45,8 @@ pub async fn stop_trials(
     ns: &str,
     listed: &[Listed],
 ) -> Result<()> {
-    let stops: Vec<(String, Option<String>)> = match stopping {
+    let key = format!("{ns}/{}", exp.name);
+    let stops: Vec<Stop> = match stopping {
         Stopping::Off => {
             warn_if_unavailable(ctx, exp, ns);
             return Ok(());
@@ -53,19 +54,35 @@ pub async fn stop_trials(
         Stopping::Frozen(_) => frozen_stops(ctx, exp, listed)
             .await?
             .into_iter()
-            .map(|name| (name, None))
+            .map(|name| Stop {
+                name,
+                why: None,
+                step: None,
+            })
             .collect(),
         Stopping::Continuous(rule) => {
-            let values = started_values(ctx, &exp.objective.metric, listed).await?;
-            let judged = judged_counts(ctx, &format!("{ns}/{}", exp.name), listed, &values);
+            let values = counted_values(ctx, &key, &exp.objective.metric, listed).await?;
+            let judged = judged_counts(ctx, &key, listed, &values);
             continuous_stops(rule.as_ref(), &exp.objective, listed, &values, &judged)?
         }
     };
-    for (name, why) in stops {
-        let rule = (stopping.name(), why.as_deref());
-        mark_stopped(ctx, exp, ns, listed, &name, rule).await?;
+    for stop in stops {
+        let rule = (stopping.name(), stop.why.as_deref());
+        if let Some(uid) = mark_stopped(ctx, exp, ns, listed, &stop.name, rule).await?
+            && let Some(step) = stop.step
+        {
+            ctx.judged.stopped_at(&key, &uid, step);
+        }
     }
     Ok(())
+}
+
+/// A trial a rule stops: why, when it said, and at which step, when it ranks trials by step.
+#[derive(Debug)]
+pub struct Stop {
+    pub name: String,
+    pub why: Option<String>,
+    pub step: Option<usize>,
 }
 
 /// The running trials a rule over the whole history stops, with why when it says; `judged`
@@ -76,16 +93,17 @@ fn continuous_stops(
     listed: &[Listed],
     values: &[Vec<f64>],
     judged: &[usize],
-) -> Result<Vec<(String, Option<String>)>> {
+) -> Result<Vec<Stop>> {
     let request = EarlyStoppingRequest {
         objective,
         trials: &progress(listed, values, Some(judged)),
     };
     let stop = rule.trials_to_stop(&request);
     let names = stop.map_err(|e| OperatorError::Algorithm(e.to_string()))?;
-    let explained = |name: String| {
-        let why = rule.explain(&request, &name);
-        (name, why)
+    let explained = |name: String| Stop {
+        why: rule.explain(&request, &name),
+        step: rule.stop_step(&request, &name),
+        name,
     };
     Ok(names.into_iter().map(explained).collect())
 }
@@ -93,7 +111,8 @@ fn continuous_stops(
 /// Whether the experiment's rule over the whole history stops `trial`, whose job has just
 /// succeeded, on the values it reported since the experiment's last reconcile: a fast trial
 /// passes rungs between two reconciles, and the local driver too asks the rule once more when
-/// a trial ends. `Some` holds the rule's name and why it stopped the trial.
+/// a trial ends. `Some` holds the rule's name and why it stopped the trial; the step it
+/// stopped it at is recorded.
 pub async fn stopped_at_its_end(
     ctx: &Context,
     trial: &DynamicObject,
@@ -110,25 +129,29 @@ pub async fn stopped_at_its_end(
         return Ok(None);
     };
     let name = experiment.name_any();
+    let key = format!("{ns}/{name}");
     let listed = list_trials(ctx, &experiment, &ns, &name, objective).await?;
-    let values = started_values(ctx, &objective.metric, &listed).await?;
+    let values = counted_values(ctx, &key, &objective.metric, &listed).await?;
     let uid = trial.uid().unwrap_or_default();
     let judged: Vec<usize> = listed
         .iter()
         .zip(&values)
         .map(
             |(l, v)| match l.obj.uid().as_deref() == Some(uid.as_str()) {
-                true => ctx.judged.seen(&format!("{ns}/{name}"), &uid, v.len()),
+                true => ctx.judged.seen(&key, &uid, v.len()),
                 false => v.len(),
             },
         )
         .collect();
     let stops = continuous_stops(rule.as_ref(), objective, &listed, &values, &judged)?;
     let trial_name = trial.name_any();
-    Ok(stops
-        .into_iter()
-        .find(|(n, _)| *n == trial_name)
-        .map(|(_, why)| (rule.name().to_string(), why)))
+    let Some(stop) = stops.into_iter().find(|s| s.name == trial_name) else {
+        return Ok(None);
+    };
+    if let Some(step) = stop.step {
+        ctx.judged.stopped_at(&key, &uid, step);
+    }
+    Ok(Some((rule.name().to_string(), stop.why)))
 }
 
 /// The Experiment that owns `trial` and its namespace, if it still exists.
@@ -181,9 +204,21 @@ fn warn_if_unavailable(ctx: &Context, exp: &Resolved, ns: &str) {
 }
 
 /// The objective values each started trial reported so far (a trial not started yet has no
-/// log to read).
-async fn started_values(ctx: &Context, metric: &str, listed: &[Listed]) -> Result<Vec<Vec<f64>>> {
-    values_of(ctx, metric, listed, |l| l.state != TrialState::Created).await
+/// log to read), those of a trial the rule stopped at a step up to that step.
+async fn counted_values(
+    ctx: &Context,
+    experiment: &str,
+    metric: &str,
+    listed: &[Listed],
+) -> Result<Vec<Vec<f64>>> {
+    let mut values = values_of(ctx, metric, listed, |l| l.state != TrialState::Created).await?;
+    for (l, v) in listed.iter().zip(values.iter_mut()) {
+        let uid = l.obj.uid().unwrap_or_default();
+        if let Some(step) = ctx.judged.stop_step(experiment, &uid) {
+            v.truncate(step);
+        }
+    }
+    Ok(values)
 }
 
 /// The objective values reported so far by each trial that `read` selects (none for others).
@@ -248,7 +283,8 @@ fn progress<'a>(
 /// Marks trial `name` EarlyStopped if it is still running as listed, with its observation
 /// read at that moment: an ended trial is not observed again, and Katib's trial controller
 /// updates an early-stopped trial's observation, so it shows the values that stopped it.
-/// `rule` is the rule's name and why it stopped the trial, when it said.
+/// `rule` is the rule's name and why it stopped the trial, when it said. Returns the trial's
+/// UID once it is marked.
 async fn mark_stopped(
     ctx: &Context,
     exp: &Resolved,
@@ -256,10 +292,10 @@ async fn mark_stopped(
     listed: &[Listed],
     name: &str,
     (rule, why): (&str, Option<&str>),
-) -> Result<()> {
+) -> Result<Option<String>> {
     let running = |l: &&Listed| l.name() == name && l.state == TrialState::Running;
     let Some(l) = listed.iter().find(running) else {
-        return Ok(());
+        return Ok(None);
     };
     let mut status = l.status.clone();
     let observed = crate::trial_observed::observation(&ctx.store, name, &exp.objective).await?;
@@ -279,7 +315,7 @@ async fn mark_stopped(
     match replace_status(&api, &l.obj, &status).await {
         Ok(()) => {}
         // The trial changed since it was listed; the next reconcile decides again.
-        Err(kube::Error::Api(e)) if e.code == 409 => return Ok(()),
+        Err(kube::Error::Api(e)) if e.code == 409 => return Ok(None),
         Err(e) => return Err(e.into()),
     }
     let because = why.map(|w| format!(": {w}")).unwrap_or_default();
@@ -293,5 +329,5 @@ async fn mark_stopped(
         note,
     )
     .await;
-    Ok(())
+    Ok(Some(l.obj.uid().unwrap_or_default()))
 }

@@ -26,14 +26,22 @@ use vernier_store::SqlStore;
 /// How often running trials are checked.
 pub const CHECK_EVERY: Duration = Duration::from_secs(1);
 
+/// Why the rule stopped a trial, in words when it said, and the step it stopped it at when
+/// the rule ranks trials by step (the trial's values past it are not shown to it again).
+#[derive(Debug, Clone, Default)]
+struct Stop {
+    why: Option<String>,
+    step: Option<usize>,
+}
+
 /// The experiment's early-stopping rule and the trials it has stopped.
 #[derive(Debug)]
 pub struct EarlyStopMonitor {
     stopper: Box<dyn EarlyStopper>,
     /// Medianstop's settings and each trial's frozen rule, when the rule is medianstop.
     median: Option<(MedianStop, BTreeMap<String, Option<MedianRule>>)>,
-    /// Each trial the rule stopped, with why in words when the rule said.
-    stopped: HashMap<String, Option<String>>,
+    /// Each trial the rule stopped.
+    stopped: HashMap<String, Stop>,
     values: TrialValues,
     /// How many values of each trial the previous check showed the rule.
     judged: HashMap<String, usize>,
@@ -134,8 +142,11 @@ impl EarlyStopMonitor {
         let mut fresh = Vec::new();
         for name in names {
             if !self.stopped.contains_key(&name) {
-                let why = self.stopper.explain(&request, &name);
-                self.stopped.insert(name.clone(), why);
+                let stop = Stop {
+                    why: self.stopper.explain(&request, &name),
+                    step: self.stopper.stop_step(&request, &name),
+                };
+                self.stopped.insert(name.clone(), stop);
                 fresh.push(name);
             }
         }
@@ -149,16 +160,16 @@ impl EarlyStopMonitor {
 
     /// Why the rule stopped `trial`, when it said.
     pub fn why_stopped(&self, trial: &str) -> Option<&str> {
-        self.stopped.get(trial)?.as_deref()
+        self.stopped.get(trial)?.why.as_deref()
     }
 }
 
-/// What the rules see of each trial: its values, how many of them the previous check showed
-/// (none for a trial new to this driver, which sees every trial it runs from its start), and
-/// EarlyStopped once the monitor stopped it (the driver records the state only when the
-/// process is gone).
+/// What the rules see of each trial: its values (of a trial the rule stopped at a step, those
+/// up to it), how many of them the previous check showed (none for a trial new to this driver,
+/// which sees every trial it runs from its start), and EarlyStopped once the monitor stopped it
+/// (the driver records the state only when the process is gone).
 fn progress<'a>(
-    stopped: &HashMap<String, Option<String>>,
+    stopped: &HashMap<String, Stop>,
     trials: &'a [(String, TrialState)],
     values: &'a TrialValues,
     judged: &HashMap<String, usize>,
@@ -166,13 +177,15 @@ fn progress<'a>(
     trials
         .iter()
         .map(|(name, state)| {
+            let stop = stopped.get(name);
             let values = values.of(name);
+            let counted = stop.and_then(|s| s.step).unwrap_or(values.len());
+            let values = &values[..counted.min(values.len())];
             TrialProgress {
                 name,
-                state: if stopped.contains_key(name) {
-                    TrialState::EarlyStopped
-                } else {
-                    *state
+                state: match stop {
+                    Some(_) => TrialState::EarlyStopped,
+                    None => *state,
                 },
                 values,
                 judged: judged.get(name).copied().unwrap_or(0).min(values.len()),

@@ -196,6 +196,12 @@ impl EarlyStopper for AshaPruner {
             .collect())
     }
 
+    fn stop_step(&self, request: &EarlyStoppingRequest<'_>, trial: &str) -> Option<usize> {
+        let i = request.trials.iter().position(|t| t.name == trial)?;
+        let s = self.standing(request, i).filter(|s| s.place > s.keep)?;
+        usize::try_from(s.step).ok()
+    }
+
     fn explain(&self, request: &EarlyStoppingRequest<'_>, trial: &str) -> Option<String> {
         let i = request.trials.iter().position(|t| t.name == trial)?;
         let s = self.standing(request, i).filter(|s| s.place > s.keep)?;

@@ -670,6 +670,9 @@ fn pruner_judges_the_rungs_passed_since_it_last_asked() {
             Some(text) => assert!(explained.unwrap().starts_with(text), "judged {judged}"),
             None => assert_eq!(explained, None, "judged {judged}"),
         }
+        // Stopped at step 1: the driver shows the rule that one value of it from now on.
+        let step = p.stop_step(&request, "fast");
+        assert_eq!(step, stopped.then_some(1), "judged {judged}");
     }
 }
 
