@@ -3,7 +3,7 @@
 //! early-stopping rules.
 
 use crate::error::Result;
-use vernier_core::Objective;
+use vernier_core::{Objective, UNAVAILABLE};
 use vernier_spec::status::{MetricValues, Observation};
 
 /// The finite values trial `name` reported on `metric`, in order.
@@ -20,24 +20,35 @@ pub async fn objective_values(
         .collect())
 }
 
-/// Katib's observation of `trial`: `{name, min, max, latest}` for every metric of `objective`
-/// with observations, from the store's reduced observation (one query however long the log).
+/// Katib's observation of `trial`: `{name, min, max, latest}` for every metric of `objective`,
+/// from the store's reduced observation (one query however long the log), once any has
+/// observations; a metric without any is `unavailable`, as Katib's `getMetrics` writes it.
 pub async fn observation(
     store: &vernier_store::SqlStore,
     trial: &str,
     objective: &Objective,
 ) -> Result<Option<Observation>> {
     let names = objective.metric_names();
-    let metrics: Vec<MetricValues> = store
-        .trial_metric_summaries(trial, &names)
-        .await?
-        .into_iter()
-        .map(|s| MetricValues {
-            min: s.min_text(),
-            max: s.max_text(),
-            latest: s.latest,
-            name: s.name,
+    let found = store.trial_metric_summaries(trial, &names).await?;
+    if found.is_empty() {
+        return Ok(None);
+    }
+    let metrics = names
+        .iter()
+        .map(|name| match found.iter().find(|s| s.name == *name) {
+            Some(s) => MetricValues {
+                min: s.min_text(),
+                max: s.max_text(),
+                latest: s.latest.clone(),
+                name: s.name.clone(),
+            },
+            None => MetricValues {
+                name: name.to_string(),
+                min: UNAVAILABLE.into(),
+                max: UNAVAILABLE.into(),
+                latest: UNAVAILABLE.into(),
+            },
         })
         .collect();
-    Ok((!metrics.is_empty()).then_some(Observation { metrics }))
+    Ok(Some(Observation { metrics }))
 }

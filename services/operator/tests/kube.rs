@@ -1003,6 +1003,33 @@ async fn a_trial_without_its_objective_says_which_metrics_it_reported() {
     env.shutdown().await;
 }
 
+/// A metric the experiment collects that a trial never reported is `unavailable` in the
+/// Trial's observation, as Katib's trial controller writes it (and `vernier report` shows it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_metric_never_reported_is_unavailable_in_the_observation() {
+    let env = Env::start(SimulationOptions::default()).await;
+    let op = env.operator("replica-a");
+    let trainer = "print('accuracy=0.75', flush=True)\n";
+    let yaml = experiment_yaml_with("partial", "Job", 1, 2, "", trainer);
+    env.create(&yaml).await;
+    finished(&env, "partial").await;
+    let trials = env.trials_of("partial").await;
+    let t = serde_json::to_value(&trials[0]).expect("json");
+    let metrics = &t["status"]["observation"]["metrics"];
+    let loss = metrics
+        .as_array()
+        .and_then(|m| m.iter().find(|m| m["name"] == "loss"))
+        .unwrap_or_else(|| panic!("no loss in {t:#}"));
+    assert_eq!(
+        loss,
+        &serde_json::json!({"name": "loss", "min": "unavailable", "max": "unavailable", "latest": "unavailable"}),
+        "{t:#}"
+    );
+    assert!(condition(&t, "Succeeded").is_some(), "{t:#}");
+    op.stop().await;
+    env.shutdown().await;
+}
+
 /// A trial deleted by hand is created again under its name (its sequence number is free); the
 /// deleted trial's job, held by a finalizer as the garbage collector may hold it, is not taken
 /// over: the new trial waits until it is gone, then runs a job of its own and succeeds.
