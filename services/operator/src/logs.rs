@@ -33,7 +33,7 @@ use vernier_store::SqlStore;
 /// How long a follower looks for the trial's primary pod before it warns that none matches.
 const POD_WAIT: Duration = Duration::from_secs(120);
 const RETRY: Duration = Duration::from_millis(300);
-/// How many metric names the store does not hold a follower keeps for the verdict's message.
+/// How many distinct metric names a follower keeps from the log for the verdict's message.
 const MAX_SEEN: usize = 32;
 /// How often a follower that has read every pod looks for another (a retry's).
 const IDLE_POLL: Duration = Duration::from_secs(1);
@@ -151,9 +151,9 @@ impl Followers {
         FollowState::Following
     }
 
-    /// The metric names the follower of `key` read in the log that the store does not hold:
-    /// values it could not record (`nan`) and names the experiment does not collect, for the
-    /// MetricsUnavailable message ("saw val_loss"), as local mode reads them.
+    /// The metric names the follower of `key` read in the log, also those the store does not
+    /// hold (a value it could not record, `nan`; a name the experiment does not collect), for
+    /// the MetricsUnavailable message ("saw val_loss"), as local mode reads them.
     pub fn seen(&self, key: &str) -> Vec<String> {
         let map = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         map.get(key).map_or_else(Vec::new, |f| {
