@@ -315,6 +315,10 @@ fn a_resume_whose_warm_start_file_is_gone_changes_nothing() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     std::fs::rename(sb.path().join("known.csv"), sb.path().join("moved.csv")).unwrap();
 
+    // A limit the experiment cannot take is said first: restoring the file would not help.
+    let out = sb.run(&["resume", "gone", "--max-trial-count", "1"]);
+    assert_ne!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(!text(&out).contains("spec.warmStart"), "{}", text(&out));
     let out = sb.run(&["resume", "gone", "--max-trial-count", "2"]);
     assert_ne!(out.status.code(), Some(0), "{}", text(&out));
     assert!(

@@ -95,6 +95,48 @@ pub async fn extend(
     name: &str,
     limits: NewLimits,
 ) -> Result<Extension, RunnerError> {
+    let Checked {
+        row,
+        spec_json,
+        before,
+        max,
+        finished,
+    } = check(store, name, limits).await?;
+    store.update_experiment_spec(name, &spec_json).await?;
+    if finished {
+        let mut status = row.status.clone();
+        let mut conditions = parse_conditions(&status.conditions_json);
+        conditions.retain(|c| c.type_ != "Succeeded" && c.type_ != "Failed");
+        status.conditions_json = conditions_json(&conditions);
+        status.phase = "Restarting".into();
+        status.reason = reason::EXPERIMENT_RESTARTING.into();
+        status.message = reason::EXPERIMENT_RESTARTING_MESSAGE.into();
+        status.completed_us = None;
+        store.update_experiment_status(name, &status).await?;
+    }
+    Ok(Extension {
+        reopened: finished,
+        max_trial_count: max.filter(|m| Some(*m) != before).map(|m| (before, m)),
+    })
+}
+
+/// What [`extend`] writes, once [`check`] found the new limits acceptable.
+#[derive(Debug)]
+pub struct Checked {
+    row: vernier_store::ExperimentRow,
+    spec_json: String,
+    before: Option<u32>,
+    max: Option<u32>,
+    finished: bool,
+}
+
+/// Whether [`extend`] would accept `limits` for experiment `name`, writing nothing; the
+/// refusal is the one `extend` gives.
+pub async fn check(
+    store: &SqlStore,
+    name: &str,
+    limits: NewLimits,
+) -> Result<Checked, RunnerError> {
     let row = store
         .get_experiment(name)
         .await?
@@ -143,21 +185,12 @@ pub async fn extend(
             });
         }
     }
-    store.update_experiment_spec(name, &spec_json).await?;
-    if finished {
-        let mut status = row.status.clone();
-        let mut conditions = parse_conditions(&status.conditions_json);
-        conditions.retain(|c| c.type_ != "Succeeded" && c.type_ != "Failed");
-        status.conditions_json = conditions_json(&conditions);
-        status.phase = "Restarting".into();
-        status.reason = reason::EXPERIMENT_RESTARTING.into();
-        status.message = reason::EXPERIMENT_RESTARTING_MESSAGE.into();
-        status.completed_us = None;
-        store.update_experiment_status(name, &status).await?;
-    }
-    Ok(Extension {
-        reopened: finished,
-        max_trial_count: max.filter(|m| Some(*m) != before).map(|m| (before, m)),
+    Ok(Checked {
+        row,
+        spec_json,
+        before,
+        max,
+        finished,
     })
 }
 

@@ -10,7 +10,6 @@ use crate::replicas::TrialLaunch;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
-use tokio::task::JoinSet;
 use vernier_core::{Suggestions, TrialRecord};
 use vernier_store::SqlStore;
 
@@ -65,64 +64,45 @@ pub trait SuggestionSource: Send + Sync + std::fmt::Debug {
 }
 
 /// First wait after a failed call; doubled up to [`MAX_BACKOFF`].
-const FIRST_BACKOFF: Duration = Duration::from_millis(500);
-const MAX_BACKOFF: Duration = Duration::from_secs(30);
+pub const FIRST_BACKOFF: Duration = Duration::from_millis(500);
+pub const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
-/// A trial task's end, as the driver's `JoinSet` gives it.
-pub type JoinedTrial = Result<(String, ProcessReport), tokio::task::JoinError>;
-
-/// How a wait for an external source ended.
+/// How one call to an external source ended.
 #[derive(Debug)]
-pub enum SourceWait {
+pub enum SourceAnswer {
     Answered(Suggestions),
-    /// The run was asked to stop.
+    /// The run was asked to stop during the call.
     Stopped,
-    /// A running trial ended while the source was unavailable: the driver records it (and
-    /// may find the experiment over) before it asks again.
-    TrialEnded(JoinedTrial),
+    /// The source could not be reached or did not answer; the driver asks again after a
+    /// backoff, meanwhile recording trials that end and applying early stopping.
+    Unavailable(String),
 }
 
-/// Asks `source` until it answers, waiting with exponential backoff while it is unavailable
-/// and telling `on_wait` each time. A stop ends the wait at once, also during a call that
-/// hangs; a trial of `running` that ends during a backoff ends it too.
-pub async fn suggest_with_retry(
+/// Asks `source` once. A stop ends the call at once, also one that hangs; a refusal is an
+/// error.
+pub async fn ask_once(
     source: &dyn SuggestionSource,
     request: SourceRequest<'_>,
     stop: &mut watch::Receiver<crate::process::StopLevel>,
-    running: &mut JoinSet<(String, ProcessReport)>,
-    on_wait: &mut dyn FnMut(String),
-) -> Result<SourceWait, RunnerError> {
-    let mut backoff = FIRST_BACKOFF;
-    loop {
-        let answer = tokio::select! {
-            answer = source.suggest(request) => answer,
-            () = stop_asked(stop) => return Ok(SourceWait::Stopped),
-        };
-        match answer {
-            Ok(s) => return Ok(SourceWait::Answered(s)),
-            Err(SourceError::Rejected(message)) => {
-                return Err(RunnerError::SuggestionSource {
-                    source_name: source.describe(),
-                    message,
-                });
-            }
-            Err(SourceError::Unavailable(message)) => {
-                on_wait(format!(
-                    "{} is unavailable ({message}); the experiment waits and retries in {:.1} s",
-                    source.describe(),
-                    backoff.as_secs_f64()
-                ));
-                tokio::select! {
-                    _ = tokio::time::sleep(backoff) => {}
-                    () = stop_asked(stop) => return Ok(SourceWait::Stopped),
-                    Some(joined) = running.join_next(), if !running.is_empty() => {
-                        return Ok(SourceWait::TrialEnded(joined));
-                    }
-                }
-                backoff = (backoff * 2).min(MAX_BACKOFF);
-            }
-        }
+) -> Result<SourceAnswer, RunnerError> {
+    let answer = tokio::select! {
+        answer = source.suggest(request) => answer,
+        () = stop_asked(stop) => return Ok(SourceAnswer::Stopped),
+    };
+    match answer {
+        Ok(s) => Ok(SourceAnswer::Answered(s)),
+        Err(SourceError::Rejected(message)) => Err(RunnerError::SuggestionSource {
+            source_name: source.describe(),
+            message,
+        }),
+        Err(SourceError::Unavailable(message)) => Ok(SourceAnswer::Unavailable(message)),
     }
+}
+
+/// The wait before the next call after one more failed: doubled, from [`FIRST_BACKOFF`] up to
+/// [`MAX_BACKOFF`].
+pub fn next_backoff(last: Option<Duration>) -> Duration {
+    last.map_or(FIRST_BACKOFF, |d| (d * 2).min(MAX_BACKOFF))
 }
 
 /// Resolves once `stop` asks the run to end (or its sender is gone).
@@ -196,11 +176,7 @@ mod tests {
         }
     }
 
-    async fn wait_for(
-        hangs: bool,
-        stop: &mut watch::Receiver<StopLevel>,
-        running: &mut JoinSet<(String, ProcessReport)>,
-    ) -> SourceWait {
+    async fn ask(hangs: bool, stop: &mut watch::Receiver<StopLevel>) -> SourceAnswer {
         let exp = crate::experiment::tests::experiment("    collector:\n      kind: StdOut", "a");
         let request = SourceRequest {
             experiment: &exp,
@@ -209,35 +185,41 @@ mod tests {
             total: 1,
             state: None,
         };
-        let mut told = Vec::new();
-        let mut on_wait = |m| told.push(m);
         let source = Down { hangs };
-        let waited = suggest_with_retry(&source, request, stop, running, &mut on_wait);
-        tokio::time::timeout(Duration::from_secs(20), waited)
+        let asked = ask_once(&source, request, stop);
+        tokio::time::timeout(Duration::from_secs(20), asked)
             .await
-            .expect("the wait ends")
+            .expect("the call ends")
             .unwrap()
     }
 
-    /// While the source is down, a trial that ends is handed back to be recorded, and a stop
-    /// ends the wait, also during a call that never answers.
+    /// A source that is down is said so at once; a stop ends a call that never answers.
     #[tokio::test]
-    async fn a_wait_for_a_source_ends_when_a_trial_ends_or_the_run_stops() {
+    async fn a_call_to_a_source_ends_when_it_fails_or_the_run_stops() {
         let (tx, mut stop) = watch::channel(StopLevel::Run);
-        let mut running = JoinSet::new();
-        running.spawn(async {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-            ("t-1".to_string(), ProcessReport::stopped(Vec::new()))
-        });
-        match wait_for(false, &mut stop, &mut running).await {
-            SourceWait::TrialEnded(joined) => assert_eq!(joined.unwrap().0, "t-1"),
-            other => panic!("{other:?}"),
-        }
+        let answer = ask(false, &mut stop).await;
+        assert!(matches!(answer, SourceAnswer::Unavailable(_)), "{answer:?}");
         tokio::spawn(async move {
             tokio::time::sleep(Duration::from_millis(50)).await;
             tx.send(StopLevel::Terminate).unwrap();
         });
-        let waited = wait_for(true, &mut stop, &mut running).await;
-        assert!(matches!(waited, SourceWait::Stopped), "{waited:?}");
+        let answer = ask(true, &mut stop).await;
+        assert!(matches!(answer, SourceAnswer::Stopped), "{answer:?}");
+    }
+
+    #[test]
+    fn the_backoff_doubles_up_to_its_cap() {
+        let mut last = None;
+        let waits: Vec<u64> = (0..9)
+            .map(|_| {
+                let d = next_backoff(last);
+                last = Some(d);
+                d.as_millis() as u64
+            })
+            .collect();
+        assert_eq!(
+            waits,
+            [500, 1000, 2000, 4000, 8000, 16000, 30000, 30000, 30000]
+        );
     }
 }

@@ -312,8 +312,10 @@ async fn prepare_resume(
     last_heard_us: Option<i64>,
 ) -> anyhow::Result<(LocalExperiment, u64, WarmStart)> {
     let mut row = stored_experiment(store, db, name).await?;
-    if limits.is_empty() {
-        refuse_finished(&row, name, db)?;
+    match limits.is_empty() {
+        true => refuse_finished(&row, name, db)?,
+        // New limits a finished experiment cannot take are refused before the warm start.
+        false => drop(vernier_runner::extend::check(store, name, limits).await?),
     }
     // Read before new limits are written: a warm-start file that is gone now leaves the
     // experiment as it was. An earlier experiment deleted since is only warned about.

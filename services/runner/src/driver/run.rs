@@ -8,7 +8,7 @@ use super::{DriverEvent, Observer, Outcome, StopReason};
 use crate::early_stop::{CHECK_EVERY, EarlyStopMonitor};
 use crate::error::RunnerError;
 use crate::experiment::LocalExperiment;
-use crate::hooks::{JoinedTrial, RunHooks};
+use crate::hooks::RunHooks;
 use crate::lease::LeaseLoss;
 use crate::process::{ProcessReport, StopLevel};
 use crate::status::{conditions_json, parse_conditions, set_condition, set_terminal};
@@ -60,9 +60,9 @@ pub(super) struct Run<'a> {
     /// Stop switches of the trials still running.
     pub running: HashMap<String, watch::Sender<StopLevel>>,
     pub tasks: JoinSet<(String, ProcessReport)>,
-    /// A trial's end taken from `tasks` while an external source was waited for, recorded
-    /// before the driver plans again.
-    pub parked: Option<JoinedTrial>,
+    /// While the external source is unavailable: when to ask it again, and the wait that
+    /// led there (doubled after each failed call).
+    pub source_retry: Option<(tokio::time::Instant, std::time::Duration)>,
     /// Trials this run's stop ended Killed.
     pub stopped_trials: u32,
     pub exhausted: bool,
@@ -78,7 +78,11 @@ enum Wake {
     Recorded,
     RuleDue,
     LeaseChanged,
-    StopChanged { closed: bool },
+    StopChanged {
+        closed: bool,
+    },
+    /// Time to ask the unavailable external source again.
+    SourceRetry,
 }
 
 impl<'a> Run<'a> {
@@ -116,7 +120,7 @@ impl<'a> Run<'a> {
             shell,
             running: HashMap::new(),
             tasks: JoinSet::new(),
-            parked: None,
+            source_retry: None,
             stopped_trials: 0,
             exhausted: false,
             stopping: None,
@@ -199,9 +203,6 @@ impl<'a> Run<'a> {
     async fn steer(&mut self) -> Result<StopReason, RunnerError> {
         let mut tick = tokio::time::interval(CHECK_EVERY);
         loop {
-            if let Some(joined) = self.parked.take() {
-                self.on_wake(Wake::Joined(Some(joined))).await?;
-            }
             // A stop asked for before the first wait (Ctrl-C right after start) must keep
             // trials from starting, not only end them once started.
             if self.stopping.is_none() && self.stop_asked() {
@@ -227,7 +228,7 @@ impl<'a> Run<'a> {
             if self.stopping.is_none() && p.request > 0 && self.start_trials(&p).await? {
                 continue;
             }
-            if self.running.is_empty() {
+            if self.running.is_empty() && !self.waiting_for_source() {
                 // Nothing runs, nothing may start and the planner has not ended the
                 // experiment: only an algorithm that stopped proposing gets here.
                 self.stopping = Some(StopReason::Completed(Completion::SuggestionEndReached));
@@ -260,10 +261,20 @@ impl<'a> Run<'a> {
         }
     }
 
+    /// Whether the external source is unavailable and asked again later.
+    pub fn waiting_for_source(&self) -> bool {
+        self.source_retry.is_some() && self.stopping.is_none()
+    }
+
     async fn wait(&mut self, tick: &mut Interval) -> Wake {
         let ticking = !self.running.is_empty() && self.stopping.is_none();
         let watching_lease = self.lease_lost.is_none();
+        let retry_at = self
+            .source_retry
+            .map_or_else(tokio::time::Instant::now, |(at, _)| at);
+        let retrying = self.waiting_for_source();
         tokio::select! {
+            _ = tokio::time::sleep_until(retry_at), if retrying => Wake::SourceRetry,
             joined = self.tasks.join_next() => Wake::Joined(joined),
             _ = tick.tick(), if ticking => Wake::EarlyStopTick,
             _ = self.recorded.notified(), if ticking && self.monitor.is_some() && !self.rule_due => Wake::Recorded,
@@ -301,6 +312,8 @@ impl<'a> Run<'a> {
                 self.stop_requested(closed);
                 Ok(())
             }
+            // The next plan asks the source again.
+            Wake::SourceRetry => Ok(()),
         }
     }
 
@@ -480,12 +493,14 @@ impl<'a> Run<'a> {
     }
 }
 
-/// Why the run ends once no trial runs: a stop that ended no trial gives way to a completion
-/// the planner already sees (the last trials ended on their own as Ctrl-C came), since a
-/// resume would only find the experiment over.
+/// Why the run ends once no trial runs: a stop gives way to a completion the planner already
+/// sees, since a resume would only find the experiment over. A reached goal or failure limit
+/// would have stopped the running trials anyway; the trial budget only when the stop ended no
+/// trial (Killed trials count towards it, so the stop itself may have used it up).
 fn stop_or_completion(why: StopReason, completion: Option<Completion>, stopped: u32) -> StopReason {
     match (why, completion) {
-        (StopReason::Interrupted, Some(c)) if stopped == 0 => StopReason::Completed(c),
+        (StopReason::Interrupted, Some(Completion::MaxTrialsReached)) if stopped > 0 => why,
+        (StopReason::Interrupted, Some(c)) => StopReason::Completed(c),
         _ => why,
     }
 }
@@ -510,7 +525,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_stop_that_ended_no_trial_gives_way_to_a_completion() {
+    fn a_stop_gives_way_to_a_completion_it_did_not_cause() {
         let max = Some(Completion::MaxTrialsReached);
         let cases = [
             (
@@ -521,6 +536,12 @@ mod tests {
             ),
             (StopReason::Interrupted, max, 1, StopReason::Interrupted),
             (StopReason::Interrupted, None, 0, StopReason::Interrupted),
+            (
+                StopReason::Interrupted,
+                Some(Completion::GoalReached),
+                2,
+                StopReason::Completed(Completion::GoalReached),
+            ),
             (
                 StopReason::Completed(Completion::GoalReached),
                 max,

@@ -4,13 +4,13 @@
 
 use super::record::{finish_trial, insert_trial, mark_running};
 use super::run::Run;
-use super::tracked::{Tracked, progress_of};
+use super::tracked::Tracked;
 use super::{DriverEvent, StopReason};
 use crate::checkpoint;
 use crate::error::RunnerError;
 use crate::hooks::{
-    PUSH_ADDRESS_ENV, SourceRequest, SourceWait, apply_push_env, note_pushed_metrics,
-    suggest_with_retry,
+    PUSH_ADDRESS_ENV, SourceAnswer, SourceRequest, apply_push_env, ask_once, next_backoff,
+    note_pushed_metrics,
 };
 use crate::observed::{TrialMetrics, trial_metrics};
 use crate::process::{ProcessEnd, ProcessReport, StopLevel};
@@ -25,8 +25,9 @@ impl Run<'_> {
     /// driver should plan again at once rather than wait.
     pub(super) async fn start_trials(&mut self, p: &Plan) -> Result<bool, RunnerError> {
         let Some(suggestions) = self.suggestions(p.request as usize).await? else {
-            // Stopped, or a trial ended, while waiting for an external source.
-            return Ok(true);
+            // Stopped during a call to an external source (plan again), or it is unavailable
+            // (wait for its retry, or anything else that happens first).
+            return Ok(!self.waiting_for_source());
         };
         let active = self.running.len();
         if vernier_engine::search_ended(&suggestions, active) {
@@ -53,8 +54,8 @@ impl Run<'_> {
     }
 
     /// The proposals for `count` trials: enqueued ones first, then the algorithm's or the
-    /// source's. `None` when a stop request or a trial's end ended the wait for an external
-    /// source.
+    /// source's. `None` when a stop request ended a call to an external source, or when it is
+    /// unavailable.
     async fn suggestions(&mut self, count: usize) -> Result<Option<Suggestions>, RunnerError> {
         let exp = self.shell.exp;
         // Warm-start results come first in the history the algorithm sees; they are not this
@@ -89,7 +90,8 @@ impl Run<'_> {
         self.ask_source(&history, count).await
     }
 
-    /// Asks the hooks' suggestion source, waiting while it is unavailable.
+    /// Asks the hooks' suggestion source, unless it was unavailable and its retry is not due;
+    /// an unavailable source is asked again after a backoff the driver's loop waits out.
     async fn ask_source(
         &mut self,
         history: &[TrialRecord],
@@ -98,6 +100,11 @@ impl Run<'_> {
         let Some(source) = self.shell.hooks.suggestion_source.clone() else {
             unreachable!("a run has a built-in algorithm or a source");
         };
+        if let Some((at, _)) = self.source_retry
+            && tokio::time::Instant::now() < at
+        {
+            return Ok(None);
+        }
         let request = SourceRequest {
             experiment: self.shell.exp,
             trials: history,
@@ -105,22 +112,24 @@ impl Run<'_> {
             total: self.trials.len() + count,
             state: self.status.algorithm_state.as_deref(),
         };
-        let (exp, trials) = (self.shell.exp, &self.trials);
-        let observer = &mut *self.shell.observer;
-        let mut warn = |message: String| {
-            observer.on_event(&DriverEvent::Warning(message), &progress_of(exp, trials));
-        };
-        let (stop, tasks) = (&mut self.shell.stop, &mut self.tasks);
-        let waited = suggest_with_retry(source.as_ref(), request, stop, tasks, &mut warn).await?;
-        match waited {
-            SourceWait::Answered(suggestions) => Ok(Some(suggestions)),
-            SourceWait::Stopped => {
+        match ask_once(source.as_ref(), request, &mut self.shell.stop).await? {
+            SourceAnswer::Answered(suggestions) => {
+                self.source_retry = None;
+                Ok(Some(suggestions))
+            }
+            SourceAnswer::Stopped => {
                 let level = *self.shell.stop.borrow();
                 self.wind_down(StopReason::Interrupted, level);
                 Ok(None)
             }
-            SourceWait::TrialEnded(joined) => {
-                self.parked = Some(joined);
+            SourceAnswer::Unavailable(message) => {
+                let wait = next_backoff(self.source_retry.map(|(_, d)| d));
+                self.source_retry = Some((tokio::time::Instant::now() + wait, wait));
+                self.warn(format!(
+                    "{} is unavailable ({message}); the experiment waits and retries in {:.1} s",
+                    source.describe(),
+                    wait.as_secs_f64()
+                ));
                 Ok(None)
             }
         }
