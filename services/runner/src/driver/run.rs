@@ -272,7 +272,8 @@ impl<'a> Run<'a> {
         let retry_at = self
             .source_retry
             .map_or_else(tokio::time::Instant::now, |(at, _)| at);
-        let retrying = self.waiting_for_source();
+        // A retry already due waits for a free place: the next plan that has one asks.
+        let retrying = self.waiting_for_source() && retry_at > tokio::time::Instant::now();
         tokio::select! {
             _ = tokio::time::sleep_until(retry_at), if retrying => Wake::SourceRetry,
             joined = self.tasks.join_next() => Wake::Joined(joined),
