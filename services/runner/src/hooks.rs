@@ -78,16 +78,29 @@ pub enum SourceAnswer {
     Unavailable(String),
 }
 
+/// How long a call may go unanswered before the user is told the run waits for it.
+pub const SLOW_CALL: Duration = Duration::from_secs(10);
+
 /// Asks `source` once. A stop ends the call at once, also one that hangs; a refusal is an
-/// error.
+/// error. `slow` is told once if the call has not ended after `after`.
 pub async fn ask_once(
     source: &dyn SuggestionSource,
     request: SourceRequest<'_>,
     stop: &mut watch::Receiver<crate::process::StopLevel>,
+    (after, slow): (Duration, &mut dyn FnMut()),
 ) -> Result<SourceAnswer, RunnerError> {
-    let answer = tokio::select! {
-        answer = source.suggest(request) => answer,
-        () = stop_asked(stop) => return Ok(SourceAnswer::Stopped),
+    let call = source.suggest(request);
+    tokio::pin!(call);
+    let mut told = false;
+    let answer = loop {
+        tokio::select! {
+            answer = &mut call => break answer,
+            () = stop_asked(stop) => return Ok(SourceAnswer::Stopped),
+            () = tokio::time::sleep(after), if !told => {
+                told = true;
+                slow();
+            }
+        }
     };
     match answer {
         Ok(s) => Ok(SourceAnswer::Answered(s)),
@@ -186,14 +199,27 @@ mod tests {
             state: None,
         };
         let source = Down { hangs };
-        let asked = ask_once(&source, request, stop);
-        tokio::time::timeout(Duration::from_secs(20), asked)
+        let mut slow = false;
+        let mut told = || slow = true;
+        let asked = ask_once(
+            &source,
+            request,
+            stop,
+            (Duration::from_millis(10), &mut told),
+        );
+        let answer = tokio::time::timeout(Duration::from_secs(20), asked)
             .await
             .expect("the call ends")
-            .unwrap()
+            .unwrap();
+        assert_eq!(
+            slow, hangs,
+            "a call that hangs, and only one, is said to be slow"
+        );
+        answer
     }
 
-    /// A source that is down is said so at once; a stop ends a call that never answers.
+    /// A source that is down is said so at once; a call that never answers is said to be slow,
+    /// and a stop ends it.
     #[tokio::test]
     async fn a_call_to_a_source_ends_when_it_fails_or_the_run_stops() {
         let (tx, mut stop) = watch::channel(StopLevel::Run);

@@ -4,13 +4,13 @@
 
 use super::record::{finish_trial, insert_trial, mark_running};
 use super::run::Run;
-use super::tracked::Tracked;
+use super::tracked::{Tracked, progress_of};
 use super::{DriverEvent, StopReason};
 use crate::checkpoint;
 use crate::error::RunnerError;
 use crate::hooks::{
-    PUSH_ADDRESS_ENV, SourceAnswer, SourceRequest, apply_push_env, ask_once, next_backoff,
-    note_pushed_metrics,
+    PUSH_ADDRESS_ENV, SLOW_CALL, SourceAnswer, SourceRequest, apply_push_env, ask_once,
+    next_backoff, note_pushed_metrics,
 };
 use crate::observed::{TrialMetrics, trial_metrics};
 use crate::process::{ProcessEnd, ProcessReport, StopLevel};
@@ -112,7 +112,19 @@ impl Run<'_> {
             total: self.trials.len() + count,
             state: self.status.algorithm_state.as_deref(),
         };
-        match ask_once(source.as_ref(), request, &mut self.shell.stop).await? {
+        let (exp, trials) = (self.shell.exp, &self.trials);
+        let observer = &mut *self.shell.observer;
+        let mut slow = || {
+            let message = format!(
+                "{} has not answered for {} s; the experiment waits for it up to the call's \
+                 deadline (Ctrl-C stops the run)",
+                source.describe(),
+                SLOW_CALL.as_secs()
+            );
+            observer.on_event(&DriverEvent::Warning(message), &progress_of(exp, trials));
+        };
+        let stop = &mut self.shell.stop;
+        match ask_once(source.as_ref(), request, stop, (SLOW_CALL, &mut slow)).await? {
             SourceAnswer::Answered(suggestions) => {
                 self.source_retry = None;
                 Ok(Some(suggestions))
