@@ -132,16 +132,14 @@ pub async fn stopped_at_its_end(
     let key = format!("{ns}/{name}");
     let listed = list_trials(ctx, &experiment, &ns, &name, objective).await?;
     let values = counted_values(ctx, &key, &objective.metric, &listed).await?;
-    let uid = trial.uid().unwrap_or_default();
+    let uid = uid_of(trial);
     let judged: Vec<usize> = listed
         .iter()
         .zip(&values)
-        .map(
-            |(l, v)| match l.obj.uid().as_deref() == Some(uid.as_str()) {
-                true => ctx.judged.seen(&key, &uid, v.len()),
-                false => v.len(),
-            },
-        )
+        .map(|(l, v)| match uid_of(&l.obj) == uid {
+            true => ctx.judged.seen(&key, &uid, v.len()),
+            false => v.len(),
+        })
         .collect();
     let stops = continuous_stops(rule.as_ref(), objective, &listed, &values, &judged)?;
     let trial_name = trial.name_any();
@@ -213,8 +211,7 @@ async fn counted_values(
 ) -> Result<Vec<Vec<f64>>> {
     let mut values = values_of(ctx, metric, listed, |l| l.state != TrialState::Created).await?;
     for (l, v) in listed.iter().zip(values.iter_mut()) {
-        let uid = l.obj.uid().unwrap_or_default();
-        if let Some(step) = ctx.judged.stop_step(experiment, &uid) {
+        if let Some(step) = ctx.judged.stop_step(experiment, &uid_of(&l.obj)) {
             v.truncate(step);
         }
     }
@@ -247,13 +244,12 @@ fn judged_counts(
     listed: &[Listed],
     values: &[Vec<f64>],
 ) -> Vec<usize> {
-    let uid = |l: &Listed| l.obj.metadata.uid.clone().unwrap_or_else(|| l.name());
     let running: Vec<usize> = (0..listed.len())
         .filter(|&i| listed[i].state == TrialState::Running)
         .collect();
     let now: Vec<(String, usize)> = running
         .iter()
-        .map(|&i| (uid(&listed[i]), values[i].len()))
+        .map(|&i| (uid_of(&listed[i].obj), values[i].len()))
         .collect();
     let mut judged: Vec<usize> = values.iter().map(Vec::len).collect();
     for (&i, seen) in running.iter().zip(ctx.judged.swap(experiment, &now)) {
@@ -318,8 +314,7 @@ async fn mark_stopped(
         Err(kube::Error::Api(e)) if e.code == 409 => return Ok(None),
         Err(e) => return Err(e.into()),
     }
-    let because = why.map(|w| format!(": {w}")).unwrap_or_default();
-    let note = format!("{rule} stopped trial {name}{because}");
+    let note = stopped_note(rule, name, why);
     publish(
         &ctx.recorder,
         &l.obj,
@@ -329,5 +324,17 @@ async fn mark_stopped(
         note,
     )
     .await;
-    Ok(Some(l.obj.uid().unwrap_or_default()))
+    Ok(Some(uid_of(&l.obj)))
+}
+
+/// The event note for a trial `rule` stopped, with why when it said.
+pub fn stopped_note(rule: &str, trial: &str, why: Option<&str>) -> String {
+    let because = why.map(|w| format!(": {w}")).unwrap_or_default();
+    format!("{rule} stopped trial {trial}{because}")
+}
+
+/// The key a trial's judged counts and stop step are kept under: its UID (its name for an
+/// object without one, as the API server always gives one).
+fn uid_of(trial: &DynamicObject) -> String {
+    trial.uid().unwrap_or_else(|| trial.name_any())
 }

@@ -315,39 +315,25 @@ async fn succeeded(mut live: Live<'_>, spec: &TrialSpec, job: (&str, &str)) -> R
         values: &values,
         seen: &seen,
     };
-    let mut verdict = decide::verdict(reported, spec);
+    let verdict = decide::verdict(reported, spec);
+    // A rule over the whole history (ASHA) may stop a trial its frozen rules let succeed.
     let by_rule = match (&verdict, spec.early_stopping_rules.is_empty()) {
         (Verdict::Succeeded, true) => {
             crate::stop_trials::stopped_at_its_end(live.ctx, live.obj, &objective).await?
         }
         _ => None,
     };
-    if by_rule.is_some() {
-        verdict = Verdict::EarlyStopped;
-    }
-    match verdict {
-        Verdict::EarlyStopped if let Some((rule, why)) = by_rule => {
-            let message = early_stopped_message(why.as_deref());
-            live.end(TrialState::EarlyStopped, TRIAL_EARLY_STOPPED, &message);
-            let because = why.map(|w| format!(": {w}")).unwrap_or_default();
-            let note = format!("{rule} stopped trial {}{because}", live.name);
-            live.announce(false, TRIAL_EARLY_STOPPED, note);
-        }
-        Verdict::EarlyStopped => {
-            let rule = crate::early_stop::FROZEN_RULE;
-            let message = early_stopped_message(None);
-            live.end(TrialState::EarlyStopped, TRIAL_EARLY_STOPPED, &message);
-            let note = format!("{rule} stopped trial {}", live.name);
-            live.announce(false, TRIAL_EARLY_STOPPED, note);
-        }
-        Verdict::Succeeded => {
+    match (verdict, by_rule) {
+        (_, Some((rule, why))) => live.early_stopped(&rule, why.as_deref()),
+        (Verdict::EarlyStopped, None) => live.early_stopped(crate::early_stop::FROZEN_RULE, None),
+        (Verdict::Succeeded, None) => {
             let base = (TRIAL_SUCCEEDED, TRIAL_SUCCEEDED_MESSAGE);
             let (reason, message) = decide::with_job(base, job.0, job.1);
             live.end(TrialState::Succeeded, &reason, &message);
             let note = format!("Job {} has succeeded", live.name);
             live.announce(false, "JobSucceeded", note);
         }
-        Verdict::MetricsUnavailable(mut verdict) => {
+        (Verdict::MetricsUnavailable(mut verdict), None) => {
             // The engine's hint tells how to print the metric; here the log was never found.
             if followed == Some(FollowState::NoPod) {
                 let target = follow_target(spec, &live.ns, &live.name);
@@ -461,6 +447,14 @@ impl<'a> Live<'a> {
     }
 
     /// Queues an event for when [`Live::save`] has written the status it tells of.
+    /// Ends the trial EarlyStopped by `rule`, with why in words when it said.
+    fn early_stopped(&mut self, rule: &str, why: Option<&str>) {
+        let message = early_stopped_message(why);
+        self.end(TrialState::EarlyStopped, TRIAL_EARLY_STOPPED, &message);
+        let note = crate::stop_trials::stopped_note(rule, &self.name, why);
+        self.announce(false, TRIAL_EARLY_STOPPED, note);
+    }
+
     fn announce(&mut self, warning: bool, reason: &'static str, note: String) {
         self.announced.push((warning, reason, note));
     }
