@@ -95,13 +95,22 @@ pub async fn extend(
     name: &str,
     limits: NewLimits,
 ) -> Result<Extension, RunnerError> {
+    apply(store, name, check(store, name, limits).await?).await
+}
+
+/// Writes what [`check`] accepted.
+pub async fn apply(
+    store: &SqlStore,
+    name: &str,
+    checked: Checked,
+) -> Result<Extension, RunnerError> {
     let Checked {
         row,
         spec_json,
         before,
         max,
         finished,
-    } = check(store, name, limits).await?;
+    } = checked;
     store.update_experiment_spec(name, &spec_json).await?;
     if finished {
         let mut status = row.status.clone();
@@ -120,7 +129,7 @@ pub async fn extend(
     })
 }
 
-/// What [`extend`] writes, once [`check`] found the new limits acceptable.
+/// What [`apply`] writes, once [`check`] found the new limits acceptable.
 #[derive(Debug)]
 pub struct Checked {
     row: vernier_store::ExperimentRow,
@@ -131,7 +140,7 @@ pub struct Checked {
 }
 
 /// Whether [`extend`] would accept `limits` for experiment `name`, writing nothing; the
-/// refusal is the one `extend` gives.
+/// refusal is the one `extend` gives, and what it would write goes to [`apply`].
 pub async fn check(
     store: &SqlStore,
     name: &str,

@@ -312,16 +312,19 @@ async fn prepare_resume(
     last_heard_us: Option<i64>,
 ) -> anyhow::Result<(LocalExperiment, u64, WarmStart)> {
     let mut row = stored_experiment(store, db, name).await?;
-    match limits.is_empty() {
-        true => refuse_finished(&row, name, db)?,
-        // New limits a finished experiment cannot take are refused before the warm start.
-        false => drop(vernier_runner::extend::check(store, name, limits).await?),
-    }
+    // New limits a finished experiment cannot take are refused before the warm start.
+    let checked = match limits.is_empty() {
+        true => {
+            refuse_finished(&row, name, db)?;
+            None
+        }
+        false => Some(vernier_runner::extend::check(store, name, limits).await?),
+    };
     // Read before new limits are written: a warm-start file that is gone now leaves the
     // experiment as it was. An earlier experiment deleted since is only warned about.
     let warm = vernier_runner::warm_start::load(store, &stored_local(&row, name)?).await?;
-    if !limits.is_empty() {
-        let done = vernier_runner::extend::extend(store, name, limits).await?;
+    if let Some(checked) = checked {
+        let done = vernier_runner::extend::apply(store, name, checked).await?;
         if let Some((before, after)) = done.max_trial_count {
             let before = before.map_or("unset".to_string(), |n| n.to_string());
             outln!("experiment {name}: maxTrialCount {before} → {after}");
@@ -329,8 +332,8 @@ async fn prepare_resume(
         if done.reopened {
             outln!("experiment {name} continues: maxTrialCount was raised");
         }
+        // A finished experiment `check` accepted is reopened: nothing to refuse now.
         row = stored_experiment(store, db, name).await?;
-        refuse_finished(&row, name, db)?;
     }
     let exp = stored_local(&row, name)?;
     check_local(&exp)?;
