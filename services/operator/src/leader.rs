@@ -41,7 +41,6 @@ pub async fn elect(
     stop: impl Future<Output = ()>,
 ) {
     let api: Api<Lease> = Api::namespaced(client, &config.namespace);
-    let mut last_renewed: Option<tokio::time::Instant> = None;
     let mut stop = std::pin::pin!(stop);
     tenure.ended();
     loop {
@@ -70,11 +69,9 @@ pub async fn elect(
             }
         };
         if held {
-            last_renewed = Some(tokio::time::Instant::now());
             tenure.renewed(began, config.lease_duration);
         }
-        let still_leader =
-            last_renewed.is_some_and(|t| t.elapsed() < config.lease_duration) && held;
+        let still_leader = held && tenure.holds();
         if !still_leader {
             tenure.ended();
         }
