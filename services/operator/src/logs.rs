@@ -7,7 +7,9 @@
 //!
 //! The logs are always read from their beginning. A follower started after an operator restart
 //! therefore first drops what an earlier follower recorded for the trial, and a follower whose
-//! stream broke skips the lines it has already read, so no observation is recorded twice. A
+//! stream broke skips the lines it has already read, so no observation is recorded twice. The
+//! log is asked with the kubelet's time of each line, which its observations keep (a line's own
+//! leading time wins, as in Katib's collector), so a re-read keeps the times of the values. A
 //! follower is done once the job has ended and every pod it had is read.
 //!
 //! A follower wakes its trial's reconcile after recording new observations (at most once per
@@ -449,6 +451,7 @@ async fn open_log(
     let params = LogParams {
         container: (!container.is_empty()).then(|| container.to_string()),
         follow: true,
+        timestamps: true,
         ..LogParams::default()
     };
     match pods.log_stream(pod_name, &params).await {
@@ -499,11 +502,12 @@ impl Log<'_> {
         let _ = read_lines(
             tokio_util::compat::FuturesAsyncReadCompatExt::compat(stream),
             |_| {},
-            |line| {
+            |stamped| {
                 seen += 1;
                 if seen <= skip {
                     return;
                 }
+                let (written_us, line) = kubelet_time(stamped);
                 self.saw(line);
                 let parsed = self.filter.parse_line(line, &self.target.metrics);
                 if let Some(r) = parsed.rejected.first()
@@ -518,9 +522,9 @@ impl Log<'_> {
                 if parsed.metrics.is_empty() {
                     return;
                 }
-                let now = chrono::Utc::now().timestamp_micros();
+                let at = written_us.unwrap_or_else(|| chrono::Utc::now().timestamp_micros());
                 let batch = parsed.metrics.into_iter();
-                let _ = tx.send(batch.map(|m| m.into_observation(now)).collect());
+                let _ = tx.send(batch.map(|m| m.into_observation(at)).collect());
             },
         )
         .await;
@@ -569,6 +573,18 @@ impl Log<'_> {
             (wake.wake)();
         }
         Ok(())
+    }
+}
+
+/// The time the kubelet put before a log line (`timestamps=true`) in microseconds, and the line
+/// as the container wrote it. A line's observations take that time unless the line holds its
+/// own, so a log read again after an operator restart keeps the times of its values instead of
+/// taking the time of the re-read. A line without a readable time is taken whole.
+fn kubelet_time(line: &str) -> (Option<i64>, &str) {
+    let (time, rest) = line.split_once(' ').unwrap_or((line, ""));
+    match chrono::DateTime::parse_from_rfc3339(time) {
+        Ok(t) => (Some(t.timestamp_micros()), rest),
+        Err(_) => (None, line),
     }
 }
 
@@ -624,6 +640,28 @@ async fn finished(pods: &Api<Pod>, name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_kubelets_time_is_taken_off_the_line_and_kept() {
+        let cases = [
+            (
+                "2026-12-05T10:00:01.123456789Z loss=0.5",
+                Some(1_796_464_801_123_456),
+                "loss=0.5",
+            ),
+            ("2026-12-05T10:00:01Z ", Some(1_796_464_801_000_000), ""),
+            ("2026-12-05T10:00:01Z", Some(1_796_464_801_000_000), ""),
+            (
+                "loss=0.5 at 2026-12-05T10:00:01Z",
+                None,
+                "loss=0.5 at 2026-12-05T10:00:01Z",
+            ),
+            ("", None, ""),
+        ];
+        for (line, time, rest) in cases {
+            assert_eq!(kubelet_time(line), (time, rest), "{line:?}");
+        }
+    }
 
     #[test]
     fn only_a_restart_count_that_grew_reads_the_log_again() {

@@ -1191,6 +1191,41 @@ async fn restarted_operator_finishes_without_duplicate_trials() {
     env.shutdown().await;
 }
 
+/// A trainer that prints an accuracy every 0.3 s for 3 s.
+const SLOW_TRAINER: &str = "import time\n\
+for e in range(10):\n    print(f'epoch={e} accuracy={e / 10}', flush=True)\n    time.sleep(0.3)\n";
+
+/// A restarted operator reads a running trial's log again from its start: the values it
+/// records again keep the times they were printed at, not the time of the re-read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_operator_keeps_the_times_of_the_values_it_reads_again() {
+    let env = Env::start(SimulationOptions::default()).await;
+    let first = env.operator("replica-a");
+    let yaml = experiment_yaml_with("retimed", "Job", 1, 1, "", SLOW_TRAINER)
+        .replace("maxFailedTrialCount: 2", "maxFailedTrialCount: 1");
+    env.create(&yaml).await;
+    let trials = wait_until("a trial", || env.trials_of("retimed"), |t| !t.is_empty()).await;
+    let trial = trials[0].name_any();
+    let accuracy = || async {
+        let found = env.store.observations(&trial, Some("accuracy"), None, None);
+        found.await.expect("observations")
+    };
+    let before = wait_until("three values", accuracy, |o| o.len() >= 3).await;
+    first.stop().await;
+    let second = env.operator("replica-a");
+    let exp = finished(&env, "retimed").await;
+    assert!(condition(&exp, "Succeeded").is_some(), "{exp:#}");
+    let after = accuracy().await;
+    assert_eq!(after.len(), 10, "{after:?}");
+    assert_eq!(
+        after[..before.len()],
+        before[..],
+        "re-read values keep their times"
+    );
+    second.stop().await;
+    env.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn only_the_leader_creates_trials() {
     let env = Env::start(SimulationOptions::default()).await;

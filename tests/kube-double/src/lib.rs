@@ -80,8 +80,7 @@
 //!   separately; no `Table` output (kubectl prints from the objects).
 //! * Foreground deletion waits for all dependents, not only those with `blockOwnerDeletion`.
 //!   Pods have no grace period (deleted at once). Deleting a CRD removes its objects without
-//!   waiting for their finalizers. `timestamps`, `previous` and `sinceSeconds` of pods/log
-//!   are ignored.
+//!   waiting for their finalizers. `previous` and `sinceSeconds` of pods/log are ignored.
 //!
 //! # Simulated training operator
 //!

@@ -1,5 +1,5 @@
 //! `GET /api/v1/namespaces/{ns}/pods/{name}/log`: container selection and its errors worded
-//! as the kubelet's, `tailLines`, `limitBytes`, and `follow=true` streaming.
+//! as the kubelet's, `tailLines`, `limitBytes`, `timestamps=true` and `follow=true` streaming.
 
 use crate::registry::GroupResource;
 use crate::response::stream_response;
@@ -65,16 +65,17 @@ pub async fn pod_log(
             "container \"{container}\" in pod \"{pod}\" is waiting to start: ContainerCreating"
         ))
     };
+    let timestamps = crate::query_flag::flag(query, "timestamps");
     if crate::query_flag::flag(query, "follow") {
         let chunks = shared
             .logs
-            .follow(namespace, pod, &container, 0)
+            .follow(namespace, pod, &container, timestamps)
             .ok_or_else(waiting)?;
         return Ok(stream_response("text/plain", chunks));
     }
     let mut text = shared
         .logs
-        .read(namespace, pod, &container)
+        .read(namespace, pod, &container, timestamps)
         .ok_or_else(waiting)?;
     if let Some(tail) = query.get("tailLines").and_then(|t| t.parse::<usize>().ok()) {
         text = tail_lines(&text, tail);

@@ -709,6 +709,58 @@ async fn pod_logs_are_served_and_followed() {
     double.shutdown().await;
 }
 
+/// `timestamps=true` puts before each line the time its first byte was written, in the
+/// kubelet's RFC 3339 form, the same in a read and in a followed stream.
+#[tokio::test]
+async fn pod_log_lines_carry_the_time_they_were_written() {
+    let double = KubeDouble::start().await.unwrap();
+    let pods: Api<Pod> = Api::namespaced(double.client().unwrap(), "default");
+    let pod: Pod = serde_json::from_value(json!({"metadata": {"name": "p"},
+        "spec": {"containers": [{"name": "main", "image": "x"}]}}))
+    .unwrap();
+    pods.create(&PostParams::default(), &pod).await.unwrap();
+    let sink = double.pod_logs().start("default", "p", "main");
+    sink.write(b"loss=0.5\nloss=");
+    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    sink.write(b"0.25\nloss=0.125\n");
+    let stamped = kube::api::LogParams {
+        timestamps: true,
+        ..Default::default()
+    };
+    let text = pods.logs("p", &stamped).await.unwrap();
+    let lines: Vec<(&str, &str)> = text
+        .lines()
+        .map(|l| l.split_once(' ').expect("a time before each line"))
+        .collect();
+    let texts: Vec<&str> = lines.iter().map(|(_, l)| *l).collect();
+    assert_eq!(texts, ["loss=0.5", "loss=0.25", "loss=0.125"], "{text}");
+    let times: Vec<chrono::DateTime<chrono::FixedOffset>> = lines
+        .iter()
+        .map(|(t, _)| chrono::DateTime::parse_from_rfc3339(t).expect("RFC 3339"))
+        .collect();
+    assert_eq!(
+        times[0], times[1],
+        "a line is stamped when it begins: {text}"
+    );
+    assert!(times[2] > times[1], "{text}");
+    assert_eq!(
+        pods.logs("p", &Default::default()).await.unwrap(),
+        "loss=0.5\nloss=0.25\nloss=0.125\n"
+    );
+    sink.finish();
+    let follow = kube::api::LogParams {
+        follow: true,
+        ..stamped
+    };
+    let mut streamed = pods.log_stream("p", &follow).await.unwrap().lines();
+    let mut followed = Vec::new();
+    while let Some(line) = streamed.try_next().await.unwrap() {
+        followed.push(line);
+    }
+    assert_eq!(followed, text.lines().collect::<Vec<_>>());
+    double.shutdown().await;
+}
+
 #[tokio::test]
 async fn raw_watches_resume_from_a_resource_version_send_bookmarks_and_time_out() {
     use kube::api::WatchEvent;
