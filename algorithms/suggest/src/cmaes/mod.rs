@@ -33,8 +33,10 @@
 //! Rebuilding the state: each proposal carries labels with its restart, generation and index
 //! within the generation. A generation is complete when its first `lambda` individuals (by
 //! index) have all finished; complete generations are replayed in order through the update.
-//! Failed, killed and metric-less trials rank as the worst of their generation; a generation in
-//! which nothing succeeded leaves the distribution unchanged. When the driver asks for more
+//! Failed and metric-less trials rank as the worst of their generation; a generation in
+//! which nothing succeeded leaves the distribution unchanged. A killed trial (an interrupted
+//! run) holds no place: its index is the next one handed out, so a resumed search draws the
+//! same individual again and goes on as the uninterrupted one would. When the driver asks for more
 //! proposals than the current generation has places left (more parallel slots than `lambda`),
 //! the extra individuals are drawn from the same distribution with indices past `lambda`: they
 //! are evaluated and can become the best trial, but do not enter the update. Trials without
@@ -58,7 +60,7 @@ pub(crate) use warm_start::MIN_RESULTS as WARM_START_MIN_RESULTS;
 use crate::encode::{from_unit, to_unit};
 use crate::error::AlgorithmError;
 use crate::grid::{MAX_GRID, Shuffle, splitmix64, taken_indices};
-use crate::history::{fingerprint, taken_fingerprints, value_of};
+use crate::history::{fingerprint, is_explored, taken_fingerprints, value_of};
 use crate::random::point_at;
 use crate::sample::{sample_assignment, sample_param};
 use crate::settings::Settings;
@@ -482,8 +484,19 @@ struct Replay {
     cma: Cma,
     restart: usize,
     generation: usize,
-    /// Next free individual index in the current generation.
-    next_individual: usize,
+    /// The current generation's individual indices held by a trial, ascending.
+    held: Vec<usize>,
+}
+
+impl Replay {
+    /// The first `count` individual indices of the current generation no trial holds: those
+    /// a killed trial left, then those past every held one.
+    fn free_indices(&self, count: usize) -> Vec<usize> {
+        (0..)
+            .filter(|k| self.held.binary_search(k).is_err())
+            .take(count)
+            .collect()
+    }
 }
 
 /// A trial's double and int values as a point of the unit cube (a missing value at the centre).
@@ -585,7 +598,7 @@ impl CmaEs {
         let spacing = Self::spacing(space, &numeric);
         let mut groups: BTreeMap<(usize, usize), Vec<(usize, &TrialRecord)>> = BTreeMap::new();
         for t in trials {
-            if t.labels.is_empty() {
+            if t.labels.is_empty() || !is_explored(t) {
                 continue;
             }
             if let (Some(r), Some(g), Some(k)) = (
@@ -636,15 +649,16 @@ impl CmaEs {
                 cma = Cma::new(n, lambda, mean, sigma, spacing.clone());
             }
         }
-        let next_individual = groups
+        let mut held: Vec<usize> = groups
             .get(&(restart, generation))
-            .and_then(|m| m.iter().map(|(k, _)| k + 1).max())
-            .unwrap_or(0);
+            .map(|m| m.iter().map(|(k, _)| *k).collect())
+            .unwrap_or_default();
+        held.sort_unstable();
         Replay {
             cma,
             restart,
             generation,
-            next_individual,
+            held,
         }
     }
 
@@ -716,17 +730,13 @@ impl Suggester for CmaEs {
             None => HashSet::new(),
         };
         let mut out = Suggestions::default();
-        for j in 0..req.count {
+        for individual in state.free_indices(req.count) {
             if size.is_some_and(|s| used.len() as u128 >= s) {
                 break;
             }
             let mut candidate = None;
-            let quasi = self.quasi_normal(
-                state.restart,
-                state.generation,
-                state.next_individual + j,
-                numeric.len(),
-            );
+            let quasi =
+                self.quasi_normal(state.restart, state.generation, individual, numeric.len());
             for attempt in 0..MAX_DUPLICATE_DRAWS {
                 let first = (attempt == 0).then_some(quasi.as_slice());
                 let a = self.draw(&state.cma, req.space, &numeric, first, &mut rng);
@@ -769,10 +779,8 @@ impl Suggester for CmaEs {
                 .insert(LABEL_RESTART.into(), state.restart.to_string());
             p.labels
                 .insert(LABEL_GENERATION.into(), state.generation.to_string());
-            p.labels.insert(
-                LABEL_INDIVIDUAL.into(),
-                (state.next_individual + j).to_string(),
-            );
+            p.labels
+                .insert(LABEL_INDIVIDUAL.into(), individual.to_string());
             out.proposals.push(p);
         }
         out.exhausted = size.is_some_and(|s| used.len() as u128 >= s);
@@ -1052,6 +1060,37 @@ mod tests {
         );
         assert_eq!(state.generation, 2);
         assert_eq!(state.cma.mean, DVector::from_element(2, 0.5));
+    }
+
+    /// A run interrupted with a member of generation 0 killed, then resumed: the killed
+    /// member is drawn again at its place, and the search goes on as the uninterrupted one.
+    #[test]
+    fn a_killed_member_is_drawn_again_and_the_search_goes_on_unchanged() {
+        let space = square();
+        let c = cmaes(&space, &[("random_state", "3")]);
+        let o = Objective::new("loss", Direction::Minimize);
+        let whole = run(&c, &space, Direction::Minimize, 12, 1, 7, quadratic, |_| {
+            false
+        });
+        let mut interrupted = whole[..3].to_vec();
+        interrupted[1].state = TrialState::Killed;
+        interrupted[1].objective = None;
+        let again = ask(&c, &space, &o, &interrupted, 1, 99).proposals;
+        assert_eq!(again[0].assignment, whole[1].assignment);
+        assert_eq!(again[0].labels, whole[1].labels);
+        // Resumed from there: the killed trial stays in the history, its place taken again.
+        let mut resumed = interrupted;
+        resumed.push(whole[1].clone());
+        for t in &whole[3..] {
+            let next = ask(&c, &space, &o, &resumed, 1, 99).proposals;
+            assert_eq!(next[0].assignment, t.assignment, "{:?}", t.labels);
+            resumed.push(t.clone());
+        }
+        let held = Replay {
+            held: vec![0, 2, 3, 5],
+            ..c.replay(&space, &o, &[])
+        };
+        assert_eq!(held.free_indices(4), [1, 4, 6, 7]);
     }
 
     #[test]
