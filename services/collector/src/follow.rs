@@ -41,6 +41,8 @@ const MATCH_WINDOW: usize = 64;
 pub struct FileFollower {
     path: PathBuf,
     file: Option<File>,
+    /// Whether the file has existed at any poll.
+    found: bool,
     inode: u64,
     offset: u64,
     /// Hash of the bytes `0..offset` (a streaming hash: chunking does not change it).
@@ -55,6 +57,9 @@ pub struct FileFollower {
     lines: Vec<u64>,
     /// After a rewrite: the lines read before it, and where the next of them is looked for.
     replay: Option<(Vec<u64>, usize)>,
+    /// Whether the current content, since the last rewrite, yielded a line that matches none
+    /// read before: it is then new content, not the old one caught half rewritten.
+    fresh: bool,
     partial: Vec<u8>,
     /// True while the current line has grown past `MAX_LINE_BYTES` and is being skipped.
     overlong: bool,
@@ -69,6 +74,7 @@ impl FileFollower {
         FileFollower {
             path: path.as_ref().to_path_buf(),
             file: None,
+            found: false,
             inode: 0,
             offset: 0,
             consumed: DefaultHasher::new(),
@@ -77,6 +83,7 @@ impl FileFollower {
             tail: Vec::new(),
             lines: Vec::new(),
             replay: None,
+            fresh: false,
             partial: Vec::new(),
             overlong: false,
             line_bytes: 0,
@@ -88,6 +95,11 @@ impl FileFollower {
         &self.path
     }
 
+    /// Whether the file existed at any poll so far.
+    pub fn found(&self) -> bool {
+        self.found
+    }
+
     /// Complete lines written since the last call (terminators and invalid UTF-8 replaced).
     /// A missing file yields nothing; a truncated, rewritten or replaced file is read again
     /// from the start, yielding the lines that are not what was read before.
@@ -97,6 +109,7 @@ impl FileFollower {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
             Err(e) => return Err(e),
         };
+        self.found = true;
         let replaced = self.file.is_none() || meta.ino() != self.inode;
         let modified = meta.modified().ok();
         if replaced || meta.len() < self.offset || self.rewritten(meta.len(), modified)? {
@@ -193,13 +206,19 @@ impl FileFollower {
     }
 
     /// Reads the file again from the start, remembering the lines read so far to tell the
-    /// rewrite's new lines (during a replay, those read again and the old ones not reached).
+    /// rewrite's new lines. The old lines a replay had not reached are remembered too while the
+    /// content read since held nothing new (a rewrite caught half written, then rewritten
+    /// again); once it did, it replaced them, and a value they held is new when it returns
+    /// (`loss=0.3`, `loss=0.1`, `loss=0.3` written over each other).
     fn restart(&mut self) {
         let mut before = std::mem::take(&mut self.lines);
-        if let Some((old, at)) = self.replay.take() {
+        if let Some((old, at)) = self.replay.take()
+            && !self.fresh
+        {
             before.extend_from_slice(&old[at.min(old.len())..]);
         }
         self.replay = (!before.is_empty()).then_some((before, 0));
+        self.fresh = false;
         self.offset = 0;
         self.consumed = DefaultHasher::new();
         self.head.clear();
@@ -227,7 +246,10 @@ impl FileFollower {
                 *at += k + 1;
                 false
             }
-            None => true,
+            None => {
+                self.fresh = true;
+                true
+            }
         }
     }
 
@@ -362,6 +384,30 @@ mod tests {
         all.push_str("epoch=4 loss=0.2\n");
         std::fs::write(&path, &all).unwrap();
         assert_eq!(f.poll().unwrap(), vec!["epoch=4 loss=0.2"]);
+    }
+
+    /// A value written over a different one is read even when an earlier content held it,
+    /// alone or under a constant header, in place or renamed over.
+    #[test]
+    fn a_value_that_returns_after_a_rewrite_is_read_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.log");
+        let tmp = dir.path().join("m.log.tmp");
+        let mut f = FileFollower::new(&path);
+        for text in ["loss=0.3\n", "loss=0.1\n", "loss=0.3\n", "loss=0.1\n"] {
+            std::fs::write(&path, text).unwrap();
+            assert_eq!(f.poll().unwrap(), [text.trim_end()]);
+        }
+        for value in ["0.5", "0.7", "0.5", "0.7", "0.5"] {
+            std::fs::write(&tmp, format!("# run 1\nloss={value}\n")).unwrap();
+            std::fs::rename(&tmp, &path).unwrap();
+            let got = f.poll().unwrap();
+            assert_eq!(
+                got.last().map(String::as_str),
+                Some(format!("loss={value}").as_str())
+            );
+        }
+        assert!(f.poll_last().unwrap().is_empty());
     }
 
     /// A poll that lands while a rewrite of every line so far is half written yields

@@ -87,14 +87,37 @@ impl FollowedSource {
     }
 
     /// What was written since the last call; with `last` (the trial has ended) an
-    /// unterminated final line too.
+    /// unterminated final line too, and a warning when the file or directory never appeared.
     pub fn read(&mut self, last: bool) -> SourceRead {
-        match &mut self.reader {
+        let mut read = match &mut self.reader {
             Reader::Lines { follower, filter } => {
                 read_lines(follower, filter.as_ref(), &self.wanted, last)
             }
             Reader::Events(follower) => read_events(follower),
+        };
+        if last && !self.found() {
+            read.warnings.push(self.never_created());
         }
+        read
+    }
+
+    /// Whether the metrics file has existed at any read, or the event directory exists.
+    fn found(&self) -> bool {
+        match &self.reader {
+            Reader::Lines { follower, .. } => follower.found(),
+            Reader::Events(follower) => follower.found(),
+        }
+    }
+
+    fn never_created(&self) -> String {
+        let what = match self.reader {
+            Reader::Lines { .. } => "metrics file",
+            Reader::Events(_) => "event directory",
+        };
+        format!(
+            "the {what} {} was never created while the trial ran",
+            self.path().display()
+        )
     }
 }
 
@@ -245,6 +268,33 @@ mod tests {
         assert!(read.exact_time);
         assert_eq!(read.warnings.len(), 1, "{:?}", read.warnings);
         assert!(read.warnings[0].starts_with("1 corrupt event record(s) under"));
+    }
+
+    /// A file or event directory the trial never created is said at the last read only (a
+    /// trainer may create it late); one that appeared and went is not.
+    #[test]
+    fn a_source_never_created_is_said_at_the_last_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("metrics.log");
+        let text = SourceFormat::Text(MetricsFilter::katib_default());
+        let mut file = FollowedSource::new(&path, text.clone(), wanted());
+        assert!(file.read(false).is_empty());
+        let said = file.read(true).warnings;
+        let want = format!(
+            "the metrics file {} was never created while the trial ran",
+            path.display()
+        );
+        assert_eq!(said, [want]);
+        let events = dir.path().join("events");
+        let mut dir_source = FollowedSource::new(&events, SourceFormat::Events, wanted());
+        let said = dir_source.read(true).warnings;
+        assert!(said[0].starts_with("the event directory "), "{said:?}");
+
+        let mut gone = FollowedSource::new(&path, text, wanted());
+        std::fs::write(&path, "loss=1\n").unwrap();
+        assert_eq!(gone.read(false).metrics.len(), 1);
+        std::fs::remove_file(&path).unwrap();
+        assert!(gone.read(true).is_empty());
     }
 
     /// How many metrics each read held, and whether it was the last.

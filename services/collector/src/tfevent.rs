@@ -56,6 +56,11 @@ impl TfEventFollower {
         &self.root
     }
 
+    /// Whether the event directory exists.
+    pub fn found(&self) -> bool {
+        self.root.is_dir()
+    }
+
     /// New scalars from every event file; a missing directory yields nothing.
     pub fn poll(&mut self) -> TfEventPoll {
         let mut out = TfEventPoll::default();
