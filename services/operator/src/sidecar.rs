@@ -490,8 +490,9 @@ impl Collect {
 
 /// Adds the user's collector container beside the training container, as Katib's webhook
 /// does: an ordinary container of the pod (it reports to the DBManager itself and ends by
-/// itself), the metrics directory shared when there is one, and where to report in its
-/// environment (what it sets itself is kept).
+/// itself), the metrics directory shared when there is one, where to report in its
+/// environment (what it sets itself is kept), and the pod's containers in one process
+/// namespace, so that a collector built like Katib's own sees the training process end.
 fn add_custom(
     config: &OperatorConfig,
     spec: &TrialSpec,
@@ -540,6 +541,7 @@ fn add_custom(
     if let Some(containers) = pod.get_mut("containers").and_then(Value::as_array_mut) {
         containers.push(collector);
     }
+    pod.insert("shareProcessNamespace".into(), Value::Bool(true));
 }
 
 /// Where a Custom collector reports: Vernier's variable, Katib's `KATIB_DB_MANAGER_SERVICE_*`
@@ -789,6 +791,10 @@ mod tests {
         let mount = json!([{"name": "metrics-volume", "mountPath": "/katib"}]);
         assert_eq!(pod["containers"][1]["volumeMounts"], mount);
         let collector = &pod["containers"][2];
+        assert_eq!(
+            pod["shareProcessNamespace"], true,
+            "as Katib's webhook sets it"
+        );
         assert_eq!(collector["name"], "my-collector");
         assert_eq!(collector["image"], "reg.example/collector:1");
         assert_eq!(collector["args"], json!(["-path", "/katib/mnist.log"]));
