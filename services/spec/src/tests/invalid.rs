@@ -262,12 +262,12 @@ fn bad_metrics_format_regexes() {
     assert_error(
         &e,
         "spec.metricsCollectorSpec.source.filter.metricsFormat[0]",
-        r#"value "([a-z" is not a valid regular expression"#,
+        r#"value `([a-z` is not a valid regular expression"#,
     );
     assert_error(
         &e,
         "spec.metricsCollectorSpec.source.filter.metricsFormat[1]",
-        "has 1 capture group(s)",
+        r"value `(\w+)=\d+` has 1 capture group(s)",
     );
     assert!(!e.to_string().contains("metricsFormat[2]"), "{e}");
     assert!(!e.to_string().contains("metricsFormat[3]"), "{e}");

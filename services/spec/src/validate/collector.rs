@@ -129,13 +129,15 @@ fn check_http_get(mc: &MetricsCollectorSpec, errs: &mut Errors) {
 
 /// Group 1 is the metric name and group 2 its value, so two capture groups are the minimum.
 /// Compiled the way the collector compiles it: Go's regexp takes a `{` that starts no repetition
-/// as a literal (Katib's PyTorch example relies on it), Rust's does not.
+/// as a literal (Katib's PyTorch example relies on it), Rust's does not. The pattern is shown
+/// as written, between backticks: quoted as a string its every backslash would be doubled.
 fn check_format(format: &str, path: &str, errs: &mut Errors) {
+    let shown = format!("`{format}`");
     if let Some(why) = vernier_core::go_refusal(format) {
         errs.add(
             path,
             format!(
-                "value {format:?} is not a valid regular expression for Go's regexp, which \
+                "value {shown} is not a valid regular expression for Go's regexp, which \
                  Katib compiles it with: {why}"
             ),
         );
@@ -147,13 +149,13 @@ fn check_format(format: &str, path: &str, errs: &mut Errors) {
             let first = first.lines().last().unwrap_or("").trim().to_string();
             errs.add(
                 path,
-                format!("value {format:?} is not a valid regular expression: {first}"),
+                format!("value {shown} is not a valid regular expression: {first}"),
             );
         }
         Ok(re) if re.captures_len() < 3 => errs.add(
             path,
             format!(
-                "value {format:?} has {} capture group(s); hint: it needs two, the metric name then its value",
+                "value {shown} has {} capture group(s); hint: it needs two, the metric name then its value",
                 re.captures_len() - 1
             ),
         ),
