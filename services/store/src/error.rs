@@ -56,6 +56,26 @@ pub enum StoreError {
     NotADatabase { path: String },
 
     #[error(
+        "database `{path}` holds no vernier experiments: {}; nothing was changed in it\nhint: pass --db the file `vernier run` wrote (`vernier.db` in the directory it ran in, by default)",
+        if .tables.is_empty() { "it is empty".to_string() } else { format!("it holds other tables ({}) and no vernier schema", .tables.join(", ")) }
+    )]
+    NotVernier { path: String, tables: Vec<String> },
+
+    #[error(
+        "database `{path}` was written by an older vernier and cannot be read until its schema is upgraded, which needs write access (SQLite: attempt to write a readonly database)\nhint: make the file and its directory writable once (any vernier command upgrades it), or copy it somewhere writable and pass --db"
+    )]
+    SchemaBehindReadOnly { path: String },
+
+    #[error(
+        "database `{url}` was written by a newer vernier: its schema has migration {version}, which this vernier does not know (it knows 1 to {known})\nhint: use that vernier or a newer one with this database, or pass --db a new file"
+    )]
+    NewerSchema {
+        url: String,
+        version: i64,
+        known: i64,
+    },
+
+    #[error(
         "database `{path}` cannot be written here (SQLite: attempt to write a readonly database: the file's or its directory's permissions, or a read-only mount)\nhint: `vernier list`, `report` and `compare` read it as it is; to run or change experiments, make the file and its directory writable (SQLite keeps `-wal` and `-shm` files beside it) or copy it somewhere writable and pass --db"
     )]
     ReadOnlyFile { path: String },
@@ -321,7 +341,11 @@ impl ErrorContext {
 
     /// Classifies an error of applying the schema: a privilege the user lacks is named as
     /// such, anything else is put down to the schema (another version's database).
-    pub(crate) fn migrate<D: Dialect>(&self, error: sqlx::migrate::MigrateError) -> StoreError {
+    pub(crate) fn migrate<D: Dialect>(
+        &self,
+        error: sqlx::migrate::MigrateError,
+        migrator: &sqlx::migrate::Migrator,
+    ) -> StoreError {
         use sqlx::migrate::MigrateError;
         match error {
             MigrateError::Execute(sqlx::Error::Database(db))
@@ -334,10 +358,7 @@ impl ErrorContext {
                     error: sqlx::Error::Database(db),
                 }
             }
-            error => StoreError::Migrate {
-                url: self.url.clone(),
-                error,
-            },
+            error => migrate_error(&self.url, error, migrator),
         }
     }
 
@@ -397,6 +418,26 @@ impl StoreError {
             kind,
             name: name.to_owned(),
         }
+    }
+}
+
+/// An error of the migrator on the database at `url` (redacted): a migration the database has
+/// and this build does not is a newer vernier's schema; anything else is put down to the schema.
+pub(crate) fn migrate_error(
+    url: &str,
+    error: sqlx::migrate::MigrateError,
+    migrator: &sqlx::migrate::Migrator,
+) -> StoreError {
+    match error {
+        sqlx::migrate::MigrateError::VersionMissing(version) => StoreError::NewerSchema {
+            url: url.to_owned(),
+            version,
+            known: migrator.iter().map(|m| m.version).max().unwrap_or(0),
+        },
+        error => StoreError::Migrate {
+            url: url.to_owned(),
+            error,
+        },
     }
 }
 

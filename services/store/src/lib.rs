@@ -17,6 +17,7 @@ mod queries;
 mod records;
 mod schema_version;
 mod sqlite;
+mod sqlite_schema;
 mod store;
 mod summary;
 mod url;

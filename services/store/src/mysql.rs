@@ -191,7 +191,7 @@ impl MySqlBackend {
         let current = crate::schema_version::is_current(&MIGRATOR, &applied);
         if !current && let Err(error) = migrate(&pool, &database, lock_timeout).await {
             pool.close().await;
-            return Err(errors.migrate::<MySql>(error));
+            return Err(errors.migrate::<MySql>(error, &MIGRATOR));
         }
         Ok(SqlBackend::new(pool, errors.url, lock_timeout))
     }

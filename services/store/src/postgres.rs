@@ -165,7 +165,7 @@ impl PostgresBackend {
         let current = crate::schema_version::is_current(&MIGRATOR, &applied);
         if !current && let Err(error) = MIGRATOR.run(&pool).await {
             pool.close().await;
-            return Err(errors.migrate::<Postgres>(error));
+            return Err(errors.migrate::<Postgres>(error, &MIGRATOR));
         }
         Ok(SqlBackend::new(pool, errors.url, lock_timeout))
     }

@@ -12,6 +12,7 @@ use crate::error::StoreError;
 use crate::options::OpenMode;
 use crate::queries::SqlBackend;
 use crate::records::select_lease;
+use crate::sqlite_schema::{SchemaState, read_state};
 use crate::url::SqliteTarget;
 use sqlx::Sqlite;
 use sqlx::error::DatabaseError;
@@ -193,12 +194,23 @@ impl SqliteBackend {
                     Err(ReadOnlyOpen::Refused(e) | ReadOnlyOpen::Failed(e)) => return Err(e),
                 }
             }
+            tracing::warn!(
+                "database `{}` was written by an older vernier: upgrading its schema",
+                path.display()
+            );
+            let upgraded = Self::connect_writable(url, target, lock_timeout, mode).await;
+            return upgraded.map_err(|e| match e {
+                StoreError::ReadOnlyFile { path } => StoreError::SchemaBehindReadOnly { path },
+                e => e,
+            });
         }
         Self::connect_writable(url, target, lock_timeout, mode).await
     }
 
     /// Opens an existing file read-only: no journal mode change, no migration. `None` when
-    /// the file's schema is behind this version's (it must be migrated, read-write, first).
+    /// the file's schema is behind this version's (it must be migrated, read-write, first); a
+    /// file without vernier's schema is refused, and one from a newer vernier read with a
+    /// warning.
     async fn connect_read_only(
         url: &str,
         path: &Path,
@@ -207,12 +219,10 @@ impl SqliteBackend {
     ) -> Result<Option<Self>, ReadOnlyOpen> {
         let url = crate::url::redact(url);
         let failed = |error: sqlx::Error| {
-            if is_not_a_database(&error) {
-                return ReadOnlyOpen::Failed(StoreError::NotADatabase {
-                    path: path.display().to_string(),
-                });
-            }
             let refused = is_read_only_refusal(&error);
+            if !refused && let Some(problem) = file_problem(&error) {
+                return ReadOnlyOpen::Failed(problem(path.display().to_string()));
+            }
             let e = StoreError::Connect {
                 url: url.clone(),
                 error,
@@ -233,26 +243,27 @@ impl SqliteBackend {
             .connect_with(options)
             .await
             .map_err(failed)?;
-        let applied: Result<i64, _> =
-            sqlx::query_scalar("SELECT COUNT(*) FROM _sqlx_migrations WHERE success")
-                .fetch_one(&pool)
-                .await;
-        match applied {
-            Ok(n) if n >= MIGRATOR.iter().count() as i64 => {
+        let state = read_state(&pool, &MIGRATOR).await;
+        if !matches!(state, Ok(SchemaState::Current { .. })) {
+            pool.close().await;
+        }
+        match state.map_err(failed)? {
+            SchemaState::Current { newer } => {
+                if let Some(version) = newer {
+                    tracing::warn!(
+                        "database `{}` was written by a newer vernier (its schema has migration \
+                         {version}); what that version added is not read",
+                        path.display()
+                    );
+                }
                 Ok(Some(SqlBackend::new(pool, url, lock_timeout)))
             }
-            Ok(_) => {
-                pool.close().await;
-                Ok(None)
-            }
-            Err(error) if is_not_a_database(&error) || is_read_only_refusal(&error) => {
-                pool.close().await;
-                Err(failed(error))
-            }
-            // No migrations table: not a Vernier database (or an empty file).
-            Err(_) => {
-                pool.close().await;
-                Ok(None)
+            SchemaState::Behind => Ok(None),
+            SchemaState::NotVernier { tables } => {
+                Err(ReadOnlyOpen::Failed(StoreError::NotVernier {
+                    path: path.display().to_string(),
+                    tables,
+                }))
             }
         }
     }
@@ -341,6 +352,10 @@ async fn open_migrated(
                 });
             }
         };
+        if let Err(e) = refuse_foreign(&pool, &shown).await {
+            pool.close().await;
+            return Err(e);
+        }
         let error = match MIGRATOR.run(&pool).await {
             Ok(()) => {
                 // Connections opened later must not create a file deleted meanwhile: an
@@ -354,12 +369,33 @@ async fn open_migrated(
         if let Some(problem) = migrate_inner(&error).and_then(file_problem) {
             return Err(problem(shown));
         }
-        if attempt >= OPEN_ATTEMPTS {
-            return Err(StoreError::Migrate {
-                url: url.to_owned(),
-                error,
-            });
+        let newer = matches!(error, sqlx::migrate::MigrateError::VersionMissing(_));
+        if newer || attempt >= OPEN_ATTEMPTS {
+            return Err(crate::error::migrate_error(url, error, &MIGRATOR));
         }
         tokio::time::sleep(Duration::from_millis(20 * u64::from(attempt))).await;
+    }
+}
+
+/// Refuses a file that holds tables of the names the schema creates without vernier's
+/// migration record (another program's database: Optuna's has `trials`), before the migrator
+/// writes its record into it and fails half way. A file that cannot be read is named as such;
+/// a busy one is left to the migrator's attempts.
+async fn refuse_foreign(pool: &sqlx::SqlitePool, shown: &str) -> Result<(), StoreError> {
+    match crate::sqlite_schema::tables(pool).await {
+        Ok(tables) => {
+            let colliding = crate::foreign_tables::colliding(&tables);
+            match colliding.is_empty() {
+                true => Ok(()),
+                false => Err(StoreError::NotVernier {
+                    path: shown.to_owned(),
+                    tables: colliding,
+                }),
+            }
+        }
+        Err(e) => match file_problem(&e) {
+            Some(problem) => Err(problem(shown.to_owned())),
+            None => Ok(()),
+        },
     }
 }

@@ -411,3 +411,114 @@ async fn a_server_that_accepts_but_never_answers_is_given_up_on_opening() {
     }
     held.abort();
 }
+
+/// Runs `sql` on the SQLite file at `path` with a plain connection (no vernier schema work).
+async fn raw_sql(path: &Path, sql: &str) {
+    use sqlx::Connection;
+    let url = format!("sqlite://{}?mode=rwc", path.display());
+    let mut conn = sqlx::SqliteConnection::connect(&url).await.expect("open");
+    sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned()))
+        .execute(&mut conn)
+        .await
+        .expect("sql runs");
+    conn.close().await.expect("close");
+}
+
+/// A command that only reads refuses a file without vernier's schema, an empty one or
+/// another program's, and leaves it byte for byte as it was; one that writes refuses a file
+/// whose tables would collide with the schema before writing anything into it.
+#[tokio::test]
+async fn a_file_without_vernier_schema_is_refused_and_left_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty.db");
+    std::fs::write(&empty, b"").unwrap();
+    let foreign = dir.path().join("optuna.db");
+    raw_sql(
+        &foreign,
+        "CREATE TABLE studies (id INTEGER); CREATE TABLE trials (id INTEGER);",
+    )
+    .await;
+    for (path, tables) in [(&empty, vec![]), (&foreign, vec!["studies", "trials"])] {
+        let before = std::fs::read(path).unwrap();
+        let shown = path.display().to_string();
+        let err = SqlStore::open(&shown, OpenMode::ReadOnly)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, StoreError::NotVernier { path: p, tables: t } if p == &shown && t == &tables),
+            "{err:?}"
+        );
+        assert!(
+            err.to_string()
+                .contains("nothing was changed in it\nhint: "),
+            "{err}"
+        );
+        assert_eq!(std::fs::read(path).unwrap(), before, "{shown} was written");
+    }
+    let err = SqlStore::open(&foreign.display().to_string(), OpenMode::Existing)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, StoreError::NotVernier { tables, .. } if tables == &["trials"]),
+        "{err:?}"
+    );
+    let text = err.to_string();
+    assert!(
+        text.contains("it holds other tables (trials) and no vernier schema"),
+        "{text}"
+    );
+    // An empty file given to a command that writes becomes a vernier database.
+    let store = SqlStore::open(&empty.display().to_string(), OpenMode::Existing).await;
+    store.unwrap().list_experiments().await.unwrap();
+}
+
+/// A file written before the last migration is upgraded by a reader (which then reads it);
+/// one with a migration this build does not know is read with a warning and refused, named
+/// as a newer vernier's, by a command that writes.
+#[tokio::test]
+async fn older_schemas_are_upgraded_and_newer_ones_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("vernier.db");
+    let writer = SqlStore::connect(&url(dir.path())).await.unwrap();
+    writer.create_experiment(&experiment("e", 1)).await.unwrap();
+    writer.close().await;
+    let last = "(SELECT MAX(version) FROM _sqlx_migrations)";
+    raw_sql(
+        &path,
+        &format!(
+            "DELETE FROM _sqlx_migrations WHERE version = {last}; \
+             ALTER TABLE trials DROP COLUMN early_stopping_rules_json;"
+        ),
+    )
+    .await;
+    let reader = SqlStore::open(&url(dir.path()), OpenMode::ReadOnly)
+        .await
+        .unwrap();
+    assert_eq!(reader.list_experiments().await.unwrap().len(), 1);
+    reader.close().await;
+
+    raw_sql(
+        &path,
+        "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) \
+         VALUES (999, 'from the future', 1, x'00', 1)",
+    )
+    .await;
+    let reader = SqlStore::open(&url(dir.path()), OpenMode::ReadOnly)
+        .await
+        .unwrap();
+    assert_eq!(reader.list_experiments().await.unwrap().len(), 1);
+    reader.close().await;
+    let err = SqlStore::open(&url(dir.path()), OpenMode::Existing)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, StoreError::NewerSchema { version: 999, .. }),
+        "{err:?}"
+    );
+    let text = err.to_string();
+    assert!(
+        text.contains("was written by a newer vernier: its schema has migration 999"),
+        "{text}"
+    );
+    assert!(text.contains("\nhint: use that vernier"), "{text}");
+}

@@ -1,0 +1,84 @@
+//! What an existing SQLite file holds before a command that only reads opens it: this
+//! version's schema (read it as it is), an older one (it must be upgraded, which writes), a
+//! newer one (read it, warning), or none at all (an empty file, or another program's
+//! database, which a reader must leave untouched).
+
+use sqlx::SqlitePool;
+use sqlx::migrate::Migrator;
+
+/// The schema of an existing file, as a read-only open finds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum SchemaState {
+    /// Every migration this build knows is applied; `newer` is the highest version applied
+    /// that it does not know (a newer vernier wrote the file).
+    Current { newer: Option<i64> },
+    /// A migration this build knows is not applied yet.
+    Behind,
+    /// No migration record: the file's tables (none for an empty file).
+    NotVernier { tables: Vec<String> },
+}
+
+/// Reads the migration record, or the tables when there is none. An error is one of reading
+/// the file itself (not a database, damaged, locked).
+pub(crate) async fn read_state(
+    pool: &SqlitePool,
+    migrator: &Migrator,
+) -> Result<SchemaState, sqlx::Error> {
+    let applied: Result<Vec<i64>, _> =
+        sqlx::query_scalar("SELECT version FROM _sqlx_migrations WHERE success")
+            .fetch_all(pool)
+            .await;
+    match applied {
+        Ok(applied) => {
+            let known: Vec<i64> = migrator.iter().map(|m| m.version).collect();
+            Ok(state_of(&applied, &known))
+        }
+        Err(sqlx::Error::Database(db)) if db.message().contains("no such table") => {
+            Ok(SchemaState::NotVernier {
+                tables: tables(pool).await?,
+            })
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// The file's own tables, by name.
+pub(crate) async fn tables(pool: &SqlitePool) -> Result<Vec<String>, sqlx::Error> {
+    sqlx::query_scalar(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' \
+         ORDER BY name",
+    )
+    .fetch_all(pool)
+    .await
+}
+
+/// The state of a file whose migration record lists `applied`, for a build that knows `known`.
+fn state_of(applied: &[i64], known: &[i64]) -> SchemaState {
+    if known.iter().any(|k| !applied.contains(k)) {
+        return SchemaState::Behind;
+    }
+    let newer = applied.iter().filter(|v| !known.contains(v)).max().copied();
+    SchemaState::Current { newer }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_record_says_current_behind_or_newer() {
+        let known = [1, 2, 3, 4];
+        // (applied, state)
+        let table: [(&[i64], SchemaState); 5] = [
+            (&[1, 2, 3, 4], SchemaState::Current { newer: None }),
+            (&[4, 3, 2, 1], SchemaState::Current { newer: None }),
+            (&[1, 2, 3], SchemaState::Behind),
+            (&[], SchemaState::Behind),
+            (&[1, 2, 3, 4, 6, 5], SchemaState::Current { newer: Some(6) }),
+        ];
+        for (applied, state) in table {
+            assert_eq!(state_of(applied, &known), state, "{applied:?}");
+        }
+        assert_eq!(state_of(&[1, 2, 5], &known), SchemaState::Behind);
+    }
+}
