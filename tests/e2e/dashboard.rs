@@ -326,11 +326,20 @@ fn a_dashboard_whose_database_file_is_deleted_says_so_then_reads_the_next() {
             "{path}: {body}"
         );
     }
-    // Another file at the path is the one read from then on: here an empty database.
+    // Another file at the path is the one read from then on: here an empty file, which the
+    // dashboard reads nothing from and leaves as it is.
     std::fs::write(&db, b"").unwrap();
     let (status, body) = d.get("/api/experiments/moved");
-    assert_eq!(status, 404, "{body}");
-    assert!(body.contains("does not exist in the store"), "{body}");
+    assert_eq!(status, 500, "{body}");
+    assert!(
+        body.contains("holds no vernier experiments: it is empty"),
+        "{body}"
+    );
+    assert_eq!(
+        std::fs::metadata(&db).unwrap().len(),
+        0,
+        "the dashboard wrote to it"
+    );
     // A restored copy.
     std::fs::remove_file(&db).unwrap();
     std::fs::copy(sb.path().join("kept.db"), &db).unwrap();
@@ -382,6 +391,8 @@ fn dashboard_api_answers_and_guards_loopback() {
     let (status, body) = d.get("/api/experiments/nope");
     assert_eq!(status, 404, "{body}");
     assert!(body.contains("nope"), "{body}");
+    // Its hint names a command that reaches the dashboard's database.
+    assert!(body.contains("`vernier list --db "), "{body}");
     let (status, _) = d.get("/api/experiments/api/trials/nope");
     assert_eq!(status, 404);
     // A pasted page address with a trailing slash is the page.

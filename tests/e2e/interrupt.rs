@@ -93,6 +93,12 @@ fn interrupt_kills_running_trials_and_records_them(signal: Signal) {
     assert_eq!(r["status"]["trials"], 2, "no trial started after Ctrl-C");
     let last = last_condition(&r);
     assert_eq!(last["reason"], "ExperimentInterrupted");
+    // The recorded message names a command that reaches this database, pasted anywhere.
+    let resume = format!("`vernier resume sigint --db {}` continues it", sb.db());
+    assert!(
+        last["message"].as_str().unwrap().contains(&resume),
+        "{last:#}"
+    );
     // The metric printed before the interruption is kept.
     assert_eq!(
         killed[0]["status"]["observation"]["metrics"][0]["latest"],
@@ -374,6 +380,51 @@ fn a_name_the_operator_drives_in_a_shared_database_is_refused_and_nothing_record
     assert!(
         listed.contains("first") && !listed.contains("shared"),
         "{listed}"
+    );
+}
+
+/// Two `vernier run` of one name at once: the one that finds the other's lease before its
+/// record is told the name is being started, not to run the command again once it ends (it
+/// would then be refused as existing).
+#[test]
+fn a_run_that_meets_another_starting_the_same_name_is_told_so() {
+    let sb = Sandbox::new();
+    let yaml = |name: &str| {
+        python_experiment(
+            name,
+            "print('loss=0.5', flush=True)",
+            "  objective:\n    type: minimize\n    objectiveMetricName: loss\n  parallelTrialCount: 1\n  maxTrialCount: 1",
+        )
+    };
+    let first = sb.write("first.yaml", &yaml("first"));
+    let out = sb.run(&["run", first.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    // The other run holds the lease and has not recorded the experiment yet.
+    let insert = "import os, socket, sqlite3, sys, time\n\
+        now = int(time.time() * 1e6)\n\
+        con = sqlite3.connect(sys.argv[1])\n\
+        con.execute('INSERT INTO experiment_leases VALUES (?, ?, ?, ?, ?, ?)', \
+        ('twin', 'other-run', socket.gethostname(), int(sys.argv[2]), now, now))\n\
+        con.commit()\n";
+    let status = std::process::Command::new("python3")
+        .args(["-c", insert, &sb.db(), &std::process::id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let twin = sb.write("twin.yaml", &yaml("twin"));
+    let out = sb.run(&["run", twin.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("experiment \"twin\" is being started in")
+            && err.contains(&format!("pid {}", std::process::id())),
+        "{}",
+        text(&out)
+    );
+    assert!(
+        err.contains("change metadata.name") && !err.contains("run this command again"),
+        "{}",
+        text(&out)
     );
 }
 

@@ -613,12 +613,14 @@ fn watch_ends_when_the_database_file_is_deleted() {
 }
 
 /// A database file replaced while a report watches it: the watch reads the file now at the
-/// path, where (an empty database here) the experiment is gone, so it ends saying so.
+/// path, where (another experiment's database here) the experiment is gone, so it ends saying so.
 #[test]
 fn watch_follows_a_database_file_replaced_under_it() {
     let sb = Sandbox::new();
+    let other = experiment(&sb, "other", 1, 1.0);
+    let out = sb.run(&["--db", "fresh.db", "run", other.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let (watch, page) = watch_a_driverless_experiment(&sb, "swapped");
-    std::fs::write(sb.path().join("fresh.db"), b"").unwrap();
     std::fs::rename(sb.path().join("fresh.db"), sb.path().join("vernier.db")).unwrap();
     let (code, said, last) = watch_ending(watch, &page);
     assert_eq!(code, Some(2), "{said}");

@@ -99,7 +99,8 @@ enum Command {
     Enqueue {
         /// The experiment name.
         name: String,
-        /// A parameter value, NAME=VALUE; give every parameter of the search space once.
+        /// A parameter value, NAME=VALUE; each parameter at most once, those left out are drawn
+        /// at random when the trial is made.
         #[arg(long = "param", value_name = "NAME=VALUE", required = true)]
         params: Vec<String>,
     },

@@ -25,6 +25,9 @@ pub struct RunHooks {
     /// `spec.warmStart` as the caller already read it (`vernier run` reads it to refuse a bad
     /// one before recording the experiment); `None` has the driver read it.
     pub warm_start: Option<crate::warm_start::WarmStart>,
+    /// What `vernier resume NAME` needs after it to find the experiment again (` --db
+    /// runs.db`, empty for the default database), for the messages the run records.
+    pub resume_flags: String,
 }
 
 /// One request for proposals, with Katib's controller semantics: the whole history, how many

@@ -133,8 +133,16 @@ impl Source {
         let Some(DatabaseMoved { path, what }) = moved.downcast_ref::<DatabaseMoved>() else {
             return Err(moved);
         };
-        let Ok(fresh) = Source::open(db, kube).await else {
-            return Err(moved);
+        let fresh = match Source::open(db, kube).await {
+            Ok(fresh) => fresh,
+            Err(_) if !std::path::Path::new(path).exists() => return Err(moved),
+            // What is there now is what the user has to fix.
+            Err(e) => {
+                return Err(e.context(format!(
+                    "database `{path}` was {what} after it was opened, and the file now at that \
+                     path cannot be read"
+                )));
+            }
         };
         errln!(
             "note: database `{path}` was {what} after it was opened; reading the file now at that path"

@@ -16,7 +16,7 @@ use vernier_runner::process::StopLevel;
 use vernier_runner::warm_start::WarmStart;
 use vernier_runner::{LocalExperiment, LocalPaths, RunHooks, SourceError, work_dir_of};
 use vernier_spec::plan::Completion;
-use vernier_store::SqlStore;
+use vernier_store::{SqlStore, StoreError};
 
 pub async fn run(
     db: &str,
@@ -72,7 +72,10 @@ pub async fn run(
         .unwrap_or_else(random_seed);
     // The lease before the record: a name the operator drives in this database (it has no
     // row in `experiments`) is refused without leaving an empty experiment behind.
-    let lease = ExperimentLease::acquire(&store, &name).await?;
+    let lease = match ExperimentLease::acquire(&store, &name).await {
+        Ok(lease) => lease,
+        Err(e) => return Err(held_elsewhere(&store, db, &name, e).await),
+    };
     // A server that drops the connection while the experiment is recorded is waited out, as
     // during the run (Ctrl-C still ends the command); a re-sent insert that finds its own row
     // has worked.
@@ -116,6 +119,30 @@ async fn refuse_existing(store: &SqlStore, db: &str, name: &str) -> anyhow::Resu
         "experiment {name:?} already exists in {} ({})\nhint: {go_on}; remove it with `vernier delete {name}{db_flag}`, or change metadata.name",
         vernier_store::redact_url(db),
         row.status.phase
+    )
+}
+
+/// Why the name's lease was refused to a new run: another `vernier run` of the same name
+/// started meanwhile (refused as [`refuse_existing`] refuses it once its record is there);
+/// waiting and running the same command again would not help, as the name is then taken.
+async fn held_elsewhere(
+    store: &SqlStore,
+    db: &str,
+    name: &str,
+    error: vernier_runner::RunnerError,
+) -> anyhow::Error {
+    let vernier_runner::RunnerError::Store(StoreError::LeaseHeld { pid, host, .. }) = &error else {
+        return error.into();
+    };
+    if let Err(named) = refuse_existing(store, db, name).await {
+        return named;
+    }
+    let db_flag = crate::db::db_flag(db);
+    anyhow::anyhow!(
+        "experiment {name:?} is being started in {} by another vernier, pid {pid} on host \
+         {host}\nhint: follow it with `vernier report {name}{db_flag}` once it has begun; to run \
+         this file as another experiment, change metadata.name",
+        vernier_store::redact_url(db)
     )
 }
 
@@ -447,6 +474,7 @@ async fn drive_leased(
         push_address: Some(push.address.clone()),
         suggestion_source: plugins.source_for(exp, Some(store))?,
         warm_start: warm,
+        resume_flags: crate::db::db_flag(db),
     };
     if let Some(source) = &hooks.suggestion_source {
         outln!("suggestions come from {}", source.describe());

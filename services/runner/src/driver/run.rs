@@ -421,7 +421,7 @@ impl<'a> Run<'a> {
         }
         let msg = format!(
             "Experiment was interrupted by an error: {error}; {}",
-            resume_advice(error, self.shell.exp)
+            resume_advice(error, self.shell.exp, &self.shell.hooks.resume_flags)
         );
         self.set_interrupted(&msg);
         let _ = self.save_status().await;
@@ -456,8 +456,8 @@ impl<'a> Run<'a> {
             }
             StopReason::Interrupted => {
                 let msg = format!(
-                    "Experiment was interrupted; `vernier resume {}` continues it",
-                    self.shell.exp.name
+                    "Experiment was interrupted; `vernier resume {}{}` continues it",
+                    self.shell.exp.name, self.shell.hooks.resume_flags
                 );
                 self.set_interrupted(&msg);
                 Outcome::Interrupted {
@@ -508,16 +508,16 @@ fn stop_or_completion(why: StopReason, completion: Option<Completion>, stopped: 
 
 /// What `vernier resume` does for an experiment an error interrupted. A suggestion source
 /// that refused the experiment (its settings, say) is asked the same again on resume.
-fn resume_advice(error: &RunnerError, exp: &LocalExperiment) -> String {
+fn resume_advice(error: &RunnerError, exp: &LocalExperiment, flags: &str) -> String {
     let name = &exp.name;
     match error {
         RunnerError::SuggestionSource { .. } => format!(
-            "`vernier resume {name}` asks the suggestion source again (`--suggestion-plugin \
+            "`vernier resume {name}{flags}` asks the suggestion source again (`--suggestion-plugin \
              {}=HOST:PORT` asks another); settings it refused are refused again, so then delete \
              the experiment and run it with other settings",
             exp.resolved.algorithm
         ),
-        _ => format!("`vernier resume {name}` continues it"),
+        _ => format!("`vernier resume {name}{flags}` continues it"),
     }
 }
 
@@ -562,7 +562,7 @@ mod tests {
             source_name: "suggestion plugin random at 127.0.0.1:7000".into(),
             message: "InvalidArgument: setting n: value \"abc\"".into(),
         };
-        let advice = resume_advice(&refused, &exp);
+        let advice = resume_advice(&refused, &exp, "");
         assert!(
             advice.contains("`--suggestion-plugin random=HOST:PORT` asks another")
                 && advice.contains("delete the experiment"),
@@ -570,8 +570,8 @@ mod tests {
         );
         let other = RunnerError::WarmStart("gone".into());
         assert_eq!(
-            resume_advice(&other, &exp),
-            "`vernier resume e` continues it"
+            resume_advice(&other, &exp, " --db runs.db"),
+            "`vernier resume e --db runs.db` continues it"
         );
     }
 }

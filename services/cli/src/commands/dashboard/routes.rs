@@ -137,8 +137,15 @@ fn json_body(value: impl serde::Serialize) -> Response {
     }
 }
 
-/// An error as JSON, 404 for an unknown experiment or trial.
-fn failure(e: anyhow::Error) -> Response {
+/// An error as JSON, 404 for an unknown experiment or trial; the commands its hints quote
+/// name the dashboard's database.
+fn failure(src: &DashSource, e: anyhow::Error) -> Response {
+    let body = json_body(json!({"error": src.explain(&e)}));
+    (status_of(&e), body).into_response()
+}
+
+/// 404 for an unknown experiment or trial, 500 for anything else.
+fn status_of(e: &anyhow::Error) -> StatusCode {
     let not_found = matches!(
         e.downcast_ref::<ReportError>(),
         Some(ReportError::ExperimentNotFound(_))
@@ -146,24 +153,23 @@ fn failure(e: anyhow::Error) -> Response {
         e.downcast_ref::<vernier_operator::OperatorError>(),
         Some(vernier_operator::OperatorError::ExperimentNotFound { .. })
     );
-    let status = match not_found {
+    match not_found {
         true => StatusCode::NOT_FOUND,
         false => StatusCode::INTERNAL_SERVER_ERROR,
-    };
-    (status, json_body(json!({"error": format!("{e:#}")}))).into_response()
+    }
 }
 
 async fn list(State(src): State<Shared>) -> Response {
     let mut out = Vec::new();
     let names = match src.names().await {
         Ok(n) => n,
-        Err(e) => return failure(e),
+        Err(e) => return failure(&src, e),
     };
     for name in names {
         match cached(&src, &name).await {
             Ok(c) => out.push(dashboard::summary_json(&c.report)),
             // One unreadable experiment must not hide the others.
-            Err(e) => out.push(json!({"name": name, "error": format!("{e:#}")})),
+            Err(e) => out.push(json!({"name": name, "error": src.explain(&e)})),
         }
     }
     json_body(out).into_response()
@@ -176,7 +182,7 @@ async fn experiment(State(src): State<Shared>, Path(name): Path<String>) -> Resp
             body.to_string(),
         )
             .into_response(),
-        Err(e) => failure(e),
+        Err(e) => failure(&src, e),
     }
 }
 
@@ -224,7 +230,7 @@ async fn experiment_page(src: &Dash, name: &str) -> anyhow::Result<Arc<String>> 
 async fn trial(State(src): State<Shared>, Path((name, trial)): Path<(String, String)>) -> Response {
     let report = match cached(&src, &name).await {
         Ok(c) => c.report,
-        Err(e) => return failure(e),
+        Err(e) => return failure(&src, e),
     };
     match src.trial(&report, &trial).await {
         Ok(Some(v)) => json_body(v).into_response(),
@@ -233,7 +239,7 @@ async fn trial(State(src): State<Shared>, Path((name, trial)): Path<(String, Str
             json_body(json!({"error": format!("experiment {name:?} has no trial {trial:?}")})),
         )
             .into_response(),
-        Err(e) => failure(e),
+        Err(e) => failure(&src, e),
     }
 }
 
@@ -264,7 +270,7 @@ async fn events(
                 }
                 let event = match src.fingerprint(&name).await {
                     Err(e) => (
-                        Event::default().event("gone").data(format!("{e:#}")),
+                        Event::default().event("gone").data(src.explain(&e)),
                         Live::Done,
                     ),
                     Ok((fp, true)) => (
@@ -304,7 +310,7 @@ mod tests {
         ];
         for (error, code) in table {
             let shown = format!("{error:#}");
-            assert_eq!(failure(error).status().as_u16(), code, "{shown}");
+            assert_eq!(status_of(&error).as_u16(), code, "{shown}");
         }
     }
 

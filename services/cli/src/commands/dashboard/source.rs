@@ -27,6 +27,11 @@ pub struct DashSource {
 }
 
 impl DashSource {
+    /// `e` as the CLI prints it, the commands its hints quote naming this database.
+    pub fn explain(&self, e: &anyhow::Error) -> String {
+        crate::error_text::render(e, &crate::db::db_flag(&self.db))
+    }
+
     pub async fn open(db: &str, kube: &KubeArgs) -> anyhow::Result<DashSource> {
         Ok(DashSource {
             source: RwLock::new(Arc::new(Source::open(db, kube).await?)),
