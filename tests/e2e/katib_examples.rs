@@ -282,8 +282,10 @@ fn every_katib_example_gets_katibs_verdict() {
 }
 
 /// The examples whose trainer has a stand-in. The rest need what a laptop may lack or another
-/// test covers: `python` (not `python3`) in the TFJob, mpirun, the NAS images' own trainers,
-/// Katib's hyperband placeholder (`katibs_hyperband_example_...`).
+/// test covers: `python` (not `python3`) in the TFJob, mpirun, Katib's hyperband placeholder
+/// (`katibs_hyperband_example_...`). The NAS examples quote their arguments
+/// (`--architecture="${trialParameters.x}"`), which their trainers read only once a shell has
+/// taken the quotes, as Katib's webhook runs them.
 const RUN_WITH_STAND_INS: &[&str] = &[
     "early-stopping/median-stop.yaml",
     "early-stopping/median-stop-with-json-format.yaml",
@@ -306,6 +308,8 @@ const RUN_WITH_STAND_INS: &[&str] = &[
     "resume-experiment/never-resume.yaml",
     "trial-template/trial-metadata-substitution.yaml",
     "kubeflow-training-operator/pytorchjob-mnist.yaml",
+    "nas/enas-cpu.yaml",
+    "nas/darts-cpu.yaml",
 ];
 
 /// Copies the stand-in trainers to `<sandbox>/opt/<image>/<program>`, where the examples'
@@ -327,6 +331,14 @@ fn install_stand_ins(sb: &Sandbox) {
         let dir = sb.path().join("opt").join(at);
         std::fs::create_dir_all(&dir).expect("stand-in directory");
         std::fs::copy(from.join(image).join(program), dir.join(program)).expect("copy a stand-in");
+    }
+    // The NAS examples run a program of the image's working directory, here the sandbox.
+    for (image, program) in [
+        ("enas-cnn-cifar10", "RunTrial.py"),
+        ("darts-cnn-cifar10", "run_trial.py"),
+    ] {
+        std::fs::copy(from.join(image).join(program), sb.path().join(program))
+            .expect("copy a stand-in");
     }
     std::fs::copy(
         root.join("../examples/trainers/tfevent_trainer.py"),

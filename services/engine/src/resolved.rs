@@ -66,6 +66,18 @@ pub enum Collector {
     Other(String),
 }
 
+impl Collector {
+    /// Whether Katib's webhook runs the trial's primary container as one shell line
+    /// (`NeedWrapWorkerMetricsCollectorList`: StdOut, File and TensorFlowEvent), so its words
+    /// lose their quotes as [`vernier_spec::template::katib_unquoted`] says.
+    pub fn runs_command_as_shell_line(&self) -> bool {
+        matches!(
+            self,
+            Collector::StdOut | Collector::File { .. } | Collector::TensorFlowEvent { .. }
+        )
+    }
+}
+
 /// `source.fileSystemPath` of a Custom collector: where the trial and the collector meet.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SharedPath {

@@ -18,6 +18,7 @@ use crate::config::OperatorConfig;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use vernier_engine::Collector;
+use vernier_spec::template::katib_unquoted;
 use vernier_spec::trial::{PUSH_ADDRESS_ENV, TRIAL_NAME_ENV, TrialSpec};
 
 pub use crate::config::{DEFAULT_COLLECTOR_IMAGE, DEFAULT_DB_MANAGER_ADDRESS};
@@ -129,6 +130,9 @@ pub fn inject(
     let collection = Collection::of(spec);
     for (template, runtime) in primary_templates(spec, &mut run_spec) {
         add_env(spec, template, &[(TRIAL_NAME_ENV, trial.to_string())]);
+        if collector.runs_command_as_shell_line() {
+            unquote_as_katibs_shell(spec, template);
+        }
         match &collector {
             Collector::Custom {
                 container: Some(custom),
@@ -147,6 +151,33 @@ pub fn inject(
         }
     }
     run_spec
+}
+
+/// The primary container of `template` as Katib's webhook runs it for the StdOut, File and
+/// TensorFlowEvent collectors, under a shell: each word of its command and args that a shell
+/// reads as one word loses its quotes ([`katib_unquoted`]), so Katib's NAS examples'
+/// `--architecture="${trialParameters.a}"` reaches the trainer as on Katib.
+fn unquote_as_katibs_shell(spec: &TrialSpec, template: &mut Value) {
+    let Some(containers) = template
+        .pointer_mut("/spec/containers")
+        .and_then(Value::as_array_mut)
+    else {
+        return;
+    };
+    let main = primary_container(containers, spec.primary_container_name.as_deref());
+    let Some(container) = containers.get_mut(main) else {
+        return;
+    };
+    for field in ["command", "args"] {
+        let words = container.get_mut(field).and_then(Value::as_array_mut);
+        for word in words.into_iter().flatten() {
+            if let Some(w) = word.as_str()
+                && let std::borrow::Cow::Owned(unquoted) = katib_unquoted(w)
+            {
+                *word = Value::String(unquoted);
+            }
+        }
+    }
 }
 
 /// `vars` added to the primary container of `template`, each unless the container sets it
@@ -733,6 +764,57 @@ mod tests {
         );
     }
 
+    /// As under the shell Katib's webhook adds for a StdOut, File or TensorFlowEvent trial,
+    /// the primary container's words lose the quotes Katib's NAS examples put around a
+    /// parameter; other collectors' and other containers' words are left as written, and
+    /// rendering twice changes nothing more.
+    #[test]
+    fn the_primary_containers_words_lose_the_quotes_katibs_shell_takes() {
+        let with = |command: Value| {
+            let mut j = job();
+            j["spec"]["template"]["spec"]["containers"][0]["command"] = command.clone();
+            j["spec"]["template"]["spec"]["containers"][1]["command"] = command;
+            j
+        };
+        let run = |collector: Value, j: Value| {
+            let out = inject(&config(), &trial(collector, None), "t", j);
+            let c = &out["spec"]["template"]["spec"]["containers"];
+            (c[1]["command"].clone(), c[0]["command"].clone(), out)
+        };
+        let nas = with(json!([
+            "python3",
+            "RunTrial.py",
+            "--arch=\"[[3], [0, 1]]\"",
+            "-c",
+            "print('a b')"
+        ]));
+        let unquoted = json!([
+            "python3",
+            "RunTrial.py",
+            "--arch=[[3], [0, 1]]",
+            "-c",
+            "print('a b')"
+        ]);
+        let (primary, helper, once) = run(json!({"collector": {"kind": "StdOut"}}), nas.clone());
+        assert_eq!(primary, unquoted);
+        assert_eq!(
+            helper,
+            nas["spec"]["template"]["spec"]["containers"][0]["command"]
+        );
+        assert_eq!(
+            run(json!({"collector": {"kind": "StdOut"}}), once.clone()).2,
+            once
+        );
+        let tfevent = json!({"collector": {"kind": "TensorFlowEvent"},
+            "source": {"fileSystemPath": {"path": "/var/log/katib/tfevent/", "kind": "Directory"}}});
+        assert_eq!(run(tfevent, nas.clone()).0, unquoted);
+        let push = run(json!({"collector": {"kind": "Push"}}), nas.clone());
+        assert_eq!(
+            push.0,
+            nas["spec"]["template"]["spec"]["containers"][1]["command"]
+        );
+    }
+
     /// Katib's pod webhook names the trial in its primary container whatever the collector
     /// (its SDK and trainers that tag their runs read it), except with the `None` collector,
     /// whose pods it leaves alone; a container that sets it keeps its own.
@@ -740,8 +822,8 @@ mod tests {
     fn every_trial_learns_its_name_but_none_is_left_alone() {
         let named = |name: &str| {
             let mut j = job();
-            j["spec"]["template"]["spec"]["containers"][1]["env"] =
-                json!([{"name": "KATIB_TRIAL_NAME", "value": name}]);
+            let c = &mut j["spec"]["template"]["spec"]["containers"][1];
+            c["env"] = json!([{"name": "KATIB_TRIAL_NAME", "value": name}]);
             j
         };
         let stdout = trial(json!({"collector": {"kind": "StdOut"}}), None);

@@ -82,9 +82,18 @@ impl LocalExperiment {
     ) -> Result<TrialCommand, RunnerError> {
         let rendered = self.render(trial, assignment)?;
         let primary = self.primary_container_name();
-        let container = vernier_spec::primary_container(&rendered, &primary)
+        let mut container = vernier_spec::primary_container(&rendered, &primary)
             .map_err(|source| template_error(trial, source))?;
+        self.as_katib_runs_it(&mut container);
         self.container_command(trial, trial, container, self.log_path(trial))
+    }
+
+    /// The primary container's words as the shell Katib's webhook adds reads them (the
+    /// StdOut, File and TensorFlowEvent collectors).
+    pub(crate) fn as_katib_runs_it(&self, container: &mut vernier_spec::ContainerSpec) {
+        if self.resolved.collector.runs_command_as_shell_line() {
+            container.unquote_as_katibs_shell();
+        }
     }
 
     /// The primary container's `workingDir` when this machine has no such directory, so the

@@ -369,6 +369,22 @@ pub struct NasConfig {
     pub operations: Vec<Operation>,
 }
 
+impl NasConfig {
+    /// What a run searches, for a user who sees no parameters: `nasConfig (1 layer(s), 4
+    /// operation(s))`.
+    pub fn describe(&self) -> String {
+        let layers = self
+            .graph_config
+            .as_ref()
+            .and_then(|g| g.num_layers)
+            .unwrap_or(0);
+        format!(
+            "nasConfig ({layers} layer(s), {} operation(s))",
+            self.operations.len()
+        )
+    }
+}
+
 /// `nasConfig.graphConfig`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

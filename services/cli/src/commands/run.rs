@@ -85,10 +85,13 @@ pub async fn run(
         let _ = lease.release().await;
         return Err(e.into());
     }
+    let searched = match &exp.spec.spec.nas_config {
+        Some(nas) if exp.space.is_empty() => format!("over {}", nas.describe()),
+        _ => format!("with {} parameter(s)", exp.space.len()),
+    };
     outln!(
-        "experiment {name}: {} with {} parameter(s), seed {seed}, logs in {}",
+        "experiment {name}: {} {searched}, seed {seed}, logs in {}",
         exp.algorithm,
-        exp.space.len(),
         exp.paths.log_dir.display()
     );
     if let Some(summary) = warm.summary() {

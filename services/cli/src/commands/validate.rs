@@ -244,16 +244,19 @@ fn print_summary(file: &Path, exp: &Experiment) -> anyhow::Result<()> {
         outln!("  early stopping: {}", with_settings(es));
     }
     outln!("  metrics collector: {}", collector_kind(s));
-    outln!(
-        "  parameters: {} ({})",
-        space.len(),
-        space
-            .parameters()
-            .iter()
-            .map(|p| p.name.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
+    match &s.nas_config {
+        Some(nas) if space.is_empty() => outln!("  search space: {}", nas.describe()),
+        _ => outln!(
+            "  parameters: {} ({})",
+            space.len(),
+            space
+                .parameters()
+                .iter()
+                .map(|p| p.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
     outln!(
         "  trials: parallel {}, max {}, max failed {}",
         s.parallel_trial_count.unwrap_or(3),

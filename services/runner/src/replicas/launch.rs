@@ -228,6 +228,9 @@ impl JobContext<'_> {
         if operator_sets_env(&container) {
             container.append_env(operator_env(self.set, id, self.ports, mpi_dir));
         }
+        if primary {
+            self.exp.as_katib_runs_it(&mut container);
+        }
         let log_path = self.trial_dir.join(format!("{id}.log"));
         let metrics_key = format!("{}/{id}", self.trial);
         let pid_file = log_path.with_extension("pid");

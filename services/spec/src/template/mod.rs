@@ -5,6 +5,7 @@
 mod container;
 mod expansion;
 pub mod replicas;
+mod shell_quotes;
 
 pub use container::{
     ContainerSpec, check_primary_container, container_from, local_blockers, primary_container,
@@ -14,6 +15,7 @@ pub use replicas::{
     JobKind, ReplicaSet, ReplicaSpec, ReplicaType, RestartPolicy, check_replica_set,
     replica_local_blockers, replica_set, training_job_ignored,
 };
+pub use shell_quotes::katib_unquoted;
 
 use crate::error::SpecError;
 use crate::known::DEFAULT_NAMESPACE;
