@@ -341,31 +341,16 @@ fn a_second_driver_is_refused_while_the_first_runs() {
 
 #[test]
 fn a_name_the_operator_drives_in_a_shared_database_is_refused_and_nothing_recorded() {
-    let sb = Sandbox::new();
-    let yaml = |name: &str| {
-        python_experiment(
-            name,
-            "print('loss=0.5', flush=True)",
-            "  objective:\n    type: minimize\n    objectiveMetricName: loss\n  parallelTrialCount: 1\n  maxTrialCount: 1",
-        )
-    };
     // A first run makes the database; then the operator, sharing it, holds `shared`.
-    let first = sb.write("first.yaml", &yaml("first"));
-    let out = sb.run(&["run", first.to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-    let insert = "import sqlite3, sys, time\n\
-        now = int(time.time() * 1e6)\n\
-        con = sqlite3.connect(sys.argv[1])\n\
-        con.execute('INSERT INTO experiment_leases VALUES (?, ?, ?, ?, ?, ?)', \
-        ('shared', 'vernier-operator', 'vernier-operator-7d9f', 1, now, now))\n\
-        con.commit()\n";
-    let status = std::process::Command::new("python3")
-        .args(["-c", insert, &sb.db()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-
-    let shared = sb.write("shared.yaml", &yaml("shared"));
+    let sb = database_with_one_run();
+    hold_lease(
+        &sb,
+        "shared",
+        "vernier-operator",
+        "vernier-operator-7d9f",
+        1,
+    );
+    let shared = sb.write("shared.yaml", &one_trial("shared"));
     let out = sb.run(&["run", shared.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     let err = String::from_utf8_lossy(&out.stderr);
@@ -383,35 +368,58 @@ fn a_name_the_operator_drives_in_a_shared_database_is_refused_and_nothing_record
     );
 }
 
+/// An experiment of one trial that reports at once.
+fn one_trial(name: &str) -> String {
+    python_experiment(
+        name,
+        "print('loss=0.5', flush=True)",
+        "  objective:\n    type: minimize\n    objectiveMetricName: loss\n  parallelTrialCount: 1\n  maxTrialCount: 1",
+    )
+}
+
+/// A sandbox whose database one finished run made.
+fn database_with_one_run() -> Sandbox {
+    let sb = Sandbox::new();
+    let first = sb.write("first.yaml", &one_trial("first"));
+    let out = sb.run(&["run", first.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    sb
+}
+
+/// Writes the lease of `experiment` as another driver holds it, heard from just now; an empty
+/// `host` is this machine.
+fn hold_lease(sb: &Sandbox, experiment: &str, owner: &str, host: &str, pid: u32) {
+    let insert = "import socket, sqlite3, sys, time\n\
+        now = int(time.time() * 1e6)\n\
+        con = sqlite3.connect(sys.argv[1])\n\
+        host = sys.argv[4] or socket.gethostname()\n\
+        con.execute('INSERT INTO experiment_leases VALUES (?, ?, ?, ?, ?, ?)', \
+        (sys.argv[2], sys.argv[3], host, int(sys.argv[5]), now, now))\n\
+        con.commit()\n";
+    let status = std::process::Command::new("python3")
+        .args([
+            "-c",
+            insert,
+            &sb.db(),
+            experiment,
+            owner,
+            host,
+            &pid.to_string(),
+        ])
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
 /// Two `vernier run` of one name at once: the one that finds the other's lease before its
 /// record is told the name is being started, not to run the command again once it ends (it
 /// would then be refused as existing).
 #[test]
 fn a_run_that_meets_another_starting_the_same_name_is_told_so() {
-    let sb = Sandbox::new();
-    let yaml = |name: &str| {
-        python_experiment(
-            name,
-            "print('loss=0.5', flush=True)",
-            "  objective:\n    type: minimize\n    objectiveMetricName: loss\n  parallelTrialCount: 1\n  maxTrialCount: 1",
-        )
-    };
-    let first = sb.write("first.yaml", &yaml("first"));
-    let out = sb.run(&["run", first.to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let sb = database_with_one_run();
     // The other run holds the lease and has not recorded the experiment yet.
-    let insert = "import os, socket, sqlite3, sys, time\n\
-        now = int(time.time() * 1e6)\n\
-        con = sqlite3.connect(sys.argv[1])\n\
-        con.execute('INSERT INTO experiment_leases VALUES (?, ?, ?, ?, ?, ?)', \
-        ('twin', 'other-run', socket.gethostname(), int(sys.argv[2]), now, now))\n\
-        con.commit()\n";
-    let status = std::process::Command::new("python3")
-        .args(["-c", insert, &sb.db(), &std::process::id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let twin = sb.write("twin.yaml", &yaml("twin"));
+    hold_lease(&sb, "twin", "other-run", "", std::process::id());
+    let twin = sb.write("twin.yaml", &one_trial("twin"));
     let out = sb.run(&["run", twin.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     let err = String::from_utf8_lossy(&out.stderr);

@@ -158,14 +158,7 @@ pub fn inject(
 /// reads as one word loses its quotes ([`katib_unquoted`]), so Katib's NAS examples'
 /// `--architecture="${trialParameters.a}"` reaches the trainer as on Katib.
 fn unquote_as_katibs_shell(spec: &TrialSpec, template: &mut Value) {
-    let Some(containers) = template
-        .pointer_mut("/spec/containers")
-        .and_then(Value::as_array_mut)
-    else {
-        return;
-    };
-    let main = primary_container(containers, spec.primary_container_name.as_deref());
-    let Some(container) = containers.get_mut(main) else {
+    let Some(container) = primary_of(spec, template) else {
         return;
     };
     for field in ["command", "args"] {
@@ -180,18 +173,23 @@ fn unquote_as_katibs_shell(spec: &TrialSpec, template: &mut Value) {
     }
 }
 
+/// The primary container of the pod template `template`.
+fn primary_of<'a>(
+    spec: &TrialSpec,
+    template: &'a mut Value,
+) -> Option<&'a mut serde_json::Map<String, Value>> {
+    let containers = template
+        .pointer_mut("/spec/containers")
+        .and_then(Value::as_array_mut)?;
+    let main = primary_container(containers, spec.primary_container_name.as_deref());
+    containers.get_mut(main).and_then(Value::as_object_mut)
+}
+
 /// `vars` added to the primary container of `template`, each unless the container sets it
 /// itself: the trial's name, and for a `Push` trial the operator's DBManager address in
 /// `VERNIER_DB_MANAGER_ADDRESS` (the SDK's `report_metrics` reads both).
 fn add_env(spec: &TrialSpec, template: &mut Value, vars: &[(&str, String)]) {
-    let Some(containers) = template
-        .pointer_mut("/spec/containers")
-        .and_then(Value::as_array_mut)
-    else {
-        return;
-    };
-    let main = primary_container(containers, spec.primary_container_name.as_deref());
-    let Some(container) = containers.get_mut(main).and_then(Value::as_object_mut) else {
+    let Some(container) = primary_of(spec, template) else {
         return;
     };
     let env = container.entry("env").or_insert_with(|| json!([]));

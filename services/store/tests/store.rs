@@ -412,6 +412,16 @@ async fn a_server_that_accepts_but_never_answers_is_given_up_on_opening() {
     held.abort();
 }
 
+/// How many experiments a read-only open of the database in `dir` lists.
+async fn read_only_count(dir: &Path) -> usize {
+    let reader = SqlStore::open(&url(dir), OpenMode::ReadOnly)
+        .await
+        .expect("read-only open");
+    let n = reader.list_experiments().await.expect("list").len();
+    reader.close().await;
+    n
+}
+
 /// Runs `sql` on the SQLite file at `path` with a plain connection (no vernier schema work).
 async fn raw_sql(path: &Path, sql: &str) {
     use sqlx::Connection;
@@ -491,11 +501,7 @@ async fn older_schemas_are_upgraded_and_newer_ones_named() {
         ),
     )
     .await;
-    let reader = SqlStore::open(&url(dir.path()), OpenMode::ReadOnly)
-        .await
-        .unwrap();
-    assert_eq!(reader.list_experiments().await.unwrap().len(), 1);
-    reader.close().await;
+    assert_eq!(read_only_count(dir.path()).await, 1);
 
     raw_sql(
         &path,
@@ -503,11 +509,7 @@ async fn older_schemas_are_upgraded_and_newer_ones_named() {
          VALUES (999, 'from the future', 1, x'00', 1)",
     )
     .await;
-    let reader = SqlStore::open(&url(dir.path()), OpenMode::ReadOnly)
-        .await
-        .unwrap();
-    assert_eq!(reader.list_experiments().await.unwrap().len(), 1);
-    reader.close().await;
+    assert_eq!(read_only_count(dir.path()).await, 1);
     let err = SqlStore::open(&url(dir.path()), OpenMode::Existing)
         .await
         .unwrap_err();
