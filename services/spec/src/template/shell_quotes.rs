@@ -4,9 +4,11 @@
 //! examples write `--architecture="${trialParameters.a}"`, and their trainers get the value
 //! without the quotes.
 //!
-//! Vernier gives each such word what the shell would make of it, word by word: a word that a
-//! shell reads as exactly one word (plain, single- or double-quoted, backslash-escaped parts)
-//! loses its quotes; any other is passed as written. So every command Katib's shell runs as
+//! Vernier gives each such word that holds quotes what the shell would make of it, word by
+//! word: a word that a shell reads as exactly one word (plain, single- or double-quoted,
+//! backslash-escaped parts) loses its quotes; any other is passed as written, and so is a
+//! word without quotes (a `printf` format's `\n` or a regex's `\d` stay as they are, where
+//! Katib's shell would eat the backslash). So every command Katib's shell runs as
 //! intended runs alike, without a shell in the image or on the path, while a word Katib's
 //! joining would break (a `python3 -c` program, a JSON value with spaces, `$HOME`) keeps
 //! working as it does without the webhook. A kubelet reference `$(NAME)` is text here, since
@@ -15,9 +17,10 @@
 
 use std::borrow::Cow;
 
-/// `word` as a shell reads it when it reads it as exactly one plain word; otherwise as written.
+/// `word` as a shell reads it when it holds quotes and a shell reads it as exactly one plain
+/// word; otherwise as written.
 pub fn katib_unquoted(word: &str) -> Cow<'_, str> {
-    if !word.contains(['"', '\'', '\\']) {
+    if !word.contains(['"', '\'']) {
         return Cow::Borrowed(word);
     }
     match words(word) {
@@ -112,7 +115,8 @@ mod tests {
             ("--arch=\"[[3], [0, 1]]\"", "--arch=[[3], [0, 1]]"),
             ("--c=\"{'k': 'v w'}\"", "--c={'k': 'v w'}"),
             ("'it''s'", "its"),
-            ("a\\ b", "a b"),
+            ("'a'\\ b", "a b"),
+            ("loss=%s\\n", "loss=%s\\n"),
             ("\"q\\\"x\"", "q\"x"),
             ("\"a\\b\"", "a\\b"),
             ("--x=\"$(POD_NAME)\"", "--x=$(POD_NAME)"),
