@@ -18,7 +18,7 @@ use crate::config::OperatorConfig;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use vernier_engine::Collector;
-use vernier_spec::template::katib_unquoted;
+use vernier_spec::template::unquote_katib_words;
 use vernier_spec::trial::{PUSH_ADDRESS_ENV, TRIAL_NAME_ENV, TrialSpec};
 
 pub use crate::config::{DEFAULT_COLLECTOR_IMAGE, DEFAULT_DB_MANAGER_ADDRESS};
@@ -155,21 +155,26 @@ pub fn inject(
 
 /// The primary container of `template` as Katib's webhook runs it for the StdOut, File and
 /// TensorFlowEvent collectors, under a shell: each word of its command and args that a shell
-/// reads as one word loses its quotes ([`katib_unquoted`]), so Katib's NAS examples'
+/// reads as one word loses its quotes ([`unquote_katib_words`]), so Katib's NAS examples'
 /// `--architecture="${trialParameters.a}"` reaches the trainer as on Katib.
 fn unquote_as_katibs_shell(spec: &TrialSpec, template: &mut Value) {
     let Some(container) = primary_of(spec, template) else {
         return;
     };
-    for field in ["command", "args"] {
-        let words = container.get_mut(field).and_then(Value::as_array_mut);
-        for word in words.into_iter().flatten() {
-            if let Some(w) = word.as_str()
-                && let std::borrow::Cow::Owned(unquoted) = katib_unquoted(w)
-            {
-                *word = Value::String(unquoted);
-            }
+    let words = |field: &str| -> Option<Vec<String>> {
+        match container.get(field) {
+            None | Some(Value::Null) => Some(Vec::new()),
+            Some(v) => serde_json::from_value(v.clone()).ok(),
         }
+    };
+    let (Some(mut command), Some(mut args)) = (words("command"), words("args")) else {
+        return;
+    };
+    let before = (command.clone(), args.clone());
+    unquote_katib_words(&mut command, &mut args);
+    if (&command, &args) != (&before.0, &before.1) {
+        container.insert("command".into(), json!(command));
+        container.insert("args".into(), json!(args));
     }
 }
 

@@ -382,11 +382,15 @@ fn start(
     };
     let store = store.clone();
     // Said once the process runs: a program that is not found never started.
+    // Each word quoted for a shell where it needs it, so where words begin and end shows.
+    let words = std::iter::once(&cmd.program).chain(&cmd.args);
+    let shown: Vec<String> = words
+        .map(|w| shlex::try_quote(w).map_or_else(|_| w.clone(), |q| q.into_owned()))
+        .collect();
     let started = format!(
-        "{} started: {} {} (log {})",
+        "{} started: {} (log {})",
         slot.process.id,
-        cmd.program,
-        cmd.args.join(" "),
+        shown.join(" "),
         cmd.log_path.display()
     );
     let summary = summary.clone();

@@ -2,10 +2,9 @@
 //! container's command as a process instead of submitting the object to Kubernetes.
 
 use super::expansion::{expand_container, expand_words};
-use super::shell_quotes::katib_unquoted;
+use super::shell_quotes::unquote_katib_words;
 use crate::error::SpecError;
 use serde_json::Value;
-use std::borrow::Cow;
 
 /// What local mode needs from the primary container. The image is informational only.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -36,15 +35,11 @@ impl ContainerSpec {
         (self.command, self.args) = (command, args);
     }
 
-    /// Each word of `command` and `args` as the shell Katib's webhook runs the primary
-    /// container of a StdOut, File or TensorFlowEvent trial under reads it, when it reads it as
-    /// one word ([`katib_unquoted`]). Called once the environment is complete.
+    /// `command` and `args` as the shell Katib's webhook runs the primary container of a
+    /// StdOut, File or TensorFlowEvent trial under reads them ([`unquote_katib_words`]).
+    /// Called once the environment is complete.
     pub fn unquote_as_katibs_shell(&mut self) {
-        for word in self.command.iter_mut().chain(self.args.iter_mut()) {
-            if let Cow::Owned(unquoted) = katib_unquoted(word) {
-                *word = unquoted;
-            }
-        }
+        unquote_katib_words(&mut self.command, &mut self.args);
     }
 }
 

@@ -15,7 +15,7 @@ pub use replicas::{
     JobKind, ReplicaSet, ReplicaSpec, ReplicaType, RestartPolicy, check_replica_set,
     replica_local_blockers, replica_set, training_job_ignored,
 };
-pub use shell_quotes::katib_unquoted;
+pub use shell_quotes::{katib_unquoted, unquote_katib_words};
 
 use crate::error::SpecError;
 use crate::known::DEFAULT_NAMESPACE;
