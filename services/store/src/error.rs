@@ -56,7 +56,7 @@ pub enum StoreError {
     NotADatabase { path: String },
 
     #[error(
-        "database `{path}` holds no vernier experiments: {}; nothing was changed in it\nhint: pass --db the file `vernier run` wrote (`vernier.db` in the directory it ran in, by default)",
+        "database `{path}` holds no vernier experiments: {}; nothing was changed in it\nhint: pass --db the database file vernier run wrote (vernier.db in the directory it ran in, by default)",
         if .tables.is_empty() { "it is empty".to_string() } else { format!("it holds other tables ({}) and no vernier schema", .tables.join(", ")) }
     )]
     NotVernier { path: String, tables: Vec<String> },

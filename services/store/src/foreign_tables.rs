@@ -39,9 +39,18 @@ pub(crate) fn colliding(existing: &[String]) -> Vec<String> {
     {
         return Vec::new();
     }
+    named_as_vernier(existing)
+}
+
+/// Of the database's `existing` tables (or views), those named as one the schema creates or
+/// as the migration record, whoever made them.
+pub(crate) fn named_as_vernier(existing: &[String]) -> Vec<String> {
     let mut found: Vec<String> = existing
         .iter()
-        .filter(|t| VERNIER_TABLES.iter().any(|v| t.eq_ignore_ascii_case(v)))
+        .filter(|t| {
+            let vernier = VERNIER_TABLES.iter().chain([&MIGRATION_RECORD]);
+            vernier.into_iter().any(|v| t.eq_ignore_ascii_case(v))
+        })
         .cloned()
         .collect();
     found.sort();

@@ -275,6 +275,11 @@ impl SqliteBackend {
         mode: OpenMode,
     ) -> Result<Self, StoreError> {
         let url = crate::url::redact(url);
+        if let SqliteTarget::File(path) = target
+            && path.metadata().is_ok_and(|m| m.len() > 0)
+        {
+            refuse_foreign(path, lock_timeout).await?;
+        }
         let (options, pool_options, shown) = pool_for(target, mode, &url)?;
         let options = options
             .journal_mode(SqliteJournalMode::Wal)
@@ -352,10 +357,6 @@ async fn open_migrated(
                 });
             }
         };
-        if let Err(e) = refuse_foreign(&pool, &shown).await {
-            pool.close().await;
-            return Err(e);
-        }
         let error = match MIGRATOR.run(&pool).await {
             Ok(()) => {
                 // Connections opened later must not create a file deleted meanwhile: an
@@ -377,25 +378,34 @@ async fn open_migrated(
     }
 }
 
-/// Refuses a file that holds tables of the names the schema creates without vernier's
-/// migration record (another program's database: Optuna's has `trials`), before the migrator
-/// writes its record into it and fails half way. A file that cannot be read is named as such;
-/// a busy one is left to the migrator's attempts.
-async fn refuse_foreign(pool: &sqlx::SqlitePool, shown: &str) -> Result<(), StoreError> {
-    match crate::sqlite_schema::tables(pool).await {
-        Ok(tables) => {
-            let colliding = crate::foreign_tables::colliding(&tables);
-            match colliding.is_empty() {
-                true => Ok(()),
-                false => Err(StoreError::NotVernier {
-                    path: shown.to_owned(),
-                    tables: colliding,
-                }),
-            }
-        }
-        Err(e) => match file_problem(&e) {
-            Some(problem) => Err(problem(shown.to_owned())),
-            None => Ok(()),
-        },
+/// Refuses an existing file that holds tables or views of the names the schema creates (or a
+/// migration record) that vernier did not make: another program's database (Optuna's has
+/// `trials`). Read before the writable open, which would switch the file to WAL, and before
+/// the migrator, which would write its record and fail half way. A file that cannot be read
+/// here is left to the writable open to name.
+async fn refuse_foreign(path: &Path, lock_timeout: Duration) -> Result<(), StoreError> {
+    let options = SqliteConnectOptions::new()
+        .filename(path)
+        .read_only(true)
+        .busy_timeout(lock_timeout);
+    let Ok(pool) = SqlitePoolOptions::new()
+        .max_connections(1)
+        .connect_with(options)
+        .await
+    else {
+        return Ok(());
+    };
+    let state = read_state(&pool, &MIGRATOR).await;
+    pool.close().await;
+    let Ok(SchemaState::NotVernier { tables }) = state else {
+        return Ok(());
+    };
+    let named = crate::foreign_tables::named_as_vernier(&tables);
+    match named.is_empty() {
+        true => Ok(()),
+        false => Err(StoreError::NotVernier {
+            path: path.display().to_string(),
+            tables: named,
+        }),
     }
 }

@@ -1,7 +1,8 @@
-//! What an existing SQLite file holds before a command that only reads opens it: this
-//! version's schema (read it as it is), an older one (it must be upgraded, which writes), a
-//! newer one (read it, warning), or none at all (an empty file, or another program's
-//! database, which a reader must leave untouched).
+//! What an existing SQLite file holds before vernier opens it: this version's schema (read
+//! it as it is), an older one (it must be upgraded, which writes), a newer one (read it,
+//! warning), or none at all (an empty file, or another program's database, even one whose
+//! migrations sqlx recorded, which a reader must leave untouched and a writer must not set up
+//! over tables of the names it would create).
 
 use sqlx::SqlitePool;
 use sqlx::migrate::Migrator;
@@ -24,14 +25,19 @@ pub(crate) async fn read_state(
     pool: &SqlitePool,
     migrator: &Migrator,
 ) -> Result<SchemaState, sqlx::Error> {
-    let applied: Result<Vec<i64>, _> =
-        sqlx::query_scalar("SELECT version FROM _sqlx_migrations WHERE success")
+    let applied: Result<Vec<(i64, Vec<u8>)>, _> =
+        sqlx::query_as("SELECT version, checksum FROM _sqlx_migrations WHERE success")
             .fetch_all(pool)
             .await;
     match applied {
+        // Another program's migrations (sqlx is common): vernier's first one is not there.
+        Ok(applied) if !has_first_of(migrator, &applied) => Ok(SchemaState::NotVernier {
+            tables: tables(pool).await?,
+        }),
         Ok(applied) => {
             let known: Vec<i64> = migrator.iter().map(|m| m.version).collect();
-            Ok(state_of(&applied, &known))
+            let versions: Vec<i64> = applied.iter().map(|(v, _)| *v).collect();
+            Ok(state_of(&versions, &known))
         }
         Err(sqlx::Error::Database(db)) if db.message().contains("no such table") => {
             Ok(SchemaState::NotVernier {
@@ -42,11 +48,22 @@ pub(crate) async fn read_state(
     }
 }
 
-/// The file's own tables, by name.
+/// Whether `applied` records `migrator`'s first migration with its checksum: the mark of a file
+/// vernier set up, whatever version wrote it last.
+fn has_first_of(migrator: &Migrator, applied: &[(i64, Vec<u8>)]) -> bool {
+    let Some(first) = migrator.iter().min_by_key(|m| m.version) else {
+        return false;
+    };
+    applied
+        .iter()
+        .any(|(v, c)| *v == first.version && c.as_slice() == &*first.checksum)
+}
+
+/// The file's own tables and views, by name.
 pub(crate) async fn tables(pool: &SqlitePool) -> Result<Vec<String>, sqlx::Error> {
     sqlx::query_scalar(
-        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' \
-         ORDER BY name",
+        "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') \
+         AND name NOT LIKE 'sqlite_%' ORDER BY name",
     )
     .fetch_all(pool)
     .await

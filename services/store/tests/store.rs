@@ -465,6 +465,7 @@ async fn a_file_without_vernier_schema_is_refused_and_left_untouched() {
         );
         assert_eq!(std::fs::read(path).unwrap(), before, "{shown} was written");
     }
+    let before = std::fs::read(&foreign).unwrap();
     let err = SqlStore::open(&foreign.display().to_string(), OpenMode::Existing)
         .await
         .unwrap_err();
@@ -477,6 +478,32 @@ async fn a_file_without_vernier_schema_is_refused_and_left_untouched() {
         text.contains("it holds other tables (trials) and no vernier schema"),
         "{text}"
     );
+    assert_eq!(
+        std::fs::read(&foreign).unwrap(),
+        before,
+        "the refused file was written"
+    );
+    // Another program whose migrations sqlx recorded, and a view of one of vernier's names.
+    let sqlx_app = dir.path().join("app.db");
+    raw_sql(
+        &sqlx_app,
+        "CREATE TABLE _sqlx_migrations (version BIGINT PRIMARY KEY, description TEXT, \
+         installed_on TIMESTAMP, success BOOLEAN, checksum BLOB, execution_time BIGINT); \
+         INSERT INTO _sqlx_migrations VALUES (20230101000000, 'init', 0, 1, x'00', 1); \
+         CREATE TABLE t (a); CREATE VIEW experiments AS SELECT * FROM t;",
+    )
+    .await;
+    let before = std::fs::read(&sqlx_app).unwrap();
+    for mode in [OpenMode::ReadOnly, OpenMode::Existing] {
+        let err = SqlStore::open(&sqlx_app.display().to_string(), mode)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, StoreError::NotVernier { .. }),
+            "{mode:?}: {err:?}"
+        );
+        assert_eq!(std::fs::read(&sqlx_app).unwrap(), before, "{mode:?} wrote");
+    }
     // An empty file given to a command that writes becomes a vernier database.
     let store = SqlStore::open(&empty.display().to_string(), OpenMode::Existing).await;
     store.unwrap().list_experiments().await.unwrap();
