@@ -121,7 +121,10 @@ sys.stdout.write('loss=0.5\\n')\n";
         .lines()
         .find(|l| l.contains("could not be used"))
         .unwrap_or_else(|| panic!("no warning in {all}"));
-    assert!(warning.contains("300 metric line(s)"), "{warning}");
+    assert!(
+        warning.contains("300 problem(s) reading its metrics"),
+        "{warning}"
+    );
     assert!(
         warning.contains(&format!("loss={}... (100000 bytes)", "n".repeat(64))),
         "{warning}"

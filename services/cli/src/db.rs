@@ -54,6 +54,26 @@ pub fn db_flag(db: &str) -> String {
     }
 }
 
+/// [`db_flag`] for text recorded in the database and pasted later from any directory: a
+/// SQLite file's path made absolute, named even when it is the default.
+pub fn db_flag_anywhere(db: &str) -> String {
+    let (scheme, path) = match db.strip_prefix("sqlite://") {
+        Some(path) => ("sqlite://", path),
+        None if db.contains("://") || db.contains(":memory:") => return db_flag(db),
+        None => ("", db),
+    };
+    match std::path::absolute(path) {
+        Ok(abs) => {
+            let shown = format!("{scheme}{}", abs.display());
+            match shlex::try_quote(&shown) {
+                Ok(quoted) => format!(" --db {quoted}"),
+                Err(_) => format!(" --db {shown}"),
+            }
+        }
+        Err(_) => db_flag(db),
+    }
+}
+
 /// Opens or creates `db` ([`SqlStore::connect`]), to be closed by [`close_all`].
 pub async fn connect(db: &str) -> anyhow::Result<SqlStore> {
     refuse_empty(db)?;
@@ -137,5 +157,25 @@ mod db_flag_tests {
         assert!(spaced.starts_with(" --db "), "{spaced}");
         let words = shlex::split(spaced.trim()).expect("splits");
         assert_eq!(words, ["--db", "my dir/x.db"]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_recorded_db_flag_reaches_the_file_from_anywhere() {
+        let cwd = std::env::current_dir().unwrap().display().to_string();
+        let cases = [
+            ("vernier.db", format!(" --db {cwd}/vernier.db")),
+            ("runs/a.db", format!(" --db {cwd}/runs/a.db")),
+            ("sqlite://a.db", format!(" --db sqlite://{cwd}/a.db")),
+            ("/abs/a.db", " --db /abs/a.db".to_string()),
+            ("postgres://u@h/d", " --db postgres://u@h/d".to_string()),
+        ];
+        for (db, flag) in cases {
+            assert_eq!(db_flag_anywhere(db), flag, "{db}");
+        }
     }
 }

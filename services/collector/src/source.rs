@@ -101,7 +101,7 @@ impl FollowedSource {
         read
     }
 
-    /// Whether the metrics file has existed at any read, or the event directory exists.
+    /// Whether the metrics file has existed at any read, or an event file has been found.
     fn found(&self) -> bool {
         match &self.reader {
             Reader::Lines { follower, .. } => follower.found(),
@@ -110,14 +110,15 @@ impl FollowedSource {
     }
 
     fn never_created(&self) -> String {
-        let what = match self.reader {
-            Reader::Lines { .. } => "metrics file",
-            Reader::Events(_) => "event directory",
-        };
-        format!(
-            "the {what} {} was never created while the trial ran",
-            self.path().display()
-        )
+        let path = self.path().display();
+        match self.reader {
+            Reader::Lines { .. } => {
+                format!("the metrics file {path} was never created while the trial ran")
+            }
+            Reader::Events(_) => format!(
+                "no event file (events.out.tfevents.*) was written under {path} while the trial ran"
+            ),
+        }
     }
 }
 
@@ -286,9 +287,13 @@ mod tests {
         );
         assert_eq!(said, [want]);
         let events = dir.path().join("events");
+        std::fs::create_dir(&events).unwrap();
         let mut dir_source = FollowedSource::new(&events, SourceFormat::Events, wanted());
         let said = dir_source.read(true).warnings;
-        assert!(said[0].starts_with("the event directory "), "{said:?}");
+        assert!(
+            said[0].starts_with("no event file (events.out.tfevents.*) was written under "),
+            "{said:?}"
+        );
 
         let mut gone = FollowedSource::new(&path, text, wanted());
         std::fs::write(&path, "loss=1\n").unwrap();

@@ -56,9 +56,9 @@ impl TfEventFollower {
         &self.root
     }
 
-    /// Whether the event directory exists.
+    /// Whether an event file was found at any poll (a driver may make the directory itself).
     pub fn found(&self) -> bool {
-        self.root.is_dir()
+        !self.files.is_empty()
     }
 
     /// New scalars from every event file; a missing directory yields nothing.

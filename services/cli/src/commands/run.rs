@@ -477,7 +477,7 @@ async fn drive_leased(
         push_address: Some(push.address.clone()),
         suggestion_source: plugins.source_for(exp, Some(store))?,
         warm_start: warm,
-        resume_flags: crate::db::db_flag(db),
+        resume_flags: crate::db::db_flag_anywhere(db),
     };
     if let Some(source) = &hooks.suggestion_source {
         outln!("suggestions come from {}", source.describe());

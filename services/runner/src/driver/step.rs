@@ -352,7 +352,7 @@ fn rejected_warning(name: &str, report: &ProcessReport) -> String {
         n => format!(" and {n} more"),
     };
     format!(
-        "trial {name}: {} metric line(s) or value(s) could not be used and were skipped: {}{more}",
+        "trial {name}: {} problem(s) reading its metrics, what could not be used was skipped: {}{more}",
         report.rejected_total,
         shown.join(", ")
     )
@@ -383,7 +383,7 @@ mod tests {
         report.rejected_total = 7;
         assert_eq!(
             rejected_warning("t", &report),
-            "trial t: 7 metric line(s) or value(s) could not be used and were skipped: a=x, \
+            "trial t: 7 problem(s) reading its metrics, what could not be used was skipped: a=x, \
              b=y, c=z and 4 more"
         );
         report.rejected.truncate(2);
