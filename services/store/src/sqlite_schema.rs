@@ -15,7 +15,8 @@ pub(crate) enum SchemaState {
     Current { newer: Option<i64> },
     /// A migration this build knows is not applied yet.
     Behind,
-    /// No migration record: the file's tables (none for an empty file).
+    /// No migration record, or another program's: the file's tables and views (none for an
+    /// empty file).
     NotVernier { tables: Vec<String> },
 }
 
@@ -30,10 +31,14 @@ pub(crate) async fn read_state(
             .fetch_all(pool)
             .await;
     match applied {
-        // Another program's migrations (sqlx is common): vernier's first one is not there.
-        Ok(applied) if !has_first_of(migrator, &applied) => Ok(SchemaState::NotVernier {
-            tables: tables(pool).await?,
-        }),
+        // Another program's migrations (sqlx is common): vernier's first one is not there. An
+        // empty record is a file another vernier is setting up right now (the migrator makes
+        // the record before it applies the first migration).
+        Ok(applied) if !applied.is_empty() && !has_first_of(migrator, &applied) => {
+            Ok(SchemaState::NotVernier {
+                tables: tables(pool).await?,
+            })
+        }
         Ok(applied) => {
             let known: Vec<i64> = migrator.iter().map(|m| m.version).collect();
             let versions: Vec<i64> = applied.iter().map(|(v, _)| *v).collect();
