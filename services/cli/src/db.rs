@@ -46,8 +46,12 @@ pub fn db_flag(db: &str) -> String {
     if db == "vernier.db" {
         return String::new();
     }
-    let shown = vernier_store::redact_url(db);
-    match shlex::try_quote(&shown) {
+    flag(&vernier_store::redact_url(db))
+}
+
+/// ` --db SHOWN`, quoted for the shell where it needs to be.
+fn flag(shown: &str) -> String {
+    match shlex::try_quote(shown) {
         Ok(quoted) => format!(" --db {quoted}"),
         // Only a NUL byte cannot be quoted, and no path holds one.
         Err(_) => format!(" --db {shown}"),
@@ -63,13 +67,7 @@ pub fn db_flag_anywhere(db: &str) -> String {
         None => ("", db),
     };
     match std::path::absolute(path) {
-        Ok(abs) => {
-            let shown = format!("{scheme}{}", abs.display());
-            match shlex::try_quote(&shown) {
-                Ok(quoted) => format!(" --db {quoted}"),
-                Err(_) => format!(" --db {shown}"),
-            }
-        }
+        Ok(abs) => flag(&format!("{scheme}{}", abs.display())),
         Err(_) => db_flag(db),
     }
 }
@@ -136,7 +134,7 @@ pub async fn unattended(
 
 #[cfg(test)]
 mod db_flag_tests {
-    use super::db_flag;
+    use super::{db_flag, db_flag_anywhere};
 
     #[test]
     fn suggested_commands_name_a_database_other_than_the_default() {
@@ -158,11 +156,6 @@ mod db_flag_tests {
         let words = shlex::split(spaced.trim()).expect("splits");
         assert_eq!(words, ["--db", "my dir/x.db"]);
     }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
 
     #[test]
     fn a_recorded_db_flag_reaches_the_file_from_anywhere() {

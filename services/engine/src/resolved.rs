@@ -69,7 +69,7 @@ pub enum Collector {
 impl Collector {
     /// Whether Katib's webhook runs the trial's primary container as one shell line
     /// (`NeedWrapWorkerMetricsCollectorList`: StdOut, File and TensorFlowEvent), so its words
-    /// lose their quotes as [`vernier_spec::template::katib_unquoted`] says.
+    /// lose their quotes as [`vernier_spec::template::unquote_katib_words`] says.
     pub fn runs_command_as_shell_line(&self) -> bool {
         matches!(
             self,
