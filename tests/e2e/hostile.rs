@@ -22,7 +22,7 @@ spec:
   maxTrialCount: 4
   maxFailedTrialCount: 0
   parameters:
-    - name: n
+    - name: "n"
       parameterType: int
       feasibleSpace:
         min: "-9223372036854775808"
@@ -35,8 +35,8 @@ spec:
   trialTemplate:
     primaryContainerName: training
     trialParameters:
-      - name: n
-        reference: n
+      - name: "n"
+        reference: "n"
       - name: x
         reference: x
     trialSpec:
@@ -184,7 +184,7 @@ fn validate_refuses_what_run_refuses() {
     // local verdict names the field `run` refuses.
     let entrypoint = base.replace(
         r#"command: ["/usr/bin/printf", 'loss=1 n=%s x=%s\n', "${trialParameters.n}", "${trialParameters.x}"]"#,
-        "command: []\n                env: [{name: N, value: \"${trialParameters.n}\"}, {name: X, value: \"${trialParameters.x}\"}]",
+        "command: []\n                env: [{name: \"N\", value: \"${trialParameters.n}\"}, {name: X, value: \"${trialParameters.x}\"}]",
     );
     let sb = Sandbox::new();
     let file = sb.write("x.yaml", &entrypoint);

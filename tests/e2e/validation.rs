@@ -300,6 +300,18 @@ fn validate_shows_both_verdicts() {
             && out.contains("local: runnable"),
         "{out}"
     );
+    // Words kubectl's YAML 1.1 reads as booleans: runnable here, refused by a cluster, each
+    // named; quoted, they are text everywhere.
+    let (code, out) = verdict(&VALID.replacen("list: [sgd, adam]", "list: [yes, no, 'on']", 1));
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.contains("warning: spec.parameters[2].feasibleSpace.list[0]: value yes is written unquoted, and kubectl reads it as the boolean true")
+            && out.contains("spec.parameters[2].feasibleSpace.list[1]: value no")
+            && !out.contains("list[2]")
+            && out.contains("cluster: refused: 2 field(s) a cluster reads as numbers or booleans")
+            && out.contains("local: runnable"),
+        "{out}"
+    );
 }
 
 #[test]

@@ -125,7 +125,7 @@ pub fn validate(file: &Path) -> anyhow::Result<Exit> {
                 (Some(why), _) => outln!("cluster: refused by `vernier operator`: {why}"),
                 (None, true) => outln!("cluster: valid (`vernier operator` accepts it)"),
                 (None, false) => outln!(
-                    "cluster: refused: {} text field(s) written as numbers or booleans (warnings above)",
+                    "cluster: refused: {} field(s) a cluster reads as numbers or booleans, where text is wanted (warnings above)",
                     unquoted.len()
                 ),
             }
@@ -147,10 +147,15 @@ pub fn validate(file: &Path) -> anyhow::Result<Exit> {
     }
 }
 
-/// The text fields of `file` written as bare numbers or booleans (a cluster refuses them).
+/// The text fields of `file` written as bare numbers or booleans, and the plain words kubectl
+/// reads as booleans (a cluster refuses them).
 pub fn unquoted_text_fields(file: &Path) -> Vec<SpecError> {
     vernier_spec::limits::read_text_capped(file, vernier_spec::limits::MAX_SPEC_BYTES)
-        .map(|text| vernier_spec::unquoted_text_fields(&text))
+        .map(|text| {
+            let mut found = vernier_spec::unquoted_text_fields(&text);
+            found.extend(vernier_spec::kubectl_booleans(&text));
+            found
+        })
         .unwrap_or_default()
 }
 
@@ -190,7 +195,7 @@ fn with_settings(a: &vernier_spec::types::AlgorithmSpec) -> String {
     let settings: Vec<String> = a
         .algorithm_settings
         .iter()
-        .map(|s| format!("{} {}", s.name, s.value))
+        .map(|s| format!("{} {}", s.name, s.value.trim()))
         .collect();
     format!("{name} ({})", settings.join(", "))
 }
