@@ -5,7 +5,8 @@
 //! logs is about 45 MB), so the request is checked whole first, then recorded in batches of
 //! [`REPORT_BATCH`] logs, each batch's strings moved out of the request: memory beyond the
 //! decoded request stays one batch. A store failure part-way leaves the earlier batches
-//! recorded; reporting the same logs again adds them again, as in Katib.
+//! recorded, and the error says how many logs were (reporting the same logs again adds them
+//! again, as in Katib, where a report is one insert).
 
 use crate::error::ApiError;
 use tonic::{Request, Response, Status};
@@ -47,6 +48,7 @@ fn require_trial(trial: &str) -> Result<(), ApiError> {
         }
         .into());
     }
+    no_nul_byte("trial_name", trial)?;
     // The server stores' trial name columns hold 255 bytes (Katib's too): a longer name would
     // be stored on SQLite and refused by the others as a retryable error.
     if trial.len() > MAX_TRIAL_NAME_BYTES {
@@ -95,6 +97,8 @@ fn observation_from_wire(i: usize, ml: &MetricLog) -> Result<(i64, &Metric), Api
         }
         .into());
     }
+    check_metric_name(&format!("{field}.metric.name"), &metric.name)?;
+    no_nul_byte(&format!("{field}.metric.value"), &metric.value)?;
     // Beyond what every store's columns hold (as Katib's do): refused here as the caller's
     // error, not failed in the database as one the caller would retry forever.
     for (part, text, limit) in [
@@ -113,6 +117,41 @@ fn observation_from_wire(i: usize, ml: &MetricLog) -> Result<(i64, &Metric), Api
         }
     }
     Ok((timestamp_us, metric))
+}
+
+/// A metric name every store keys alike: MySQL and MariaDB compare `loss ` equal to `loss`,
+/// so a name with trailing whitespace would read and reduce with another metric's logs there
+/// and not elsewhere; no metric Katib's collectors parse has such spaces.
+fn check_metric_name(field: &str, name: &str) -> Result<(), ApiError> {
+    if name.trim() != name {
+        return Err(ProtoError::Core {
+            field: field.into(),
+            reason: format!(
+                "value {name:?} begins or ends with whitespace, which a metric name may not \
+                 have (MySQL would take it for the name without it); hint: send the name \
+                 without the spaces"
+            ),
+        }
+        .into());
+    }
+    no_nul_byte(field, name)
+}
+
+/// PostgreSQL's text cannot hold a NUL byte: refused on every store as the caller's error, not
+/// failed there as one the caller would retry forever.
+fn no_nul_byte(field: &str, text: &str) -> Result<(), ApiError> {
+    match text.contains('\0') {
+        false => Ok(()),
+        true => Err(ProtoError::Core {
+            field: field.into(),
+            reason: format!(
+                "value {:?} holds a NUL byte, which a database cannot store as text; hint: \
+                 send text without it",
+                text.chars().take(40).collect::<String>()
+            ),
+        }
+        .into()),
+    }
 }
 
 /// Checked logs `offset..` as observations, moving their strings out (the caller checked them
@@ -148,17 +187,33 @@ impl DbManagerService {
             .as_mut()
             .map(|l| l.metric_logs.as_mut_slice())
             .unwrap_or_default();
+        let total = logs.len();
         for (b, chunk) in logs.chunks_mut(REPORT_BATCH).enumerate() {
             let batch = take_observations(b * REPORT_BATCH, chunk)?;
-            self.store
+            let recorded = self
+                .store
                 .report_observations(&req.trial_name, &batch)
-                .await?;
+                .await;
+            match (recorded, b) {
+                (Ok(()), _) => {}
+                (Err(e), 0) => return Err(e.into()),
+                (Err(source), _) => {
+                    return Err(ApiError::PartlyRecorded {
+                        recorded: b * REPORT_BATCH,
+                        total,
+                        source: Box::new(source),
+                    });
+                }
+            }
         }
         Ok(())
     }
 
     async fn get(&self, req: &GetObservationLogRequest) -> Result<ObservationLog, ApiError> {
         require_trial(&req.trial_name)?;
+        // A SQLite file deleted or replaced since it was opened is no longer what anyone else
+        // reads or writes: its logs are refused as a report to it is, not answered as current.
+        self.store.check_in_place()?;
         let bound = |field: &str, text: &str| -> Result<Option<i64>, ApiError> {
             if text.is_empty() {
                 Ok(None)
@@ -169,6 +224,9 @@ impl DbManagerService {
         let start = bound("start_time", &req.start_time)?;
         let end = bound("end_time", &req.end_time)?;
         let metric = (!req.metric_name.is_empty()).then_some(req.metric_name.as_str());
+        if let Some(name) = metric {
+            check_metric_name("metric_name", name)?;
+        }
         let logs = self
             .store
             .observations(&req.trial_name, metric, start, end)
@@ -229,6 +287,48 @@ mod tests {
     use super::*;
 
     #[test]
+    fn metric_names_and_values_no_store_keeps_alike_are_refused_by_field() {
+        let log = |name: &str, value: &str| MetricLog {
+            time_stamp: "2024-05-01T12:00:00Z".into(),
+            metric: Some(Metric {
+                name: name.into(),
+                value: value.into(),
+            }),
+        };
+        let field = "observation_log.metric_logs[0].metric";
+        let cases = [
+            (log("loss", "0.5"), None),
+            (log("loss", "Genotype(normal=[])"), None),
+            (
+                log("loss ", "0.5"),
+                Some(format!("{field}.name: value \"loss \" begins")),
+            ),
+            (
+                log("\tloss", "0.5"),
+                Some(format!("{field}.name: value \"\\tloss\" begins")),
+            ),
+            (
+                log("lo\0ss", "0.5"),
+                Some(format!("{field}.name: value \"lo\\0ss\" holds a NUL")),
+            ),
+            (
+                log("loss", "1\0x"),
+                Some(format!("{field}.value: value \"1\\0x\" holds a NUL")),
+            ),
+        ];
+        for (ml, refused) in cases {
+            let got = check_observation_log(Some(&ObservationLog {
+                metric_logs: vec![ml.clone()],
+            }));
+            match (got, refused) {
+                (Ok(()), None) => {}
+                (Err(e), Some(text)) => assert!(e.to_string().contains(&text), "{e}"),
+                (got, want) => panic!("{ml:?}: {got:?}, wanted {want:?}"),
+            }
+        }
+    }
+
+    #[test]
     fn trial_names_no_trial_has_are_refused_by_field() {
         let long = "t".repeat(256);
         let cases = [
@@ -236,6 +336,7 @@ mod tests {
             (&"t".repeat(255)[..], None),
             ("", Some("trial_name")),
             ("t1 ", Some("begins or ends with whitespace")),
+            ("t\0x", Some("trial_name: value \"t\\0x\" holds a NUL byte")),
             (
                 &long[..],
                 Some("value of 256 bytes is longer than a trial name can be (255)"),

@@ -81,6 +81,15 @@ pub enum ApiError {
         "cannot read observation logs from the DBManager at {address} (db_manager_address): {reason}\nhint: check that a DBManager (e.g. katib-db-manager) listens at {address}, or send an empty db_manager_address to read this server's own store"
     )]
     DbManagerUnreachable { address: String, reason: String },
+    /// A report's later batch failed after its earlier batches were recorded.
+    #[error(
+        "{recorded} of the report's {total} logs were recorded, then recording the rest failed: {source}\nhint: send again only the logs from index {recorded} on; the whole report again would record those {recorded} twice"
+    )]
+    PartlyRecorded {
+        recorded: usize,
+        total: usize,
+        source: Box<StoreError>,
+    },
     #[error("gRPC server failed: {0}")]
     Transport(#[from] tonic::transport::Error),
     #[error("reflection descriptor cannot be loaded: {0}")]
@@ -104,24 +113,67 @@ impl From<ApiError> for Status {
             ApiError::SearchComplete { .. } | ApiError::Stalled { .. } => Code::OutOfRange,
             ApiError::RulesUnsupported(_) => Code::Unimplemented,
             ApiError::TrialAlreadyEnded { .. } => Code::FailedPrecondition,
-            ApiError::Store(
-                StoreError::Connect { .. }
-                | StoreError::Query { .. }
-                | StoreError::Locked { .. }
-                | StoreError::ConnectionLost { .. }
-                | StoreError::Unreachable { .. },
-            ) => Code::Unavailable,
-            // Retrying cannot help until someone fixes the database.
-            ApiError::Store(
-                StoreError::DatabaseFileGone { .. }
-                | StoreError::ReadOnly { .. }
-                | StoreError::Damaged { .. }
-                | StoreError::Vanished { .. }
-                | StoreError::DamagedFile { .. },
-            ) => Code::FailedPrecondition,
-            ApiError::Store(StoreError::NotFound { .. }) => Code::NotFound,
+            ApiError::Store(source) => store_code(source),
+            ApiError::PartlyRecorded { source, .. } => store_code(source),
             _ => Code::Internal,
         };
         Status::new(code, e.to_string())
+    }
+}
+
+fn store_code(e: &StoreError) -> Code {
+    match e {
+        StoreError::Connect { .. }
+        | StoreError::Query { .. }
+        | StoreError::Locked { .. }
+        | StoreError::ConnectionLost { .. }
+        | StoreError::Unreachable { .. } => Code::Unavailable,
+        // Retrying cannot help until someone fixes the database.
+        StoreError::DatabaseFileGone { .. }
+        | StoreError::ReadOnly { .. }
+        | StoreError::Damaged { .. }
+        | StoreError::Vanished { .. }
+        | StoreError::DamagedFile { .. } => Code::FailedPrecondition,
+        StoreError::NotFound { .. } => Code::NotFound,
+        _ => Code::Internal,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_report_failed_part_way_says_what_was_recorded_with_the_store_errors_code() {
+        let locked = || StoreError::Locked {
+            action: "record observations of trial",
+            name: "t1".into(),
+            url: "a.db".into(),
+            waited: std::time::Duration::from_secs(30),
+        };
+        let whole = Status::from(ApiError::Store(locked()));
+        let part = Status::from(ApiError::PartlyRecorded {
+            recorded: 20_000,
+            total: 50_000,
+            source: Box::new(locked()),
+        });
+        assert_eq!(
+            (whole.code(), part.code()),
+            (Code::Unavailable, Code::Unavailable)
+        );
+        assert!(
+            part.message().starts_with(
+                "20000 of the report's 50000 logs were recorded, then recording the rest failed: cannot record observations of trial `t1`"
+            ),
+            "{}",
+            part.message()
+        );
+        assert!(
+            part.message().ends_with(
+                "hint: send again only the logs from index 20000 on; the whole report again would record those 20000 twice"
+            ),
+            "{}",
+            part.message()
+        );
     }
 }

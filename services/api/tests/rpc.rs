@@ -635,6 +635,52 @@ async fn db_manager_reports_filters_and_deletes_observation_logs() {
             s.message()
         );
     }
+    // What one store would key or hold differently from another (MySQL pads trailing spaces,
+    // PostgreSQL's text cannot hold NUL): the caller's error on every store.
+    for (metric, value, said) in [
+        (
+            "loss ",
+            "1",
+            "metric.name: value \"loss \" begins or ends with whitespace",
+        ),
+        (
+            "lo\0ss",
+            "1",
+            "metric.name: value \"lo\\0ss\" holds a NUL byte",
+        ),
+        (
+            "loss",
+            "1\0",
+            "metric.value: value \"1\\0\" holds a NUL byte",
+        ),
+    ] {
+        let s = status_of(
+            db.report_observation_log(ReportObservationLogRequest {
+                trial_name: "t1".into(),
+                observation_log: Some(ObservationLog {
+                    metric_logs: vec![log(metric, value, "2024-01-01T00:00:09Z")],
+                }),
+            })
+            .await,
+        );
+        assert_eq!(s.code(), Code::InvalidArgument, "{}", s.message());
+        let want = format!("observation_log.metric_logs[0].{said}");
+        assert!(s.message().starts_with(&want), "{}", s.message());
+    }
+    let s = status_of(
+        db.get_observation_log(GetObservationLogRequest {
+            trial_name: "t1".into(),
+            metric_name: "loss ".into(),
+            ..Default::default()
+        })
+        .await,
+    );
+    assert_eq!(s.code(), Code::InvalidArgument, "{}", s.message());
+    assert!(
+        s.message().starts_with("metric_name: value \"loss \""),
+        "{}",
+        s.message()
+    );
     let s = status_of(
         db.delete_observation_log(DeleteObservationLogRequest {
             trial_name: "t1   ".into(),
@@ -1073,4 +1119,40 @@ async fn a_failed_pbt_member_under_a_controller_asking_for_a_generation_does_not
         "the failed member is retried as it was"
     );
     assert_eq!(labels(&replies[2], generation), ["1"; 5]);
+}
+
+#[tokio::test]
+async fn a_database_file_deleted_under_the_server_is_refused_for_reads_as_for_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("served.db");
+    let store = SqlStore::connect(path.to_str().unwrap()).await.unwrap();
+    let (channel, _shutdown) = support::serve(vernier_api::router(store.clone()).unwrap()).await;
+    let mut db = DbManagerClient::new(channel);
+    let report = ReportObservationLogRequest {
+        trial_name: "t1".into(),
+        observation_log: Some(ObservationLog {
+            metric_logs: vec![log("loss", "0.5", "2024-01-01T00:00:01Z")],
+        }),
+    };
+    db.report_observation_log(report.clone()).await.unwrap();
+    std::fs::remove_file(&path).unwrap();
+    let read = status_of(
+        db.get_observation_log(GetObservationLogRequest {
+            trial_name: "t1".into(),
+            ..Default::default()
+        })
+        .await,
+    );
+    let write = status_of(db.report_observation_log(report).await);
+    for s in [read, write] {
+        assert_eq!(s.code(), Code::FailedPrecondition, "{}", s.message());
+        assert!(
+            s.message()
+                .contains("was deleted while vernier had it open")
+                && s.message()
+                    .contains("`vernier serve` refuses its DBManager requests until restarted"),
+            "{}",
+            s.message()
+        );
+    }
 }

@@ -28,8 +28,8 @@ impl ParsedMetric {
     }
 }
 
-/// A match for a wanted metric whose value is not recorded (empty, `nan` or infinite); kept so
-/// the user can be told.
+/// A match for a wanted metric whose value is not recorded (empty, `nan`, infinite, too long or
+/// holding a NUL byte); kept so the user can be told.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RejectedMetric {
     pub name: String,
@@ -37,9 +37,9 @@ pub struct RejectedMetric {
 }
 
 impl std::fmt::Display for RejectedMetric {
-    /// `name=raw`, as the user wrote it.
+    /// `name=raw`, as the user wrote it, a NUL byte shown as `\0` (a terminal shows nothing).
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}={}", self.name, self.raw)
+        write!(f, "{}={}", self.name, self.raw.replace('\0', "\\0"))
     }
 }
 
@@ -168,9 +168,10 @@ impl MetricsFilter {
 /// Whether a matched value becomes an observation: a finite number, or text such as DARTS's
 /// `Genotype(...)` (Katib records any text); not an empty match, not `nan` or an infinity,
 /// which would poison every min, max and comparison made with them, and not longer than
-/// [`vernier_core::MAX_METRIC_VALUE_BYTES`], which no database column of every backend holds.
+/// [`vernier_core::MAX_METRIC_VALUE_BYTES`], which no database column of every backend holds,
+/// and without a NUL byte, which PostgreSQL's text cannot hold.
 pub fn recordable(value: &str) -> bool {
-    if value.len() > vernier_core::MAX_METRIC_VALUE_BYTES {
+    if value.len() > vernier_core::MAX_METRIC_VALUE_BYTES || value.contains('\0') {
         return false;
     }
     match value.parse::<f64>() {
@@ -363,6 +364,7 @@ mod tests {
             ("-Infinity", false),
             ("-", false),
             ("+", false),
+            ("1\0x", false),
         ];
         for (value, want) in table {
             assert_eq!(recordable(value), want, "{value:?}");

@@ -41,7 +41,7 @@ pub enum StoreError {
     DatabaseFileMissing { path: String },
 
     #[error(
-        "database `{path}` was {what} while vernier had it open: anything written since then went to the old file and is lost\nhint: keep the database file in place while vernier uses it; a run stops its trials when this happens"
+        "database `{path}` was {what} while vernier had it open: anything written since then went to the old file and is lost\nhint: keep the database file in place while vernier uses it; a run stops its trials when this happens (`vernier resume` continues it on the file now at that path), `vernier serve` refuses its DBManager requests until restarted"
     )]
     DatabaseFileGone { path: String, what: &'static str },
 
