@@ -97,10 +97,15 @@ impl<'a> Settings<'a> {
     ) -> Result<Option<T>, AlgorithmError> {
         let mut last = None;
         for (_, raw) in self.pairs.iter().filter(|(n, _)| n == name) {
-            let value: T = raw
-                .trim()
-                .parse()
-                .map_err(|_| self.invalid(name, raw, format!("does not parse: {wanted}")))?;
+            let value: T = raw.trim().parse().map_err(|_| {
+                // `-1` for a count, or more digits than any integer holds, is a number
+                // outside what is wanted, not text that is no number.
+                let problem = match is_integer_text(raw.trim()) {
+                    true => "is out of range",
+                    false => "does not parse",
+                };
+                self.invalid(name, raw, format!("{problem}: {wanted}"))
+            })?;
             if !valid(value) {
                 return Err(self.invalid(name, raw, format!("is out of range: {wanted}")));
             }
@@ -131,6 +136,12 @@ impl<'a> Settings<'a> {
     }
 }
 
+/// Whether `text` is an integer as written (an optional sign, then digits), whatever its size.
+fn is_integer_text(text: &str) -> bool {
+    let digits = text.strip_prefix(['+', '-']).unwrap_or(text);
+    !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -146,6 +157,27 @@ mod tests {
         let s = Settings::new("algo", &given, ACCEPTED).unwrap();
         s.one_of("mode", MODES, " in algo")
             .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn an_integer_the_type_cannot_hold_is_out_of_range_and_other_text_does_not_parse() {
+        for (raw, said) in [
+            ("3", None),
+            ("-1", Some("is out of range: a count")),
+            ("99999999999999999999", Some("is out of range: a count")),
+            ("2.5", Some("does not parse: a count")),
+            ("x", Some("does not parse: a count")),
+            ("-", Some("does not parse: a count")),
+        ] {
+            let given = pairs(&[("dir", raw)]);
+            let s = Settings::new("algo", &given, ACCEPTED).unwrap();
+            let got = s.get::<usize>("dir", |_| true, "a count");
+            match (got, said) {
+                (Ok(Some(3)), None) => {}
+                (Err(e), Some(said)) => assert!(e.to_string().ends_with(said), "{e}"),
+                (got, want) => panic!("{raw:?}: {got:?}, wanted {want:?}"),
+            }
+        }
     }
 
     #[test]

@@ -11,6 +11,7 @@ use crate::error::ApiError;
 use crate::first_values::{FirstValues, Key, first_finite};
 use crate::remote_logs::RemoteLogs;
 use tonic::{Request, Response, Status};
+use vernier_algorithms::AlgorithmError;
 use vernier_algorithms::medianstop::{Comparison, MedianStop};
 use vernier_core::{Objective, TrialProgress, TrialState};
 use vernier_proto::ProtoError;
@@ -256,7 +257,17 @@ fn medianstop_rules(
 /// ranks trials against each other at every rung, which Katib's fixed per-metric rules cannot
 /// express, so it is applied by `vernier run` and the operator but not served as rules.
 fn build_medianstop(name: &str, settings: &[(String, String)]) -> Result<MedianStop, ApiError> {
-    vernier_algorithms::build_early_stopper(name, settings)?;
+    match vernier_algorithms::build_early_stopper(name, settings) {
+        // The rules this service gives are medianstop's alone: the hint names no other.
+        Err(AlgorithmError::UnknownAlgorithm { name, .. }) => {
+            return Err(AlgorithmError::UnknownAlgorithm {
+                name,
+                known: "medianstop".into(),
+            }
+            .into());
+        }
+        other => other?,
+    };
     if name != "medianstop" {
         return Err(ApiError::RulesUnsupported(name.to_string()));
     }
@@ -312,6 +323,21 @@ impl EarlyStopping for EarlyStoppingService {
 mod tests {
     use super::*;
     use vernier_core::Direction;
+
+    #[test]
+    fn only_medianstop_gives_rules_and_the_hint_names_only_it() {
+        let said = |name: &str| build_medianstop(name, &[]).err().map(|e| e.to_string());
+        assert_eq!(said("medianstop"), None);
+        let asha = said("asha").unwrap_or_default();
+        assert!(
+            asha.starts_with("early stopping algorithm \"asha\" cannot be expressed"),
+            "{asha}"
+        );
+        assert_eq!(
+            said("MedianStop").as_deref(),
+            Some("unknown algorithm name \"MedianStop\"\nhint: known algorithms are medianstop")
+        );
+    }
 
     #[test]
     fn rules_come_from_the_logged_values_whatever_their_source() {

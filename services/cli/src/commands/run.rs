@@ -587,7 +587,7 @@ fn report_outcome(exp: &LocalExperiment, outcome: Outcome, db_flag: &str) -> Exi
         }
         Outcome::Interrupted { progress, stopped } => {
             let running = match stopped {
-                0 => "no trial was running".to_string(),
+                0 => "none was left running to stop".to_string(),
                 n => format!("{n} running trial(s) were stopped and marked Killed"),
             };
             outln!(
