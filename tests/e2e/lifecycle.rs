@@ -285,7 +285,7 @@ fn running_a_recorded_name_again_is_refused_with_a_hint() {
     let again = sb.run(&["run", file.to_str().unwrap()]);
     assert_eq!(again.status.code(), Some(0), "{}", text(&again));
     assert!(
-        text(&again).contains("holds the logs of an earlier experiment named twice"),
+        text(&again).contains("already exists (the logs of an earlier experiment named twice"),
         "{}",
         text(&again)
     );

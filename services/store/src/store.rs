@@ -535,9 +535,6 @@ impl SqlStore {
     }
 }
 
-/// A store that rides outages sends an insert again when the connection broke before the
-/// server answered, though the server may have committed it: finding exactly the row it sent
-/// is that insert having worked, not somebody else's duplicate.
 /// Whether `key` can be compared in SQL as it is: MySQL's and MariaDB's collations pad with
 /// spaces, so there `'q6  ' = 'q6'`, and `vernier delete 'q6  '` would delete `q6`. No stored
 /// experiment or trial name ends with a space (names are Kubernetes object names), so such a
@@ -546,6 +543,9 @@ fn exact_key(key: &str) -> bool {
     !key.ends_with(' ')
 }
 
+/// A store that rides outages sends an insert again when the connection broke before the
+/// server answered, though the server may have committed it: finding exactly the row it sent
+/// is that insert having worked, not somebody else's duplicate.
 fn ours_or(taken: StoreError, stored_is_ours: bool) -> Result<(), StoreError> {
     if stored_is_ours { Ok(()) } else { Err(taken) }
 }

@@ -36,9 +36,10 @@ pub async fn run(
     let store = crate::db::connect(db).await?;
     let name = spec.name().to_string();
     refuse_existing(&store, db, &name).await?;
+    let log_dir = LogDir::of(log_dir)?;
     let paths = LocalPaths {
         work_dir: work_dir_of(file),
-        log_dir: absolute_log_dir(log_dir, &name)?,
+        log_dir: log_dir.tentative(&name),
     };
     for w in vernier_spec::validate::warnings(&spec)
         .into_iter()
@@ -46,7 +47,7 @@ pub async fn run(
     {
         errln!("warning: {w}");
     }
-    let exp = LocalExperiment::new(with_plugin_annotation(spec, plugins), paths)?;
+    let mut exp = LocalExperiment::new(with_plugin_annotation(spec, plugins), paths)?;
     check_local(&exp)?;
     plugins.check_flags_for(&exp.algorithm)?;
     // Bad algorithm settings are reported before anything is recorded.
@@ -66,7 +67,10 @@ pub async fn run(
     // Made once every check has passed, so a refused run leaves no empty directory; and
     // before the experiment is recorded, as a record left behind could only be deleted
     // (`resume` keeps the directory it names).
-    exp.create_log_dir()?;
+    match log_dir {
+        LogDir::Given(_) => exp.create_log_dir()?,
+        LogDir::Default(logs) => exp.paths.log_dir = claim_log_dir(&logs, &name)?,
+    }
     let seed = seed
         .or_else(|| exp.setting_seed())
         .unwrap_or_else(random_seed);
@@ -192,9 +196,19 @@ async fn live_driver(
 
 /// Where the trials' logs go, stored absolute: a relative path would be read against
 /// whatever directory `resume` runs in, splitting one experiment's logs across two folders.
-fn absolute_log_dir(log_dir: Option<PathBuf>, name: &str) -> anyhow::Result<PathBuf> {
-    let cwd = std::env::current_dir().context("cannot read the current directory")?;
-    if let Some(dir) = log_dir {
+enum LogDir {
+    /// `--log-dir`, used as it is.
+    Given(PathBuf),
+    /// `./vernier-logs`, in which the run claims a directory of its own ([`claim_log_dir`]).
+    Default(PathBuf),
+}
+
+impl LogDir {
+    fn of(log_dir: Option<PathBuf>) -> anyhow::Result<LogDir> {
+        let cwd = std::env::current_dir().context("cannot read the current directory")?;
+        let Some(dir) = log_dir else {
+            return Ok(LogDir::Default(cwd.join("vernier-logs")));
+        };
         let dir = cwd.join(dir);
         if let Some(log) = a_trial_log_in(&dir) {
             anyhow::bail!(
@@ -205,25 +219,20 @@ fn absolute_log_dir(log_dir: Option<PathBuf>, name: &str) -> anyhow::Result<Path
                 dir.display().to_string()
             );
         }
-        return Ok(dir);
+        Ok(LogDir::Given(dir))
     }
-    let logs = cwd.join("vernier-logs");
-    let dir = free_log_dir(&logs, name, |p| {
-        std::fs::read_dir(p).is_ok_and(|mut entries| entries.next().is_some())
-    });
-    if dir != logs.join(name) {
-        errln!(
-            "note: {} holds the logs of an earlier experiment named {name} (deleted, or in \
-             another database), kept as they are; this run's logs go to {}",
-            logs.join(name).display(),
-            dir.display()
-        );
+
+    /// The directory until the run claims its own: the checks before it read no logs.
+    fn tentative(&self, name: &str) -> PathBuf {
+        match self {
+            LogDir::Given(dir) => dir.clone(),
+            LogDir::Default(logs) => logs.join(name),
+        }
     }
-    Ok(dir)
 }
 
 /// The name of a `*.log` file in `dir`, if it holds one: the default folder moves aside for an
-/// earlier experiment's logs (`free_log_dir`), a folder the user named cannot.
+/// earlier experiment's logs (`claim_log_dir`), a folder the user named cannot.
 fn a_trial_log_in(dir: &Path) -> Option<String> {
     std::fs::read_dir(dir)
         .ok()?
@@ -233,18 +242,44 @@ fn a_trial_log_in(dir: &Path) -> Option<String> {
         .find(|name| name.ends_with(".log"))
 }
 
-/// `<logs>/<name>`, or when that directory is in use the first `<logs>/<name>.<n>` (n ≥ 2)
-/// that is not: an experiment of the same name and seed would name its trials alike and
-/// overwrite their logs.
-fn free_log_dir(logs: &Path, name: &str, in_use: impl Fn(&Path) -> bool) -> PathBuf {
+/// Makes `<logs>/<name>`, or when that directory exists the first `<logs>/<name>.<n>` (n ≥ 2)
+/// that does not: an experiment of the same name and seed names its trials alike and would
+/// overwrite their logs. Made with `create_dir`, which one process alone can do for a path,
+/// so two runs of one name started together in one folder get a directory each.
+fn claim_log_dir(logs: &Path, name: &str) -> anyhow::Result<PathBuf> {
+    let made = |dir: &Path| {
+        std::fs::create_dir_all(logs)
+            .and_then(|()| std::fs::create_dir(dir))
+            .with_context(|| format!("cannot create the log directory {}", dir.display()))
+    };
+    // Whatever is at a path (a directory, a file, a dangling link) makes it another's.
+    let taken = |dir: &Path| dir.symlink_metadata().is_ok();
     let first = logs.join(name);
-    if !in_use(&first) {
-        return first;
+    for dir in
+        std::iter::once(first.clone()).chain((2u32..).map(|n| logs.join(format!("{name}.{n}"))))
+    {
+        if taken(&dir) {
+            continue;
+        }
+        match made(&dir) {
+            Ok(()) => {
+                if dir != first {
+                    errln!(
+                        "note: {} already exists (the logs of an earlier experiment named {name}, \
+                         deleted or in another database, or of one started at the same \
+                         moment) and is kept as it is; this run's logs go to {}",
+                        first.display(),
+                        dir.display()
+                    );
+                }
+                return Ok(dir);
+            }
+            // Made by another run between the look and `create_dir`: try the next.
+            Err(_) if taken(&dir) => continue,
+            Err(e) => return Err(e),
+        }
     }
-    (2u32..)
-        .map(|n| logs.join(format!("{name}.{n}")))
-        .find(|dir| !in_use(dir))
-        .unwrap_or(first)
+    unreachable!("u32 names run out only after 4 billion directories")
 }
 
 /// Whether the algorithm is built in or served by a plugin, whose check of the settings
@@ -681,21 +716,42 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_log_dir_in_use_is_left_for_the_next_free_one() {
-        let logs = Path::new("/w/vernier-logs");
-        // (directories in use, chosen)
-        let table: [(&[&str], &str); 4] = [
-            (&[], "/w/vernier-logs/exp"),
-            (&["/w/vernier-logs/other"], "/w/vernier-logs/exp"),
-            (&["/w/vernier-logs/exp"], "/w/vernier-logs/exp.2"),
-            (
-                &["/w/vernier-logs/exp", "/w/vernier-logs/exp.2"],
-                "/w/vernier-logs/exp.3",
-            ),
+    fn each_run_claims_a_log_dir_no_other_has() {
+        // (directories there before, with a log in each of those marked true; claimed)
+        let table: [(&[(&str, bool)], &str); 5] = [
+            (&[], "exp"),
+            (&[("other", true)], "exp"),
+            (&[("exp", true)], "exp.2"),
+            // An empty one is another experiment's too (one interrupted before its first log).
+            (&[("exp", false)], "exp.2"),
+            (&[("exp", true), ("exp.2", false)], "exp.3"),
         ];
-        for (used, want) in table {
-            let got = free_log_dir(logs, "exp", |p| used.iter().any(|u| Path::new(u) == p));
-            assert_eq!(got, Path::new(want), "{used:?}");
+        for (before, want) in table {
+            let root = tempfile::tempdir().unwrap();
+            let logs = root.path().join("vernier-logs");
+            for (dir, with_log) in before {
+                std::fs::create_dir_all(logs.join(dir)).unwrap();
+                if *with_log {
+                    std::fs::write(logs.join(dir).join("t.log"), "x").unwrap();
+                }
+            }
+            let got = claim_log_dir(&logs, "exp").unwrap();
+            assert_eq!(got, logs.join(want), "{before:?}");
+            assert!(got.is_dir());
         }
+    }
+
+    #[test]
+    fn runs_started_together_claim_a_log_dir_each() {
+        let root = tempfile::tempdir().unwrap();
+        let logs = root.path().join("vernier-logs");
+        let claimed: Vec<PathBuf> = std::thread::scope(|s| {
+            let runs: Vec<_> = (0..8)
+                .map(|_| s.spawn(|| claim_log_dir(&logs, "exp").unwrap()))
+                .collect();
+            runs.into_iter().map(|r| r.join().unwrap()).collect()
+        });
+        let distinct: std::collections::BTreeSet<&PathBuf> = claimed.iter().collect();
+        assert_eq!(distinct.len(), 8, "{claimed:?}");
     }
 }
