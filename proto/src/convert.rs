@@ -157,6 +157,12 @@ fn parse_number<T: std::str::FromStr>(
         .map_err(|_| ProtoError::invalid(field, text, format!("is not {what}")))
 }
 
+/// An int bound or step, read as the YAML path reads it (`"3.0"` is 3, as Katib's `int(float(x))`).
+fn parse_integer(field: &str, text: &str) -> Result<i64, ProtoError> {
+    vernier_core::integer_text(text)
+        .ok_or_else(|| ProtoError::invalid(field, text, "is not an integer".to_string()))
+}
+
 /// A double bound or step: a number, and a finite one ("inf" and "nan" parse, but bound no
 /// range), as the YAML path reads numbers.
 fn parse_finite(field: &str, text: &str) -> Result<f64, ProtoError> {
@@ -169,18 +175,6 @@ fn parse_finite(field: &str, text: &str) -> Result<f64, ProtoError> {
         ));
     }
     Ok(x)
-}
-
-fn optional<T: std::str::FromStr>(
-    field: &str,
-    text: &str,
-    what: &str,
-) -> Result<Option<T>, ProtoError> {
-    if text.trim().is_empty() {
-        Ok(None)
-    } else {
-        parse_number(field, text, what).map(Some)
-    }
 }
 
 /// One parameter spec. `algorithm` (name and settings) decides what `min == max` means, as
@@ -298,14 +292,15 @@ fn range_from_wire(
     let max_field = format!("{fs_field}.max");
     let step_field = format!("{fs_field}.step");
     if int {
-        let min: i64 = parse_number(&min_field, &fs.min, "an integer")?;
-        let max: i64 = parse_number(&max_field, &fs.max, "an integer")?;
+        let min = parse_integer(&min_field, &fs.min)?;
+        let max = parse_integer(&max_field, &fs.max)?;
         check_order(fs_field, name, min > max, fs)?;
-        Ok(Domain::Int {
-            min,
-            max,
-            step: optional(&step_field, &fs.step, "an integer")?,
-        })
+        let step = if fs.step.trim().is_empty() {
+            None
+        } else {
+            Some(parse_integer(&step_field, &fs.step)?)
+        };
+        Ok(Domain::Int { min, max, step })
     } else {
         let min = parse_finite(&min_field, &fs.min)?;
         let max = parse_finite(&max_field, &fs.max)?;

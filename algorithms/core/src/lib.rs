@@ -37,7 +37,7 @@ pub use observation::{
 pub use regex_compat::{KATIB_DEFAULT_METRICS_FORMAT, escape_literal_braces, go_refusal, go_regex};
 pub use short::Short;
 pub use space::{
-    Distribution, Domain, MAX_LIST_VALUES, Parameter, SearchSpace, grid_point, tidy,
+    Distribution, Domain, MAX_LIST_VALUES, Parameter, SearchSpace, grid_point, integer_text, tidy,
     too_many_values,
 };
 pub use suggester::{Cancel, Proposal, SuggestRequest, Suggester, Suggestions, suggest_seed};

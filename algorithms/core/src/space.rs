@@ -114,6 +114,19 @@ fn shown_list(values: &[String]) -> String {
 /// a 4 MiB request; twice the largest list tested keeps real specs well inside.
 pub const MAX_LIST_VALUES: usize = 200_000;
 
+/// An integer as Katib's text fields hold one, surrounding whitespace ignored; `"3.0"` and
+/// `"1e1"` count, as YAML writers and some clients (and Katib's `int(float(x))`) emit and read
+/// integers that way. Beyond 2^53 an `f64` no longer holds every integer, so only exact
+/// integer text counts there.
+pub fn integer_text(text: &str) -> Option<i64> {
+    let t = text.trim();
+    if let Ok(v) = t.parse::<i64>() {
+        return Some(v);
+    }
+    let f = t.parse::<f64>().ok().filter(|f| f.is_finite())?;
+    (f.fract() == 0.0 && f.abs() <= 9.0e15).then_some(f as i64)
+}
+
 /// Why a list of `n` values is refused, with what to do instead.
 pub fn too_many_values(n: usize) -> String {
     format!(
@@ -244,19 +257,7 @@ impl Parameter {
                 ParamValue::Double(v)
             }
             Domain::Int { .. } => {
-                let t = text.trim();
-                // Some clients send integers as floats ("3.0"); accept those when exact.
-                let v = match t.parse::<i64>() {
-                    Ok(v) => v,
-                    Err(_) => {
-                        let f: f64 = t.parse().map_err(|_| invalid("not an integer"))?;
-                        if f.fract() != 0.0 || f.abs() > 9.0e15 {
-                            return Err(invalid("not an integer"));
-                        }
-                        f as i64
-                    }
-                };
-                ParamValue::Int(v)
+                ParamValue::Int(integer_text(text).ok_or_else(|| invalid("not an integer"))?)
             }
             // A discrete value given another way ("2e0" for "2") becomes the list's spelling,
             // which is what trials receive.

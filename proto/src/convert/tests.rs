@@ -329,6 +329,58 @@ fn list_param(name: &str, kind: ParameterType, list: &[&str]) -> ParameterSpec {
 /// What the YAML path accepts with a warning converts over the wire to the same space, with
 /// the warning naming the wire field, and trials holding those values convert too.
 #[test]
+fn int_bounds_written_as_integral_floats_read_as_in_yaml() {
+    // (min, max, step, domain or the refusal's start)
+    let cases: [(&str, &str, &str, Result<Domain, &str>); 4] = [
+        (
+            "2.0",
+            "4.0",
+            "",
+            Ok(Domain::Int {
+                min: 2,
+                max: 4,
+                step: None,
+            }),
+        ),
+        (
+            "1e0",
+            "1e1",
+            "3.0",
+            Ok(Domain::Int {
+                min: 1,
+                max: 10,
+                step: Some(3),
+            }),
+        ),
+        (
+            "1",
+            "9",
+            "2.5",
+            Err(
+                "experiment.spec.parameter_specs.parameters[0].feasible_space.step: value \"2.5\" is not an integer",
+            ),
+        ),
+        (
+            "1.5",
+            "9",
+            "",
+            Err(
+                "experiment.spec.parameter_specs.parameters[0].feasible_space.min: value \"1.5\" is not an integer",
+            ),
+        ),
+    ];
+    for (min, max, step, want) in cases {
+        let exp = experiment(vec![param("n", ParameterType::Int, min, max, step)]);
+        let got = experiment_from_wire("experiment", Some(&exp));
+        match (got, want) {
+            (Ok(view), Ok(domain)) => assert_eq!(view.space.get("n").unwrap().domain, domain),
+            (Err(e), Err(said)) => assert!(e.to_string().starts_with(said), "{e}"),
+            (got, want) => panic!("{min} {max} {step}: {got:?}, wanted {want:?}"),
+        }
+    }
+}
+
+#[test]
 fn katib_tolerated_spaces_convert_as_the_yaml_path_does_with_warnings() {
     let mut log_from_zero = param("lr", ParameterType::Double, "0", "0.1", "");
     if let Some(fs) = log_from_zero.feasible_space.as_mut() {

@@ -6,15 +6,10 @@ pub(crate) fn parse_f64(text: &str) -> Option<f64> {
     text.trim().parse::<f64>().ok().filter(|v| v.is_finite())
 }
 
-/// An integer; `"3.0"` counts because YAML writers and some clients emit integers that way.
+/// An integer; `"3.0"` counts (see [`vernier_core::integer_text`], which the gRPC API reads
+/// with too).
 pub(crate) fn parse_i64(text: &str) -> Option<i64> {
-    let t = text.trim();
-    if let Ok(v) = t.parse::<i64>() {
-        return Some(v);
-    }
-    let f = parse_f64(t)?;
-    // Beyond 2^53 an f64 no longer holds every integer, so "integral" would be meaningless.
-    (f.fract() == 0.0 && f.abs() <= 9.0e15).then_some(f as i64)
+    vernier_core::integer_text(text)
 }
 
 #[cfg(test)]
