@@ -77,8 +77,10 @@ pub struct EventScalar {
     /// Formatted as Python's `str()` of the value would (shortest round-trip form).
     pub value: String,
     pub step: i64,
-    /// The event's `wall_time`, in µs since the Unix epoch.
-    pub timestamp_us: i64,
+    /// The event's `wall_time`, in µs since the Unix epoch; `None` when it is no time RFC 3339
+    /// can write (not finite, or outside the years 0000 to 9999, such as milliseconds written
+    /// as seconds): the value is then dated when it is read, as a text line without a time is.
+    pub timestamp_us: Option<i64>,
 }
 
 /// Everything one event yielded for the wanted metrics.
@@ -103,6 +105,8 @@ pub fn decode_event(payload: &[u8]) -> Result<Event, CollectorError> {
 /// directory. Katib matches by prefix, so `loss` also takes `loss_ema`; we do the same.
 pub fn tag_matches(metric: &str, event_dir: &str, tag: &str) -> bool {
     match metric.rsplit_once('/') {
+        // Python's `os.path.dirname("/loss")` is `/`, which no walked directory ends with.
+        Some(("", _)) => event_dir.ends_with('/') && tag.starts_with(&metric[1..]),
         Some((dir, name)) => tag.starts_with(name) && event_dir.ends_with(dir),
         None => tag.starts_with(metric),
     }
@@ -123,11 +127,7 @@ pub fn event_scalars(event: &Event, event_dir: &str, wanted: &[String]) -> Event
         if matching.is_empty() {
             continue;
         }
-        let value = match (scalar_value(v), timestamp_us) {
-            (Some(value), Some(ts)) => Some((value, ts)),
-            _ => None,
-        };
-        let Some((value, ts)) = value else {
+        let Some(value) = scalar_value(v) else {
             out.rejected.push(format!("{}={}", v.tag, describe(v)));
             continue;
         };
@@ -137,7 +137,7 @@ pub fn event_scalars(event: &Event, event_dir: &str, wanted: &[String]) -> Event
                 tag: v.tag.clone(),
                 value: value.clone(),
                 step: event.step,
-                timestamp_us: ts,
+                timestamp_us,
             });
         }
     }
@@ -147,14 +147,25 @@ pub fn event_scalars(event: &Event, event_dir: &str, wanted: &[String]) -> Event
 fn wall_time_us(secs: f64) -> Option<i64> {
     let us = (secs * 1e6).round();
     // Beyond ±2^62 µs (±146,000 years) is a garbage wall time, not a date.
-    (us.is_finite() && us.abs() < 4.6e18).then_some(us as i64)
+    (us.is_finite() && us.abs() < 4.6e18)
+        .then_some(us as i64)
+        .and_then(crate::text::datable_us)
 }
 
 /// A finite scalar value, formatted in its own precision (an f32 0.1 is "0.1", not
 /// "0.10000000149011612").
 fn scalar_value(v: &SummaryValue) -> Option<String> {
+    match number_of(v)? {
+        (x, text) if x.is_finite() => Some(text),
+        _ => None,
+    }
+}
+
+/// The value of a `simple_value` or of a one-element float or double tensor, finite or not,
+/// with its text in its own precision.
+fn number_of(v: &SummaryValue) -> Option<(f64, String)> {
     if let Some(x) = v.simple_value {
-        return x.is_finite().then(|| x.to_string());
+        return Some((f64::from(x), x.to_string()));
     }
     let t = v.tensor.as_ref()?;
     if let Some(shape) = &t.tensor_shape
@@ -162,30 +173,22 @@ fn scalar_value(v: &SummaryValue) -> Option<String> {
     {
         return None;
     }
-    match t.dtype {
-        DT_FLOAT => {
-            let x = match (t.float_val.as_slice(), t.tensor_content.as_slice()) {
+    match (t.dtype, t.tensor_content.as_slice()) {
+        (DT_FLOAT, bytes) => {
+            let x = match (t.float_val.as_slice(), <[u8; 4]>::try_from(bytes)) {
                 ([x], _) => *x,
-                ([], bytes) if bytes.len() == 4 => {
-                    let mut b = [0u8; 4];
-                    b.copy_from_slice(bytes);
-                    f32::from_le_bytes(b)
-                }
+                ([], Ok(b)) => f32::from_le_bytes(b),
                 _ => return None,
             };
-            x.is_finite().then(|| x.to_string())
+            Some((f64::from(x), x.to_string()))
         }
-        DT_DOUBLE => {
-            let x = match (t.double_val.as_slice(), t.tensor_content.as_slice()) {
+        (DT_DOUBLE, bytes) => {
+            let x = match (t.double_val.as_slice(), <[u8; 8]>::try_from(bytes)) {
                 ([x], _) => *x,
-                ([], bytes) if bytes.len() == 8 => {
-                    let mut b = [0u8; 8];
-                    b.copy_from_slice(bytes);
-                    f64::from_le_bytes(b)
-                }
+                ([], Ok(b)) => f64::from_le_bytes(b),
                 _ => return None,
             };
-            x.is_finite().then(|| x.to_string())
+            Some((x, x.to_string()))
         }
         _ => None,
     }
@@ -193,11 +196,17 @@ fn scalar_value(v: &SummaryValue) -> Option<String> {
 
 /// What a rejected value looked like, for the warning.
 fn describe(v: &SummaryValue) -> String {
-    if let Some(x) = v.simple_value {
-        return x.to_string();
+    if let Some((_, text)) = number_of(v) {
+        return text;
     }
     match &v.tensor {
-        Some(t) => format!("tensor(dtype {})", t.dtype),
+        Some(t) if matches!(t.dtype, DT_FLOAT | DT_DOUBLE) => {
+            "a tensor of more than one element".to_string()
+        }
+        Some(t) => format!(
+            "a tensor of dtype {} (only float and double tensors are read)",
+            t.dtype
+        ),
         None => "no scalar".to_string(),
     }
 }
@@ -242,6 +251,28 @@ mod tests {
             "/logs/train",
             "train/accuracy"
         ));
+        // Katib's `os.path.dirname("/loss")` is `/`, which no walked directory ends with.
+        assert!(!tag_matches("/loss", "/logs/train", "loss"));
+    }
+
+    /// A wall time RFC 3339 cannot write (milliseconds written as seconds, a year before 0000,
+    /// not a number) leaves the value to be dated when read; the value itself is kept.
+    #[test]
+    fn wall_times_outside_the_years_0000_to_9999_are_no_time() {
+        for (wall_time, want) in [
+            (1_638_422_847.25, Some(1_638_422_847_250_000)),
+            (0.0, Some(0)),
+            (1.0e12, None),
+            (-1.0e11, None),
+            (253_402_300_800.0, None),
+            (f64::NAN, None),
+        ] {
+            let mut e = scalar_event("loss", 0.1, 7);
+            e.wall_time = wall_time;
+            let s = event_scalars(&e, "/d", &wanted(&["loss"]));
+            assert_eq!(s.rejected, Vec::<String>::new(), "{wall_time}");
+            assert_eq!(s.scalars[0].timestamp_us, want, "{wall_time}");
+        }
     }
 
     #[test]
@@ -256,7 +287,7 @@ mod tests {
                 tag: "loss".into(),
                 value: "0.1".into(),
                 step: 7,
-                timestamp_us: 1_638_422_847_250_000,
+                timestamp_us: Some(1_638_422_847_250_000),
             }]
         );
     }

@@ -5,15 +5,14 @@
 //! Trainers also rewrite their metrics file whole, each epoch: in place (`open(path, "w")`)
 //! or through a temporary file renamed over it, with only the latest values or with every
 //! line so far. Katib reads the file once, at the end, and would record the final content;
-//! a follower must tell a rewrite from an append to do as well. It keeps a hash of the bytes
-//! it consumed and their first and last few bytes: when the file is replaced or shrinks, when
-//! those last bytes change, or when it was modified without growing or its first bytes
-//! changed, it may have been rewritten. A file that still begins with every byte consumed is
-//! followed on from where it was; any other is read again from the start, and each of its
+//! a follower must tell a rewrite from an append to do as well ([`crate::consumed`]). A file
+//! that still begins with every byte consumed is followed on from where it was; any other is
+//! read again from the start, and each of its
 //! lines that matches, in order, one of the lines read before is not yielded again (a rewrite
 //! that keeps every line so far, one caught half written, or one under a header that changes
 //! each epoch yields only its new lines), while lines that match none are.
 
+use crate::consumed::Consumed;
 use crate::lines::{MAX_LINE_BYTES, cut_line_warning, drop_cut_token};
 use std::collections::hash_map::DefaultHasher;
 use std::fs::File;
@@ -21,12 +20,9 @@ use std::hash::{Hash, Hasher};
 use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::time::SystemTime;
 
 /// Bytes read per `poll`, so one huge write cannot stall the caller.
 const MAX_READ_PER_POLL: usize = 8 << 20;
-/// How many of the first and last consumed bytes are compared to notice a rewrite.
-const EDGE_BYTES: usize = 64;
 /// How many lines of the current content are remembered to tell a rewrite's old lines from
 /// its new ones (8 bytes each): a rewrite that changes a file of more lines, other than by
 /// appending, yields its lines past these again.
@@ -43,16 +39,7 @@ pub struct FileFollower {
     file: Option<File>,
     /// Whether the file has existed at any poll.
     found: bool,
-    inode: u64,
-    offset: u64,
-    /// Hash of the bytes `0..offset` (a streaming hash: chunking does not change it).
-    consumed: DefaultHasher,
-    /// When the file was last modified as of the last read.
-    modified: Option<SystemTime>,
-    /// The first (up to [`EDGE_BYTES`]) bytes consumed.
-    head: Vec<u8>,
-    /// The last (up to [`EDGE_BYTES`]) bytes before `offset`.
-    tail: Vec<u8>,
+    consumed: Consumed,
     /// Hashes of the complete lines read from the current content, in order.
     lines: Vec<u64>,
     /// After a rewrite: the lines read before it, and where the next of them is looked for.
@@ -75,12 +62,7 @@ impl FileFollower {
             path: path.as_ref().to_path_buf(),
             file: None,
             found: false,
-            inode: 0,
-            offset: 0,
-            consumed: DefaultHasher::new(),
-            modified: None,
-            head: Vec::new(),
-            tail: Vec::new(),
+            consumed: Consumed::new(0),
             lines: Vec::new(),
             replay: None,
             fresh: false,
@@ -110,34 +92,24 @@ impl FileFollower {
             Err(e) => return Err(e),
         };
         self.found = true;
-        let replaced = self.file.is_none() || meta.ino() != self.inode;
-        let modified = meta.modified().ok();
-        if replaced || meta.len() < self.offset || self.rewritten(meta.len(), modified)? {
+        if self.consumed.may_be_rewritten(&meta, self.file.as_mut())? {
             let file = File::open(&self.path)?;
-            if !self.begins_with_consumed(&file, meta.len())? {
+            let kept = self.consumed.begins(&file, meta.len())?;
+            if !kept {
                 self.restart();
             }
+            self.consumed.reopened(meta.ino(), kept);
             self.file = Some(file);
-            self.inode = meta.ino();
         }
         let Some(file) = self.file.as_mut() else {
             return Ok(Vec::new());
         };
-        file.seek(SeekFrom::Start(self.offset))?;
+        file.seek(SeekFrom::Start(self.consumed.offset()))?;
         let mut chunk = Vec::new();
         file.take(MAX_READ_PER_POLL as u64)
             .read_to_end(&mut chunk)?;
-        // Taken after the read: a write during it would otherwise look, at the next poll, like
-        // a rewrite of the same length, and cost a hash of the whole file.
-        self.modified = file.metadata().ok().and_then(|m| m.modified().ok());
-        self.offset += chunk.len() as u64;
-        self.consumed.write(&chunk);
-        let room = EDGE_BYTES.saturating_sub(self.head.len());
-        self.head.extend_from_slice(&chunk[..chunk.len().min(room)]);
-        let keep = chunk.len().min(EDGE_BYTES);
-        let drop = (self.tail.len() + keep).saturating_sub(EDGE_BYTES);
-        self.tail.drain(..drop);
-        self.tail.extend_from_slice(&chunk[chunk.len() - keep..]);
+        let modified = file.metadata().ok().and_then(|m| m.modified().ok());
+        self.consumed.advance(&chunk, modified);
         let mut lines = Vec::new();
         for piece in chunk.split_inclusive(|b| *b == b'\n') {
             let complete = piece.last() == Some(&b'\n');
@@ -166,45 +138,6 @@ impl FileFollower {
         Ok(lines)
     }
 
-    /// Whether the open file, as long as what was consumed or longer, no longer holds the
-    /// consumed bytes where they were read: its last bytes changed, or it was modified
-    /// without growing (a rewrite of the same length) or its first bytes changed.
-    fn rewritten(&mut self, len: u64, modified: Option<SystemTime>) -> std::io::Result<bool> {
-        let Some(file) = self.file.as_mut() else {
-            return Ok(true);
-        };
-        if !holds(file, self.offset - self.tail.len() as u64, &self.tail)? {
-            return Ok(true);
-        }
-        if modified == self.modified {
-            return Ok(false);
-        }
-        Ok(len == self.offset || !holds(file, 0, &self.head)?)
-    }
-
-    /// Whether `file` (of `len` bytes) begins with every byte consumed so far: a rewrite
-    /// that kept the earlier lines, to be followed on from `offset`.
-    fn begins_with_consumed(&self, mut file: &File, len: u64) -> std::io::Result<bool> {
-        if self.offset == 0 || len < self.offset {
-            return Ok(false);
-        }
-        let mut hash = DefaultHasher::new();
-        let mut left = self.offset;
-        let mut buf = vec![0; 64 << 10];
-        file.seek(SeekFrom::Start(0))?;
-        while left > 0 {
-            let n = buf.len().min(usize::try_from(left).unwrap_or(usize::MAX));
-            match file.read_exact(&mut buf[..n]) {
-                Ok(()) => hash.write(&buf[..n]),
-                // Shrunk while being read: rewritten again, so read from the start.
-                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(false),
-                Err(e) => return Err(e),
-            }
-            left -= n as u64;
-        }
-        Ok(hash.finish() == self.consumed.finish())
-    }
-
     /// Reads the file again from the start, remembering the lines read so far to tell the
     /// rewrite's new lines. The old lines a replay had not reached are remembered too while the
     /// content read since held nothing new (a rewrite caught half written, then rewritten
@@ -219,10 +152,6 @@ impl FileFollower {
         }
         self.replay = (!before.is_empty()).then_some((before, 0));
         self.fresh = false;
-        self.offset = 0;
-        self.consumed = DefaultHasher::new();
-        self.head.clear();
-        self.tail.clear();
         self.partial.clear();
         self.overlong = false;
         self.line_bytes = 0;
@@ -264,9 +193,9 @@ impl FileFollower {
         }
         let mut lines = Vec::new();
         loop {
-            let before = self.offset;
+            let before = self.consumed.offset();
             lines.extend(self.poll()?);
-            if self.offset - before < MAX_READ_PER_POLL as u64 {
+            if self.consumed.offset() - before < MAX_READ_PER_POLL as u64 {
                 break;
             }
         }
@@ -303,17 +232,6 @@ impl FileFollower {
         self.partial.clear();
         self.overlong = false;
         (line, cut)
-    }
-}
-
-/// Whether `file` holds `bytes` at offset `at`.
-fn holds(file: &mut File, at: u64, bytes: &[u8]) -> std::io::Result<bool> {
-    let mut now = vec![0; bytes.len()];
-    file.seek(SeekFrom::Start(at))?;
-    match file.read_exact(&mut now) {
-        Ok(()) => Ok(now == bytes),
-        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Ok(false),
-        Err(e) => Err(e),
     }
 }
 
@@ -465,7 +383,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("m.json");
         let line = |v: &str| format!("{{\"loss\": \"{v}\", \"model\": \"{}\"}}", "x".repeat(80));
-        let rewrite = |v: &str, modified: SystemTime| {
+        let rewrite = |v: &str, modified: std::time::SystemTime| {
             let mut w = File::options().write(true).open(&path).unwrap();
             w.write_all(format!("{}\n", line(v)).as_bytes()).unwrap();
             w.set_modified(modified).unwrap();

@@ -29,6 +29,7 @@
 //!   its objective metric was never recorded, the runner records Katib's `unavailable` value
 //!   for the objective and marks the trial `MetricsUnavailable` (not `Succeeded`).
 
+mod consumed;
 mod error;
 mod event;
 mod follow;

@@ -93,7 +93,7 @@ impl FollowedSource {
             Reader::Lines { follower, filter } => {
                 read_lines(follower, filter.as_ref(), &self.wanted, last)
             }
-            Reader::Events(follower) => read_events(follower),
+            Reader::Events(follower) => read_events(follower, last),
         };
         if last && !self.found() {
             read.warnings.push(self.never_created());
@@ -160,8 +160,11 @@ fn read_lines(
     out
 }
 
-fn read_events(follower: &mut TfEventFollower) -> SourceRead {
-    let polled = follower.poll();
+fn read_events(follower: &mut TfEventFollower, last: bool) -> SourceRead {
+    let polled = match last {
+        true => follower.poll_last(),
+        false => follower.poll(),
+    };
     let mut warnings = polled.rejected;
     if polled.corrupt_records > 0 {
         warnings.push(format!(
@@ -178,7 +181,7 @@ fn read_events(follower: &mut TfEventFollower) -> SourceRead {
             .map(|s| ParsedMetric {
                 name: s.metric,
                 value: s.value,
-                timestamp_us: Some(s.timestamp_us),
+                timestamp_us: s.timestamp_us,
             })
             .collect(),
         rejected: Vec::new(),

@@ -1,7 +1,12 @@
 //! Following a TensorFlow event directory while a trial writes it: event files appear late and
 //! in subdirectories, grow record by record, and may end in a half-written record. Like
-//! [`crate::FileFollower`], each file keeps an offset and only complete records are consumed.
+//! [`crate::FileFollower`], each file keeps an offset and only complete records are consumed;
+//! a file replaced by a copy that begins with what was read (`rsync`'s temporary file renamed
+//! over it) is followed on, and one rewritten otherwise (a writer opened again with the same
+//! file name) is read from its start ([`crate::consumed`]). Katib reads the files once, when
+//! the trial has ended: the last read here reads every file to its end.
 
+use crate::consumed::Consumed;
 use crate::event::{EventScalar, decode_event, event_scalars};
 use crate::tfrecord::{MAX_RECORD_BYTES, split_records};
 use std::collections::BTreeMap;
@@ -26,12 +31,6 @@ pub struct TfEventPoll {
     pub errors: Vec<String>,
 }
 
-#[derive(Debug)]
-struct Tracked {
-    inode: u64,
-    offset: u64,
-}
-
 /// Reads the scalar summaries appended to the event files under a directory since the
 /// previous call. Files are those whose name contains `tfevents` (TensorFlow's and
 /// tensorboardX's `events.out.tfevents.*`), so checkpoints and other outputs kept alongside
@@ -40,7 +39,7 @@ struct Tracked {
 pub struct TfEventFollower {
     root: PathBuf,
     wanted: Vec<String>,
-    files: BTreeMap<PathBuf, Tracked>,
+    files: BTreeMap<PathBuf, Consumed>,
 }
 
 impl TfEventFollower {
@@ -63,40 +62,75 @@ impl TfEventFollower {
 
     /// New scalars from every event file; a missing directory yields nothing.
     pub fn poll(&mut self) -> TfEventPoll {
-        let mut out = TfEventPoll::default();
-        let mut paths = Vec::new();
-        collect_event_files(&self.root, &mut paths, &mut out.errors);
-        paths.sort();
-        for path in paths {
-            if let Err(e) = self.read_file(&path, &mut out) {
-                out.errors.push(format!("{}: {e}", path.display()));
+        self.poll_files(false).0
+    }
+
+    /// What the files hold that was not read, once the trial has ended: each file is checked
+    /// whole for a rewrite (one that changed neither its length nor its timestamp, within the
+    /// file system's granularity, is not missed) and read to its end, whatever its size.
+    pub fn poll_last(&mut self) -> TfEventPoll {
+        let (mut out, mut done) = self.poll_files(true);
+        while !done {
+            let (more, all_read) = self.poll_files(false);
+            out.scalars.extend(more.scalars);
+            out.rejected.extend(more.rejected);
+            out.corrupt_records += more.corrupt_records;
+            for e in more.errors {
+                if !out.errors.contains(&e) {
+                    out.errors.push(e);
+                }
             }
+            done = all_read;
         }
         out
     }
 
-    fn read_file(&mut self, path: &Path, out: &mut TfEventPoll) -> std::io::Result<()> {
-        let meta = std::fs::metadata(path)?;
-        let tracked = self.files.entry(path.to_path_buf()).or_insert(Tracked {
-            inode: meta.ino(),
-            offset: 0,
-        });
-        if tracked.inode != meta.ino() || meta.len() < tracked.offset {
-            // Replaced or truncated: start over, as a tail -F would.
-            *tracked = Tracked {
-                inode: meta.ino(),
-                offset: 0,
-            };
+    /// One read of every event file, and whether each was read to its end; with `whole`,
+    /// each file is checked for a rewrite by its whole content.
+    fn poll_files(&mut self, whole: bool) -> (TfEventPoll, bool) {
+        let mut out = TfEventPoll::default();
+        let mut paths = Vec::new();
+        collect_event_files(&self.root, &mut paths, &mut out.errors);
+        paths.sort();
+        let mut all_read = true;
+        for path in paths {
+            match self.read_file(&path, whole, &mut out) {
+                Ok(read_to_end) => all_read &= read_to_end,
+                Err(e) => out.errors.push(format!("{}: {e}", path.display())),
+            }
         }
-        if meta.len() == tracked.offset {
-            return Ok(());
-        }
+        (out, all_read)
+    }
+
+    /// Reads the complete records of `path` past what was consumed, at most
+    /// [`MAX_READ_PER_POLL`] bytes; true when that reached the file's end.
+    fn read_file(
+        &mut self,
+        path: &Path,
+        whole: bool,
+        out: &mut TfEventPoll,
+    ) -> std::io::Result<bool> {
         let mut file = File::open(path)?;
-        file.seek(SeekFrom::Start(tracked.offset))?;
+        let meta = file.metadata()?;
+        let consumed = self
+            .files
+            .entry(path.to_path_buf())
+            .or_insert_with(|| Consumed::new(meta.ino()));
+        if consumed.may_be_rewritten(&meta, (!whole).then_some(&mut file))? {
+            let kept = consumed.begins(&file, meta.len())?;
+            consumed.reopened(meta.ino(), kept);
+        }
+        if meta.len() == consumed.offset() {
+            return Ok(true);
+        }
+        file.seek(SeekFrom::Start(consumed.offset()))?;
         let mut buf = Vec::new();
-        file.take(MAX_READ_PER_POLL).read_to_end(&mut buf)?;
+        (&file).take(MAX_READ_PER_POLL).read_to_end(&mut buf)?;
         let (records, used, corrupt) = split_records(&buf);
-        tracked.offset += used as u64;
+        consumed.advance(
+            &buf[..used],
+            file.metadata().ok().and_then(|m| m.modified().ok()),
+        );
         out.corrupt_records += corrupt;
         let dir = path
             .parent()
@@ -112,7 +146,8 @@ impl TfEventFollower {
                 Err(_) => out.corrupt_records += 1,
             }
         }
-        Ok(())
+        // A full window that held no complete record cannot be read further: done too.
+        Ok((buf.len() as u64) < MAX_READ_PER_POLL || used == 0)
     }
 }
 
@@ -214,7 +249,7 @@ mod tests {
         let p = f.poll();
         assert_eq!(values(&p), vec![("loss".into(), "0.25".into(), 2)]);
         assert_eq!(p.corrupt_records, 0);
-        assert_eq!(p.scalars[0].timestamp_us, 1_002_000_000);
+        assert_eq!(p.scalars[0].timestamp_us, Some(1_002_000_000));
     }
 
     #[test]
@@ -268,5 +303,75 @@ mod tests {
                 ("loss".into(), "0.25".into(), 2)
             ]
         );
+    }
+
+    fn file_of(records: &[(&str, f32, i64)]) -> Vec<u8> {
+        records
+            .iter()
+            .flat_map(|(tag, v, step)| record(tag, *v, *step))
+            .collect()
+    }
+
+    /// `rsync` writes a temporary copy and renames it over the file: a copy that begins with
+    /// what was read yields only its new records, once each.
+    #[test]
+    fn a_file_replaced_by_a_longer_copy_yields_only_its_new_records() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("events.out.tfevents.1.host");
+        let mut f = TfEventFollower::new(dir.path(), vec!["loss".into()]);
+        let mut seen = Vec::new();
+        for epoch in 1..=4 {
+            let records: Vec<(&str, f32, i64)> =
+                (1..=epoch).map(|i| ("loss", 1.0 / i as f32, i)).collect();
+            let tmp = dir.path().join(".copy.tmp");
+            std::fs::write(&tmp, file_of(&records)).unwrap();
+            std::fs::rename(&tmp, &path).unwrap();
+            seen.extend(values(&f.poll()).into_iter().map(|v| v.2));
+        }
+        assert_eq!(seen, [1, 2, 3, 4]);
+    }
+
+    /// A writer opened again with the same file name truncates it and writes a record of the
+    /// same size: the new record is read, though the file's length did not change.
+    #[test]
+    fn a_rewrite_of_the_same_length_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("events.out.tfevents.1.host");
+        std::fs::write(&path, file_of(&[("loss", 0.5, 1)])).unwrap();
+        let mut f = TfEventFollower::new(dir.path(), vec!["loss".into()]);
+        assert_eq!(values(&f.poll()), [("loss".into(), "0.5".into(), 1)]);
+        let first = std::fs::metadata(&path).unwrap().modified().unwrap();
+        let mut w = File::options().write(true).open(&path).unwrap();
+        w.write_all(&file_of(&[("loss", 0.25, 2)])).unwrap();
+        w.set_modified(first + std::time::Duration::from_secs(1))
+            .unwrap();
+        assert_eq!(values(&f.poll()), [("loss".into(), "0.25".into(), 2)]);
+        // Rewritten again without a new timestamp: the last read still sees it.
+        w.seek(SeekFrom::Start(0)).unwrap();
+        w.write_all(&file_of(&[("loss", 0.125, 3)])).unwrap();
+        w.set_modified(first + std::time::Duration::from_secs(1))
+            .unwrap();
+        assert_eq!(values(&f.poll_last()), [("loss".into(), "0.125".into(), 3)]);
+    }
+
+    /// Katib reads the files whole once the trial has ended: so does the last read, however
+    /// much was left unread (here more than one poll's window).
+    #[test]
+    fn the_last_read_reads_every_file_to_its_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let filler = record("samples", 0.0, 0);
+        let per_epoch = (4 << 20) / filler.len() + 1;
+        let mut data = Vec::new();
+        for epoch in 1..=8 {
+            for _ in 0..per_epoch {
+                data.extend_from_slice(&filler);
+            }
+            data.extend(record("loss", 1.0 / epoch as f32, epoch));
+        }
+        assert!(data.len() as u64 > MAX_READ_PER_POLL);
+        std::fs::write(dir.path().join("events.out.tfevents.1.host"), data).unwrap();
+        let mut f = TfEventFollower::new(dir.path(), vec!["loss".into()]);
+        let steps: Vec<i64> = values(&f.poll_last()).iter().map(|v| v.2).collect();
+        assert_eq!(steps, (1..=8).collect::<Vec<_>>());
     }
 }

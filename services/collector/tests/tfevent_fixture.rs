@@ -25,7 +25,7 @@ fn reads_tensorboardx_scalars_with_steps_and_wall_times() {
     ];
     let mut f = TfEventFollower::new(fixture(), wanted);
     let p = f.poll();
-    let got: Vec<(&str, &str, &str, i64, i64)> = p
+    let got: Vec<(&str, &str, &str, i64, Option<i64>)> = p
         .scalars
         .iter()
         .map(|s| {
@@ -38,7 +38,7 @@ fn reads_tensorboardx_scalars_with_steps_and_wall_times() {
             )
         })
         .collect();
-    let at = |step: i64| BASE_US + step * 1_000_000;
+    let at = |step: i64| Some(BASE_US + step * 1_000_000);
     // Files in path order: eval/ before train/. `train/accuracy` only reads files under a
     // directory ending in "train"; `lr` also takes `lr_double`, Katib's prefix rule.
     let expected = vec![
