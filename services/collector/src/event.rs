@@ -1,6 +1,6 @@
 //! TensorFlow `Event` protobufs reduced to what a metrics collector needs: wall time, step and
-//! scalar summary values (`simple_value`, or a one-element float/double `TensorProto`), plus
-//! Katib's rule for which tags feed which metric.
+//! scalar summary values (`simple_value`, or a one-element float, double or integer
+//! `TensorProto`), plus Katib's rule for which tags feed which metric.
 //!
 //! The messages are declared by hand with `prost` derive (field numbers from TensorFlow's
 //! `event.proto`, `summary.proto`, `tensor.proto`), so no protoc and no build script are
@@ -50,6 +50,11 @@ pub struct TensorProto {
     pub float_val: Vec<f32>,
     #[prost(double, repeated, tag = "6")]
     pub double_val: Vec<f64>,
+    /// DT_INT32 (and the smaller ints) values.
+    #[prost(int32, repeated, tag = "7")]
+    pub int_val: Vec<i32>,
+    #[prost(int64, repeated, tag = "10")]
+    pub int64_val: Vec<i64>,
 }
 
 #[derive(Clone, PartialEq, Message)]
@@ -67,6 +72,8 @@ pub struct TensorDim {
 /// `tensorflow.DataType` values we can read as a number.
 const DT_FLOAT: i32 = 1;
 const DT_DOUBLE: i32 = 2;
+const DT_INT32: i32 = 3;
+const DT_INT64: i32 = 9;
 
 /// A scalar read from an event, for one wanted metric.
 #[derive(Debug, Clone, PartialEq)]
@@ -161,7 +168,7 @@ fn scalar_value(v: &SummaryValue) -> Option<String> {
     }
 }
 
-/// The value of a `simple_value` or of a one-element float or double tensor, finite or not,
+/// The value of a `simple_value` or of a one-element float, double or integer tensor, finite or not,
 /// with its text in its own precision.
 fn number_of(v: &SummaryValue) -> Option<(f64, String)> {
     if let Some(x) = v.simple_value {
@@ -190,6 +197,23 @@ fn number_of(v: &SummaryValue) -> Option<(f64, String)> {
             };
             Some((x, x.to_string()))
         }
+        // Written by `tf.summary.write` of an integer; numpy prints it as the integer.
+        (DT_INT32, bytes) => {
+            let x = match (t.int_val.as_slice(), <[u8; 4]>::try_from(bytes)) {
+                ([x], _) => *x,
+                ([], Ok(b)) => i32::from_le_bytes(b),
+                _ => return None,
+            };
+            Some((f64::from(x), x.to_string()))
+        }
+        (DT_INT64, bytes) => {
+            let x = match (t.int64_val.as_slice(), <[u8; 8]>::try_from(bytes)) {
+                ([x], _) => *x,
+                ([], Ok(b)) => i64::from_le_bytes(b),
+                _ => return None,
+            };
+            Some((x as f64, x.to_string()))
+        }
         _ => None,
     }
 }
@@ -200,11 +224,11 @@ fn describe(v: &SummaryValue) -> String {
         return text;
     }
     match &v.tensor {
-        Some(t) if matches!(t.dtype, DT_FLOAT | DT_DOUBLE) => {
+        Some(t) if matches!(t.dtype, DT_FLOAT | DT_DOUBLE | DT_INT32 | DT_INT64) => {
             "a tensor of more than one element".to_string()
         }
         Some(t) => format!(
-            "a tensor of dtype {} (only float and double tensors are read)",
+            "a tensor of dtype {} (only float, double and integer tensors are read)",
             t.dtype
         ),
         None => "no scalar".to_string(),
@@ -293,28 +317,65 @@ mod tests {
     }
 
     #[test]
-    fn reads_float_and_double_tensors() {
+    fn reads_float_double_and_integer_tensors() {
+        let cases = [
+            (DT_DOUBLE, 0.875f64.to_le_bytes().to_vec(), "0.875"),
+            (DT_FLOAT, 0.25f32.to_le_bytes().to_vec(), "0.25"),
+            (DT_INT32, (-3i32).to_le_bytes().to_vec(), "-3"),
+            (DT_INT64, 3i64.to_le_bytes().to_vec(), "3"),
+        ];
+        for (dtype, content, want) in cases {
+            let mut e = scalar_event("acc", 0.0, 1);
+            let v = &mut e.summary.as_mut().unwrap().value[0];
+            v.simple_value = None;
+            v.tensor = Some(TensorProto {
+                dtype,
+                tensor_shape: Some(TensorShape::default()),
+                tensor_content: content,
+                ..Default::default()
+            });
+            let s = event_scalars(&e, "/d", &wanted(&["acc"]));
+            assert_eq!(s.scalars[0].value, want, "dtype {dtype}");
+        }
+        // The same values in the typed fields, as older writers put them.
+        let typed = [
+            TensorProto {
+                dtype: DT_FLOAT,
+                float_val: vec![0.25],
+                ..Default::default()
+            },
+            TensorProto {
+                dtype: DT_INT64,
+                int64_val: vec![7],
+                ..Default::default()
+            },
+            TensorProto {
+                dtype: DT_INT32,
+                int_val: vec![7],
+                ..Default::default()
+            },
+        ];
+        for (t, want) in typed.into_iter().zip(["0.25", "7", "7"]) {
+            let mut e = scalar_event("acc", 0.0, 1);
+            let v = &mut e.summary.as_mut().unwrap().value[0];
+            v.simple_value = None;
+            v.tensor = Some(t);
+            assert_eq!(
+                event_scalars(&e, "/d", &wanted(&["acc"])).scalars[0].value,
+                want
+            );
+        }
+        // A half-precision tensor is not read; the warning names its dtype.
         let mut e = scalar_event("acc", 0.0, 1);
-        let v = &mut e.summary.as_mut().unwrap().value[0];
-        v.simple_value = None;
-        v.tensor = Some(TensorProto {
-            dtype: DT_DOUBLE,
-            tensor_shape: Some(TensorShape::default()),
-            tensor_content: 0.875f64.to_le_bytes().to_vec(),
-            float_val: vec![],
-            double_val: vec![],
-        });
-        let s = event_scalars(&e, "/d", &wanted(&["acc"]));
-        assert_eq!(s.scalars[0].value, "0.875");
-        let v = &mut e.summary.as_mut().unwrap().value[0];
-        v.tensor = Some(TensorProto {
-            dtype: DT_FLOAT,
-            float_val: vec![0.25],
+        e.summary.as_mut().unwrap().value[0].simple_value = None;
+        e.summary.as_mut().unwrap().value[0].tensor = Some(TensorProto {
+            dtype: 19,
+            tensor_content: vec![0, 0x34],
             ..Default::default()
         });
         assert_eq!(
-            event_scalars(&e, "/d", &wanted(&["acc"])).scalars[0].value,
-            "0.25"
+            event_scalars(&e, "/d", &wanted(&["acc"])).rejected,
+            ["acc=a tensor of dtype 19 (only float, double and integer tensors are read)"]
         );
     }
 
