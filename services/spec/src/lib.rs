@@ -9,7 +9,7 @@ mod duplicate_key;
 pub mod enqueue;
 mod error;
 pub mod known;
-mod kubectl_booleans;
+mod kubectl_yaml11;
 pub mod limits;
 mod number;
 pub mod parse;
@@ -25,7 +25,7 @@ pub mod validate;
 
 pub use defaults::apply_defaults;
 pub use error::{SpecError, SpecErrors};
-pub use kubectl_booleans::kubectl_booleans;
+pub use kubectl_yaml11::{Yaml11Readings, kubectl_yaml11};
 pub use parse::{
     parse_experiment, parse_experiment_file, parse_experiment_file_served, parse_experiment_served,
     parse_experiment_value, parse_stored_experiment,

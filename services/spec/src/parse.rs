@@ -367,7 +367,11 @@ fn format_ignored(path: &serde_ignored::Path<'_>) -> String {
 /// A type error at `path` (serde's `.` for the root), in the words of every other error.
 fn type_error(path: &str, message: &str) -> SpecError {
     let path = if path == "." { "document" } else { path };
-    SpecError::new(path, plain_words(&strip_inner_path(message)))
+    let message = plain_words(&strip_inner_path(message));
+    match crate::kubectl_yaml11::boolean_word_hint(&message) {
+        Some(hint) => SpecError::new(path, format!("{message}; {hint}")),
+        None => SpecError::new(path, message),
+    }
 }
 
 /// serde names Rust types ("expected i32"); a Katib user reads YAML, so say what to write.

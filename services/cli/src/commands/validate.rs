@@ -110,8 +110,8 @@ pub fn validate(file: &Path) -> anyhow::Result<Exit> {
             for note in notes {
                 outln!("warning: {note}");
             }
-            let unquoted = unquoted_text_fields(file);
-            for w in &unquoted {
+            let (unquoted, renamed_keys) = unquoted_text_fields(file);
+            for w in unquoted.iter().chain(&renamed_keys) {
                 outln!("warning: {w}");
             }
             if verdict.runnable()
@@ -147,16 +147,18 @@ pub fn validate(file: &Path) -> anyhow::Result<Exit> {
     }
 }
 
-/// The text fields of `file` written as bare numbers or booleans, and the plain words kubectl
-/// reads as booleans (a cluster refuses them).
-pub fn unquoted_text_fields(file: &Path) -> Vec<SpecError> {
-    vernier_spec::limits::read_text_capped(file, vernier_spec::limits::MAX_SPEC_BYTES)
-        .map(|text| {
-            let mut found = vernier_spec::unquoted_text_fields(&text);
-            found.extend(vernier_spec::kubectl_booleans(&text));
-            found
-        })
-        .unwrap_or_default()
+/// The text fields of `file` written as bare numbers or booleans, or as plain words kubectl
+/// reads as booleans or numbers (a cluster refuses them), and the keys kubectl renames.
+pub fn unquoted_text_fields(file: &Path) -> (Vec<SpecError>, Vec<SpecError>) {
+    let Ok(text) =
+        vernier_spec::limits::read_text_capped(file, vernier_spec::limits::MAX_SPEC_BYTES)
+    else {
+        return (Vec::new(), Vec::new());
+    };
+    let mut refused = vernier_spec::unquoted_text_fields(&text);
+    let kubectl = vernier_spec::kubectl_yaml11(&text);
+    refused.extend(kubectl.refused);
+    (refused, kubectl.renamed_keys)
 }
 
 fn print_local(refused: &[SpecError], ignored: &[SpecError]) {

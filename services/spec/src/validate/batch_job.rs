@@ -20,13 +20,13 @@ pub(super) fn check(spec: &Value, errs: &mut Errors) {
     }
     let lenient = quantities_as_text(spec.clone(), false);
     match serde_path_to_error::deserialize::<_, Job>(&lenient) {
-        Err(e) => errs.add(
-            join(PATH, &e.path().to_string()),
-            format!(
-                "{}; hint: this field of a batch/v1 Job takes another type",
-                e.inner()
-            ),
-        ),
+        Err(e) => {
+            let said = e.inner().to_string();
+            let hint = crate::kubectl_yaml11::boolean_word_hint(&said).unwrap_or_else(|| {
+                "hint: this field of a batch/v1 Job takes another type".to_string()
+            });
+            errs.add(join(PATH, &e.path().to_string()), format!("{said}; {hint}"))
+        }
         Ok(job) => {
             let kept = serde_json::to_value(&job).unwrap_or(Value::Null);
             for path in lost_fields(&lenient, &kept, PATH.to_string()) {

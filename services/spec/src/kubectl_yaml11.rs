@@ -1,0 +1,456 @@
+//! Plain words that kubectl reads otherwise than Vernier does: Vernier's YAML reader follows
+//! YAML 1.2, where `yes`, `off`, `n` and `1_000` are text, but kubectl converts a file to JSON
+//! with YAML 1.1's rules (go-yaml v2), so `list: [yes, no]` reaches the API server as
+//! `[true, false]`, a parameter named `n` as `false` and `value: 1_000` as `1000`. Where
+//! Katib's API or a Pod takes text, the cluster refuses it; these are said as warnings, like
+//! numbers written in text fields (`unquoted`), so a spec that runs on a laptop is not thought
+//! ready for the cluster. A field that takes a boolean (`hostNetwork: no`) is read alike by
+//! both, so only fields known to take text are named; a key kubectl renames (`on:` becomes
+//! `"true":`) is a note of its own, as the cluster accepts the renamed object.
+//!
+//! The scalar's style (plain or quoted) is only in the parser's events, not in a deserialized
+//! value, hence `saphyr-parser` beside the deserializer. Aliases are followed: a word under an
+//! anchor is named wherever an alias repeats it, as kubectl expands them.
+
+use crate::error::SpecError;
+use saphyr_parser::{Event, Parser, ScalarStyle};
+use std::collections::HashMap;
+
+/// The plain words YAML 1.1 (go-yaml v2, which kubectl's converter uses) reads as booleans and
+/// YAML 1.2 reads as text; `true`/`false` and their capitalised forms are booleans in both.
+const YAML11_ONLY_BOOLEANS: [(&str, bool); 16] = [
+    ("y", true),
+    ("Y", true),
+    ("yes", true),
+    ("Yes", true),
+    ("YES", true),
+    ("on", true),
+    ("On", true),
+    ("ON", true),
+    ("n", false),
+    ("N", false),
+    ("no", false),
+    ("No", false),
+    ("NO", false),
+    ("off", false),
+    ("Off", false),
+    ("OFF", false),
+];
+
+/// Keys whose values (and list items) take text in Katib's API or a Pod.
+const TEXT_FIELDS: [&str; 14] = [
+    "name",
+    "image",
+    "reference",
+    "description",
+    "objectiveMetricName",
+    "primaryContainerName",
+    "algorithmName",
+    "min",
+    "max",
+    "step",
+    "value",
+    "namespace",
+    "workingDir",
+    "kind",
+];
+
+/// Keys whose items take text.
+const TEXT_LISTS: [&str; 5] = [
+    "list",
+    "command",
+    "args",
+    "additionalMetricNames",
+    "metricsFormat",
+];
+
+/// Maps whose every value is text.
+const TEXT_MAPS: [&str; 3] = ["labels", "annotations", "nodeSelector"];
+
+/// What kubectl reads in the experiment document of a file.
+#[derive(Debug, Default, PartialEq)]
+pub struct Yaml11Readings {
+    /// Values in text fields that kubectl sends as booleans or numbers: a cluster refuses them.
+    pub refused: Vec<SpecError>,
+    /// Keys kubectl renames (`on:` is sent as `"true":`).
+    pub renamed_keys: Vec<SpecError>,
+}
+
+/// What kubectl reads otherwise in the experiment document of `text`. A document that does
+/// not parse has nothing (its parse error is reported elsewhere).
+pub fn kubectl_yaml11(text: &str) -> Yaml11Readings {
+    let Ok(document) = crate::parse::experiment_document(text) else {
+        return Yaml11Readings::default();
+    };
+    let mut walk = Walk::default();
+    for event in Parser::new_from_str(&document) {
+        let Ok((event, _)) = event else {
+            return Yaml11Readings::default();
+        };
+        walk.step(event);
+    }
+    walk.found
+}
+
+/// How YAML 1.1 reads a plain word that YAML 1.2 reads as text.
+#[derive(Debug, Clone, PartialEq)]
+enum Reading {
+    Boolean(bool),
+    Number(String),
+}
+
+impl Reading {
+    fn of(word: &str) -> Option<Reading> {
+        if let Some(&(_, b)) = YAML11_ONLY_BOOLEANS.iter().find(|(w, _)| *w == word) {
+            return Some(Reading::Boolean(b));
+        }
+        // go-yaml v2 drops `_` before reading a number; YAML 1.2 keeps such a word as text.
+        let digits = word.replace('_', "");
+        let number = word.contains('_')
+            && digits.bytes().any(|b| b.is_ascii_digit())
+            && (digits.parse::<i64>().is_ok() || digits.parse::<f64>().is_ok());
+        number.then_some(Reading::Number(digits))
+    }
+
+    fn shown(&self) -> String {
+        match self {
+            Reading::Boolean(b) => format!("the boolean {b}"),
+            Reading::Number(n) => format!("the number {n}"),
+        }
+    }
+
+    /// What sigs.k8s.io/yaml makes of it as a key.
+    fn as_key(&self) -> String {
+        match self {
+            Reading::Boolean(b) => b.to_string(),
+            Reading::Number(n) => n.clone(),
+        }
+    }
+}
+
+/// Where the walk is in the document: one frame per open mapping or sequence.
+#[derive(Default)]
+struct Walk {
+    frames: Vec<Frame>,
+    /// Anchored collections still open: their anchor and path.
+    open_anchors: Vec<(usize, String)>,
+    /// Per anchor, the words found under it: their path below the anchor, and how read.
+    anchored: HashMap<usize, Vec<(String, String, Reading)>>,
+    found: Yaml11Readings,
+}
+
+enum Frame {
+    /// A mapping, with the key whose value comes next (`None` while a key is awaited); the
+    /// anchor and path of the collection are pushed to `open_anchors` separately.
+    Mapping(Option<String>, usize),
+    /// A sequence, with the index of the next item.
+    Sequence(usize, usize),
+}
+
+impl Walk {
+    fn step(&mut self, event: Event<'_>) {
+        match event {
+            Event::Scalar(text, style, anchor, tag) => {
+                let read = (style == ScalarStyle::Plain && tag.is_none())
+                    .then(|| Reading::of(&text))
+                    .flatten();
+                match read {
+                    Some(r) if self.awaits_key() => {
+                        let path = self.path_with(&text);
+                        self.found.renamed_keys.push(key_note(&path, &text, &r));
+                    }
+                    Some(r) => {
+                        let path = self.here();
+                        if anchor != 0 {
+                            self.anchored.entry(anchor).or_default().push((
+                                String::new(),
+                                text.to_string(),
+                                r.clone(),
+                            ));
+                        }
+                        self.value(&path, &text, r);
+                    }
+                    None => {}
+                }
+                self.node_done(Some(&text));
+            }
+            Event::Alias(anchor) => {
+                if !self.awaits_key() {
+                    let at = self.here();
+                    for (below, word, r) in self.anchored.get(&anchor).cloned().unwrap_or_default()
+                    {
+                        self.value(&format!("{at}{below}"), &word, r);
+                    }
+                }
+                self.node_done(None);
+            }
+            Event::MappingStart(anchor, _) => self.open(anchor, true),
+            Event::SequenceStart(anchor, _) => self.open(anchor, false),
+            Event::MappingEnd | Event::SequenceEnd => {
+                let anchor = match self.frames.pop() {
+                    Some(Frame::Mapping(_, a) | Frame::Sequence(_, a)) => a,
+                    None => 0,
+                };
+                if anchor != 0 {
+                    self.open_anchors.pop();
+                }
+                self.node_done(None);
+            }
+            _ => {}
+        }
+    }
+
+    fn open(&mut self, anchor: usize, mapping: bool) {
+        if anchor != 0 {
+            self.open_anchors.push((anchor, self.here()));
+        }
+        self.frames.push(match mapping {
+            true => Frame::Mapping(None, anchor),
+            false => Frame::Sequence(0, anchor),
+        });
+    }
+
+    /// A word in value position at `path`: named when the field takes text, and remembered
+    /// under every anchored collection it is in.
+    fn value(&mut self, path: &str, word: &str, read: Reading) {
+        for (anchor, base) in &self.open_anchors {
+            if let Some(below) = path.strip_prefix(base.as_str()) {
+                self.anchored.entry(*anchor).or_default().push((
+                    below.to_string(),
+                    word.to_string(),
+                    read.clone(),
+                ));
+            }
+        }
+        if takes_text(path) {
+            self.found.refused.push(refusal(path, word, &read));
+        }
+    }
+
+    fn awaits_key(&self) -> bool {
+        matches!(self.frames.last(), Some(Frame::Mapping(None, _)))
+    }
+
+    /// The path of the node in value position (or of the next sequence item).
+    fn here(&self) -> String {
+        self.path_with("?")
+    }
+
+    /// The path of the node being read; a key awaited is `key`.
+    fn path_with(&self, key: &str) -> String {
+        let mut path = String::new();
+        for frame in &self.frames {
+            match frame {
+                Frame::Mapping(Some(k), _) => push_key(&mut path, k),
+                Frame::Mapping(None, _) => push_key(&mut path, key),
+                Frame::Sequence(i, _) => path.push_str(&format!("[{i}]")),
+            }
+        }
+        path
+    }
+
+    /// A node ended (a scalar, an alias or a whole collection): in a mapping it was the key
+    /// (`key` is its text, when it has one) or the value; in a sequence, an item.
+    fn node_done(&mut self, key: Option<&str>) {
+        match self.frames.last_mut() {
+            Some(Frame::Mapping(slot @ None, _)) => *slot = Some(key.unwrap_or("?").to_string()),
+            Some(Frame::Mapping(slot, _)) => *slot = None,
+            Some(Frame::Sequence(i, _)) => *i += 1,
+            None => {}
+        }
+    }
+}
+
+fn push_key(path: &mut String, key: &str) {
+    if !path.is_empty() {
+        path.push('.');
+    }
+    path.push_str(key);
+}
+
+/// Whether the field at `path` takes text in Katib's API or a Pod (see [`TEXT_FIELDS`]).
+fn takes_text(path: &str) -> bool {
+    let (parent, last) = match path.rsplit_once('.') {
+        Some((parent, last)) => (parent, last),
+        None => ("", path),
+    };
+    let parent_key = parent.rsplit('.').next().unwrap_or(parent);
+    if TEXT_MAPS.contains(&parent_key) {
+        return true;
+    }
+    match last.split_once('[') {
+        Some((key, _)) => TEXT_LISTS.contains(&key),
+        None => TEXT_FIELDS.contains(&last),
+    }
+}
+
+/// For a type error where a boolean was wanted and a YAML 1.1 boolean word was written
+/// (`retain: yes`, `stdin: on`), the hint: kubectl accepts it, Vernier's reader does not.
+pub(crate) fn boolean_word_hint(message: &str) -> Option<String> {
+    let (_, rest) = message.split_once("invalid type: string \"")?;
+    let (word, rest) = rest.split_once('"')?;
+    if !rest.starts_with(", expected a boolean") {
+        return None;
+    }
+    let Some(Reading::Boolean(b)) = Reading::of(word) else {
+        return None;
+    };
+    Some(format!(
+        "hint: write {b}: kubectl reads {word} as {b} (YAML 1.1), Vernier's reader (YAML 1.2) \
+         reads it as text"
+    ))
+}
+
+fn refusal(path: &str, word: &str, read: &Reading) -> SpecError {
+    SpecError::new(
+        path,
+        format!(
+            "value {word} is written unquoted, and kubectl reads it as {} (YAML 1.1), where \
+             Katib's API and a Pod take text, so a cluster refuses the experiment or its trials \
+             (Vernier reads the text {word}); hint: quote it, as in \"{word}\"",
+            read.shown()
+        ),
+    )
+}
+
+fn key_note(path: &str, word: &str, read: &Reading) -> SpecError {
+    SpecError::new(
+        path,
+        format!(
+            "key {word} is written unquoted, and kubectl sends it as the key \"{}\" (YAML 1.1), \
+             where Vernier reads {word}; hint: quote it, as in \"{word}\"",
+            read.as_key()
+        ),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn paths(found: &[SpecError]) -> Vec<String> {
+        found.iter().map(SpecError::path).collect()
+    }
+
+    #[test]
+    fn plain_yaml11_words_in_text_fields_are_named_where_they_are() {
+        let yaml = r#"
+apiVersion: kubeflow.org/v1beta1
+kind: Experiment
+metadata: {name: e, labels: {on: "x", team: no}}
+spec:
+  objective: {type: minimize, objectiveMetricName: loss}
+  parameters:
+    - name: n
+      parameterType: categorical
+      feasibleSpace: {list: [yes, "no", 'off', sgd, true, 1_000]}
+  trialTemplate:
+    trialParameters: [{name: n, reference: n}]
+    trialSpec:
+      spec:
+        template:
+          spec:
+            hostNetwork: no
+            containers:
+              - name: t
+                stdin: yes
+                env: [{name: UMASK, value: 0_22}]
+                args:
+                  - |
+                    yes
+                  - !!str off
+                  - OFF
+"#;
+        let found = kubectl_yaml11(yaml);
+        assert_eq!(
+            paths(&found.refused),
+            [
+                "metadata.labels.team",
+                "spec.parameters[0].name",
+                "spec.parameters[0].feasibleSpace.list[0]",
+                "spec.parameters[0].feasibleSpace.list[5]",
+                "spec.trialTemplate.trialParameters[0].name",
+                "spec.trialTemplate.trialParameters[0].reference",
+                "spec.trialTemplate.trialSpec.spec.template.spec.containers[0].env[0].value",
+                "spec.trialTemplate.trialSpec.spec.template.spec.containers[0].args[2]",
+            ]
+        );
+        assert_eq!(paths(&found.renamed_keys), ["metadata.labels.on"]);
+        let said: Vec<String> = found.refused.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            said[0],
+            "metadata.labels.team: value no is written unquoted, and kubectl reads it as the \
+             boolean false (YAML 1.1), where Katib's API and a Pod take text, so a cluster \
+             refuses the experiment or its trials (Vernier reads the text no); hint: quote it, \
+             as in \"no\""
+        );
+        assert!(
+            said[3].contains("kubectl reads it as the number 1000"),
+            "{}",
+            said[3]
+        );
+        assert!(
+            said[6].contains("kubectl reads it as the number 022"),
+            "{}",
+            said[6]
+        );
+        assert_eq!(
+            found.renamed_keys[0].to_string(),
+            "metadata.labels.on: key on is written unquoted, and kubectl sends it as the key \
+             \"true\" (YAML 1.1), where Vernier reads on; hint: quote it, as in \"on\""
+        );
+    }
+
+    #[test]
+    fn a_boolean_field_written_yes_gets_kubectls_reading_as_its_hint() {
+        let table = [
+            (
+                "invalid type: string \"yes\", expected a boolean",
+                Some(
+                    "hint: write true: kubectl reads yes as true (YAML 1.1), Vernier's reader (YAML 1.2) reads it as text",
+                ),
+            ),
+            (
+                "invalid type: string \"Off\", expected a boolean at line 3",
+                Some(
+                    "hint: write false: kubectl reads Off as false (YAML 1.1), Vernier's reader (YAML 1.2) reads it as text",
+                ),
+            ),
+            ("invalid type: string \"maybe\", expected a boolean", None),
+            ("invalid type: string \"yes\", expected an integer", None),
+        ];
+        for (message, want) in table {
+            assert_eq!(boolean_word_hint(message).as_deref(), want, "{message}");
+        }
+    }
+
+    #[test]
+    fn a_word_under_an_anchor_is_named_wherever_an_alias_repeats_it() {
+        let yaml = r#"
+kind: Experiment
+spec:
+  parameters:
+    - name: a
+      feasibleSpace: {list: &flags [&y yes, sgd]}
+    - name: b
+      feasibleSpace: {list: *flags}
+    - name: c
+      feasibleSpace: {list: [*y, adam]}
+"#;
+        assert_eq!(
+            paths(&kubectl_yaml11(yaml).refused),
+            [
+                "spec.parameters[0].feasibleSpace.list[0]",
+                "spec.parameters[1].feasibleSpace.list[0]",
+                "spec.parameters[2].feasibleSpace.list[0]",
+            ]
+        );
+    }
+
+    #[test]
+    fn only_the_experiment_document_is_read_and_a_broken_one_has_none() {
+        let two = "kind: ConfigMap\ndata: {a: yes}\n---\nkind: Experiment\nspec: {name: on}\n";
+        assert_eq!(paths(&kubectl_yaml11(two).refused), ["spec.name"]);
+        assert_eq!(kubectl_yaml11("a: [yes"), Yaml11Readings::default());
+    }
+}
