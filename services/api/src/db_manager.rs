@@ -127,9 +127,9 @@ fn check_metric_name(field: &str, name: &str) -> Result<(), ApiError> {
         return Err(ProtoError::Core {
             field: field.into(),
             reason: format!(
-                "value {name:?} begins or ends with whitespace, which a metric name may not \
-                 have (MySQL would take it for the name without it); hint: send the name \
-                 without the spaces"
+                "value {name:?} begins or ends with whitespace, which no metric name of \
+                 Katib's collectors has (they trim names), and MySQL takes `loss ` for `loss`; \
+                 hint: send the name without it"
             ),
         }
         .into());
@@ -196,7 +196,9 @@ impl DbManagerService {
                 .await;
             match (recorded, b) {
                 (Ok(()), _) => {}
-                (Err(e), 0) => return Err(e.into()),
+                // A database deleted, dropped or damaged under the server holds nothing of
+                // the earlier batches anyone can read: the report failed whole.
+                (Err(e), _) if b == 0 || e.lost_what_was_recorded() => return Err(e.into()),
                 (Err(source), _) => {
                     return Err(ApiError::PartlyRecorded {
                         recorded: b * REPORT_BATCH,

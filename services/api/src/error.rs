@@ -114,7 +114,9 @@ impl From<ApiError> for Status {
             ApiError::RulesUnsupported(_) => Code::Unimplemented,
             ApiError::TrialAlreadyEnded { .. } => Code::FailedPrecondition,
             ApiError::Store(source) => store_code(source),
-            ApiError::PartlyRecorded { source, .. } => store_code(source),
+            // Not the store error's code: UNAVAILABLE tells a client to send the same
+            // request again, which would record the first batches twice.
+            ApiError::PartlyRecorded { .. } => Code::Aborted,
             _ => Code::Internal,
         };
         Status::new(code, e.to_string())
@@ -144,7 +146,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_report_failed_part_way_says_what_was_recorded_with_the_store_errors_code() {
+    fn a_report_failed_part_way_says_what_was_recorded_and_is_not_to_be_sent_again_whole() {
         let locked = || StoreError::Locked {
             action: "record observations of trial",
             name: "t1".into(),
@@ -159,7 +161,7 @@ mod tests {
         });
         assert_eq!(
             (whole.code(), part.code()),
-            (Code::Unavailable, Code::Unavailable)
+            (Code::Unavailable, Code::Aborted)
         );
         assert!(
             part.message().starts_with(

@@ -413,6 +413,18 @@ fn is_connection_loss<D: Dialect>(error: &sqlx::Error) -> bool {
 }
 
 impl StoreError {
+    /// Whether what was recorded before this error is gone or unreadable with the database:
+    /// a SQLite file deleted or replaced, a database dropped, a damaged file.
+    pub fn lost_what_was_recorded(&self) -> bool {
+        matches!(
+            self,
+            StoreError::DatabaseFileGone { .. }
+                | StoreError::Vanished { .. }
+                | StoreError::Damaged { .. }
+                | StoreError::DamagedFile { .. }
+        )
+    }
+
     pub(crate) fn not_found(kind: &'static str, name: &str) -> StoreError {
         StoreError::NotFound {
             kind,
