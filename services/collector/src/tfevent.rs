@@ -151,6 +151,13 @@ impl TfEventFollower {
     }
 }
 
+/// An event file's name: it holds `tfevents`, and is not hidden, as `rsync`'s temporary copy
+/// `.events.out.tfevents.1.host.Ab12Cd` is until it is renamed over the file it copies (read,
+/// it would yield every value of the copy a second time).
+fn is_event_file_name(name: &str) -> bool {
+    name.contains("tfevents") && !name.starts_with('.')
+}
+
 /// Every `*tfevents*` file under `root` at any depth, as Katib's `os.walk` finds them: a
 /// symbolic link to a directory is not followed (so a link cannot make a cycle), one to a file
 /// is read, and the walk keeps its own stack, so a deep tree cannot overflow the thread's.
@@ -173,7 +180,7 @@ fn collect_event_files(root: &Path, out: &mut Vec<PathBuf>, errors: &mut Vec<Str
                 || kind.is_symlink() && std::fs::metadata(entry.path()).is_ok_and(|m| m.is_file());
             if kind.is_dir() {
                 pending.push(entry.path());
-            } else if file && entry.file_name().to_string_lossy().contains("tfevents") {
+            } else if file && is_event_file_name(&entry.file_name().to_string_lossy()) {
                 out.push(entry.path());
             }
         }
@@ -312,8 +319,9 @@ mod tests {
             .collect()
     }
 
-    /// `rsync` writes a temporary copy and renames it over the file: a copy that begins with
-    /// what was read yields only its new records, once each.
+    /// `rsync` writes a temporary copy (`.NAME.XXXXXX`, beside the file) and renames it over
+    /// the file: the copy is not read while hidden, and once renamed it yields only its new
+    /// records, once each.
     #[test]
     fn a_file_replaced_by_a_longer_copy_yields_only_its_new_records() {
         let dir = tempfile::tempdir().unwrap();
@@ -323,8 +331,9 @@ mod tests {
         for epoch in 1..=4 {
             let records: Vec<(&str, f32, i64)> =
                 (1..=epoch).map(|i| ("loss", 1.0 / i as f32, i)).collect();
-            let tmp = dir.path().join(".copy.tmp");
+            let tmp = dir.path().join(".events.out.tfevents.1.host.Ab12Cd");
             std::fs::write(&tmp, file_of(&records)).unwrap();
+            seen.extend(values(&f.poll()).into_iter().map(|v| v.2));
             std::fs::rename(&tmp, &path).unwrap();
             seen.extend(values(&f.poll()).into_iter().map(|v| v.2));
         }
