@@ -41,9 +41,11 @@ pub async fn run(
         work_dir: work_dir_of(file),
         log_dir: log_dir.tentative(&name),
     };
+    let (unquoted, renamed_keys) = super::validate::unquoted_text_fields(file);
     for w in vernier_spec::validate::warnings(&spec)
         .into_iter()
-        .chain(super::validate::unquoted_text_fields(file))
+        .chain(unquoted)
+        .chain(renamed_keys)
     {
         errln!("warning: {w}");
     }
@@ -64,22 +66,36 @@ pub async fn run(
     let warm = vernier_runner::warm_start::load(&store, &exp)
         .await?
         .complete()?;
-    // Made once every check has passed, so a refused run leaves no empty directory; and
-    // before the experiment is recorded, as a record left behind could only be deleted
-    // (`resume` keeps the directory it names).
-    match log_dir {
-        LogDir::Given(_) => exp.create_log_dir()?,
-        LogDir::Default(logs) => exp.paths.log_dir = claim_log_dir(&logs, &name)?,
-    }
     let seed = seed
         .or_else(|| exp.setting_seed())
         .unwrap_or_else(random_seed);
     // The lease before the record: a name the operator drives in this database (it has no
-    // row in `experiments`) is refused without leaving an empty experiment behind.
+    // row in `experiments`) is refused without leaving an empty experiment behind, and a
+    // run of a name being started elsewhere before it claims a log directory.
     let lease = match ExperimentLease::acquire(&store, &name).await {
         Ok(lease) => lease,
         Err(e) => return Err(held_elsewhere(&store, db, &name, e).await),
     };
+    // Made once every check has passed, so a refused run leaves no empty directory; and
+    // before the experiment is recorded, as a record left behind could only be deleted
+    // (`resume` keeps the directory it names).
+    let claimed = match log_dir {
+        LogDir::Given(_) => exp
+            .create_log_dir()
+            .map(|()| None)
+            .map_err(anyhow::Error::from),
+        LogDir::Default(logs) => claim_log_dir(&logs, &name).map(Some),
+    };
+    let claimed = match claimed {
+        Ok(claimed) => claimed,
+        Err(e) => {
+            let _ = lease.release().await;
+            return Err(e);
+        }
+    };
+    if let Some(dir) = &claimed {
+        exp.paths.log_dir = dir.clone();
+    }
     // A server that drops the connection while the experiment is recorded is waited out, as
     // during the run (Ctrl-C still ends the command); a re-sent insert that finds its own row
     // has worked.
@@ -87,6 +103,10 @@ pub async fn run(
     let riding = store.riding_outages(give_up);
     if let Err(e) = driver::create_experiment(&riding, &exp, seed).await {
         let _ = lease.release().await;
+        // The directory this run made is still empty; another run's is not touched.
+        if let Some(dir) = claimed {
+            let _ = std::fs::remove_dir(dir);
+        }
         return Err(e.into());
     }
     let searched = match &exp.spec.spec.nas_config {
