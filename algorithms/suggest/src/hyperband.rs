@@ -106,12 +106,19 @@ pub(crate) fn build(
     Ok(Box::new(Hyperband::new(name, settings, space)?))
 }
 
-fn missing(s: &Settings<'_>, key: &str) -> AlgorithmError {
+/// `name` is the algorithm: BOHB, which builds its schedule here, also takes `max_resource`.
+fn missing(name: &str, s: &Settings<'_>, key: &str) -> AlgorithmError {
+    let r_l = match name {
+        "bohb" => "r_l (or max_resource)",
+        _ => "r_l",
+    };
     s.invalid(
         key,
         "",
-        "is not set: r_l and resource_name must be set.\nhint: r_l is the most resource \
-         one configuration gets, resource_name the parameter that receives it",
+        format!(
+            "is not set: {r_l} and resource_name must be set.\nhint: {r_l} is the most \
+             resource one configuration gets, resource_name the parameter that receives it"
+        ),
     )
 }
 
@@ -202,9 +209,9 @@ impl Hyperband {
 
         let resource_name = s
             .nonblank("resource_name")
-            .ok_or_else(|| missing(&s, "resource_name"))?;
+            .ok_or_else(|| missing(name, &s, "resource_name"))?;
         if s.nonblank("r_l").is_none() {
-            return Err(missing(&s, "r_l"));
+            return Err(missing(name, &s, "r_l"));
         }
         let r_l = s
             .get::<f64>(
@@ -212,7 +219,7 @@ impl Hyperband {
                 |v| v.is_finite() && v > 0.0,
                 "r_l must be a positive float number.",
             )?
-            .ok_or_else(|| missing(&s, "r_l"))?;
+            .ok_or_else(|| missing(name, &s, "r_l"))?;
         let eta = read_eta(&s)?;
         let param = resource_parameter(&s, space, resource_name)?;
         let s_max = s_max(eta, r_l);

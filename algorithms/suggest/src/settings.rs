@@ -98,11 +98,12 @@ impl<'a> Settings<'a> {
         let mut last = None;
         for (_, raw) in self.pairs.iter().filter(|(n, _)| n == name) {
             let value: T = raw.trim().parse().map_err(|_| {
-                // `-1` for a count, or more digits than any integer holds, is a number
-                // outside what is wanted, not text that is no number.
-                let problem = match is_integer_text(raw.trim()) {
-                    true => "is out of range",
-                    false => "does not parse",
+                // `-1` for a count is a number outside what is wanted, and more digits than
+                // the setting holds a number too large for it, not text that is no number.
+                let problem = match integer_sign(raw.trim()) {
+                    Some('-') => "is out of range",
+                    Some(_) => "is too large",
+                    None => "does not parse",
                 };
                 self.invalid(name, raw, format!("{problem}: {wanted}"))
             })?;
@@ -136,10 +137,14 @@ impl<'a> Settings<'a> {
     }
 }
 
-/// Whether `text` is an integer as written (an optional sign, then digits), whatever its size.
-fn is_integer_text(text: &str) -> bool {
-    let digits = text.strip_prefix(['+', '-']).unwrap_or(text);
-    !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
+/// The sign (`-` or `+`) of `text` if it is an integer as written (an optional sign, then
+/// digits), whatever its size.
+fn integer_sign(text: &str) -> Option<char> {
+    let (sign, digits) = match text.strip_prefix('-') {
+        Some(digits) => ('-', digits),
+        None => ('+', text.strip_prefix('+').unwrap_or(text)),
+    };
+    (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())).then_some(sign)
 }
 
 #[cfg(test)]
@@ -164,7 +169,7 @@ mod tests {
         for (raw, said) in [
             ("3", None),
             ("-1", Some("is out of range: a count")),
-            ("99999999999999999999", Some("is out of range: a count")),
+            ("99999999999999999999", Some("is too large: a count")),
             ("2.5", Some("does not parse: a count")),
             ("x", Some("does not parse: a count")),
             ("-", Some("does not parse: a count")),

@@ -174,6 +174,12 @@ fn settings_errors_name_the_setting_and_value() {
     );
     let e = with(("min_points_in_model", "two"));
     assert!(e.contains("does not parse"), "{e}");
+    // Without a budget, both of BOHB's names for it are offered.
+    let e = build_err(&[("resource_name", "epochs")]);
+    assert!(
+        e.contains("is not set: r_l (or max_resource) and resource_name must be set"),
+        "{e}"
+    );
     let e = with(("top_n_percent", "15"));
     assert!(e.contains("unknown setting \"top_n_percent\""), "{e}");
     let e = with(("max_resource", "27"));
