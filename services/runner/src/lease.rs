@@ -182,7 +182,9 @@ pub fn holder_gone_here(lease: &LeaseRow) -> bool {
 }
 
 /// A holder on this host whose process no longer exists (killed with `kill -9`, crashed) is
-/// gone now, without waiting for its heartbeat to lapse. A reused pid only delays that.
+/// gone now, without waiting for its heartbeat to lapse; so is one that has exited and is
+/// only waiting to be reaped (a zombie, which a shell or container init may leave for a
+/// while). A reused pid only delays that.
 fn holder_gone(lease: &LeaseRow, this_host: &str) -> bool {
     if lease.host != this_host || lease.host == "unknown-host" {
         return false;
@@ -191,10 +193,21 @@ fn holder_gone(lease: &LeaseRow, this_host: &str) -> bool {
         return false;
     };
     pid > 0
-        && matches!(
+        && (matches!(
             nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None),
             Err(nix::errno::Errno::ESRCH)
-        )
+        ) || is_zombie(pid))
+}
+
+/// Whether process `pid` has exited and awaits its parent's `wait` (state `Z` in
+/// `/proc/<pid>/stat`; on a system without `/proc`, never).
+fn is_zombie(pid: i32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    // The state follows the command name, which is in parentheses and may hold any byte.
+    stat.rsplit_once(')')
+        .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
 }
 
 #[cfg(test)]
@@ -222,9 +235,20 @@ mod tests {
         let dead = i64::from(child.id());
         child.wait().expect("reap");
         let me = i64::from(std::process::id());
+        // A child that has exited and is not reaped yet: a zombie, gone all the same.
+        let mut unreaped = std::process::Command::new("true")
+            .spawn()
+            .expect("spawn true");
+        let zombie = i64::from(unreaped.id());
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !is_zombie(unreaped.id() as i32) {
+            assert!(std::time::Instant::now() < until, "the child never exited");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
         let cases = [
             ("this process", lease(&here, me), false),
             ("exited child", lease(&here, dead), true),
+            ("unreaped child", lease(&here, zombie), true),
             ("other host", lease("elsewhere.example", dead), false),
             ("pid out of range", lease(&here, i64::MAX), false),
             ("pid zero", lease(&here, 0), false),
@@ -232,5 +256,6 @@ mod tests {
         for (what, l, want) in cases {
             assert_eq!(holder_gone(&l, &here), want, "{what}");
         }
+        unreaped.wait().expect("reap");
     }
 }
