@@ -23,8 +23,8 @@ pub struct OperatorArgs {
     #[arg(long, default_value_t = 8)]
     pub concurrency: u16,
     /// Job kinds trials may create, as Kind.version.group separated by commas (katib-config's
-    /// trialResources) [default: Job.v1.batch,TFJob.v1.kubeflow.org,PyTorchJob.v1.kubeflow.org,
-    /// XGBoostJob.v1.kubeflow.org,MPIJob.v1.kubeflow.org,TrainJob.v1alpha1.trainer.kubeflow.org].
+    /// trialResources)
+    /// [default: Job.v1.batch,TFJob.v1.kubeflow.org,PyTorchJob.v1.kubeflow.org,XGBoostJob.v1.kubeflow.org,MPIJob.v1.kubeflow.org,TrainJob.v1alpha1.trainer.kubeflow.org].
     // clap prints a list default with spaces, the very form the flag refuses: hidden, and
     // written out above (a unit test keeps the two equal).
     #[arg(long, value_delimiter = ',', hide_default_value = true, default_values_t = DEFAULT_TRIAL_RESOURCES.iter().map(|s| s.to_string()).collect::<Vec<_>>())]
@@ -197,6 +197,8 @@ mod tests {
         let flat: String = help.split_whitespace().collect();
         let default = vernier_operator::jobs::DEFAULT_TRIAL_RESOURCES.join(",");
         assert!(flat.contains(&format!("[default:{default}]")), "{help}");
+        // Whole, as one word: a space inside it is what the flag refuses.
+        assert!(help.contains(&default), "{help}");
         assert!(!help.contains("[default: Job.v1.batch TFJob"), "{help}");
     }
 }
