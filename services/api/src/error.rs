@@ -83,7 +83,8 @@ pub enum ApiError {
     DbManagerUnreachable { address: String, reason: String },
     /// A report's later batch failed after its earlier batches were recorded.
     #[error(
-        "{recorded} of the report's {total} logs were recorded, then recording the rest failed: {source}\nhint: send again only the logs from index {recorded} on; the whole report again would record those {recorded} twice"
+        "{recorded} of the report's {total} logs were recorded, then recording the rest failed: {}\nhint: send again only the logs from index {recorded} on; the whole report again would record those {recorded} twice",
+        the_failure(.source)
     )]
     PartlyRecorded {
         recorded: usize,
@@ -121,6 +122,18 @@ impl From<ApiError> for Status {
         };
         Status::new(code, e.to_string())
     }
+}
+
+/// A store error's account of what failed, without what it says of a call as a whole
+/// ("nothing of this call was recorded", "then retry"), which a report recorded in part
+/// contradicts.
+fn the_failure(e: &StoreError) -> String {
+    let said = e.to_string();
+    let said = said.split("\nhint:").next().unwrap_or_default();
+    said.split("; nothing of this call was recorded")
+        .next()
+        .unwrap_or_default()
+        .to_string()
 }
 
 fn store_code(e: &StoreError) -> Code {
@@ -167,6 +180,12 @@ mod tests {
             part.message().starts_with(
                 "20000 of the report's 50000 logs were recorded, then recording the rest failed: cannot record observations of trial `t1`"
             ),
+            "{}",
+            part.message()
+        );
+        assert!(
+            !part.message().contains("nothing of this call was recorded")
+                && part.message().matches("hint:").count() == 1,
             "{}",
             part.message()
         );

@@ -37,8 +37,9 @@ const YAML11_ONLY_BOOLEANS: [(&str, bool); 16] = [
     ("OFF", false),
 ];
 
-/// Keys whose values (and list items) take text in Katib's API or a Pod.
-const TEXT_FIELDS: [&str; 14] = [
+/// Keys whose values take text in Katib's API or a Pod (`value` only in the lists of
+/// [`VALUE_LISTS`]: an Argo or Tekton parameter's `value` takes any scalar).
+const TEXT_FIELDS: [&str; 13] = [
     "name",
     "image",
     "reference",
@@ -49,7 +50,6 @@ const TEXT_FIELDS: [&str; 14] = [
     "min",
     "max",
     "step",
-    "value",
     "namespace",
     "workingDir",
     "kind",
@@ -65,7 +65,10 @@ const TEXT_LISTS: [&str; 5] = [
 ];
 
 /// Maps whose every value is text.
-const TEXT_MAPS: [&str; 3] = ["labels", "annotations", "nodeSelector"];
+const TEXT_MAPS: [&str; 4] = ["labels", "annotations", "nodeSelector", "primaryPodLabels"];
+
+/// Lists whose items' `value` is text.
+const VALUE_LISTS: [&str; 3] = ["env", "algorithmSettings", "metricStrategies"];
 
 /// What kubectl reads in the experiment document of a file.
 #[derive(Debug, Default, PartialEq)]
@@ -104,12 +107,20 @@ impl Reading {
         if let Some(&(_, b)) = YAML11_ONLY_BOOLEANS.iter().find(|(w, _)| *w == word) {
             return Some(Reading::Boolean(b));
         }
-        // go-yaml v2 drops `_` before reading a number; YAML 1.2 keeps such a word as text.
-        let digits = word.replace('_', "");
-        let number = word.contains('_')
-            && digits.bytes().any(|b| b.is_ascii_digit())
-            && (digits.parse::<i64>().is_ok() || digits.parse::<f64>().is_ok());
-        number.then_some(Reading::Number(digits))
+        // go-yaml v2 drops `_` before reading a number (Go's `ParseInt(s, 0, 64)`, then
+        // `ParseFloat`); YAML 1.2 keeps such a word as text. A word starting with `_` is text
+        // for both.
+        if !word.contains('_')
+            || !word.starts_with(|c: char| c.is_ascii_digit() || "+-.".contains(c))
+        {
+            return None;
+        }
+        let plain = word.replace('_', "");
+        if let Some(n) = go_int(&plain) {
+            return Some(Reading::Number(n.to_string()));
+        }
+        let float = plain.bytes().any(|b| b.is_ascii_digit()) && plain.parse::<f64>().is_ok();
+        float.then_some(Reading::Number(plain))
     }
 
     fn shown(&self) -> String {
@@ -128,15 +139,51 @@ impl Reading {
     }
 }
 
+/// Go's `strconv.ParseInt(text, 0, 64)`: a sign, then `0x`, `0b` or `0o` for hexadecimal,
+/// binary or octal, a leading `0` for octal, else decimal.
+fn go_int(text: &str) -> Option<i64> {
+    let (negative, body) = match text.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, text.strip_prefix('+').unwrap_or(text)),
+    };
+    let lower = body.to_ascii_lowercase();
+    let (radix, digits) = if let Some(d) = lower.strip_prefix("0x") {
+        (16, d)
+    } else if let Some(d) = lower.strip_prefix("0b") {
+        (2, d)
+    } else if let Some(d) = lower.strip_prefix("0o") {
+        (8, d)
+    } else if lower.len() > 1 && lower.starts_with('0') {
+        (8, &lower[1..])
+    } else {
+        (10, lower.as_str())
+    };
+    if digits.is_empty() || digits.starts_with(['+', '-']) {
+        return None;
+    }
+    let n = i64::from_str_radix(digits, radix).ok()?;
+    Some(if negative { -n } else { n })
+}
+
 /// Where the walk is in the document: one frame per open mapping or sequence.
 #[derive(Default)]
 struct Walk {
     frames: Vec<Frame>,
     /// Anchored collections still open: their anchor and path.
     open_anchors: Vec<(usize, String)>,
-    /// Per anchor, the words found under it: their path below the anchor, and how read.
-    anchored: HashMap<usize, Vec<(String, String, Reading)>>,
+    /// Per anchor, the words found under it: their path below the anchor, the word, how
+    /// read, and whether its field takes text there.
+    anchored: HashMap<usize, Vec<Anchored>>,
     found: Yaml11Readings,
+}
+
+/// A word found under an anchor, for the aliases that repeat it.
+#[derive(Clone)]
+struct Anchored {
+    below: String,
+    word: String,
+    read: Reading,
+    text: bool,
 }
 
 enum Frame {
@@ -159,16 +206,17 @@ impl Walk {
                         let path = self.path_with(&text);
                         self.found.renamed_keys.push(key_note(&path, &text, &r));
                     }
-                    Some(r) => {
-                        let path = self.here();
+                    Some(read) => {
+                        let found = Anchored {
+                            below: String::new(),
+                            word: text.to_string(),
+                            read,
+                            text: self.takes_text_here(),
+                        };
                         if anchor != 0 {
-                            self.anchored.entry(anchor).or_default().push((
-                                String::new(),
-                                text.to_string(),
-                                r.clone(),
-                            ));
+                            self.anchored.entry(anchor).or_default().push(found.clone());
                         }
-                        self.value(&path, &text, r);
+                        self.value(&self.here(), found);
                     }
                     None => {}
                 }
@@ -177,9 +225,8 @@ impl Walk {
             Event::Alias(anchor) => {
                 if !self.awaits_key() {
                     let at = self.here();
-                    for (below, word, r) in self.anchored.get(&anchor).cloned().unwrap_or_default()
-                    {
-                        self.value(&format!("{at}{below}"), &word, r);
+                    for found in self.anchored.get(&anchor).cloned().unwrap_or_default() {
+                        self.value(&format!("{at}{}", found.below), found);
                     }
                 }
                 self.node_done(None);
@@ -210,20 +257,44 @@ impl Walk {
         });
     }
 
-    /// A word in value position at `path`: named when the field takes text, and remembered
+    /// A word in value position at `path`: named when its field takes text, and remembered
     /// under every anchored collection it is in.
-    fn value(&mut self, path: &str, word: &str, read: Reading) {
+    fn value(&mut self, path: &str, found: Anchored) {
         for (anchor, base) in &self.open_anchors {
             if let Some(below) = path.strip_prefix(base.as_str()) {
-                self.anchored.entry(*anchor).or_default().push((
-                    below.to_string(),
-                    word.to_string(),
-                    read.clone(),
-                ));
+                let below = below.to_string();
+                let under = Anchored {
+                    below,
+                    ..found.clone()
+                };
+                self.anchored.entry(*anchor).or_default().push(under);
             }
         }
-        if takes_text(path) {
-            self.found.refused.push(refusal(path, word, &read));
+        if found.text {
+            let said = refusal(path, &found.word, &found.read);
+            self.found.refused.push(said);
+        }
+    }
+
+    /// Whether the node in value position takes text in Katib's API or a Pod: a field of
+    /// [`TEXT_FIELDS`], an item of [`TEXT_LISTS`], a value of [`TEXT_MAPS`] (keys are whole,
+    /// so `sidecar.istio.io/inject` is one), or the `value` of an item of [`VALUE_LISTS`].
+    fn takes_text_here(&self) -> bool {
+        let key = |from_end: usize| -> Option<&str> {
+            let i = self.frames.len().checked_sub(from_end + 1)?;
+            match &self.frames[i] {
+                Frame::Mapping(Some(k), _) => Some(k.as_str()),
+                _ => None,
+            }
+        };
+        match self.frames.last() {
+            Some(Frame::Sequence(..)) => key(1).is_some_and(|k| TEXT_LISTS.contains(&k)),
+            Some(Frame::Mapping(Some(k), _)) => {
+                key(1).is_some_and(|parent| TEXT_MAPS.contains(&parent))
+                    || TEXT_FIELDS.contains(&k.as_str())
+                    || (k == "value" && key(2).is_some_and(|list| VALUE_LISTS.contains(&list)))
+            }
+            _ => false,
         }
     }
 
@@ -266,22 +337,6 @@ fn push_key(path: &mut String, key: &str) {
         path.push('.');
     }
     path.push_str(key);
-}
-
-/// Whether the field at `path` takes text in Katib's API or a Pod (see [`TEXT_FIELDS`]).
-fn takes_text(path: &str) -> bool {
-    let (parent, last) = match path.rsplit_once('.') {
-        Some((parent, last)) => (parent, last),
-        None => ("", path),
-    };
-    let parent_key = parent.rsplit('.').next().unwrap_or(parent);
-    if TEXT_MAPS.contains(&parent_key) {
-        return true;
-    }
-    match last.split_once('[') {
-        Some((key, _)) => TEXT_LISTS.contains(&key),
-        None => TEXT_FIELDS.contains(&last),
-    }
 }
 
 /// For a type error where a boolean was wanted and a YAML 1.1 boolean word was written
@@ -390,7 +445,7 @@ spec:
             said[3]
         );
         assert!(
-            said[6].contains("kubectl reads it as the number 022"),
+            said[6].contains("kubectl reads it as the number 18"),
             "{}",
             said[6]
         );
@@ -398,6 +453,62 @@ spec:
             found.renamed_keys[0].to_string(),
             "metadata.labels.on: key on is written unquoted, and kubectl sends it as the key \
              \"true\" (YAML 1.1), where Vernier reads on; hint: quote it, as in \"on\""
+        );
+    }
+
+    #[test]
+    fn words_with_underscores_are_read_as_go_yaml_reads_numbers() {
+        let table = [
+            ("1_000", Some("1000")),
+            ("0x_1F", Some("31")),
+            ("0b1_0", Some("2")),
+            ("0_22", Some("18")),
+            ("-1_0", Some("-10")),
+            ("1_0.5", Some("10.5")),
+            ("_1", None),
+            ("a_1", None),
+            ("1_x", None),
+            ("1000", None),
+        ];
+        for (word, want) in table {
+            let got = match Reading::of(word) {
+                Some(Reading::Number(n)) => Some(n),
+                _ => None,
+            };
+            assert_eq!(got.as_deref(), want, "{word}");
+        }
+    }
+
+    #[test]
+    fn only_text_fields_are_named_with_keys_whole() {
+        let yaml = r#"
+kind: Experiment
+metadata:
+  labels: {app.kubernetes.io/managed: no}
+spec:
+  algorithm: {algorithmSettings: [{name: a, value: off}]}
+  trialTemplate:
+    primaryPodLabels: {job-role: y}
+    trialSpec:
+      spec:
+        templates:
+          - steps:
+              - - arguments: {parameters: [{name: use-cache, value: no}]}
+        template:
+          metadata: {annotations: {sidecar.istio.io/inject: off}}
+          spec:
+            hostNetwork: no
+            containers: [{name: c, env: [{name: E, value: on}]}]
+"#;
+        assert_eq!(
+            paths(&kubectl_yaml11(yaml).refused),
+            [
+                "metadata.labels.app.kubernetes.io/managed",
+                "spec.algorithm.algorithmSettings[0].value",
+                "spec.trialTemplate.primaryPodLabels.job-role",
+                "spec.trialTemplate.trialSpec.spec.template.metadata.annotations.sidecar.istio.io/inject",
+                "spec.trialTemplate.trialSpec.spec.template.spec.containers[0].env[0].value",
+            ]
         );
     }
 
