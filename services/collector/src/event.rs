@@ -168,8 +168,8 @@ fn scalar_value(v: &SummaryValue) -> Option<String> {
     }
 }
 
-/// The value of a `simple_value` or of a one-element float, double or integer tensor, finite or not,
-/// with its text in its own precision.
+/// The value of a `simple_value` or of a one-element float, double or integer tensor, finite
+/// or not, with its text in its own precision.
 fn number_of(v: &SummaryValue) -> Option<(f64, String)> {
     if let Some(x) = v.simple_value {
         return Some((f64::from(x), x.to_string()));
@@ -180,40 +180,27 @@ fn number_of(v: &SummaryValue) -> Option<(f64, String)> {
     {
         return None;
     }
-    match (t.dtype, t.tensor_content.as_slice()) {
-        (DT_FLOAT, bytes) => {
-            let x = match (t.float_val.as_slice(), <[u8; 4]>::try_from(bytes)) {
-                ([x], _) => *x,
-                ([], Ok(b)) => f32::from_le_bytes(b),
-                _ => return None,
-            };
-            Some((f64::from(x), x.to_string()))
+    let bytes = t.tensor_content.as_slice();
+    match t.dtype {
+        DT_FLOAT => {
+            one(&t.float_val, bytes, f32::from_le_bytes).map(|x| (f64::from(x), x.to_string()))
         }
-        (DT_DOUBLE, bytes) => {
-            let x = match (t.double_val.as_slice(), <[u8; 8]>::try_from(bytes)) {
-                ([x], _) => *x,
-                ([], Ok(b)) => f64::from_le_bytes(b),
-                _ => return None,
-            };
-            Some((x, x.to_string()))
-        }
+        DT_DOUBLE => one(&t.double_val, bytes, f64::from_le_bytes).map(|x| (x, x.to_string())),
         // Written by `tf.summary.write` of an integer; numpy prints it as the integer.
-        (DT_INT32, bytes) => {
-            let x = match (t.int_val.as_slice(), <[u8; 4]>::try_from(bytes)) {
-                ([x], _) => *x,
-                ([], Ok(b)) => i32::from_le_bytes(b),
-                _ => return None,
-            };
-            Some((f64::from(x), x.to_string()))
+        DT_INT32 => {
+            one(&t.int_val, bytes, i32::from_le_bytes).map(|x| (f64::from(x), x.to_string()))
         }
-        (DT_INT64, bytes) => {
-            let x = match (t.int64_val.as_slice(), <[u8; 8]>::try_from(bytes)) {
-                ([x], _) => *x,
-                ([], Ok(b)) => i64::from_le_bytes(b),
-                _ => return None,
-            };
-            Some((x as f64, x.to_string()))
-        }
+        DT_INT64 => one(&t.int64_val, bytes, i64::from_le_bytes).map(|x| (x as f64, x.to_string())),
+        _ => None,
+    }
+}
+
+/// A one-element tensor's value: from its typed field, or from its packed little-endian
+/// `tensor_content` (TF2 writes that).
+fn one<T: Copy, const N: usize>(typed: &[T], bytes: &[u8], from: fn([u8; N]) -> T) -> Option<T> {
+    match (typed, <[u8; N]>::try_from(bytes)) {
+        ([x], _) => Some(*x),
+        ([], Ok(b)) => Some(from(b)),
         _ => None,
     }
 }
