@@ -177,6 +177,17 @@ fn parse_finite(field: &str, text: &str) -> Result<f64, ProtoError> {
     Ok(x)
 }
 
+/// An optional field: none when `text` is blank, else what `parse` makes of it.
+fn optional<T>(
+    text: &str,
+    parse: impl FnOnce() -> Result<T, ProtoError>,
+) -> Result<Option<T>, ProtoError> {
+    match text.trim().is_empty() {
+        true => Ok(None),
+        false => parse().map(Some),
+    }
+}
+
 /// One parameter spec. `algorithm` (name and settings) decides what `min == max` means, as
 /// for a YAML spec (see [`vernier_core::equal_bounds`]).
 fn parameter_from_wire(
@@ -295,21 +306,13 @@ fn range_from_wire(
         let min = parse_integer(&min_field, &fs.min)?;
         let max = parse_integer(&max_field, &fs.max)?;
         check_order(fs_field, name, min > max, fs)?;
-        let step = if fs.step.trim().is_empty() {
-            None
-        } else {
-            Some(parse_integer(&step_field, &fs.step)?)
-        };
+        let step = optional(&fs.step, || parse_integer(&step_field, &fs.step))?;
         Ok(Domain::Int { min, max, step })
     } else {
         let min = parse_finite(&min_field, &fs.min)?;
         let max = parse_finite(&max_field, &fs.max)?;
         check_order(fs_field, name, min > max, fs)?;
-        let step = if fs.step.trim().is_empty() {
-            None
-        } else {
-            Some(parse_finite(&step_field, &fs.step)?)
-        };
+        let step = optional(&fs.step, || parse_finite(&step_field, &fs.step))?;
         Ok(Domain::Double { min, max, step })
     }
 }

@@ -194,12 +194,12 @@ impl DbManagerService {
                 .store
                 .report_observations(&req.trial_name, &batch)
                 .await;
-            match (recorded, b) {
-                (Ok(()), _) => {}
+            match recorded {
+                Ok(()) => {}
                 // A database deleted, dropped or damaged under the server holds nothing of
                 // the earlier batches anyone can read: the report failed whole.
-                (Err(e), _) if b == 0 || e.lost_what_was_recorded() => return Err(e.into()),
-                (Err(source), _) => {
+                Err(e) if b == 0 || e.lost_what_was_recorded() => return Err(e.into()),
+                Err(source) => {
                     return Err(ApiError::PartlyRecorded {
                         recorded: b * REPORT_BATCH,
                         total,

@@ -111,10 +111,10 @@ impl Consumed {
     /// Follows the file now at the path (inode `inode`): on from `offset` when `kept` (it
     /// begins with every consumed byte), else from its start.
     pub(crate) fn reopened(&mut self, inode: u64, kept: bool) {
-        if !kept {
-            *self = Consumed::new(inode);
+        match kept {
+            true => self.inode = inode,
+            false => *self = Consumed::new(inode),
         }
-        self.inode = inode;
     }
 }
 

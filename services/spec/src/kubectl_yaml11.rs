@@ -173,13 +173,14 @@ struct Walk {
     open_anchors: Vec<(usize, String)>,
     /// Per anchor, the words found under it: their path below the anchor, the word, how
     /// read, and whether its field takes text there.
-    anchored: HashMap<usize, Vec<Anchored>>,
+    anchored: HashMap<usize, Vec<FoundWord>>,
     found: Yaml11Readings,
 }
 
-/// A word found under an anchor, for the aliases that repeat it.
+/// A word found, where it is below the anchor it is remembered under (empty when none), and
+/// whether its field takes text there (an alias repeats the word with that reading).
 #[derive(Clone)]
-struct Anchored {
+struct FoundWord {
     below: String,
     word: String,
     read: Reading,
@@ -207,7 +208,7 @@ impl Walk {
                         self.found.renamed_keys.push(key_note(&path, &text, &r));
                     }
                     Some(read) => {
-                        let found = Anchored {
+                        let found = FoundWord {
                             below: String::new(),
                             word: text.to_string(),
                             read,
@@ -259,11 +260,11 @@ impl Walk {
 
     /// A word in value position at `path`: named when its field takes text, and remembered
     /// under every anchored collection it is in.
-    fn value(&mut self, path: &str, found: Anchored) {
+    fn value(&mut self, path: &str, found: FoundWord) {
         for (anchor, base) in &self.open_anchors {
             if let Some(below) = path.strip_prefix(base.as_str()) {
                 let below = below.to_string();
-                let under = Anchored {
+                let under = FoundWord {
                     below,
                     ..found.clone()
                 };

@@ -278,9 +278,6 @@ fn claim_log_dir(logs: &Path, name: &str) -> anyhow::Result<PathBuf> {
     for dir in
         std::iter::once(first.clone()).chain((2u32..).map(|n| logs.join(format!("{name}.{n}"))))
     {
-        if taken(&dir) {
-            continue;
-        }
         match made(&dir) {
             Ok(()) => {
                 if dir != first {
@@ -294,7 +291,7 @@ fn claim_log_dir(logs: &Path, name: &str) -> anyhow::Result<PathBuf> {
                 }
                 return Ok(dir);
             }
-            // Made by another run between the look and `create_dir`: try the next.
+            // There before, or made by another run at the same moment: try the next.
             Err(_) if taken(&dir) => continue,
             Err(e) => return Err(e),
         }
