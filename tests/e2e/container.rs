@@ -142,3 +142,108 @@ fn a_batch_jobs_retries_and_deadline_are_applied() {
         text(&out)
     );
 }
+
+/// A one-trial experiment of `kind` (its `apiVersion` and `kind` lines) with job spec `spec`,
+/// whose primary container is named `pytorch`.
+fn downward(name: &str, kind: &str, spec: &str) -> String {
+    format!(
+        r#"apiVersion: kubeflow.org/v1beta1
+kind: Experiment
+metadata:
+  name: {name}
+  namespace: team-a
+spec:
+  objective: {{type: minimize, objectiveMetricName: loss}}
+  algorithm: {{algorithmName: random}}
+  maxTrialCount: 1
+  parallelTrialCount: 1
+  parameters:
+    - {{name: lr, parameterType: discrete, feasibleSpace: {{list: ["0.25"]}}}}
+  trialTemplate:
+    primaryContainerName: pytorch
+    trialParameters:
+      - {{name: lr, reference: lr}}
+    trialSpec:
+      apiVersion: {kind}
+      spec:
+{spec}"#
+    )
+}
+
+/// The pod template of a container that writes the variables the downward API gave it to
+/// `$OUT/<its pod name>.json`, then prints the loss; each line indented by `indent`.
+fn pod_template(indent: usize) -> String {
+    let template = r#"metadata: {labels: {app: mnist}}
+spec:
+  restartPolicy: Never
+  containers:
+    - name: pytorch
+      image: python:3.11
+      resources: {limits: {cpu: "1500m", memory: 512Mi}}
+      env:
+        - {name: POD, valueFrom: {fieldRef: {fieldPath: metadata.name}}}
+        - {name: NS, valueFrom: {fieldRef: {fieldPath: metadata.namespace}}}
+        - {name: APP, valueFrom: {fieldRef: {fieldPath: "metadata.labels['app']"}}}
+        - {name: IP, valueFrom: {fieldRef: {fieldPath: status.podIP}}}
+        - {name: THREADS, valueFrom: {resourceFieldRef: {resource: limits.cpu}}}
+        - {name: MEM, valueFrom: {resourceFieldRef: {resource: limits.memory, divisor: 1Mi}}}
+        - {name: RUN, value: "run-$(POD)"}
+        - {name: LR, value: "${trialParameters.lr}"}
+      command: [python3, -c]
+      args:
+        - "import json, os; e = os.environ; json.dump({k: e[k] for k in ['POD', 'NS', 'APP', 'IP', 'THREADS', 'MEM', 'RUN']}, open(os.path.join(e['OUT'], e['POD'] + '.json'), 'w')); print('loss=0.5')"
+"#;
+    let pad = " ".repeat(indent);
+    template.lines().map(|l| format!("{pad}{l}\n")).collect()
+}
+
+fn seen(sb: &Sandbox, pod: &str) -> serde_json::Value {
+    let path = sb.path().join(format!("{pod}.json"));
+    let text = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_slice(&text).unwrap()
+}
+
+/// `fieldRef` and `resourceFieldRef` variables get what the pod would give on a cluster:
+/// the pod's name (the trial's, or the training operator's per replica), namespace, labels,
+/// IP, and the container's limits rounded up as the kubelet rounds them.
+#[test]
+fn the_downward_api_gives_each_pod_its_own_values() {
+    let sb = Sandbox::new();
+    let job_spec = format!("        template:\n{}", pod_template(10));
+    let job = downward("dapi-job", "batch/v1\n      kind: Job", &job_spec);
+    let file = sb.write("job.yaml", &job);
+    let out = run_with_out(&sb, &file);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let trial = sb.report("dapi-job")["trials"][0]["metadata"]["name"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let got = seen(&sb, &trial);
+    let want = serde_json::json!({"POD": trial, "NS": "team-a", "APP": "mnist",
+        "IP": "127.0.0.1", "THREADS": "2", "MEM": "512", "RUN": format!("run-{trial}")});
+    assert_eq!(got, want);
+
+    let replica = format!(
+        "            replicas: 1\n            template:\n{}",
+        pod_template(14)
+    );
+    let pytorch_spec = format!(
+        "        pytorchReplicaSpecs:\n          Master:\n{replica}          Worker:\n{replica}"
+    );
+    let pytorch = downward(
+        "dapi-pt",
+        "kubeflow.org/v1\n      kind: PyTorchJob",
+        &pytorch_spec,
+    );
+    let file = sb.write("pytorch.yaml", &pytorch);
+    let out = run_with_out(&sb, &file);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let trial = sb.report("dapi-pt")["trials"][0]["metadata"]["name"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    for replica in ["master-0", "worker-0"] {
+        let pod = format!("{trial}-{replica}");
+        assert_eq!(seen(&sb, &pod)["POD"], pod.as_str());
+    }
+}

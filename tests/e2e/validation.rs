@@ -471,7 +471,7 @@ fn validate_lists_every_local_blocker_and_every_ignored_field() {
     let yaml = VALID
         .replacen(
             "                command: [python3, train.py, ",
-            "                envFrom: [{configMapRef: {name: settings}}]\n                env: [{name: A, valueFrom: {fieldRef: {fieldPath: metadata.name}}}, {name: B, valueFrom: {secretKeyRef: {name: s, key: k}}}]\n                command: [python3, train.py, ",
+            "                envFrom: [{configMapRef: {name: settings}}]\n                env: [{name: A, valueFrom: {configMapKeyRef: {name: settings, key: a}}}, {name: B, valueFrom: {secretKeyRef: {name: s, key: k}}}]\n                command: [python3, train.py, ",
             1,
         )
         .replacen("      spec:\n        template:", "      spec:\n        completions: 4\n        template:", 1);

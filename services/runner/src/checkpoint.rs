@@ -160,6 +160,7 @@ mod tests {
             metrics_path: None,
             append_log: false,
             pid_file: None,
+            pod: Default::default(),
         }
     }
 

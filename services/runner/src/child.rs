@@ -10,6 +10,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use vernier_spec::template::downward_api::PodFacts;
 pub use vernier_spec::trial::PUSH_ADDRESS_ENV;
 
 /// What to run for one trial.
@@ -33,6 +34,9 @@ pub struct TrialCommand {
     /// Where to keep the process group's id while it runs, so `vernier resume` can stop what a
     /// killed driver left behind.
     pub pid_file: Option<PathBuf>,
+    /// The pod the trial's container would run in on a cluster, which a `Custom` collector
+    /// beside it shares (its downward-API variables read it).
+    pub pod: Box<PodFacts>,
 }
 
 /// A trial's log file, written by every reader of its output. Unbuffered: each line is in

@@ -21,8 +21,8 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use vernier_collector::LineReader;
 use vernier_engine::SharedPath;
-use vernier_spec::SpecError;
 use vernier_spec::trial::TRIAL_NAME_ENV;
+use vernier_spec::{ContainerSpec, SpecError};
 
 /// How long the collector has between SIGTERM (the trial has ended) and SIGKILL.
 pub const COLLECTOR_GRACE: Duration = Duration::from_secs(10);
@@ -42,12 +42,12 @@ const KATIB_IP_ENV: &str = "KATIB_DB_MANAGER_SERVICE_IP";
 const KATIB_PORT_ENV: &str = "KATIB_DB_MANAGER_SERVICE_PORT";
 const KATIB_NAMESPACE_ENV: &str = "KATIB_DB_MANAGER_SERVICE_NAMESPACE";
 
-/// The collector container's command, as local mode runs it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The collector container, as local mode runs it.
+#[derive(Debug, Clone, PartialEq)]
 pub struct CustomCollector {
-    pub program: String,
-    pub args: Vec<String>,
-    pub env: Vec<(String, String)>,
+    /// Its command, arguments and env; the variables its pod gives (the downward API) are
+    /// resolved for each trial's pod.
+    pub container: ContainerSpec,
     /// `source.fileSystemPath` as the spec writes it: where its path appears in the
     /// collector's arguments or environment, the trial's own copy is used, as for the trial
     /// itself.
@@ -83,9 +83,7 @@ impl CustomCollector {
     /// front (`local_verdict`), and a cluster runs the container itself.
     pub fn of(container: Option<&Value>, shared: Option<SharedPath>) -> CustomCollector {
         CustomCollector::from_spec(container, shared.clone()).unwrap_or(CustomCollector {
-            program: String::new(),
-            args: Vec::new(),
-            env: Vec::new(),
+            container: ContainerSpec::default(),
             shared,
         })
     }
@@ -119,15 +117,9 @@ impl CustomCollector {
             ));
         }
         let name = container.get("name").and_then(Value::as_str).unwrap_or("");
-        let spec = vernier_spec::container_from(container, name, FIELD)
+        let container = vernier_spec::container_from(container, name, FIELD)
             .map_err(|e| refused(e.path(), e.message()))?;
-        let mut argv = spec.command.into_iter().chain(spec.args);
-        Ok(CustomCollector {
-            program: argv.next().unwrap_or_default(),
-            args: argv.collect(),
-            env: spec.env,
-            shared,
-        })
+        Ok(CustomCollector { container, shared })
     }
 
     /// The command beside `trial`: the spec path mapped to the trial's copy, told the trial's
@@ -137,8 +129,16 @@ impl CustomCollector {
             (Some(from), Some(to)) => map_spec_path(text, &from.path, &to.display().to_string()),
             _ => text.to_string(),
         };
-        let mut env: Vec<(String, String)> =
-            self.env.iter().map(|(k, v)| (k.clone(), map(v))).collect();
+        let mut container = self.container.clone();
+        container.for_pod(&trial.pod);
+        let mut argv = container.command.into_iter().chain(container.args);
+        let program = argv.next().unwrap_or_default();
+        let args: Vec<String> = argv.collect();
+        let mut env: Vec<(String, String)> = container
+            .env
+            .iter()
+            .map(|(k, v)| (k.clone(), map(v)))
+            .collect();
         env.push((TRIAL_NAME_ENV.into(), trial.trial.clone()));
         let pushed = trial.env.iter().find(|(k, _)| k == PUSH_ADDRESS_ENV);
         if let Some((_, address)) = pushed {
@@ -150,8 +150,8 @@ impl CustomCollector {
             }
         }
         CollectorCommand {
-            program: map(&self.program),
-            args: self.args.iter().map(|a| map(a)).collect(),
+            program: map(&program),
+            args: args.iter().map(|a| map(a)).collect(),
             env,
         }
     }
@@ -260,6 +260,7 @@ mod tests {
     use super::*;
     use serde_json::json;
     use std::path::PathBuf;
+    use vernier_spec::template::downward_api::PodFacts;
 
     fn trial() -> TrialCommand {
         TrialCommand {
@@ -273,6 +274,10 @@ mod tests {
             metrics_path: Some(PathBuf::from("/l/e-abc/katib/mnist.log")),
             append_log: false,
             pid_file: None,
+            pod: Box::new(PodFacts {
+                name: "e-abc".into(),
+                ..PodFacts::default()
+            }),
         }
     }
 
@@ -280,7 +285,8 @@ mod tests {
     fn the_collector_gets_the_trial_its_copy_of_the_path_and_the_db_manager() {
         let container = json!({"name": "c", "image": "x",
             "command": ["python3", "collect.py"], "args": ["--path", "/katib/mnist.log"],
-            "env": [{"name": "LOG", "value": "/katib/mnist.log"}]});
+            "env": [{"name": "LOG", "value": "/katib/mnist.log"},
+                {"name": "POD", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}]});
         let shared = SharedPath {
             path: "/katib/mnist.log".into(),
             directory: false,
@@ -301,6 +307,7 @@ mod tests {
             env,
             [
                 ("LOG", "/l/e-abc/katib/mnist.log"),
+                ("POD", "e-abc"),
                 ("KATIB_TRIAL_NAME", "e-abc"),
                 ("VERNIER_DB_MANAGER_ADDRESS", "127.0.0.1:4321"),
                 ("KATIB_DB_MANAGER_SERVICE_IP", "127.0.0.1"),
@@ -325,9 +332,9 @@ mod tests {
             ),
             (
                 Some(json!({"name": "c", "command": ["c"], "env": [
-                    {"name": "P", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}]})),
+                    {"name": "P", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}]})),
                 "spec.metricsCollectorSpec.collector.customCollector.env[0].valueFrom",
-                "uses valueFrom",
+                "\"secretKeyRef\", a Kubernetes object local mode cannot read",
             ),
         ];
         for (container, path, why) in cases {

@@ -10,6 +10,7 @@ use std::ops::Deref;
 use std::path::{Path, PathBuf};
 use vernier_collector::MetricsFilter;
 use vernier_engine::{Collector, PrometheusPort, ResolvedExperiment};
+use vernier_spec::template::downward_api::{NodeFacts, PodFacts};
 use vernier_spec::{Experiment, SpecError, SpecErrors};
 
 /// Where a local experiment runs and keeps its trial logs.
@@ -32,6 +33,8 @@ pub struct LocalExperiment {
     /// `/var/log/katib/metrics.log` or `/var/log/katib/tfevent/`); each trial gets its own copy
     /// under its log directory.
     pub metrics_path: Option<String>,
+    /// This machine as the trials' node, for their downward-API variables.
+    pub node: NodeFacts,
 }
 
 impl Deref for LocalExperiment {
@@ -69,6 +72,7 @@ impl LocalExperiment {
                 recorded: None,
             },
             metrics_path: resolved.collector.spec_path().map(str::to_string),
+            node: crate::pod::this_node(&paths.work_dir),
             resolved,
             paths,
         })
@@ -84,8 +88,10 @@ impl LocalExperiment {
         let primary = self.primary_container_name();
         let mut container = vernier_spec::primary_container(&rendered, &primary)
             .map_err(|source| template_error(trial, source))?;
+        let pod = crate::pod::trial_pod(&rendered, &primary, trial, &self.node);
+        container.for_pod(&pod);
         self.as_katib_runs_it(&mut container);
-        self.container_command(trial, trial, container, self.log_path(trial))
+        self.container_command(trial, trial, container, pod, self.log_path(trial))
     }
 
     /// The primary container's words as the shell Katib's webhook adds reads them (the
@@ -122,6 +128,14 @@ impl LocalExperiment {
             .map_err(|source| template_error(trial, source))
     }
 
+    /// The experiment's namespace, where its trials' pods would run.
+    pub fn namespace(&self) -> &str {
+        let namespace = self.spec.metadata.namespace.as_deref();
+        namespace
+            .filter(|n| !n.is_empty())
+            .unwrap_or(vernier_spec::known::DEFAULT_NAMESPACE)
+    }
+
     /// `spec.trialTemplate.primaryContainerName` (empty when unset).
     pub(crate) fn primary_container_name(&self) -> String {
         self.spec
@@ -139,6 +153,7 @@ impl LocalExperiment {
         trial: &str,
         metrics_key: &str,
         container: vernier_spec::ContainerSpec,
+        pod: PodFacts,
         log_path: PathBuf,
     ) -> Result<TrialCommand, RunnerError> {
         let primary = container.name.clone();
@@ -201,6 +216,7 @@ impl LocalExperiment {
             metrics_path,
             append_log: false,
             pid_file: Some(crate::orphans::pid_path(&self.paths.log_dir, trial)),
+            pod: Box::new(pod),
         })
     }
 
@@ -280,9 +296,9 @@ fn metric_source(collector: &Collector) -> Result<MetricSource, RunnerError> {
             )));
         }
         Collector::Push => MetricSource::Pushed,
-        Collector::Custom { container, path } => {
-            MetricSource::Custom(CustomCollector::of(container.as_ref(), path.clone()))
-        }
+        Collector::Custom { container, path } => MetricSource::Custom(Box::new(
+            CustomCollector::of(container.as_ref(), path.clone()),
+        )),
         Collector::Other(other) => {
             return Err(unsupported(format!(
                 "collector kind {other:?} cannot run locally\nhint: use StdOut, File, TensorFlowEvent, PrometheusMetric, Push or Custom"

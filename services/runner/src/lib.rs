@@ -17,6 +17,7 @@ mod locked_write;
 pub mod names;
 pub mod observed;
 pub mod orphans;
+pub mod pod;
 pub mod process;
 pub mod replicas;
 pub mod reported;

@@ -309,6 +309,11 @@ spec:
                 Some("containers[0].env[0].valueFrom"),
             ),
             (
+                "{name: main, image: i, command: [t, '${trialParameters.lr}'], env: [{name: P, valueFrom: {fieldRef: {fieldPath: metadata.name}}}, {name: N, valueFrom: {resourceFieldRef: {resource: limits.cpu}}}]}",
+                "main",
+                None,
+            ),
+            (
                 "{name: main, image: i, command: [t, '${trialParameters.lr}'], envFrom: [{configMapRef: {name: c}}]}",
                 "main",
                 Some("containers[0].envFrom"),
@@ -330,7 +335,7 @@ spec:
 
     #[test]
     fn every_blocker_of_every_container_is_listed() {
-        let container = "{name: main, image: i, command: [t, '${trialParameters.lr}'], envFrom: [{configMapRef: {name: c}}], env: [{name: A, valueFrom: {fieldRef: {fieldPath: metadata.name}}}, {name: B, value: b}, {name: C, valueFrom: {secretKeyRef: {name: s, key: k}}}]}";
+        let container = "{name: main, image: i, command: [t, '${trialParameters.lr}'], envFrom: [{configMapRef: {name: c}}], env: [{name: A, valueFrom: {fieldRef: {fieldPath: status.phase}}}, {name: B, value: b}, {name: C, valueFrom: {secretKeyRef: {name: s, key: k}}}]}";
         let v = local_verdict(&experiment(&job(container), "main"));
         let c = "spec.trialTemplate.trialSpec.spec.template.spec.containers[0]";
         let paths: Vec<String> = v.refused.iter().map(SpecError::path).collect();
@@ -338,13 +343,13 @@ spec:
             paths,
             [
                 format!("{c}.envFrom"),
-                format!("{c}.env[0].valueFrom"),
+                format!("{c}.env[0].valueFrom.fieldRef.fieldPath"),
                 format!("{c}.env[2].valueFrom")
             ]
         );
         assert!(v.refused[2].message().contains("\"C\""), "{}", v.refused[2]);
         // Every replica's container, and within each every field.
-        let pytorch = "{apiVersion: kubeflow.org/v1, kind: PyTorchJob, spec: {pytorchReplicaSpecs: {Master: {replicas: 1, template: {spec: {containers: [{name: pytorch, image: i, args: ['--lr=${trialParameters.lr}'], envFrom: [{secretRef: {name: s}}]}]}}}, Worker: {replicas: 2, template: {spec: {containers: [{name: pytorch, image: i, command: [t], env: [{name: K, valueFrom: {fieldRef: {fieldPath: metadata.name}}}]}]}}}}}}";
+        let pytorch = "{apiVersion: kubeflow.org/v1, kind: PyTorchJob, spec: {pytorchReplicaSpecs: {Master: {replicas: 1, template: {spec: {containers: [{name: pytorch, image: i, args: ['--lr=${trialParameters.lr}'], envFrom: [{secretRef: {name: s}}]}]}}}, Worker: {replicas: 2, template: {spec: {containers: [{name: pytorch, image: i, command: [t], env: [{name: K, valueFrom: {configMapKeyRef: {name: c, key: k}}}]}]}}}}}}";
         let v = local_verdict(&experiment(pytorch, "pytorch"));
         let r = "spec.trialTemplate.trialSpec.spec.pytorchReplicaSpecs";
         let paths: Vec<String> = v.refused.iter().map(SpecError::path).collect();

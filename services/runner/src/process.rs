@@ -43,7 +43,7 @@ pub const REJECTED_KEPT: usize = 20;
 pub const REJECTED_SHOWN_CHARS: usize = 160;
 
 /// Where metrics are read from.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum MetricSource {
     /// The trial's stdout and stderr (Katib `StdOut`).
     Output,
@@ -61,7 +61,7 @@ pub enum MetricSource {
     Pushed,
     /// The user's collector runs beside the trial and reports to the DBManager API itself
     /// (Katib `Custom`).
-    Custom(CustomCollector),
+    Custom(Box<CustomCollector>),
 }
 
 impl MetricSource {
@@ -750,6 +750,7 @@ mod tests {
             metrics_path: None,
             append_log: false,
             pid_file: None,
+            pod: Default::default(),
         };
         assert!(open_log(&cmd).is_ok());
         assert!(log_path.is_file());
@@ -776,6 +777,7 @@ mod tests {
             metrics_path: None,
             append_log: false,
             pid_file: None,
+            pod: Default::default(),
         };
         let (mut child, mut output) = spawn(&cmd).unwrap();
         let mut text = String::new();
@@ -798,6 +800,7 @@ mod tests {
             metrics_path: None,
             append_log: false,
             pid_file: None,
+            pod: Default::default(),
         };
         let not_found = std::io::Error::from(std::io::ErrorKind::NotFound);
         let denied = std::io::Error::from(std::io::ErrorKind::PermissionDenied);
@@ -880,6 +883,7 @@ mod tests {
             metrics_path: None,
             append_log: false,
             pid_file: None,
+            pod: Default::default(),
         };
         let collection = Collection {
             filter: MetricsFilter::katib_default(),

@@ -8,7 +8,9 @@ use crate::limits::{
 use crate::type_errors::later_type_errors;
 use crate::types::{API_VERSION, Experiment, FIELD_NAMES, KIND};
 use crate::{defaults, validate};
+use regex::Regex;
 use std::path::Path;
+use std::sync::LazyLock;
 
 /// Parses, defaults and validates an experiment written in YAML or JSON.
 pub fn parse_experiment(text: &str) -> Result<Experiment, SpecErrors> {
@@ -18,6 +20,9 @@ pub fn parse_experiment(text: &str) -> Result<Experiment, SpecErrors> {
 /// [`parse_experiment`] accepting also the algorithm names in `served`, which an external
 /// suggestion service serves (as Katib accepts any name its katib-config lists).
 pub fn parse_experiment_served(text: &str, served: &[&str]) -> Result<Experiment, SpecErrors> {
+    if let Some(merged) = with_merge_keys_applied(text)? {
+        return parse_value_served(&merged, served);
+    }
     let mut errors = SpecErrors::default();
     let (parsed, unknown) = deserialize(text)?;
     errors.0.extend(unknown);
@@ -57,7 +62,14 @@ pub fn parse_stored_experiment(json: &str) -> Result<Experiment, SpecErrors> {
 /// A type error's position ("at line 1 column 292") is dropped: it points into text the user
 /// never wrote; the field path names the place.
 pub fn parse_experiment_value(value: &serde_json::Value) -> Result<Experiment, SpecErrors> {
-    parse_experiment(&value.to_string()).map_err(|SpecErrors(errors)| {
+    parse_value_served(value, &[])
+}
+
+fn parse_value_served(
+    value: &serde_json::Value,
+    served: &[&str],
+) -> Result<Experiment, SpecErrors> {
+    parse_experiment_served(&value.to_string(), served).map_err(|SpecErrors(errors)| {
         SpecErrors(
             errors
                 .into_iter()
@@ -122,6 +134,43 @@ pub fn parse_experiment_file_served(
         }
     })?;
     parse_experiment_served(&text, served)
+}
+
+/// A plain `<<` key: YAML 1.1's merge key, which kubectl's reader applies.
+static MERGE_KEY: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?m)(?:^|[\s{,])<<[ \t]*:").expect("the pattern compiles"));
+
+/// The experiment document with its merge keys (`<<: *base`) applied, as JSON, when it has
+/// any: the typed reader would take `<<` for an unknown field. Messages about such a file name
+/// field paths only (the JSON's positions are not the file's). A document that does not parse
+/// is left to the usual path, which says where.
+fn with_merge_keys_applied(text: &str) -> Result<Option<serde_json::Value>, SpecErrors> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    if !MERGE_KEY.is_match(text) {
+        return Ok(None);
+    }
+    let document = experiment_document(text)?;
+    let Ok(mut value) = yaml_serde::from_str::<yaml_serde::Value>(&document) else {
+        return Ok(None);
+    };
+    let written = value.clone();
+    value.apply_merge().map_err(|e| {
+        SpecError::new(
+            "document",
+            format!(
+                "a merge key (<<) cannot be applied: {e}; hint: merge a mapping (<<: *anchor) \
+                 or a list of mappings"
+            ),
+        )
+    })?;
+    // `<<:` inside a string is not a key.
+    if value == written {
+        return Ok(None);
+    }
+    match serde_json::to_value(&value) {
+        Ok(json) => Ok(Some(json)),
+        Err(_) => Ok(None),
+    }
 }
 
 /// Syntax errors end parsing at once; otherwise returns the typed result (or every type error

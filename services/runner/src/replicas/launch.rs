@@ -13,6 +13,7 @@ use crate::process::TrialCommand;
 use std::collections::BTreeMap;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
+use vernier_spec::template::downward_api::PodFacts;
 use vernier_spec::template::{JobKind, ReplicaSet, RestartPolicy, replica_set};
 use vernier_spec::{ContainerSpec, SpecError};
 
@@ -104,6 +105,7 @@ pub fn build_job(
         set,
         trial_dir: &trial_dir,
         ports: &ports,
+        namespace: exp.namespace(),
     };
     let mut description = job_description(set, ids.len(), trial);
     let mut gpu = GpuAssigner::new(gpus.to_vec());
@@ -160,6 +162,7 @@ struct JobContext<'a> {
     set: &'a ReplicaSet,
     trial_dir: &'a Path,
     ports: &'a BTreeMap<ReplicaId, u16>,
+    namespace: &'a str,
 }
 
 impl JobContext<'_> {
@@ -200,6 +203,8 @@ impl JobContext<'_> {
             description.push(line);
             return Ok(Some(process));
         };
+        let pod = self.pod(spec, id);
+        container.for_pod(&pod);
         let req = requested(container.resources.as_ref());
         let assignment = gpu.assign(&id.to_string(), gpus_requested(&req));
         if !req.is_empty() {
@@ -234,15 +239,27 @@ impl JobContext<'_> {
         let log_path = self.trial_dir.join(format!("{id}.log"));
         let metrics_key = format!("{}/{id}", self.trial);
         let pid_file = log_path.with_extension("pid");
-        let mut cmd = self
-            .exp
-            .container_command(self.trial, &metrics_key, container, log_path)?;
+        let mut cmd =
+            self.exp
+                .container_command(self.trial, &metrics_key, container, pod, log_path)?;
         cmd.pid_file = Some(pid_file);
         if let Some(visible) = assignment.visible {
             cmd.env.push(("CUDA_VISIBLE_DEVICES".into(), visible));
         }
         process.command = Some(cmd);
         Ok(Some(process))
+    }
+
+    /// Replica `id`'s pod as its operator names and labels it (`<job>-<type>-<index>`).
+    fn pod(&self, spec: &vernier_spec::template::ReplicaSpec, id: ReplicaId) -> PodFacts {
+        PodFacts::from_template(
+            &spec.pod_template,
+            &format!("{}-{id}", self.trial),
+            self.namespace,
+            &crate::pod::new_uid(),
+            operator_labels(self.set, id, self.trial),
+            self.exp.node.clone(),
+        )
     }
 }
 

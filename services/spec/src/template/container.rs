@@ -1,7 +1,8 @@
 //! Finds the primary container in a rendered trial spec of any kind, since local mode runs that
 //! container's command as a process instead of submitting the object to Kubernetes.
 
-use super::expansion::{expand_container, expand_words};
+use super::downward_api::{PodFacts, PodValue, pod_value};
+use super::expansion::{expand, expand_words, lookup};
 use super::shell_quotes::unquote_katib_words;
 use crate::error::SpecError;
 use serde_json::Value;
@@ -20,6 +21,16 @@ pub struct ContainerSpec {
     pub resources: Option<Value>,
     /// `command` and `args` as written, before `$(VAR)` expansion ([`Self::append_env`]).
     written: (Vec<String>, Vec<String>),
+    /// `env` as written ([`Self::for_pod`]).
+    written_env: Vec<(String, EnvValue)>,
+}
+
+/// One env entry as written: a literal `value`, expanded against the entries before it, or
+/// a value the pod gives (the downward API), taken as it is.
+#[derive(Debug, Clone, PartialEq)]
+enum EnvValue {
+    Literal(String),
+    Pod(PodValue),
 }
 
 impl ContainerSpec {
@@ -33,6 +44,18 @@ impl ContainerSpec {
         let (mut command, mut args) = self.written.clone();
         expand_words(&self.env, &mut command, &mut args);
         (self.command, self.args) = (command, args);
+    }
+
+    /// Resolves the variables the pod gives (`fieldRef`, `resourceFieldRef`) for pod `pod`
+    /// and expands `env`, `command` and `args` again: until then those variables are empty.
+    /// Called before [`Self::append_env`], as the kubelet resolves the container's own env
+    /// before anything runs.
+    pub fn for_pod(&mut self, pod: &PodFacts) {
+        let appended = self
+            .env
+            .split_off(self.written_env.len().min(self.env.len()));
+        self.env = resolve_env(&self.written_env, Some(pod), self.resources.as_ref());
+        self.append_env(appended);
     }
 
     /// `command` and `args` as the shell Katib's webhook runs the primary container of a
@@ -52,6 +75,33 @@ pub fn primary_container(
 ) -> Result<ContainerSpec, SpecError> {
     let (path, c) = locate(run_spec, primary_container_name)?;
     container_from(c, primary_container_name, &path)
+}
+
+/// The pod template (`metadata` and `spec`) whose `spec.containers` holds the container
+/// named `primary_container_name`, the first in document order as [`primary_container`]
+/// finds it: what the downward API reads of the trial's pod.
+pub fn pod_template_of<'a>(run_spec: &'a Value, primary_container_name: &str) -> Option<&'a Value> {
+    match run_spec {
+        Value::Object(map) => {
+            let containers = run_spec
+                .pointer("/spec/containers")
+                .and_then(Value::as_array);
+            let holds = containers
+                .into_iter()
+                .flatten()
+                .any(|c| c.get("name").and_then(Value::as_str) == Some(primary_container_name));
+            if holds {
+                return Some(run_spec);
+            }
+            map.iter()
+                .filter(|(k, _)| k.as_str() != "containers")
+                .find_map(|(_, child)| pod_template_of(child, primary_container_name))
+        }
+        Value::Array(items) => items
+            .iter()
+            .find_map(|child| pod_template_of(child, primary_container_name)),
+        _ => None,
+    }
 }
 
 /// Every local blocker ([`local_blockers`]) of the primary container, or why there is no
@@ -106,9 +156,12 @@ pub fn container_from(c: &Value, name: &str, path: &str) -> Result<ContainerSpec
         return Err(first);
     }
     let strings = |field: &str| strings(c, field, path).unwrap_or_default();
-    let (mut command, mut args, mut env) = (strings("command"), strings("args"), env(c));
+    let (mut command, mut args) = (strings("command"), strings("args"));
     let written = (command.clone(), args.clone());
-    expand_container(&mut env, &mut command, &mut args);
+    let written_env = env(c, path);
+    let resources = c.get("resources").cloned();
+    let env = resolve_env(&written_env, None, resources.as_ref());
+    expand_words(&env, &mut command, &mut args);
     Ok(ContainerSpec {
         name: name.to_string(),
         path: path.to_string(),
@@ -120,15 +173,17 @@ pub fn container_from(c: &Value, name: &str, path: &str) -> Result<ContainerSpec
             .get("workingDir")
             .and_then(Value::as_str)
             .map(str::to_string),
-        resources: c.get("resources").cloned(),
+        resources,
         written,
+        written_env,
     })
 }
 
 /// Everything in one container (at field path `path`) that keeps local mode from running it
-/// as a process, each naming its field: `envFrom`, every `valueFrom`, and a command that is
-/// missing, not a list of strings, or only arguments to the image's entrypoint. All are
-/// listed, so `validate` shows every problem of a file at once.
+/// as a process, each naming its field: `envFrom`, a `valueFrom` other than the downward
+/// API's (or one the API server refuses), and a command that is missing, not a list of
+/// strings, or only arguments to the image's entrypoint. All are listed, so `validate` shows
+/// every problem of a file at once.
 pub fn local_blockers(c: &Value, path: &str) -> Vec<SpecError> {
     let mut out = Vec::new();
     if c.get("envFrom").is_some_and(|v| !v.is_null()) {
@@ -140,16 +195,7 @@ pub fn local_blockers(c: &Value, path: &str) -> Vec<SpecError> {
     }
     let items = c.get("env").and_then(Value::as_array);
     for (i, e) in items.into_iter().flatten().enumerate() {
-        if e.get("valueFrom").is_some() {
-            let name = e.get("name").and_then(Value::as_str).unwrap_or("");
-            out.push(SpecError::new(
-                format!("{path}.env[{i}].valueFrom"),
-                format!(
-                    "env var {name:?} uses valueFrom, which needs Kubernetes; \
-                     hint: give it a literal value to run locally"
-                ),
-            ));
-        }
+        out.extend(pod_value(e, &format!("{path}.env[{i}]")).err());
     }
     match (strings(c, "command", path), strings(c, "args", path)) {
         (Ok(command), Ok(args)) => out.extend(command_blocker(&command, &args, path)),
@@ -211,22 +257,44 @@ fn could_be_program(arg: &str) -> bool {
     !arg.is_empty() && !arg.starts_with('-') && !arg.contains("${")
 }
 
-/// The literal env values (after [`local_blockers`] has refused any `valueFrom`).
-fn env(c: &Value) -> Vec<(String, String)> {
+/// The env entries as written (after [`local_blockers`] has refused a `valueFrom` local mode
+/// cannot resolve).
+fn env(c: &Value, path: &str) -> Vec<(String, EnvValue)> {
     let items = c.get("env").and_then(Value::as_array);
     items
         .into_iter()
         .flatten()
-        .map(|e| {
+        .enumerate()
+        .map(|(i, e)| {
             let name = e.get("name").and_then(Value::as_str).unwrap_or("");
-            let value = match e.get("value") {
-                None | Some(Value::Null) => String::new(),
-                Some(Value::String(s)) => s.clone(),
-                Some(v) => v.to_string(),
+            let from_pod = pod_value(e, &format!("{path}.env[{i}]")).ok().flatten();
+            let value = match (from_pod, e.get("value")) {
+                (Some(pod), _) => EnvValue::Pod(pod),
+                (None, None | Some(Value::Null)) => EnvValue::Literal(String::new()),
+                (None, Some(Value::String(s))) => EnvValue::Literal(s.clone()),
+                (None, Some(v)) => EnvValue::Literal(v.to_string()),
             };
             (name.to_string(), value)
         })
         .collect()
+}
+
+/// The env of a container whose own `resources` are `own` in pod `pod` (the pod's variables
+/// empty without one), each literal value expanded against the entries before it.
+fn resolve_env(
+    written: &[(String, EnvValue)],
+    pod: Option<&PodFacts>,
+    own: Option<&Value>,
+) -> Vec<(String, String)> {
+    let mut env: Vec<(String, String)> = Vec::with_capacity(written.len());
+    for (name, value) in written {
+        let value = match value {
+            EnvValue::Literal(text) => expand(text, |n| lookup(&env, n)),
+            EnvValue::Pod(from) => pod.map(|p| from.resolve(p, own)).unwrap_or_default(),
+        };
+        env.push((name.clone(), value));
+    }
+    env
 }
 
 /// Returns the JSON path and the container; records every container name seen for the hint.

@@ -5,17 +5,6 @@
 //! `$(NAME)` is the variable's value when it is defined and stays as written when it is not,
 //! and any other `$` is left alone.
 
-/// Expands each env value against the variables listed before it, as the kubelet does, then
-/// `command` and `args` against the whole expanded env.
-pub fn expand_container(env: &mut [(String, String)], command: &mut [String], args: &mut [String]) {
-    for i in 0..env.len() {
-        let (earlier, rest) = env.split_at_mut(i);
-        let value = &mut rest[0].1;
-        *value = expand(value, |name| lookup(earlier, name));
-    }
-    expand_words(env, command, args);
-}
-
 /// Expands `command` and `args` against the whole (already expanded) env, the later
 /// definition of a name winning.
 pub fn expand_words(env: &[(String, String)], command: &mut [String], args: &mut [String]) {
@@ -25,7 +14,7 @@ pub fn expand_words(env: &[(String, String)], command: &mut [String], args: &mut
 }
 
 /// The value of the last definition of `name`: a later duplicate overrides an earlier one.
-fn lookup<'a>(env: &'a [(String, String)], name: &str) -> Option<&'a str> {
+pub fn lookup<'a>(env: &'a [(String, String)], name: &str) -> Option<&'a str> {
     env.iter()
         .rev()
         .find(|(n, _)| n == name)
@@ -82,6 +71,7 @@ pub fn expand<'a>(input: &str, value: impl Fn(&str) -> Option<&'a str>) -> Strin
 
 #[cfg(test)]
 mod tests {
+    use super::super::container::{ContainerSpec, container_from};
     use super::*;
 
     fn vars(name: &str) -> Option<&'static str> {
@@ -116,32 +106,34 @@ mod tests {
         }
     }
 
+    fn container(env: serde_json::Value, command: &[&str], args: &[&str]) -> ContainerSpec {
+        let c = serde_json::json!({"name": "main", "env": env, "command": command, "args": args});
+        container_from(&c, "main", "c").unwrap()
+    }
+
     #[test]
     fn env_values_see_only_earlier_variables_and_commands_see_all() {
-        let mut env = vec![
-            ("A".to_string(), "a=$(B)".to_string()),
-            ("B".to_string(), "b".to_string()),
-            ("C".to_string(), "$(B)-$(A)".to_string()),
-        ];
-        let mut command = vec!["run".to_string(), "$(C)".to_string()];
-        let mut args = vec!["--a=$(A)".to_string(), "--pid=$$".to_string()];
-        expand_container(&mut env, &mut command, &mut args);
-        let values: Vec<&str> = env.iter().map(|(_, v)| v.as_str()).collect();
+        let env = serde_json::json!([
+            {"name": "A", "value": "a=$(B)"},
+            {"name": "B", "value": "b"},
+            {"name": "C", "value": "$(B)-$(A)"},
+        ]);
+        let c = container(env, &["run", "$(C)"], &["--a=$(A)", "--pid=$$"]);
+        let values: Vec<&str> = c.env.iter().map(|(_, v)| v.as_str()).collect();
         assert_eq!(values, ["a=$(B)", "b", "b-a=$(B)"]);
-        assert_eq!(command, ["run", "b-a=$(B)"]);
-        assert_eq!(args, ["--a=a=$(B)", "--pid=$"]);
+        assert_eq!(c.command, ["run", "b-a=$(B)"]);
+        assert_eq!(c.args, ["--a=a=$(B)", "--pid=$"]);
     }
 
     #[test]
     fn a_later_definition_of_a_name_wins() {
-        let mut env = vec![
-            ("X".to_string(), "1".to_string()),
-            ("X".to_string(), "2".to_string()),
-            ("Y".to_string(), "$(X)".to_string()),
-        ];
-        let mut args = vec!["$(X)".to_string()];
-        expand_container(&mut env, &mut [], &mut args);
-        assert_eq!(env[2].1, "2");
-        assert_eq!(args, ["2"]);
+        let env = serde_json::json!([
+            {"name": "X", "value": "1"},
+            {"name": "X", "value": "2"},
+            {"name": "Y", "value": "$(X)"},
+        ]);
+        let c = container(env, &[], &["$(X)"]);
+        assert_eq!(c.env[2].1, "2");
+        assert_eq!(c.args, ["2"]);
     }
 }

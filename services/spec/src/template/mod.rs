@@ -3,13 +3,14 @@
 //! (local mode) or checking that the primary container exists (a cluster).
 
 mod container;
+pub mod downward_api;
 mod expansion;
 pub mod replicas;
 mod shell_quotes;
 
 pub use container::{
-    ContainerSpec, check_primary_container, container_from, local_blockers, primary_container,
-    primary_container_blockers,
+    ContainerSpec, check_primary_container, container_from, local_blockers, pod_template_of,
+    primary_container, primary_container_blockers,
 };
 pub use replicas::{
     JobKind, ReplicaSet, ReplicaSpec, ReplicaType, RestartPolicy, check_replica_set,

@@ -165,6 +165,8 @@ pub struct ReplicaSpec {
     pub skipped_containers: Vec<String>,
     /// The pod template's own labels, matched against `primaryPodLabels` with the operator's.
     pub pod_labels: BTreeMap<String, String>,
+    /// The pod template (`metadata` and `spec`), which the downward API reads.
+    pub pod_template: Value,
     /// The field path of this replica spec, for messages.
     pub path: String,
 }
@@ -601,6 +603,7 @@ fn replica(
             .map(|(_, n)| n.clone())
             .collect(),
         pod_labels,
+        pod_template: spec.get("template").cloned().unwrap_or(Value::Null),
         path: path.to_string(),
     })
 }

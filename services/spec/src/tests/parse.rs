@@ -303,3 +303,62 @@ fn a_repeated_key_is_reported_at_the_repeat() {
         "{e}"
     );
 }
+
+/// kubectl's reader applies YAML merge keys, so a file sharing fields through `<<: *anchor`
+/// is the experiment it means, not one with an unknown field `<<`.
+#[test]
+fn merge_keys_are_applied_as_kubectl_applies_them() {
+    let text = r#"
+apiVersion: kubeflow.org/v1beta1
+kind: Experiment
+metadata: {name: merged}
+spec:
+  objective: {type: maximize, objectiveMetricName: accuracy}
+  algorithm: {algorithmName: random}
+  parameters:
+    - name: lr
+      parameterType: double
+      feasibleSpace: &space {min: "0.01", max: "0.1"}
+    - name: momentum
+      parameterType: double
+      feasibleSpace:
+        <<: *space
+        max: "0.9"
+    - <<: [{name: wd}, {name: ignored, parameterType: double}]
+      feasibleSpace: *space
+  trialTemplate:
+    primaryContainerName: main
+    trialParameters: [{name: lr, reference: lr}, {name: m, reference: momentum}, {name: wd, reference: wd}]
+    trialSpec:
+      apiVersion: batch/v1
+      kind: Job
+      spec: {template: {spec: {restartPolicy: Never, containers: [{name: main, image: i, command: [t, "${trialParameters.lr}", "${trialParameters.m}", "${trialParameters.wd}"]}]}}}
+"#;
+    let exp = parse_ok(text);
+    let params: Vec<(&str, Option<&str>, Option<&str>)> = exp
+        .spec
+        .parameters
+        .iter()
+        .map(|p| {
+            let fs = p.feasible_space.as_ref().unwrap();
+            (p.name.as_str(), fs.min.as_deref(), fs.max.as_deref())
+        })
+        .collect();
+    assert_eq!(
+        params,
+        [
+            ("lr", Some("0.01"), Some("0.1")),
+            ("momentum", Some("0.01"), Some("0.9")),
+            ("wd", Some("0.01"), Some("0.1")),
+        ]
+    );
+    // A merge of a scalar is refused as kubectl refuses it; `<<:` inside text is no key.
+    let scalar = text.replace("<<: *space", "<<: 3");
+    let err = parse_err(&scalar).to_string();
+    assert!(err.contains("merge key (<<) cannot be applied"), "{err}");
+    let in_text = RANDOM.replace(
+        "name: random",
+        "name: random\n  annotations: {a: 'x <<: y'}",
+    );
+    assert_eq!(parse_ok(&in_text).name(), "random");
+}

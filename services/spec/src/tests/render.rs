@@ -157,7 +157,7 @@ fn container_errors() {
     );
     assert!(
         err.to_string()
-            .contains(r#"env var "SECRET" uses valueFrom"#)
+            .contains(r#"env var "SECRET" takes its value from "secretKeyRef""#)
     );
     let err = primary_container(&run, "bare").unwrap_err();
     assert!(err.to_string().contains("hint: set command"), "{err}");

@@ -8,7 +8,7 @@ mod extensions;
 mod nas;
 mod objectives;
 mod parameters;
-mod quantity;
+pub(crate) mod quantity;
 mod template;
 mod warnings;
 pub use batch_job::unset_restart_policy;

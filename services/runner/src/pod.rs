@@ -1,0 +1,144 @@
+//! What a trial's pod would be on a cluster, as far as its downward-API variables read it
+//! (`fieldRef`, `resourceFieldRef`): its name, namespace, labels and this machine as its node.
+//! The I/O shell around `vernier_spec::template::downward_api`, which resolves the values.
+
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::Path;
+use vernier_spec::template::downward_api::{NodeFacts, PodFacts};
+
+/// Every pod runs on the loopback interface here, as the replicas reach each other.
+const LOOPBACK: &str = crate::replicas::env::LOOPBACK;
+
+/// This machine as the node a cluster would schedule the trial on: its host name, and its
+/// CPUs, memory and the disk of `work_dir` as allocatable (the kubelet's value for a limit
+/// the container does not set). A figure that cannot be read counts as zero.
+pub fn this_node(work_dir: &Path) -> NodeFacts {
+    let name = nix::unistd::gethostname()
+        .ok()
+        .and_then(|h| h.into_string().ok())
+        .unwrap_or_default();
+    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let storage = nix::sys::statvfs::statvfs(work_dir)
+        .map(|s| s.blocks() as f64 * s.fragment_size() as f64)
+        .unwrap_or(0.0);
+    NodeFacts {
+        name,
+        ip: LOOPBACK.to_string(),
+        cpus: cpus as f64,
+        memory_bytes: memory_total(&std::fs::read_to_string("/proc/meminfo").unwrap_or_default()),
+        storage_bytes: storage,
+    }
+}
+
+/// `MemTotal` of `/proc/meminfo`, in bytes.
+fn memory_total(meminfo: &str) -> f64 {
+    let kib = meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|rest| {
+            rest.trim()
+                .trim_end_matches("kB")
+                .trim()
+                .parse::<f64>()
+                .ok()
+        });
+    kib.unwrap_or(0.0) * 1024.0
+}
+
+/// The pod of a trial whose `rendered` spec holds the primary container directly (a Job, or
+/// any kind but the training operators'): named after the trial, as the Job's pod is
+/// (Kubernetes adds a random suffix); a batch Job's pod carries the Job controller's labels.
+pub fn trial_pod(rendered: &Value, primary: &str, trial: &str, node: &NodeFacts) -> PodFacts {
+    let template = vernier_spec::template::pod_template_of(rendered, primary);
+    let controller = match vernier_spec::template::is_batch_job(rendered) {
+        true => BTreeMap::from([
+            ("job-name".to_string(), trial.to_string()),
+            (
+                "batch.kubernetes.io/job-name".to_string(),
+                trial.to_string(),
+            ),
+        ]),
+        false => BTreeMap::new(),
+    };
+    let template = template.cloned().unwrap_or(Value::Null);
+    PodFacts::from_template(
+        &template,
+        trial,
+        namespace(rendered),
+        &new_uid(),
+        controller,
+        node.clone(),
+    )
+}
+
+/// The namespace the rendered trial spec is in.
+pub fn namespace(rendered: &Value) -> &str {
+    rendered
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+        .unwrap_or(vernier_spec::known::DEFAULT_NAMESPACE)
+}
+
+/// A random version-4 UUID, as the API server gives each pod (std's randomly keyed hasher is
+/// random enough for an id no other pod shares).
+pub fn new_uid() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let word = || {
+        std::collections::hash_map::RandomState::new()
+            .build_hasher()
+            .finish()
+    };
+    let mut b = [0u8; 16];
+    b[..8].copy_from_slice(&word().to_le_bytes());
+    b[8..].copy_from_slice(&word().to_le_bytes());
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    format!(
+        "{}-{}-{}-{}-{}",
+        &hex[..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..]
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn memory_total_reads_mem_total_in_bytes() {
+        let text = "MemFree:  10 kB\nMemTotal:       16384 kB\n";
+        assert_eq!(memory_total(text), 16384.0 * 1024.0);
+        assert_eq!(memory_total(""), 0.0);
+    }
+
+    #[test]
+    fn a_uid_is_a_version_4_uuid() {
+        let uid = new_uid();
+        let parts: Vec<usize> = uid.split('-').map(str::len).collect();
+        assert_eq!(parts, [8, 4, 4, 4, 12]);
+        assert_eq!(&uid[14..15], "4");
+        assert_ne!(uid, new_uid());
+    }
+
+    #[test]
+    fn a_batch_jobs_pod_is_named_after_the_trial_with_the_job_controllers_labels() {
+        let rendered = json!({"apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": "t-1", "namespace": "kubeflow"},
+            "spec": {"template": {"metadata": {"labels": {"app": "a"}},
+                "spec": {"containers": [{"name": "main"}]}}}});
+        let pod = trial_pod(&rendered, "main", "t-1", &NodeFacts::default());
+        assert_eq!(
+            (pod.name.as_str(), pod.namespace.as_str()),
+            ("t-1", "kubeflow")
+        );
+        let labels: Vec<&str> = pod.labels.keys().map(String::as_str).collect();
+        assert_eq!(labels, ["app", "batch.kubernetes.io/job-name", "job-name"]);
+        assert_eq!(pod.service_account, "default");
+    }
+}
