@@ -126,8 +126,9 @@ fn check_injection(spec: &Experiment, collector: &str) -> Result<(), String> {
         "spec.metricsCollectorSpec.collector.kind: value {collector:?} is injected into the pod \
          templates of the trial's job, and a {kind} has none (Katib injects collectors with a pod \
          webhook, which vernier operator does not have); hint: print the metrics and use StdOut \
-         (the log of the primary pods, found by primaryPodLabels, is followed), or use Push and \
-         set KATIB_TRIAL_NAME to ${{trialSpec.Name}} in the training container's env"
+         (the log of the primary pods, found by primaryPodLabels, is followed), or use Push: add the \
+         trial parameter {{name: trialName, reference: ${{trialSpec.Name}}}} and set \
+         KATIB_TRIAL_NAME to ${{trialParameters.trialName}} in the training container's env"
     ))
 }
 

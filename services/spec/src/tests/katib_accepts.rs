@@ -429,3 +429,34 @@ fn a_metric_name_the_default_format_cannot_read_is_warned_about() {
         ]
     );
 }
+
+/// A `${trialSpec.Name}` written in the template is left as written by Katib's generator
+/// (only `${trialParameters.x}` is replaced), so the job would get the literal text.
+#[test]
+fn a_meta_reference_written_in_the_template_is_named() {
+    let env = "/spec/trialTemplate/trialSpec/spec/template/spec/containers/0/env";
+    let exp = parse_ok(&mutated(RANDOM, |v| {
+        set(
+            v,
+            env,
+            json!([{"name": "KATIB_TRIAL_NAME", "value": "${trialSpec.Name}"}]),
+        );
+    }));
+    let path = "spec.trialTemplate.trialSpec.spec.template.spec.containers[0].env[0].value";
+    let warned: Vec<String> = warnings(&exp)
+        .into_iter()
+        .filter(|w| w.path() == path)
+        .map(|w| w.message().to_string())
+        .collect();
+    assert_eq!(warned.len(), 1, "{warned:?}");
+    assert!(
+        warned[0].contains("reference: ${trialSpec.Name}"),
+        "{warned:?}"
+    );
+    // As a trial parameter's reference it is substituted, and nothing is said.
+    assert!(
+        warnings(&parse_ok(RANDOM))
+            .iter()
+            .all(|w| !w.message().contains("trialSpec"))
+    );
+}

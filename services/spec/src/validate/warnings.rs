@@ -23,7 +23,39 @@ pub fn warnings(exp: &Experiment) -> Vec<SpecError> {
         .as_ref()
         .and_then(|t| t.trial_spec.as_ref());
     out.extend(trial_spec.and_then(super::batch_job::unset_restart_policy));
+    if let Some(spec) = trial_spec {
+        meta_references_in_place(spec, "spec.trialTemplate.trialSpec", &mut out);
+    }
     out
+}
+
+/// A `${trialSpec.Name}`-style reference written in the template itself: Katib substitutes
+/// only `${trialParameters.x}`, so the job gets the text as written (Vernier renders it so too).
+fn meta_references_in_place(value: &serde_json::Value, path: &str, out: &mut Vec<SpecError>) {
+    match value {
+        serde_json::Value::String(text) if text.contains("${trialSpec.") => {
+            out.push(SpecError::new(
+                path,
+                format!(
+                    "value {text:?} holds a ${{trialSpec...}} reference, which is not \
+                     substituted in the template (only ${{trialParameters.x}} is), so the job \
+                     gets it as written; hint: add a trial parameter {{name: trialName, \
+                     reference: ${{trialSpec.Name}}}} and write ${{trialParameters.trialName}}"
+                ),
+            ));
+        }
+        serde_json::Value::Object(map) => {
+            for (k, v) in map {
+                meta_references_in_place(v, &format!("{path}.{k}"), out);
+            }
+        }
+        serde_json::Value::Array(items) => {
+            for (i, v) in items.iter().enumerate() {
+                meta_references_in_place(v, &format!("{path}[{i}]"), out);
+            }
+        }
+        _ => {}
+    }
 }
 
 /// A `maxTrialCount` above the number of configurations of a finite space: the run ends when
