@@ -171,7 +171,8 @@ spec:
 }
 
 /// The pod template of a container that writes the variables the downward API gave it to
-/// `$OUT/<its pod name>.json`, then prints the loss; each line indented by `indent`.
+/// `$OUT/<its pod name>.json`, then prints the loss (a PyTorchJob's master once the worker
+/// has written, since the job ends with the master); each line indented by `indent`.
 fn pod_template(indent: usize) -> String {
     let template = r#"metadata: {labels: {app: mnist}}
 spec:
@@ -191,7 +192,7 @@ spec:
         - {name: LR, value: "${trialParameters.lr}"}
       command: [python3, -c]
       args:
-        - "import json, os; e = os.environ; json.dump({k: e[k] for k in ['POD', 'NS', 'APP', 'IP', 'THREADS', 'MEM', 'RUN']}, open(os.path.join(e['OUT'], e['POD'] + '.json'), 'w')); print('loss=0.5')"
+        - "import json, os; e = os.environ; json.dump({k: e[k] for k in ['POD', 'NS', 'APP', 'IP', 'THREADS', 'MEM', 'RUN']}, open(os.path.join(e['OUT'], e['POD'] + '.json'), 'w')); import time; w = e['POD'].endswith('-master-0'); [time.sleep(0.05) for _ in range(400) if w and not os.path.exists(os.path.join(e['OUT'], e['POD'][:-8] + 'worker-0.json'))]; print('loss=0.5')"
 "#;
     let pad = " ".repeat(indent);
     template.lines().map(|l| format!("{pad}{l}\n")).collect()
@@ -246,4 +247,83 @@ fn the_downward_api_gives_each_pod_its_own_values() {
         let pod = format!("{trial}-{replica}");
         assert_eq!(seen(&sb, &pod)["POD"], pod.as_str());
     }
+}
+
+/// Each pod has its own `emptyDir`, so a trainer that resumes from a checkpoint in one starts
+/// afresh in every trial; a `hostPath` mounted elsewhere is read where it is on this machine.
+#[test]
+fn an_empty_dir_is_each_trials_own_and_a_host_path_is_this_machines() {
+    let sb = Sandbox::new();
+    let data = sb.path().join("host-data");
+    std::fs::create_dir(&data).unwrap();
+    std::fs::write(data.join("offset.txt"), "3").unwrap();
+    let trainer = "import os, sys, json\nckpt, lr = sys.argv[1], float(sys.argv[2])\nstate = os.path.join(ckpt, 'state.json')\nseen = json.load(open(state)) if os.path.exists(state) else None\njson.dump(lr, open(state, 'w'))\noffset = float(open(os.environ['DATA'] + '/offset.txt').read())\nprint(f'loss={offset + lr} resumed={0 if seen is None else 1}')\n";
+    let yaml = format!(
+        r#"apiVersion: kubeflow.org/v1beta1
+kind: Experiment
+metadata:
+  name: volumes
+spec:
+  objective: {{type: minimize, objectiveMetricName: loss, additionalMetricNames: [resumed]}}
+  algorithm: {{algorithmName: random}}
+  maxTrialCount: 3
+  parallelTrialCount: 1
+  parameters:
+    - {{name: lr, parameterType: double, feasibleSpace: {{min: "0.1", max: "0.9"}}}}
+  trialTemplate:
+    primaryContainerName: main
+    trialParameters:
+      - {{name: lr, reference: lr}}
+    trialSpec:
+      apiVersion: batch/v1
+      kind: Job
+      spec:
+        template:
+          spec:
+            restartPolicy: Never
+            volumes:
+              - {{name: ckpt, emptyDir: {{}}}}
+              - {{name: data, hostPath: {{path: {data}}}}}
+            containers:
+              - name: main
+                image: python:3.11
+                volumeMounts:
+                  - {{name: ckpt, mountPath: /ckpt}}
+                  - {{name: data, mountPath: /data}}
+                env:
+                  - {{name: DATA, value: /data}}
+                command: [python3, -c, {trainer}, /ckpt, "${{trialParameters.lr}}"]
+"#,
+        data = data.display(),
+        trainer = serde_json::to_string(trainer).unwrap(),
+    );
+    let file = sb.write("volumes.yaml", &yaml);
+    let out = sb.run(&["validate", file.to_str().unwrap()]);
+    let said = text(&out);
+    assert!(
+        said.contains("emptyDir \"ckpt\" mounted at /ckpt: each trial"),
+        "{said}"
+    );
+    assert!(
+        said.contains(&format!("{} is given where /data appears", data.display())),
+        "{said}"
+    );
+    let out = sb.run(&["run", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let trials = sb.report("volumes")["trials"].as_array().unwrap().clone();
+    assert_eq!(trials.len(), 3);
+    for t in &trials {
+        let metrics = t["status"]["observation"]["metrics"].as_array().unwrap();
+        let value = |name: &str| {
+            let m = metrics.iter().find(|m| m["name"] == name).unwrap();
+            m["latest"].as_str().unwrap().parse::<f64>().unwrap()
+        };
+        assert_eq!(
+            value("resumed"),
+            0.0,
+            "a trial found another's checkpoint: {t}"
+        );
+        assert!(value("loss") > 3.0, "{t}");
+    }
+    assert!(!std::path::Path::new("/ckpt/state.json").exists());
 }

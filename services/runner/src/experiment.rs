@@ -6,11 +6,13 @@ use crate::child::{map_spec_ancestor, map_spec_path, trim_dir_slash};
 use crate::custom::CustomCollector;
 use crate::error::RunnerError;
 use crate::process::{Collection, MetricSource, TrialCommand};
+use crate::volumes::{moved, moved_mounts};
 use std::ops::Deref;
 use std::path::{Path, PathBuf};
 use vernier_collector::MetricsFilter;
 use vernier_engine::{Collector, PrometheusPort, ResolvedExperiment};
 use vernier_spec::template::downward_api::{NodeFacts, PodFacts};
+use vernier_spec::template::mounts::volume_mounts;
 use vernier_spec::{Experiment, SpecError, SpecErrors};
 
 /// Where a local experiment runs and keeps its trial logs.
@@ -157,7 +159,10 @@ impl LocalExperiment {
         log_path: PathBuf,
     ) -> Result<TrialCommand, RunnerError> {
         let primary = container.name.clone();
-        let container_dir = container.working_dir.clone();
+        let mounts = volume_mounts(container.volume_mounts.as_ref(), &pod.volumes);
+        let private = self.paths.log_dir.join(metrics_key).join("volumes");
+        let mounts = moved_mounts(&mounts, &private, self.metrics_path.as_deref())?;
+        let container_dir = container.working_dir.as_deref().map(|d| moved(d, &mounts));
         let program_list = if container.command.is_empty() {
             "args"
         } else {
@@ -167,8 +172,9 @@ impl LocalExperiment {
         let wrap = |source: SpecError| template_error(trial, source);
         let mut argv: Vec<String> = container
             .command
-            .into_iter()
-            .chain(container.args)
+            .iter()
+            .chain(&container.args)
+            .map(|word| moved(word, &mounts))
             .collect();
         if argv.is_empty() {
             return Err(wrap(SpecError::new(
@@ -176,7 +182,11 @@ impl LocalExperiment {
                 format!("container {primary:?} has no command or args to run locally"),
             )));
         }
-        let mut env = container.env;
+        let mut env: Vec<(String, String)> = container
+            .env
+            .into_iter()
+            .map(|(k, v)| (k, moved(&v, &mounts)))
+            .collect();
         let metrics_path = match &self.metrics_path {
             Some(spec_path) => {
                 let local = self.local_metrics_path(metrics_key, spec_path);

@@ -24,6 +24,7 @@ pub mod reported;
 pub mod status;
 #[cfg(test)]
 mod test_store;
+mod volumes;
 pub mod warm_start;
 
 pub use driver::{BestSoFar, DriverEvent, Observer, Outcome, Progress};

@@ -6,6 +6,7 @@
 use crate::replicas::launch::check_primary_replica;
 use serde_json::Value;
 use std::collections::BTreeMap;
+use vernier_spec::template::mounts::{VolumeMount, volume_mounts};
 use vernier_spec::template::{
     JobKind, primary_container_blockers, replica_local_blockers, replica_set, training_job_ignored,
 };
@@ -205,26 +206,21 @@ fn has_containers(v: &Value) -> bool {
     }
 }
 
-/// Pod features a process does not have: init containers are not started and volumes are not
-/// mounted (a trial that needs their files finds them missing).
+/// Pod features a process does not have: init containers are not started, and volumes are
+/// not mounted (each says what stands for it here).
 fn ignored_fields(v: &Value, path: &str, out: &mut Vec<SpecError>) {
     match v {
         Value::Object(map) => {
             for (k, child) in map {
                 let here = format!("{path}.{k}");
-                let note = match k.as_str() {
-                    "initContainers" => Some(
+                match k.as_str() {
+                    _ if child.is_null() => {}
+                    "initContainers" => out.push(SpecError::new(
+                        here,
                         "init containers are not run locally; only the primary container's \
                          command runs; hint: do their work before `vernier run`",
-                    ),
-                    "volumes" => Some(
-                        "volumes are not mounted locally; mounted paths are read from this \
-                         machine's file system as they are",
-                    ),
-                    _ => None,
-                };
-                match note {
-                    Some(n) if !child.is_null() => out.push(SpecError::new(here, n)),
+                    )),
+                    "volumes" => out.extend(volume_notes(v, &here)),
                     _ => ignored_fields(child, &here, out),
                 }
             }
@@ -236,6 +232,26 @@ fn ignored_fields(v: &Value, path: &str, out: &mut Vec<SpecError>) {
         }
         _ => {}
     }
+}
+
+/// What stands for each volume of pod spec `pod` (its `volumes` at `path`) here, from the
+/// first mount of it in the pod's containers; a volume no container mounts is not named.
+fn volume_notes(pod: &Value, path: &str) -> Vec<SpecError> {
+    let volumes = pod.get("volumes").unwrap_or(&Value::Null);
+    let containers = pod.get("containers").and_then(Value::as_array);
+    let mounts: Vec<VolumeMount> = containers
+        .into_iter()
+        .flatten()
+        .flat_map(|c| volume_mounts(c.get("volumeMounts"), volumes))
+        .collect();
+    let names = volumes.as_array().into_iter().flatten().enumerate();
+    names
+        .filter_map(|(i, v)| {
+            let name = v.get("name").and_then(Value::as_str)?;
+            let first = mounts.iter().find(|m| m.volume == name)?;
+            Some(SpecError::new(format!("{path}[{i}]"), first.local_note()))
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -528,16 +544,31 @@ spec:
 
     #[test]
     fn volumes_and_init_containers_are_noted_not_refused() {
-        let spec = "{apiVersion: batch/v1, kind: Job, spec: {template: {spec: {initContainers: [{name: fetch, image: i}], volumes: [{name: d, emptyDir: {}}], containers: [{name: main, image: i, command: [t, '${trialParameters.lr}'], volumeMounts: [{name: d, mountPath: /d}]}]}}}}";
+        let spec = "{apiVersion: batch/v1, kind: Job, spec: {template: {spec: {initContainers: [{name: fetch, image: i}], volumes: [{name: d, emptyDir: {}}, {name: unused, emptyDir: {}}, {name: c, configMap: {name: c}}], containers: [{name: main, image: i, command: [t, '${trialParameters.lr}'], volumeMounts: [{name: d, mountPath: /d}, {name: c, mountPath: /etc/c}]}]}}}}";
         let v = local_verdict(&experiment(spec, "main"));
         assert!(v.runnable(), "{:?}", v.refused);
-        let paths: Vec<String> = v.ignored.iter().map(SpecError::path).collect();
+        let pod = "spec.trialTemplate.trialSpec.spec.template.spec";
+        let notes: Vec<(String, &str)> =
+            v.ignored.iter().map(|e| (e.path(), e.message())).collect();
+        let paths: Vec<&str> = notes.iter().map(|(p, _)| p.as_str()).collect();
         assert_eq!(
             paths,
             [
-                "spec.trialTemplate.trialSpec.spec.template.spec.initContainers",
-                "spec.trialTemplate.trialSpec.spec.template.spec.volumes"
+                format!("{pod}.initContainers"),
+                format!("{pod}.volumes[0]"),
+                format!("{pod}.volumes[2]")
             ]
+        );
+        assert!(
+            notes[1]
+                .1
+                .starts_with("emptyDir \"d\" mounted at /d: each trial"),
+            "{notes:?}"
+        );
+        assert!(
+            notes[2]
+                .1
+                .starts_with("configMap volume \"c\" mounted at /etc/c is not mounted")
         );
     }
 }

@@ -19,6 +19,8 @@ pub struct ContainerSpec {
     pub env: Vec<(String, String)>,
     pub working_dir: Option<String>,
     pub resources: Option<Value>,
+    /// `volumeMounts` as written ([`super::mounts::volume_mounts`] reads them).
+    pub volume_mounts: Option<Value>,
     /// `command` and `args` as written, before `$(VAR)` expansion ([`Self::append_env`]).
     written: (Vec<String>, Vec<String>),
     /// `env` as written ([`Self::for_pod`]).
@@ -174,6 +176,7 @@ pub fn container_from(c: &Value, name: &str, path: &str) -> Result<ContainerSpec
             .and_then(Value::as_str)
             .map(str::to_string),
         resources,
+        volume_mounts: c.get("volumeMounts").cloned(),
         written,
         written_env,
     })

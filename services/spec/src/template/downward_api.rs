@@ -70,6 +70,8 @@ pub struct PodFacts {
     pub annotations: BTreeMap<String, String>,
     /// Each container's `resources` by name, for a `resourceFieldRef` naming another.
     pub resources: BTreeMap<String, Value>,
+    /// The pod spec's `volumes`, which its containers' mounts name.
+    pub volumes: Value,
     pub node: NodeFacts,
 }
 
@@ -132,6 +134,10 @@ impl PodFacts {
             labels,
             annotations: strings("annotations"),
             resources,
+            volumes: spec
+                .and_then(|s| s.get("volumes"))
+                .cloned()
+                .unwrap_or(Value::Null),
             node,
         }
     }

@@ -1,0 +1,100 @@
+//! Where a trial container's volume mounts lead on this machine: an `emptyDir` to a directory
+//! of the trial's own under the log directory (made empty for each trial, as each pod gets
+//! one), a `hostPath` to its path. The spec crate decides which mounts move
+//! (`vernier_spec::template::mounts`); this module makes the directories and rewrites the
+//! words where the mount paths appear.
+
+use crate::child::replace_path;
+use crate::error::RunnerError;
+use std::path::Path;
+use vernier_spec::template::mounts::{MountSource, VolumeMount};
+
+/// Each moved mount as `(mount path, path here)`, its directory made; `private_root` holds
+/// the trial's `emptyDir` volumes. A mount holding or inside the metrics collector's path
+/// (`metrics_path`) is left to the collector's own mapping, which already gives each trial
+/// its copy of that directory.
+pub(crate) fn moved_mounts(
+    mounts: &[VolumeMount],
+    private_root: &Path,
+    metrics_path: Option<&str>,
+) -> Result<Vec<(String, String)>, RunnerError> {
+    let mut moved = Vec::new();
+    for m in mounts.iter().filter(|m| m.is_mapped()) {
+        if metrics_path.is_some_and(|p| overlaps(&m.mount_path, p)) {
+            continue;
+        }
+        let target = match &m.source {
+            MountSource::Host(path) => m.target_in(path),
+            _ => {
+                let root = private_root.join(&m.volume);
+                let target = m.target_in(&root.display().to_string());
+                std::fs::create_dir_all(&target).map_err(|source| RunnerError::LogDir {
+                    path: target.clone(),
+                    source,
+                })?;
+                target
+            }
+        };
+        moved.push((m.mount_path.trim_end_matches('/').to_string(), target));
+    }
+    Ok(moved)
+}
+
+/// Whether one of two absolute paths is the other or lies inside it.
+fn overlaps(a: &str, b: &str) -> bool {
+    let (a, b) = (Path::new(a), Path::new(b));
+    a.starts_with(b) || b.starts_with(a)
+}
+
+/// `text` with every moved mount path replaced by where it leads here.
+pub(crate) fn moved(text: &str, mounts: &[(String, String)]) -> String {
+    mounts
+        .iter()
+        .fold(text.to_string(), |t, (from, to)| replace_path(&t, from, to))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use vernier_spec::template::mounts::volume_mounts;
+
+    #[test]
+    fn an_empty_dir_moves_to_the_trials_own_directory_and_a_host_path_to_itself() {
+        let volumes = json!([
+            {"name": "ckpt", "emptyDir": {}},
+            {"name": "data", "hostPath": {"path": "/srv/data"}},
+            {"name": "metrics", "emptyDir": {}},
+        ]);
+        let mounts = json!([
+            {"name": "ckpt", "mountPath": "/ckpt/"},
+            {"name": "data", "mountPath": "/data"},
+            {"name": "metrics", "mountPath": "/var/log/katib"},
+        ]);
+        let mounts = volume_mounts(Some(&mounts), &volumes);
+        let root = tempfile::tempdir().unwrap();
+        let moved_to = moved_mounts(&mounts, root.path(), Some("/var/log/katib/m.log")).unwrap();
+        let ckpt = root.path().join("ckpt");
+        assert!(ckpt.is_dir());
+        let ckpt = ckpt.display().to_string();
+        assert_eq!(
+            moved_to,
+            [
+                ("/ckpt".to_string(), ckpt.clone()),
+                ("/data".to_string(), "/srv/data".to_string())
+            ]
+        );
+        let table = [
+            (
+                "--checkpoint=/ckpt/model.pt",
+                format!("--checkpoint={ckpt}/model.pt"),
+            ),
+            ("/data/train.csv", "/srv/data/train.csv".to_string()),
+            ("/database", "/database".to_string()),
+            ("/var/log/katib/m.log", "/var/log/katib/m.log".to_string()),
+        ];
+        for (text, want) in table {
+            assert_eq!(moved(text, &moved_to), want, "{text}");
+        }
+    }
+}
