@@ -6,6 +6,7 @@
 use crate::replicas::launch::check_primary_replica;
 use serde_json::Value;
 use std::collections::BTreeMap;
+use vernier_spec::template::downward_api::is_optional;
 use vernier_spec::template::mounts::{VolumeMount, volume_mounts};
 use vernier_spec::template::{
     JobKind, primary_container_blockers, replica_local_blockers, replica_set, training_job_ignored,
@@ -221,6 +222,7 @@ fn ignored_fields(v: &Value, path: &str, out: &mut Vec<SpecError>) {
                          command runs; hint: do their work before `vernier run`",
                     )),
                     "volumes" => out.extend(volume_notes(v, &here)),
+                    "env" | "envFrom" => out.extend(optional_notes(child, &here)),
                     _ => ignored_fields(child, &here, out),
                 }
             }
@@ -232,6 +234,40 @@ fn ignored_fields(v: &Value, path: &str, out: &mut Vec<SpecError>) {
         }
         _ => {}
     }
+}
+
+/// The `optional` Secret and ConfigMap references of an `env` or `envFrom` list at `path`: a
+/// cluster runs without them when the object is missing, as it always is here.
+fn optional_notes(list: &Value, path: &str) -> Vec<SpecError> {
+    let entries = list.as_array().into_iter().flatten().enumerate();
+    entries
+        .filter_map(|(i, e)| {
+            let from = e.get("valueFrom").unwrap_or(e);
+            let (kind, reference) = [
+                "secretKeyRef",
+                "configMapKeyRef",
+                "secretRef",
+                "configMapRef",
+            ]
+            .into_iter()
+            .find_map(|k| Some((k, from.get(k)?)))?;
+            if !is_optional(Some(reference)) {
+                return None;
+            }
+            let object = reference.get("name").and_then(Value::as_str).unwrap_or("");
+            let what = match e.get("name").and_then(Value::as_str) {
+                Some(var) => format!("env var {var:?} is left unset"),
+                None => "its variables are left unset".to_string(),
+            };
+            Some(SpecError::new(
+                format!("{path}[{i}]"),
+                format!(
+                    "{kind} {object:?} is optional and there is none locally, so {what}, as a \
+                     cluster does when the object is missing"
+                ),
+            ))
+        })
+        .collect()
 }
 
 /// What stands for each volume of pod spec `pod` (its `volumes` at `path`) here, from the
@@ -536,6 +572,30 @@ spec:
         );
         let plain = local_verdict(&experiment(&job_of_main(), "main"));
         assert!(plain.ignored.is_empty(), "{:?}", plain.ignored);
+    }
+
+    #[test]
+    fn optional_secrets_and_config_maps_run_without_their_variables() {
+        let container = "{name: main, image: i, command: [t, '${trialParameters.lr}'], envFrom: [{configMapRef: {name: c, optional: true}}], env: [{name: K, valueFrom: {secretKeyRef: {name: s, key: k, optional: true}}}]}";
+        let v = local_verdict(&experiment(&job(container), "main"));
+        assert!(v.runnable(), "{:?}", v.refused);
+        let c = "spec.trialTemplate.trialSpec.spec.template.spec.containers[0]";
+        let notes: Vec<String> = v.ignored.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            notes,
+            [
+                format!(
+                    "{c}.envFrom[0]: configMapRef \"c\" is optional and there is none locally, so its variables are left unset, as a cluster does when the object is missing"
+                ),
+                format!(
+                    "{c}.env[0]: secretKeyRef \"s\" is optional and there is none locally, so env var \"K\" is left unset, as a cluster does when the object is missing"
+                ),
+            ]
+        );
+        let required = container.replacen(", optional: true", "", 1);
+        let v = local_verdict(&experiment(&job(&required), "main"));
+        let refused: Vec<String> = v.refused.iter().map(SpecError::path).collect();
+        assert_eq!(refused, [format!("{c}.envFrom")]);
     }
 
     fn job_of_main() -> String {

@@ -1,7 +1,7 @@
 //! Finds the primary container in a rendered trial spec of any kind, since local mode runs that
 //! container's command as a process instead of submitting the object to Kubernetes.
 
-use super::downward_api::{PodFacts, PodValue, pod_value};
+use super::downward_api::{PodFacts, PodValue, is_optional, pod_value};
 use super::expansion::{expand, expand_words, lookup};
 use super::shell_quotes::unquote_katib_words;
 use crate::error::SpecError;
@@ -53,9 +53,12 @@ impl ContainerSpec {
     /// Called before [`Self::append_env`], as the kubelet resolves the container's own env
     /// before anything runs.
     pub fn for_pod(&mut self, pod: &PodFacts) {
-        let appended = self
-            .env
-            .split_off(self.written_env.len().min(self.env.len()));
+        let own = self
+            .written_env
+            .iter()
+            .filter(|(_, v)| *v != EnvValue::Pod(PodValue::Unset))
+            .count();
+        let appended = self.env.split_off(own.min(self.env.len()));
         self.env = resolve_env(&self.written_env, Some(pod), self.resources.as_ref());
         self.append_env(appended);
     }
@@ -189,11 +192,19 @@ pub fn container_from(c: &Value, name: &str, path: &str) -> Result<ContainerSpec
 /// every problem of a file at once.
 pub fn local_blockers(c: &Value, path: &str) -> Vec<SpecError> {
     let mut out = Vec::new();
-    if c.get("envFrom").is_some_and(|v| !v.is_null()) {
+    let sources = c.get("envFrom").and_then(Value::as_array);
+    let required = sources.into_iter().flatten().any(|source| {
+        let reference = source
+            .get("configMapRef")
+            .or_else(|| source.get("secretRef"));
+        !is_optional(reference)
+    });
+    if required {
         out.push(SpecError::new(
             format!("{path}.envFrom"),
             "takes variables from a ConfigMap or Secret, which needs Kubernetes; \
-             hint: list the variables under env with literal values to run locally",
+             hint: list the variables under env with literal values to run locally (or mark \
+             the reference optional: true, to run without them)",
         ));
     }
     let items = c.get("env").and_then(Value::as_array);
@@ -292,6 +303,7 @@ fn resolve_env(
     let mut env: Vec<(String, String)> = Vec::with_capacity(written.len());
     for (name, value) in written {
         let value = match value {
+            EnvValue::Pod(PodValue::Unset) => continue,
             EnvValue::Literal(text) => expand(text, |n| lookup(&env, n)),
             EnvValue::Pod(from) => pod.map(|p| from.resolve(p, own)).unwrap_or_default(),
         };

@@ -49,6 +49,10 @@ pub enum PodValue {
         resource: String,
         divisor: f64,
     },
+    /// An `optional` key of a Secret or ConfigMap (`secretKeyRef`, `configMapKeyRef`): there
+    /// is none here, and the kubelet leaves an optional variable out when its object is
+    /// missing.
+    Unset,
 }
 
 /// A pod field an env variable reads.
@@ -161,6 +165,9 @@ pub fn pod_value(entry: &Value, path: &str) -> Result<Option<PodValue>, SpecErro
         .as_object()
         .and_then(|m| m.keys().next().cloned())
         .unwrap_or_default();
+    if is_optional(from.get(&source)) {
+        return Ok(Some(PodValue::Unset));
+    }
     Err(SpecError::new(
         path,
         format!(
@@ -169,6 +176,13 @@ pub fn pod_value(entry: &Value, path: &str) -> Result<Option<PodValue>, SpecErro
              resourceFieldRef are resolved locally)"
         ),
     ))
+}
+
+/// Whether a reference to a Secret or ConfigMap (a `valueFrom` source, an `envFrom` entry's
+/// `secretRef`/`configMapRef`) is marked `optional: true`.
+pub fn is_optional(reference: Option<&Value>) -> bool {
+    let optional = reference.and_then(|r| r.get("optional"));
+    optional.and_then(Value::as_bool) == Some(true)
 }
 
 fn field_ref(field: &Value, path: &str) -> Result<PodField, SpecError> {
@@ -270,6 +284,7 @@ impl PodValue {
                 };
                 resource_value(resources, resource, *divisor, &pod.node)
             }
+            PodValue::Unset => String::new(),
         }
     }
 }

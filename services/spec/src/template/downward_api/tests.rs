@@ -162,3 +162,28 @@ fn a_container_sees_its_pod_in_env_and_in_command_words() {
     );
     assert_eq!(spec.command, ["train", "--out=/tmp/t-1-run"]);
 }
+
+#[test]
+fn an_optional_secret_key_leaves_its_variable_out() {
+    let c = json!({"name": "main", "command": ["t", "$(KEY)"], "env": [
+        {"name": "A", "value": "a"},
+        {"name": "KEY", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k", "optional": true}}},
+        {"name": "B", "value": "$(KEY)"},
+    ]});
+    let mut spec = container_from(&c, "main", "c").unwrap();
+    spec.for_pod(&pod());
+    spec.append_env([("RANK".to_string(), "0".to_string())]);
+    let names: Vec<(&str, &str)> = spec
+        .env
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    assert_eq!(names, [("A", "a"), ("B", "$(KEY)"), ("RANK", "0")]);
+    assert_eq!(spec.command, ["t", "$(KEY)"]);
+    spec.for_pod(&pod());
+    assert_eq!(
+        spec.env.len(),
+        3,
+        "resolving again keeps the appended variables once"
+    );
+}
