@@ -141,6 +141,48 @@ fn a_batch_jobs_retries_and_deadline_are_applied() {
         "{}",
         text(&out)
     );
+
+    // The pod's own deadline fails each attempt; once backoffLimit is spent, the trial.
+    let pod_deadline = job(
+        "pod-late",
+        "        backoffLimit: 1
+",
+        slow,
+    )
+    .replace(
+        "            restartPolicy: Never
+",
+        "            restartPolicy: Never
+            activeDeadlineSeconds: 1
+",
+    );
+    let file = sb.write("pod-late.yaml", &pod_deadline);
+    let out = run_with_out(&sb, &file);
+    let said = "the pod was active longer than its spec.template.spec.activeDeadlineSeconds of 1 s";
+    assert!(text(&out).contains("Failed    pod-late-"), "{}", text(&out));
+    assert!(text(&out).contains(said), "{}", text(&out));
+    let log = first_trial_log(&sb, "pod-late");
+    assert!(
+        log.contains(&format!("--- vernier: {said}; retry 1 of the Job's")),
+        "{log}"
+    );
+
+    // A podFailurePolicy rule fails the job at the first failure, backoffLimit or not.
+    let policy = "        backoffLimit: 3
+        podFailurePolicy:
+          rules:
+            - {action: FailJob, onExitCodes: {operator: In, values: [3]}}
+";
+    let file = sb.write("policy.yaml", &job("policy", policy, flaky));
+    let out = run_with_out(&sb, &file);
+    assert!(
+        text(&out).contains(
+            "the process exited with code 3, which spec.podFailurePolicy.rules[0] fails the Job for"
+        ),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(first_trial_log(&sb, "policy").matches("attempt").count(), 1);
 }
 
 /// A one-trial experiment of `kind` (its `apiVersion` and `kind` lines) with job spec `spec`,

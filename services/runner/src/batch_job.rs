@@ -1,9 +1,12 @@
 //! A batch Job's own run controls in local mode, as Kubernetes' Job controller applies them on
 //! a cluster: a failed trial process runs again, up to the template's `spec.backoffLimit`
-//! times, and the job fails once it has been active for `spec.activeDeadlineSeconds`. Only
-//! what the template sets is applied: Kubernetes' default of six retries is not, since a crash
-//! on a laptop is usually a bug to see at once (docs/katib-differences.md).
+//! times (its `podFailurePolicy` may fail the job at once or not count a failure), each
+//! attempt fails once it has run for the pod's `activeDeadlineSeconds`, and the job fails once
+//! it has been active for `spec.activeDeadlineSeconds`. Only what the template sets is
+//! applied: Kubernetes' default of six retries is not, since a crash on a laptop is usually a
+//! bug to see at once (docs/katib-differences.md).
 
+use crate::pod_failure_policy::{FailureAction, FailureRule, deciding_rule, failure_rules};
 use crate::process::{Collection, ProcessEnd, ProcessReport, StopLevel, TrialCommand, run_process};
 use crate::replicas::policy::restart_delay;
 use crate::replicas::supervise::{describe_end, log_note};
@@ -16,12 +19,16 @@ use tokio::time::Instant;
 use vernier_store::SqlStore;
 
 /// The run controls a trial spec sets; none for kinds other than a `batch/v1` Job.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct JobControls {
     /// `spec.backoffLimit`: how many times a failed process runs again.
     pub retries: u32,
     /// `spec.activeDeadlineSeconds`: how long the job may be active, retries included.
     pub deadline: Option<Duration>,
+    /// `spec.template.spec.activeDeadlineSeconds`: how long each attempt (pod) may run.
+    pub pod_deadline: Option<Duration>,
+    /// `spec.podFailurePolicy`'s exit-code rules.
+    pub failure_rules: Vec<FailureRule>,
 }
 
 impl JobControls {
@@ -38,7 +45,57 @@ impl JobControls {
         JobControls {
             retries: field("backoffLimit").map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX)),
             deadline: field("activeDeadlineSeconds").map(Duration::from_secs),
+            pod_deadline: field("template/spec/activeDeadlineSeconds").map(Duration::from_secs),
+            failure_rules: failure_rules(rendered),
         }
+    }
+}
+
+/// An attempt's failure as the Job controller counts it: `None` when the attempt did not
+/// fail; else whether it ends the job at once, and what to say.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Failure {
+    Counted(String),
+    Ignored(String),
+    Fatal(String),
+}
+
+/// How the Job controller takes an attempt that ended `end`, past its pod's deadline or not.
+fn judge(end: &ProcessEnd, past_pod_deadline: bool, controls: &JobControls) -> Option<Failure> {
+    if past_pod_deadline {
+        let seconds = controls.pod_deadline.unwrap_or_default().as_secs();
+        return Some(Failure::Counted(format!(
+            "pod was active longer than its spec.template.spec.activeDeadlineSeconds of {seconds} s"
+        )));
+    }
+    if !failed(end) {
+        return None;
+    }
+    let said = format!("process {}", describe_end(end));
+    let rule = exit_code(end).and_then(|code| deciding_rule(&controls.failure_rules, code));
+    Some(match rule {
+        None => Failure::Counted(said),
+        Some(r) => {
+            let by = format!("{said}, which spec.podFailurePolicy.rules[{}]", r.index);
+            match r.action {
+                FailureAction::FailJob => Failure::Fatal(format!("{by} fails the Job for")),
+                FailureAction::Ignore => Failure::Ignored(format!("{by} does not count")),
+                FailureAction::Count => Failure::Counted(said),
+            }
+        }
+    })
+}
+
+/// The exit code a cluster shows for a container that ended `end`: 128 + the signal number
+/// for a killed one.
+fn exit_code(end: &ProcessEnd) -> Option<i64> {
+    match end {
+        ProcessEnd::Exited(code) => Some(i64::from(*code)),
+        ProcessEnd::Signaled(name) => name
+            .parse::<nix::sys::signal::Signal>()
+            .ok()
+            .map(|s| 128 + s as i64),
+        _ => None,
     }
 }
 
@@ -62,39 +119,62 @@ pub async fn run_job(
     let deadline = controls.deadline.map(|d| Instant::now() + d);
     let past = Arc::new(AtomicBool::new(false));
     let mut total: Option<ProcessReport> = None;
-    // Retries made so far.
-    let mut retried = 0;
+    // Retries made so far, and those counted against backoffLimit.
+    let (mut attempts, mut retried) = (0u32, 0);
     loop {
         let (tx, rx) = watch::channel(*stop.borrow());
-        let guard = tokio::spawn(forward(stop.clone(), tx, deadline, past.clone()));
+        let pod_past = Arc::new(AtomicBool::new(false));
+        let deadlines = Deadlines {
+            job: deadline,
+            pod: controls.pod_deadline.map(|d| Instant::now() + d),
+        };
+        let flags = (past.clone(), pod_past.clone());
+        let guard = tokio::spawn(forward(stop.clone(), tx, deadlines, flags));
         let report = run_process(cmd.clone(), collection.clone(), store.clone(), rx).await;
         guard.abort();
         let end = report.end.clone();
         let mut sum = merge(total.take(), report);
         if past.load(Ordering::SeqCst) {
-            sum.end = past_deadline(controls);
+            sum.end = past_deadline(&controls);
             return sum;
         }
-        if !failed(&end) || retried >= controls.retries || *stop.borrow() != StopLevel::Run {
+        let Some(failure) = judge(&end, pod_past.load(Ordering::SeqCst), &controls) else {
+            return sum;
+        };
+        let (said, counted) = match failure {
+            Failure::Fatal(said) => {
+                sum.end = ProcessEnd::JobFailed(format!("the {said}"));
+                return sum;
+            }
+            Failure::Counted(said) => (said, true),
+            Failure::Ignored(said) => (said, false),
+        };
+        if (counted && retried >= controls.retries) || *stop.borrow() != StopLevel::Run {
+            if pod_past.load(Ordering::SeqCst) {
+                sum.end = ProcessEnd::JobFailed(format!("the {said}"));
+            }
             return sum;
         }
-        retried += 1;
-        log_note(
-            &cmd,
-            &format!(
-                "the process {}; retry {retried} of the Job's spec.backoffLimit of {}",
-                describe_end(&end),
-                controls.retries
-            ),
-        );
+        attempts += 1;
+        let note = match counted {
+            true => {
+                retried += 1;
+                format!(
+                    "retry {retried} of the Job's spec.backoffLimit of {}",
+                    controls.retries
+                )
+            }
+            false => format!("retry {attempts}, not counted against spec.backoffLimit"),
+        };
+        log_note(&cmd, &format!("the {said}; {note}"));
         cmd.append_log = true;
         total = Some(sum);
         tokio::select! {
-            () = tokio::time::sleep(restart_delay(retried)) => {}
+            () = tokio::time::sleep(restart_delay(attempts)) => {}
             _ = stop.wait_for(|l| *l != StopLevel::Run) => return stopped(total),
             () = until(deadline) => {
                 let mut sum = stopped(total);
-                sum.end = past_deadline(controls);
+                sum.end = past_deadline(&controls);
                 return sum;
             }
         }
@@ -109,14 +189,20 @@ async fn until(deadline: Option<Instant>) {
     }
 }
 
-/// The stop requests of the run, passed on, and a stop of its own once the deadline passes.
+/// When the job and the current attempt must end.
+struct Deadlines {
+    job: Option<Instant>,
+    pod: Option<Instant>,
+}
+
+/// The stop requests of the run, passed on, and a stop of its own once a deadline passes,
+/// which sets that deadline's flag (`past`: the job's, then the pod's).
 async fn forward(
     mut outer: watch::Receiver<StopLevel>,
     inner: watch::Sender<StopLevel>,
-    deadline: Option<Instant>,
-    past: Arc<AtomicBool>,
+    mut deadlines: Deadlines,
+    past: (Arc<AtomicBool>, Arc<AtomicBool>),
 ) {
-    let mut deadline = deadline;
     loop {
         tokio::select! {
             changed = outer.changed() => {
@@ -126,16 +212,21 @@ async fn forward(
                 let level = *outer.borrow();
                 let _ = inner.send(level);
             }
-            () = until(deadline) => {
-                past.store(true, Ordering::SeqCst);
+            () = until(deadlines.job) => {
+                past.0.store(true, Ordering::SeqCst);
                 let _ = inner.send(StopLevel::Terminate);
-                deadline = None;
+                deadlines = Deadlines { job: None, pod: None };
+            }
+            () = until(deadlines.pod) => {
+                past.1.store(true, Ordering::SeqCst);
+                let _ = inner.send(StopLevel::Terminate);
+                deadlines.pod = None;
             }
         }
     }
 }
 
-fn past_deadline(controls: JobControls) -> ProcessEnd {
+fn past_deadline(controls: &JobControls) -> ProcessEnd {
     ProcessEnd::JobFailed(format!(
         "the Job was active longer than its spec.activeDeadlineSeconds of {} s",
         controls.deadline.unwrap_or_default().as_secs()
@@ -177,6 +268,7 @@ mod tests {
                 JobControls {
                     retries: 2,
                     deadline: Some(Duration::from_secs(60)),
+                    ..JobControls::default()
                 },
             ),
             (
@@ -190,6 +282,43 @@ mod tests {
         ];
         for (spec, want) in table {
             assert_eq!(JobControls::of(&spec), want, "{spec}");
+        }
+    }
+
+    #[test]
+    fn an_attempt_is_judged_by_its_deadline_then_the_failure_policy() {
+        let job = json!({"apiVersion": "batch/v1", "kind": "Job", "spec": {
+            "template": {"spec": {"activeDeadlineSeconds": 5}},
+            "podFailurePolicy": {"rules": [
+                {"action": "FailJob", "onExitCodes": {"operator": "In", "values": [42]}},
+                {"action": "Ignore", "onExitCodes": {"operator": "In", "values": [143]}}]}}});
+        let controls = JobControls::of(&job);
+        let counted = |s: &str| Some(Failure::Counted(s.to_string()));
+        let table = [
+            (ProcessEnd::Exited(0), false, None),
+            (ProcessEnd::Exited(1), false, counted("process exited with code 1")),
+            (
+                ProcessEnd::Exited(42),
+                false,
+                Some(Failure::Fatal(
+                    "process exited with code 42, which spec.podFailurePolicy.rules[0] fails the Job for".into(),
+                )),
+            ),
+            (
+                ProcessEnd::Signaled("SIGTERM".into()),
+                false,
+                Some(Failure::Ignored(
+                    "process was killed by signal SIGTERM, which spec.podFailurePolicy.rules[1] does not count".into(),
+                )),
+            ),
+            (
+                ProcessEnd::Stopped,
+                true,
+                counted("pod was active longer than its spec.template.spec.activeDeadlineSeconds of 5 s"),
+            ),
+        ];
+        for (end, past, want) in table {
+            assert_eq!(judge(&end, past, &controls), want, "{end:?}");
         }
     }
 

@@ -161,6 +161,7 @@ mod tests {
             append_log: false,
             pid_file: None,
             pod: Default::default(),
+            volume_dirs: Vec::new(),
         }
     }
 

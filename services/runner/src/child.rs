@@ -37,6 +37,8 @@ pub struct TrialCommand {
     /// The pod the trial's container would run in on a cluster, which a `Custom` collector
     /// beside it shares (its downward-API variables read it).
     pub pod: Box<PodFacts>,
+    /// The directories standing for its `emptyDir` volumes, made when it starts.
+    pub volume_dirs: Vec<PathBuf>,
 }
 
 /// A trial's log file, written by every reader of its output. Unbuffered: each line is in

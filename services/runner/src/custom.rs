@@ -278,6 +278,7 @@ mod tests {
                 name: "e-abc".into(),
                 ..PodFacts::default()
             }),
+            volume_dirs: Vec::new(),
         }
     }
 

@@ -92,6 +92,7 @@ impl LocalExperiment {
             .map_err(|source| template_error(trial, source))?;
         let pod = crate::pod::trial_pod(&rendered, &primary, trial, &self.node);
         container.for_pod(&pod);
+        container.append_env(crate::pod::completion_index(&rendered));
         self.as_katib_runs_it(&mut container);
         self.container_command(trial, trial, container, pod, self.log_path(trial))
     }
@@ -161,8 +162,9 @@ impl LocalExperiment {
         let primary = container.name.clone();
         let mounts = volume_mounts(container.volume_mounts.as_ref(), &pod.volumes);
         let private = self.paths.log_dir.join(metrics_key).join("volumes");
-        let mounts = moved_mounts(&mounts, &private, self.metrics_path.as_deref())?;
-        let container_dir = container.working_dir.as_deref().map(|d| moved(d, &mounts));
+        let moved_to = moved_mounts(&mounts, &private, self.metrics_path.as_deref());
+        let mounts = &moved_to.paths;
+        let container_dir = container.working_dir.as_deref().map(|d| moved(d, mounts));
         let program_list = if container.command.is_empty() {
             "args"
         } else {
@@ -174,7 +176,7 @@ impl LocalExperiment {
             .command
             .iter()
             .chain(&container.args)
-            .map(|word| moved(word, &mounts))
+            .map(|word| moved(word, mounts))
             .collect();
         if argv.is_empty() {
             return Err(wrap(SpecError::new(
@@ -185,7 +187,7 @@ impl LocalExperiment {
         let mut env: Vec<(String, String)> = container
             .env
             .into_iter()
-            .map(|(k, v)| (k, moved(&v, &mounts)))
+            .map(|(k, v)| (k, moved(&v, mounts)))
             .collect();
         let metrics_path = match &self.metrics_path {
             Some(spec_path) => {
@@ -227,6 +229,7 @@ impl LocalExperiment {
             append_log: false,
             pid_file: Some(crate::orphans::pid_path(&self.paths.log_dir, trial)),
             pod: Box::new(pod),
+            volume_dirs: moved_to.private_dirs,
         })
     }
 

@@ -18,6 +18,7 @@ pub mod names;
 pub mod observed;
 pub mod orphans;
 pub mod pod;
+mod pod_failure_policy;
 pub mod process;
 pub mod replicas;
 pub mod reported;

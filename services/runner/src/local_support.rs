@@ -55,7 +55,7 @@ pub fn local_verdict(exp: &Experiment) -> LocalVerdict {
     if spec.get("kind").and_then(Value::as_str) == Some("Job") {
         verdict.ignored.extend(job_ignored(spec, primary));
     }
-    verdict.ignored.extend(replica_job_ignored(spec));
+    verdict.ignored.extend(replica_job_ignored(spec, primary));
     verdict.ignored.extend(conditions_ignored(tt, spec));
     verdict
 }
@@ -86,8 +86,24 @@ fn conditions_ignored(tt: &vernier_spec::types::TrialTemplate, spec: &Value) -> 
 
 /// The fields of a training-operator job that local mode reads but does not apply (its run
 /// policy's cleanup and scheduling, `elasticPolicy`, `enableDynamicWorker`), as the trial's
-/// log notes them.
-fn replica_job_ignored(spec: &Value) -> Vec<SpecError> {
+/// log notes them, and each replica's containers that do not run.
+fn replica_job_ignored(spec: &Value, primary: &str) -> Vec<SpecError> {
+    let sidecars = match replica_set(spec, primary) {
+        Ok(Some(set)) => set.replicas,
+        _ => Vec::new(),
+    };
+    let sidecars = sidecars
+        .into_iter()
+        .filter(|r| !r.skipped_containers.is_empty())
+        .map(|r| {
+            SpecError::new(
+                format!("{}.template.spec.containers", r.path),
+                format!(
+                    "only the training container runs locally; not run: {}",
+                    r.skipped_containers.join(", ")
+                ),
+            )
+        });
     training_job_ignored(spec)
         .iter()
         .map(|field| {
@@ -100,6 +116,7 @@ fn replica_job_ignored(spec: &Value) -> Vec<SpecError> {
             };
             SpecError::new(format!("{T}.trialSpec.{name}"), note)
         })
+        .chain(sidecars)
         .collect()
 }
 
@@ -126,6 +143,19 @@ fn job_ignored(spec: &Value, primary: &str) -> Vec<SpecError> {
                 "only the primary container runs locally; not run: {}",
                 others.join(", ")
             ),
+        ));
+    }
+    if job.and_then(|j| j.get("suspend")) == Some(&Value::Bool(true)) {
+        out.push(SpecError::new(
+            format!("{path}.suspend"),
+            "value true is not applied locally: the trial runs at once, where a cluster \
+             waits until something (a queue such as Kueue) resumes the Job",
+        ));
+    }
+    if job.and_then(|j| j.get("ttlSecondsAfterFinished")).is_some() {
+        out.push(SpecError::new(
+            format!("{path}.ttlSecondsAfterFinished"),
+            "is not applied locally: no Job is left to delete",
         ));
     }
     for field in ["completions", "parallelism"] {
@@ -223,6 +253,9 @@ fn ignored_fields(v: &Value, path: &str, out: &mut Vec<SpecError>) {
                     )),
                     "volumes" => out.extend(volume_notes(v, &here)),
                     "env" | "envFrom" => out.extend(optional_notes(child, &here)),
+                    "securityContext" | "lifecycle" | "livenessProbe" | "startupProbe" => {
+                        out.push(SpecError::new(here, not_applied(k)));
+                    }
                     _ => ignored_fields(child, &here, out),
                 }
             }
@@ -233,6 +266,21 @@ fn ignored_fields(v: &Value, path: &str, out: &mut Vec<SpecError>) {
             }
         }
         _ => {}
+    }
+}
+
+/// Why a pod or container field that changes how the process runs is not applied here.
+fn not_applied(field: &str) -> &'static str {
+    match field {
+        "securityContext" => {
+            "is not applied locally: the trial runs as the user running vernier, with that \
+             user's permissions"
+        }
+        "lifecycle" => "is not applied locally: postStart and preStop hooks are not run",
+        _ => {
+            "is not applied locally: the probe is not run, so a container it would restart or \
+             fail keeps running"
+        }
     }
 }
 
@@ -596,6 +644,34 @@ spec:
         let v = local_verdict(&experiment(&job(&required), "main"));
         let refused: Vec<String> = v.refused.iter().map(SpecError::path).collect();
         assert_eq!(refused, [format!("{c}.envFrom")]);
+    }
+
+    #[test]
+    fn what_changes_how_a_process_runs_is_named_when_not_applied() {
+        let spec = "{apiVersion: batch/v1, kind: Job, spec: {suspend: true, ttlSecondsAfterFinished: 60, template: {spec: {securityContext: {runAsUser: 1000}, containers: [{name: main, image: i, command: [t, '${trialParameters.lr}'], lifecycle: {postStart: {exec: {command: [x]}}}, livenessProbe: {exec: {command: ['false']}}}]}}}}";
+        let v = local_verdict(&experiment(spec, "main"));
+        let s = "spec.trialTemplate.trialSpec.spec";
+        let c = format!("{s}.template.spec.containers[0]");
+        let paths: Vec<String> = v.ignored.iter().map(SpecError::path).collect();
+        assert_eq!(
+            paths,
+            [
+                format!("{s}.template.spec.securityContext"),
+                format!("{c}.lifecycle"),
+                format!("{c}.livenessProbe"),
+                format!("{s}.suspend"),
+                format!("{s}.ttlSecondsAfterFinished"),
+            ]
+        );
+        let pytorch = "{apiVersion: kubeflow.org/v1, kind: PyTorchJob, spec: {pytorchReplicaSpecs: {Master: {replicas: 1, template: {spec: {containers: [{name: pytorch, image: i, command: [t, '${trialParameters.lr}']}, {name: logger, image: l}]}}}}}}";
+        let v = local_verdict(&experiment(pytorch, "pytorch"));
+        let notes: Vec<String> = v.ignored.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            notes,
+            [
+                "spec.trialTemplate.trialSpec.spec.pytorchReplicaSpecs.Master.template.spec.containers: only the training container runs locally; not run: logger"
+            ]
+        );
     }
 
     fn job_of_main() -> String {

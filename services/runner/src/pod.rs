@@ -72,6 +72,20 @@ pub fn trial_pod(rendered: &Value, primary: &str, trial: &str, node: &NodeFacts)
     )
 }
 
+/// What the Job controller adds to the containers of an indexed Job's pod: its completion
+/// index, 0 for the one pod local mode runs.
+pub fn completion_index(rendered: &Value) -> Vec<(String, String)> {
+    let indexed = vernier_spec::template::is_batch_job(rendered)
+        && rendered
+            .pointer("/spec/completionMode")
+            .and_then(Value::as_str)
+            == Some("Indexed");
+    match indexed {
+        true => vec![("JOB_COMPLETION_INDEX".to_string(), "0".to_string())],
+        false => Vec::new(),
+    }
+}
+
 /// The namespace the rendered trial spec is in.
 pub fn namespace(rendered: &Value) -> &str {
     rendered
@@ -140,5 +154,12 @@ mod tests {
         let labels: Vec<&str> = pod.labels.keys().map(String::as_str).collect();
         assert_eq!(labels, ["app", "batch.kubernetes.io/job-name", "job-name"]);
         assert_eq!(pod.service_account, "default");
+        assert!(completion_index(&rendered).is_empty());
+        let mut indexed = rendered.clone();
+        indexed["spec"]["completionMode"] = json!("Indexed");
+        assert_eq!(
+            completion_index(&indexed),
+            [("JOB_COMPLETION_INDEX".to_string(), "0".to_string())]
+        );
     }
 }

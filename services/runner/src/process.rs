@@ -227,6 +227,7 @@ pub async fn run_process_then(
     let mut report = ProcessReport::stopped(collected_from(&cmd, &collection.source));
     let log = match open_log(&cmd).and_then(|log| {
         create_metrics_dir(&cmd, &collection.source)?;
+        crate::volumes::make_private_dirs(&cmd.volume_dirs)?;
         Ok(log)
     }) {
         Ok(log) => log,
@@ -751,6 +752,7 @@ mod tests {
             append_log: false,
             pid_file: None,
             pod: Default::default(),
+            volume_dirs: Vec::new(),
         };
         assert!(open_log(&cmd).is_ok());
         assert!(log_path.is_file());
@@ -778,6 +780,7 @@ mod tests {
             append_log: false,
             pid_file: None,
             pod: Default::default(),
+            volume_dirs: Vec::new(),
         };
         let (mut child, mut output) = spawn(&cmd).unwrap();
         let mut text = String::new();
@@ -801,6 +804,7 @@ mod tests {
             append_log: false,
             pid_file: None,
             pod: Default::default(),
+            volume_dirs: Vec::new(),
         };
         let not_found = std::io::Error::from(std::io::ErrorKind::NotFound);
         let denied = std::io::Error::from(std::io::ErrorKind::PermissionDenied);
@@ -884,6 +888,7 @@ mod tests {
             append_log: false,
             pid_file: None,
             pod: Default::default(),
+            volume_dirs: Vec::new(),
         };
         let collection = Collection {
             filter: MetricsFilter::katib_default(),

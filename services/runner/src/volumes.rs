@@ -5,20 +5,27 @@
 //! words where the mount paths appear.
 
 use crate::child::replace_path;
-use crate::error::RunnerError;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use vernier_spec::template::mounts::{MountSource, VolumeMount};
 
-/// Each moved mount as `(mount path, path here)`, its directory made; `private_root` holds
-/// the trial's `emptyDir` volumes. A mount holding or inside the metrics collector's path
-/// (`metrics_path`) is left to the collector's own mapping, which already gives each trial
-/// its copy of that directory.
+/// The mounts that move here.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub(crate) struct MovedMounts {
+    /// `(mount path, path here)` of each.
+    pub paths: Vec<(String, String)>,
+    /// The trial's own directories among them, made when its process starts.
+    pub private_dirs: Vec<PathBuf>,
+}
+
+/// Where each moved mount leads; `private_root` holds the trial's `emptyDir` volumes. A mount
+/// holding or inside the metrics collector's path (`metrics_path`) is left to the
+/// collector's own mapping, which already gives each trial its copy of that directory.
 pub(crate) fn moved_mounts(
     mounts: &[VolumeMount],
     private_root: &Path,
     metrics_path: Option<&str>,
-) -> Result<Vec<(String, String)>, RunnerError> {
-    let mut moved = Vec::new();
+) -> MovedMounts {
+    let mut moved = MovedMounts::default();
     for m in mounts.iter().filter(|m| m.is_mapped()) {
         if metrics_path.is_some_and(|p| overlaps(&m.mount_path, p)) {
             continue;
@@ -28,16 +35,27 @@ pub(crate) fn moved_mounts(
             _ => {
                 let root = private_root.join(&m.volume);
                 let target = m.target_in(&root.display().to_string());
-                std::fs::create_dir_all(&target).map_err(|source| RunnerError::LogDir {
-                    path: target.clone(),
-                    source,
-                })?;
+                moved.private_dirs.push(PathBuf::from(&target));
                 target
             }
         };
-        moved.push((m.mount_path.trim_end_matches('/').to_string(), target));
+        let from = m.mount_path.trim_end_matches('/').to_string();
+        moved.paths.push((from, target));
     }
-    Ok(moved)
+    moved
+}
+
+/// Makes the trial's own volume directories, as the kubelet makes each `emptyDir`.
+pub(crate) fn make_private_dirs(dirs: &[PathBuf]) -> Result<(), String> {
+    for dir in dirs {
+        std::fs::create_dir_all(dir).map_err(|e| {
+            format!(
+                "cannot create the emptyDir directory {}: {e}",
+                dir.display()
+            )
+        })?;
+    }
+    Ok(())
 }
 
 /// Whether one of two absolute paths is the other or lies inside it.
@@ -73,10 +91,13 @@ mod tests {
         ]);
         let mounts = volume_mounts(Some(&mounts), &volumes);
         let root = tempfile::tempdir().unwrap();
-        let moved_to = moved_mounts(&mounts, root.path(), Some("/var/log/katib/m.log")).unwrap();
+        let moved_to = moved_mounts(&mounts, root.path(), Some("/var/log/katib/m.log"));
         let ckpt = root.path().join("ckpt");
+        assert_eq!(moved_to.private_dirs, std::slice::from_ref(&ckpt));
+        make_private_dirs(&moved_to.private_dirs).unwrap();
         assert!(ckpt.is_dir());
         let ckpt = ckpt.display().to_string();
+        let moved_to = moved_to.paths;
         assert_eq!(
             moved_to,
             [
