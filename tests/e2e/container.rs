@@ -369,3 +369,69 @@ spec:
     }
     assert!(!std::path::Path::new("/ckpt/state.json").exists());
 }
+
+/// A Job's GPU request is honoured as a replica's: with GPUs here (a stand-in `nvidia-smi`
+/// lists two) the trial sees as many as it asks for, a trial that asks for none sees none,
+/// and without GPUs the run warns before the first trial.
+#[test]
+fn a_jobs_gpu_request_picks_its_devices() {
+    use std::os::unix::fs::PermissionsExt;
+    let sb = Sandbox::new();
+    let bin = sb.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let smi = bin.join("nvidia-smi");
+    std::fs::write(
+        &smi,
+        "#!/bin/sh\necho 'GPU 0: Tesla T4 (UUID: GPU-a)'\necho 'GPU 1: Tesla T4 (UUID: GPU-b)'\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&smi, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let script = "import os; open(os.path.join(os.environ['OUT'], os.environ['KATIB_TRIAL_NAME']), 'w').write(os.environ.get('CUDA_VISIBLE_DEVICES', 'unset')); print('loss=0.5')";
+    let job = |name: &str, gpus: &str| {
+        crate::harness::python_experiment(
+            name,
+            script,
+            "  objective: {type: minimize, objectiveMetricName: loss}\n  parallelTrialCount: 1\n  maxTrialCount: 1",
+        )
+        .replace(
+            "                image: python:3.11\n",
+            &format!("                image: python:3.11\n{gpus}"),
+        )
+    };
+    let seen = |name: &str, path: &str| {
+        let gpus = match name {
+            "cpu" => "",
+            _ => "                resources: {limits: {nvidia.com/gpu: 2}}\n",
+        };
+        let file = sb.write(&format!("{name}.yaml"), &job(name, gpus));
+        let out = sb
+            .cmd(&["run", file.to_str().unwrap()])
+            .env("OUT", sb.path())
+            .env("PATH", path)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+        let trial = sb.report(name)["trials"][0]["metadata"]["name"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        (
+            std::fs::read_to_string(sb.path().join(trial)).unwrap(),
+            text(&out),
+        )
+    };
+    let (visible, said) = seen("gpu", &path);
+    assert_eq!(visible, "0,1");
+    assert!(
+        said.contains("the Job template requests GPUs (2 GPU(s)); this machine has 2 (0,1)"),
+        "{said}"
+    );
+    assert_eq!(seen("cpu", &path).0, "");
+    let (visible, said) = seen("no-gpu-here", &std::env::var("PATH").unwrap());
+    assert!(
+        said.contains("the Job template requests GPUs (2 GPU(s)) but this machine has none"),
+        "{said}"
+    );
+    assert_ne!(visible, "0,1");
+}

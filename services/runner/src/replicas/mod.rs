@@ -49,10 +49,24 @@ impl LocalExperiment {
                 &set,
                 machine_gpus(),
             )?)),
-            None => self
-                .command_for(trial, assignment)
-                .map(|cmd| TrialLaunch::Process(cmd, JobControls::of(&rendered))),
+            None => {
+                let mut cmd = self.command_for(trial, assignment)?;
+                let wanted = self.gpus_wanted(&rendered);
+                let given =
+                    resources::GpuAssigner::new(machine_gpus().to_vec()).assign(trial, wanted);
+                if let Some(visible) = given.visible {
+                    cmd.env.push(("CUDA_VISIBLE_DEVICES".into(), visible));
+                }
+                Ok(TrialLaunch::Process(cmd, JobControls::of(&rendered)))
+            }
         }
+    }
+
+    /// How many GPUs the primary container of a single-process trial asks for.
+    fn gpus_wanted(&self, spec: &serde_json::Value) -> u32 {
+        let container = vernier_spec::primary_container(spec, &self.primary_container_name());
+        let resources = container.ok().and_then(|c| c.resources);
+        resources::gpus_requested(&resources::requested(resources.as_ref()))
     }
 }
 
@@ -83,33 +97,39 @@ pub fn experiment_notes(exp: &LocalExperiment) -> Vec<String> {
     else {
         return Vec::new();
     };
-    let Ok(Some(set)) = vernier_spec::template::replica_set(spec, &exp.primary_container_name())
-    else {
-        return Vec::new();
-    };
-    let wanted: Vec<String> = set
-        .replicas
-        .iter()
-        .filter_map(|r| {
-            let req = resources::requested(r.container.as_ref()?.resources.as_ref());
-            let n = resources::gpus_requested(&req);
-            (n > 0).then(|| format!("{} × {} GPU(s)", r.replica_type.name(), n))
-        })
-        .collect();
+    let (kind, wanted) =
+        match vernier_spec::template::replica_set(spec, &exp.primary_container_name()) {
+            Ok(Some(set)) => {
+                let wanted = set.replicas.iter().filter_map(|r| {
+                    let req = resources::requested(r.container.as_ref()?.resources.as_ref());
+                    let n = resources::gpus_requested(&req);
+                    (n > 0).then(|| format!("{} × {} GPU(s)", r.replica_type.name(), n))
+                });
+                (set.kind.name().to_string(), wanted.collect::<Vec<_>>())
+            }
+            Ok(None) => {
+                let kind = spec
+                    .get("kind")
+                    .and_then(serde_json::Value::as_str)
+                    .unwrap_or("trial");
+                let n = exp.gpus_wanted(spec);
+                let wanted = (n > 0).then(|| format!("{n} GPU(s)"));
+                (kind.to_string(), wanted.into_iter().collect())
+            }
+            Err(_) => return Vec::new(),
+        };
     if wanted.is_empty() {
         return Vec::new();
     }
     let gpus = machine_gpus();
     if gpus.is_empty() {
         vec![format!(
-            "the {} template requests GPUs ({}) but this machine has none (nvidia-smi -L lists no GPU): the requests cannot be honoured locally and the replicas run without a GPU",
-            set.kind.name(),
+            "the {kind} template requests GPUs ({}) but this machine has none (nvidia-smi -L lists no GPU): the requests cannot be honoured locally and the trials run without a GPU",
             wanted.join(", ")
         )]
     } else {
         vec![format!(
-            "the {} template requests GPUs ({}); this machine has {} ({}), handed to replicas through CUDA_VISIBLE_DEVICES; trials running in parallel may share them",
-            set.kind.name(),
+            "the {kind} template requests GPUs ({}); this machine has {} ({}), handed to each trial's processes through CUDA_VISIBLE_DEVICES; trials running in parallel may share them",
             wanted.join(", "),
             gpus.len(),
             gpus.join(",")
