@@ -56,8 +56,9 @@ pub enum StoreError {
     NotADatabase { path: String },
 
     #[error(
-        "database `{path}` holds no vernier experiments: {}; nothing was changed in it\nhint: pass --db the database file vernier run wrote (vernier.db in the directory it ran in, by default)",
-        if .tables.is_empty() { "it is empty".to_string() } else { format!("it holds other tables ({}) and no vernier schema", .tables.join(", ")) }
+        "database `{path}` holds no vernier experiments: {}; nothing was changed in it\nhint: pass --db the database file vernier run wrote (vernier.db in the directory it ran in, by default){}",
+        if .tables.is_empty() { "it is empty".to_string() } else { format!("it holds other tables ({}) and no vernier schema", .tables.join(", ")) },
+        if .tables.is_empty() { "; a copy of a database in use needs its -wal file beside it (copy both, or copy with `sqlite3 SOURCE '.backup COPY'`)" } else { "" }
     )]
     NotVernier { path: String, tables: Vec<String> },
 

@@ -12,7 +12,7 @@ use crate::error::StoreError;
 use crate::options::OpenMode;
 use crate::queries::SqlBackend;
 use crate::records::select_lease;
-use crate::sqlite_schema::{SchemaState, read_state};
+use crate::sqlite_schema::{SchemaState, read_settled_state, read_state};
 use crate::url::SqliteTarget;
 use sqlx::Sqlite;
 use sqlx::error::DatabaseError;
@@ -108,6 +108,10 @@ fn is_read_only_refusal(e: &sqlx::Error) -> bool {
 
 /// How often opening a new database is tried while other processes create it at once.
 const OPEN_ATTEMPTS: u32 = 10;
+
+/// How long a read-only open waits for a file that reads as being set up by another vernier
+/// (`sqlite_schema::read_settled_state`); an empty file that stays so is refused after it.
+const SETTLE: Duration = Duration::from_secs(2);
 
 fn is_busy(e: &sqlx::Error) -> bool {
     match e {
@@ -243,7 +247,7 @@ impl SqliteBackend {
             .connect_with(options)
             .await
             .map_err(failed)?;
-        let state = read_state(&pool, &MIGRATOR).await;
+        let state = read_settled_state(&pool, &MIGRATOR, SETTLE).await;
         if !matches!(state, Ok(SchemaState::Current { .. })) {
             pool.close().await;
         }

@@ -64,6 +64,29 @@ fn has_first_of(migrator: &Migrator, applied: &[(i64, Vec<u8>)]) -> bool {
         .any(|(v, c)| *v == first.version && c.as_slice() == &*first.checksum)
 }
 
+/// Reads the state as [`read_state`] does, again for up to `settle` while the file reads as
+/// one another vernier may be setting up right now: no tables yet, or only tables of the
+/// names vernier creates without its first migration recorded (the migrator creates its
+/// record, then applies each migration in a transaction, and the two reads of
+/// [`read_state`] may fall on either side of one). A reader started together with
+/// `vernier run` then sees the schema instead of "no vernier schema".
+pub(crate) async fn read_settled_state(
+    pool: &SqlitePool,
+    migrator: &Migrator,
+    settle: std::time::Duration,
+) -> Result<SchemaState, sqlx::Error> {
+    let until = std::time::Instant::now() + settle;
+    loop {
+        let state = read_state(pool, migrator).await;
+        let unsettled = matches!(&state, Ok(SchemaState::NotVernier { tables })
+            if crate::foreign_tables::named_as_vernier(tables).len() == tables.len());
+        if !unsettled || std::time::Instant::now() >= until {
+            return state;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
 /// The file's own tables and views, by name.
 pub(crate) async fn tables(pool: &SqlitePool) -> Result<Vec<String>, sqlx::Error> {
     sqlx::query_scalar(

@@ -434,6 +434,26 @@ async fn raw_sql(path: &Path, sql: &str) {
     conn.close().await.expect("close");
 }
 
+/// A reader started together with `vernier run` on a new file (a dashboard, `report --watch`)
+/// finds the file empty or half set up: it waits for the schema instead of refusing the file.
+#[tokio::test]
+async fn a_reader_waits_for_a_file_another_vernier_is_setting_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("new.db").display().to_string();
+    std::fs::write(&path, b"").unwrap();
+    let writer = {
+        let path = path.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+            SqlStore::open(&path, OpenMode::Existing).await.unwrap()
+        })
+    };
+    let reader = SqlStore::open(&path, OpenMode::ReadOnly).await;
+    assert!(reader.is_ok(), "{:?}", reader.err());
+    reader.unwrap().list_experiments().await.unwrap();
+    writer.await.unwrap();
+}
+
 /// A command that only reads refuses a file without vernier's schema, an empty one or
 /// another program's, and leaves it byte for byte as it was; one that writes refuses a file
 /// whose tables would collide with the schema before writing anything into it.

@@ -8,6 +8,7 @@ mod extensions;
 mod nas;
 mod objectives;
 mod parameters;
+mod pod;
 pub(crate) mod quantity;
 mod template;
 mod warnings;

@@ -1,0 +1,254 @@
+//! Rules the API server holds every pod template of the trial spec to (Kubernetes'
+//! `ValidatePodSpec`), which Katib's webhook does not check: a Job is created only when its
+//! trial starts, so a template breaking one fails every trial on a cluster, while local mode,
+//! which does not read these fields, would run it. The ones checked are those a template
+//! written by hand breaks: a mount of a volume the pod does not have, two containers or two
+//! mounts of one container by one name or path, a request above its limit, and an extended
+//! resource (a GPU) whose request is not its limit. Text holding a `${...}` placeholder is a
+//! value only once rendered, and is not checked.
+
+use super::Errors;
+use super::quantity::value;
+use serde_json::Value;
+use std::collections::HashSet;
+
+/// Resources Kubernetes lets a container request less of than its limit; any other resource
+/// name with a `/` (`nvidia.com/gpu`) is extended and cannot be overcommitted.
+const OVERCOMMITTABLE: [&str; 3] = ["cpu", "memory", "ephemeral-storage"];
+
+/// Checks every pod template's spec (an object with a `containers` list under a `template`)
+/// under `value`, at `path`. Other objects holding containers (an Argo `containerSet`, whose
+/// volumes are the Workflow's) are left alone.
+pub(super) fn check(value: &Value, path: &str, errs: &mut Errors) {
+    match value {
+        Value::Object(map) => {
+            let pod_template = path.ends_with("template.spec");
+            if pod_template && map.get("containers").is_some_and(Value::is_array) {
+                check_pod(value, path, errs);
+            }
+            for (key, child) in map {
+                check(child, &format!("{path}.{key}"), errs);
+            }
+        }
+        Value::Array(items) => {
+            for (i, child) in items.iter().enumerate() {
+                check(child, &format!("{path}[{i}]"), errs);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn check_pod(pod: &Value, path: &str, errs: &mut Errors) {
+    let volumes: HashSet<&str> = pod
+        .get("volumes")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v.get("name")?.as_str())
+        .collect();
+    let mut names = HashSet::new();
+    for list in ["initContainers", "containers"] {
+        let containers = pod.get(list).and_then(Value::as_array);
+        for (i, c) in containers.into_iter().flatten().enumerate() {
+            let here = format!("{path}.{list}[{i}]");
+            if let Some(name) = text(c.get("name"))
+                && !names.insert(name)
+            {
+                errs.add(
+                    format!("{here}.name"),
+                    format!(
+                        "value {name:?} is the name of another container of the pod, which the \
+                         API server refuses; hint: give each container its own name"
+                    ),
+                );
+            }
+            check_mounts(c, &volumes, &here, errs);
+            check_resources(c, &here, errs);
+        }
+    }
+}
+
+/// A field's text, unless it is missing or holds a placeholder.
+fn text(v: Option<&Value>) -> Option<&str> {
+    v.and_then(Value::as_str).filter(|s| !s.contains("${"))
+}
+
+fn check_mounts(c: &Value, volumes: &HashSet<&str>, path: &str, errs: &mut Errors) {
+    let mut paths = HashSet::new();
+    let mounts = c.get("volumeMounts").and_then(Value::as_array);
+    for (i, m) in mounts.into_iter().flatten().enumerate() {
+        let here = format!("{path}.volumeMounts[{i}]");
+        if let Some(name) = text(m.get("name"))
+            && !volumes.contains(name)
+        {
+            let mut known: Vec<&str> = volumes.iter().copied().collect();
+            known.sort_unstable();
+            errs.add(
+                format!("{here}.name"),
+                format!(
+                    "value {name:?} names no volume of the pod, which the API server refuses; \
+                     hint: add it to the pod's volumes (volumes: {})",
+                    if known.is_empty() {
+                        "none".to_string()
+                    } else {
+                        known.join(", ")
+                    }
+                ),
+            );
+        }
+        if let Some(mount) = text(m.get("mountPath"))
+            && !paths.insert(mount.trim_end_matches('/'))
+        {
+            errs.add(
+                format!("{here}.mountPath"),
+                format!(
+                    "value {mount:?} is mounted twice in this container, which the API server \
+                     refuses; hint: mount each volume at its own path"
+                ),
+            );
+        }
+    }
+}
+
+fn check_resources(c: &Value, path: &str, errs: &mut Errors) {
+    let section = |name: &str| {
+        c.pointer(&format!("/resources/{name}"))
+            .and_then(Value::as_object)
+    };
+    let (requests, limits) = (section("requests"), section("limits"));
+    let amount = |v: &Value| match v {
+        Value::String(s) if s.contains("${") => None,
+        Value::String(s) => value(s),
+        Value::Number(n) => n.as_f64(),
+        _ => None,
+    };
+    for (name, requested) in requests.into_iter().flatten() {
+        let here = format!("{path}.resources.requests.{name}");
+        let limit = limits.and_then(|l| l.get(name));
+        let extended = !OVERCOMMITTABLE.contains(&name.as_str()) && name.contains('/');
+        let (Some(req), limit_amount) = (amount(requested), limit.and_then(amount)) else {
+            continue;
+        };
+        match (limit, limit_amount) {
+            (None, _) if extended => errs.add(
+                here,
+                format!(
+                    "{name} is requested without a limit, which the API server refuses for a \
+                     resource that cannot be overcommitted; hint: set limits.{name} to the \
+                     same amount (a limit alone is enough)"
+                ),
+            ),
+            (Some(_), Some(lim)) if extended && req != lim => errs.add(
+                here,
+                format!(
+                    "{name} is requested at {} and limited at {}, which the API server \
+                     refuses for a resource that cannot be overcommitted; hint: make them \
+                     equal (a limit alone is enough)",
+                    show(requested),
+                    show(limit.unwrap_or(&Value::Null))
+                ),
+            ),
+            (Some(_), Some(lim)) if req > lim => errs.add(
+                here,
+                format!(
+                    "value {} is more than limits.{name} ({}), which the API server refuses; \
+                     hint: request at most the limit",
+                    show(requested),
+                    show(limit.unwrap_or(&Value::Null))
+                ),
+            ),
+            _ => {}
+        }
+    }
+}
+
+fn show(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn problems(pod: Value) -> Vec<String> {
+        let mut errs = Errors::default();
+        check(
+            &json!({"spec": {"template": {"spec": pod.clone()}}}),
+            "t",
+            &mut errs,
+        );
+        // The same containers outside a pod template (an Argo containerSet) are not checked.
+        check(&json!({"spec": {"containerSet": pod}}), "t", &mut errs);
+        errs.0.0.iter().map(ToString::to_string).collect()
+    }
+
+    #[test]
+    fn what_the_api_server_refuses_in_a_pod_template_is_named() {
+        let p = "t.spec.template.spec";
+        let table = [
+            (
+                json!({"containers": [{"name": "a", "volumeMounts": [{"name": "data", "mountPath": "/d"}]}]}),
+                vec![format!(
+                    "{p}.containers[0].volumeMounts[0].name: value \"data\" names no volume"
+                )],
+            ),
+            (
+                json!({"volumes": [{"name": "v", "emptyDir": {}}], "containers": [{"name": "a", "volumeMounts": [{"name": "v", "mountPath": "/x"}, {"name": "v", "mountPath": "/x/"}]}]}),
+                vec![format!(
+                    "{p}.containers[0].volumeMounts[1].mountPath: value \"/x/\" is mounted twice"
+                )],
+            ),
+            (
+                json!({"initContainers": [{"name": "a"}], "containers": [{"name": "a"}]}),
+                vec![format!(
+                    "{p}.containers[0].name: value \"a\" is the name of another container"
+                )],
+            ),
+            (
+                json!({"containers": [{"name": "a", "resources": {"requests": {"cpu": "2", "memory": "1Gi"}, "limits": {"cpu": "1500m", "memory": "1024Mi"}}}]}),
+                vec![format!(
+                    "{p}.containers[0].resources.requests.cpu: value 2 is more than limits.cpu (1500m)"
+                )],
+            ),
+            (
+                json!({"containers": [{"name": "a", "resources": {"requests": {"nvidia.com/gpu": 1}, "limits": {"nvidia.com/gpu": 2}}}]}),
+                vec![format!(
+                    "{p}.containers[0].resources.requests.nvidia.com/gpu: nvidia.com/gpu is requested at 1 and limited at 2"
+                )],
+            ),
+            (
+                json!({"containers": [{"name": "a", "resources": {"requests": {"nvidia.com/gpu": "1"}}}]}),
+                vec![format!(
+                    "{p}.containers[0].resources.requests.nvidia.com/gpu: nvidia.com/gpu is requested without a limit"
+                )],
+            ),
+        ];
+        for (pod, want) in table {
+            let got = problems(pod.clone());
+            assert_eq!(got.len(), want.len(), "{pod}: {got:?}");
+            for (g, w) in got.iter().zip(&want) {
+                assert!(g.starts_with(w.as_str()), "{g}\nwanted {w}");
+                assert!(g.contains("hint: "), "{g}");
+            }
+        }
+    }
+
+    #[test]
+    fn what_the_api_server_accepts_is_not_named() {
+        let fine = [
+            json!({"volumes": [{"name": "v", "emptyDir": {}}], "containers": [{"name": "a", "volumeMounts": [{"name": "v", "mountPath": "/x"}, {"name": "v", "mountPath": "/y", "subPath": "s"}]}, {"name": "b", "volumeMounts": [{"name": "v", "mountPath": "/x"}]}]}),
+            json!({"containers": [{"name": "a", "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"cpu": 1, "memory": "1Gi", "nvidia.com/gpu": 1}}}]}),
+            json!({"containers": [{"name": "a", "resources": {"requests": {"nvidia.com/gpu": "${trialParameters.gpus}"}, "limits": {"nvidia.com/gpu": 2}}}]}),
+            json!({"containers": [{"name": "${trialParameters.n}"}, {"name": "${trialParameters.n}"}]}),
+            json!({"containers": [{"name": "a", "resources": {"requests": {"cpu": "1"}}}]}),
+        ];
+        for pod in fine {
+            assert_eq!(problems(pod.clone()), Vec::<String>::new(), "{pod}");
+        }
+    }
+}
