@@ -28,6 +28,8 @@ pub(crate) trait Dialect: sqlx::Database {
     const BEGIN_WRITE: Option<&'static str> = None;
     /// Whether this process queues its own writers before they reach the database.
     const QUEUE_WRITERS: bool = false;
+    /// What to run before the pool closes, so the database's files hold everything.
+    const ON_CLOSE: Option<&'static str> = None;
 
     /// A statement written with `?` placeholders, as this database takes it.
     fn sql(text: &'static str) -> SqlStr {

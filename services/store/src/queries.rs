@@ -26,6 +26,9 @@ use std::time::Duration;
 use tokio::sync::{Mutex, MutexGuard};
 use vernier_core::Observation;
 
+/// How long the statement a dialect runs before closing may wait (for readers to let go).
+const ON_CLOSE_WAIT: Duration = Duration::from_secs(2);
+
 /// A deadlock between two writers aborts one of them; it is retried this many times.
 const DEADLOCK_RETRIES: usize = 3;
 
@@ -71,10 +74,6 @@ impl<D: Dialect> SqlBackend<D> {
     /// The database's url, password redacted.
     pub(crate) fn url(&self) -> &str {
         &self.errors.url
-    }
-
-    pub(crate) async fn close(&self) {
-        self.pool.close().await;
     }
 
     /// This process's turn to write, where the dialect queues writers.
@@ -123,6 +122,19 @@ where
     for<'a> Option<f64>: Encode<'a, D> + Decode<'a, D>,
     usize: ColumnIndex<D::Row>,
 {
+    /// Runs the dialect's closing statement (best effort, briefly), then closes the pool.
+    pub(crate) async fn close(&self) {
+        if let Some(sql) = D::ON_CLOSE
+            && !self.pool.is_closed()
+        {
+            let done = tokio::time::timeout(ON_CLOSE_WAIT, sqlx::raw_sql(sql).execute(&self.pool));
+            if let Ok(Err(e)) = done.await {
+                tracing::debug!("{sql} before closing {}: {e}", self.errors.url);
+            }
+        }
+        self.pool.close().await;
+    }
+
     pub(crate) async fn ping(&self) -> Result<(), StoreError> {
         sqlx::query(D::sql("SELECT 1"))
             .execute(&self.pool)

@@ -50,6 +50,11 @@ impl Dialect for Sqlite {
     const SELECT_LEASE_LOCKED: &'static str = concat!(select_lease!(), " WHERE experiment = ?");
     const BEGIN_WRITE: Option<&'static str> = Some("BEGIN IMMEDIATE");
     const QUEUE_WRITERS: bool = true;
+    /// The last connection to close folds the `-wal` file into the database file, but a reader
+    /// still open (a dashboard outliving the run, itself unable to fold as it reads only)
+    /// leaves it there: a copy of `vernier.db` alone would then hold an older state. A writer
+    /// folds it in itself. On a read-only pool it fails, and is ignored.
+    const ON_CLOSE: Option<&'static str> = Some("PRAGMA wal_checkpoint(TRUNCATE)");
 
     fn rows_affected(done: &SqliteQueryResult) -> u64 {
         done.rows_affected()

@@ -252,6 +252,28 @@ async fn read_only_mode_reads_and_never_writes() {
     assert!(text.contains("\nhint: "), "{text}");
 }
 
+/// A writer that closes while a reader still has the file open (a dashboard outliving the
+/// run) folds the `-wal` file in all the same: a copy of `vernier.db` alone holds everything.
+#[tokio::test]
+async fn a_writer_closing_beside_a_reader_leaves_the_database_file_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let writer = SqlStore::connect(&url(dir.path())).await.unwrap();
+    let reader = SqlStore::open(&url(dir.path()), OpenMode::ReadOnly)
+        .await
+        .unwrap();
+    writer.create_experiment(&experiment("e", 1)).await.unwrap();
+    assert_eq!(reader.list_experiments().await.unwrap().len(), 1);
+    writer.close().await;
+    let copy = dir.path().join("copy");
+    std::fs::create_dir(&copy).unwrap();
+    std::fs::copy(dir.path().join("vernier.db"), copy.join("vernier.db")).unwrap();
+    let copied = SqlStore::open(&url(&copy), OpenMode::ReadOnly)
+        .await
+        .unwrap();
+    assert_eq!(copied.list_experiments().await.unwrap().len(), 1);
+    reader.close().await;
+}
+
 #[tokio::test]
 async fn read_only_mode_opens_a_database_nobody_may_write() {
     use std::os::unix::fs::PermissionsExt;
