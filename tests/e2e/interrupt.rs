@@ -564,3 +564,65 @@ fn a_trial_ends_when_it_ended_not_when_a_locked_database_let_its_verdict_in() {
         "the trial ran about 0.6 s but is recorded as {took}"
     );
 }
+
+/// Stopping waits for the database to record how the trials ended; when another session
+/// holds a lock on it, a third Ctrl-C leaves at once, as `kill -9` would, and `resume` takes
+/// over without losing what was recorded.
+#[test]
+fn a_third_ctrl_c_leaves_a_stop_that_waits_for_a_locked_database() {
+    let sb = Sandbox::new();
+    let locker = sb.write(
+        "locker.py",
+        "import sqlite3, sys, time\n\
+         con = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=60)\n\
+         con.execute('BEGIN IMMEDIATE')\n\
+         print('locked', flush=True)\n\
+         sys.stdin.read()\n\
+         con.execute('ROLLBACK')\n",
+    );
+    let script = "import time\nfor i in range(600):\n    print(f'loss={1 / (i + 1)}', flush=True)\n    time.sleep(0.05)";
+    let yaml = python_experiment(
+        "stuck",
+        script,
+        "  objective:\n    type: minimize\n    objectiveMetricName: loss\n  parallelTrialCount: 1\n  maxTrialCount: 1",
+    );
+    let file = sb.write("stuck.yaml", &yaml);
+    let mut run = sb
+        .cmd(&["run", file.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_lines(&mut run, "started", 1);
+    std::thread::sleep(Duration::from_millis(500));
+    let mut lock = std::process::Command::new("python3")
+        .args([locker.to_str().unwrap(), &sb.db()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut said = String::new();
+    BufReader::new(lock.stdout.take().unwrap())
+        .read_line(&mut said)
+        .unwrap();
+    assert_eq!(said.trim(), "locked");
+    let pid = Pid::from_raw(run.id() as i32);
+    for _ in 0..3 {
+        kill(pid, Signal::SIGINT).unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let code = wait_exit(&mut run, Duration::from_secs(20));
+    drop(lock.stdin.take());
+    lock.wait().unwrap();
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut run.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert_eq!(code, Some(130), "{stderr}");
+    assert!(
+        stderr.contains("left without recording the end of the run"),
+        "{stderr}"
+    );
+    let out = sb.run(&["resume", "stuck"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let r = sb.report("stuck");
+    assert_eq!(trials_in(&r, "Killed").len(), 1, "{r:#}");
+}

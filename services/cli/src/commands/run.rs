@@ -683,25 +683,54 @@ fn enqueued_left_note(name: &str, progress: &driver::Progress, db_flag: &str) ->
     ))
 }
 
+/// How long stopping may take before the user is told what it waits for.
+const STOPPING_NOTE_AFTER: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// First Ctrl-C, SIGTERM or SIGHUP (the terminal closed, an ssh session dropped): stop
 /// gracefully; a second one: kill now. Without SIGHUP a closed terminal would end `run` at
-/// once and leave its trials running and the experiment marked Running.
+/// once and leave its trials running and the experiment marked Running. Stopping that takes
+/// long waits for the store (a lock another session holds), and says so; a signal once the
+/// trials were killed leaves at once, as a killed run would, for `resume` to take over.
 async fn watch_signals(stop: watch::Sender<StopLevel>) {
     use tokio::signal::unix::{SignalKind, signal};
     let mut term = signal(SignalKind::terminate()).ok();
     let mut hup = signal(SignalKind::hangup()).ok();
     let mut level = StopLevel::Run;
+    let mut noted = false;
     loop {
+        let slow = tokio::time::sleep(STOPPING_NOTE_AFTER);
         tokio::select! {
             _ = tokio::signal::ctrl_c() => {},
             Some(()) = next_signal(&mut term) => {},
             Some(()) = next_signal(&mut hup) => {},
+            () = slow, if level != StopLevel::Run && !noted => {
+                noted = true;
+                errln!(
+                    "still stopping: waiting for the database to record how the trials ended \
+                     (another session holding a lock on it delays this; nothing is lost by \
+                     waiting)\nhint: press Ctrl-C {} to leave now; `vernier resume` then \
+                     continues the experiment",
+                    if level == StopLevel::Kill { "again" } else { "twice" }
+                );
+                continue;
+            }
         }
-        level = if level == StopLevel::Run {
-            errln!("stopping: terminating running trials (press Ctrl-C again to kill them now)");
-            StopLevel::Terminate
-        } else {
-            StopLevel::Kill
+        level = match level {
+            StopLevel::Run => {
+                errln!(
+                    "stopping: terminating running trials (press Ctrl-C again to kill them now)"
+                );
+                StopLevel::Terminate
+            }
+            StopLevel::Terminate => StopLevel::Kill,
+            _ => {
+                errln!(
+                    "left without recording the end of the run; what the trials printed is in \
+                     their logs\nhint: `vernier resume` continues the experiment (it marks the \
+                     trials this run left Running as Killed)"
+                );
+                std::process::exit(130);
+            }
         };
         let _ = stop.send(level);
     }
