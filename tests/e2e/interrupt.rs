@@ -290,7 +290,8 @@ fn a_second_driver_is_refused_while_the_first_runs() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out));
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(
-            err.contains("is being driven by another vernier") && err.contains(&holder),
+            err.contains("is held by another vernier (a run or resume driving it")
+                && err.contains(&holder),
             "{args:?}: {}",
             text(&out)
         );

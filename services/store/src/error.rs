@@ -150,7 +150,7 @@ pub enum StoreError {
     TrialSeqTaken { experiment: String, seq: i64 },
 
     #[error(
-        "experiment `{experiment}` is being driven by another vernier: pid {pid} on host {host}, since {since}, last heartbeat {heartbeat_age_s} s ago\nhint: wait for it to finish, or stop it (Ctrl-C, or `kill -INT {pid}` on {host}) and run this command again; if that process is gone, its lease lapses {ttl_s} s after its last heartbeat and the command goes through"
+        "experiment `{experiment}` is held by another vernier (a run or resume driving it, or a delete or enqueue changing it): pid {pid} on host {host}, since {since}, last heartbeat {heartbeat_age_s} s ago\nhint: wait for it to finish (a delete or enqueue takes a moment), or stop a run (Ctrl-C, or `kill -INT {pid}` on {host}) and run this command again; if that process is gone, its lease lapses {ttl_s} s after its last heartbeat and the command goes through"
     )]
     LeaseHeld {
         experiment: String,
