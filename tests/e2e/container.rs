@@ -299,7 +299,7 @@ fn an_empty_dir_is_each_trials_own_and_a_host_path_is_this_machines() {
     let data = sb.path().join("host-data");
     std::fs::create_dir(&data).unwrap();
     std::fs::write(data.join("offset.txt"), "3").unwrap();
-    let trainer = "import os, sys, json\nckpt, lr = sys.argv[1], float(sys.argv[2])\nstate = os.path.join(ckpt, 'state.json')\nseen = json.load(open(state)) if os.path.exists(state) else None\njson.dump(lr, open(state, 'w'))\noffset = float(open(os.environ['DATA'] + '/offset.txt').read())\nprint(f'loss={offset + lr} resumed={0 if seen is None else 1}')\n";
+    let trainer = "import os, sys, json\nckpt, lr = sys.argv[1], float(sys.argv[2])\nstate = os.path.join(ckpt, 'state.json')\nseen = json.load(open(state)) if os.path.exists(state) else None\njson.dump(lr, open(state, 'w'))\noffset = float(open(os.environ['DATA'] + '/offset.txt').read())\nopen('here.txt', 'w').write(os.getcwd())\nprint(f'loss={offset + lr} resumed={0 if seen is None else 1}')\n";
     let yaml = format!(
         r#"apiVersion: kubeflow.org/v1beta1
 kind: Experiment
@@ -329,6 +329,7 @@ spec:
             containers:
               - name: main
                 image: python:3.11
+                workingDir: /ckpt/work
                 volumeMounts:
                   - {{name: ckpt, mountPath: /ckpt}}
                   - {{name: data, mountPath: /data}}
@@ -350,6 +351,10 @@ spec:
         said.contains(&format!("{} is given where /data appears", data.display())),
         "{said}"
     );
+    assert!(
+        !said.contains("workingDir /ckpt/work does not exist"),
+        "{said}"
+    );
     let out = sb.run(&["run", file.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let trials = sb.report("volumes")["trials"].as_array().unwrap().clone();
@@ -366,6 +371,12 @@ spec:
             "a trial found another's checkpoint: {t}"
         );
         assert!(value("loss") > 3.0, "{t}");
+        // The workingDir inside the emptyDir is the trial's own directory, made for it.
+        let name = t["metadata"]["name"].as_str().unwrap();
+        let work = sb
+            .path()
+            .join(format!("vernier-logs/volumes/{name}/volumes/ckpt/work"));
+        assert!(work.join("here.txt").is_file(), "{}", work.display());
     }
     assert!(!std::path::Path::new("/ckpt/state.json").exists());
 }

@@ -113,12 +113,21 @@ impl LocalExperiment {
         assignment: &[(String, String)],
     ) -> Option<String> {
         let rendered = self.render(trial, assignment).ok()?;
-        let container =
-            vernier_spec::primary_container(&rendered, &self.primary_container_name()).ok()?;
+        let primary = self.primary_container_name();
+        let container = vernier_spec::primary_container(&rendered, &primary).ok()?;
         let wanted = container.working_dir.filter(|w| !w.is_empty())?;
-        local_working_dir(Some(&wanted), &self.paths.work_dir, Path::is_dir)
-            .is_none()
-            .then_some(wanted)
+        let pod = vernier_spec::template::pod_template_of(&rendered, &primary);
+        let volumes = pod.and_then(|p| p.pointer("/spec/volumes"));
+        let mounts = volume_mounts(
+            container.volume_mounts.as_ref(),
+            volumes.unwrap_or_default(),
+        );
+        let in_mount = mounts.iter().any(|m| {
+            m.is_mapped() && Path::new(&wanted).starts_with(m.mount_path.trim_end_matches('/'))
+        });
+        let missing =
+            local_working_dir(Some(&wanted), &self.paths.work_dir, Path::is_dir).is_none();
+        (missing && !in_mount).then_some(wanted)
     }
 
     /// The trial spec with this trial's values substituted.
@@ -162,9 +171,15 @@ impl LocalExperiment {
         let primary = container.name.clone();
         let mounts = volume_mounts(container.volume_mounts.as_ref(), &pod.volumes);
         let private = self.paths.log_dir.join(metrics_key).join("volumes");
-        let moved_to = moved_mounts(&mounts, &private, self.metrics_path.as_deref());
+        let mut moved_to = moved_mounts(&mounts, &private, self.metrics_path.as_deref());
         let mounts = &moved_to.paths;
-        let container_dir = container.working_dir.as_deref().map(|d| moved(d, mounts));
+        let written_dir = container.working_dir.as_deref();
+        let container_dir = written_dir.map(|d| moved(d, mounts));
+        // A workingDir inside a moved mount is the trial's own: made when it starts, as the
+        // container runtime makes a missing workingDir.
+        let own_dir = container_dir
+            .clone()
+            .filter(|d| Some(d.as_str()) != written_dir);
         let program_list = if container.command.is_empty() {
             "args"
         } else {
@@ -223,13 +238,21 @@ impl LocalExperiment {
             args: argv,
             command_field,
             env,
-            work_dir: trial_work_dir(container_dir.as_deref(), &self.paths.work_dir, Path::is_dir),
+            work_dir: match &own_dir {
+                Some(dir) => PathBuf::from(dir),
+                None => {
+                    trial_work_dir(container_dir.as_deref(), &self.paths.work_dir, Path::is_dir)
+                }
+            },
             log_path,
             metrics_path,
             append_log: false,
             pid_file: Some(crate::orphans::pid_path(&self.paths.log_dir, trial)),
             pod: Box::new(pod),
-            volume_dirs: moved_to.private_dirs,
+            volume_dirs: {
+                moved_to.private_dirs.extend(own_dir.map(PathBuf::from));
+                moved_to.private_dirs
+            },
         })
     }
 
