@@ -82,6 +82,8 @@ pub struct Extension {
     pub reopened: bool,
     /// `maxTrialCount` before and after, when it changed.
     pub max_trial_count: Option<(Option<u32>, u32)>,
+    /// `parallelTrialCount` before and after, when it changed.
+    pub parallel_trial_count: Option<(Option<u32>, u32)>,
 }
 
 /// Writes `limits` into the stored experiment `name`. As Katib's webhook, a `maxTrialCount`
@@ -109,6 +111,8 @@ pub async fn apply(
         spec_json,
         before,
         max,
+        parallel_before,
+        parallel,
         finished,
     } = checked;
     store.update_experiment_spec(name, &spec_json).await?;
@@ -126,6 +130,9 @@ pub async fn apply(
     Ok(Extension {
         reopened: finished,
         max_trial_count: max.filter(|m| Some(*m) != before).map(|m| (before, m)),
+        parallel_trial_count: parallel
+            .filter(|p| Some(*p) != parallel_before)
+            .map(|p| (parallel_before, p)),
     })
 }
 
@@ -136,6 +143,8 @@ pub struct Checked {
     spec_json: String,
     before: Option<u32>,
     max: Option<u32>,
+    parallel_before: Option<u32>,
+    parallel: Option<u32>,
     finished: bool,
 }
 
@@ -155,12 +164,16 @@ pub async fn check(
     let rows = store.list_trials(name).await?;
     let trials = rows.len() as u32;
     let with_results = rows.iter().any(|t| t.state == TrialState::Succeeded);
-    let stored_max = |json: &str| -> Result<Option<u32>, RunnerError> {
+    let counts = |json: &str| -> Result<(Option<u32>, Option<u32>), RunnerError> {
         let spec = vernier_spec::parse_stored_experiment(json)?.spec;
-        Ok(spec.max_trial_count.map(|n| n.max(0) as u32))
+        let count = |n: Option<i32>| n.map(|n| n.max(0) as u32);
+        Ok((
+            count(spec.max_trial_count),
+            count(spec.parallel_trial_count),
+        ))
     };
-    let before = stored_max(&row.spec_json)?;
-    let max = stored_max(&spec_json)?;
+    let (before, parallel_before) = counts(&row.spec_json)?;
+    let (max, parallel) = counts(&spec_json)?;
     if !finished
         && let Some(m) = limits.max_trial_count
         && m <= trials
@@ -199,6 +212,8 @@ pub async fn check(
         spec_json,
         before,
         max,
+        parallel_before,
+        parallel,
         finished,
     })
 }
@@ -270,10 +285,18 @@ mod tests {
             lowered,
             Extension {
                 reopened: false,
-                max_trial_count: Some((Some(3), 2))
+                max_trial_count: Some((Some(3), 2)),
+                parallel_trial_count: None,
             }
         );
         let same = extend(&store, "e", to(2)).await.unwrap();
         assert_eq!(same.max_trial_count, None);
+        let wider = NewLimits {
+            max_trial_count: None,
+            parallel_trial_count: Some(2),
+        };
+        let wider = extend(&store, "e", wider).await.unwrap();
+        assert_eq!(wider.parallel_trial_count, Some((Some(1), 2)));
+        assert_eq!(wider.max_trial_count, None);
     }
 }
