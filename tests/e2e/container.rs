@@ -446,3 +446,35 @@ fn a_jobs_gpu_request_picks_its_devices() {
     );
     assert_ne!(visible, "0,1");
 }
+
+/// Every replica's missing `workingDir` is named before the first trial, not the primary's
+/// alone.
+#[test]
+fn a_replicas_missing_working_dir_is_named() {
+    let sb = Sandbox::new();
+    let replica = |dir: &str| {
+        format!(
+            "            replicas: 1\n            template:\n              spec:\n                containers:\n                  - name: pytorch\n                    image: python:3.11\n                    workingDir: {dir}\n                    command: [python3, -c, \"print('loss=${{trialParameters.lr}}')\"]\n"
+        )
+    };
+    let spec = format!(
+        "        pytorchReplicaSpecs:\n          Master:\n{}          Worker:\n{}",
+        replica(&sb.path().display().to_string()),
+        replica("/opt/image-only/worker")
+    );
+    let yaml = downward(
+        "replica-dirs",
+        "kubeflow.org/v1\n      kind: PyTorchJob",
+        &spec,
+    );
+    let file = sb.write("replica-dirs.yaml", &yaml);
+    let out = sb.run(&["validate", file.to_str().unwrap()]);
+    let said = text(&out);
+    assert!(
+        said.contains(
+            "the Worker replicas' workingDir /opt/image-only/worker does not exist on this machine"
+        ),
+        "{said}"
+    );
+    assert!(!said.contains("primary container's workingDir"), "{said}");
+}

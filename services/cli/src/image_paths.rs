@@ -19,9 +19,14 @@ pub fn check(exp: &LocalExperiment) -> Option<String> {
         &exp.paths.log_dir,
         Path::exists,
     ));
-    let dir = exp
-        .missing_working_dir("path-check", &point)
-        .map(|dir| working_dir_warning(&dir, &cmd.work_dir));
+    let primary_dir = exp.missing_working_dir("path-check", &point);
+    let replica_dirs: Vec<String> = exp
+        .missing_replica_working_dirs("path-check", &point)
+        .into_iter()
+        .filter(|(_, dir)| Some(dir) != primary_dir.as_ref())
+        .map(|(replica, dir)| replica_working_dir_warning(&replica, &dir, &exp.paths.work_dir))
+        .collect();
+    let dir = primary_dir.map(|dir| working_dir_warning(&dir, &cmd.work_dir));
     let search = cmd
         .env
         .iter()
@@ -40,7 +45,11 @@ pub fn check(exp: &LocalExperiment) -> Option<String> {
     )
     .filter(|m| !reported.contains(&m.path))
     .map(|m| m.warning());
-    let found: Vec<String> = [dir, program, paths].into_iter().flatten().collect();
+    let found: Vec<String> = [dir, program, paths]
+        .into_iter()
+        .flatten()
+        .chain(replica_dirs)
+        .collect();
     // Callers print the first with "warning: "; each further one gets its own.
     (!found.is_empty()).then(|| found.join("\nwarning: "))
 }
@@ -171,6 +180,13 @@ fn runs_code(arg: &str) -> bool {
         return false;
     };
     letters.chars().all(|c| c.is_ascii_alphabetic()) && letters.contains(['c', 'e', 'm'])
+}
+
+fn replica_working_dir_warning(replica: &str, wanted: &str, used: &Path) -> String {
+    format!(
+        "the {replica} replicas' workingDir {wanted} does not exist on this machine, so they start in {}\nhint: create that directory here, or drop workingDir and use paths relative to the experiment file",
+        used.display()
+    )
 }
 
 fn working_dir_warning(wanted: &str, used: &Path) -> String {

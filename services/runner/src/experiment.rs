@@ -130,6 +130,39 @@ impl LocalExperiment {
         (missing && !in_mount).then_some(wanted)
     }
 
+    /// Each replica type of a training-operator trial whose container's `workingDir` this
+    /// machine does not have (replicas start in the experiment's directory instead), with
+    /// that directory; empty for other kinds.
+    pub fn missing_replica_working_dirs(
+        &self,
+        trial: &str,
+        assignment: &[(String, String)],
+    ) -> Vec<(String, String)> {
+        let Ok(rendered) = self.render(trial, assignment) else {
+            return Vec::new();
+        };
+        let Ok(Some(set)) = crate::replicas::launch::replica_set_of(self, trial, &rendered) else {
+            return Vec::new();
+        };
+        let mut missing = Vec::new();
+        for r in &set.replicas {
+            let Some(c) = &r.container else { continue };
+            let Some(wanted) = c.working_dir.as_deref().filter(|w| !w.is_empty()) else {
+                continue;
+            };
+            let volumes = r.pod_template.pointer("/spec/volumes");
+            let mounts = volume_mounts(c.volume_mounts.as_ref(), volumes.unwrap_or_default());
+            let in_mount = mounts.iter().any(|m| {
+                m.is_mapped() && Path::new(wanted).starts_with(m.mount_path.trim_end_matches('/'))
+            });
+            let here = local_working_dir(Some(wanted), &self.paths.work_dir, Path::is_dir);
+            if here.is_none() && !in_mount {
+                missing.push((r.replica_type.name().to_string(), wanted.to_string()));
+            }
+        }
+        missing
+    }
+
     /// The trial spec with this trial's values substituted.
     pub(crate) fn render(
         &self,
