@@ -29,11 +29,14 @@ pub struct JobControls {
     pub pod_deadline: Option<Duration>,
     /// `spec.podFailurePolicy`'s exit-code rules.
     pub failure_rules: Vec<FailureRule>,
+    /// The container that runs: the one whose exit code the rules read.
+    pub container: String,
 }
 
 impl JobControls {
-    /// The controls of a rendered trial spec (the Job schema check has refused wrong types).
-    pub fn of(rendered: &Value) -> JobControls {
+    /// The controls of a rendered trial spec (the Job schema check has refused wrong types)
+    /// whose container named `primary` runs.
+    pub fn of(rendered: &Value, primary: &str) -> JobControls {
         if !vernier_spec::template::is_batch_job(rendered) {
             return JobControls::default();
         }
@@ -47,7 +50,18 @@ impl JobControls {
             deadline: field("activeDeadlineSeconds").map(Duration::from_secs),
             pod_deadline: field("template/spec/activeDeadlineSeconds").map(Duration::from_secs),
             failure_rules: failure_rules(rendered),
+            container: primary.to_string(),
         }
+    }
+}
+
+impl JobControls {
+    /// Whether the spec sets no control: the process runs once, as any other kind's.
+    fn apply_nothing(&self) -> bool {
+        self.retries == 0
+            && self.deadline.is_none()
+            && self.pod_deadline.is_none()
+            && self.failure_rules.is_empty()
     }
 }
 
@@ -72,7 +86,8 @@ fn judge(end: &ProcessEnd, past_pod_deadline: bool, controls: &JobControls) -> O
         return None;
     }
     let said = format!("process {}", describe_end(end));
-    let rule = exit_code(end).and_then(|code| deciding_rule(&controls.failure_rules, code));
+    let rule = exit_code(end)
+        .and_then(|code| deciding_rule(&controls.failure_rules, &controls.container, code));
     Some(match rule {
         None => Failure::Counted(said),
         Some(r) => {
@@ -113,7 +128,7 @@ pub async fn run_job(
     store: SqlStore,
     mut stop: watch::Receiver<StopLevel>,
 ) -> ProcessReport {
-    if controls == JobControls::default() {
+    if controls.apply_nothing() {
         return run_process(cmd, collection, store, stop).await;
     }
     let deadline = controls.deadline.map(|d| Instant::now() + d);
@@ -261,14 +276,18 @@ mod tests {
     fn only_a_batch_jobs_own_controls_are_read() {
         let job = |spec: Value| json!({"apiVersion": "batch/v1", "kind": "Job", "spec": spec});
         // (trial spec, controls)
+        let main = JobControls {
+            container: "main".into(),
+            ..JobControls::default()
+        };
         let table = [
-            (job(json!({})), JobControls::default()),
+            (job(json!({})), main.clone()),
             (
                 job(json!({"backoffLimit": 2, "activeDeadlineSeconds": 60})),
                 JobControls {
                     retries: 2,
                     deadline: Some(Duration::from_secs(60)),
-                    ..JobControls::default()
+                    ..main
                 },
             ),
             (
@@ -281,7 +300,7 @@ mod tests {
             ),
         ];
         for (spec, want) in table {
-            assert_eq!(JobControls::of(&spec), want, "{spec}");
+            assert_eq!(JobControls::of(&spec, "main"), want, "{spec}");
         }
     }
 
@@ -292,7 +311,7 @@ mod tests {
             "podFailurePolicy": {"rules": [
                 {"action": "FailJob", "onExitCodes": {"operator": "In", "values": [42]}},
                 {"action": "Ignore", "onExitCodes": {"operator": "In", "values": [143]}}]}}});
-        let controls = JobControls::of(&job);
+        let controls = JobControls::of(&job, "main");
         let counted = |s: &str| Some(Failure::Counted(s.to_string()));
         let table = [
             (ProcessEnd::Exited(0), false, None),

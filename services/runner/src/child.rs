@@ -83,14 +83,24 @@ pub(crate) fn map_spec_path(text: &str, from: &str, to: &str) -> String {
 /// `file://localhost/data`) are,
 /// `/database`, `/data.csv` and the `/data/` of `https://host/data/` are not.
 pub(crate) fn replace_path(text: &str, from: &str, to: &str) -> String {
+    replace_paths(text, &[(from.to_string(), to.to_string())])
+}
+
+/// [`replace_path`] for several paths at once, in one pass: where two start at the same place
+/// the longer (the inner mount) is taken, and a replacement is never looked at again.
+pub(crate) fn replace_paths(text: &str, paths: &[(String, String)]) -> String {
     let is_path_char = |c: char| c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | '/');
-    if from.is_empty() {
-        return text.to_string();
-    }
+    let mut paths: Vec<&(String, String)> = paths.iter().filter(|(f, _)| !f.is_empty()).collect();
+    paths.sort_by_key(|(from, _)| std::cmp::Reverse(from.len()));
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
-    while let Some(i) = rest.find(from) {
-        let (before, after) = (&rest[..i], &rest[i + from.len()..]);
+    loop {
+        let found = paths
+            .iter()
+            .filter_map(|(from, to)| rest.find(from.as_str()).map(|i| (i, from, to)))
+            .min_by_key(|(i, from, _)| (*i, std::cmp::Reverse(from.len())));
+        let Some((i, _, _)) = found else { break };
+        let before = &rest[..i];
         let file_uri = ["file://", "file://localhost"]
             .iter()
             .any(|p| before.ends_with(p) || (before.is_empty() && out.ends_with(p)));
@@ -100,13 +110,26 @@ pub(crate) fn replace_path(text: &str, from: &str, to: &str) -> String {
                 .chain(before.chars())
                 .last()
                 .is_none_or(|c| !is_path_char(c));
-        let ends = after
-            .chars()
-            .next()
-            .is_none_or(|c| c == '/' || !is_path_char(c));
         out.push_str(before);
-        out.push_str(if starts && ends { to } else { from });
-        rest = after;
+        let here = &rest[i..];
+        let whole = paths.iter().find(|(from, _)| {
+            here.strip_prefix(from.as_str()).is_some_and(|after| {
+                after
+                    .chars()
+                    .next()
+                    .is_none_or(|c| c == '/' || !is_path_char(c))
+            })
+        });
+        let (taken, with) = match (starts, whole) {
+            (true, Some((from, to))) => (from.len(), to.as_str()),
+            _ => {
+                let shortest = paths.iter().filter(|(f, _)| here.starts_with(f.as_str()));
+                let len = shortest.map(|(f, _)| f.len()).min().unwrap_or(1);
+                (len, &here[..len])
+            }
+        };
+        out.push_str(with);
+        rest = &here[taken..];
     }
     out.push_str(rest);
     out

@@ -18,21 +18,22 @@ pub fn this_node(work_dir: &Path) -> NodeFacts {
         .ok()
         .and_then(|h| h.into_string().ok())
         .unwrap_or_default();
-    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get() as u64);
     let storage = nix::sys::statvfs::statvfs(work_dir)
-        .map(|s| s.blocks() as f64 * s.fragment_size() as f64)
-        .unwrap_or(0.0);
+        .map(|s| s.blocks().saturating_mul(s.fragment_size()))
+        .unwrap_or(0);
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
     NodeFacts {
         name,
         ip: LOOPBACK.to_string(),
-        cpus: cpus as f64,
-        memory_bytes: memory_total(&std::fs::read_to_string("/proc/meminfo").unwrap_or_default()),
+        cpus,
+        memory_bytes: memory_total(&meminfo),
         storage_bytes: storage,
     }
 }
 
 /// `MemTotal` of `/proc/meminfo`, in bytes.
-fn memory_total(meminfo: &str) -> f64 {
+fn memory_total(meminfo: &str) -> u64 {
     let kib = meminfo
         .lines()
         .find_map(|l| l.strip_prefix("MemTotal:"))
@@ -40,10 +41,10 @@ fn memory_total(meminfo: &str) -> f64 {
             rest.trim()
                 .trim_end_matches("kB")
                 .trim()
-                .parse::<f64>()
+                .parse::<u64>()
                 .ok()
         });
-    kib.unwrap_or(0.0) * 1024.0
+    kib.unwrap_or(0).saturating_mul(1024)
 }
 
 /// The pod of a trial whose `rendered` spec holds the primary container directly (a Job, or
@@ -127,8 +128,8 @@ mod tests {
     #[test]
     fn memory_total_reads_mem_total_in_bytes() {
         let text = "MemFree:  10 kB\nMemTotal:       16384 kB\n";
-        assert_eq!(memory_total(text), 16384.0 * 1024.0);
-        assert_eq!(memory_total(""), 0.0);
+        assert_eq!(memory_total(text), 16384 * 1024);
+        assert_eq!(memory_total(""), 0);
     }
 
     #[test]

@@ -21,6 +21,8 @@ pub struct FailureRule {
     /// `operator: In` (true) or `NotIn`.
     pub within: bool,
     pub values: Vec<i64>,
+    /// `onExitCodes.containerName`: the rule reads only that container's exit code.
+    pub container: Option<String>,
     /// Its place in `rules`, for the message.
     pub index: usize,
 }
@@ -45,23 +47,33 @@ pub fn failure_rules(rendered: &Value) -> Vec<FailureRule> {
             let codes = rule.get("onExitCodes")?;
             let within = codes.get("operator").and_then(Value::as_str) == Some("In");
             let values = codes.get("values")?.as_array()?;
+            let container = codes.get("containerName").and_then(Value::as_str);
             Some(FailureRule {
                 action,
                 within,
                 values: values.iter().filter_map(Value::as_i64).collect(),
+                container: container.filter(|c| !c.is_empty()).map(str::to_string),
                 index,
             })
         })
         .collect()
 }
 
-/// The rule that decides a pod whose container exited with `code` (128 + the signal for a
-/// killed one), if any: the first that matches. A container that exited 0 matches none.
-pub fn deciding_rule(rules: &[FailureRule], code: i64) -> Option<&FailureRule> {
+/// The rule that decides a pod whose container `container` exited with `code` (128 + the
+/// signal for a killed one), if any: the first that matches. A container that exited 0
+/// matches none, nor does a rule about another container (one local mode does not run).
+pub fn deciding_rule<'a>(
+    rules: &'a [FailureRule],
+    container: &str,
+    code: i64,
+) -> Option<&'a FailureRule> {
     if code == 0 {
         return None;
     }
-    rules.iter().find(|r| r.values.contains(&code) == r.within)
+    let about = |r: &FailureRule| r.container.as_deref().is_none_or(|c| c == container);
+    rules
+        .iter()
+        .find(|r| about(r) && r.values.contains(&code) == r.within)
 }
 
 #[cfg(test)]
@@ -80,6 +92,14 @@ mod tests {
         ]}}});
         let rules = failure_rules(&job);
         assert_eq!(rules.len(), 4);
+        let sidecar = json!({"spec": {"podFailurePolicy": {"rules": [
+            {"action": "FailJob", "onExitCodes": {"containerName": "logger", "operator": "In", "values": [1]}}]}}});
+        let sidecar = failure_rules(&sidecar);
+        assert_eq!(deciding_rule(&sidecar, "main", 1), None);
+        assert_eq!(
+            deciding_rule(&sidecar, "logger", 1).map(|r| r.index),
+            Some(0)
+        );
         // (exit code, deciding rule's action and index)
         let table = [
             (42, Some((FailureAction::FailJob, 1))),
@@ -90,7 +110,7 @@ mod tests {
             (0, None),
         ];
         for (code, want) in table {
-            let got = deciding_rule(&rules, code).map(|r| (r.action, r.index));
+            let got = deciding_rule(&rules, "main", code).map(|r| (r.action, r.index));
             assert_eq!(got, want, "exit code {code}");
         }
     }

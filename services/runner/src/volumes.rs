@@ -4,7 +4,7 @@
 //! (`vernier_spec::template::mounts`); this module makes the directories and rewrites the
 //! words where the mount paths appear.
 
-use crate::child::replace_path;
+use crate::child::replace_paths;
 use std::path::{Path, PathBuf};
 use vernier_spec::template::mounts::{MountSource, VolumeMount};
 
@@ -64,11 +64,10 @@ fn overlaps(a: &str, b: &str) -> bool {
     a.starts_with(b) || b.starts_with(a)
 }
 
-/// `text` with every moved mount path replaced by where it leads here.
+/// `text` with every moved mount path replaced by where it leads here, in one pass: a path
+/// inside a nested mount goes to the inner one, and what was put in is not moved again.
 pub(crate) fn moved(text: &str, mounts: &[(String, String)]) -> String {
-    mounts
-        .iter()
-        .fold(text.to_string(), |t, (from, to)| replace_path(&t, from, to))
+    replace_paths(text, mounts)
 }
 
 #[cfg(test)]
@@ -105,6 +104,28 @@ mod tests {
                 ("/data".to_string(), "/srv/data".to_string())
             ]
         );
+        // Nested mounts, and a private directory that itself lies under a mount path.
+        let nested = [
+            ("/data".to_string(), "/srv/data".to_string()),
+            ("/data/sub".to_string(), "/srv/sub".to_string()),
+            (
+                "/tmp".to_string(),
+                "/tmp/exp/vernier-logs/t/volumes/tmp".to_string(),
+            ),
+        ];
+        let cases = [
+            (
+                "/data/sub/x /data/y /data2",
+                "/srv/sub/x /srv/data/y /data2",
+            ),
+            (
+                "--out=/tmp/a",
+                "--out=/tmp/exp/vernier-logs/t/volumes/tmp/a",
+            ),
+        ];
+        for (text, want) in cases {
+            assert_eq!(moved(text, &nested), want, "{text}");
+        }
         let table = [
             (
                 "--checkpoint=/ckpt/model.pt",

@@ -14,6 +14,7 @@ pub mod limits;
 mod number;
 pub mod parse;
 pub mod plan;
+pub mod quantity;
 pub mod reference;
 pub mod status;
 pub mod template;

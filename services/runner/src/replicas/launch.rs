@@ -243,9 +243,7 @@ impl JobContext<'_> {
             self.exp
                 .container_command(self.trial, &metrics_key, container, pod, log_path)?;
         cmd.pid_file = Some(pid_file);
-        if let Some(visible) = assignment.visible {
-            cmd.env.push(("CUDA_VISIBLE_DEVICES".into(), visible));
-        }
+        super::resources::show_devices(&mut cmd.env, assignment.visible);
         process.command = Some(cmd);
         Ok(Some(process))
     }

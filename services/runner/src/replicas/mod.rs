@@ -54,10 +54,11 @@ impl LocalExperiment {
                 let wanted = self.gpus_wanted(&rendered);
                 let given =
                     resources::GpuAssigner::new(machine_gpus().to_vec()).assign(trial, wanted);
-                if let Some(visible) = given.visible {
-                    cmd.env.push(("CUDA_VISIBLE_DEVICES".into(), visible));
-                }
-                Ok(TrialLaunch::Process(cmd, JobControls::of(&rendered)))
+                resources::show_devices(&mut cmd.env, given.visible);
+                Ok(TrialLaunch::Process(
+                    cmd,
+                    JobControls::of(&rendered, &self.primary_container_name()),
+                ))
             }
         }
     }

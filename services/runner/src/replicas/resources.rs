@@ -38,6 +38,17 @@ pub fn gpus_requested(req: &BTreeMap<String, String>) -> u32 {
         .sum()
 }
 
+/// Adds the devices handed to a process to its `env`, unless the container sets
+/// `CUDA_VISIBLE_DEVICES` itself (under the device plugin its own choice counts too).
+pub fn show_devices(env: &mut Vec<(String, String)>, visible: Option<String>) {
+    const VAR: &str = "CUDA_VISIBLE_DEVICES";
+    if let Some(visible) = visible
+        && !env.iter().any(|(k, _)| k == VAR)
+    {
+        env.push((VAR.into(), visible));
+    }
+}
+
 /// The GPUs on this machine as `nvidia-smi -L` lists them; empty when the tool is missing or
 /// lists none. Checked once per experiment.
 pub fn detect_gpus() -> Vec<String> {
@@ -137,6 +148,19 @@ mod tests {
         assert_eq!(req["nvidia.com/gpu"], "2");
         assert_eq!(gpus_requested(&req), 2);
         assert_eq!(gpus_requested(&requested(None)), 0);
+    }
+
+    #[test]
+    fn a_containers_own_device_list_is_kept() {
+        let mut env = vec![("A".to_string(), "1".to_string())];
+        show_devices(&mut env, Some("0".into()));
+        assert_eq!(
+            env[1],
+            ("CUDA_VISIBLE_DEVICES".to_string(), "0".to_string())
+        );
+        show_devices(&mut env, Some("1".into()));
+        assert_eq!(env.len(), 2);
+        assert_eq!(env[1].1, "0");
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! the pod and of this machine ([`PodFacts`]).
 
 use crate::error::SpecError;
+use crate::quantity::Quantity;
 use serde_json::Value;
 use std::collections::BTreeMap;
 
@@ -47,7 +48,7 @@ pub enum PodValue {
     Resource {
         container: Option<String>,
         resource: String,
-        divisor: f64,
+        divisor: Quantity,
     },
     /// An `optional` key of a Secret or ConfigMap (`secretKeyRef`, `configMapKeyRef`): there
     /// is none here, and the kubelet leaves an optional variable out when its object is
@@ -87,9 +88,9 @@ pub struct NodeFacts {
     pub ip: String,
     /// The allocatable CPUs, memory and ephemeral storage, in cores and bytes: the kubelet
     /// gives them for a limit the container does not set.
-    pub cpus: f64,
-    pub memory_bytes: f64,
-    pub storage_bytes: f64,
+    pub cpus: u64,
+    pub memory_bytes: u64,
+    pub storage_bytes: u64,
 }
 
 impl PodFacts {
@@ -240,8 +241,13 @@ fn resource_field_ref(field: &Value, path: &str) -> Result<PodValue, SpecError> 
         true => &CPU_DIVISORS,
         false => &BYTE_DIVISORS,
     };
-    let value = crate::validate::quantity::value(&divisor)
-        .filter(|_| allowed.contains(&divisor.as_str()))
+    // The API server checks the divisor's canonical form (`1000m` is `1`); zero is unset.
+    let value = Quantity::parse(&divisor)
+        .map(|q| match q.is_zero() {
+            true => Quantity::from_units(1),
+            false => q,
+        })
+        .filter(|q| q.canonical().is_some_and(|c| allowed.contains(&c.as_str())))
         .ok_or_else(|| {
             SpecError::new(
                 format!("{path}.divisor"),
@@ -282,7 +288,7 @@ impl PodValue {
                     Some(name) => pod.resources.get(name),
                     None => own,
                 };
-                resource_value(resources, resource, *divisor, &pod.node)
+                resource_value(resources, resource, divisor, &pod.node)
             }
             PodValue::Unset => String::new(),
         }
@@ -302,11 +308,12 @@ fn field_value(pod: &PodFacts, path: &str) -> String {
 
 /// The kubelet's `ExtractContainerResourceValue`: a limit the container does not set is the
 /// node's allocatable amount, a request it does not set is its limit when written (the API
-/// server's defaulting) else zero; the quotient is rounded up, CPU counted in millicores.
+/// server's defaulting) else zero; CPU is counted in millicores and bytes in whole bytes, each
+/// rounded up, and the quotient is rounded up.
 fn resource_value(
     resources: Option<&Value>,
     resource: &str,
-    divisor: f64,
+    divisor: &Quantity,
     node: &NodeFacts,
 ) -> String {
     let (section, name) = resource.split_once('.').unwrap_or((resource, ""));
@@ -316,24 +323,25 @@ fn resource_value(
             Value::String(s) => s.clone(),
             other => other.to_string(),
         };
-        crate::validate::quantity::value(&text)
+        Quantity::parse(&text)
     };
-    let allocatable = match name {
+    let allocatable = Quantity::from_units(match name {
         "cpu" => node.cpus,
         "memory" => node.memory_bytes,
         _ => node.storage_bytes,
-    };
+    });
     let amount = match section {
         "limits" => written("limits").unwrap_or(allocatable),
         _ => written("requests")
             .or_else(|| written("limits"))
-            .unwrap_or(0.0),
+            .unwrap_or(Quantity::from_units(0)),
     };
-    let quotient = match name {
-        "cpu" => (amount * 1000.0).ceil() / (divisor * 1000.0).round(),
-        _ => amount.ceil() / divisor,
-    };
-    format!("{}", quotient.ceil() as i64)
+    let scale = if name == "cpu" { 1000 } else { 1 };
+    let quotient = amount
+        .ceil_times(scale)
+        .zip(divisor.ceil_times(scale).filter(|d| *d != 0))
+        .map(|(a, d)| a.div_euclid(d) + i128::from(a.rem_euclid(d) != 0));
+    quotient.map(|q| q.to_string()).unwrap_or_default()
 }
 
 #[cfg(test)]

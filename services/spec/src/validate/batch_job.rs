@@ -52,6 +52,21 @@ fn check_pod_rules(job: &Job, errs: &mut Errors) {
     if let Some(message) = restart_policy_problem(pod.restart_policy.as_deref()) {
         errs.add(format!("{pod_path}.restartPolicy"), message);
     }
+    let has_failure_policy = job
+        .spec
+        .as_ref()
+        .is_some_and(|s| s.pod_failure_policy.is_some());
+    let never = pod.restart_policy.as_deref() == Some("Never");
+    if has_failure_policy && !never {
+        errs.add(
+            format!("{PATH}.spec.podFailurePolicy"),
+            format!(
+                "is allowed only with restartPolicy Never (this pod template's is {:?}), and \
+                 Kubernetes refuses the Job; hint: set spec.template.spec.restartPolicy: Never",
+                pod.restart_policy.as_deref().unwrap_or("unset")
+            ),
+        );
+    }
     let lists = [
         ("containers", Some(&pod.containers)),
         ("initContainers", pod.init_containers.as_ref()),
@@ -180,6 +195,25 @@ mod tests {
             .unwrap()
             .extend(job_spec.as_object().unwrap().clone());
         json!({"apiVersion": "batch/v1", "kind": "Job", "spec": spec})
+    }
+
+    #[test]
+    fn a_pod_failure_policy_needs_restart_policy_never() {
+        let policy = json!({"podFailurePolicy": {"rules": [
+            {"action": "FailJob", "onExitCodes": {"operator": "In", "values": [42]}}]}});
+        let c = json!({"name": "main", "image": "i"});
+        assert_eq!(
+            problems(&job(c.clone(), policy.clone())),
+            Vec::<String>::new()
+        );
+        let mut on_failure = job(c, policy);
+        on_failure["spec"]["template"]["spec"]["restartPolicy"] = json!("OnFailure");
+        let got = problems(&on_failure);
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert!(
+            got[0].starts_with("spec.trialTemplate.trialSpec.spec.podFailurePolicy: is allowed only with restartPolicy Never (this pod template's is \"OnFailure\")"),
+            "{got:?}"
+        );
     }
 
     fn problems(spec: &Value) -> Vec<String> {

@@ -9,7 +9,7 @@ mod nas;
 mod objectives;
 mod parameters;
 mod pod;
-pub(crate) mod quantity;
+mod quantity;
 mod template;
 mod warnings;
 pub use batch_job::unset_restart_policy;

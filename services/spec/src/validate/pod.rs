@@ -8,13 +8,17 @@
 //! value only once rendered, and is not checked.
 
 use super::Errors;
-use super::quantity::value;
+use crate::quantity::Quantity;
 use serde_json::Value;
 use std::collections::HashSet;
 
-/// Resources Kubernetes lets a container request less of than its limit; any other resource
-/// name with a `/` (`nvidia.com/gpu`) is extended and cannot be overcommitted.
-const OVERCOMMITTABLE: [&str; 3] = ["cpu", "memory", "ephemeral-storage"];
+/// Whether Kubernetes lets a container request less of `name` than its limit
+/// (`IsOvercommitAllowed`): a native resource (no domain, or a `kubernetes.io/` one) other
+/// than huge pages; an extended one (`nvidia.com/gpu`) must request what it limits.
+fn overcommittable(name: &str) -> bool {
+    let native = !name.contains('/') || name.contains("kubernetes.io/");
+    native && !name.starts_with("hugepages-")
+}
 
 /// Checks every pod template's spec (an object with a `containers` list under a `template`)
 /// under `value`, at `path`. Other objects holding containers (an Argo `containerSet`, whose
@@ -98,7 +102,7 @@ fn check_mounts(c: &Value, volumes: &HashSet<&str>, path: &str, errs: &mut Error
             );
         }
         if let Some(mount) = text(m.get("mountPath"))
-            && !paths.insert(mount.trim_end_matches('/'))
+            && !paths.insert(mount)
         {
             errs.add(
                 format!("{here}.mountPath"),
@@ -119,14 +123,14 @@ fn check_resources(c: &Value, path: &str, errs: &mut Errors) {
     let (requests, limits) = (section("requests"), section("limits"));
     let amount = |v: &Value| match v {
         Value::String(s) if s.contains("${") => None,
-        Value::String(s) => value(s),
-        Value::Number(n) => n.as_f64(),
+        Value::String(s) => Quantity::parse(s),
+        Value::Number(n) => Quantity::parse(&n.to_string()),
         _ => None,
     };
     for (name, requested) in requests.into_iter().flatten() {
         let here = format!("{path}.resources.requests.{name}");
         let limit = limits.and_then(|l| l.get(name));
-        let extended = !OVERCOMMITTABLE.contains(&name.as_str()) && name.contains('/');
+        let extended = !overcommittable(name);
         let (Some(req), limit_amount) = (amount(requested), limit.and_then(amount)) else {
             continue;
         };
@@ -198,9 +202,9 @@ mod tests {
                 )],
             ),
             (
-                json!({"volumes": [{"name": "v", "emptyDir": {}}], "containers": [{"name": "a", "volumeMounts": [{"name": "v", "mountPath": "/x"}, {"name": "v", "mountPath": "/x/"}]}]}),
+                json!({"volumes": [{"name": "v", "emptyDir": {}}], "containers": [{"name": "a", "volumeMounts": [{"name": "v", "mountPath": "/x"}, {"name": "v", "mountPath": "/x"}]}]}),
                 vec![format!(
-                    "{p}.containers[0].volumeMounts[1].mountPath: value \"/x/\" is mounted twice"
+                    "{p}.containers[0].volumeMounts[1].mountPath: value \"/x\" is mounted twice"
                 )],
             ),
             (
@@ -227,6 +231,12 @@ mod tests {
                     "{p}.containers[0].resources.requests.nvidia.com/gpu: nvidia.com/gpu is requested without a limit"
                 )],
             ),
+            (
+                json!({"containers": [{"name": "a", "resources": {"requests": {"hugepages-2Mi": "2Mi"}, "limits": {"hugepages-2Mi": "4Mi"}}}]}),
+                vec![format!(
+                    "{p}.containers[0].resources.requests.hugepages-2Mi: hugepages-2Mi is requested at 2Mi and limited at 4Mi"
+                )],
+            ),
         ];
         for (pod, want) in table {
             let got = problems(pod.clone());
@@ -246,6 +256,12 @@ mod tests {
             json!({"containers": [{"name": "a", "resources": {"requests": {"nvidia.com/gpu": "${trialParameters.gpus}"}, "limits": {"nvidia.com/gpu": 2}}}]}),
             json!({"containers": [{"name": "${trialParameters.n}"}, {"name": "${trialParameters.n}"}]}),
             json!({"containers": [{"name": "a", "resources": {"requests": {"cpu": "1"}}}]}),
+            // Equal amounts in other units, as Kubernetes compares them: exactly.
+            json!({"containers": [{"name": "a", "resources": {"requests": {"cpu": "700m", "memory": "8.3G"}, "limits": {"cpu": "0.7", "memory": "8300M"}}}]}),
+            // Two mount paths that differ by a slash are two paths to the API server.
+            json!({"volumes": [{"name": "v", "emptyDir": {}}], "containers": [{"name": "a", "volumeMounts": [{"name": "v", "mountPath": "/x"}, {"name": "v", "mountPath": "/x/"}]}]}),
+            // A resource of a kubernetes.io domain is native and may be overcommitted.
+            json!({"containers": [{"name": "a", "resources": {"requests": {"example.kubernetes.io/foo": "1"}}}]}),
         ];
         for pod in fine {
             assert_eq!(problems(pod.clone()), Vec::<String>::new(), "{pod}");

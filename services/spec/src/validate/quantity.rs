@@ -32,40 +32,6 @@ fn refusal(text: &str) -> Option<&'static str> {
         .then_some("is negative, and a resource quantity must not be")
 }
 
-/// The amount `text` stands for, in base units (cores, bytes), when it is a quantity:
-/// `500m` is 0.5, `2Gi` 2147483648, `1e3` 1000. Precise to f64, which is ample for the
-/// downward API's rounded-up quotients.
-pub(crate) fn value(text: &str) -> Option<f64> {
-    if !QUANTITY.is_match(text) {
-        return None;
-    }
-    let split = text
-        .find(|c: char| !(c.is_ascii_digit() || matches!(c, '.' | '+' | '-')))
-        .unwrap_or(text.len());
-    let (number, suffix) = text.split_at(split);
-    let number: f64 = number.parse().ok()?;
-    let scale = match suffix {
-        "" => 1.0,
-        "n" => 1e-9,
-        "u" => 1e-6,
-        "m" => 1e-3,
-        "k" => 1e3,
-        "M" => 1e6,
-        "G" => 1e9,
-        "T" => 1e12,
-        "P" => 1e15,
-        "E" => 1e18,
-        "Ki" => 1024f64,
-        "Mi" => 1024f64.powi(2),
-        "Gi" => 1024f64.powi(3),
-        "Ti" => 1024f64.powi(4),
-        "Pi" => 1024f64.powi(5),
-        "Ei" => 1024f64.powi(6),
-        exponent => 10f64.powf(exponent[1..].parse().ok()?),
-    };
-    Some(number * scale)
-}
-
 /// Refuses every malformed quantity under `value`, a trial spec at `path`.
 pub(super) fn check(value: &Value, path: &str, errs: &mut Errors) {
     match value {
@@ -153,26 +119,6 @@ mod tests {
         ];
         for (text, want) in cases {
             assert_eq!(refusal(text), want, "{text:?}");
-        }
-    }
-
-    #[test]
-    fn a_quantity_reads_as_its_amount_in_base_units() {
-        let cases = [
-            ("1", Some(1.0)),
-            ("500m", Some(0.5)),
-            (".5", Some(0.5)),
-            ("2Gi", Some(2147483648.0)),
-            ("1k", Some(1000.0)),
-            ("1e3", Some(1000.0)),
-            ("1.5E-3", Some(0.0015)),
-            ("128974848", Some(128974848.0)),
-            ("250u", Some(0.00025)),
-            ("1K", None),
-            ("x", None),
-        ];
-        for (text, want) in cases {
-            assert_eq!(value(text), want, "{text:?}");
         }
     }
 

@@ -8,9 +8,9 @@ fn node() -> NodeFacts {
     NodeFacts {
         name: "laptop".into(),
         ip: "127.0.0.1".into(),
-        cpus: 8.0,
-        memory_bytes: 16.0 * 1024f64.powi(3),
-        storage_bytes: 1e11,
+        cpus: 8,
+        memory_bytes: 16 << 30,
+        storage_bytes: 100_000_000_000,
     }
 }
 
@@ -63,6 +63,7 @@ fn each_pod_field_reads_what_the_pod_has_here() {
 #[test]
 fn a_resource_is_the_quotient_rounded_up_and_an_unset_limit_the_node() {
     let own = json!({"limits": {"cpu": "1500m", "memory": "1Gi"}, "requests": {"memory": "100M"}});
+    let exact = json!({"limits": {"cpu": "2.007", "memory": "2.14G"}});
     let table = [
         ("limits.cpu", None, Some(&own), "2"),
         ("limits.cpu", Some("1m"), Some(&own), "1500"),
@@ -74,6 +75,14 @@ fn a_resource_is_the_quotient_rounded_up_and_an_unset_limit_the_node() {
         ("limits.memory", Some("1Gi"), None, "16"),
         ("requests.cpu", None, None, "0"),
         ("limits.ephemeral-storage", Some("1G"), None, "100"),
+        // Exact, where f64 products round past a whole number.
+        ("limits.cpu", Some("1m"), Some(&exact), "2007"),
+        ("limits.memory", None, Some(&exact), "2140000000"),
+        // Divisors the API server writes canonically: 1000m is 1, 1024Ki is 1Mi, 0 is unset.
+        ("limits.cpu", Some("1000m"), Some(&exact), "3"),
+        ("limits.memory", Some("1024Ki"), Some(&exact), "2041"),
+        ("limits.memory", Some("1000"), Some(&exact), "2140000"),
+        ("limits.cpu", Some("0"), Some(&exact), "3"),
     ];
     for (name, divisor, own, want) in table {
         let from = pod_value(&resource(name, divisor), "e").unwrap().unwrap();
@@ -121,6 +130,11 @@ fn what_the_api_server_refuses_or_local_mode_cannot_read_names_its_field() {
             resource("limits.memory", Some("2Mi")),
             "e.valueFrom.resourceFieldRef.divisor",
             "1Mi",
+        ),
+        (
+            resource("limits.memory", Some("1024")),
+            "e.valueFrom.resourceFieldRef.divisor",
+            "1Ki",
         ),
     ];
     for (entry, path, said) in table {
