@@ -141,7 +141,8 @@ impl LocalExperiment {
         let Ok(rendered) = self.render(trial, assignment) else {
             return Vec::new();
         };
-        let Ok(Some(set)) = crate::replicas::launch::replica_set_of(self, trial, &rendered) else {
+        let primary = self.primary_container_name();
+        let Ok(Some(set)) = vernier_spec::template::replica_set(&rendered, &primary) else {
             return Vec::new();
         };
         let mut missing = Vec::new();
