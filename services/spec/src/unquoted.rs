@@ -16,19 +16,30 @@ pub fn unquoted_text_fields(text: &str) -> Vec<SpecError> {
     let Ok(doc) = yaml_serde::from_str::<Value>(&document) else {
         return Vec::new();
     };
+    // The same document read into Katib's types, whose text fields keep a plain scalar as
+    // written (`1e-05`, `0x1F`), which the messages quote.
+    let written = yaml_serde::from_str::<crate::types::Experiment>(&document)
+        .ok()
+        .and_then(|exp| serde_json::to_value(exp).ok())
+        .unwrap_or(Value::Null);
+    let check = |v: &Value, path: &str, out: &mut Vec<SpecError>| {
+        let text = written.pointer(&pointer_of(path)).and_then(Value::as_str);
+        check(v, text, path, out)
+    };
     let mut out = Vec::new();
     let spec = &doc["spec"];
     for (i, p) in items(&spec["parameters"]) {
         feasible_space(
             &p["feasibleSpace"],
             &format!("spec.parameters[{i}]"),
+            &check,
             &mut out,
         );
     }
     for (i, op) in items(&spec["nasConfig"]["operations"]) {
         for (j, p) in items(&op["parameters"]) {
             let path = format!("spec.nasConfig.operations[{i}].parameters[{j}]");
-            feasible_space(&p["feasibleSpace"], &path, &mut out);
+            feasible_space(&p["feasibleSpace"], &path, &check, &mut out);
         }
     }
     for section in ["algorithm", "earlyStopping"] {
@@ -51,7 +62,9 @@ fn items(v: &Value) -> impl Iterator<Item = (usize, &Value)> {
     v.as_array().into_iter().flatten().enumerate()
 }
 
-fn feasible_space(fs: &Value, path: &str, out: &mut Vec<SpecError>) {
+type Check<'a> = dyn Fn(&Value, &str, &mut Vec<SpecError>) + 'a;
+
+fn feasible_space(fs: &Value, path: &str, check: &Check<'_>, out: &mut Vec<SpecError>) {
     for field in ["min", "max", "step"] {
         check(&fs[field], &format!("{path}.feasibleSpace.{field}"), out);
     }
@@ -60,15 +73,25 @@ fn feasible_space(fs: &Value, path: &str, out: &mut Vec<SpecError>) {
     }
 }
 
-fn check(v: &Value, path: &str, out: &mut Vec<SpecError>) {
+/// The JSON pointer of a field path (`spec.parameters[0].feasibleSpace.min`).
+fn pointer_of(path: &str) -> String {
+    let steps = path.replace('[', ".").replace(']', "");
+    format!("/{}", steps.replace('.', "/"))
+}
+
+/// `v` written as a number or boolean is named, by its text as written (`written`) when
+/// known, so the hint's quotes keep the value a trial gets.
+fn check(v: &Value, written: Option<&str>, path: &str, out: &mut Vec<SpecError>) {
     if !matches!(v, Value::Number(_) | Value::Bool(_)) {
         return;
     }
+    let text = written.map_or_else(|| v.to_string(), str::to_string);
     out.push(SpecError::new(
         path,
         format!(
-            "value {v} is written as a {}, and Katib's API takes text here, so a cluster refuses \
-             the experiment (Vernier reads the text as written); hint: quote it, as in \"{v}\"",
+            "value {text} is written as a {}, and Katib's API takes text here, so a cluster \
+             refuses the experiment (Vernier reads the text as written); hint: quote it, as \
+             in \"{text}\"",
             if v.is_boolean() { "boolean" } else { "number" }
         ),
     ));
@@ -118,6 +141,21 @@ spec:
              Katib's API takes text here, so a cluster refuses the experiment (Vernier reads the \
              text as written); hint: quote it, as in \"0.001\""
         );
+        // The text as written, so the hint's quotes keep the value a trial gets.
+        let step = &unquoted_text_fields(yaml)[1];
+        assert!(
+            step.message()
+                .starts_with("value 1e-3 is written as a number")
+                && step.message().ends_with("as in \"1e-3\""),
+            "{step}"
+        );
+        let hex = yaml.replace("[sgd, true, \"1\"]", "[sgd, 0x1F, +3]");
+        let said: Vec<String> = unquoted_text_fields(&hex)
+            .iter()
+            .map(|e| e.message().to_string())
+            .filter(|m| m.contains("as in \"0x1F\"") || m.contains("as in \"+3\""))
+            .collect();
+        assert_eq!(said.len(), 2, "{said:?}");
         assert!(unquoted_text_fields("not: [valid").is_empty());
     }
 }
