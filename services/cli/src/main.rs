@@ -56,6 +56,10 @@ enum Command {
         /// Change the experiment's parallelTrialCount to P.
         #[arg(long, value_name = "P", value_parser = trial_count())]
         parallel_trial_count: Option<u32>,
+        /// Change the experiment's maxFailedTrialCount to F (0 fails it at the first failed
+        /// trial), as Katib lets an Experiment's be edited.
+        #[arg(long, value_name = "F")]
+        max_failed_trial_count: Option<u32>,
         #[command(flatten)]
         plugins: PluginArgs,
     },
@@ -283,11 +287,13 @@ async fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
             name,
             max_trial_count,
             parallel_trial_count,
+            max_failed_trial_count,
             plugins,
         } => {
             let limits = vernier_runner::extend::NewLimits {
                 max_trial_count,
                 parallel_trial_count,
+                max_failed_trial_count,
             };
             commands::run::resume(&cli.db, &name, limits, &plugins.load()?).await
         }

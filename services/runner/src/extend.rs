@@ -1,5 +1,6 @@
 //! `vernier resume NAME --max-trial-count N`: the local twin of raising `maxTrialCount` (and
-//! `parallelTrialCount`) of an experiment on a cluster. The stored spec gets the new limits and
+//! changing `parallelTrialCount` or `maxFailedTrialCount`, the three counts Katib lets an
+//! Experiment's edit change) of an experiment on a cluster. The stored spec gets the new limits and
 //! a finished experiment loses its terminal condition; trials, observations and the seed stay,
 //! so the driver continues exactly where an uninterrupted run with the larger budget would be.
 
@@ -16,11 +17,14 @@ use vernier_store::SqlStore;
 pub struct NewLimits {
     pub max_trial_count: Option<u32>,
     pub parallel_trial_count: Option<u32>,
+    pub max_failed_trial_count: Option<u32>,
 }
 
 impl NewLimits {
     pub fn is_empty(&self) -> bool {
-        self.max_trial_count.is_none() && self.parallel_trial_count.is_none()
+        self.max_trial_count.is_none()
+            && self.parallel_trial_count.is_none()
+            && self.max_failed_trial_count.is_none()
     }
 
     /// The flags that asked for these limits, as typed.
@@ -28,6 +32,7 @@ impl NewLimits {
         let given = [
             ("--max-trial-count", self.max_trial_count),
             ("--parallel-trial-count", self.parallel_trial_count),
+            ("--max-failed-trial-count", self.max_failed_trial_count),
         ];
         let shown: Vec<String> = given
             .iter()
@@ -51,6 +56,9 @@ pub fn with_limits(spec_json: &str, limits: NewLimits) -> Result<String, RunnerE
         }
         if let Some(n) = limits.parallel_trial_count {
             spec.insert("parallelTrialCount".into(), n.into());
+        }
+        if let Some(n) = limits.max_failed_trial_count {
+            spec.insert("maxFailedTrialCount".into(), n.into());
         }
     }
     let text = doc.to_string();
@@ -76,14 +84,66 @@ fn search_again(name: &str, with_results: bool) -> String {
 }
 
 /// What writing new limits did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Extension {
     /// A finished experiment was reopened.
     pub reopened: bool,
-    /// `maxTrialCount` before and after, when it changed.
-    pub max_trial_count: Option<(Option<u32>, u32)>,
-    /// `parallelTrialCount` before and after, when it changed.
-    pub parallel_trial_count: Option<(Option<u32>, u32)>,
+    /// Each count that changed, in the order of [`Counts::FIELDS`].
+    pub changes: Vec<Change>,
+}
+
+/// One count a resume changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change {
+    pub field: &'static str,
+    pub before: Option<u32>,
+    pub after: u32,
+}
+
+impl Extension {
+    /// The change of `field`, if it changed.
+    pub fn change(&self, field: &str) -> Option<&Change> {
+        self.changes.iter().find(|c| c.field == field)
+    }
+}
+
+/// The counts a resume may change, as a spec holds them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Counts([Option<u32>; 3]);
+
+impl Counts {
+    const FIELDS: [&'static str; 3] =
+        ["maxTrialCount", "parallelTrialCount", "maxFailedTrialCount"];
+
+    fn of(spec_json: &str) -> Result<Counts, RunnerError> {
+        let spec = vernier_spec::parse_stored_experiment(spec_json)?.spec;
+        let count = |n: Option<i32>| n.map(|n| n.max(0) as u32);
+        Ok(Counts([
+            count(spec.max_trial_count),
+            count(spec.parallel_trial_count),
+            count(spec.max_failed_trial_count),
+        ]))
+    }
+
+    fn max(&self) -> Option<u32> {
+        self.0[0]
+    }
+
+    /// The counts that differ in `after`.
+    fn changes(&self, after: &Counts) -> Vec<Change> {
+        Self::FIELDS
+            .iter()
+            .zip(self.0.iter().zip(after.0.iter()))
+            .filter_map(|(field, (before, after))| {
+                let after = (*after).filter(|a| Some(*a) != *before)?;
+                Some(Change {
+                    field,
+                    before: *before,
+                    after,
+                })
+            })
+            .collect()
+    }
 }
 
 /// Writes `limits` into the stored experiment `name`. As Katib's webhook, a `maxTrialCount`
@@ -110,9 +170,7 @@ pub async fn apply(
         row,
         spec_json,
         before,
-        max,
-        parallel_before,
-        parallel,
+        after,
         finished,
     } = checked;
     store.update_experiment_spec(name, &spec_json).await?;
@@ -129,10 +187,7 @@ pub async fn apply(
     }
     Ok(Extension {
         reopened: finished,
-        max_trial_count: max.filter(|m| Some(*m) != before).map(|m| (before, m)),
-        parallel_trial_count: parallel
-            .filter(|p| Some(*p) != parallel_before)
-            .map(|p| (parallel_before, p)),
+        changes: before.changes(&after),
     })
 }
 
@@ -141,10 +196,8 @@ pub async fn apply(
 pub struct Checked {
     row: vernier_store::ExperimentRow,
     spec_json: String,
-    before: Option<u32>,
-    max: Option<u32>,
-    parallel_before: Option<u32>,
-    parallel: Option<u32>,
+    before: Counts,
+    after: Counts,
     finished: bool,
 }
 
@@ -164,16 +217,9 @@ pub async fn check(
     let rows = store.list_trials(name).await?;
     let trials = rows.len() as u32;
     let with_results = rows.iter().any(|t| t.state == TrialState::Succeeded);
-    let counts = |json: &str| -> Result<(Option<u32>, Option<u32>), RunnerError> {
-        let spec = vernier_spec::parse_stored_experiment(json)?.spec;
-        let count = |n: Option<i32>| n.map(|n| n.max(0) as u32);
-        Ok((
-            count(spec.max_trial_count),
-            count(spec.parallel_trial_count),
-        ))
-    };
-    let (before, parallel_before) = counts(&row.spec_json)?;
-    let (max, parallel) = counts(&spec_json)?;
+    let before = Counts::of(&row.spec_json)?;
+    let after = Counts::of(&spec_json)?;
+    let max = after.max();
     if !finished
         && let Some(m) = limits.max_trial_count
         && m <= trials
@@ -211,9 +257,7 @@ pub async fn check(
         row,
         spec_json,
         before,
-        max,
-        parallel_before,
-        parallel,
+        after,
         finished,
     })
 }
@@ -231,17 +275,20 @@ mod tests {
             NewLimits {
                 max_trial_count: Some(5),
                 parallel_trial_count: Some(2),
+                max_failed_trial_count: Some(3),
             },
         )
         .unwrap();
         let exp = vernier_spec::parse_experiment(&out).unwrap();
         assert_eq!(exp.spec.max_trial_count, Some(5));
         assert_eq!(exp.spec.parallel_trial_count, Some(2));
+        assert_eq!(exp.spec.max_failed_trial_count, Some(3));
         let e = with_limits(
             SPEC,
             NewLimits {
                 max_trial_count: Some(2),
                 parallel_trial_count: Some(4),
+                ..NewLimits::default()
             },
         )
         .unwrap_err()
@@ -269,7 +316,7 @@ mod tests {
         store.update_experiment_spec("e", SPEC).await.unwrap();
         let to = |n| NewLimits {
             max_trial_count: Some(n),
-            parallel_trial_count: None,
+            ..NewLimits::default()
         };
         let e = extend(&store, "e", to(1)).await.unwrap_err().to_string();
         assert!(
@@ -285,18 +332,32 @@ mod tests {
             lowered,
             Extension {
                 reopened: false,
-                max_trial_count: Some((Some(3), 2)),
-                parallel_trial_count: None,
+                changes: vec![Change {
+                    field: "maxTrialCount",
+                    before: Some(3),
+                    after: 2
+                }],
             }
         );
         let same = extend(&store, "e", to(2)).await.unwrap();
-        assert_eq!(same.max_trial_count, None);
+        assert!(same.changes.is_empty());
         let wider = NewLimits {
-            max_trial_count: None,
             parallel_trial_count: Some(2),
+            max_failed_trial_count: Some(0),
+            ..NewLimits::default()
         };
         let wider = extend(&store, "e", wider).await.unwrap();
-        assert_eq!(wider.parallel_trial_count, Some((Some(1), 2)));
-        assert_eq!(wider.max_trial_count, None);
+        let changed: Vec<(&str, Option<u32>, u32)> = wider
+            .changes
+            .iter()
+            .map(|c| (c.field, c.before, c.after))
+            .collect();
+        assert_eq!(
+            changed,
+            [
+                ("parallelTrialCount", Some(1), 2),
+                ("maxFailedTrialCount", None, 0)
+            ]
+        );
     }
 }

@@ -407,13 +407,13 @@ async fn prepare_resume(
     let warm = vernier_runner::warm_start::load(store, &stored_local(&row, name)?).await?;
     if let Some(checked) = checked {
         let done = vernier_runner::extend::apply(store, name, checked).await?;
-        let changes = [
-            ("maxTrialCount", done.max_trial_count),
-            ("parallelTrialCount", done.parallel_trial_count),
-        ];
-        for (field, (before, after)) in changes.into_iter().filter_map(|(f, c)| Some((f, c?))) {
-            let before = before.map_or("unset".to_string(), |n| n.to_string());
-            outln!("experiment {name}: {field} {before} → {after}");
+        for change in &done.changes {
+            let before = change.before.map_or("unset".to_string(), |n| n.to_string());
+            outln!(
+                "experiment {name}: {} {before} → {}",
+                change.field,
+                change.after
+            );
         }
         if done.reopened {
             outln!("experiment {name} continues: maxTrialCount was raised");
