@@ -278,6 +278,16 @@ fn every_katib_example_gets_katibs_verdict() {
         if *code == CLUSTER_ONLY {
             assert!(all.contains("cluster: valid"), "{file}: {all}");
         }
+        // Katib runs a Workflow, a PipelineRun or an MXJob only once katib-config lists its
+        // kind; the operator likewise.
+        let beyond_defaults = ["argo/", "tekton/", "kubeflow-training-operator/mxjob"]
+            .iter()
+            .any(|p| file.starts_with(p));
+        assert_eq!(
+            all.contains("cluster: valid for `vernier operator --trial-resources "),
+            beyond_defaults,
+            "{file}: {all}"
+        );
     }
 }
 

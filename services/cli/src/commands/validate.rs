@@ -11,6 +11,7 @@ use crate::first_point::first_trial_error;
 use crate::out::{errln, outln};
 use std::path::Path;
 use vernier_engine::{AlgorithmSource, EngineError, ResolvedExperiment};
+use vernier_operator::jobs::DEFAULT_TRIAL_RESOURCES;
 use vernier_runner::{LocalExperiment, LocalPaths, work_dir_of};
 use vernier_spec::{Experiment, SpecError};
 
@@ -123,7 +124,15 @@ pub fn validate(file: &Path) -> anyhow::Result<Exit> {
             }
             match (&operator_refusal, unquoted.is_empty()) {
                 (Some(why), _) => outln!("cluster: refused by `vernier operator`: {why}"),
-                (None, true) => outln!("cluster: valid (`vernier operator` accepts it)"),
+                (None, true) => match resource_beyond_defaults(&exp) {
+                    None => outln!("cluster: valid (`vernier operator` accepts it)"),
+                    Some(resource) => outln!(
+                        "cluster: valid for `vernier operator --trial-resources {},{resource}` \
+                         (its trial kind is not among the defaults, as in Katib's \
+                         katib-config trialResources)",
+                        DEFAULT_TRIAL_RESOURCES.join(",")
+                    ),
+                },
                 (None, false) => outln!(
                     "cluster: refused: {} field(s) a cluster reads as numbers or booleans, where text is wanted (warnings above)",
                     unquoted.len()
@@ -273,4 +282,16 @@ fn print_summary(file: &Path, exp: &Experiment) -> anyhow::Result<()> {
             .map_or("unlimited".into(), |v| v.to_string())
     );
     Ok(())
+}
+
+/// The trial spec's kind as `--trial-resources` names it (`Kind.version.group`), when the
+/// operator does not create that kind unless told to.
+fn resource_beyond_defaults(exp: &vernier_spec::Experiment) -> Option<String> {
+    let spec = exp.spec.trial_template.as_ref()?.trial_spec.as_ref()?;
+    let kind = spec.get("kind")?.as_str()?;
+    let api_version = spec.get("apiVersion")?.as_str()?;
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+    let resource = format!("{kind}.{version}.{group}");
+    let resource = resource.trim_end_matches('.').to_string();
+    (!DEFAULT_TRIAL_RESOURCES.contains(&resource.as_str())).then_some(resource)
 }
