@@ -115,19 +115,30 @@ impl LocalExperiment {
         let rendered = self.render(trial, assignment).ok()?;
         let primary = self.primary_container_name();
         let container = vernier_spec::primary_container(&rendered, &primary).ok()?;
-        let wanted = container.working_dir.filter(|w| !w.is_empty())?;
+        let wanted = container.working_dir.clone().filter(|w| !w.is_empty())?;
         let pod = vernier_spec::template::pod_template_of(&rendered, &primary);
         let volumes = pod.and_then(|p| p.pointer("/spec/volumes"));
+        let missing = self.working_dir_missing(&wanted, &container, volumes);
+        missing.then_some(wanted)
+    }
+
+    /// Whether this machine lacks `wanted`, the `workingDir` of `container` in a pod with
+    /// `volumes`; one inside a mount local mode moves is the trial's own, made for it.
+    fn working_dir_missing(
+        &self,
+        wanted: &str,
+        container: &vernier_spec::ContainerSpec,
+        volumes: Option<&serde_json::Value>,
+    ) -> bool {
         let mounts = volume_mounts(
             container.volume_mounts.as_ref(),
             volumes.unwrap_or_default(),
         );
         let in_mount = mounts.iter().any(|m| {
-            m.is_mapped() && Path::new(&wanted).starts_with(m.mount_path.trim_end_matches('/'))
+            m.is_mapped() && Path::new(wanted).starts_with(m.mount_path.trim_end_matches('/'))
         });
-        let missing =
-            local_working_dir(Some(&wanted), &self.paths.work_dir, Path::is_dir).is_none();
-        (missing && !in_mount).then_some(wanted)
+        let here = local_working_dir(Some(wanted), &self.paths.work_dir, Path::is_dir);
+        here.is_none() && !in_mount
     }
 
     /// Each replica type of a training-operator trial whose container's `workingDir` this
@@ -152,12 +163,7 @@ impl LocalExperiment {
                 continue;
             };
             let volumes = r.pod_template.pointer("/spec/volumes");
-            let mounts = volume_mounts(c.volume_mounts.as_ref(), volumes.unwrap_or_default());
-            let in_mount = mounts.iter().any(|m| {
-                m.is_mapped() && Path::new(wanted).starts_with(m.mount_path.trim_end_matches('/'))
-            });
-            let here = local_working_dir(Some(wanted), &self.paths.work_dir, Path::is_dir);
-            if here.is_none() && !in_mount {
+            if self.working_dir_missing(wanted, c, volumes) {
                 missing.push((r.replica_type.name().to_string(), wanted.to_string()));
             }
         }
