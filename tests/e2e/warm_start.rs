@@ -615,3 +615,32 @@ fn an_enqueued_configuration_may_leave_parameters_out() {
     assert_eq!(value(&r, 2, "y"), 0.5, "{r:#}");
     assert!((0.0..=1.0).contains(&value(&r, 2, "x")), "{r:#}");
 }
+
+/// `validate` looks in the database `run` would read for the experiments a warm start names:
+/// one that is not there is named before `run` refuses it.
+#[test]
+fn validate_names_a_warm_start_source_the_database_lacks() {
+    let sb = Sandbox::new();
+    let extra =
+        "  parallelTrialCount: 1\n  maxTrialCount: 2\n  warmStart:\n    experiments: [source]";
+    let file = sb.write("later.yaml", &experiment("later", LOSS, extra));
+    let said = text(&sb.run(&["validate", file.to_str().unwrap()]));
+    assert!(
+        said.contains(
+            "spec.warmStart.experiments[0]: experiment \"source\" is not in the database"
+        ),
+        "{said}"
+    );
+    let source = sb.write(
+        "source.yaml",
+        &experiment(
+            "source",
+            LOSS,
+            "  parallelTrialCount: 1\n  maxTrialCount: 1",
+        ),
+    );
+    let out = sb.run(&["run", source.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let said = text(&sb.run(&["validate", file.to_str().unwrap()]));
+    assert!(!said.contains("spec.warmStart.experiments"), "{said}");
+}

@@ -331,7 +331,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
         }
         Command::Operator(args) => commands::operator::operator(&cli.db, args).await,
         Command::Collect(args) => commands::collect::collect(args).await,
-        Command::Validate { file } => commands::validate::validate(&file),
+        Command::Validate { file } => commands::validate::validate(&cli.db, &file).await,
         Command::Completions { shell } => commands::completions::completions(shell),
         Command::Benchmark {
             algorithms,

@@ -87,9 +87,12 @@ fn warm_start_file_error(exp: &LocalExperiment) -> Option<String> {
         .map(|e| e.to_string())
 }
 
-pub fn validate(file: &Path) -> anyhow::Result<Exit> {
+pub async fn validate(db: &str, file: &Path) -> anyhow::Result<Exit> {
     match vernier_spec::parse_experiment_file(file) {
         Ok(exp) => {
+            for w in warm_start_sources_missing(db, &exp).await {
+                outln!("warning: {w}");
+            }
             let verdict = vernier_runner::local_verdict(&exp);
             let notes = match run_would_refuse(file, &exp, verdict.runnable()) {
                 Ok(notes) => notes,
@@ -294,4 +297,38 @@ fn resource_beyond_defaults(exp: &vernier_spec::Experiment) -> Option<String> {
     let resource = format!("{kind}.{version}.{group}");
     let resource = resource.trim_end_matches('.').to_string();
     (!DEFAULT_TRIAL_RESOURCES.contains(&resource.as_str())).then_some(resource)
+}
+
+/// The experiments `spec.warmStart.experiments` names that the database `run` would read
+/// (`--db`) does not hold: `run` refuses them. A database that cannot be opened holds none.
+async fn warm_start_sources_missing(db: &str, exp: &Experiment) -> Vec<String> {
+    let names = exp
+        .spec
+        .warm_start
+        .as_ref()
+        .map(|w| w.experiments.as_slice());
+    let names = names.unwrap_or_default();
+    if names.is_empty() {
+        return Vec::new();
+    }
+    let store = vernier_store::SqlStore::open(db, vernier_store::OpenMode::ReadOnly).await;
+    let shown = vernier_store::redact_url(db);
+    let mut missing = Vec::new();
+    for (i, name) in names.iter().enumerate() {
+        let found = match &store {
+            Ok(store) => store.get_experiment(name).await.ok().flatten().is_some(),
+            Err(_) => false,
+        };
+        if !found {
+            missing.push(format!(
+                "spec.warmStart.experiments[{i}]: experiment {name:?} is not in the database \
+                 {shown}, so `vernier run` refuses the warm start; hint: run it with the --db \
+                 that holds it (`vernier list` shows a database's experiments)"
+            ));
+        }
+    }
+    if let Ok(store) = store {
+        store.close().await;
+    }
+    missing
 }
