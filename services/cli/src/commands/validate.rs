@@ -311,7 +311,12 @@ async fn warm_start_sources_missing(db: &str, exp: &Experiment) -> Vec<String> {
     if names.is_empty() {
         return Vec::new();
     }
-    let store = vernier_store::SqlStore::open(db, vernier_store::OpenMode::ReadOnly).await;
+    // A server that does not answer soon is taken as holding none: validate must not hang.
+    let open = vernier_store::SqlStore::open(db, vernier_store::OpenMode::ReadOnly);
+    let store = tokio::time::timeout(std::time::Duration::from_secs(5), open)
+        .await
+        .map_err(|_| ())
+        .and_then(|r| r.map_err(|_| ()));
     let shown = vernier_store::redact_url(db);
     let mut missing = Vec::new();
     for (i, name) in names.iter().enumerate() {
