@@ -638,6 +638,7 @@ fn unknown_collector_kind_and_missing_custom_container() {
         "spec.metricsCollectorSpec.collector.kind",
         r#"value "None" is not supported"#,
     );
+    assert!(e.to_string().contains("hint: write Push"), "{e}");
     let e = err_with(RANDOM, |v| {
         set(
             v,

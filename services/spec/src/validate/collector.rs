@@ -64,6 +64,12 @@ pub(super) fn check(exp: &Experiment, errs: &mut Errors) {
             }
         }
         "StdOut" | "Push" => {}
+        // Katib's older guides show `None`, which Katib itself now refuses: it became `Push`.
+        "None" => errs.add(
+            format!("{M}.collector.kind"),
+            "value \"None\" is not supported (Katib refuses it too since it was renamed); \
+             hint: write Push, its name now, for trials that report their own metrics",
+        ),
         other => errs.not_one_of(format!("{M}.collector.kind"), other, COLLECTOR_KINDS),
     }
     if let Some(filter) = source.and_then(|s| s.filter.as_ref()) {
