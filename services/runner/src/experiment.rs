@@ -6,7 +6,7 @@ use crate::child::{map_spec_ancestor, map_spec_path, trim_dir_slash};
 use crate::custom::CustomCollector;
 use crate::error::RunnerError;
 use crate::process::{Collection, MetricSource, TrialCommand};
-use crate::volumes::{moved, moved_mounts};
+use crate::volumes::{CollectorPath, moved, moved_mounts};
 use std::ops::Deref;
 use std::path::{Path, PathBuf};
 use vernier_collector::MetricsFilter;
@@ -211,7 +211,12 @@ impl LocalExperiment {
         let primary = container.name.clone();
         let mounts = volume_mounts(container.volume_mounts.as_ref(), &pod.volumes);
         let private = self.paths.log_dir.join(metrics_key).join("volumes");
-        let mut moved_to = moved_mounts(&mounts, &private, self.metrics_path.as_deref());
+        let local_root = self.local_metrics_path(metrics_key, "");
+        let collector = self.metrics_path.as_deref().map(|spec_path| CollectorPath {
+            spec_path,
+            local_root: &local_root,
+        });
+        let mut moved_to = moved_mounts(&mounts, &private, collector.as_ref());
         let mounts = &moved_to.paths;
         let written_dir = container.working_dir.as_deref();
         let container_dir = written_dir.map(|d| moved(d, mounts));

@@ -435,7 +435,7 @@ spec:
 
     #[test]
     fn every_blocker_of_every_container_is_listed() {
-        let container = "{name: main, image: i, command: [t, '${trialParameters.lr}'], envFrom: [{configMapRef: {name: c}}], env: [{name: A, valueFrom: {fieldRef: {fieldPath: status.phase}}}, {name: B, value: b}, {name: C, valueFrom: {secretKeyRef: {name: s, key: k}}}]}";
+        let container = "{name: main, image: i, command: [t, '${trialParameters.lr}'], envFrom: [{configMapRef: {name: c}}], env: [{name: A, valueFrom: {configMapKeyRef: {name: c, key: a}}}, {name: B, value: b}, {name: C, valueFrom: {secretKeyRef: {name: s, key: k}}}]}";
         let v = local_verdict(&experiment(&job(container), "main"));
         let c = "spec.trialTemplate.trialSpec.spec.template.spec.containers[0]";
         let paths: Vec<String> = v.refused.iter().map(SpecError::path).collect();
@@ -443,7 +443,7 @@ spec:
             paths,
             [
                 format!("{c}.envFrom"),
-                format!("{c}.env[0].valueFrom.fieldRef.fieldPath"),
+                format!("{c}.env[0].valueFrom"),
                 format!("{c}.env[2].valueFrom")
             ]
         );

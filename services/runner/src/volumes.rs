@@ -17,21 +17,33 @@ pub(crate) struct MovedMounts {
     pub private_dirs: Vec<PathBuf>,
 }
 
+/// The metrics collector's path as the spec writes it and the directory its trial's copy of
+/// the spec's paths lives under (`<log dir>/<trial>`).
+pub(crate) struct CollectorPath<'a> {
+    pub spec_path: &'a str,
+    pub local_root: &'a Path,
+}
+
 /// Where each moved mount leads; `private_root` holds the trial's `emptyDir` volumes. A mount
-/// holding or inside the metrics collector's path (`metrics_path`) is left to the
-/// collector's own mapping, which already gives each trial its copy of that directory.
+/// holding or inside the metrics collector's path leads into the collector's copy of the
+/// spec's paths (`<local root>/<mount path>`), so the metrics file and the rest of that volume
+/// stay together, each trial's own.
 pub(crate) fn moved_mounts(
     mounts: &[VolumeMount],
     private_root: &Path,
-    metrics_path: Option<&str>,
+    collector: Option<&CollectorPath<'_>>,
 ) -> MovedMounts {
     let mut moved = MovedMounts::default();
     for m in mounts.iter().filter(|m| m.is_mapped()) {
-        if metrics_path.is_some_and(|p| overlaps(&m.mount_path, p)) {
-            continue;
-        }
-        let target = match &m.source {
-            MountSource::Host(path) => m.target_in(path),
+        let with_metrics = collector.filter(|c| overlaps(&m.mount_path, c.spec_path));
+        let target = match (&m.source, with_metrics) {
+            (_, Some(c)) => {
+                let target = c.local_root.join(m.mount_path.trim_start_matches('/'));
+                let target = target.display().to_string();
+                moved.private_dirs.push(PathBuf::from(&target));
+                target
+            }
+            (MountSource::Host(path), None) => m.target_in(path),
             _ => {
                 let root = private_root.join(&m.volume);
                 let target = m.target_in(&root.display().to_string());
@@ -90,10 +102,15 @@ mod tests {
         ]);
         let mounts = volume_mounts(Some(&mounts), &volumes);
         let root = tempfile::tempdir().unwrap();
-        let moved_to = moved_mounts(&mounts, root.path(), Some("/var/log/katib/m.log"));
+        let collector = CollectorPath {
+            spec_path: "/var/log/katib/m.log",
+            local_root: Path::new("/logs/t"),
+        };
+        let moved_to = moved_mounts(&mounts, root.path(), Some(&collector));
         let ckpt = root.path().join("ckpt");
-        assert_eq!(moved_to.private_dirs, std::slice::from_ref(&ckpt));
-        make_private_dirs(&moved_to.private_dirs).unwrap();
+        let katib = PathBuf::from("/logs/t/var/log/katib");
+        assert_eq!(moved_to.private_dirs, [ckpt.clone(), katib]);
+        make_private_dirs(&moved_to.private_dirs[..1]).unwrap();
         assert!(ckpt.is_dir());
         let ckpt = ckpt.display().to_string();
         let moved_to = moved_to.paths;
@@ -101,7 +118,11 @@ mod tests {
             moved_to,
             [
                 ("/ckpt".to_string(), ckpt.clone()),
-                ("/data".to_string(), "/srv/data".to_string())
+                ("/data".to_string(), "/srv/data".to_string()),
+                (
+                    "/var/log/katib".to_string(),
+                    "/logs/t/var/log/katib".to_string()
+                ),
             ]
         );
         // Nested mounts, and a private directory that itself lies under a mount path.
@@ -133,7 +154,15 @@ mod tests {
             ),
             ("/data/train.csv", "/srv/data/train.csv".to_string()),
             ("/database", "/database".to_string()),
-            ("/var/log/katib/m.log", "/var/log/katib/m.log".to_string()),
+            // The metrics file and its neighbours go where the collector reads it.
+            (
+                "/var/log/katib/m.log",
+                "/logs/t/var/log/katib/m.log".to_string(),
+            ),
+            (
+                "/var/log/katib/other",
+                "/logs/t/var/log/katib/other".to_string(),
+            ),
         ];
         for (text, want) in table {
             assert_eq!(moved(text, &moved_to), want, "{text}");

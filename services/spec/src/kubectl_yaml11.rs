@@ -107,6 +107,17 @@ impl Reading {
         if let Some(&(_, b)) = YAML11_ONLY_BOOLEANS.iter().find(|(w, _)| *w == word) {
             return Some(Reading::Boolean(b));
         }
+        // A leading zero (`010`) keeps a word text in YAML 1.2 and makes it octal for go-yaml
+        // v2 (`09`, no octal, its `ParseFloat` reads as 9).
+        let digits = word.trim_start_matches(['+', '-']);
+        if digits.len() > 1 && digits.starts_with('0') && digits.bytes().all(|b| b.is_ascii_digit())
+        {
+            let float = || word.parse::<f64>().ok().map(|f| f.to_string());
+            return go_int(word)
+                .map(|n| n.to_string())
+                .or_else(float)
+                .map(Reading::Number);
+        }
         // go-yaml v2 drops `_` before reading a number (Go's `ParseInt(s, 0, 64)`, then
         // `ParseFloat`); YAML 1.2 keeps such a word as text. A word starting with `_` is text
         // for both.
@@ -458,7 +469,7 @@ spec:
     }
 
     #[test]
-    fn words_with_underscores_are_read_as_go_yaml_reads_numbers() {
+    fn words_with_underscores_or_leading_zeros_are_read_as_go_yaml_reads_numbers() {
         let table = [
             ("1_000", Some("1000")),
             ("0x_1F", Some("31")),
@@ -470,6 +481,10 @@ spec:
             ("a_1", None),
             ("1_x", None),
             ("1000", None),
+            ("010", Some("8")),
+            ("-017", Some("-15")),
+            ("09", Some("9")),
+            ("0", None),
         ];
         for (word, want) in table {
             let got = match Reading::of(word) {

@@ -58,6 +58,12 @@ impl Quantity {
             e if e >= 0 => q.num = q.num.checked_mul(pow(10, e as u32)?)?,
             e => q.den = q.den.checked_mul(pow(10, e.unsigned_abs())?)?,
         }
+        // `ParseQuantity` rounds what is finer than a nano up to the next nano.
+        let nano = pow(10, 9)?;
+        if q.den > nano {
+            q.num = ceil_div(q.num.checked_mul(nano)?, q.den);
+            q.den = nano;
+        }
         Some(q)
     }
 
@@ -74,6 +80,11 @@ impl Quantity {
         self.num == 0
     }
 
+    /// Whether the quantity is a whole number of units.
+    pub fn is_whole(&self) -> bool {
+        self.num % self.den == 0
+    }
+
     /// The quantity times `scale`, rounded up (`Quantity.MilliValue` for 1000, `Value` for 1).
     pub fn ceil_times(&self, scale: i128) -> Option<i128> {
         Some(ceil_div(self.num.checked_mul(scale)?, self.den))
@@ -84,7 +95,9 @@ impl Quantity {
         if self.num == 0 {
             return Some("0".to_string());
         }
-        if self.format == Format::Binary && self.num % self.den == 0 {
+        // A binary value below 1024 in size is written in decimal (`CanonicalizeBytes`).
+        let small = self.num.checked_abs()? < 1024i128.checked_mul(self.den)?;
+        if self.format == Format::Binary && self.num % self.den == 0 && !small {
             let mut value = self.num / self.den;
             let mut k = 0;
             while k < 6 && value % 1024 == 0 {
@@ -207,6 +220,7 @@ mod tests {
             assert_eq!(q(a), q(b), "{a} = {b}");
         }
         assert!(q("701m") > q("0.7"));
+        assert_eq!(q("1.0000000019"), q("1.0000000011"));
         assert!(q("1Gi") > q("1G"));
         for bad in ["", ".", "1.2.3", "2Gb", "1K", "x", "1e"] {
             assert!(Quantity::parse(bad).is_none(), "{bad:?}");
@@ -223,6 +237,8 @@ mod tests {
             ("1n", 1000, 1),
             ("0.5Ki", 1, 512),
             ("-1.5", 1, -1),
+            // Finer than a nano is rounded up to the nano first.
+            ("1.0000000011", 1_000_000_000, 1_000_000_002),
         ];
         for (text, scale, want) in table {
             assert_eq!(q(text).ceil_times(scale), Some(want), "{text} x {scale}");
@@ -240,6 +256,7 @@ mod tests {
             ("1536Mi", "1536Mi"),
             ("1.5Gi", "1536Mi"),
             ("0.5Ki", "512"),
+            ("0.9765625Ki", "1k"),
             ("1500m", "1500m"),
             ("1e3", "1e3"),
             ("1e0", "1"),

@@ -5,7 +5,14 @@
 //! spec that runs on a laptop is not thought ready for the cluster.
 
 use crate::error::SpecError;
+use regex::Regex;
 use serde_json::Value;
+use std::sync::LazyLock;
+
+/// A plain integer of 20 digits or more, with the characters around it.
+static HUGE_INTEGER: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(^|[\s\[,:{])([-+]?[0-9]{20,})([\s\],}]|$)").expect("the pattern compiles")
+});
 
 /// Each text field of the experiment in `text` written as a number or boolean, with the fix.
 /// A document that does not parse has none (its parse error is reported elsewhere).
@@ -13,7 +20,10 @@ pub fn unquoted_text_fields(text: &str) -> Vec<SpecError> {
     let Ok(document) = crate::parse::experiment_document(text) else {
         return Vec::new();
     };
-    let Ok(doc) = yaml_serde::from_str::<Value>(&document) else {
+    // An integer of more digits than a u64 holds fails the whole read; written as a float it
+    // is still a number, and the others are still seen.
+    let readable = HUGE_INTEGER.replace_all(&document, "${1}${2}.0${3}");
+    let Ok(doc) = yaml_serde::from_str::<Value>(&readable) else {
         return Vec::new();
     };
     // The same document read into Katib's types, whose text fields keep a plain scalar as
@@ -156,6 +166,28 @@ spec:
             .filter(|m| m.contains("as in \"0x1F\"") || m.contains("as in \"+3\""))
             .collect();
         assert_eq!(said.len(), 2, "{said:?}");
+        let huge = yaml.replace("[sgd, true, \"1\"]", "[sgd, 123456789012345678901234]");
+        let found: Vec<String> = unquoted_text_fields(&huge)
+            .iter()
+            .map(SpecError::path)
+            .collect();
+        assert!(
+            found.contains(&"spec.parameters[0].feasibleSpace.min".to_string()),
+            "{found:?}"
+        );
+        assert!(
+            found.contains(&"spec.parameters[1].feasibleSpace.list[1]".to_string()),
+            "{found:?}"
+        );
+        let said: Vec<String> = unquoted_text_fields(&huge)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert!(
+            said.iter()
+                .any(|s| s.contains("as in \"123456789012345678901234\"")),
+            "{said:?}"
+        );
         assert!(unquoted_text_fields("not: [valid").is_empty());
     }
 }

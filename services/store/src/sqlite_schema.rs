@@ -65,10 +65,11 @@ fn has_first_of(migrator: &Migrator, applied: &[(i64, Vec<u8>)]) -> bool {
 }
 
 /// Reads the state as [`read_state`] does, again for up to `settle` while the file reads as
-/// one another vernier may be setting up right now: no tables yet, or only tables of the
-/// names vernier creates without its first migration recorded (the migrator creates its
-/// record, then applies each migration in a transaction, and the two reads of
-/// [`read_state`] may fall on either side of one). A reader started together with
+/// one another vernier may be setting up right now: no tables yet, only tables of the names
+/// vernier creates without its first migration recorded (the migrator creates its record,
+/// then applies each migration in a transaction, and the two reads of [`read_state`] may
+/// fall on either side of one), or some migrations applied and not all (a file truly
+/// written by an older vernier is then upgraded after `settle`). A reader started together with
 /// `vernier run` then sees the schema instead of "no vernier schema".
 pub(crate) async fn read_settled_state(
     pool: &SqlitePool,
@@ -78,8 +79,14 @@ pub(crate) async fn read_settled_state(
     let until = std::time::Instant::now() + settle;
     loop {
         let state = read_state(pool, migrator).await;
-        let unsettled = matches!(&state, Ok(SchemaState::NotVernier { tables })
-            if crate::foreign_tables::named_as_vernier(tables).len() == tables.len());
+        let unsettled = match &state {
+            Ok(SchemaState::NotVernier { tables }) => {
+                crate::foreign_tables::named_as_vernier(tables).len() == tables.len()
+            }
+            // Some migrations applied and not the rest: set up right now, or truly older.
+            Ok(SchemaState::Behind) => true,
+            _ => false,
+        };
         if !unsettled || std::time::Instant::now() >= until {
             return state;
         }

@@ -179,6 +179,18 @@ pub fn pod_value(entry: &Value, path: &str) -> Result<Option<PodValue>, SpecErro
     ))
 }
 
+/// Why the API server refuses env entry `entry`'s downward-API source (a `fieldPath`,
+/// `resource` or `divisor` it does not take), if it does: the pod is never created.
+pub fn api_server_refusal(entry: &Value, path: &str) -> Option<SpecError> {
+    let from = entry.get("valueFrom")?;
+    let path = format!("{path}.valueFrom");
+    if let Some(field) = from.get("fieldRef").filter(|v| !v.is_null()) {
+        return field_ref(field, &format!("{path}.fieldRef")).err();
+    }
+    let resource = from.get("resourceFieldRef").filter(|v| !v.is_null())?;
+    resource_field_ref(resource, &format!("{path}.resourceFieldRef")).err()
+}
+
 /// Whether a reference to a Secret or ConfigMap (a `valueFrom` source, an `envFrom` entry's
 /// `secretRef`/`configMapRef`) is marked `optional: true`.
 pub fn is_optional(reference: Option<&Value>) -> bool {
@@ -222,12 +234,19 @@ fn field_ref(field: &Value, path: &str) -> Result<PodField, SpecError> {
 
 fn resource_field_ref(field: &Value, path: &str) -> Result<PodValue, SpecError> {
     let resource = field.get("resource").and_then(Value::as_str).unwrap_or("");
-    if !RESOURCES.contains(&resource) {
+    let huge_pages = ["limits.hugepages-", "requests.hugepages-"]
+        .iter()
+        .any(|p| {
+            resource
+                .strip_prefix(p)
+                .is_some_and(|size| !size.is_empty())
+        });
+    if !RESOURCES.contains(&resource) && !huge_pages {
         return Err(SpecError::new(
             format!("{path}.resource"),
             format!(
                 "value {resource:?} is not a resource an env variable may read; hint: use one \
-                 of {}",
+                 of {}, or limits.hugepages-SIZE, requests.hugepages-SIZE",
                 RESOURCES.join(", ")
             ),
         ));
@@ -325,10 +344,12 @@ fn resource_value(
         };
         Quantity::parse(&text)
     };
+    // Huge pages have no node amount the kubelet puts in for an unset limit.
     let allocatable = Quantity::from_units(match name {
         "cpu" => node.cpus,
         "memory" => node.memory_bytes,
-        _ => node.storage_bytes,
+        "ephemeral-storage" => node.storage_bytes,
+        _ => 0,
     });
     let amount = match section {
         "limits" => written("limits").unwrap_or(allocatable),

@@ -9,6 +9,7 @@
 
 use super::Errors;
 use crate::quantity::Quantity;
+use crate::template::downward_api::api_server_refusal;
 use serde_json::Value;
 use std::collections::HashSet;
 
@@ -69,6 +70,13 @@ fn check_pod(pod: &Value, path: &str, errs: &mut Errors) {
             }
             check_mounts(c, &volumes, &here, errs);
             check_resources(c, &here, errs);
+            let env = c.get("env").and_then(Value::as_array);
+            for (j, e) in env.into_iter().flatten().enumerate() {
+                let refused = api_server_refusal(e, &format!("{here}.env[{j}]"));
+                if let Some(e) = refused {
+                    errs.add(e.path(), e.message());
+                }
+            }
         }
     }
 }
@@ -127,6 +135,32 @@ fn check_resources(c: &Value, path: &str, errs: &mut Errors) {
         Value::Number(n) => Quantity::parse(&n.to_string()),
         _ => None,
     };
+    // An extended resource is counted in whole units (half a GPU is no request), and huge
+    // pages come with cpu or memory.
+    for (section, amounts) in [("requests", requests), ("limits", limits)] {
+        for (name, q) in amounts.into_iter().flatten() {
+            let extended = !overcommittable(name) && !name.starts_with("hugepages-");
+            if extended && amount(q).is_some_and(|q| !q.is_whole()) {
+                errs.add(
+                    format!("{path}.resources.{section}.{name}"),
+                    format!(
+                        "value {} is not a whole number, which the API server refuses for \
+                         {name}; hint: ask for whole units",
+                        show(q)
+                    ),
+                );
+            }
+        }
+    }
+    let names = || requests.into_iter().chain(limits).flat_map(|m| m.keys());
+    if names().any(|n| n.starts_with("hugepages-")) && !names().any(|n| n == "cpu" || n == "memory")
+    {
+        errs.add(
+            format!("{path}.resources"),
+            "asks for huge pages without cpu or memory, which the API server refuses; hint: \
+             add a memory (or cpu) request or limit",
+        );
+    }
     for (name, requested) in requests.into_iter().flatten() {
         let here = format!("{path}.resources.requests.{name}");
         let limit = limits.and_then(|l| l.get(name));
@@ -232,9 +266,27 @@ mod tests {
                 )],
             ),
             (
-                json!({"containers": [{"name": "a", "resources": {"requests": {"hugepages-2Mi": "2Mi"}, "limits": {"hugepages-2Mi": "4Mi"}}}]}),
+                json!({"containers": [{"name": "a", "resources": {"requests": {"hugepages-2Mi": "2Mi"}, "limits": {"hugepages-2Mi": "4Mi", "memory": "1Gi"}}}]}),
                 vec![format!(
                     "{p}.containers[0].resources.requests.hugepages-2Mi: hugepages-2Mi is requested at 2Mi and limited at 4Mi"
+                )],
+            ),
+            (
+                json!({"containers": [{"name": "a", "resources": {"limits": {"nvidia.com/gpu": "0.5"}}}]}),
+                vec![format!(
+                    "{p}.containers[0].resources.limits.nvidia.com/gpu: value 0.5 is not a whole number"
+                )],
+            ),
+            (
+                json!({"containers": [{"name": "a", "resources": {"limits": {"hugepages-2Mi": "2Mi"}}}]}),
+                vec![format!(
+                    "{p}.containers[0].resources: asks for huge pages without cpu or memory"
+                )],
+            ),
+            (
+                json!({"containers": [{"name": "a", "env": [{"name": "M", "valueFrom": {"resourceFieldRef": {"resource": "limits.memory", "divisor": "1024"}}}]}]}),
+                vec![format!(
+                    "{p}.containers[0].env[0].valueFrom.resourceFieldRef.divisor: value \"1024\" is not a divisor"
                 )],
             ),
         ];

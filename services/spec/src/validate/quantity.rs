@@ -5,7 +5,7 @@
 //! start on a cluster. Local mode does not read them, so without this check it would run.
 //!
 //! The syntax is the pattern Kubernetes' generated CRD schemas give an `int-or-string`
-//! quantity; a negative value is refused as Kubernetes' resource validation refuses it. Text
+//! quantity, with a whole exponent as `resource.ParseQuantity` takes it; a negative value is refused as Kubernetes' resource validation refuses it. Text
 //! holding a `${...}` placeholder is a value only once rendered, and is not checked here.
 
 use super::Errors;
@@ -14,10 +14,8 @@ use serde_json::Value;
 use std::sync::LazyLock;
 
 static QUANTITY: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
-        r"^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)))?$",
-    )
-    .expect("the quantity pattern compiles")
+    Regex::new(r"^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?[0-9]+))?$")
+        .expect("the quantity pattern compiles")
 });
 
 /// Why `text` is not a resource quantity Kubernetes accepts, if it is not.
@@ -112,6 +110,8 @@ mod tests {
             ("", Some("is not a quantity")),
             ("2 Gi", Some("is not a quantity")),
             ("1K", Some("is not a quantity")),
+            // Kubernetes' quantity parser takes a whole exponent only.
+            ("1e3.5", Some("is not a quantity")),
             (
                 "-1",
                 Some("is negative, and a resource quantity must not be"),

@@ -63,7 +63,7 @@ fn each_pod_field_reads_what_the_pod_has_here() {
 #[test]
 fn a_resource_is_the_quotient_rounded_up_and_an_unset_limit_the_node() {
     let own = json!({"limits": {"cpu": "1500m", "memory": "1Gi"}, "requests": {"memory": "100M"}});
-    let exact = json!({"limits": {"cpu": "2.007", "memory": "2.14G"}});
+    let exact = json!({"limits": {"cpu": "2.007", "memory": "2.14G", "hugepages-2Mi": "4Mi"}});
     let table = [
         ("limits.cpu", None, Some(&own), "2"),
         ("limits.cpu", Some("1m"), Some(&own), "1500"),
@@ -83,6 +83,9 @@ fn a_resource_is_the_quotient_rounded_up_and_an_unset_limit_the_node() {
         ("limits.memory", Some("1024Ki"), Some(&exact), "2041"),
         ("limits.memory", Some("1000"), Some(&exact), "2140000"),
         ("limits.cpu", Some("0"), Some(&exact), "3"),
+        // Huge pages (Kubernetes 1.27): the container's, and none unset.
+        ("limits.hugepages-2Mi", Some("1Mi"), Some(&exact), "4"),
+        ("requests.hugepages-2Mi", None, None, "0"),
     ];
     for (name, divisor, own, want) in table {
         let from = pod_value(&resource(name, divisor), "e").unwrap().unwrap();
