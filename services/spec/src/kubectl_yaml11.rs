@@ -150,6 +150,15 @@ impl Reading {
     }
 }
 
+/// The number kubectl's YAML 1.1 reader makes of a plain word Vernier's YAML 1.2 reader keeps
+/// as text (`1_000` is 1000, `010` is 8), if it makes one.
+pub(crate) fn kubectl_number(word: &str) -> Option<String> {
+    match Reading::of(word)? {
+        Reading::Number(n) => Some(n),
+        Reading::Boolean(_) => None,
+    }
+}
+
 /// Go's `strconv.ParseInt(text, 0, 64)`: a sign, then `0x`, `0b` or `0o` for hexadecimal,
 /// binary or octal, a leading `0` for octal, else decimal.
 fn go_int(text: &str) -> Option<i64> {

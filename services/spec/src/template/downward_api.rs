@@ -342,6 +342,8 @@ fn resource_value(
             Value::String(s) => s.clone(),
             other => other.to_string(),
         };
+        // kubectl sends `1_000` as 1000 (YAML 1.1).
+        let text = crate::kubectl_yaml11::kubectl_number(&text).unwrap_or(text);
         Quantity::parse(&text)
     };
     // Huge pages have no node amount the kubelet puts in for an unset limit.

@@ -73,6 +73,8 @@ fn check_one(v: &Value, path: &str, errs: &mut Errors) {
         // Another type is the Job schema's refusal (or the API server's), not a quantity's.
         _ => return,
     };
+    // kubectl sends `1_000` as the number 1000, which the API server takes.
+    let text = crate::kubectl_yaml11::kubectl_number(&text).unwrap_or(text);
     if let Some(why) = refusal(&text) {
         errs.add(
             path,
@@ -130,7 +132,8 @@ mod tests {
                 "containers": [
                     {"name": "a", "resources": {"limits": {"memory": "abc", "cpu": 2},
                                                 "requests": {"cpu": "-1"}}},
-                    {"name": "b", "resources": {"limits": {"memory": "1Gi"}}}
+                    // kubectl reads 1_000 as 1000 (YAML 1.1); 1_000m stays text there too.
+                    {"name": "b", "resources": {"limits": {"memory": "1_000", "cpu": "1_000m"}}}
                 ],
                 "volumes": [{"name": "v", "emptyDir": {"sizeLimit": "1.5.3"}}]
             }}}
@@ -145,6 +148,7 @@ mod tests {
                 format!("{p}.overhead.cpu"),
                 format!("{p}.containers[0].resources.limits.memory"),
                 format!("{p}.containers[0].resources.requests.cpu"),
+                format!("{p}.containers[1].resources.limits.cpu"),
                 format!("{p}.volumes[0].emptyDir.sizeLimit"),
             ]
         );
