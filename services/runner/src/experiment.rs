@@ -90,7 +90,13 @@ impl LocalExperiment {
         let primary = self.primary_container_name();
         let mut container = vernier_spec::primary_container(&rendered, &primary)
             .map_err(|source| template_error(trial, source))?;
-        let pod = crate::pod::trial_pod(&rendered, &primary, trial, &self.node);
+        let pod = crate::pod::trial_pod(
+            &rendered,
+            &primary,
+            trial,
+            self.spec.namespace(),
+            &self.node,
+        );
         container.for_pod(&pod);
         container.append_env(crate::pod::completion_index(&rendered));
         self.as_katib_runs_it(&mut container);
@@ -178,14 +184,6 @@ impl LocalExperiment {
     ) -> Result<serde_json::Value, RunnerError> {
         vernier_spec::render_trial_spec(&self.spec, trial, assignment)
             .map_err(|source| template_error(trial, source))
-    }
-
-    /// The experiment's namespace, where its trials' pods would run.
-    pub fn namespace(&self) -> &str {
-        let namespace = self.spec.metadata.namespace.as_deref();
-        namespace
-            .filter(|n| !n.is_empty())
-            .unwrap_or(vernier_spec::known::DEFAULT_NAMESPACE)
     }
 
     /// `spec.trialTemplate.primaryContainerName` (empty when unset).

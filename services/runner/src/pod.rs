@@ -48,9 +48,16 @@ fn memory_total(meminfo: &str) -> u64 {
 }
 
 /// The pod of a trial whose `rendered` spec holds the primary container directly (a Job, or
-/// any kind but the training operators'): named after the trial, as the Job's pod is
-/// (Kubernetes adds a random suffix); a batch Job's pod carries the Job controller's labels.
-pub fn trial_pod(rendered: &Value, primary: &str, trial: &str, node: &NodeFacts) -> PodFacts {
+/// any kind but the training operators'), in `namespace`: named after the trial, as the Job's
+/// pod is (Kubernetes adds a random suffix); a batch Job's pod carries the Job controller's
+/// labels.
+pub fn trial_pod(
+    rendered: &Value,
+    primary: &str,
+    trial: &str,
+    namespace: &str,
+    node: &NodeFacts,
+) -> PodFacts {
     let template = vernier_spec::template::pod_template_of(rendered, primary);
     let controller = match vernier_spec::template::is_batch_job(rendered) {
         true => BTreeMap::from([
@@ -62,11 +69,10 @@ pub fn trial_pod(rendered: &Value, primary: &str, trial: &str, node: &NodeFacts)
         ]),
         false => BTreeMap::new(),
     };
-    let template = template.cloned().unwrap_or(Value::Null);
     PodFacts::from_template(
-        &template,
+        template.unwrap_or(&Value::Null),
         trial,
-        namespace(rendered),
+        namespace,
         &new_uid(),
         controller,
         node.clone(),
@@ -85,14 +91,6 @@ pub fn completion_index(rendered: &Value) -> Vec<(String, String)> {
         true => vec![("JOB_COMPLETION_INDEX".to_string(), "0".to_string())],
         false => Vec::new(),
     }
-}
-
-/// The namespace the rendered trial spec is in.
-pub fn namespace(rendered: &Value) -> &str {
-    rendered
-        .pointer("/metadata/namespace")
-        .and_then(Value::as_str)
-        .unwrap_or(vernier_spec::known::DEFAULT_NAMESPACE)
 }
 
 /// A random version-4 UUID, as the API server gives each pod (std's randomly keyed hasher is
@@ -147,7 +145,7 @@ mod tests {
             "metadata": {"name": "t-1", "namespace": "kubeflow"},
             "spec": {"template": {"metadata": {"labels": {"app": "a"}},
                 "spec": {"containers": [{"name": "main"}]}}}});
-        let pod = trial_pod(&rendered, "main", "t-1", &NodeFacts::default());
+        let pod = trial_pod(&rendered, "main", "t-1", "kubeflow", &NodeFacts::default());
         assert_eq!(
             (pod.name.as_str(), pod.namespace.as_str()),
             ("t-1", "kubeflow")

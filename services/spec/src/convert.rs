@@ -17,6 +17,15 @@ impl Experiment {
         self.metadata.name.as_deref().unwrap_or("")
     }
 
+    /// The experiment's namespace (`metadata.namespace`), Kubernetes' `default` when unset:
+    /// where its trials' jobs and pods are.
+    pub fn namespace(&self) -> &str {
+        let namespace = self.metadata.namespace.as_deref();
+        namespace
+            .filter(|n| !n.is_empty())
+            .unwrap_or(crate::known::DEFAULT_NAMESPACE)
+    }
+
     /// The search space of `spec.parameters`, in spec order.
     pub fn search_space(&self) -> Result<SearchSpace, SpecErrors> {
         if self.spec.parameters.is_empty()

@@ -105,7 +105,7 @@ pub fn build_job(
         set,
         trial_dir: &trial_dir,
         ports: &ports,
-        namespace: exp.namespace(),
+        namespace: exp.spec.namespace(),
     };
     let mut description = job_description(set, ids.len(), trial);
     let mut gpu = GpuAssigner::new(gpus.to_vec());

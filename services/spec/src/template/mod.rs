@@ -20,7 +20,6 @@ pub use replicas::{
 pub use shell_quotes::{katib_unquoted, unquote_katib_words};
 
 use crate::error::SpecError;
-use crate::known::DEFAULT_NAMESPACE;
 use crate::reference::{Reference, placeholder, substitute};
 use crate::types::Experiment;
 use serde_json::Value;
@@ -55,12 +54,7 @@ pub fn render_trial_spec(
             "is required to run a trial; hint: a configMap template must be copied inline into trialSpec",
         )
     })?;
-    let namespace = exp
-        .metadata
-        .namespace
-        .as_deref()
-        .filter(|n| !n.is_empty())
-        .unwrap_or(DEFAULT_NAMESPACE);
+    let namespace = exp.namespace();
     let target = Target {
         spec,
         trial_name,
