@@ -8,7 +8,7 @@
 
 use crate::pod_failure_policy::{FailureAction, FailureRule, deciding_rule, failure_rules};
 use crate::process::{Collection, ProcessEnd, ProcessReport, StopLevel, TrialCommand, run_process};
-use crate::replicas::policy::restart_delay;
+use crate::replicas::policy::{restart_delay, signal_exit_code};
 use crate::replicas::supervise::{describe_end, log_note};
 use serde_json::Value;
 use std::sync::Arc;
@@ -106,10 +106,7 @@ fn judge(end: &ProcessEnd, past_pod_deadline: bool, controls: &JobControls) -> O
 fn exit_code(end: &ProcessEnd) -> Option<i64> {
     match end {
         ProcessEnd::Exited(code) => Some(i64::from(*code)),
-        ProcessEnd::Signaled(name) => name
-            .parse::<nix::sys::signal::Signal>()
-            .ok()
-            .map(|s| 128 + s as i64),
+        ProcessEnd::Signaled(name) => signal_exit_code(name).map(i64::from),
         _ => None,
     }
 }

@@ -54,7 +54,7 @@ fn retryable_exit_code(code: i32) -> bool {
 }
 
 /// The exit code Kubernetes reports for a container killed by the signal named `name`.
-fn signal_exit_code(name: &str) -> Option<i32> {
+pub(crate) fn signal_exit_code(name: &str) -> Option<i32> {
     name.parse::<nix::sys::signal::Signal>()
         .ok()
         .map(|s| 128 + s as i32)
