@@ -24,6 +24,19 @@ pub struct Quantity {
     pub format: Format,
 }
 
+/// The text of a quantity field as the API server receives it: a string as written (a word
+/// kubectl's YAML 1.1 reads as a number, `1_000`, as that number), a number as JSON writes it;
+/// `None` for another type.
+pub fn sent_text(v: &serde_json::Value) -> Option<String> {
+    match v {
+        serde_json::Value::String(s) => {
+            Some(crate::kubectl_yaml11::kubectl_number(s).unwrap_or_else(|| s.clone()))
+        }
+        serde_json::Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
 /// The largest number of digits read; a longer number is not read (it has no place in a pod).
 const MAX_DIGITS: usize = 30;
 
@@ -65,6 +78,11 @@ impl Quantity {
             q.den = nano;
         }
         Some(q)
+    }
+
+    /// The quantity a field holds as the API server receives it ([`sent_text`]).
+    pub fn of_field(v: &serde_json::Value) -> Option<Quantity> {
+        Quantity::parse(&sent_text(v)?)
     }
 
     /// A whole number of units.

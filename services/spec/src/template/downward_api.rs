@@ -336,16 +336,7 @@ fn resource_value(
     node: &NodeFacts,
 ) -> String {
     let (section, name) = resource.split_once('.').unwrap_or((resource, ""));
-    let written = |section: &str| {
-        let q = resources?.get(section)?.get(name)?;
-        let text = match q {
-            Value::String(s) => s.clone(),
-            other => other.to_string(),
-        };
-        // kubectl sends `1_000` as 1000 (YAML 1.1).
-        let text = crate::kubectl_yaml11::kubectl_number(&text).unwrap_or(text);
-        Quantity::parse(&text)
-    };
+    let written = |section: &str| Quantity::of_field(resources?.get(section)?.get(name)?);
     // Huge pages have no node amount the kubelet puts in for an unset limit.
     let allocatable = Quantity::from_units(match name {
         "cpu" => node.cpus,

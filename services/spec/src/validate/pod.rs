@@ -129,12 +129,8 @@ fn check_resources(c: &Value, path: &str, errs: &mut Errors) {
             .and_then(Value::as_object)
     };
     let (requests, limits) = (section("requests"), section("limits"));
-    let amount = |v: &Value| match v {
-        Value::String(s) if s.contains("${") => None,
-        Value::String(s) => Quantity::parse(s),
-        Value::Number(n) => Quantity::parse(&n.to_string()),
-        _ => None,
-    };
+    // A placeholder (`${...}`) is a value only once rendered: it reads as no quantity.
+    let amount = Quantity::of_field;
     // An extended resource is counted in whole units (half a GPU is no request), and huge
     // pages come with cpu or memory.
     for (section, amounts) in [("requests", requests), ("limits", limits)] {

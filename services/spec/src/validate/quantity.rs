@@ -67,14 +67,10 @@ fn check_each(quantities: &serde_json::Map<String, Value>, path: &str, errs: &mu
 }
 
 fn check_one(v: &Value, path: &str, errs: &mut Errors) {
-    let text = match v {
-        Value::String(s) => s.clone(),
-        Value::Number(n) => n.to_string(),
-        // Another type is the Job schema's refusal (or the API server's), not a quantity's.
-        _ => return,
+    // Another type is the Job schema's refusal (or the API server's), not a quantity's.
+    let Some(text) = crate::quantity::sent_text(v) else {
+        return;
     };
-    // kubectl sends `1_000` as the number 1000, which the API server takes.
-    let text = crate::kubectl_yaml11::kubectl_number(&text).unwrap_or(text);
     if let Some(why) = refusal(&text) {
         errs.add(
             path,
