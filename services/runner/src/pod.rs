@@ -93,29 +93,9 @@ pub fn completion_index(rendered: &Value) -> Vec<(String, String)> {
     }
 }
 
-/// A random version-4 UUID, as the API server gives each pod (std's randomly keyed hasher is
-/// random enough for an id no other pod shares).
+/// A random version-4 UUID, as the API server gives each pod.
 pub fn new_uid() -> String {
-    use std::hash::{BuildHasher, Hasher};
-    let word = || {
-        std::collections::hash_map::RandomState::new()
-            .build_hasher()
-            .finish()
-    };
-    let mut b = [0u8; 16];
-    b[..8].copy_from_slice(&word().to_le_bytes());
-    b[8..].copy_from_slice(&word().to_le_bytes());
-    b[6] = (b[6] & 0x0f) | 0x40;
-    b[8] = (b[8] & 0x3f) | 0x80;
-    let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
-    format!(
-        "{}-{}-{}-{}-{}",
-        &hex[..8],
-        &hex[8..12],
-        &hex[12..16],
-        &hex[16..20],
-        &hex[20..]
-    )
+    uuid::Uuid::new_v4().to_string()
 }
 
 #[cfg(test)]
