@@ -4,6 +4,10 @@
 /// Katib's finalizer name: the trial's observation logs are deleted before it goes.
 pub const FINALIZER: &str = "clean-metrics-in-db";
 
+/// Finalizer on each trial's job: the job stays readable until its trial has been judged on
+/// how it ended, however soon something deletes it (`ttlSecondsAfterFinished: 0`).
+pub const JOB_FINALIZER: &str = "vernier.kubeflow.org/trial-judged";
+
 /// Annotation on each Trial: its position in the experiment's sequence.
 pub const SEQ_ANNOTATION: &str = "vernier/trial-seq";
 

@@ -351,8 +351,10 @@ fn add_sidecar(
     let Some(mount) = metrics_mount(pod, spec.primary_container_name.as_deref(), &dir) else {
         return;
     };
+    let needs = mount_env(pod, spec.primary_container_name.as_deref(), &mount);
     let collect = Collect::new(config, trial, collection, &dir, runtime_labels);
-    let sidecar = collect.container(name, &config.collector_image, mount);
+    let mut sidecar = collect.container(name, &config.collector_image, mount);
+    needs.add_to(&mut sidecar);
     let init = pod.entry("initContainers").or_insert_with(|| json!([]));
     if let Some(init) = init.as_array_mut() {
         init.push(sidecar);
@@ -404,6 +406,119 @@ fn metrics_mount(
         }
     }
     Some(mount)
+}
+
+/// What a container sharing the training container's `mount` needs of its environment: a
+/// `subPathExpr` is expanded by the kubelet from the container's own variables, so a mount
+/// such as `subPathExpr: $(POD_NAME)` without `POD_NAME` keeps the pod from starting.
+#[derive(Debug, Default, PartialEq)]
+struct MountEnv {
+    /// The training container's `env` entries the expression names, and those their values
+    /// name in turn, in the container's order (a variable sees only those before it).
+    env: Vec<Value>,
+    /// Its `envFrom`, when a named variable is not in its `env`.
+    env_from: Vec<Value>,
+}
+
+impl MountEnv {
+    /// Adds what is needed to `container`, before its own variables, none it already names.
+    fn add_to(self, container: &mut Value) {
+        let Some(c) = container.as_object_mut() else {
+            return;
+        };
+        if !self.env.is_empty() {
+            let own = c
+                .remove("env")
+                .and_then(|e| e.as_array().cloned())
+                .unwrap_or_default();
+            let named = |v: &Value| own.iter().any(|o| o["name"] == v["name"]);
+            let mut env: Vec<Value> = self.env.into_iter().filter(|v| !named(v)).collect();
+            env.extend(own);
+            c.insert("env".into(), Value::Array(env));
+        }
+        if !self.env_from.is_empty() {
+            let from = c.entry("envFrom").or_insert_with(|| json!([]));
+            if let Some(from) = from.as_array_mut() {
+                from.extend(self.env_from);
+            }
+        }
+    }
+}
+
+fn mount_env(
+    pod: &serde_json::Map<String, Value>,
+    primary: Option<&str>,
+    mount: &Value,
+) -> MountEnv {
+    let containers = pod
+        .get("containers")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let main = containers.get(primary_container(containers, primary));
+    match (main, mount["subPathExpr"].as_str()) {
+        (Some(main), Some(expr)) => env_for_expression(main, expr),
+        _ => MountEnv::default(),
+    }
+}
+
+/// The variables of `container` that expanding `expr` reads (see [`MountEnv`]).
+fn env_for_expression(container: &Value, expr: &str) -> MountEnv {
+    let env = container["env"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let mut wanted: Vec<String> = references(expr);
+    let mut i = 0;
+    while let Some(name) = wanted.get(i).cloned() {
+        let defined = env.iter().filter(|e| e["name"] == name.as_str());
+        for e in defined {
+            for r in references(e["value"].as_str().unwrap_or_default()) {
+                if !wanted.contains(&r) {
+                    wanted.push(r);
+                }
+            }
+        }
+        i += 1;
+    }
+    let named = |e: &&Value| {
+        e["name"]
+            .as_str()
+            .is_some_and(|n| wanted.iter().any(|w| w == n))
+    };
+    let undefined = wanted
+        .iter()
+        .any(|w| !env.iter().any(|e| e["name"] == w.as_str()));
+    MountEnv {
+        env: env.iter().filter(named).cloned().collect(),
+        env_from: match undefined {
+            true => container["envFrom"].as_array().cloned().unwrap_or_default(),
+            false => Vec::new(),
+        },
+    }
+}
+
+/// The `$(NAME)` references in `text`, as the kubelet expands them (`$$` is a literal `$`).
+fn references(text: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut rest = text;
+    while let Some(at) = rest.find('$') {
+        let after = &rest[at + 1..];
+        if let Some(escaped) = after.strip_prefix('$') {
+            rest = escaped;
+            continue;
+        }
+        match after.strip_prefix('(').and_then(|a| a.split_once(')')) {
+            Some((name, tail)) => {
+                if !found.iter().any(|f| f == name) {
+                    found.push(name.to_string());
+                }
+                rest = tail;
+            }
+            None => rest = after,
+        }
+    }
+    found
 }
 
 /// Adds an emptyDir volume named after Katib's metrics volume (suffixed when the name is
@@ -559,11 +674,18 @@ fn add_custom(
         let Some(mount) = metrics_mount(pod, spec.primary_container_name.as_deref(), dir) else {
             return;
         };
+        mount_env(pod, spec.primary_container_name.as_deref(), &mount).add_to(&mut collector);
+        let Some(c) = collector.as_object_mut() else {
+            return;
+        };
         let mounts = c.entry("volumeMounts").or_insert_with(|| json!([]));
         if let Some(mounts) = mounts.as_array_mut() {
             mounts.push(mount);
         }
     }
+    let Some(c) = collector.as_object_mut() else {
+        return;
+    };
     let env = c.entry("env").or_insert_with(|| json!([]));
     if let Some(env) = env.as_array_mut() {
         for (k, v) in custom_env(config, trial) {
@@ -718,6 +840,62 @@ mod tests {
             ])
         );
         assert!(command.contains(&"TensorFlowEvent") && command.contains(&"/data/logs/tfevent/"));
+    }
+
+    /// A shared mount with `subPathExpr` brings the variables it expands (and those they
+    /// name) to the sidecar: the kubelet expands it from the sidecar's own environment.
+    #[test]
+    fn a_shared_mount_with_a_sub_path_expression_brings_its_variables() {
+        let spec = trial(
+            json!({"collector": {"kind": "File"}, "source": {"fileSystemPath": {
+                "path": "/output/logs/metrics.log", "kind": "File", "format": "TEXT"}}}),
+            None,
+        );
+        let mut job = job();
+        let main = &mut job["spec"]["template"]["spec"]["containers"][1];
+        main["volumeMounts"] =
+            json!([{"name": "work", "mountPath": "/output", "subPathExpr": "$(RUN)/$$(LIT)"}]);
+        main["env"] = json!([
+            {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+            {"name": "UNRELATED", "value": "x"},
+            {"name": "RUN", "value": "run-$(POD_NAME)"},
+        ]);
+        let out = inject(&config(), &spec, "t", job.clone());
+        let sidecar = &out["spec"]["template"]["spec"]["initContainers"][0];
+        assert_eq!(
+            sidecar["env"],
+            json!([
+                {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+                {"name": "RUN", "value": "run-$(POD_NAME)"},
+            ])
+        );
+        assert!(sidecar.get("envFrom").is_none(), "{sidecar:#}");
+        // A variable not in `env` may come from `envFrom`, which goes along.
+        let main = &mut job["spec"]["template"]["spec"]["containers"][1];
+        main["volumeMounts"][0]["subPathExpr"] = json!("$(FROM_MAP)");
+        main["envFrom"] = json!([{"configMapRef": {"name": "paths"}}]);
+        let out = inject(&config(), &spec, "t", job);
+        let sidecar = &out["spec"]["template"]["spec"]["initContainers"][0];
+        assert!(sidecar.get("env").is_none(), "{sidecar:#}");
+        assert_eq!(
+            sidecar["envFrom"],
+            json!([{"configMapRef": {"name": "paths"}}])
+        );
+    }
+
+    #[test]
+    fn references_are_read_as_the_kubelet_expands_them() {
+        let table: [(&str, &[&str]); 6] = [
+            ("$(A)", &["A"]),
+            ("$(A)/$(B)/$(A)", &["A", "B"]),
+            ("$$(A)", &[]),
+            ("$$$(A)", &["A"]),
+            ("$(A", &[]),
+            ("plain", &[]),
+        ];
+        for (text, want) in table {
+            assert_eq!(references(text), want, "{text}");
+        }
     }
 
     #[test]

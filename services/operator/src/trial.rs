@@ -15,7 +15,7 @@ use crate::objects::{
     trial_resource,
 };
 use crate::trial_decide::{self as decide, Failure, Step, Verdict};
-use crate::trial_job::{job_api, job_object};
+use crate::trial_job::{job_api, job_object, release};
 use crate::trial_observed::{objective_values, observation};
 use crate::trial_spec::{follow_target, follows_log, objective_of};
 use crate::trial_state::{latest_of, state_of, trial_status};
@@ -105,9 +105,15 @@ fn from_finalizer(error: finalizer::Error<OperatorError>) -> OperatorError {
     }
 }
 
-/// The trial is being deleted: its log is no longer followed and its observations go.
+/// The trial is being deleted: its log is no longer followed, its job is let go (the garbage
+/// collector deletes it with the trial) and its observations go.
 async fn cleanup(obj: &DynamicObject, ctx: &Context) -> Result<Action> {
     ctx.followers.stop(&follow_key(obj));
+    let ns = obj.namespace().unwrap_or_else(|| "default".into());
+    let run_spec = read_spec(obj).ok().and_then(|s| s.run_spec);
+    if let Some((jobs, _)) = run_spec.and_then(|r| job_api(ctx, &r, &ns)) {
+        release(&jobs, &obj.name_any(), obj.uid().as_deref()).await?;
+    }
     ctx.store.delete_observations(&obj.name_any()).await?;
     Ok(Action::await_change())
 }
@@ -143,7 +149,11 @@ async fn apply(obj: &DynamicObject, ctx: &Context) -> Result<Action> {
         return Ok(Action::requeue(PREDECESSOR_RECHECK));
     }
     let outcome = job.as_ref().map(|j| outcome_of(j, &spec)).transpose()?;
-    match decide::on_job(outcome, live.state, live.ever_running(), &kind, &live.name) {
+    let deleting = job
+        .as_ref()
+        .is_some_and(|j| j.metadata.deletion_timestamp.is_some());
+    let (state, ever_running) = (live.state, live.ever_running());
+    match decide::on_job(outcome, deleting, state, ever_running, &kind, &live.name) {
         Step::CreateJob => create_job(live, &spec, &jobs, &kind).await,
         Step::Fail(failure) => live.fail(failure).await,
         Step::Running => running(live, &spec).await,
@@ -188,16 +198,21 @@ fn outcome_of(job: &DynamicObject, spec: &TrialSpec) -> Result<crate::jobs::JobO
     Ok(evaluate(&json, success, failure))
 }
 
-/// A finished trial: its log is no longer followed and its job goes unless `retainRun`.
+/// A finished trial: its log is no longer followed, its job is let go, and goes unless
+/// `retainRun`.
 async fn ended(live: &Live<'_>, spec: &TrialSpec) -> Result<Action> {
     live.ctx.followers.stop(&follow_key(live.obj));
     let jobs = spec
         .run_spec
         .as_ref()
         .and_then(|r| job_api(live.ctx, r, &live.ns));
-    let Some((jobs, _)) = jobs.filter(|_| !spec.retain_run) else {
+    let Some((jobs, _)) = jobs else {
         return Ok(Action::await_change());
     };
+    release(&jobs, &live.name, live.obj.uid().as_deref()).await?;
+    if spec.retain_run {
+        return Ok(Action::await_change());
+    }
     match jobs.delete(&live.name, &DeleteParams::background()).await {
         Ok(_) => {
             let note = format!(
@@ -226,6 +241,9 @@ async fn create_job(
         Err(kube::Error::Api(e)) if e.code == 409 => {}
         Err(kube::Error::Api(e)) if e.code == 404 => {
             return live.fail(decide::kind_not_served(kind, &e.message)).await;
+        }
+        Err(kube::Error::Api(e)) if e.code == 422 => {
+            return live.fail(decide::job_invalid(kind, &e.message)).await;
         }
         Err(e) => return Err(e.into()),
     }

@@ -64,21 +64,29 @@ pub enum Step {
     },
 }
 
-/// The step for a live trial in `state` whose job is `job` (`None`: not found). A job is
-/// created only for a trial that never ran: one that vanished later was deleted by someone.
+/// The step for a live trial in `state` whose job is `job` (`None`: not found), `deleting`
+/// when the job is being deleted (kept by the operator's finalizer until its trial is
+/// judged). A job is created only for a trial that never ran: one that vanished later, or is
+/// going before it ended, was deleted by someone; one that ended is judged however soon it
+/// goes.
 pub fn on_job(
     job: Option<JobOutcome>,
+    deleting: bool,
     state: TrialState,
     ever_running: bool,
     kind: &str,
     name: &str,
 ) -> Step {
-    match job {
-        None if state == TrialState::Created && !ever_running => Step::CreateJob,
-        None => Step::Fail(Failure::job(
+    let deleted = || {
+        Step::Fail(Failure::job(
             "JobDeleted",
             &format!("{kind} {name} was deleted before it finished"),
-        )),
+        ))
+    };
+    match job {
+        None if state == TrialState::Created && !ever_running => Step::CreateJob,
+        None => deleted(),
+        Some(JobOutcome::Running) if deleting => deleted(),
         Some(JobOutcome::Running) => Step::Running,
         Some(JobOutcome::Failed { reason, message }) => {
             Step::JobFailed(Failure::job(&reason, &message))
@@ -103,6 +111,16 @@ pub fn kind_not_served(kind: &str, api_message: &str) -> Failure {
         reason: format!("{TRIAL_FAILED}. Job reason: KindNotServed"),
         message: format!(
             "Trial has failed. Job message: the API server does not serve {kind} ({api_message}); hint: install the operator that provides it, with its CRD"
+        ),
+    }
+}
+
+/// The API server refused the trial's job as invalid (422): no retry can create it.
+pub fn job_invalid(kind: &str, api_message: &str) -> Failure {
+    Failure {
+        reason: format!("{TRIAL_FAILED}. Job reason: Invalid"),
+        message: format!(
+            "Trial has failed. Job message: the API server refused the {kind}: {api_message}; hint: fix spec.trialTemplate (`vernier validate FILE` checks part of what the API server checks)"
         ),
     }
 }
@@ -176,13 +194,44 @@ mod tests {
             message: "Trial has failed. Job message: TFJob t-1 was deleted before it finished"
                 .into(),
         });
+        let succeeded = || JobOutcome::Succeeded {
+            reason: "CompletionsReached".into(),
+            message: String::new(),
+        };
         let table = [
-            (None, Created, false, Step::CreateJob),
-            (None, Created, true, deleted.clone()),
-            (None, Running, true, deleted),
-            (Some(JobOutcome::Running), Created, false, Step::Running),
+            (None, false, Created, false, Step::CreateJob),
+            (None, false, Created, true, deleted.clone()),
+            (None, false, Running, true, deleted.clone()),
+            (
+                Some(JobOutcome::Running),
+                false,
+                Created,
+                false,
+                Step::Running,
+            ),
+            // Deleted while it runs (by hand, or its trial's deletion): it did not finish.
+            (
+                Some(JobOutcome::Running),
+                true,
+                Running,
+                true,
+                deleted.clone(),
+            ),
+            (Some(JobOutcome::Running), true, Created, false, deleted),
+            // Deleted once it ended (its TTL): judged on how it ended.
+            (
+                Some(succeeded()),
+                true,
+                Running,
+                true,
+                Step::JobSucceeded {
+                    reason: "CompletionsReached".into(),
+                    message: String::new(),
+                },
+            ),
             (
                 Some(failed()),
+                false,
                 Running,
                 true,
                 Step::JobFailed(Failure {
@@ -193,10 +242,8 @@ mod tests {
                 }),
             ),
             (
-                Some(JobOutcome::Succeeded {
-                    reason: "CompletionsReached".into(),
-                    message: String::new(),
-                }),
+                Some(succeeded()),
+                false,
                 Running,
                 true,
                 Step::JobSucceeded {
@@ -205,10 +252,27 @@ mod tests {
                 },
             ),
         ];
-        for (job, state, ever_running, want) in table {
-            let got = on_job(job.clone(), state, ever_running, "TFJob", "t-1");
-            assert_eq!(got, want, "{job:?} {state:?} {ever_running}");
+        for (job, deleting, state, ever_running, want) in table {
+            let got = on_job(job.clone(), deleting, state, ever_running, "TFJob", "t-1");
+            assert_eq!(got, want, "{job:?} {deleting} {state:?} {ever_running}");
         }
+    }
+
+    #[test]
+    fn a_job_the_api_server_finds_invalid_fails_the_trial_with_its_words() {
+        let f = job_invalid(
+            "Job",
+            "Job.batch \"t-1\" is invalid: spec.template.labels: Invalid value: \"ml team\"",
+        );
+        assert_eq!(f.reason, "TrialFailed. Job reason: Invalid");
+        assert!(
+            f.message.starts_with(
+                "Trial has failed. Job message: the API server refused the Job: Job.batch \"t-1\" is invalid: spec.template.labels"
+            ),
+            "{}",
+            f.message
+        );
+        assert!(f.message.contains("hint: fix spec.trialTemplate"));
     }
 
     #[test]

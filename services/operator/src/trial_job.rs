@@ -2,9 +2,11 @@
 //! to create, owned by the Trial and labelled so that its pods can be found.
 
 use crate::context::Context;
-use crate::objects::{namespaced, owner_reference};
+use crate::error::Result;
+use crate::names::JOB_FINALIZER;
+use crate::objects::{namespaced, owned_by_another_trial, owner_reference};
 use kube::ResourceExt;
-use kube::api::DynamicObject;
+use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use serde_json::{Value, json};
 use vernier_spec::trial::{EXPERIMENT_LABEL, TRIAL_LABEL};
 use vernier_spec::types::API_VERSION;
@@ -51,6 +53,10 @@ pub fn job_object(
             if let Some(owner) = owner_reference(trial, API_VERSION, "Trial") {
                 meta.insert("ownerReferences".into(), json!([owner]));
             }
+            let finalizers = meta.entry("finalizers").or_insert_with(|| json!([]));
+            if let Some(f) = finalizers.as_array_mut() {
+                f.push(JOB_FINALIZER.into());
+            }
         }
     }
     serde_json::from_value(run_spec.clone()).unwrap_or_else(|_| DynamicObject {
@@ -58,6 +64,32 @@ pub fn job_object(
         metadata: Default::default(),
         data: run_spec,
     })
+}
+
+/// Lets the job of the trial whose UID is `trial_uid` go: takes this operator's finalizer off
+/// it (a job another trial of the name owns, or none, is left alone). A job changed since it
+/// was read fails with a conflict, and the reconcile runs again.
+pub async fn release(jobs: &Api<DynamicObject>, name: &str, trial_uid: Option<&str>) -> Result<()> {
+    let Some(job) = jobs.get_opt(name).await? else {
+        return Ok(());
+    };
+    let finalizers = job.finalizers();
+    if owned_by_another_trial(&job, trial_uid) || !finalizers.iter().any(|f| f == JOB_FINALIZER) {
+        return Ok(());
+    }
+    let kept: Vec<&String> = finalizers.iter().filter(|f| *f != JOB_FINALIZER).collect();
+    let patch = json!({"metadata": {
+        "finalizers": kept,
+        "resourceVersion": job.resource_version(),
+    }});
+    match jobs
+        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// Whether `value` under the key `key` is a pod template (an object with `spec.containers`).

@@ -904,6 +904,140 @@ async fn a_retried_job_is_judged_on_the_attempt_that_succeeded() {
     env.shutdown().await;
 }
 
+/// A Job removed the moment it completes (`ttlSecondsAfterFinished: 0`, common on shared
+/// clusters) succeeded all the same: its trial ends Succeeded on what it reported, not
+/// failed as a job deleted before it finished.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_its_ttl_removes_at_once_still_succeeds() {
+    let env = Env::start(SimulationOptions::default()).await;
+    let op = env.operator("replica-a");
+    let yaml = experiment_yaml("expiring", "Job", 2, 4, "").replace(
+        "backoffLimit: 0",
+        "backoffLimit: 0\n        ttlSecondsAfterFinished: 0",
+    );
+    env.create(&yaml).await;
+    let exp = finished(&env, "expiring").await;
+    assert!(condition(&exp, "Succeeded").is_some(), "{exp:#}");
+    assert_eq!(exp["status"]["trialsSucceeded"], 4, "{exp:#}");
+    let jobs = env.api("batch", "v1", "Job");
+    let left = jobs.list(&ListParams::default()).await.expect("jobs").items;
+    assert!(left.is_empty(), "the TTL removes every job: {left:?}");
+    for t in env.trials_of("expiring").await {
+        let t = serde_json::to_value(&t).expect("json");
+        let ok = condition_is(&t, "Succeeded", "True").unwrap_or_else(|| panic!("{t:#}"));
+        assert_eq!(
+            ok["reason"],
+            "TrialSucceeded. Job reason: CompletionsReached"
+        );
+    }
+    op.stop().await;
+    env.shutdown().await;
+}
+
+/// The operator's finalizer keeps a trial's job until the trial is judged: a running job
+/// deleted by hand fails its trial as deleted and then goes; with `retain` a finished
+/// job stays, let go by the operator.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_jobs_finalizer_holds_it_until_its_trial_is_judged() {
+    let options = SimulationOptions {
+        default_outcome: Outcome::Hang,
+        ..SimulationOptions::default()
+    };
+    let env = Env::start(options).await;
+    let op = env.operator("replica-a");
+    env.create(&experiment_yaml("by-hand", "Job", 1, 2, ""))
+        .await;
+    let jobs = env.api("batch", "v1", "Job");
+    let selector = ListParams::default().labels("katib.kubeflow.org/experiment=by-hand");
+    // Each of the two trials' jobs, deleted as it runs; the second failure ends the experiment.
+    for _ in 0..2 {
+        let running = wait_until(
+            "a running job",
+            || async { jobs_of(&env, &selector).await },
+            |items| {
+                items
+                    .iter()
+                    .any(|j| j.metadata.deletion_timestamp.is_none())
+            },
+        )
+        .await;
+        let job = running
+            .iter()
+            .find(|j| j.metadata.deletion_timestamp.is_none())
+            .expect("running job");
+        assert_eq!(job.finalizers(), ["vernier.kubeflow.org/trial-judged"]);
+        jobs.delete(&job.name_any(), &kube::api::DeleteParams::background())
+            .await
+            .expect("deleted");
+    }
+    let exp = finished(&env, "by-hand").await;
+    let trial = serde_json::to_value(&env.trials_of("by-hand").await[0]).expect("json");
+    let failed = condition_is(&trial, "Failed", "True").unwrap_or_else(|| panic!("{trial:#}"));
+    assert_eq!(
+        failed["reason"], "TrialFailed. Job reason: JobDeleted",
+        "{exp:#}"
+    );
+    wait_until(
+        "the deleted job gone",
+        || async { jobs.list(&selector).await.expect("jobs").items.len() },
+        |n| *n == 0,
+    )
+    .await;
+    op.stop().await;
+    env.shutdown().await;
+
+    let env = Env::start(SimulationOptions::default()).await;
+    let op = env.operator("replica-a");
+    let yaml = experiment_yaml("kept", "Job", 1, 2, "")
+        .replace("    trialSpec:", "    retain: true\n    trialSpec:");
+    env.create(&yaml).await;
+    let exp = finished(&env, "kept").await;
+    assert!(condition(&exp, "Succeeded").is_some(), "{exp:#}");
+    let selector = ListParams::default().labels("katib.kubeflow.org/experiment=kept");
+    let kept = wait_until(
+        "the kept job let go",
+        || async { jobs_of(&env, &selector).await },
+        |items| items.len() == 2 && items.iter().all(|j| j.finalizers().is_empty()),
+    )
+    .await;
+    assert!(kept.iter().all(|j| j.metadata.deletion_timestamp.is_none()));
+    op.stop().await;
+    env.shutdown().await;
+}
+
+async fn jobs_of(env: &Env, selector: &ListParams) -> Vec<DynamicObject> {
+    let jobs = env.api("batch", "v1", "Job");
+    jobs.list(selector).await.expect("jobs").items
+}
+
+/// A job the API server refuses as invalid (a label value with a space) cannot be created
+/// by any retry: its trial fails with the server's words instead of waiting forever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_the_api_server_refuses_fails_its_trial_with_the_servers_words() {
+    let env = Env::start(SimulationOptions::default()).await;
+    let op = env.operator("replica-a");
+    let yaml = experiment_yaml("refused", "Job", 1, 2, "").replace(
+        "      kind: Job\n      spec:",
+        "      kind: Job\n      metadata:\n        labels:\n          team: ml team\n      spec:",
+    );
+    env.create(&yaml).await;
+    let exp = finished(&env, "refused").await;
+    assert!(condition(&exp, "Failed").is_some(), "{exp:#}");
+    for trial in env.trials_of("refused").await {
+        let trial = serde_json::to_value(&trial).expect("json");
+        let failed = condition_is(&trial, "Failed", "True").unwrap_or_else(|| panic!("{trial:#}"));
+        assert_eq!(failed["reason"], "TrialFailed. Job reason: Invalid");
+        let message = failed["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains("the API server refused the Job: ")
+                && message.contains("Invalid value: \"ml team\""),
+            "{message}"
+        );
+    }
+    op.stop().await;
+    env.shutdown().await;
+}
+
 /// An objective reported as text, as Katib's DARTS example reports `Best-Genotype`: the trial
 /// succeeds, as in Katib (its objective has a `latest` that is not `unavailable`), and is the
 /// best trial for want of a number.

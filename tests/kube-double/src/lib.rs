@@ -34,7 +34,8 @@
 //!   (and answers with `Established`/`NamesAccepted` conditions); deleting it removes them and
 //!   their objects. [`KubeDouble::register`] serves a type without a CRD.
 //! * **Discovery**: `/api`, `/apis`, `/apis/{g}`, `/api/v1`, `/apis/{g}/{v}`, `/version`.
-//! * **Verbs**: create (`generateName`, 409 `AlreadyExists`, 422 for invalid names), get,
+//! * **Verbs**: create (`generateName`, 409 `AlreadyExists`, 422 for invalid names and label
+//!   values), get,
 //!   list and watch with `labelSelector` (`=`, `==`, `!=`, `in`, `notin`, exists, `!`) and
 //!   `fieldSelector` (`metadata.name`, `metadata.namespace`, and the per-kind fields the API
 //!   server allows, e.g. `status.phase` for pods; others are 400), update (409 `Conflict` on a

@@ -114,3 +114,23 @@ pub fn invalid_name(name: &str) -> Option<String> {
         ))
     }
 }
+
+/// Why a label value in `metadata.labels` is not one the API server takes, if it is not:
+/// at most 63 characters, alphanumerics with `-`, `_` or `.` inside.
+pub fn invalid_label_value(object: &Value) -> Option<String> {
+    let labels = object.pointer("/metadata/labels")?.as_object()?;
+    labels.iter().find_map(|(key, value)| {
+        let text = value.as_str().unwrap_or_default();
+        let inner = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.');
+        let ends = |b: Option<&u8>| b.is_none_or(u8::is_ascii_alphanumeric);
+        let ok = text.len() <= 63
+            && text.bytes().all(inner)
+            && ends(text.as_bytes().first())
+            && ends(text.as_bytes().last());
+        (!ok).then(|| {
+            format!(
+                "metadata.labels: Invalid value: {text:?}: a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (key {key:?})"
+            )
+        })
+    })
+}

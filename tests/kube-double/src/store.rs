@@ -358,7 +358,7 @@ impl State {
                 }
             };
         }
-        if let Some(why) = meta::invalid_name(&name) {
+        if let Some(why) = meta::invalid_name(&name).or_else(|| meta::invalid_label_value(&body)) {
             return Err(ApiStatus::invalid(&gr, &rt.kind, &name, &why));
         }
         let (ns, _) = Self::key_of(rt, url_ns, &name);

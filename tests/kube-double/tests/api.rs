@@ -176,6 +176,28 @@ async fn typed_create_get_list_and_the_api_servers_errors() {
         "{}",
         err.message
     );
+    for (value, valid) in [
+        ("ml team", false),
+        ("-x", false),
+        (&"a".repeat(64), false),
+        ("", true),
+        ("a.b_c-1", true),
+    ] {
+        let mut labelled = config_map(&format!("labelled-{valid}-{}", value.len()), json!({}));
+        labelled.metadata.labels = Some([("team".to_string(), value.to_string())].into());
+        match cms.create(&PostParams::default(), &labelled).await {
+            Ok(_) => assert!(valid, "{value:?} accepted"),
+            Err(e) => {
+                let err = api_error(e);
+                assert!(!valid && err.code == 422, "{value:?}: {}", err.message);
+                assert!(
+                    err.message.contains("metadata.labels: Invalid value"),
+                    "{}",
+                    err.message
+                );
+            }
+        }
+    }
     double.shutdown().await;
 }
 

@@ -32,6 +32,8 @@
 //!   and `Succeeded` or `Failed` (reasons `<Kind>Created`, `<Kind>Running`, `<Kind>Succeeded`,
 //!   `<Kind>Failed`; Running flips to False at the end), `replicaStatuses`, `startTime`,
 //!   `completionTime`;
+//! * deletes a finished batch Job `spec.ttlSecondsAfterFinished` seconds after its end, as
+//!   the TTL-after-finished controller does;
 //! * stops the job's processes when the job is deleted (or gets a `deletionTimestamp`).
 //!
 //! Tests choose what a job does with [`Outcome`]: run the command (default), fail without

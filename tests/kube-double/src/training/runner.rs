@@ -82,9 +82,29 @@ async fn run(context: &Context, job: &Value) -> Result<(), kube::Error> {
         object: job,
     });
     match context.kind {
-        JobKind::BatchJob => run_batch(context, &apis, job, &outcome).await,
+        JobKind::BatchJob => {
+            run_batch(context, &apis, job, &outcome).await?;
+            expire(&apis, job).await
+        }
         _ => run_training(context, &apis, job, &outcome).await,
     }
+}
+
+/// The TTL-after-finished controller: a finished Job with `spec.ttlSecondsAfterFinished` is
+/// deleted (with its pods, in the foreground) that many seconds after it ended.
+async fn expire(apis: &Apis, job: &Value) -> Result<(), kube::Error> {
+    let Some(ttl) = job
+        .pointer("/spec/ttlSecondsAfterFinished")
+        .and_then(Value::as_u64)
+    else {
+        return Ok(());
+    };
+    tokio::time::sleep(std::time::Duration::from_secs(ttl)).await;
+    let params = kube::api::DeleteParams::foreground();
+    apis.jobs
+        .delete(meta::meta_str(job, "name"), &params)
+        .await
+        .map(drop)
 }
 
 async fn patch_job_status(apis: &Apis, name: &str, status: Value) -> Result<(), kube::Error> {
