@@ -3,8 +3,9 @@
 //! trial starts, so a template breaking one fails every trial on a cluster, while local mode,
 //! which does not read these fields, would run it. The ones checked are those a template
 //! written by hand breaks: a mount of a volume the pod does not have, two containers or two
-//! mounts of one container by one name or path, a request above its limit, and an extended
-//! resource (a GPU) whose request is not its limit. Text holding a `${...}` placeholder is a
+//! mounts of one container by one name or path, a request above its limit, an extended
+//! resource (a GPU) whose request is not its limit, a volume without exactly one source, and a
+//! variable with both a value and a `valueFrom`. Names and labels are `pod_names`' part. Text holding a `${...}` placeholder is a
 //! value only once rendered, and is not checked.
 
 use super::Errors;
@@ -72,12 +73,51 @@ fn check_pod(pod: &Value, path: &str, errs: &mut Errors) {
             check_resources(c, &here, errs);
             let env = c.get("env").and_then(Value::as_array);
             for (j, e) in env.into_iter().flatten().enumerate() {
-                let refused = api_server_refusal(e, &format!("{here}.env[{j}]"));
-                if let Some(e) = refused {
+                let at = format!("{here}.env[{j}]");
+                let valued = e
+                    .get("value")
+                    .and_then(Value::as_str)
+                    .is_some_and(|v| !v.is_empty());
+                if valued && e.get("valueFrom").is_some() {
+                    errs.add(
+                        format!("{at}.valueFrom"),
+                        "is set with a value, which the API server refuses; hint: keep one of the two",
+                    );
+                }
+                if let Some(e) = api_server_refusal(e, &at) {
                     errs.add(e.path(), e.message());
                 }
             }
         }
+    }
+    check_volume_sources(pod, path, errs);
+}
+
+/// Each volume has exactly one source (`emptyDir`, `persistentVolumeClaim`, ...): every key of
+/// a volume but its name is one.
+fn check_volume_sources(pod: &Value, path: &str, errs: &mut Errors) {
+    let volumes = pod.get("volumes").and_then(Value::as_array);
+    for (i, v) in volumes.into_iter().flatten().enumerate() {
+        let Some(map) = v.as_object() else {
+            continue;
+        };
+        let sources: Vec<&str> = map
+            .keys()
+            .map(String::as_str)
+            .filter(|k| *k != "name")
+            .collect();
+        let problem = match sources.as_slice() {
+            [_] => continue,
+            [] => "has no source".to_string(),
+            more => format!("has {} sources ({})", more.len(), more.join(", ")),
+        };
+        errs.add(
+            format!("{path}.volumes[{i}]"),
+            format!(
+                "{problem}, which the API server refuses; hint: give it exactly one, such as \
+                 emptyDir: {{}} or persistentVolumeClaim: {{claimName: NAME}}"
+            ),
+        );
     }
 }
 
@@ -278,6 +318,19 @@ mod tests {
                 vec![format!(
                     "{p}.containers[0].resources: asks for huge pages without cpu or memory"
                 )],
+            ),
+            (
+                json!({"containers": [{"name": "a", "env": [{"name": "P", "value": "x", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}]}]}),
+                vec![format!(
+                    "{p}.containers[0].env[0].valueFrom: is set with a value, which the API server refuses"
+                )],
+            ),
+            (
+                json!({"volumes": [{"name": "v"}, {"name": "w", "emptyDir": {}, "hostPath": {"path": "/w"}}], "containers": [{"name": "a"}]}),
+                vec![
+                    format!("{p}.volumes[0]: has no source"),
+                    format!("{p}.volumes[1]: has 2 sources (emptyDir, hostPath)"),
+                ],
             ),
             (
                 json!({"containers": [{"name": "a", "env": [{"name": "M", "valueFrom": {"resourceFieldRef": {"resource": "limits.memory", "divisor": "1024"}}}]}]}),
