@@ -281,6 +281,18 @@ pub async fn load_curves(
     report: &mut ExperimentReport,
     max: usize,
 ) -> Result<(), ReportError> {
+    load_curves_keeping(store, report, max, None).await
+}
+
+/// [`load_curves`], taking the curve of a trial that had ended in `earlier` (a report of the
+/// same experiment read before) with as many values from there instead of reading it again:
+/// an ended trial's values do not change, and a live page re-reads its report at each change.
+pub async fn load_curves_keeping(
+    store: &SqlStore,
+    report: &mut ExperimentReport,
+    max: usize,
+    earlier: Option<&ExperimentReport>,
+) -> Result<(), ReportError> {
     let metric = report.objective.metric.clone();
     let wanted: Vec<usize> = report
         .ranked()
@@ -290,6 +302,10 @@ pub async fn load_curves(
         .collect();
     for i in wanted {
         let t = &mut report.trials[i];
+        if let Some(kept) = earlier.and_then(|e| ended_curve(e, t)) {
+            t.curve = kept;
+            continue;
+        }
         t.curve = store
             .observations(&t.row.name, Some(&metric), None, None)
             .await?
@@ -298,6 +314,15 @@ pub async fn load_curves(
             .collect();
     }
     Ok(())
+}
+
+/// The curve `earlier` holds for trial `t`, when the trial had ended there with the same
+/// number of values.
+fn ended_curve(earlier: &ExperimentReport, t: &TrialReport) -> Option<Vec<(i64, f64)>> {
+    let before = earlier.trials.iter().find(|b| b.row.name == t.row.name)?;
+    let ended = before.row.state.is_terminal() && t.row.state.is_terminal();
+    let same = before.curve_points == t.curve_points && !before.curve.is_empty();
+    (ended && same).then(|| before.curve.clone())
 }
 
 fn assignments_json(assignment: &[(String, String)]) -> Value {

@@ -797,3 +797,45 @@ async fn an_unreported_metric_is_unavailable_in_the_katib_observation() {
     assert_eq!(metrics(1), serde_json::json!([]));
     assert_eq!(metrics(2).as_array().unwrap().len(), 2);
 }
+
+/// A report read again (a live dashboard page) takes an ended trial's curve from the earlier
+/// report when it has as many values, and reads any other curve from the store.
+#[tokio::test]
+async fn curves_of_ended_trials_are_taken_from_an_earlier_report() {
+    let (dir, first) = fixture().await;
+    let store = SqlStore::connect(&dir.path().join("r.db").display().to_string())
+        .await
+        .unwrap();
+    let mut earlier = first.clone();
+    // Marked values: taken only where the earlier report may stand for the store.
+    for t in &mut earlier.trials {
+        for point in &mut t.curve {
+            point.1 = -1.0;
+        }
+    }
+    let with_curve = |r: &ExperimentReport, name: &str| {
+        let t = r.trials.iter().find(|t| t.row.name == name).unwrap();
+        t.curve.iter().map(|p| p.1).collect::<Vec<f64>>()
+    };
+    let mut again = load(&store, "fixture").await.unwrap();
+    load_curves_keeping(&store, &mut again, html::MAX_CURVES, Some(&earlier))
+        .await
+        .unwrap();
+    assert_eq!(with_curve(&again, "fixture-0"), [-1.0; 3]);
+    // The trial was still running when read before: its values may have grown since.
+    earlier.trials[0].row.state = TrialState::Running;
+    let mut again = load(&store, "fixture").await.unwrap();
+    load_curves_keeping(&store, &mut again, html::MAX_CURVES, Some(&earlier))
+        .await
+        .unwrap();
+    assert_eq!(with_curve(&again, "fixture-0"), [0.9, 0.5, 0.31]);
+    // As many values differently counted (a report of another run of that name): read again.
+    earlier.trials[0].row.state = TrialState::Succeeded;
+    earlier.trials[0].curve_points = 2;
+    let mut again = load(&store, "fixture").await.unwrap();
+    load_curves_keeping(&store, &mut again, html::MAX_CURVES, Some(&earlier))
+        .await
+        .unwrap();
+    assert_eq!(with_curve(&again, "fixture-0"), [0.9, 0.5, 0.31]);
+    assert_eq!(with_curve(&again, "fixture-1"), [-1.0; 3]);
+}

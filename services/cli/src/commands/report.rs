@@ -13,7 +13,7 @@ use vernier_report::analysis::phase_is_final;
 use vernier_report::html::{HtmlOptions, REFRESH_SECONDS};
 use vernier_report::table::TableOptions;
 use vernier_report::{
-    ExperimentReport, ReportError, csv, html, load, load_curves, observation_csv, table,
+    ExperimentReport, ReportError, csv, html, load, load_curves_keeping, observation_csv, table,
 };
 
 /// The formats of `vernier report`.
@@ -153,11 +153,22 @@ impl Source {
     /// The report of `name`, with the learning curves of its `curves` best trials when the
     /// source has them (0 for none), and whether its driver is gone.
     pub async fn load(&self, name: &str, curves: usize) -> anyhow::Result<ExperimentReport> {
+        self.load_after(name, curves, None).await
+    }
+
+    /// [`Source::load`], keeping the curves of the trials that had ended in `earlier` (see
+    /// [`vernier_report::load_curves_keeping`]).
+    pub async fn load_after(
+        &self,
+        name: &str,
+        curves: usize,
+        earlier: Option<&ExperimentReport>,
+    ) -> anyhow::Result<ExperimentReport> {
         Ok(match self {
             Source::Db(store, db_flag) => {
                 let mut report = load(store, name).await?;
                 if curves > 0 {
-                    load_curves(store, &mut report, curves).await?;
+                    load_curves_keeping(store, &mut report, curves, earlier).await?;
                 }
                 report.unattended = crate::db::unattended(store, &report.row).await?;
                 report.resume_flags = db_flag.clone();

@@ -33,18 +33,23 @@ const POLL: Duration = Duration::from_secs(1);
 const CACHED_REPORTS: usize = 16;
 
 /// An experiment as last read: the fingerprint it was read at, the report (with the curves
-/// the experiment page draws) and that page once rendered.
+/// the experiment page draws), that page once rendered, and when it was stored (the oldest
+/// goes first when the cache is full).
 #[derive(Clone)]
 struct Cached {
     fingerprint: u64,
     report: Arc<ExperimentReport>,
     page: Option<Arc<String>>,
+    stored: u64,
 }
 
-/// The shared state: the source and the experiments last read, by name.
+/// The shared state: the source, the experiments last read, by name, and the list page's
+/// line of each experiment at its fingerprint (small, so every experiment's is kept: the list
+/// shows no curves and is not read with them).
 struct Dash {
     source: DashSource,
     cache: Mutex<HashMap<String, Cached>>,
+    summaries: Mutex<HashMap<String, (u64, serde_json::Value)>>,
 }
 
 impl std::ops::Deref for Dash {
@@ -72,6 +77,7 @@ pub fn router(source: DashSource, loopback: bool) -> Router {
         .with_state(Arc::new(Dash {
             source,
             cache: Mutex::new(HashMap::new()),
+            summaries: Mutex::new(HashMap::new()),
         }));
     if loopback {
         app.layer(middleware::from_fn(loopback_host_only))
@@ -166,13 +172,34 @@ async fn list(State(src): State<Shared>) -> Response {
         Err(e) => return failure(&src, e),
     };
     for name in names {
-        match cached(&src, &name).await {
-            Ok(c) => out.push(dashboard::summary_json(&c.report)),
+        match summary(&src, &name).await {
+            Ok(line) => out.push(line),
             // One unreadable experiment must not hide the others.
             Err(e) => out.push(json!({"name": name, "error": src.explain(&e)})),
         }
     }
     json_body(out).into_response()
+}
+
+/// The list page's line of an experiment as of now: kept while its fingerprint is unchanged,
+/// else from the cached report when that is current, else from a report read without curves.
+async fn summary(src: &Dash, name: &str) -> anyhow::Result<serde_json::Value> {
+    let (fingerprint, _) = src.fingerprint(name).await?;
+    let kept = src.summaries.lock().ok().and_then(|s| s.get(name).cloned());
+    if let Some((at, line)) = kept
+        && at == fingerprint
+    {
+        return Ok(line);
+    }
+    let current = src.cache.lock().ok().and_then(|c| c.get(name).cloned());
+    let line = match current.filter(|c| c.fingerprint == fingerprint) {
+        Some(c) => dashboard::summary_json(&c.report),
+        None => dashboard::summary_json(&src.report(name).await?),
+    };
+    if let Ok(mut summaries) = src.summaries.lock() {
+        summaries.insert(name.to_string(), (fingerprint, line.clone()));
+    }
+    Ok(line)
 }
 
 async fn experiment(State(src): State<Shared>, Path(name): Path<String>) -> Response {
@@ -190,24 +217,35 @@ async fn experiment(State(src): State<Shared>, Path(name): Path<String>) -> Resp
 /// watch) is unchanged, else read again (with the page's curves) and cached.
 async fn cached(src: &Dash, name: &str) -> anyhow::Result<Cached> {
     let (fingerprint, _) = src.fingerprint(name).await?;
-    if let Some(c) = src.cache.lock().ok().and_then(|c| c.get(name).cloned())
+    let earlier = src.cache.lock().ok().and_then(|c| c.get(name).cloned());
+    if let Some(c) = &earlier
         && c.fingerprint == fingerprint
     {
-        return Ok(c);
+        return Ok(c.clone());
     }
+    let earlier = earlier.map(|c| c.report);
+    let report = src.report_with_curves(name, earlier.as_deref()).await?;
     let fresh = Cached {
         fingerprint,
-        report: Arc::new(src.report_with_curves(name).await?),
+        report: Arc::new(report),
         page: None,
+        stored: 0,
     };
     store_in_cache(src, name, fresh.clone());
     Ok(fresh)
 }
 
-fn store_in_cache(src: &Dash, name: &str, entry: Cached) {
+/// Keeps `entry` as `name`'s, the oldest stored entry of another experiment going when the
+/// cache is full.
+fn store_in_cache(src: &Dash, name: &str, mut entry: Cached) {
+    static STORED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    entry.stored = STORED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     if let Ok(mut cache) = src.cache.lock() {
         if cache.len() >= CACHED_REPORTS && !cache.contains_key(name) {
-            cache.clear();
+            let oldest = cache.iter().min_by_key(|(_, c)| c.stored);
+            if let Some(oldest) = oldest.map(|(n, _)| n.clone()) {
+                cache.remove(&oldest);
+            }
         }
         cache.insert(name.to_string(), entry);
     }

@@ -78,9 +78,14 @@ impl DashSource {
     }
 
     /// The report with the curves the experiment page draws (the one every page reads, cached
-    /// by the routes).
-    pub async fn report_with_curves(&self, name: &str) -> anyhow::Result<ExperimentReport> {
-        self.current().await?.load(name, PAGE_CURVES).await
+    /// by the routes), those of trials that had ended in `earlier` taken from there.
+    pub async fn report_with_curves(
+        &self,
+        name: &str,
+        earlier: Option<&ExperimentReport>,
+    ) -> anyhow::Result<ExperimentReport> {
+        let source = self.current().await?;
+        source.load_after(name, PAGE_CURVES, earlier).await
     }
 
     /// The trial page's JSON from its experiment's report `r`, `None` when the experiment has
