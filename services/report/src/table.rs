@@ -98,13 +98,15 @@ fn trials_table(r: &ExperimentReport, ranked: &[usize], opts: TableOptions) -> T
         "TRIAL".to_string(),
         "CONDITION".to_string(),
     ];
-    header.extend(params.iter().cloned());
+    // Metrics first, as Katib's UI and Optuna's trials_dataframe order them: with many
+    // parameters the objective stays beside the trial's name.
     for m in &metrics {
         header.push(match r.objective.strategy_for(m) {
             Some(st) => format!("{m} ({})", strategy_name(st)),
             None => m.clone(),
         });
     }
+    header.extend(params.iter().cloned());
     header.push("DURATION".to_string());
     table.set_header(header);
     for (rank, &i) in ranked.iter().enumerate() {
@@ -143,13 +145,13 @@ fn trial_row(
         t.row.name.clone(),
         t.row.state.as_str().to_string(),
     ];
+    for m in metrics {
+        row.push(short_number(&r.metric_text(t, m)));
+    }
     for p in params {
         row.push(cut_value(&short_number(
             r.assignment(t, p).unwrap_or_default(),
         )));
-    }
-    for m in metrics {
-        row.push(short_number(&r.metric_text(t, m)));
     }
     row.push(
         duration_s(&t.row)
@@ -237,12 +239,12 @@ fn best_line(r: &ExperimentReport) -> String {
     )
 }
 
-/// In a table fitted to a width, the marker, rank, trial, condition and duration columns
-/// keep their content on one line; only parameters and metrics (`values` columns after the
-/// first four) wrap.
+/// In a table fitted to a width, the marker, rank, trial, condition, objective and duration
+/// columns keep their content on one line; only the other metrics and the parameters
+/// (`values` columns after the first four, the objective first) wrap.
 fn keep_whole(table: &mut Table, values: usize) {
     let last = 4 + values;
-    for i in (0..4).chain([last]) {
+    for i in (0..5).chain([last]) {
         if let Some(column) = table.column_mut(i) {
             column.set_constraint(ColumnConstraint::ContentWidth);
         }
