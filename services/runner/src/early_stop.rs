@@ -197,11 +197,44 @@ fn progress<'a>(
 /// Each started trial's objective values, whatever its state: the rules choose whom they
 /// count (the ASHA rule ranks stopped and failed trials' values too, as the operator's reading
 /// does). A trial's values are final once the driver recorded its end, so they are read once
-/// then; a running trial's are read again at each refresh.
+/// then; a running trial's are read from where the last refresh stopped, and not at all when
+/// its stored count of numeric values did not change (reading its whole log at every look
+/// cost time quadratic in the values of a trainer that logs every batch).
 #[derive(Debug, Default)]
 struct TrialValues {
     ended: HashMap<String, Vec<f64>>,
-    running: HashMap<String, Vec<f64>>,
+    running: HashMap<String, Running>,
+}
+
+/// What was read of a running trial's log: its numeric values, the time of the last row read
+/// and how many rows of that time were read (rows come ordered by time, then insertion).
+#[derive(Debug, Default)]
+struct Running {
+    values: Vec<f64>,
+    last_us: i64,
+    at_last: usize,
+}
+
+impl Running {
+    /// Takes `rows` read from `self.last_us` on (inclusive): those of that time already read
+    /// are skipped.
+    fn extend(&mut self, rows: &[vernier_core::Observation]) {
+        let mut skip = self.at_last;
+        for o in rows {
+            if o.timestamp_us == self.last_us && skip > 0 {
+                skip -= 1;
+                continue;
+            }
+            self.at_last = match o.timestamp_us == self.last_us {
+                true => self.at_last + 1,
+                false => 1,
+            };
+            self.last_us = o.timestamp_us;
+            if let Some(v) = o.value.trim().parse::<f64>().ok().filter(|v| v.is_finite()) {
+                self.values.push(v);
+            }
+        }
+    }
 }
 
 impl TrialValues {
@@ -211,37 +244,103 @@ impl TrialValues {
         metric: &str,
         trials: &[(String, TrialState)],
     ) -> Result<(), RunnerError> {
-        self.running.clear();
+        let mut running = HashMap::new();
         for (name, state) in trials {
             if *state == TrialState::Created || self.ended.contains_key(name) {
                 continue;
             }
-            let logs = store.observations(name, Some(metric), None, None).await?;
-            let values = logs
-                .iter()
-                .filter_map(|o| o.value.trim().parse::<f64>().ok().filter(|v| v.is_finite()))
-                .collect();
-            match state.is_terminal() {
-                true => self.ended.insert(name.clone(), values),
-                false => self.running.insert(name.clone(), values),
-            };
+            if state.is_terminal() {
+                let mut all = Running::default();
+                all.extend(&store.observations(name, Some(metric), None, None).await?);
+                self.ended.insert(name.clone(), all.values);
+                continue;
+            }
+            let before = self.running.remove(name).unwrap_or_default();
+            running.insert(
+                name.clone(),
+                read_running(store, name, metric, before).await?,
+            );
         }
+        self.running = running;
         Ok(())
     }
 
     /// The values last read of `trial`; none for a trial not started.
     fn of(&self, trial: &str) -> &[f64] {
-        self.ended
-            .get(trial)
-            .or_else(|| self.running.get(trial))
-            .map_or(&[], Vec::as_slice)
+        match self.ended.get(trial) {
+            Some(values) => values,
+            None => self.running.get(trial).map_or(&[], |r| r.values.as_slice()),
+        }
     }
+}
+
+/// A running trial's values, read on from `before`. The store's count of the metric's numeric
+/// values says whether there is anything new, and whether a value was recorded out of time
+/// order (a pushed report's own timestamps) behind the rows read: then the log is read whole.
+async fn read_running(
+    store: &SqlStore,
+    trial: &str,
+    metric: &str,
+    mut before: Running,
+) -> Result<Running, RunnerError> {
+    let (summaries, counted) = store.trial_summary(trial).await?;
+    let stored = summaries
+        .iter()
+        .find(|m| m.summary.name == metric)
+        .map_or(0, |m| usize::try_from(m.numeric_count).unwrap_or(0));
+    if counted && before.at_last > 0 && before.values.len() == stored {
+        return Ok(before);
+    }
+    if counted && before.at_last > 0 {
+        let since = Some(before.last_us);
+        before.extend(&store.observations(trial, Some(metric), since, None).await?);
+        if before.values.len() >= stored {
+            return Ok(before);
+        }
+    }
+    let mut all = Running::default();
+    all.extend(&store.observations(trial, Some(metric), None, None).await?);
+    Ok(all)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::test_store::{obs, with_trial};
+
+    /// A running trial is read on from where the last refresh stopped: a value logged at the
+    /// same time as the last one read counts once, and one recorded behind those read (a
+    /// pushed report's older timestamp) takes its place in time order.
+    #[tokio::test]
+    async fn a_running_trial_is_read_on_from_where_the_last_refresh_stopped() {
+        let store = SqlStore::connect(":memory:").await.unwrap();
+        with_trial(&store, TrialState::Running).await;
+        let report = |rows: Vec<vernier_core::Observation>| {
+            let store = store.clone();
+            async move { store.report_observations("e-0", &rows).await.unwrap() }
+        };
+        report(vec![obs("loss", 10, "4"), obs("loss", 20, "3")]).await;
+        let trials = [("e-0".to_string(), TrialState::Running)];
+        let mut values = TrialValues::default();
+        values.refresh(&store, "loss", &trials).await.unwrap();
+        assert_eq!(values.of("e-0"), [4.0, 3.0]);
+        // Nothing new: the same values; then one more at the last time read, one after it,
+        // and a text value that is no number.
+        values.refresh(&store, "loss", &trials).await.unwrap();
+        report(vec![
+            obs("loss", 20, "2.5"),
+            obs("loss", 30, "nan"),
+            obs("loss", 30, "2"),
+        ])
+        .await;
+        values.refresh(&store, "loss", &trials).await.unwrap();
+        assert_eq!(values.of("e-0"), [4.0, 3.0, 2.5, 2.0]);
+        assert_eq!(values.running["e-0"].last_us, 30);
+        // Recorded behind what was read: the log is read again whole, in time order.
+        report(vec![obs("loss", 15, "3.5")]).await;
+        values.refresh(&store, "loss", &trials).await.unwrap();
+        assert_eq!(values.of("e-0"), [4.0, 3.5, 3.0, 2.5, 2.0]);
+    }
 
     /// An early-stopped trial's values still reach the rules (the ASHA rule ranks them); a
     /// trial not started has none; an ended trial is read once, a running one each time.
