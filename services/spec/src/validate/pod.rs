@@ -8,7 +8,7 @@
 //! variable with both a value and a `valueFrom`. Names and labels are `pod_names`' part. Text holding a `${...}` placeholder is a
 //! value only once rendered, and is not checked.
 
-use super::Errors;
+use super::{Errors, pod_names};
 use crate::quantity::Quantity;
 use crate::template::downward_api::api_server_refusal;
 use serde_json::Value;
@@ -23,14 +23,18 @@ fn overcommittable(name: &str) -> bool {
 }
 
 /// Checks every pod template's spec (an object with a `containers` list under a `template`)
-/// under `value`, at `path`. Other objects holding containers (an Argo `containerSet`, whose
-/// volumes are the Workflow's) are left alone.
+/// under `value`, at `path`, and every object's metadata (`pod_names`). Other objects holding
+/// containers (an Argo `containerSet`, whose volumes are the Workflow's) are left alone.
 pub(super) fn check(value: &Value, path: &str, errs: &mut Errors) {
     match value {
         Value::Object(map) => {
+            if let Some(meta) = map.get("metadata") {
+                pod_names::check_meta(meta, &format!("{path}.metadata"), errs);
+            }
             let pod_template = path.ends_with("template.spec");
             if pod_template && map.get("containers").is_some_and(Value::is_array) {
                 check_pod(value, path, errs);
+                pod_names::check_pod(value, path, errs);
             }
             for (key, child) in map {
                 check(child, &format!("{path}.{key}"), errs);

@@ -4,7 +4,7 @@
 //! (RFC 1123 labels, volumes unique), and mount sub-paths (`validateLocalDescendingPath`). A
 //! template breaking one has its job refused when each trial starts, so every trial fails on a
 //! cluster. Text holding a `${...}` placeholder is a value only once rendered, and is not
-//! checked.
+//! checked. `pod::check` walks the trial spec and calls these.
 
 use super::Errors;
 use serde_json::Value;
@@ -14,30 +14,6 @@ use std::collections::HashSet;
 /// beginning and ending with a letter or digit; or empty.
 const LABEL_VALUE_RULE: &str =
     "at most 63 letters, digits, '-', '_' or '.', beginning and ending with a letter or digit";
-
-/// Checks every object under `value` (the trial spec) at `path`.
-pub(super) fn check(value: &Value, path: &str, errs: &mut Errors) {
-    match value {
-        Value::Object(map) => {
-            if let Some(meta) = map.get("metadata") {
-                check_meta(meta, &format!("{path}.metadata"), errs);
-            }
-            let pod_template = path.ends_with("template.spec");
-            if pod_template && map.get("containers").is_some_and(Value::is_array) {
-                check_pod(value, path, errs);
-            }
-            for (key, child) in map {
-                check(child, &format!("{path}.{key}"), errs);
-            }
-        }
-        Value::Array(items) => {
-            for (i, child) in items.iter().enumerate() {
-                check(child, &format!("{path}[{i}]"), errs);
-            }
-        }
-        _ => {}
-    }
-}
 
 /// The entries of an object field such as `labels`, those whose key and value hold no
 /// placeholder.
@@ -49,7 +25,8 @@ fn entries<'a>(value: &'a Value, field: &str) -> impl Iterator<Item = (&'a str, 
         .map(|(k, v)| (k.as_str(), v))
 }
 
-fn check_meta(meta: &Value, path: &str, errs: &mut Errors) {
+/// Checks an object's `metadata` at `path`.
+pub(super) fn check_meta(meta: &Value, path: &str, errs: &mut Errors) {
     check_labels(meta, "labels", path, errs);
     for (key, _) in entries(meta, "annotations") {
         if !qualified_name(&key.to_ascii_lowercase()) {
@@ -88,7 +65,8 @@ fn key_message(key: &str, what: &str) -> String {
     )
 }
 
-fn check_pod(pod: &Value, path: &str, errs: &mut Errors) {
+/// Checks a pod template's spec at `path`.
+pub(super) fn check_pod(pod: &Value, path: &str, errs: &mut Errors) {
     check_labels(pod, "nodeSelector", path, errs);
     let mut volumes = HashSet::new();
     let listed = pod.get("volumes").and_then(Value::as_array);
@@ -230,7 +208,7 @@ mod tests {
 
     fn problems(spec: Value) -> Vec<String> {
         let mut errs = Errors::default();
-        check(&spec, "t", &mut errs);
+        super::super::pod::check(&spec, "t", &mut errs);
         errs.0.0.iter().map(ToString::to_string).collect()
     }
 
@@ -292,7 +270,7 @@ mod tests {
             ),
             (
                 pod(
-                    json!({"containers": [{"name": "a", "volumeMounts": [{"name": "w", "mountPath": "/w", "subPath": "/data"}]}]}),
+                    json!({"volumes": [{"name": "w", "emptyDir": {}}], "containers": [{"name": "a", "volumeMounts": [{"name": "w", "mountPath": "/w", "subPath": "/data"}]}]}),
                 ),
                 &format!(
                     "{p}.containers[0].volumeMounts[0].subPath: value \"/data\" is an absolute path"
@@ -301,7 +279,7 @@ mod tests {
             ),
             (
                 pod(
-                    json!({"initContainers": [{"name": "i", "volumeMounts": [{"name": "w", "mountPath": "/w", "subPathExpr": "a/../../b"}]}], "containers": [{"name": "a"}]}),
+                    json!({"volumes": [{"name": "w", "emptyDir": {}}], "initContainers": [{"name": "i", "volumeMounts": [{"name": "w", "mountPath": "/w", "subPathExpr": "a/../../b"}]}], "containers": [{"name": "a"}]}),
                 ),
                 &format!(
                     "{p}.initContainers[0].volumeMounts[0].subPathExpr: value \"a/../../b\" climbs out of the volume"
@@ -310,7 +288,7 @@ mod tests {
             ),
             (
                 pod(
-                    json!({"containers": [{"name": "a", "volumeMounts": [{"name": "w", "mountPath": "/w", "subPath": "s", "subPathExpr": "$(POD)"}]}]}),
+                    json!({"volumes": [{"name": "w", "emptyDir": {}}], "containers": [{"name": "a", "volumeMounts": [{"name": "w", "mountPath": "/w", "subPath": "s", "subPathExpr": "$(POD)"}]}]}),
                 ),
                 &format!("{p}.containers[0].volumeMounts[0].subPathExpr: is set with subPath"),
                 "hint: keep one of the two",

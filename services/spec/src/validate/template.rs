@@ -42,7 +42,6 @@ pub(super) fn check(exp: &Experiment, errs: &mut Errors) {
         super::batch_job::check(spec, errs);
         super::quantity::check(spec, &format!("{T}.trialSpec"), errs);
         super::pod::check(spec, &format!("{T}.trialSpec"), errs);
-        super::pod_names::check(spec, &format!("{T}.trialSpec"), errs);
         check_placeholders(tt, spec, errs);
         if let Some(primary) = tt
             .primary_container_name
