@@ -909,7 +909,13 @@ async fn a_retried_job_is_judged_on_the_attempt_that_succeeded() {
 /// failed as a job deleted before it finished.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_job_its_ttl_removes_at_once_still_succeeds() {
-    let env = Env::start(SimulationOptions::default()).await;
+    // A trainer that runs a moment, as real ones do: its log is read while its pod runs (a
+    // pod deleted with its job before its log was read leaves the trial MetricsUnavailable).
+    let options = SimulationOptions {
+        min_running: Duration::from_secs(1),
+        ..SimulationOptions::default()
+    };
+    let env = Env::start(options).await;
     let op = env.operator("replica-a");
     let yaml = experiment_yaml("expiring", "Job", 2, 4, "").replace(
         "backoffLimit: 0",
