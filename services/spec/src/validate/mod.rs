@@ -111,7 +111,7 @@ fn check_name(exp: &Experiment, errs: &mut Errors) {
         );
     }
     if let Some(ns) = exp.metadata.namespace.as_deref().filter(|n| !n.is_empty())
-        && !is_namespace_name(ns)
+        && !is_rfc1123_label(ns)
     {
         errs.add(
             "metadata.namespace",
@@ -123,9 +123,9 @@ fn check_name(exp: &Experiment, errs: &mut Errors) {
     }
 }
 
-/// RFC 1123 label, as Kubernetes checks a namespace: `^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`, at
-/// most 63 characters.
-fn is_namespace_name(ns: &str) -> bool {
+/// RFC 1123 label, as Kubernetes checks a namespace, a container or a volume name:
+/// `^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`, at most 63 characters.
+pub(crate) fn is_rfc1123_label(ns: &str) -> bool {
     let b = ns.as_bytes();
     let edge = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
     b.len() <= 63

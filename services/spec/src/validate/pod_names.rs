@@ -6,7 +6,7 @@
 //! cluster. Text holding a `${...}` placeholder is a value only once rendered, and is not
 //! checked. `pod::check` walks the trial spec and calls these.
 
-use super::Errors;
+use super::{Errors, is_rfc1123_label};
 use serde_json::Value;
 use std::collections::HashSet;
 
@@ -102,7 +102,7 @@ pub(super) fn check_pod(pod: &Value, path: &str, errs: &mut Errors) {
 }
 
 fn check_dns_label(name: &str, path: &str, what: &str, errs: &mut Errors) {
-    if name.contains("${") || dns_label(name) {
+    if name.contains("${") || is_rfc1123_label(name) {
         return;
     }
     errs.add(
@@ -150,19 +150,9 @@ fn check_sub_path(mount: &Value, path: &str, errs: &mut Errors) {
     }
 }
 
-/// An RFC 1123 label: 1 to 63 lowercase letters, digits or `-`, alphanumeric at both ends.
-fn dns_label(s: &str) -> bool {
-    let alnum = |b: u8| b.is_ascii_lowercase() || b.is_ascii_digit();
-    !s.is_empty()
-        && s.len() <= 63
-        && s.bytes().all(|b| alnum(b) || b == b'-')
-        && s.bytes().next().is_some_and(alnum)
-        && s.bytes().last().is_some_and(alnum)
-}
-
 /// An RFC 1123 subdomain: dot-separated labels, at most 253 characters.
 fn dns_subdomain(s: &str) -> bool {
-    s.len() <= 253 && s.split('.').all(dns_label)
+    s.len() <= 253 && s.split('.').all(is_rfc1123_label)
 }
 
 /// A label value ([`LABEL_VALUE_RULE`]).
