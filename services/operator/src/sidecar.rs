@@ -500,25 +500,15 @@ fn env_for_expression(container: &Value, expr: &str) -> MountEnv {
 
 /// The `$(NAME)` references in `text`, as the kubelet expands them (`$$` is a literal `$`).
 fn references(text: &str) -> Vec<String> {
-    let mut found = Vec::new();
-    let mut rest = text;
-    while let Some(at) = rest.find('$') {
-        let after = &rest[at + 1..];
-        if let Some(escaped) = after.strip_prefix('$') {
-            rest = escaped;
-            continue;
+    let found = std::cell::RefCell::new(Vec::<String>::new());
+    vernier_spec::template::expansion::expand(text, |name| {
+        let mut found = found.borrow_mut();
+        if !found.iter().any(|f| f == name) {
+            found.push(name.to_string());
         }
-        match after.strip_prefix('(').and_then(|a| a.split_once(')')) {
-            Some((name, tail)) => {
-                if !found.iter().any(|f| f == name) {
-                    found.push(name.to_string());
-                }
-                rest = tail;
-            }
-            None => rest = after,
-        }
-    }
-    found
+        None
+    });
+    found.into_inner()
 }
 
 /// Adds an emptyDir volume named after Katib's metrics volume (suffixed when the name is

@@ -4,7 +4,7 @@
 
 mod container;
 pub mod downward_api;
-mod expansion;
+pub mod expansion;
 pub mod mounts;
 pub mod replicas;
 mod shell_quotes;
