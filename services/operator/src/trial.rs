@@ -288,7 +288,8 @@ async fn job_failed(mut live: Live<'_>, spec: &TrialSpec, failure: Failure) -> R
     }
     live.ctx.followers.stop(&follow_key(live.obj));
     live.end(TrialState::Failed, &failure.reason, &failure.message);
-    live.announce(true, "JobFailed", failure.message);
+    // Katib posts JobFailed as a Normal event (the trial's Failed condition is the alarm).
+    live.announce(false, "JobFailed", failure.message);
     live.save().await?;
     Ok(Action::await_change())
 }
@@ -454,7 +455,7 @@ impl<'a> Live<'a> {
         if self.status != self.old {
             self.status.completion_time = Some(now_rfc3339());
             self.save().await?;
-            self.event(true, "JobFailed", failure.message).await;
+            self.event(false, "JobFailed", failure.message).await;
         }
         Ok(Action::await_change())
     }

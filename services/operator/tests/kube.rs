@@ -845,6 +845,9 @@ async fn failing_jobs_fail_the_experiment_at_max_failed() {
         let c = condition(&t, "Failed").unwrap_or_else(|| panic!("trial not failed: {t:#}"));
         let reason = c["reason"].as_str().unwrap_or_default();
         assert!(reason.starts_with("TrialFailed. Job reason: "), "{reason}");
+        let name = t["metadata"]["name"].as_str().unwrap_or_default();
+        // As Katib's trial controller: a Normal event, the Failed condition being the alarm.
+        assert_eq!(env.event(name, "JobFailed").await.data["type"], "Normal");
     }
     // Katib's webhook refuses a larger budget for a failed experiment; a Warning says so.
     env.edit(
