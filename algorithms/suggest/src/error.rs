@@ -30,6 +30,4 @@ pub enum AlgorithmError {
     /// The search space is one the algorithm cannot search (settings aside).
     #[error("algorithm {algorithm} cannot search this space: {reason}")]
     UnsuitableSpace { algorithm: String, reason: String },
-    #[error("algorithm {algorithm} is not implemented yet\nhint: use random")]
-    NotImplemented { algorithm: String },
 }

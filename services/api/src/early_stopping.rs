@@ -158,7 +158,11 @@ impl EarlyStoppingService {
             .into());
         }
         if let Some(managed) = &self.managed {
-            match managed.early_stop(trial).await.map_err(ApiError::Managed)? {
+            let managed = managed.early_stop(trial).await;
+            match managed.map_err(|reason| ApiError::Managed {
+                trial: trial.to_string(),
+                reason,
+            })? {
                 ManagedOutcome::Stopped => return Ok(()),
                 ManagedOutcome::AlreadyEnded { state } => {
                     return Err(ApiError::TrialAlreadyEnded {

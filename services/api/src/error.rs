@@ -25,8 +25,8 @@ pub enum ApiError {
     )]
     TrialNotFound(String),
     /// The managed-trials hook could not reach what manages the trial.
-    #[error("cannot mark the trial EarlyStopped: {0}")]
-    Managed(String),
+    #[error("cannot mark trial {trial:?} EarlyStopped: {reason}")]
+    Managed { trial: String, reason: String },
     /// The managed-trials hook found the request unusable.
     #[error("{0}")]
     ManagedRefused(String),
@@ -91,11 +91,18 @@ pub enum ApiError {
         total: usize,
         source: Box<StoreError>,
     },
-    #[error("gRPC server failed: {0}")]
-    Transport(#[from] tonic::transport::Error),
+    #[error("the gRPC server on {addr} failed: {source}")]
+    Transport {
+        addr: String,
+        source: tonic::transport::Error,
+    },
     #[error("reflection descriptor cannot be loaded: {0}")]
     Reflection(String),
-    #[error("the algorithm task stopped unexpectedly: {0}")]
+    /// The blocking thread an algorithm ran on was lost (the algorithm panicked past its
+    /// guard, or the server is shutting down).
+    #[error(
+        "the thread running the algorithm stopped before it answered: {0}\nhint: send the request again"
+    )]
     Task(String),
 }
 
@@ -108,7 +115,7 @@ impl From<ApiError> for Status {
             }
             ApiError::TrialNotFound(_) => Code::NotFound,
             ApiError::Waiting { .. }
-            | ApiError::Managed(_)
+            | ApiError::Managed { .. }
             | ApiError::DbManagerUnreachable { .. } => Code::Unavailable,
             ApiError::ManagedRefused(_) => Code::FailedPrecondition,
             ApiError::SearchComplete { .. } | ApiError::Stalled { .. } => Code::OutOfRange,

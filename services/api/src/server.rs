@@ -153,6 +153,9 @@ pub async fn serve(
 ) -> Result<(), ApiError> {
     // Without TCP_NODELAY a reply written in two segments waits for the client's delayed ACK
     // (about 40 ms per call on Linux); tonic's own nodelay option only covers listeners it binds.
+    let addr = listener
+        .local_addr()
+        .map_or_else(|_| "its address".to_string(), |a| a.to_string());
     let incoming = TcpListenerStream::new(listener).map(|conn| {
         conn.and_then(|stream| {
             stream.set_nodelay(true)?;
@@ -161,8 +164,8 @@ pub async fn serve(
     });
     router
         .serve_with_incoming_shutdown(incoming, shutdown)
-        .await?;
-    Ok(())
+        .await
+        .map_err(|source| ApiError::Transport { addr, source })
 }
 
 #[cfg(test)]

@@ -172,7 +172,7 @@ pub fn get_suggestions_cancellable(
     let names = name_labelled(&view.name, seed, &trials, &proposals, &mut labels);
     Ok(GetSuggestionsReply {
         parameter_assignments: proposals_to_wire(&proposals, &names),
-        algorithm: reply_settings(labels, state)?.map(|settings| AlgorithmSpec {
+        algorithm: reply_settings(labels, state).map(|settings| AlgorithmSpec {
             algorithm_name: view.algorithm.clone(),
             algorithm_settings: settings,
         }),
@@ -357,12 +357,12 @@ fn name_labelled(
 fn reply_settings(
     labels: BTreeMap<String, BTreeMap<String, String>>,
     state: Option<String>,
-) -> Result<Option<Vec<AlgorithmSetting>>, ApiError> {
+) -> Option<Vec<AlgorithmSetting>> {
     let mut settings = Vec::new();
     if !labels.is_empty() {
         settings.push(AlgorithmSetting {
             name: LABELS_SETTING.into(),
-            value: serde_json::to_string(&labels).map_err(|e| ApiError::Task(e.to_string()))?,
+            value: serde_json::to_string(&labels).expect("maps of strings serialize"),
         });
     }
     if let Some(state) = state {
@@ -371,7 +371,7 @@ fn reply_settings(
             value: state,
         });
     }
-    Ok((!settings.is_empty()).then_some(settings))
+    (!settings.is_empty()).then_some(settings)
 }
 
 /// A label naming another trial (Hyperband's and ASHA's `.../parent`).

@@ -44,14 +44,13 @@ pub struct SourceRequest<'a> {
     pub state: Option<&'a str>,
 }
 
-/// Why a source gave no proposals.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+/// Why a source gave no proposals: an outcome the driver acts on (wait, or stop with
+/// [`RunnerError::SuggestionSource`]), not an error of this crate, which has one.
+#[derive(Debug, Clone, PartialEq)]
 pub enum SourceError {
     /// Down, unreachable or too slow: worth waiting for.
-    #[error("{0}")]
     Unavailable(String),
     /// It answered, and the answer is an error (bad settings, bad request, bad reply).
-    #[error("{0}")]
     Rejected(String),
 }
 

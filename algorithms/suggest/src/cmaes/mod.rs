@@ -717,8 +717,11 @@ impl Suggester for CmaEs {
         if numeric.len() < 2 {
             return Err(CoreError::Algorithm {
                 algorithm: "cmaes".into(),
-                message: "cmaes only supports two or more dimensional continuous search space"
-                    .into(),
+                message: format!(
+                    "the space has {} tunable double or int parameter(s), and cmaes needs two \
+                     or more\nhint: use tpe or bayesianoptimization for this space",
+                    numeric.len()
+                ),
             });
         }
         let state = self.replay(req.space, req.objective, req.trials);

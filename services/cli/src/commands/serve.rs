@@ -20,7 +20,7 @@ pub async fn serve(db: &str, listen: &str, create_db: bool) -> anyhow::Result<Ex
     let listener = vernier_api::bind(listen, "--listen").await?;
     let local = listener
         .local_addr()
-        .context("cannot read the bound address")?;
+        .with_context(|| format!("cannot read the address bound for --listen {listen}"))?;
     outln!(
         "vernier serve: api.v1.beta1 Suggestion, EarlyStopping, DBManager, health and reflection on {local} (database {})",
         vernier_store::redact_url(db)

@@ -34,7 +34,7 @@ pub async fn dashboard(db: &str, args: DashboardArgs) -> anyhow::Result<Exit> {
     })?;
     let local = listener
         .local_addr()
-        .context("cannot read the bound address")?;
+        .with_context(|| format!("cannot read the address bound for {addr}"))?;
     if !args.host.is_loopback() {
         errln!(
             "warning: the dashboard has no login, and anyone who can reach {local} can read every experiment, its parameters and its trial logs\nhint: keep --host 127.0.0.1 and use `ssh -L {}:127.0.0.1:{}`, or put a reverse proxy with authentication in front",
@@ -52,7 +52,9 @@ pub async fn dashboard(db: &str, args: DashboardArgs) -> anyhow::Result<Exit> {
     // No graceful shutdown: the server only reads, and open live-update streams would hold
     // a graceful one off forever.
     tokio::select! {
-        served = axum::serve(listener, app) => served.context("the dashboard server stopped")?,
+        served = axum::serve(listener, app) => {
+            served.with_context(|| format!("the dashboard server on {local} stopped"))?
+        }
         _ = crate::commands::serve::shutdown_signal() => {}
     }
     Ok(Exit::Succeeded)

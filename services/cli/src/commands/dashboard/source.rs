@@ -164,7 +164,9 @@ impl DashSource {
 }
 
 fn poisoned() -> anyhow::Error {
-    anyhow::anyhow!("the dashboard's database handle was left broken by a failed request")
+    anyhow::anyhow!(
+        "the dashboard's database handle was left broken by a failed request\nhint: restart `vernier dashboard`"
+    )
 }
 
 /// The tail of `<log_dir>/<trial>.log`, or why there is none.
