@@ -50,7 +50,8 @@ impl Proposal {
 /// What an algorithm returns.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Suggestions {
-    /// At most `count` proposals; fewer only when `exhausted`.
+    /// At most `count` proposals: fewer when `exhausted`, or while the algorithm waits for
+    /// running trials' results (Hyperband's promotions, a generation still running).
     pub proposals: Vec<Proposal>,
     /// Opaque state to hand back on the next call.
     pub state: Option<String>,

@@ -1,5 +1,6 @@
 //! Builds a suggester from a Katib algorithm name and its settings, validating the settings
-//! once (the gRPC `ValidateAlgorithmSettings` is exactly this build).
+//! as it builds (the gRPC `ValidateAlgorithmSettings` is this build plus the trial-limit and
+//! generation-size checks a Katib controller needs).
 
 use crate::error::AlgorithmError;
 use crate::random::RandomSearch;

@@ -424,8 +424,29 @@ fn parallel(r: &ExperimentReport, ranked: &[usize]) -> String {
     }
     let mut labels: Vec<String> = params.clone();
     labels.push(r.objective.metric.clone());
+    draw_parallel_axes(&mut c, &labels, &scales, ax);
+    if shown.len() < colors.iter().filter(|c| c.is_some()).count() {
+        c.text(
+            c.width / 2.0,
+            34.0,
+            "middle",
+            "legend",
+            &format!("best {} trials shown", shown.len()),
+        );
+    }
+    c.finish()
+}
+
+/// The vertical axes of a parallel-coordinates chart, at `ax(k)` for the `k`-th label, each
+/// with its title below and its scale's ticks beside it.
+fn draw_parallel_axes(
+    c: &mut Chart,
+    labels: &[String],
+    scales: &[Scale],
+    ax: impl Fn(usize) -> f64,
+) {
     let (top, bottom) = (c.py(1.0), c.py(0.0));
-    for (k, (label, scale)) in labels.iter().zip(&scales).enumerate() {
+    for (k, (label, scale)) in labels.iter().zip(scales).enumerate() {
         let x = c.px(ax(k));
         c.raw(&format!(
             r##"<line class="axis" x1="{x:.1}" y1="{top:.1}" x2="{x:.1}" y2="{bottom:.1}" stroke="#333"/>"##
@@ -453,16 +474,6 @@ fn parallel(r: &ExperimentReport, ranked: &[usize]) -> String {
             );
         }
     }
-    if shown.len() < colors.iter().filter(|c| c.is_some()).count() {
-        c.text(
-            c.width / 2.0,
-            34.0,
-            "middle",
-            "legend",
-            &format!("best {} trials shown", shown.len()),
-        );
-    }
-    c.finish()
 }
 
 fn slice(r: &ExperimentReport, p: &str) -> String {

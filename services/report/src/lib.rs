@@ -385,20 +385,6 @@ impl ExperimentReport {
     /// The experiment as Katib would show it, plus a `trials` array of Trial objects.
     pub fn to_katib_json(&self) -> Value {
         let status = &self.row.status;
-        let mut lists: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-        for t in &self.trials {
-            let list = match t.row.state {
-                TrialState::Created => "pendingTrialList",
-                TrialState::Running => "runningTrialList",
-                TrialState::Succeeded => "succeededTrialList",
-                TrialState::Failed => "failedTrialList",
-                TrialState::Killed => "killedTrialList",
-                TrialState::EarlyStopped => "earlyStoppedTrialList",
-                TrialState::MetricsUnavailable => "metricsUnavailableTrialList",
-            };
-            lists.entry(list).or_default().push(&t.row.name);
-        }
-        let count = |s: TrialState| self.trials.iter().filter(|t| t.row.state == s).count();
         let mut st = serde_json::Map::new();
         st.insert("startTime".into(), json!(status.started_us.map(rfc3339)));
         st.insert(
@@ -436,26 +422,7 @@ impl ExperimentReport {
                 .collect();
             st.insert("paretoFront".into(), Value::Array(front));
         }
-        for (k, v) in lists {
-            st.insert(k.into(), json!(v));
-        }
-        st.insert("trials".into(), json!(self.trials.len()));
-        st.insert(
-            "trialsSucceeded".into(),
-            json!(count(TrialState::Succeeded)),
-        );
-        st.insert("trialsFailed".into(), json!(count(TrialState::Failed)));
-        st.insert("trialsKilled".into(), json!(count(TrialState::Killed)));
-        st.insert("trialsPending".into(), json!(count(TrialState::Created)));
-        st.insert("trialsRunning".into(), json!(count(TrialState::Running)));
-        st.insert(
-            "trialsEarlyStopped".into(),
-            json!(count(TrialState::EarlyStopped)),
-        );
-        st.insert(
-            "trialMetricsUnavailable".into(),
-            json!(count(TrialState::MetricsUnavailable)),
-        );
+        st.extend(self.trial_lists_and_counts());
         let mut exp = serde_json::to_value(&self.spec).unwrap_or(Value::Null);
         if let Value::Object(map) = &mut exp {
             map.insert("status".into(), Value::Object(st));
@@ -465,6 +432,42 @@ impl ExperimentReport {
             );
         }
         exp
+    }
+
+    /// The status fields that list and count trials by state, named as Katib's.
+    fn trial_lists_and_counts(&self) -> serde_json::Map<String, Value> {
+        let mut lists: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        for t in &self.trials {
+            let list = match t.row.state {
+                TrialState::Created => "pendingTrialList",
+                TrialState::Running => "runningTrialList",
+                TrialState::Succeeded => "succeededTrialList",
+                TrialState::Failed => "failedTrialList",
+                TrialState::Killed => "killedTrialList",
+                TrialState::EarlyStopped => "earlyStoppedTrialList",
+                TrialState::MetricsUnavailable => "metricsUnavailableTrialList",
+            };
+            lists.entry(list).or_default().push(&t.row.name);
+        }
+        let mut st: serde_json::Map<String, Value> = lists
+            .into_iter()
+            .map(|(k, v)| (k.into(), json!(v)))
+            .collect();
+        let count = |s: TrialState| self.trials.iter().filter(|t| t.row.state == s).count();
+        st.insert("trials".into(), json!(self.trials.len()));
+        let counts = [
+            ("trialsSucceeded", TrialState::Succeeded),
+            ("trialsFailed", TrialState::Failed),
+            ("trialsKilled", TrialState::Killed),
+            ("trialsPending", TrialState::Created),
+            ("trialsRunning", TrialState::Running),
+            ("trialsEarlyStopped", TrialState::EarlyStopped),
+            ("trialMetricsUnavailable", TrialState::MetricsUnavailable),
+        ];
+        for (field, state) in counts {
+            st.insert(field.into(), json!(count(state)));
+        }
+        st
     }
 
     /// A trial's observation as Katib's controller writes it: every metric with a strategy

@@ -247,33 +247,7 @@ impl LocalExperiment {
             .into_iter()
             .map(|(k, v)| (k, moved(&v, mounts)))
             .collect();
-        let metrics_path = match &self.metrics_path {
-            Some(spec_path) => {
-                let local = self.local_metrics_path(metrics_key, spec_path);
-                // The same YAML must work on a laptop: wherever the spec's absolute path appears
-                // in the command or environment, the trial's own copy is used instead.
-                let to = local.display().to_string();
-                let root = self.local_metrics_path(metrics_key, "");
-                let map = |text: &str| {
-                    map_spec_ancestor(&map_spec_path(text, spec_path, &to), spec_path, &root)
-                };
-                for arg in argv.iter_mut() {
-                    *arg = map(arg);
-                }
-                for (_, value) in env.iter_mut() {
-                    *value = map(value);
-                }
-                let to = trim_dir_slash(&to);
-                let var = if self.collection.source.path_is_dir() {
-                    METRICS_DIR_ENV
-                } else {
-                    METRICS_FILE_ENV
-                };
-                env.push((var.to_string(), to.to_string()));
-                Some(local)
-            }
-            None => None,
-        };
+        let metrics_path = self.point_at_own_metrics(metrics_key, &mut argv, &mut env);
         let program = argv.remove(0);
         Ok(TrialCommand {
             trial: trial.to_string(),
@@ -297,6 +271,36 @@ impl LocalExperiment {
                 moved_to.private_dirs
             },
         })
+    }
+
+    /// The trial's own copy of the collector's path, when the spec names one. The same YAML
+    /// must work on a laptop: wherever the spec's absolute path appears in `argv` or `env`, the
+    /// copy is put instead, and `env` gains the variable naming it.
+    fn point_at_own_metrics(
+        &self,
+        metrics_key: &str,
+        argv: &mut [String],
+        env: &mut Vec<(String, String)>,
+    ) -> Option<PathBuf> {
+        let spec_path = self.metrics_path.as_deref()?;
+        let local = self.local_metrics_path(metrics_key, spec_path);
+        let to = local.display().to_string();
+        let root = self.local_metrics_path(metrics_key, "");
+        let map =
+            |text: &str| map_spec_ancestor(&map_spec_path(text, spec_path, &to), spec_path, &root);
+        for arg in argv.iter_mut() {
+            *arg = map(arg);
+        }
+        for (_, value) in env.iter_mut() {
+            *value = map(value);
+        }
+        let var = if self.collection.source.path_is_dir() {
+            METRICS_DIR_ENV
+        } else {
+            METRICS_FILE_ENV
+        };
+        env.push((var.to_string(), trim_dir_slash(&to).to_string()));
+        Some(local)
     }
 
     /// The File or TensorFlowEvent collector's absolute spec path, mapped under the trial's

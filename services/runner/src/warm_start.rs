@@ -261,75 +261,19 @@ pub fn parse_csv(
         .from_reader(text.as_bytes());
     let header = reader
         .headers()
-        .map_err(|e| format!("the header row does not parse: {e}"))?
-        .clone();
-    // In a report's CSV the parameters and metrics come after its own leading columns, which
-    // a parameter may be named after (`index`): they are looked up after those.
-    let leading = vernier_spec::status::CSV_TRIAL_COLUMNS;
-    let from_report =
-        header.len() >= leading.len() && header.iter().zip(leading).all(|(h, l)| h == l);
-    let skip = if from_report { leading.len() } else { 0 };
-    let column = |name: &str| {
-        header
-            .iter()
-            .skip(skip)
-            .position(|h| h == name)
-            .map(|i| i + skip)
-    };
-    // A report names a column `x (parameter)` or `x (metric)` when another has the name `x`.
-    let names: Vec<String> = space.parameters().iter().map(|p| p.name.clone()).collect();
-    let parameter_column = |name: &str| {
-        column(&vernier_spec::status::csv_parameter_column(name)).or_else(|| column(name))
-    };
-    let metric_column = |name: &str| {
-        column(&vernier_spec::status::csv_metric_column(name, &names)).or_else(|| column(name))
-    };
-    let mut missing = Vec::new();
-    let params: Vec<(String, usize)> = space
-        .parameters()
-        .iter()
-        .filter_map(|p| match parameter_column(&p.name) {
-            Some(i) => Some((p.name.clone(), i)),
-            None => {
-                missing.push(p.name.clone());
-                None
-            }
-        })
-        .collect();
-    let metrics: Vec<(String, usize)> = search_metrics(objective)
-        .into_iter()
-        .filter_map(|m| match metric_column(&m) {
-            Some(i) => Some((m, i)),
-            None => {
-                missing.push(m);
-                None
-            }
-        })
-        .collect();
-    if !missing.is_empty() {
-        return Err(format!(
-            "column(s) {} missing from the header row\nhint: name one column after each \
-             parameter and one after {}",
-            missing.join(", "),
-            metrics_wanted(objective)
-        ));
-    }
-    let condition = match from_report {
-        true => leading.iter().position(|c| *c == "condition"),
-        false if condition_is_taken(space, objective) => None,
-        false => column("condition"),
-    };
+        .map_err(|e| format!("the header row does not parse: {e}"))?;
+    let columns = CsvColumns::of(header, space, objective)?;
     let mut out = KnownResults::default();
     for record in reader.records() {
         let record = record.map_err(|e| format!("does not parse as CSV: {e}"))?;
         let line = record
             .position()
             .map_or(0, |p| line_at(text, p.byte() as usize));
-        if !usable_condition(condition.and_then(|c| record.get(c))) {
+        if !usable_condition(columns.condition.and_then(|c| record.get(c))) {
             continue;
         }
         let cell = |(n, i): &(String, usize)| (n.clone(), record.get(*i).unwrap_or_default());
-        let values: Vec<(String, &str)> = metrics.iter().map(cell).collect();
+        let values: Vec<(String, &str)> = columns.metrics.iter().map(cell).collect();
         if values[0].1.trim().is_empty() {
             continue;
         }
@@ -337,13 +281,89 @@ pub fn parse_csv(
             out.lacking += 1;
             continue;
         }
-        let pairs: Vec<(String, String)> = params
+        let pairs: Vec<(String, String)> = columns
+            .params
             .iter()
             .map(|(n, i)| (n.clone(), record.get(*i).unwrap_or_default().to_string()))
             .collect();
         out.rows.push(known(line, space, &pairs, &values)?);
     }
     Ok(out)
+}
+
+/// Where a warm-start CSV holds each parameter, each metric the search needs (objective
+/// first) and the trial's condition, if it has one.
+struct CsvColumns {
+    params: Vec<(String, usize)>,
+    metrics: Vec<(String, usize)>,
+    condition: Option<usize>,
+}
+
+impl CsvColumns {
+    fn of(
+        header: &csv::StringRecord,
+        space: &SearchSpace,
+        objective: &Objective,
+    ) -> Result<CsvColumns, String> {
+        // In a report's CSV the parameters and metrics come after its own leading columns,
+        // which a parameter may be named after (`index`): they are looked up after those.
+        let leading = vernier_spec::status::CSV_TRIAL_COLUMNS;
+        let from_report =
+            header.len() >= leading.len() && header.iter().zip(leading).all(|(h, l)| h == l);
+        let skip = if from_report { leading.len() } else { 0 };
+        let column = |name: &str| {
+            header
+                .iter()
+                .skip(skip)
+                .position(|h| h == name)
+                .map(|i| i + skip)
+        };
+        // A report names a column `x (parameter)` or `x (metric)` when another has the name `x`.
+        let names: Vec<String> = space.parameters().iter().map(|p| p.name.clone()).collect();
+        let parameter_column = |name: &str| {
+            column(&vernier_spec::status::csv_parameter_column(name)).or_else(|| column(name))
+        };
+        let metric_column = |name: &str| {
+            column(&vernier_spec::status::csv_metric_column(name, &names)).or_else(|| column(name))
+        };
+        let mut missing = Vec::new();
+        let mut found = |name: String, at: Option<usize>| match at {
+            Some(i) => Some((name, i)),
+            None => {
+                missing.push(name);
+                None
+            }
+        };
+        let params: Vec<(String, usize)> = names
+            .iter()
+            .filter_map(|p| found(p.clone(), parameter_column(p)))
+            .collect();
+        let metrics: Vec<(String, usize)> = search_metrics(objective)
+            .into_iter()
+            .filter_map(|m| {
+                let at = metric_column(&m);
+                found(m, at)
+            })
+            .collect();
+        if !missing.is_empty() {
+            return Err(format!(
+                "column(s) {} missing from the header row\nhint: name one column after each \
+                 parameter and one after {}",
+                missing.join(", "),
+                metrics_wanted(objective)
+            ));
+        }
+        let condition = match from_report {
+            true => leading.iter().position(|c| *c == "condition"),
+            false if condition_is_taken(space, objective) => None,
+            false => column("condition"),
+        };
+        Ok(CsvColumns {
+            params,
+            metrics,
+            condition,
+        })
+    }
 }
 
 /// The line a record starting at byte `at` stands on. The csv crate's own count is one short
@@ -463,7 +483,9 @@ fn known(
             .map(|v| (metric.clone(), v))
             .ok_or_else(|| format!("line {line}: {metric} value {text:?} is not a finite number"))
     };
-    let (objective, others) = values.split_first().ok_or("no objective value")?;
+    let (objective, others) = values
+        .split_first()
+        .ok_or_else(|| format!("line {line}: no objective value"))?;
     let objective = number(objective)?.1;
     let metrics = others.iter().map(number).collect::<Result<_, _>>()?;
     Ok(KnownResult {

@@ -47,7 +47,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use std::collections::HashSet;
 use vernier_core::{
-    CoreError, Objective, ParamValue, Proposal, SearchSpace, SuggestRequest, Suggester,
+    CoreError, Objective, ParamValue, Parameter, Proposal, SearchSpace, SuggestRequest, Suggester,
     Suggestions, TrialRecord,
 };
 
@@ -105,6 +105,42 @@ pub(crate) fn rate_setting(s: &Settings<'_>) -> Result<u32, AlgorithmError> {
     .unwrap_or(0))
 }
 
+/// Each rung's resource for `param`, lowest first: `max_resource / eta^(top - k)` for rung
+/// `k`, refused (naming `resource_name`) when the parameter cannot hold one of them.
+fn rung_budgets(
+    s: &Settings,
+    param: &Parameter,
+    max_resource: f64,
+    eta: u64,
+    top: usize,
+) -> Result<Vec<ParamValue>, AlgorithmError> {
+    (0..=top)
+        .map(|k| budget_value(param, max_resource / (eta as f64).powi((top - k) as i32)))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|bad| {
+            let lowest = max_resource / (eta as f64).powi(top as i32);
+            s.invalid(
+                "resource_name",
+                &param.name,
+                format!(
+                    "names a parameter that cannot hold every rung's resource: {} \
+                     parameter {:?} has {}, but the rungs run from {} to {} and {bad}\n{}",
+                    kind(param),
+                    param.name,
+                    describe_domain(&param.domain),
+                    show_budget(param, lowest),
+                    show_budget(param, max_resource),
+                    budget_hint(
+                        param,
+                        lowest,
+                        max_resource,
+                        "max_resource, min_resource or eta"
+                    ),
+                ),
+            )
+        })
+}
+
 impl Asha {
     /// Validates the settings against the space and computes the rungs.
     pub fn new(
@@ -160,31 +196,7 @@ impl Asha {
             ));
         }
         let top = levels - rate as usize;
-        let budgets = (0..=top)
-            .map(|k| budget_value(param, max_resource / (eta as f64).powi((top - k) as i32)))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|bad| {
-                let lowest = max_resource / (eta as f64).powi(top as i32);
-                s.invalid(
-                    "resource_name",
-                    resource_name,
-                    format!(
-                        "names a parameter that cannot hold every rung's resource: {} \
-                         parameter {:?} has {}, but the rungs run from {} to {} and {bad}\n{}",
-                        kind(param),
-                        param.name,
-                        describe_domain(&param.domain),
-                        show_budget(param, lowest),
-                        show_budget(param, max_resource),
-                        budget_hint(
-                            param,
-                            lowest,
-                            max_resource,
-                            "max_resource, min_resource or eta"
-                        ),
-                    ),
-                )
-            })?;
+        let budgets = rung_budgets(&s, param, max_resource, eta, top)?;
         Ok(Asha {
             resource: Resource {
                 name: resource_name.to_string(),

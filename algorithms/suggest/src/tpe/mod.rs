@@ -371,6 +371,42 @@ fn random_untaken<R: Rng + ?Sized>(
     Ok(unused.swap_remove(i))
 }
 
+/// The finished trials' encoded rows, in history order, split into the good set (the best
+/// `good_set_size` by loss) and the rest; and how many finished trials there are. Constrained
+/// TPE as Optuna's `constraints_func`: feasible trials rank by loss ahead of every infeasible
+/// one, infeasible ones by total violation, so breaking a constraint puts a trial in the "bad"
+/// group unless too few trials are feasible.
+fn good_and_bad_rows(
+    req: &SuggestRequest<'_>,
+    dims: &[Dim],
+    gamma: Option<f64>,
+) -> (Vec<Vec<f64>>, Vec<Vec<f64>>, usize) {
+    let params = req.space.parameters();
+    let observed = history::observed(req.objective, req.trials);
+    let n = observed.len();
+    let violation = history::observed_violations(req.objective, req.trials);
+    let mut by_loss: Vec<usize> = (0..n).collect();
+    by_loss.sort_by(|i, j| {
+        violation[*i]
+            .total_cmp(&violation[*j])
+            .then(observed[*i].1.total_cmp(&observed[*j].1))
+    });
+    let mut good = vec![false; n];
+    for i in by_loss.iter().take(good_set_size(gamma, n)) {
+        good[*i] = true;
+    }
+    let (mut below, mut above) = (Vec::new(), Vec::new());
+    for ((a, _), is_good) in observed.iter().zip(good) {
+        let row = encode(params, dims, a);
+        if is_good {
+            below.push(row)
+        } else {
+            above.push(row)
+        }
+    }
+    (below, above, n)
+}
+
 impl Suggester for Tpe {
     fn name(&self) -> &str {
         self.name
@@ -390,39 +426,12 @@ impl Suggester for Tpe {
         let params = req.space.parameters();
         let dims: Vec<Dim> = params.iter().map(Dim::new).collect();
 
-        let observed = history::observed(req.objective, req.trials);
-        let n = observed.len();
-        // Constrained TPE as Optuna's `constraints_func`: feasible trials rank by loss ahead
-        // of every infeasible one, infeasible ones by total violation, so breaking a
-        // constraint puts a trial in the "bad" group unless too few trials are feasible.
-        let violation = history::observed_violations(req.objective, req.trials);
-        let mut by_loss: Vec<usize> = (0..n).collect();
-        by_loss.sort_by(|i, j| {
-            violation[*i]
-                .total_cmp(&violation[*j])
-                .then(observed[*i].1.total_cmp(&observed[*j].1))
-        });
-        let mut good = vec![false; n];
-        for i in by_loss.iter().take(good_set_size(self.gamma, n)) {
-            good[*i] = true;
-        }
-        let rows: Vec<Vec<f64>> = observed
-            .iter()
-            .map(|(a, _)| encode(params, &dims, a))
-            .collect();
-        let below_rows: Vec<&[f64]> = rows
-            .iter()
-            .zip(&good)
-            .filter(|(_, g)| **g)
-            .map(|(r, _)| r.as_slice())
-            .collect();
+        let (below, above, n) = good_and_bad_rows(req, &dims, self.gamma);
+        let below_rows: Vec<&[f64]> = below.iter().map(Vec::as_slice).collect();
         // Constant liar: pending trials count as bad, after the finished ones in time.
         let pending = history::pending(req.trials);
-        let mut above_rows: Vec<Vec<f64>> = rows
-            .iter()
-            .zip(&good)
-            .filter(|(_, g)| !**g)
-            .map(|(r, _)| r.clone())
+        let mut above_rows: Vec<Vec<f64>> = above
+            .into_iter()
             .chain(pending.iter().map(|a| encode(params, &dims, a)))
             .collect();
         let mut in_flight = pending.len();

@@ -12,15 +12,7 @@ use vernier_spec::enqueue::{describe_values, enqueued_values, repeated_by, whole
 use vernier_spec::types::{EnqueuedTrial, ParameterAssignmentSpec};
 
 pub async fn enqueue(db: &str, name: &str, params: &[String]) -> anyhow::Result<Exit> {
-    let mut pairs = Vec::with_capacity(params.len());
-    for p in params {
-        let Some((k, v)) = p.split_once('=') else {
-            anyhow::bail!(
-                "--param {p:?} is not NAME=VALUE\nhint: write e.g. --param lr=0.01 --param optimizer=adam"
-            );
-        };
-        pairs.push((k.trim().to_string(), v.trim().to_string()));
-    }
+    let pairs = name_value_pairs(params)?;
     let store = crate::db::open(db, vernier_store::OpenMode::Existing).await?;
     let row = store.get_experiment(name).await?.ok_or_else(|| {
         anyhow::anyhow!(
@@ -76,25 +68,50 @@ pub async fn enqueue(db: &str, name: &str, params: &[String]) -> anyhow::Result<
             .collect(),
     });
     let index = spec.spec.enqueued_trials.len() - 1;
-    let json = serde_json::to_string(&spec).context("cannot serialise the experiment spec")?;
+    let json = serde_json::to_string(&spec)
+        .with_context(|| format!("cannot serialise the spec of experiment {name}"))?;
     store.update_experiment_spec(name, &json).await?;
-    let db_flag = crate::db::db_flag(db);
     outln!("enqueued {assignment} as spec.enqueuedTrials[{index}] of experiment {name}");
+    let max = spec.spec.max_trial_count;
+    tell_when_it_runs(&store, db, name, (trials, max), reopenable).await?;
+    Ok(Exit::Succeeded)
+}
+
+/// The `--param` flags as (name, value) pairs.
+fn name_value_pairs(params: &[String]) -> anyhow::Result<Vec<(String, String)>> {
+    let mut pairs = Vec::with_capacity(params.len());
+    for p in params {
+        let Some((k, v)) = p.split_once('=') else {
+            anyhow::bail!(
+                "--param {p:?} is not NAME=VALUE\nhint: write e.g. --param lr=0.01 --param optimizer=adam"
+            );
+        };
+        pairs.push((k.trim().to_string(), v.trim().to_string()));
+    }
+    Ok(pairs)
+}
+
+/// Says which command runs the enqueued configuration: the experiment has `trials` of
+/// maxTrialCount `max`, and `reopenable` when it ended at that budget.
+async fn tell_when_it_runs(
+    store: &vernier_store::SqlStore,
+    db: &str,
+    name: &str,
+    (trials, max): (u32, Option<i32>),
+    reopenable: bool,
+) -> anyhow::Result<()> {
+    let db_flag = crate::db::db_flag(db);
     if reopenable {
         outln!(
             "`vernier resume {name}{db_flag} --max-trial-count N`, with N above its {trials} trials, reopens it and runs it first"
         );
-    } else if let Some(holder) = vernier_runner::lease::live_holder(&store, name).await? {
+    } else if let Some(holder) = vernier_runner::lease::live_holder(store, name).await? {
         outln!(
             "note: pid {} on host {} drives {name} now and read its spec when it started; the configuration runs when the experiment is resumed after that run: `vernier resume {name}{db_flag}` if it is interrupted, `vernier resume {name} --max-trial-count N{db_flag}` (N above its trial count) if it ends by reaching maxTrialCount; an experiment that ends by reaching its goal or failing does not continue",
             holder.pid,
             holder.host
         );
-    } else if let Some(max) = spec
-        .spec
-        .max_trial_count
-        .filter(|&m| i64::from(trials) >= i64::from(m))
-    {
+    } else if let Some(max) = max.filter(|&m| i64::from(trials) >= i64::from(m)) {
         // Interrupted with its budget spent (killed trials count): a plain resume ends at once.
         outln!(
             "its {trials} trial(s) already reach maxTrialCount {max}: `vernier resume {name}{db_flag} --max-trial-count N`, with N above {trials}, runs it first"
@@ -102,5 +119,5 @@ pub async fn enqueue(db: &str, name: &str, params: &[String]) -> anyhow::Result<
     } else {
         outln!("`vernier resume {name}{db_flag}` runs it first");
     }
-    Ok(Exit::Succeeded)
+    Ok(())
 }

@@ -1,4 +1,5 @@
-//! One module per subcommand.
+//! One module per subcommand, so `main.rs` only parses the command line and dispatches, and each
+//! command reads as one file.
 
 pub mod benchmark;
 pub mod collect;

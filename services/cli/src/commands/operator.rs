@@ -61,17 +61,7 @@ pub struct OperatorArgs {
 
 pub async fn operator(db: &str, args: OperatorArgs) -> anyhow::Result<Exit> {
     let trial_kinds = parse_trial_kinds(&args.trial_resources)?;
-    if !args
-        .db_manager_address
-        .rsplit_once(':')
-        .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok_and(|p| p > 0))
-    {
-        anyhow::bail!(
-            "--db-manager-address value {:?} is not HOST:PORT; hint: give the address trial pods reach the operator's gRPC API at, e.g. {}",
-            args.db_manager_address,
-            vernier_operator::sidecar::DEFAULT_DB_MANAGER_ADDRESS
-        );
-    }
+    check_db_manager_address(&args.db_manager_address)?;
     let identity = args.identity.clone().unwrap_or_else(|| {
         std::env::var("HOSTNAME")
             .unwrap_or_else(|_| format!("vernier-operator-{}", std::process::id()))
@@ -95,6 +85,7 @@ pub async fn operator(db: &str, args: OperatorArgs) -> anyhow::Result<Exit> {
         db_manager_address: args.db_manager_address.clone(),
         ..OperatorConfig::default()
     };
+    let (grpc_addr, grpc_stop, grpc) = serve_grpc(&args.grpc_listen, &store, managed).await?;
     let metrics = Arc::new(vernier_operator::metrics::Metrics::new());
     let ctx = Arc::new(
         Context::new(client, store.clone(), config, metrics.clone()).with_early_stopping(Arc::new(
@@ -103,19 +94,6 @@ pub async fn operator(db: &str, args: OperatorArgs) -> anyhow::Result<Exit> {
             },
         )),
     );
-    // Trials push metrics to the same DBManager as `vernier serve` offers; the operator and
-    // the gRPC API share only the store and the `SetTrialStatus` hook composed here (neither
-    // crate depends on the other).
-    let grpc_router = vernier_api::router_with_managed_trials(store.clone(), managed)?;
-    let grpc_listener = vernier_api::bind(&args.grpc_listen, "--grpc-listen").await?;
-    // Port 0 asks for a free port: say which one was bound.
-    let grpc_addr = grpc_listener
-        .local_addr()
-        .map_or_else(|_| args.grpc_listen.clone(), |a| a.to_string());
-    let (grpc_stop, grpc_stopped) = tokio::sync::oneshot::channel::<()>();
-    let grpc = tokio::spawn(vernier_api::serve(grpc_router, grpc_listener, async move {
-        let _ = grpc_stopped.await;
-    }));
     let listener = tokio::net::TcpListener::bind(args.http_addr)
         .await
         .with_context(|| format!("cannot listen on --http-addr {}", args.http_addr))?;
@@ -147,6 +125,44 @@ pub async fn operator(db: &str, args: OperatorArgs) -> anyhow::Result<Exit> {
     let _ = grpc.await;
     Ok(Exit::Interrupted)
 }
+
+/// The address trial pods push metrics to must be `HOST:PORT` with a port above 0.
+fn check_db_manager_address(address: &str) -> anyhow::Result<()> {
+    let valid = address
+        .rsplit_once(':')
+        .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok_and(|p| p > 0));
+    if !valid {
+        anyhow::bail!(
+            "--db-manager-address value {address:?} is not HOST:PORT; hint: give the address trial pods reach the operator's gRPC API at, e.g. {}",
+            vernier_operator::sidecar::DEFAULT_DB_MANAGER_ADDRESS
+        );
+    }
+    Ok(())
+}
+
+/// Serves the gRPC API on `listen` until the returned sender is used: the address bound (port
+/// 0 asks for a free one), the stop, and the server's task. Trials push metrics to the same
+/// DBManager as `vernier serve` offers; the operator and the gRPC API share only the store and
+/// the `SetTrialStatus` hook composed here (neither crate depends on the other).
+async fn serve_grpc(
+    listen: &str,
+    store: &vernier_store::SqlStore,
+    managed: Arc<OperatorTrials>,
+) -> anyhow::Result<(String, GrpcStop, GrpcTask)> {
+    let router = vernier_api::router_with_managed_trials(store.clone(), managed)?;
+    let listener = vernier_api::bind(listen, "--grpc-listen").await?;
+    let addr = listener
+        .local_addr()
+        .map_or_else(|_| listen.to_string(), |a| a.to_string());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(vernier_api::serve(router, listener, async move {
+        let _ = stopped.await;
+    }));
+    Ok((addr, stop, task))
+}
+
+type GrpcStop = tokio::sync::oneshot::Sender<()>;
+type GrpcTask = tokio::task::JoinHandle<Result<(), vernier_api::ApiError>>;
 
 /// `EarlyStopping.SetTrialStatus` for the operator's Trials: the hook the gRPC API calls.
 pub struct OperatorTrials {

@@ -204,52 +204,11 @@ pub async fn report(db: &str, kube: &KubeArgs, args: ReportArgs) -> anyhow::Resu
     };
     loop {
         if args.watch {
-            match source.reopened_if_moved(db, kube).await {
-                Ok(None) => {}
-                Ok(Some(fresh)) => source = fresh,
-                Err(e) => {
-                    if let Some(path) = &args.output
-                        && e.downcast_ref::<DatabaseMoved>().is_some()
-                    {
-                        let why = "The database file it was read from was deleted";
-                        write_atomically(path, &gone_page(&args.name, why), "report.html")?;
-                    }
-                    return Err(e);
-                }
-            }
+            source = watched_source(source, db, kube, &args).await?;
         }
-        let report = match source.load(&args.name, curves).await {
-            Ok(r) => r,
-            Err(e) if args.watch && is_not_found(&e) && said.trials.is_some() => {
-                // It existed a moment ago: deleted while watched, it will not come back.
-                if let Some(path) = &args.output {
-                    write_atomically(
-                        path,
-                        &gone_page(&args.name, "Experiment {name} was deleted"),
-                        "report.html",
-                    )?;
-                }
-                anyhow::bail!(
-                    "experiment {} was deleted while it was watched{}",
-                    args.name,
-                    args.output
-                        .as_deref()
-                        .map(|p| format!("; {} says so", p.display()))
-                        .unwrap_or_default()
-                );
-            }
-            Err(e) if args.watch && is_not_found(&e) => {
-                if !said.waiting
-                    && let Some(path) = &args.output
-                {
-                    // A page to open now, and an unwritable path named now, not after the run.
-                    write_atomically(path, &waiting_page(&args.name), "report.html")?;
-                }
-                said.waiting(&args.name);
-                tokio::time::sleep(Duration::from_secs(REFRESH_SECONDS.into())).await;
-                continue;
-            }
-            Err(e) => return Err(e),
+        let Some(report) = load_watched(&source, &args, curves, &mut said).await? else {
+            tokio::time::sleep(Duration::from_secs(REFRESH_SECONDS.into())).await;
+            continue;
         };
         let text = render(&report, &args)?;
         match &args.output {
@@ -275,6 +234,71 @@ pub async fn report(db: &str, kube: &KubeArgs, args: ReportArgs) -> anyhow::Resu
             });
         }
         tokio::time::sleep(Duration::from_secs(REFRESH_SECONDS.into())).await;
+    }
+}
+
+/// The watched database, opened again when its file was replaced; when it was deleted, the
+/// page says so before the error ends the watch.
+async fn watched_source(
+    source: Source,
+    db: &str,
+    kube: &KubeArgs,
+    args: &ReportArgs,
+) -> anyhow::Result<Source> {
+    match source.reopened_if_moved(db, kube).await {
+        Ok(None) => Ok(source),
+        Ok(Some(fresh)) => Ok(fresh),
+        Err(e) => {
+            if let Some(path) = &args.output
+                && e.downcast_ref::<DatabaseMoved>().is_some()
+            {
+                let why = "The database file it was read from was deleted";
+                write_atomically(path, &gone_page(&args.name, why), "report.html")?;
+            }
+            Err(e)
+        }
+    }
+}
+
+/// The experiment's report; `None` while a watched experiment does not exist yet (its page
+/// then says it waits), and an error once a watched experiment is deleted.
+async fn load_watched(
+    source: &Source,
+    args: &ReportArgs,
+    curves: usize,
+    said: &mut WatchNotes,
+) -> anyhow::Result<Option<ExperimentReport>> {
+    match source.load(&args.name, curves).await {
+        Ok(r) => Ok(Some(r)),
+        Err(e) if args.watch && is_not_found(&e) && said.trials.is_some() => {
+            // It existed a moment ago: deleted while watched, it will not come back.
+            if let Some(path) = &args.output {
+                write_atomically(
+                    path,
+                    &gone_page(&args.name, "Experiment {name} was deleted"),
+                    "report.html",
+                )?;
+            }
+            anyhow::bail!(
+                "experiment {} was deleted while it was watched{}",
+                args.name,
+                args.output
+                    .as_deref()
+                    .map(|p| format!("; {} says so", p.display()))
+                    .unwrap_or_default()
+            );
+        }
+        Err(e) if args.watch && is_not_found(&e) => {
+            if !said.waiting
+                && let Some(path) = &args.output
+            {
+                // A page to open now, and an unwritable path named now, not after the run.
+                write_atomically(path, &waiting_page(&args.name), "report.html")?;
+            }
+            said.waiting(&args.name);
+            Ok(None)
+        }
+        Err(e) => Err(e),
     }
 }
 

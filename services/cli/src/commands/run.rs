@@ -37,29 +37,7 @@ pub async fn run(
     let name = spec.name().to_string();
     refuse_existing(&store, db, &name).await?;
     let log_dir = LogDir::of(log_dir)?;
-    let paths = LocalPaths {
-        work_dir: work_dir_of(file),
-        log_dir: log_dir.tentative(&name),
-    };
-    let (unquoted, renamed_keys) = super::validate::unquoted_text_fields(file);
-    for w in vernier_spec::validate::warnings(&spec)
-        .into_iter()
-        .chain(unquoted)
-        .chain(renamed_keys)
-    {
-        errln!("warning: {w}");
-    }
-    let mut exp = LocalExperiment::new(with_plugin_annotation(spec, plugins), paths)?;
-    check_local(&exp)?;
-    plugins.check_flags_for(&exp.algorithm)?;
-    // Bad algorithm settings are reported before anything is recorded.
-    let algorithm = algorithm_source(&exp, plugins).await?;
-    for note in vernier_engine::check_settings(&exp, algorithm)? {
-        errln!("warning: {note}");
-    }
-    if let Some(problem) = crate::first_point::first_trial_error(&exp, algorithm) {
-        anyhow::bail!("{}: {problem}", file.display());
-    }
+    let mut exp = checked_experiment(file, spec, &log_dir, plugins).await?;
     // A warm start that cannot be read (a missing experiment, a bad or oversized file) is
     // refused before the experiment is recorded, so it leaves nothing behind to delete; the
     // driver starts from what was read here.
@@ -76,6 +54,66 @@ pub async fn run(
         Ok(lease) => lease,
         Err(e) => return Err(held_elsewhere(&store, db, &name, e).await),
     };
+    let lease = record(&store, &mut exp, log_dir, lease, seed).await?;
+    let searched = match &exp.spec.spec.nas_config {
+        Some(nas) if exp.space.is_empty() => format!("over {}", nas.describe()),
+        _ => format!("with {} parameter(s)", exp.space.len()),
+    };
+    outln!(
+        "experiment {name}: {} {searched}, seed {seed}, logs in {}",
+        exp.algorithm,
+        exp.paths.log_dir.display()
+    );
+    if let Some(summary) = warm.summary() {
+        outln!("{summary}");
+    }
+    drive(&store, db, &exp, seed, plugins, lease, Some(warm)).await
+}
+
+/// The experiment of `spec` once every check that needs no database has passed: its
+/// warnings printed, the local driver's limits, the plugin flags, the algorithm's settings and
+/// its first trial.
+async fn checked_experiment(
+    file: &Path,
+    spec: vernier_spec::Experiment,
+    log_dir: &LogDir,
+    plugins: &Plugins,
+) -> anyhow::Result<LocalExperiment> {
+    let paths = LocalPaths {
+        work_dir: work_dir_of(file),
+        log_dir: log_dir.tentative(spec.name()),
+    };
+    let (unquoted, renamed_keys) = super::validate::unquoted_text_fields(file);
+    for w in vernier_spec::validate::warnings(&spec)
+        .into_iter()
+        .chain(unquoted)
+        .chain(renamed_keys)
+    {
+        errln!("warning: {w}");
+    }
+    let exp = LocalExperiment::new(with_plugin_annotation(spec, plugins), paths)?;
+    check_local(&exp)?;
+    plugins.check_flags_for(&exp.algorithm)?;
+    // Bad algorithm settings are reported before anything is recorded.
+    let algorithm = algorithm_source(&exp, plugins).await?;
+    for note in vernier_engine::check_settings(&exp, algorithm)? {
+        errln!("warning: {note}");
+    }
+    if let Some(problem) = crate::first_point::first_trial_error(&exp, algorithm) {
+        anyhow::bail!("{}: {problem}", file.display());
+    }
+    Ok(exp)
+}
+
+/// Claims the log directory and records the experiment under `lease`, which comes back for
+/// the run; when either fails, the lease is released and the directory this run made removed.
+async fn record(
+    store: &SqlStore,
+    exp: &mut LocalExperiment,
+    log_dir: LogDir,
+    lease: ExperimentLease,
+    seed: u64,
+) -> anyhow::Result<ExperimentLease> {
     // Made once every check has passed, so a refused run leaves no empty directory; and
     // before the experiment is recorded, as a record left behind could only be deleted
     // (`resume` keeps the directory it names).
@@ -84,7 +122,7 @@ pub async fn run(
             .create_log_dir()
             .map(|()| None)
             .map_err(anyhow::Error::from),
-        LogDir::Default(logs) => claim_log_dir(&logs, &name).map(Some),
+        LogDir::Default(logs) => claim_log_dir(&logs, &exp.name).map(Some),
     };
     let claimed = match claimed {
         Ok(claimed) => claimed,
@@ -101,7 +139,7 @@ pub async fn run(
     // has worked.
     let (_keep, give_up) = tokio::sync::watch::channel(false);
     let riding = store.riding_outages(give_up);
-    if let Err(e) = driver::create_experiment(&riding, &exp, seed).await {
+    if let Err(e) = driver::create_experiment(&riding, exp, seed).await {
         let _ = lease.release().await;
         // The directory this run made is still empty; another run's is not touched.
         if let Some(dir) = claimed {
@@ -109,19 +147,7 @@ pub async fn run(
         }
         return Err(e.into());
     }
-    let searched = match &exp.spec.spec.nas_config {
-        Some(nas) if exp.space.is_empty() => format!("over {}", nas.describe()),
-        _ => format!("with {} parameter(s)", exp.space.len()),
-    };
-    outln!(
-        "experiment {name}: {} {searched}, seed {seed}, logs in {}",
-        exp.algorithm,
-        exp.paths.log_dir.display()
-    );
-    if let Some(summary) = warm.summary() {
-        outln!("{summary}");
-    }
-    drive(&store, db, &exp, seed, plugins, lease, Some(warm)).await
+    Ok(lease)
 }
 
 /// A name already in the database is refused, naming its driver when one is running it.

@@ -367,28 +367,16 @@ fn read_replica_set(
             ),
         ));
     };
-    let allowed = kind.replica_types();
     let api_version = rendered
         .get("apiVersion")
         .and_then(Value::as_str)
         .unwrap_or_default();
-    let mut replicas = Vec::new();
-    for (key, spec) in specs {
-        let path = format!("{specs_path}.{key}");
-        let rt = replica_type_of(kind, key, &path, &replicas)?;
-        replicas.push(replica(
-            kind,
-            rt,
-            api_version,
-            spec,
-            &path,
-            primary_container_name,
-            mode,
-        )?);
+    let replicas = ReplicaSpecs {
+        kind,
+        api_version,
+        path: &specs_path,
     }
-    replicas.sort_by_key(|r| allowed.iter().position(|t| *t == r.replica_type));
-    check_counts(kind, &replicas, &specs_path)?;
-
+    .read(specs, primary_container_name, mode)?;
     let spec = rendered.get("spec");
     let run_policy = spec.and_then(|s| s.get("runPolicy"));
     let counted = |name: &str| match run_policy.and_then(|r| r.get(name)) {
@@ -430,6 +418,44 @@ fn read_replica_set(
         },
         ignored,
     }))
+}
+
+/// Where a job's replica specs are, and of which job.
+struct ReplicaSpecs<'a> {
+    kind: JobKind,
+    api_version: &'a str,
+    /// The field path of the map of replica specs.
+    path: &'a str,
+}
+
+impl ReplicaSpecs<'_> {
+    /// Each replica type's spec, in the kind's order of types, once the counts pass its
+    /// operator's rules.
+    fn read(
+        &self,
+        specs: &serde_json::Map<String, Value>,
+        primary_container_name: &str,
+        mode: Mode,
+    ) -> Result<Vec<ReplicaSpec>, SpecError> {
+        let mut replicas = Vec::new();
+        for (key, spec) in specs {
+            let path = format!("{}.{key}", self.path);
+            let rt = replica_type_of(self.kind, key, &path, &replicas)?;
+            replicas.push(replica(
+                self.kind,
+                rt,
+                self.api_version,
+                spec,
+                &path,
+                primary_container_name,
+                mode,
+            )?);
+        }
+        let allowed = self.kind.replica_types();
+        replicas.sort_by_key(|r| allowed.iter().position(|t| *t == r.replica_type));
+        check_counts(self.kind, &replicas, self.path)?;
+        Ok(replicas)
+    }
 }
 
 /// A PyTorchJob's deprecated `spec.elasticPolicy.nProcPerNode`, which the operator still
@@ -729,83 +755,104 @@ fn check_counts(
     replicas: &[ReplicaSpec],
     specs_path: &str,
 ) -> Result<(), SpecError> {
-    let count = |t: ReplicaType| {
-        replicas
+    let counts = Counts {
+        kind,
+        replicas,
+        specs_path,
+    };
+    match kind {
+        JobKind::TfJob => counts.tf_job(),
+        JobKind::PyTorchJob => counts.pytorch_job(),
+        JobKind::XgBoostJob => counts.required_one(ReplicaType::Master),
+        JobKind::MpiJob => counts.required_one(ReplicaType::Launcher),
+    }
+}
+
+/// A job's replica counts, checked by the rules of its kind's operator.
+struct Counts<'a> {
+    kind: JobKind,
+    replicas: &'a [ReplicaSpec],
+    specs_path: &'a str,
+}
+
+impl Counts<'_> {
+    fn count(&self, t: ReplicaType) -> Option<u32> {
+        self.replicas
             .iter()
             .find(|r| r.replica_type == t)
             .map(|r| r.replicas)
-    };
-    let at_most_one = |t: ReplicaType| -> Result<(), SpecError> {
-        match count(t) {
+    }
+
+    fn at_most_one(&self, t: ReplicaType) -> Result<(), SpecError> {
+        match self.count(t) {
             Some(n) if n > 1 => Err(SpecError::new(
-                format!("{specs_path}.{}.replicas", t.name()),
+                format!("{}.{}.replicas", self.specs_path, t.name()),
                 format!(
                     "value {n} is more than 1; hint: a {} job has at most one {}",
-                    kind.name(),
+                    self.kind.name(),
                     t.name()
                 ),
             )),
             _ => Ok(()),
         }
-    };
-    let required_one = |t: ReplicaType| -> Result<(), SpecError> {
-        match count(t) {
+    }
+
+    fn required_one(&self, t: ReplicaType) -> Result<(), SpecError> {
+        match self.count(t) {
             Some(1) => Ok(()),
             Some(n) => Err(SpecError::new(
-                format!("{specs_path}.{}.replicas", t.name()),
+                format!("{}.{}.replicas", self.specs_path, t.name()),
                 format!(
                     "value {n} must be 1; hint: a {} job has exactly one {}",
-                    kind.name(),
+                    self.kind.name(),
                     t.name()
                 ),
             )),
             None => Err(SpecError::new(
-                format!("{specs_path}.{}", t.name()),
+                format!("{}.{}", self.specs_path, t.name()),
                 format!(
                     "is required: a {} job needs one {} replica",
-                    kind.name(),
+                    self.kind.name(),
                     t.name()
                 ),
             )),
         }
-    };
-    match kind {
-        JobKind::TfJob => {
-            at_most_one(ReplicaType::Chief)?;
-            at_most_one(ReplicaType::Master)?;
-            if count(ReplicaType::Chief).is_some() && count(ReplicaType::Master).is_some() {
-                return Err(SpecError::new(
-                    specs_path,
-                    "has both Chief and Master; hint: keep one of them",
-                ));
-            }
-            let has_leader = [ReplicaType::Chief, ReplicaType::Master, ReplicaType::Worker]
-                .iter()
-                .any(|t| count(*t).is_some_and(|n| n > 0));
-            if !has_leader {
-                return Err(SpecError::new(
-                    specs_path,
-                    "has no Chief, Master or Worker replica, so nothing can decide the job's success; hint: add a Chief or a Worker",
-                ));
-            }
-            Ok(())
+    }
+
+    fn tf_job(&self) -> Result<(), SpecError> {
+        self.at_most_one(ReplicaType::Chief)?;
+        self.at_most_one(ReplicaType::Master)?;
+        if self.count(ReplicaType::Chief).is_some() && self.count(ReplicaType::Master).is_some() {
+            return Err(SpecError::new(
+                self.specs_path,
+                "has both Chief and Master; hint: keep one of them",
+            ));
         }
-        JobKind::PyTorchJob => {
-            if count(ReplicaType::Master).is_some() {
-                required_one(ReplicaType::Master)?;
-            }
-            if count(ReplicaType::Master).unwrap_or(0) == 0
-                && count(ReplicaType::Worker).unwrap_or(0) == 0
-            {
-                return Err(SpecError::new(
-                    specs_path,
-                    "has no Master or Worker replica; hint: add a Master",
-                ));
-            }
-            Ok(())
+        let has_leader = [ReplicaType::Chief, ReplicaType::Master, ReplicaType::Worker]
+            .iter()
+            .any(|t| self.count(*t).is_some_and(|n| n > 0));
+        if !has_leader {
+            return Err(SpecError::new(
+                self.specs_path,
+                "has no Chief, Master or Worker replica, so nothing can decide the job's success; hint: add a Chief or a Worker",
+            ));
         }
-        JobKind::XgBoostJob => required_one(ReplicaType::Master),
-        JobKind::MpiJob => required_one(ReplicaType::Launcher),
+        Ok(())
+    }
+
+    fn pytorch_job(&self) -> Result<(), SpecError> {
+        if self.count(ReplicaType::Master).is_some() {
+            self.required_one(ReplicaType::Master)?;
+        }
+        if self.count(ReplicaType::Master).unwrap_or(0) == 0
+            && self.count(ReplicaType::Worker).unwrap_or(0) == 0
+        {
+            return Err(SpecError::new(
+                self.specs_path,
+                "has no Master or Worker replica; hint: add a Master",
+            ));
+        }
+        Ok(())
     }
 }
 
