@@ -28,10 +28,6 @@ pub enum OperatorError {
         "kubernetes client configuration: {0}; hint: set KUBECONFIG, run in a cluster, or pass --kube-url"
     )]
     KubeConfig(String),
-    #[error("cannot serve http on {addr}: {message}")]
-    Http { addr: String, message: String },
-    #[error("finalizer: {0}")]
-    Finalizer(String),
     #[error(
         "experiment {namespace}/{name}: not found; hint: check the name and --namespace (kubectl get experiments -n NAMESPACE)"
     )]

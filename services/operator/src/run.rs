@@ -5,12 +5,12 @@ use crate::context::Context;
 use crate::leader::{LeaseConfig, elect};
 use crate::objects::{experiment_resource, trial_resource};
 use crate::{experiment, trial};
-use futures_util::StreamExt;
+use futures_util::{FutureExt, StreamExt};
 use kube::Client;
 use kube::ResourceExt;
 use kube::api::{Api, DynamicObject};
 use kube::runtime::controller::{Config, Controller};
-use kube::runtime::reflector::{self, ObjectRef};
+use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use std::future::Future;
 use std::sync::Arc;
@@ -100,6 +100,7 @@ pub async fn run_controllers(
             watcher::Config::default(),
         );
     }
+    let trial_controller_cache = trials.store();
     let trials = trials
         .with_config(config)
         .graceful_shutdown_on(stopped(stop_rx.clone()))
@@ -123,8 +124,8 @@ pub async fn run_controllers(
         .leases
         .keep(&ctx.store, exists, stopped(stop_rx.clone()));
     tokio::join!(
-        until_asked(experiments, watched("experiment")),
-        until_asked(trials, watched("trial")),
+        until_asked(experiments, experiment_cache.clone(), watched("experiment")),
+        until_asked(trials, trial_controller_cache, watched("trial")),
         stop,
         leases
     );
@@ -132,15 +133,35 @@ pub async fn run_controllers(
 }
 
 /// Runs one controller; if it ends before the stop signal, records that it stopped.
+///
+/// A controller asked to stop before its cache's first listing is complete is dropped instead
+/// of awaited: kube-runtime holds every reconcile until the cache is ready, and the graceful
+/// shutdown ends the watch that would fill it, so such a controller waits forever for a
+/// readiness that cannot come. It has reconciled nothing, so there is nothing to wait for.
+/// (A standby that gains the lease just as it is stopped comes here.)
 async fn until_asked(
     controller: impl Future<Output = ()>,
+    cache: Store<DynamicObject>,
     (name, stop, metrics): (
         &'static str,
         watch::Receiver<bool>,
         Arc<crate::metrics::Metrics>,
     ),
 ) {
-    controller.await;
+    let mut asked = stop.clone();
+    let never_filled = async move {
+        let _ = asked.wait_for(|s| *s).await;
+        // The controller, polled first below, has seen the stop too and no longer watches:
+        // a cache not ready now stays so.
+        if cache.wait_until_ready().now_or_never().is_some() {
+            std::future::pending::<()>().await;
+        }
+    };
+    tokio::select! {
+        biased;
+        _ = controller => {}
+        _ = never_filled => {}
+    }
     if !*stop.borrow() {
         metrics.controller_stopped(&format!("the {name} controller ended"));
     }

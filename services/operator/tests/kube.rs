@@ -1389,6 +1389,51 @@ async fn only_the_leader_creates_trials() {
     env.shutdown().await;
 }
 
+/// Controllers asked to stop before their caches have filled (a standby that gains the lease
+/// just as it is stopped) stop, instead of waiting for reconciles that can never start.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn controllers_stopped_as_they_start_stop() {
+    let env = Env::start(SimulationOptions::default()).await;
+    let run = vernier_operator::run::run_controllers(env.bare_context(), async {});
+    tokio::time::timeout(Duration::from_secs(20), run)
+        .await
+        .expect("controllers asked to stop at once have stopped");
+    env.shutdown().await;
+}
+
+/// A replica stopped the moment it has started its controllers on gaining the lease stops.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_stopped_as_it_gains_the_lease_stops() {
+    let env = Env::start(SimulationOptions::default()).await;
+    let ctx = Arc::new(Context::new(
+        env.client.clone(),
+        env.store.clone(),
+        OperatorConfig {
+            identity: "replica-b".into(),
+            ..OperatorConfig::default()
+        },
+        Arc::new(Metrics::new()),
+    ));
+    let lease = LeaseConfig {
+        name: "vernier-operator".into(),
+        namespace: "default".into(),
+        identity: "replica-b".into(),
+        lease_duration: DEFAULT_LEASE.duration,
+        renew_every: DEFAULT_LEASE.renew_every,
+    };
+    let started = Arc::downgrade(&ctx);
+    let shutdown = async move {
+        while !started.upgrade().is_some_and(|c| c.shared.is_running()) {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    };
+    let run = vernier_operator::run::run_with_leader_election(ctx, lease, shutdown);
+    tokio::time::timeout(Duration::from_secs(30), run)
+        .await
+        .expect("the replica stopped as it gained the lease has stopped");
+    env.shutdown().await;
+}
+
 /// Two replicas with the given lease timing run an experiment of `max` trials one at a time;
 /// once the leader has created two of them it crashes (`crash`) or is stopped gracefully, and
 /// the other replica must finish the experiment with every trial created exactly once between
