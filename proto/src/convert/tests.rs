@@ -481,3 +481,80 @@ fn unusable_names_and_bounds_are_refused_naming_the_field() {
         assert!(e.starts_with(&expected), "{e}\nexpected: {expected}");
     }
 }
+
+/// A request without one of the parts an experiment needs is refused naming that part's field,
+/// whichever part it is.
+#[test]
+fn each_missing_part_is_named_by_its_field() {
+    let without = |f: fn(&mut ExperimentSpec)| {
+        let mut e = good();
+        f(e.spec.as_mut().unwrap());
+        experiment_from_wire("experiment", Some(&e))
+            .unwrap_err()
+            .to_string()
+    };
+    type Case = (fn(&mut ExperimentSpec), &'static str, &'static str);
+    let cases: [Case; 6] = [
+        (
+            |s| s.algorithm = None,
+            "experiment.spec.algorithm is missing",
+            "hint: set algorithm_name",
+        ),
+        (
+            |s| s.objective = None,
+            "experiment.spec.objective is missing",
+            "hint: set type and objective_metric_name",
+        ),
+        (
+            |s| s.parameter_specs = None,
+            "experiment.spec.parameter_specs",
+            "hint: an experiment needs at least one parameter",
+        ),
+        (
+            |s| {
+                s.parameter_specs.as_mut().unwrap().parameters[1]
+                    .name
+                    .clear()
+            },
+            "experiment.spec.parameter_specs.parameters[1].name is missing",
+            "hint: name every parameter",
+        ),
+        (
+            |s| {
+                let opt = &mut s.parameter_specs.as_mut().unwrap().parameters[2];
+                opt.feasible_space.as_mut().unwrap().list.clear();
+            },
+            "experiment.spec.parameter_specs.parameters[2].feasible_space.list is missing",
+            "hint: list the values of parameter \"opt\"",
+        ),
+        (
+            |s| s.objective.as_mut().unwrap().objective_metric_name.clear(),
+            "experiment.spec.objective.objective_metric_name",
+            "hint:",
+        ),
+    ];
+    for (change, starts, hint) in cases {
+        let e = without(change);
+        assert!(e.starts_with(starts), "{e}");
+        assert!(e.contains(hint), "{e}");
+    }
+    let e = Experiment {
+        name: "e".into(),
+        ..Default::default()
+    };
+    let e = experiment_from_wire("experiment", Some(&e))
+        .unwrap_err()
+        .to_string();
+    assert!(e.starts_with("experiment.spec is missing\nhint:"), "{e}");
+}
+
+#[test]
+fn a_condition_out_of_range_is_named_with_its_value() {
+    let e = state_from_wire("trials[3].status.condition", 99)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with("trials[3].status.condition: value \"99\" is not a TrialConditionType"),
+        "{e}"
+    );
+}

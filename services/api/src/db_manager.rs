@@ -317,6 +317,17 @@ mod tests {
                 log("loss", "1\0x"),
                 Some(format!("{field}.value: value \"1\\0x\" holds a NUL")),
             ),
+            (
+                log("", "0.5"),
+                Some(format!("{field}.name is missing\nhint: name the metric")),
+            ),
+            (
+                MetricLog {
+                    metric: None,
+                    ..log("loss", "0.5")
+                },
+                Some(format!("{field} is missing\nhint: send the metric's name")),
+            ),
         ];
         for (ml, refused) in cases {
             let got = check_observation_log(Some(&ObservationLog {

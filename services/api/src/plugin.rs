@@ -133,6 +133,15 @@ mod tests {
             ("127.0.0.1", false),
             ("notanaddr", false),
         ];
+        let made = PluginClient::new("http://[bad", Duration::from_secs(1));
+        let text = made.map(|_| ()).unwrap_err().to_string();
+        assert!(
+            text.starts_with(
+                "suggestion plugin address: value \"http://[bad\" is not a valid address"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("hint: write host:port"), "{text}");
         for (address, accepted) in table {
             let made = PluginClient::new(address, Duration::from_secs(1));
             assert_eq!(made.is_ok(), accepted, "{address}");

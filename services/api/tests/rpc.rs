@@ -925,6 +925,23 @@ async fn early_stopping_rules_validation_and_trial_status() {
         .await,
     );
     assert_eq!(s.code(), Code::FailedPrecondition);
+    let message = s.message();
+    assert!(
+        message.contains("\"done-one\" already ended as Succeeded"),
+        "{message}"
+    );
+    let s = status_of(
+        es.set_trial_status(SetTrialStatusRequest {
+            trial_name: String::new(),
+        })
+        .await,
+    );
+    assert_eq!(s.code(), Code::InvalidArgument);
+    let message = s.message();
+    assert!(
+        message.starts_with("trial_name is missing\nhint: name the trial to mark EarlyStopped"),
+        "{message}"
+    );
 }
 
 #[tokio::test]

@@ -178,7 +178,9 @@ pub enum StoreError {
     #[error("{kind} `{name}` not found")]
     NotFound { kind: &'static str, name: String },
 
-    #[error("stored {kind} `{name}` cannot be read: {detail}")]
+    #[error(
+        "stored {kind} `{name}` cannot be read: {detail}\nhint: a row written by a newer vernier, or edited by hand; read the database with the vernier that wrote it"
+    )]
     Corrupt {
         kind: &'static str,
         name: String,

@@ -234,6 +234,11 @@ mod tests {
         assert!(!text.contains("pw"), "{text}");
         let e = parse("mysql:///katib").unwrap_err();
         assert!(e.to_string().contains("names no host"), "{e}");
+        let e = parse("postgres://u@db/").unwrap_err().to_string();
+        assert!(
+            e.contains("postgres://u@db/") && e.contains("names no database"),
+            "{e}"
+        );
         assert_eq!(resolvable_host("[::1]"), Some("::1"));
         assert_eq!(resolvable_host("db.example"), None);
         let e = parse("postgres://u@db/x?sslmode=verify-ca&sslrootcert=/no/such.pem").unwrap_err();

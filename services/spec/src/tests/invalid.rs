@@ -770,3 +770,107 @@ fn metric_names_longer_than_any_store_keys() {
     });
     assert!(crate::parse_experiment(&ok).is_ok());
 }
+
+/// Fields whose refusal no other test reached: each names its path and the value written.
+#[test]
+fn less_common_mistakes_name_the_field_and_value() {
+    let pod = "/spec/trialTemplate/trialSpec/spec/template/spec";
+    type Change = Box<dyn FnOnce(&mut Value)>;
+    let cases: Vec<(Change, &str, &str)> = vec![
+        (
+            Box::new(|v| {
+                set(
+                    v,
+                    "/spec/metricsCollectorSpec",
+                    json!({"collector": {"kind": "PrometheusMetric"},
+                           "source": {"httpGet": {"port": -1, "path": "metrics"}}}),
+                )
+            }),
+            "spec.metricsCollectorSpec.source.httpGet.port",
+            "value -1 must be a port number from 1 to 65535; hint:",
+        ),
+        (
+            Box::new(|v| {
+                set(
+                    v,
+                    "/spec/metricsCollectorSpec",
+                    json!({"collector": {"kind": "PrometheusMetric"},
+                           "source": {"httpGet": {"port": 70000, "path": "/metrics"}}}),
+                )
+            }),
+            "spec.metricsCollectorSpec.source.httpGet.port",
+            "value 70000 must be a port number from 1 to 65535",
+        ),
+        (
+            Box::new(|v| {
+                set(
+                    v,
+                    "/spec/metricsCollectorSpec",
+                    json!({"collector": {"kind": "PrometheusMetric"},
+                           "source": {"httpGet": {"port": "abc", "path": "metrics"}}}),
+                )
+            }),
+            "spec.metricsCollectorSpec.source.httpGet.path",
+            r#"value "metrics" must start with '/'; hint: e.g. /metrics"#,
+        ),
+        (
+            Box::new(|v| {
+                set(
+                    v,
+                    "/spec/trialTemplate/trialSpec/spec/backoffLimitt",
+                    json!(3),
+                )
+            }),
+            "spec.trialTemplate.trialSpec.spec.backoffLimitt",
+            "is not a field of a batch/v1 Job",
+        ),
+        (
+            Box::new(|v| {
+                set(
+                    v,
+                    "/spec/trialTemplate/trialParameters/1/reference",
+                    json!("lr"),
+                )
+            }),
+            "spec.trialTemplate.trialParameters[1].reference",
+            r#"value "lr" is referenced twice; hint:"#,
+        ),
+        (
+            Box::new(|v| {
+                set(
+                    v,
+                    "/spec/trialTemplate/configMap",
+                    json!({"configMapName": "templates", "configMapNamespace": "kubeflow",
+                           "templatePath": "job.yaml"}),
+                )
+            }),
+            "spec.trialTemplate",
+            "only one of trialSpec and configMap may be set; hint: remove one of them",
+        ),
+        (
+            Box::new(move |v| {
+                set(
+                    v,
+                    &format!("{pod}/containers/0/resources/limits/cpu"),
+                    json!("abc"),
+                )
+            }),
+            "spec.trialTemplate.trialSpec.spec.template.spec.containers[0].resources.limits.cpu",
+            r#"value "abc" is not a quantity; hint: write a number"#,
+        ),
+        (
+            Box::new(|v| set(v, "/spec/objective/additionalMetricNames/0", json!(" "))),
+            "spec.objective.additionalMetricNames[0]",
+            r#"value " " is not a metric name; hint: remove the empty entry"#,
+        ),
+        (
+            Box::new(|v| set(v, "/spec/parameters/2/feasibleSpace/list/1", json!(""))),
+            "spec.parameters[2].feasibleSpace.list[1]",
+            r#"value "" is empty; hint:"#,
+        ),
+    ];
+    for (change, path, needle) in cases {
+        let e = err_with(RANDOM, change);
+        assert_error(&e, path, needle);
+    }
+}

@@ -207,6 +207,28 @@ fn malformed_replica_sets_are_refused_with_their_path() {
         &format!("{root}.pytorchReplicaSpecs.Master.replicas"),
         "value 0 must be 1",
     );
+    let mut two_masters = pod("pytorch");
+    two_masters["replicas"] = json!(2);
+    error(
+        job(
+            "PyTorchJob",
+            "pytorchReplicaSpecs",
+            json!({"Master": two_masters}),
+        ),
+        &format!("{root}.pytorchReplicaSpecs.Master.replicas"),
+        "value 2 must be 1; hint: a PyTorchJob job has exactly one Master",
+    );
+    let mut no_workers = pod("pytorch");
+    no_workers["replicas"] = json!(0);
+    error(
+        job(
+            "PyTorchJob",
+            "pytorchReplicaSpecs",
+            json!({"Worker": no_workers}),
+        ),
+        &format!("{root}.pytorchReplicaSpecs"),
+        "has no Master or Worker replica; hint: add a Master",
+    );
     let pytorch =
         |spec: Value| json!({"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "spec": spec});
     error(

@@ -117,18 +117,21 @@ fn check_http_get(mc: &MetricsCollectorSpec, errs: &mut Errors) {
         Some(Value::String(s)) => s.parse::<i64>().ok(),
         _ => None,
     };
-    if port.is_none_or(|p| p <= 0) {
+    if port.is_none_or(|p| !(1..=65535).contains(&p)) {
         let shown = http.get("port").map_or("none".into(), Value::to_string);
         errs.add(
             format!("{path}.port"),
-            format!("value {shown} must be a port number greater than 0"),
+            format!(
+                "value {shown} must be a port number from 1 to 65535; hint: the port the \
+                 trial serves Prometheus text on, e.g. 8080"
+            ),
         );
     }
     let p = http.get("path").and_then(Value::as_str).unwrap_or("");
     if !p.starts_with('/') {
         errs.add(
             format!("{path}.path"),
-            format!("value {p:?} must start with '/'"),
+            format!("value {p:?} must start with '/'; hint: e.g. /metrics"),
         );
     }
 }

@@ -234,7 +234,10 @@ fn check_objective(exp: &Experiment, errs: &mut Errors) {
         let path = format!("spec.objective.additionalMetricNames[{i}]");
         check_metric_name_length(&path, name, errs);
         if name.trim().is_empty() {
-            errs.add(path, "value \"\" is not a metric name");
+            errs.add(
+                path,
+                format!("value {name:?} is not a metric name; hint: remove the empty entry"),
+            );
         } else if name == objective {
             errs.add(
                 path,

@@ -203,7 +203,10 @@ fn check_values(fs: &FeasibleSpace, path: &str, kind: &str, errs: &mut Errors) {
     for (k, v) in fs.list.iter().enumerate() {
         let item = format!("{path}.list[{k}]");
         if v.trim().is_empty() {
-            errs.add(item, "value \"\" is empty");
+            errs.add(
+                item,
+                format!("value {v:?} is empty; hint: remove it, or quote the value you meant"),
+            );
             continue;
         }
         // Non-numeric discrete values and duplicates run (see `warnings`).

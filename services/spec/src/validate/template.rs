@@ -139,7 +139,11 @@ fn check_trial_parameters(exp: &Experiment, tt: &TrialTemplate, errs: &mut Error
         if !references.insert(tp.reference.as_str()) {
             errs.add(
                 &rpath,
-                format!("value {:?} is referenced twice", tp.reference),
+                format!(
+                    "value {:?} is referenced twice; hint: give each trial parameter its own \
+                     spec.parameters entry, and use the first one's name where both appear",
+                    tp.reference
+                ),
             );
         }
         match Reference::parse(&tp.reference) {
