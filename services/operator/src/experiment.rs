@@ -119,23 +119,7 @@ async fn reconcile_experiment(obj: &DynamicObject, ctx: &Context) -> Result<Acti
     let ended = run.ended();
     let kept = kept_json(obj, ACCEPTED_SPEC, "spec");
     let kept_counts = kept_json(obj, COUNTS_ANNOTATION, "counts");
-    let stored = obj.data.get("spec").cloned().unwrap_or(Value::Null);
-    let (spec, refused) = match effective(&stored, kept.as_ref()) {
-        Effective::Current => (stored, None),
-        Effective::Accepted { spec, field } => (spec, Some(refused_note(&field))),
-    };
-    run.refused("spec", refused).await;
-    let refused = kept_counts
-        .as_ref()
-        .and_then(|k| Some((k, count_refusal(&spec, k, run.status.trials)?)));
-    // Told again when the refused counts change, not as the trials the note counts grow.
-    let edited_counts = counts_of(&spec).to_string();
-    let spec = match &refused {
-        Some((k, _)) => with_counts_of(&spec, k),
-        None => spec,
-    };
-    let refused = refused.map(|(_, note)| (note, edited_counts));
-    run.announce_as("counts", "EditRefused", refused).await;
+    let spec = run.spec_to_run(kept.as_ref(), kept_counts.as_ref()).await;
     let (exp, counts_new) = match (resolve(obj, spec.clone(), ctx).await?, &ended) {
         (Ok(exp), _) => {
             let counts_new = kept_counts
@@ -174,31 +158,18 @@ async fn reconcile_experiment(obj: &DynamicObject, ctx: &Context) -> Result<Acti
     }
     let stopping = stopping(&exp, ctx).map_err(OperatorError::Algorithm)?;
     let mut listed = list_trials(ctx, obj, &run.ns, &run.name, &exp.objective).await?;
-    let key = format!("{}/{}", run.ns, run.name);
     let names: Vec<String> = listed.iter().map(Listed::name).collect();
-    if ctx.expectations.waiting(&key, &names, Instant::now()) {
+    if ctx.expectations.waiting(&run.key(), &names, Instant::now()) {
         // The cache has not shown every trial the last reconcile created: plan from it later.
         return Ok(Action::requeue(Duration::from_millis(100)));
     }
     stop_trials(ctx, &stopping, &exp, &run.ns, &listed).await?;
     let mut p = plan(&exp.objective, exp.limits, &outcomes(&listed), false);
     if p.completion.is_none() && p.request > 0 {
-        let suggested = run.suggest(&exp, &listed, p.request)?;
-        let exhausted = search_ended(&suggested, p.counts.active() as usize);
-        run.save_algorithm_state(suggested.state).await?;
-        let batch = Batch {
-            ctx,
-            owner: obj,
-            exp: &exp,
-            ns: &run.ns,
-            rules: rules_for_new_trials(ctx, &stopping, &exp, &listed).await?,
-        };
-        let proposals = &suggested.proposals[..suggested.proposals.len().min(p.request as usize)];
-        let known = listed.len();
-        let created = create_trials(&batch, proposals, &mut listed).await;
-        let fresh = listed[known..].iter().map(|l| l.name().to_string());
-        ctx.expectations.created(&key, fresh);
-        created?;
+        let active = p.counts.active() as usize;
+        let exhausted = run
+            .create_requested(&exp, &stopping, &mut listed, (p.request, active))
+            .await?;
         p = plan(&exp.objective, exp.limits, &outcomes(&listed), exhausted);
     }
     let running = listed.iter().any(|l| l.state == TrialState::Running);
@@ -465,6 +436,63 @@ impl<'a> Run<'a> {
 
     /// The proposals for `count` more trials, from the trials so far: enqueued configurations
     /// first, then the algorithm's.
+    /// The spec to run: the stored one, or where an edit is refused the one last accepted
+    /// (`kept`), and where a count edit is refused the counts last accepted (`kept_counts`);
+    /// each refusal is announced.
+    async fn spec_to_run(&self, kept: Option<&Value>, kept_counts: Option<&Value>) -> Value {
+        let stored = self.obj.data.get("spec").cloned().unwrap_or(Value::Null);
+        let (spec, refused) = match effective(&stored, kept) {
+            Effective::Current => (stored, None),
+            Effective::Accepted { spec, field } => (spec, Some(refused_note(&field))),
+        };
+        self.refused("spec", refused).await;
+        let refused =
+            kept_counts.and_then(|k| Some((k, count_refusal(&spec, k, self.status.trials)?)));
+        // Told again when the refused counts change, not as the trials the note counts grow.
+        let edited_counts = counts_of(&spec).to_string();
+        let spec = match &refused {
+            Some((k, _)) => with_counts_of(&spec, k),
+            None => spec,
+        };
+        let refused = refused.map(|(_, note)| (note, edited_counts));
+        self.announce_as("counts", "EditRefused", refused).await;
+        spec
+    }
+
+    /// The experiment's key among the expectations of trials created and not yet seen.
+    fn key(&self) -> String {
+        format!("{}/{}", self.ns, self.name)
+    }
+
+    /// Asks the algorithm for `request` trials, with `active` trials pending or running, and
+    /// creates them, adding them to `listed`; whether the search has ended.
+    async fn create_requested(
+        &self,
+        exp: &Resolved,
+        stopping: &Stopping,
+        listed: &mut Vec<Listed>,
+        (request, active): (u32, usize),
+    ) -> Result<bool> {
+        let ctx = self.ctx;
+        let suggested = self.suggest(exp, listed, request)?;
+        let exhausted = search_ended(&suggested, active);
+        self.save_algorithm_state(suggested.state).await?;
+        let batch = Batch {
+            ctx,
+            owner: self.obj,
+            exp,
+            ns: &self.ns,
+            rules: rules_for_new_trials(ctx, stopping, exp, listed).await?,
+        };
+        let proposals = &suggested.proposals[..suggested.proposals.len().min(request as usize)];
+        let known = listed.len();
+        let created = create_trials(&batch, proposals, listed).await;
+        let fresh = listed[known..].iter().map(|l| l.name().to_string());
+        ctx.expectations.created(&self.key(), fresh);
+        created?;
+        Ok(exhausted)
+    }
+
     fn suggest(&self, exp: &Resolved, listed: &[Listed], count: u32) -> Result<Suggestions> {
         let algorithm_error =
             |e: vernier_engine::EngineError| OperatorError::Algorithm(e.to_string());

@@ -47,7 +47,7 @@ pub async fn run_controllers(
     // change, once in the cache, wakes the owning experiment, so a reconcile never sees a
     // cache older than the change that caused it.
     let trial_cache = reflector::store::Writer::new(trial_resource());
-    let (wake_tx, mut wake_rx) = mpsc::unbounded_channel();
+    let (wake_tx, wake_rx) = mpsc::unbounded_channel();
     ctx.shared.start(trial_cache.as_reader(), wake_tx);
     let trial_changes = watcher::watcher(
         api_for(&client, &ns, &trial_resource()),
@@ -81,25 +81,7 @@ pub async fn run_controllers(
                 report_run("experiment", &e);
             }
         });
-    let mut trials = Controller::new_with(
-        api_for(&client, &ns, &trial_resource()),
-        watcher::Config::default(),
-        trial_resource(),
-    )
-    .reconcile_on(futures_util::stream::poll_fn(move |cx| {
-        wake_rx.poll_recv(cx)
-    }));
-    for kind in &ctx.config.trial_kinds {
-        if !served(&client, &ns, kind).await {
-            ctx.shared.not_watched(&kind.kind, &kind.group);
-            continue;
-        }
-        trials = trials.owns_with(
-            api_for(&client, &ns, &kind.api_resource()),
-            kind.api_resource(),
-            watcher::Config::default(),
-        );
-    }
+    let trials = trial_controller(&ctx, wake_rx).await;
     let trial_controller_cache = trials.store();
     let trials = trials
         .with_config(config)
@@ -130,6 +112,33 @@ pub async fn run_controllers(
         leases
     );
     ctx.shared.stop();
+}
+
+/// The Trial controller: woken by `wakes` (the experiment reconciler's) and by the jobs of
+/// every trial kind the API server serves; a kind it does not serve is noted as not watched.
+async fn trial_controller(
+    ctx: &Context,
+    mut wakes: mpsc::UnboundedReceiver<ObjectRef<DynamicObject>>,
+) -> Controller<DynamicObject> {
+    let (client, ns) = (&ctx.client, &ctx.config.namespace);
+    let mut trials = Controller::new_with(
+        api_for(client, ns, &trial_resource()),
+        watcher::Config::default(),
+        trial_resource(),
+    )
+    .reconcile_on(futures_util::stream::poll_fn(move |cx| wakes.poll_recv(cx)));
+    for kind in &ctx.config.trial_kinds {
+        if !served(client, ns, kind).await {
+            ctx.shared.not_watched(&kind.kind, &kind.group);
+            continue;
+        }
+        trials = trials.owns_with(
+            api_for(client, ns, &kind.api_resource()),
+            kind.api_resource(),
+            watcher::Config::default(),
+        );
+    }
+    trials
 }
 
 /// Runs one controller; if it ends before the stop signal, records that it stopped.
