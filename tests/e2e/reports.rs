@@ -48,7 +48,13 @@ fn csv_and_table_hold_every_trial_and_top_limits_the_table() {
     // --top makes no sense for JSON; --watch needs an HTML file.
     let out = sb.run(&["report", "rep", "--format", "json", "--top", "2"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("hint:"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--top only limits the table")
+            && err.contains("not --format json")
+            && err.contains("hint: drop --top"),
+        "{err}"
+    );
     let out = sb.run(&["report", "rep", "--watch"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--output"));

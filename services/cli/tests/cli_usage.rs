@@ -112,3 +112,94 @@ fn an_empty_database_url_names_where_it_came_from() {
         "{err}"
     );
 }
+
+/// Exit code 2 and stderr, for a usage error that `vernier` meets before any database or
+/// cluster is reached.
+fn refused(out: std::process::Output) -> String {
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    err
+}
+
+#[test]
+fn compare_refuses_an_experiment_named_twice() {
+    let err = refused(vernier(&["compare", "a", "a"]));
+    assert!(
+        err.contains("experiment \"a\" is named twice") && err.contains("hint:"),
+        "{err}"
+    );
+}
+
+#[test]
+fn observations_from_a_cluster_are_refused_before_connecting() {
+    let err = refused(vernier(&[
+        "report",
+        "e1",
+        "--format",
+        "observations",
+        "--kube",
+        "--kube-url",
+        "http://127.0.0.1:1",
+    ]));
+    assert!(
+        err.contains("--format observations reads the database")
+            && err.contains("hint: drop --kube"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_malformed_kube_url_is_quoted_with_an_example() {
+    let err = refused(vernier(&[
+        "report",
+        "x",
+        "--kube",
+        "--kube-url",
+        "http://[::1",
+    ]));
+    assert!(
+        err.contains("--kube-url value \"http://[::1\"")
+            && err.contains("hint: write it like http://127.0.0.1:8001"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_missing_kubeconfig_is_named_with_the_ways_to_reach_a_cluster() {
+    let home = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_vernier"))
+        .args(["report", "x", "--kube"])
+        .env_remove("VERNIER_DB")
+        .env_remove("VERNIER_KUBE_URL")
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .env_remove("KUBERNETES_SERVICE_PORT")
+        .env("KUBECONFIG", "/nonexistent")
+        .env("HOME", home.path())
+        .output()
+        .expect("run vernier");
+    let err = refused(out);
+    assert!(
+        err.contains("kubernetes client configuration")
+            && err.contains("/nonexistent")
+            && err.contains("hint: set KUBECONFIG, run in a cluster, or pass --kube-url"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_missing_database_from_vernier_db_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_vernier"))
+        .arg("list")
+        .env("VERNIER_DB", "nope.db")
+        .current_dir(dir.path())
+        .output()
+        .expect("run vernier");
+    let err = refused(out);
+    assert!(
+        err.contains("database `nope.db` does not exist (path from VERNIER_DB)")
+            && err.contains("hint:"),
+        "{err}"
+    );
+    assert!(!dir.path().join("nope.db").exists());
+}

@@ -31,9 +31,13 @@ pub enum CollectorError {
     #[error("--metrics-format: {0}")]
     MetricsFormatFlag(Box<CollectorError>),
     #[error(
-        "reporting to the db manager failed: {code}: {message}; hint: check --db-manager-address and that the operator's gRPC API listens there"
+        "reporting to the db manager failed: {code}: {message}; hint: check --db-manager-address value {address:?} and that the operator's gRPC API listens there"
     )]
-    Report { code: String, message: String },
+    Report {
+        address: String,
+        code: String,
+        message: String,
+    },
     #[error("{count} observation(s) of trial {trial} were not reported: {last}")]
     Unreported {
         count: usize,

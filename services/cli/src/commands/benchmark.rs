@@ -45,7 +45,9 @@ const NOT_FOR_THESE_PROBLEMS: &[&str] =
 /// Errors about an algorithm or its settings are errors in `--algorithms`.
 fn algorithms_flag(e: BenchError) -> anyhow::Error {
     match e {
-        BenchError::Algorithm(_) | BenchError::SettingWithoutValue { .. } => {
+        BenchError::Algorithm(_)
+        | BenchError::SettingWithoutValue { .. }
+        | BenchError::SeedInSettings { .. } => {
             anyhow::anyhow!("--algorithms: {e}")
         }
         other => other.into(),
@@ -190,6 +192,35 @@ mod tests {
             .to_string();
         assert!(
             e.starts_with("--algorithms: unknown setting \"nope\""),
+            "{e}"
+        );
+        let e = benchmark(args("tpe;random_state=1", "branin"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("--algorithms: setting random_state of \"tpe\" cannot be given")
+                && e.contains("--first-seed")
+                && e.contains("\nhint: remove random_state"),
+            "{e}"
+        );
+        let e = benchmark(BenchmarkArgs {
+            seeds: 0,
+            ..args("random", "branin")
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.starts_with("--seeds: value 0 is not allowed\nhint: use at least 1 seed"),
+            "{e}"
+        );
+        let e = benchmark(BenchmarkArgs {
+            trials: Some(0),
+            ..args("random", "branin")
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.starts_with("--trials: value 0 is not allowed\nhint: use at least 1 trial"),
             "{e}"
         );
     }

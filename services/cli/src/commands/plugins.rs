@@ -37,6 +37,8 @@ use vernier_store::{SqlStore, TrialRow};
 #[serde(rename_all = "camelCase")]
 struct PluginEntry {
     algorithm_name: String,
+    /// Absent from a katib-config entry (which has an image instead): refused below by name.
+    #[serde(default)]
     address: String,
     #[serde(default)]
     timeout_seconds: Option<u64>,
@@ -128,7 +130,7 @@ impl Plugins {
                 }
                 if e.address.trim().is_empty() {
                     bail!(
-                        "{}: suggestions[{i}].address is empty{}\nhint: give the host:port the plugin listens on",
+                        "{}: suggestions[{i}].address is missing or empty{}\nhint: give the host:port the plugin listens on",
                         path.display(),
                         e.image
                             .map(|img| format!(" (image {img} cannot run locally)"))
@@ -407,6 +409,77 @@ mod tests {
                 .unwrap()
                 .check_flags_for("random")
                 .is_ok()
+        );
+    }
+
+    #[test]
+    fn a_flag_that_is_not_name_equals_addr_is_quoted_with_an_example() {
+        for flag in ["foo", "=1.2.3.4:1", "random="] {
+            let err = Plugins::load(None, &[flag.to_string()])
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.starts_with(&format!("--suggestion-plugin {flag:?} is not NAME=ADDR\n"))
+                    && err.contains("hint: e.g. --suggestion-plugin random=127.0.0.1:7000"),
+                "{flag}: {err}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_config_file_that_cannot_be_read_is_named_by_its_flag() {
+        let err = Plugins::load(Some(Path::new("/no/such.yaml")), &[]).unwrap_err();
+        let text = format!("{err:#}");
+        assert!(
+            text.starts_with("--suggestion-config /no/such.yaml: cannot read the file")
+                && text.contains("hint: check the path"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_file_that_is_not_a_suggestions_file_says_where_and_how_to_write_one() {
+        for (content, detail) in [
+            ("suggestions: [\n", "line 2"),
+            (
+                "suggestions: 3\n",
+                "suggestions: invalid type: integer `3`, expected a sequence",
+            ),
+        ] {
+            let err = load_file(content).unwrap_err();
+            let text = format!("{err:#}");
+            assert!(
+                text.contains("plugins.yaml: not a suggestions file")
+                    && text.contains("hint: write `suggestions: [{algorithmName: random, address: 127.0.0.1:7000}]`"),
+                "{content}: {text}"
+            );
+            // The parser's own account follows, so the user sees what it tripped on.
+            let cause = err.root_cause().to_string();
+            assert!(cause.contains(detail), "{content}: {cause}");
+        }
+    }
+
+    #[test]
+    fn a_katib_entry_with_an_image_and_no_address_says_the_image_cannot_run_locally() {
+        // As katib-config has it (no address), and with the address left empty.
+        for address in ["", "    address: \"\"\n"] {
+            let err = load_file(&format!(
+                "suggestions:\n  - algorithmName: random\n    image: docker.io/kubeflowkatib/suggestion-hyperopt\n{address}",
+            ))
+            .unwrap_err()
+            .to_string();
+            assert!(
+                err.contains("plugins.yaml: suggestions[0].address is missing or empty (image docker.io/kubeflowkatib/suggestion-hyperopt cannot run locally)")
+                    && err.contains("hint: give the host:port"),
+                "{address}: {err}"
+            );
+        }
+        let err = load_file("suggestions:\n  - algorithmName: random\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.ends_with("suggestions[0].address is missing or empty\nhint: give the host:port the plugin listens on"),
+            "{err}"
         );
     }
 

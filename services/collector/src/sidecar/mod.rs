@@ -49,7 +49,7 @@ pub async fn run(
         return Ok(0);
     }
     let mut delivery = Delivery {
-        reporter: Reporter::new(endpoint(&options.db_manager_address)?, &options.trial),
+        reporter: Reporter::new(&options.db_manager_address, &options.trial)?,
         pending: Vec::new(),
         reported: 0,
         last_error: String::new(),
@@ -143,5 +143,45 @@ impl Delivery {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::sidecar::options::tests::options;
+
+    /// A DBManager that is down when the trial ends: the collector says how many observations
+    /// of which trial were lost, why, and which flag to check.
+    #[tokio::test]
+    async fn observations_the_db_manager_never_took_are_counted_and_the_flag_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("metrics.log");
+        std::fs::write(&path, "loss=0.5\nloss=0.4\nloss=0.3\n").unwrap();
+        // A port that was free a moment ago: connections to it are refused.
+        let closed = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap();
+        let mut o = options(SidecarKind::File, path.to_str().unwrap());
+        o.db_manager_address = closed.to_string();
+        o.poll = MIN_POLL;
+        let e = run(&o, async {}).await.unwrap_err();
+        assert!(
+            matches!(&e, CollectorError::Unreported { count: 3, last, .. }
+                if matches!(**last, CollectorError::Report { .. })),
+            "{e:?}"
+        );
+        let e = e.to_string();
+        assert!(
+            e.starts_with("3 observation(s) of trial t1 were not reported: ")
+                && e.contains("reporting to the db manager failed: ")
+                && e.contains("Connection refused")
+                && e.contains(&format!(
+                    "hint: check --db-manager-address value \"{closed}\""
+                )),
+            "{e}"
+        );
     }
 }

@@ -228,6 +228,23 @@ pub(crate) mod tests {
             e.starts_with("--metric-names value \" \"") && e.contains("hint:"),
             "{e}"
         );
+        let mut o = options(SidecarKind::File, "/m.log");
+        o.trial = String::new();
+        let e = o.wanted().unwrap_err().to_string();
+        assert!(
+            e.starts_with("--trial value \"\" is empty")
+                && e.contains("hint: pass the trial's name"),
+            "{e}"
+        );
+        let mut o = options(SidecarKind::TensorFlowEvent, "/ev");
+        o.metrics_format = vec!["(a)=(b)".into()];
+        let e = source_error(&o);
+        assert!(
+            e.starts_with(
+                "--metrics-format value \"(a)=(b)\" does not apply to --kind TensorFlowEvent"
+            ) && e.contains("hint: metrics are matched by summary tag"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -63,16 +63,20 @@ pub fn logs_of(read: SourceRead, now_us: i64) -> (Vec<MetricLog>, Vec<String>) {
 #[derive(Debug)]
 pub struct Reporter {
     client: DbManagerClient<Channel>,
+    /// `--db-manager-address` as given, for messages.
+    address: String,
     trial: String,
 }
 
 impl Reporter {
-    /// Connects lazily: a DBManager that is not up yet is retried at the first report.
-    pub fn new(endpoint: Endpoint, trial: &str) -> Reporter {
-        Reporter {
-            client: DbManagerClient::new(endpoint.connect_lazy()),
+    /// Connects lazily to `address` (`--db-manager-address`): a DBManager that is not up yet
+    /// is retried at the first report.
+    pub fn new(address: &str, trial: &str) -> Result<Reporter, CollectorError> {
+        Ok(Reporter {
+            client: DbManagerClient::new(endpoint(address)?.connect_lazy()),
+            address: address.to_string(),
             trial: trial.to_string(),
-        }
+        })
     }
 
     /// Sends `pending` in order, removing what was accepted; returns how many were sent.
@@ -88,14 +92,30 @@ impl Reporter {
                 })
                 .await
                 .map_err(|s| CollectorError::Report {
+                    address: self.address.clone(),
                     code: s.code().to_string(),
-                    message: s.message().to_string(),
+                    message: with_causes(&s),
                 })?;
             pending.drain(..n);
             sent += n;
         }
         Ok(sent)
     }
+}
+
+/// The status message and what caused it, which a transport failure keeps apart
+/// (`tcp connect error` is caused by `Connection refused`, or a timeout, or an unknown host).
+fn with_causes(status: &tonic::Status) -> String {
+    let mut message = status.message().to_string();
+    let mut cause = std::error::Error::source(status);
+    while let Some(c) = cause {
+        let text = c.to_string();
+        if !message.contains(&text) {
+            message = format!("{message}: {text}");
+        }
+        cause = c.source();
+    }
+    message
 }
 
 #[cfg(test)]

@@ -32,3 +32,32 @@ impl Drop for StartedFile {
         let _ = std::fs::remove_file(&self.0);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn a_started_file_that_cannot_be_written_is_named_with_a_hint() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("a-file");
+        std::fs::write(&file, "").unwrap();
+        // Under a regular file: no directory can be made there, whoever runs the test.
+        let path = file.join("started");
+        let e = StartedFile::create(&path).unwrap_err().to_string();
+        assert!(
+            e.starts_with(&format!(
+                "--started-file value {:?} cannot be written: ",
+                path.display().to_string()
+            )) && e.contains("hint: it must be on a writable volume"),
+            "{e}"
+        );
+        assert!(!path.exists());
+        let ok = dir.path().join("sub").join("started");
+        let started = StartedFile::create(&ok).unwrap();
+        assert!(ok.exists());
+        drop(started);
+        assert!(!ok.exists());
+    }
+}
