@@ -96,3 +96,118 @@ fn asha_promotions_continue_from_the_parent_checkpoint() {
         );
     }
 }
+
+/// A PBT experiment of 5 members, one at a time, whose trainer writes a file into its
+/// checkpoint directory. The last member of the first generation replaces the experiment's
+/// `checkpoints` folder with a regular file as it ends, so no child can get a copy of its
+/// parent's checkpoint (a file stops the copy for root too, unlike permissions).
+const PBT_CHECKPOINTS_GONE: &str = r#"apiVersion: kubeflow.org/v1beta1
+kind: Experiment
+metadata:
+  name: ckpt
+spec:
+  maxTrialCount: 7
+  parallelTrialCount: 1
+  maxFailedTrialCount: 1
+  objective:
+    type: minimize
+    objectiveMetricName: loss
+  algorithm:
+    algorithmName: pbt
+    algorithmSettings:
+      - name: suggestion_trial_dir
+        value: /var/log/katib/checkpoints/
+      - name: n_population
+        value: "5"
+      - name: truncation_threshold
+        value: "0.2"
+  parameters:
+    - name: lr
+      parameterType: double
+      feasibleSpace:
+        min: "0.01"
+        max: "0.1"
+  trialTemplate:
+    primaryContainerName: training
+    trialParameters:
+      - name: lr
+        reference: lr
+    trialSpec:
+      apiVersion: batch/v1
+      kind: Job
+      spec:
+        template:
+          spec:
+            restartPolicy: Never
+            containers:
+              - name: training
+                image: python:3.11
+                command:
+                  - python3
+                  - -c
+                  - |
+                    import os, sys
+                    own = sys.argv[2]
+                    open(os.path.join(own, 'model'), 'w').write(sys.argv[1])
+                    root = os.path.dirname(own.rstrip('/'))
+                    if len(os.listdir(root)) == 5:
+                        os.rename(root, root + '.moved')
+                        open(root, 'w').close()
+                    print('loss=' + sys.argv[1])
+                  - "${trialParameters.lr}"
+                  - /var/log/katib/checkpoints/
+"#;
+
+/// A child whose checkpoint directory cannot be prepared is recorded Failed with the path and
+/// the reason, not lost and not started; the members before it keep their results.
+#[test]
+fn a_checkpoint_that_cannot_be_prepared_fails_the_trial_and_names_its_directory() {
+    let sb = Sandbox::new();
+    let file = sb.write("ckpt.yaml", PBT_CHECKPOINTS_GONE);
+    let out = sb.run(&["run", file.to_str().unwrap(), "--seed", "5"]);
+    // maxFailedTrialCount 1 is reached: the experiment fails.
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let r = sb.report("ckpt");
+    assert_eq!(trials_in(&r, "Succeeded").len(), 5, "{r:#}");
+    let failed = trials_in(&r, "Failed");
+    assert_eq!(failed.len(), 1, "{r:#}");
+    let child = &failed[0];
+    let name = child["metadata"]["name"].as_str().unwrap();
+    assert_eq!(
+        label(child, "pbt.suggestion.katib.kubeflow.org/generation"),
+        Some("1"),
+        "{r:#}"
+    );
+    assert!(
+        label(child, "pbt.suggestion.katib.kubeflow.org/parent").is_some(),
+        "{r:#}"
+    );
+    let own = sb
+        .path()
+        .canonicalize()
+        .unwrap()
+        .join(format!("vernier-logs/ckpt/checkpoints/{name}"));
+    let message = crate::harness::last_condition(child)["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        message.starts_with(&format!(
+            "cannot prepare checkpoint directory {}: ",
+            own.display()
+        )) && message.contains("Not a directory")
+            && message.contains("hint: check that the log directory is writable"),
+        "{message}"
+    );
+    // The run's output says it too, with the trial's name.
+    let shown = text(&out);
+    assert!(
+        shown.lines().any(|l| l.starts_with("Failed")
+            && l.contains(name)
+            && l.contains(&format!(
+                "cannot prepare checkpoint directory {}",
+                own.display()
+            ))),
+        "{shown}"
+    );
+}

@@ -280,6 +280,54 @@ fn a_plugin_reply_short_of_the_request_is_asked_again() {
     assert_eq!(trials_in(&sb.report("hiccup"), "Succeeded").len(), 3);
 }
 
+/// A plugin that refuses the algorithm settings in ValidateAlgorithmSettings stops `vernier run`
+/// before anything is recorded or asked for, and its own words reach the user, as Katib's
+/// webhook passes them on.
+#[test]
+fn a_plugin_that_refuses_the_settings_stops_the_run_with_its_reason() {
+    if !katib_sdk("a_plugin_that_refuses_the_settings_stops_the_run_with_its_reason") {
+        return;
+    }
+    let sb = Sandbox::new();
+    let log = sb.path().join("plugin.log");
+    let (_plugin, port) = start_plugin(&log, &[]);
+    let yaml = python_experiment(
+        "unsettled",
+        "import sys; print('score=' + sys.argv[1])",
+        "  objective:\n    type: maximize\n    objectiveMetricName: score\n  parallelTrialCount: 1\n  maxTrialCount: 2",
+    )
+    .replace(
+        "    algorithmName: random\n",
+        "    algorithmName: random\n    algorithmSettings:\n      - name: step_size\n        value: \"2\"\n",
+    );
+    let file = sb.write("unsettled.yaml", &yaml);
+    let flag = format!("random=127.0.0.1:{port}");
+    let out = sb.run(&["run", file.to_str().unwrap(), "--suggestion-plugin", &flag]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "spec.algorithm: checking the settings with suggestion plugin random at 127.0.0.1:{port} failed:"
+        )) && err.contains("unknown setting step_size for algorithm random"),
+        "{}",
+        text(&out)
+    );
+    // Refused before the experiment was recorded or a suggestion asked for.
+    if std::path::Path::new(&sb.db()).exists() {
+        let listed = sb.run(&["list"]);
+        assert_eq!(listed.status.code(), Some(0), "{}", text(&listed));
+        assert!(
+            !String::from_utf8_lossy(&listed.stdout).contains("unsettled"),
+            "{}",
+            text(&listed)
+        );
+    }
+    assert!(
+        std::fs::read_to_string(&log).unwrap_or_default().is_empty(),
+        "no GetSuggestions call is expected"
+    );
+}
+
 /// A reply the run must refuse ends it with that error, and the trial still running is stopped
 /// and recorded Killed, the experiment Interrupted, as after Ctrl-C: nothing is left Running.
 #[test]

@@ -271,3 +271,129 @@ fn a_refused_resume_leaves_the_experiment_free() {
         assert!(!text(&out).contains("took over"), "{}", text(&out));
     }
 }
+
+/// Runs `script` with `con`, a connection to the sandbox's database, and `sys.argv[2..]` =
+/// `args`; its stdout, trimmed.
+fn sqlite(sb: &Sandbox, script: &str, args: &[&str]) -> String {
+    let out = std::process::Command::new("python3")
+        .arg("-c")
+        .arg(format!(
+            "import sqlite3, sys\ncon = sqlite3.connect(sys.argv[1])\n{script}"
+        ))
+        .arg(sb.db())
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// The rows the database holds for experiment `name`: its spec, phase, trial and observation
+/// counts.
+fn stored(sb: &Sandbox, name: &str) -> String {
+    sqlite(
+        sb,
+        "n = sys.argv[2]\n\
+         print(con.execute('SELECT spec_json, phase FROM experiments WHERE name = ?', (n,)).fetchone())\n\
+         print(con.execute('SELECT count(*) FROM trials WHERE experiment = ?', (n,)).fetchone())\n\
+         print(con.execute('SELECT count(*) FROM observation_logs o JOIN trials t ON o.trial_name = t.name WHERE t.experiment = ?', (n,)).fetchone())",
+        &[name],
+    )
+}
+
+/// An experiment whose stored spec no longer parses (edited by hand, or written by another
+/// version) is refused by every command that needs it, with its name, and nothing of it is
+/// changed: `report`, `resume`, `resume --max-trial-count` and `enqueue`.
+#[test]
+fn a_stored_experiment_that_is_unreadable_is_named_and_left_as_it_is() {
+    use nix::sys::signal::{Signal, kill};
+    use nix::unistd::Pid;
+    use std::io::{BufRead, BufReader};
+    let sb = Sandbox::new();
+    let yaml = python_experiment(
+        "e1",
+        "import sys, time; print('loss=' + sys.argv[1], flush=True); time.sleep(60)",
+        "  objective:\n    type: minimize\n    objectiveMetricName: loss\n  parallelTrialCount: 1\n  maxTrialCount: 2",
+    );
+    let file = sb.write("e1.yaml", &yaml);
+    // Interrupted while its trial runs, so `resume` and `enqueue` would go on with it.
+    let mut run = sb
+        .cmd(&["run", file.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(run.stdout.take().unwrap());
+    let mut seen = String::new();
+    while !seen.contains("started") {
+        let mut line = String::new();
+        assert!(
+            stdout.read_line(&mut line).unwrap() > 0,
+            "vernier ended before its trial started: {seen}"
+        );
+        seen.push_str(&line);
+    }
+    std::thread::spawn(move || for _ in stdout.lines() {});
+    kill(Pid::from_raw(run.id() as i32), Signal::SIGINT).unwrap();
+    let out = run.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{seen}{}", text(&out));
+
+    let spec = sqlite(
+        &sb,
+        "print(con.execute('SELECT spec_json FROM experiments').fetchone()[0])",
+        &[],
+    );
+    // A write torn halfway, and a document that is JSON but no experiment.
+    let torn = &spec[..spec.len() / 2];
+    for damaged in [torn, "{}"] {
+        sqlite(
+            &sb,
+            "con.execute('UPDATE experiments SET spec_json = ? WHERE name = ?', (sys.argv[2], 'e1'))\n\
+             con.commit()",
+            &[damaged],
+        );
+        let before = stored(&sb, "e1");
+        assert!(before.contains("'Interrupted'"), "{before}");
+        assert!(before.contains("\n(1,)\n"), "one trial: {before}");
+        let commands: [&[&str]; 3] = [
+            &["report", "e1"],
+            &["resume", "e1"],
+            &["enqueue", "e1", "--param", "x=0.5"],
+        ];
+        for args in commands {
+            let out = sb.run(args);
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out));
+            assert!(
+                err.starts_with("error: stored experiment \"e1\" is unreadable: "),
+                "{args:?}: {}",
+                text(&out)
+            );
+            assert!(!err.contains("took over"), "{args:?}: {}", text(&out));
+            assert_eq!(stored(&sb, "e1"), before, "{args:?} changed the records");
+        }
+    }
+    // New limits are written into the stored spec, which must be JSON to take them.
+    sqlite(
+        &sb,
+        "con.execute('UPDATE experiments SET spec_json = ? WHERE name = ?', (sys.argv[2], 'e1'))\n\
+         con.commit()",
+        &[torn],
+    );
+    let before = stored(&sb, "e1");
+    let out = sb.run(&["resume", "e1", "--max-trial-count", "5"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("the stored spec is not JSON"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(stored(&sb, "e1"), before, "resume changed the records");
+    let listed = sb.run(&["list"]);
+    assert_eq!(listed.status.code(), Some(0), "{}", text(&listed));
+    assert!(
+        String::from_utf8_lossy(&listed.stdout).contains("e1"),
+        "{}",
+        text(&listed)
+    );
+}
