@@ -210,4 +210,15 @@ fn a_checkpoint_that_cannot_be_prepared_fails_the_trial_and_names_its_directory(
             ))),
         "{shown}"
     );
+    // It never ran, so no log is pointed at; and the checkpoint mount the command names is
+    // the trial's own folder here, not a missing path of the image.
+    assert!(
+        !shown.contains(&format!("log: {}", own.with_file_name("").display())),
+        "{shown}"
+    );
+    assert!(!shown.contains(&format!("{name}.log")), "{shown}");
+    assert!(
+        !shown.contains("names a path that does not exist"),
+        "{shown}"
+    );
 }

@@ -13,11 +13,14 @@ use vernier_runner::LocalExperiment;
 pub fn check(exp: &LocalExperiment) -> Option<String> {
     let point = crate::first_point::first_point(&exp.space);
     let cmd = exp.command_for("path-check", &point).ok()?;
+    // The checkpoint mount is made for each trial: local mode gives it the trial's own folder.
+    let trial_dir = vernier_algorithms::checkpoint::trial_dir_setting(&exp.settings);
+    let exists = |p: &Path| p.exists() || trial_dir.is_some_and(|d| p.starts_with(d));
     let paths = warning(&image_only_paths(
         &cmd.program,
         &cmd.args,
         &exp.paths.log_dir,
-        Path::exists,
+        exists,
     ));
     let primary_dir = exp.missing_working_dir("path-check", &point);
     let replica_dirs: Vec<String> = exp
@@ -35,7 +38,7 @@ pub fn check(exp: &LocalExperiment) -> Option<String> {
         .map(|(_, v)| v.clone())
         .or_else(|| std::env::var("PATH").ok())
         .unwrap_or_default();
-    let reported = image_only_paths(&cmd.program, &cmd.args, &exp.paths.log_dir, Path::exists);
+    let reported = image_only_paths(&cmd.program, &cmd.args, &exp.paths.log_dir, exists);
     let program = missing_program(
         &cmd.program,
         &cmd.args,

@@ -55,13 +55,15 @@ pub fn started_values(assignment: &str) -> String {
 }
 
 /// What a failed trial's line adds: the last thing it printed (most often the error) and
-/// where its whole log is.
-fn failure_lines(last: Option<&str>, log: &Path) -> Vec<String> {
+/// where its whole log is, when it has one (a trial that failed before it started has none).
+fn failure_lines(last: Option<&str>, log: Option<&Path>) -> Vec<String> {
     let mut out = Vec::new();
     if let Some(l) = last {
         out.push(format!("          last log line: {}", shortened(l)));
     }
-    out.push(format!("          log: {}", log.display()));
+    if let Some(log) = log {
+        out.push(format!("          log: {}", log.display()));
+    }
     out
 }
 
@@ -200,7 +202,8 @@ impl Observer for Display {
                 }
                 if matches!(state, TrialState::Failed | TrialState::MetricsUnavailable) {
                     let log = self.log_dir.join(format!("{name}.log"));
-                    for l in failure_lines(last_line(&log).as_deref(), &log) {
+                    let written = log.exists().then_some(log.as_path());
+                    for l in failure_lines(last_line(&log).as_deref(), written) {
                         self.line(l);
                     }
                 }
@@ -340,10 +343,10 @@ mod tests {
         .unwrap();
         let last = last_line(&log);
         assert_eq!(last.as_deref(), Some("ValueError: bad lr"));
-        let lines = failure_lines(last.as_deref(), &log);
+        let lines = failure_lines(last.as_deref(), Some(&log));
         assert_eq!(lines[0], "          last log line: ValueError: bad lr");
         let long = "x".repeat(5000);
-        let cut = failure_lines(Some(&long), Path::new("/l/t.log"));
+        let cut = failure_lines(Some(&long), Some(Path::new("/l/t.log")));
         assert_eq!(
             cut[0],
             format!(
@@ -353,7 +356,8 @@ mod tests {
         );
         assert_eq!(lines[1], format!("          log: {}", log.display()));
         assert_eq!(last_line(&dir.path().join("missing.log")), None);
-        assert_eq!(failure_lines(None, &log).len(), 1);
+        assert_eq!(failure_lines(None, Some(&log)).len(), 1);
+        assert!(failure_lines(None, None).is_empty());
     }
 
     /// A best or finished value keeps six digits, so a maximised accuracy of 0.999995 is not

@@ -103,7 +103,9 @@ fn apply_to(plan: &CheckpointPlan, cmd: &mut TrialCommand) {
 }
 
 /// Creates the trial's directory afresh and copies the parent's into it. A parent without a
-/// directory (its trainer saved nothing) leaves the trial's empty: it trains from scratch.
+/// directory (its trainer saved nothing) leaves the trial's empty: it trains from scratch. A
+/// parent whose checkpoint is something else (a file put in its place) cannot be continued
+/// from, as Katib's copy (`shutil.copytree`) refuses it too.
 pub fn prepare(plan: &CheckpointPlan) -> io::Result<()> {
     if !plan.used() {
         return Ok(());
@@ -113,6 +115,10 @@ pub fn prepare(plan: &CheckpointPlan) -> io::Result<()> {
     }
     match &plan.parent {
         Some(parent) if parent.is_dir() => copy_tree(parent, &plan.own),
+        Some(parent) if parent.exists() => Err(io::Error::other(format!(
+            "its parent's checkpoint {} is not a directory",
+            parent.display()
+        ))),
         _ => std::fs::create_dir_all(&plan.own),
     }
 }
@@ -303,6 +309,22 @@ mod tests {
         };
         prepare(&orphan).unwrap();
         assert!(orphan.own.is_dir());
+        // A file where the parent's directory should be breaks the lineage: said, not ignored.
+        let file = checkpoint_dir(&root, "f");
+        std::fs::write(&file, "not a directory").unwrap();
+        let broken = CheckpointPlan {
+            own: checkpoint_dir(&root, "e"),
+            parent: Some(file.clone()),
+            mount: None,
+        };
+        let e = prepare(&broken).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            format!(
+                "its parent's checkpoint {} is not a directory",
+                file.display()
+            )
+        );
         std::fs::remove_dir_all(&root).unwrap();
     }
 }

@@ -212,6 +212,13 @@ pub async fn check(
         .get_experiment(name)
         .await?
         .ok_or_else(|| RunnerError::ExperimentNotFound(name.to_string()))?;
+    // A damaged record is named as such, not blamed on the flags about to be written into it.
+    vernier_spec::parse_stored_experiment(&row.spec_json).map_err(|e| {
+        RunnerError::CorruptExperiment {
+            name: name.to_string(),
+            reason: e.to_string(),
+        }
+    })?;
     let spec_json = with_limits(&row.spec_json, limits)?;
     let finished = matches!(row.status.phase.as_str(), "Succeeded" | "Failed");
     let rows = store.list_trials(name).await?;
