@@ -3,6 +3,8 @@
 //! in the store), until the experiment completes or is interrupted. The store is the source of
 //! truth, so a killed driver can be resumed from it.
 
+#[cfg(test)]
+mod locked_tests;
 mod record;
 mod run;
 mod step;

@@ -21,7 +21,7 @@ use vernier_core::Suggester;
 use vernier_engine::plan::{Completion, Plan, plan};
 use vernier_engine::reason;
 use vernier_spec::conditions::Condition;
-use vernier_store::{ExperimentStatusRow, SqlStore};
+use vernier_store::{ExperimentStatusRow, SqlStore, StoreError};
 
 /// The least time between two looks of the early-stopping rule woken by new observations.
 const RULE_GAP: std::time::Duration = std::time::Duration::from_millis(100);
@@ -405,13 +405,23 @@ impl<'a> Run<'a> {
 
     /// After `error`: stops the running trials, records how each ended and marks the
     /// experiment Interrupted, as far as the store lets it. Nothing is written once another
-    /// driver holds the lease or the database is gone.
+    /// driver holds the lease or the database is gone, nor while another session holds it
+    /// locked: each write would wait out the lock timeout again (minutes of silence for a few
+    /// rows), and `vernier resume` marks the trials left running Killed.
     async fn abandon(&mut self, error: &RunnerError) {
         if self.lease_lost.is_some() {
             return;
         }
         self.stopping = Some(StopReason::Interrupted);
         self.signal_all(StopLevel::Terminate);
+        if matches!(error, RunnerError::Store(StoreError::Locked { .. })) {
+            self.warn(format!(
+                "{error}\nstopping the running trials without recording how they ended (each \
+                 write would wait for the lock again)"
+            ));
+            while self.tasks.join_next().await.is_some() {}
+            return;
+        }
         while let Some(joined) = self.tasks.join_next().await {
             if let Ok((name, report)) = joined
                 && let Err(e) = self.trial_ended(name, report).await
