@@ -2,7 +2,7 @@
 //! and the TensorFlowEvent collector with Katib's absolute default paths mapped into the
 //! trial's own directory, the PrometheusMetric scraper, and what Push and Custom do locally.
 
-use crate::harness::{Sandbox, last_condition, python_experiment, text, trials_in};
+use crate::harness::{Sandbox, last_condition, python_experiment, sqlite, text, trials_in};
 use std::path::Path;
 
 const WRITE_TEXT: &str = "import os, sys, time\npath = sys.argv[2].split('=', 1)[1]\nassert path == os.environ['VERNIER_METRICS_FILE'], path\nf = open(path, 'w')\nfor i in range(3):\n    f.write(f'epoch {i}: loss=0.{3 - i}\\n'); f.flush(); time.sleep(0.15)\nf.write('loss=0.05')\nprint('loss=99')";
@@ -410,12 +410,8 @@ fn a_lines_own_timestamp_is_kept_when_it_goes_backwards() {
     let trial = r["status"]["currentOptimalTrial"]["bestTrialName"]
         .as_str()
         .unwrap();
-    let query = "import sqlite3, sys\nfor (t,) in sqlite3.connect(sys.argv[1]).execute('select time from observation_logs where trial_name = ? order by id', (sys.argv[2],)): print(t)";
-    let out = std::process::Command::new("python3")
-        .args(["-c", query, &sb.db(), trial])
-        .output()
-        .unwrap();
-    let times: Vec<i64> = String::from_utf8_lossy(&out.stdout)
+    let query = "for (t,) in con.execute('select time from observation_logs where trial_name = ? order by id', (sys.argv[2],)): print(t)";
+    let times: Vec<i64> = sqlite(&sb, query, &[trial])
         .lines()
         .map(|l| l.parse().unwrap())
         .collect();

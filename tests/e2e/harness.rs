@@ -1,5 +1,6 @@
 //! Shared helpers: locating the binary, writing experiment files, running commands.
 
+use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output};
 use std::time::{Duration, Instant};
@@ -210,4 +211,46 @@ pub fn available_or_skip(available: bool, test: &str, missing: &str, hint: &str)
         "SKIPPED {test}: {missing} (hint: {hint}; VERNIER_TEST_REQUIRE=1 makes this a failure)"
     );
     false
+}
+
+/// Reads the child's stdout until `count` lines containing `needle` were seen.
+pub fn wait_for_lines(child: &mut Child, needle: &str, count: usize) -> Vec<String> {
+    let stdout = child.stdout.take().expect("piped stdout");
+    let mut reader = std::io::BufReader::new(stdout);
+    let mut seen = Vec::new();
+    let mut hits = 0;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while hits < count {
+        assert!(
+            Instant::now() < deadline,
+            "timed out waiting for {needle:?}: {seen:?}"
+        );
+        let mut line = String::new();
+        if reader.read_line(&mut line).expect("read stdout") == 0 {
+            panic!("vernier exited before {count} x {needle:?}: {seen:?}");
+        }
+        if line.contains(needle) {
+            hits += 1;
+        }
+        seen.push(line);
+    }
+    // Keep draining so the child never blocks on a full pipe.
+    std::thread::spawn(move || for _ in reader.lines() {});
+    seen
+}
+
+/// Runs `script` with `con`, a connection to the sandbox's database, and `sys.argv[2..]` =
+/// `args`; its stdout, trimmed.
+pub fn sqlite(sb: &Sandbox, script: &str, args: &[&str]) -> String {
+    let out = std::process::Command::new("python3")
+        .arg("-c")
+        .arg(format!(
+            "import sqlite3, sys\ncon = sqlite3.connect(sys.argv[1])\n{script}"
+        ))
+        .arg(sb.db())
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
 }

@@ -2,40 +2,14 @@
 //! recorded observation and `vernier resume` finishes within maxTrialCount.
 
 use crate::harness::{
-    Sandbox, first_trial_log, last_condition, pid_alive, python_experiment, text, trials_in,
-    wait_exit,
+    Sandbox, first_trial_log, last_condition, pid_alive, python_experiment, sqlite, text,
+    trials_in, wait_exit, wait_for_lines,
 };
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use std::io::{BufRead, BufReader};
-use std::process::{Child, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
-
-/// Reads the child's stdout until `count` lines containing `needle` were seen.
-fn wait_for_lines(child: &mut Child, needle: &str, count: usize) -> Vec<String> {
-    let stdout = child.stdout.take().expect("piped stdout");
-    let mut reader = BufReader::new(stdout);
-    let mut seen = Vec::new();
-    let mut hits = 0;
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while hits < count {
-        assert!(
-            Instant::now() < deadline,
-            "timed out waiting for {needle:?}: {seen:?}"
-        );
-        let mut line = String::new();
-        if reader.read_line(&mut line).expect("read stdout") == 0 {
-            panic!("vernier exited before {count} x {needle:?}: {seen:?}");
-        }
-        if line.contains(needle) {
-            hits += 1;
-        }
-        seen.push(line);
-    }
-    // Keep draining so the child never blocks on a full pipe.
-    std::thread::spawn(move || for _ in reader.lines() {});
-    seen
-}
 
 #[test]
 fn ctrl_c_kills_running_trials_and_records_them() {
@@ -390,26 +364,16 @@ fn database_with_one_run() -> Sandbox {
 /// Writes the lease of `experiment` as another driver holds it, heard from just now; an empty
 /// `host` is this machine.
 fn hold_lease(sb: &Sandbox, experiment: &str, owner: &str, host: &str, pid: u32) {
-    let insert = "import socket, sqlite3, sys, time\n\
-        now = int(time.time() * 1e6)\n\
-        con = sqlite3.connect(sys.argv[1])\n\
-        host = sys.argv[4] or socket.gethostname()\n\
-        con.execute('INSERT INTO experiment_leases VALUES (?, ?, ?, ?, ?, ?)', \
-        (sys.argv[2], sys.argv[3], host, int(sys.argv[5]), now, now))\n\
-        con.commit()\n";
-    let status = std::process::Command::new("python3")
-        .args([
-            "-c",
-            insert,
-            &sb.db(),
-            experiment,
-            owner,
-            host,
-            &pid.to_string(),
-        ])
-        .status()
-        .unwrap();
-    assert!(status.success());
+    sqlite(
+        sb,
+        "import socket, time\n\
+         now = int(time.time() * 1e6)\n\
+         host = sys.argv[4] or socket.gethostname()\n\
+         con.execute('INSERT INTO experiment_leases VALUES (?, ?, ?, ?, ?, ?)', \
+         (sys.argv[2], sys.argv[3], host, int(sys.argv[5]), now, now))\n\
+         con.commit()",
+        &[experiment, owner, host, &pid.to_string()],
+    );
 }
 
 /// Two `vernier run` of one name at once: the one that finds the other's lease before its

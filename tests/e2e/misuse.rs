@@ -1,7 +1,7 @@
 //! Misuse that must not corrupt or create anything: reading commands pointed at a database
 //! that does not exist (a typo), a database nobody may write, and a closed stdout.
 
-use crate::harness::{Sandbox, python_experiment, text};
+use crate::harness::{Sandbox, python_experiment, sqlite, text, wait_for_lines};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -272,22 +272,6 @@ fn a_refused_resume_leaves_the_experiment_free() {
     }
 }
 
-/// Runs `script` with `con`, a connection to the sandbox's database, and `sys.argv[2..]` =
-/// `args`; its stdout, trimmed.
-fn sqlite(sb: &Sandbox, script: &str, args: &[&str]) -> String {
-    let out = std::process::Command::new("python3")
-        .arg("-c")
-        .arg(format!(
-            "import sqlite3, sys\ncon = sqlite3.connect(sys.argv[1])\n{script}"
-        ))
-        .arg(sb.db())
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out));
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
-
 /// The rows the database holds for experiment `name`: its spec, phase, trial and observation
 /// counts.
 fn stored(sb: &Sandbox, name: &str) -> String {
@@ -308,7 +292,6 @@ fn stored(sb: &Sandbox, name: &str) -> String {
 fn a_stored_experiment_that_is_unreadable_is_named_and_left_as_it_is() {
     use nix::sys::signal::{Signal, kill};
     use nix::unistd::Pid;
-    use std::io::{BufRead, BufReader};
     let sb = Sandbox::new();
     let yaml = python_experiment(
         "e1",
@@ -323,17 +306,7 @@ fn a_stored_experiment_that_is_unreadable_is_named_and_left_as_it_is() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut stdout = BufReader::new(run.stdout.take().unwrap());
-    let mut seen = String::new();
-    while !seen.contains("started") {
-        let mut line = String::new();
-        assert!(
-            stdout.read_line(&mut line).unwrap() > 0,
-            "vernier ended before its trial started: {seen}"
-        );
-        seen.push_str(&line);
-    }
-    std::thread::spawn(move || for _ in stdout.lines() {});
+    let seen = wait_for_lines(&mut run, "started", 1).concat();
     kill(Pid::from_raw(run.id() as i32), Signal::SIGINT).unwrap();
     let out = run.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(130), "{seen}{}", text(&out));
