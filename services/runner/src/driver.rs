@@ -7,6 +7,9 @@
 mod locked_tests;
 mod record;
 mod run;
+mod source_call;
+#[cfg(test)]
+mod source_tests;
 mod step;
 mod tracked;
 

@@ -9,7 +9,6 @@ use crate::process::{MetricSource, ProcessReport, TrialCommand};
 use crate::replicas::TrialLaunch;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::watch;
 use vernier_core::{Suggestions, TrialRecord};
 use vernier_store::SqlStore;
 
@@ -69,64 +68,13 @@ pub trait SuggestionSource: Send + Sync + std::fmt::Debug {
 pub const FIRST_BACKOFF: Duration = Duration::from_millis(500);
 pub const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
-/// How one call to an external source ended.
-#[derive(Debug)]
-pub enum SourceAnswer {
-    Answered(Suggestions),
-    /// The run was asked to stop during the call.
-    Stopped,
-    /// The source could not be reached or did not answer; the driver asks again after a
-    /// backoff, meanwhile recording trials that end and applying early stopping.
-    Unavailable(String),
-}
-
 /// How long a call may go unanswered before the user is told the run waits for it.
 pub const SLOW_CALL: Duration = Duration::from_secs(10);
-
-/// Asks `source` once. A stop ends the call at once, also one that hangs; a refusal is an
-/// error. `slow` is told once if the call has not ended after `after`.
-pub async fn ask_once(
-    source: &dyn SuggestionSource,
-    request: SourceRequest<'_>,
-    stop: &mut watch::Receiver<crate::process::StopLevel>,
-    (after, slow): (Duration, &mut dyn FnMut()),
-) -> Result<SourceAnswer, RunnerError> {
-    let call = source.suggest(request);
-    tokio::pin!(call);
-    let mut told = false;
-    let answer = loop {
-        tokio::select! {
-            answer = &mut call => break answer,
-            () = stop_asked(stop) => return Ok(SourceAnswer::Stopped),
-            () = tokio::time::sleep(after), if !told => {
-                told = true;
-                slow();
-            }
-        }
-    };
-    match answer {
-        Ok(s) => Ok(SourceAnswer::Answered(s)),
-        Err(SourceError::Rejected(message)) => Err(RunnerError::SuggestionSource {
-            source_name: source.describe(),
-            message,
-        }),
-        Err(SourceError::Unavailable(message)) => Ok(SourceAnswer::Unavailable(message)),
-    }
-}
 
 /// The wait before the next call after one more failed: doubled, from [`FIRST_BACKOFF`] up to
 /// [`MAX_BACKOFF`].
 pub fn next_backoff(last: Option<Duration>) -> Duration {
     last.map_or(FIRST_BACKOFF, |d| (d * 2).min(MAX_BACKOFF))
-}
-
-/// Resolves once `stop` asks the run to end (or its sender is gone).
-async fn stop_asked(stop: &mut watch::Receiver<crate::process::StopLevel>) {
-    while *stop.borrow_and_update() == crate::process::StopLevel::Run {
-        if stop.changed().await.is_err() {
-            return;
-        }
-    }
 }
 
 /// Tells the trial (every replica of a distributed one) where to push metrics.
@@ -167,73 +115,6 @@ pub async fn note_pushed_metrics(
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-    use crate::process::StopLevel;
-
-    /// A plugin that is down (`hangs`: accepts the call and never answers).
-    #[derive(Debug)]
-    struct Down {
-        hangs: bool,
-    }
-
-    #[async_trait::async_trait]
-    impl SuggestionSource for Down {
-        fn describe(&self) -> String {
-            "plugin".into()
-        }
-        async fn validate(&self, _: &LocalExperiment) -> Result<(), SourceError> {
-            Ok(())
-        }
-        async fn suggest(&self, _: SourceRequest<'_>) -> Result<Suggestions, SourceError> {
-            if self.hangs {
-                std::future::pending::<()>().await;
-            }
-            Err(SourceError::Unavailable("connection refused".into()))
-        }
-    }
-
-    async fn ask(hangs: bool, stop: &mut watch::Receiver<StopLevel>) -> SourceAnswer {
-        let exp = crate::experiment::tests::experiment("    collector:\n      kind: StdOut", "a");
-        let request = SourceRequest {
-            experiment: &exp,
-            trials: &[],
-            count: 1,
-            total: 1,
-            state: None,
-        };
-        let source = Down { hangs };
-        let mut slow = false;
-        let mut told = || slow = true;
-        let asked = ask_once(
-            &source,
-            request,
-            stop,
-            (Duration::from_millis(10), &mut told),
-        );
-        let answer = tokio::time::timeout(Duration::from_secs(20), asked)
-            .await
-            .expect("the call ends")
-            .unwrap();
-        assert_eq!(
-            slow, hangs,
-            "a call that hangs, and only one, is said to be slow"
-        );
-        answer
-    }
-
-    /// A source that is down is said so at once; a call that never answers is said to be slow,
-    /// and a stop ends it.
-    #[tokio::test]
-    async fn a_call_to_a_source_ends_when_it_fails_or_the_run_stops() {
-        let (tx, mut stop) = watch::channel(StopLevel::Run);
-        let answer = ask(false, &mut stop).await;
-        assert!(matches!(answer, SourceAnswer::Unavailable(_)), "{answer:?}");
-        tokio::spawn(async move {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-            tx.send(StopLevel::Terminate).unwrap();
-        });
-        let answer = ask(true, &mut stop).await;
-        assert!(matches!(answer, SourceAnswer::Stopped), "{answer:?}");
-    }
 
     #[test]
     fn the_backoff_doubles_up_to_its_cap() {

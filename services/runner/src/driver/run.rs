@@ -3,6 +3,7 @@
 //! tick, the lease is lost, a stop request).
 
 use super::record::{load_trial, set_status};
+use super::source_call::{Answer, PendingCall, answer_of};
 use super::tracked::{Tracked, outcomes, progress_of};
 use super::{DriverEvent, Observer, Outcome, StopReason};
 use crate::early_stop::{CHECK_EVERY, EarlyStopMonitor};
@@ -63,6 +64,8 @@ pub(super) struct Run<'a> {
     /// While the external source is unavailable: when to ask it again, and the wait that
     /// led there (doubled after each failed call).
     pub source_retry: Option<(tokio::time::Instant, std::time::Duration)>,
+    /// The call to the external source in flight, if any.
+    pub pending: Option<PendingCall<'a>>,
     /// Trials this run's stop ended Killed.
     pub stopped_trials: u32,
     pub exhausted: bool,
@@ -83,6 +86,10 @@ enum Wake {
     },
     /// Time to ask the unavailable external source again.
     SourceRetry,
+    /// The external source answered the call in flight.
+    SourceAnswered(Answer),
+    /// The call in flight has gone unanswered for [`crate::hooks::SLOW_CALL`].
+    SourceSlow,
 }
 
 impl<'a> Run<'a> {
@@ -121,6 +128,7 @@ impl<'a> Run<'a> {
             running: HashMap::new(),
             tasks: JoinSet::new(),
             source_retry: None,
+            pending: None,
             stopped_trials: 0,
             exhausted: false,
             stopping: None,
@@ -214,6 +222,10 @@ impl<'a> Run<'a> {
             {
                 self.wind_down(StopReason::Completed(completion), StopLevel::Terminate);
             }
+            if self.stopping.is_some() {
+                // Nothing more starts: a call in flight is cancelled.
+                self.pending = None;
+            }
             if let Some(loss) = &self.lease_lost
                 && self.running.is_empty()
             {
@@ -239,7 +251,7 @@ impl<'a> Run<'a> {
         }
     }
 
-    fn plan(&self) -> Plan {
+    pub(super) fn plan(&self) -> Plan {
         let exp = self.shell.exp;
         plan(
             &exp.objective,
@@ -261,9 +273,10 @@ impl<'a> Run<'a> {
         }
     }
 
-    /// Whether the external source is unavailable and asked again later.
+    /// Whether proposals are awaited from the external source: a call is in flight, or the
+    /// source is unavailable and asked again later.
     pub fn waiting_for_source(&self) -> bool {
-        self.source_retry.is_some() && self.stopping.is_none()
+        (self.pending.is_some() || self.source_retry.is_some()) && self.stopping.is_none()
     }
 
     async fn wait(&mut self, tick: &mut Interval) -> Wake {
@@ -274,7 +287,11 @@ impl<'a> Run<'a> {
             .map_or_else(tokio::time::Instant::now, |(at, _)| at);
         // A retry already due waits for a free place: the next plan that has one asks.
         let retrying = self.waiting_for_source() && retry_at > tokio::time::Instant::now();
+        let calling = self.pending.is_some();
+        let slow_at = self.pending.as_ref().and_then(|p| p.slow_at);
         tokio::select! {
+            answer = answer_of(&mut self.pending), if calling => Wake::SourceAnswered(answer),
+            _ = tokio::time::sleep_until(slow_at.unwrap_or(retry_at)), if slow_at.is_some() => Wake::SourceSlow,
             _ = tokio::time::sleep_until(retry_at), if retrying => Wake::SourceRetry,
             joined = self.tasks.join_next() => Wake::Joined(joined),
             _ = tick.tick(), if ticking => Wake::EarlyStopTick,
@@ -315,6 +332,11 @@ impl<'a> Run<'a> {
             }
             // The next plan asks the source again.
             Wake::SourceRetry => Ok(()),
+            Wake::SourceAnswered(answer) => self.source_answered(answer).await,
+            Wake::SourceSlow => {
+                self.source_slow();
+                Ok(())
+            }
         }
     }
 

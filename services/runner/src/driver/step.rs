@@ -4,14 +4,11 @@
 
 use super::record::{finish_trial, insert_trial, mark_running};
 use super::run::Run;
-use super::tracked::{Tracked, progress_of};
+use super::tracked::Tracked;
 use super::{DriverEvent, StopReason};
 use crate::checkpoint;
 use crate::error::RunnerError;
-use crate::hooks::{
-    PUSH_ADDRESS_ENV, SLOW_CALL, SourceAnswer, SourceRequest, apply_push_env, ask_once,
-    next_backoff, note_pushed_metrics,
-};
+use crate::hooks::{PUSH_ADDRESS_ENV, apply_push_env, note_pushed_metrics};
 use crate::observed::{TrialMetrics, trial_metrics};
 use crate::process::{ProcessEnd, ProcessReport, StopLevel};
 use crate::replicas::{TrialLaunch, run_trial};
@@ -24,11 +21,22 @@ impl Run<'_> {
     /// Asks for the planner's count of proposals and starts a trial for each; true when the
     /// driver should plan again at once rather than wait.
     pub(super) async fn start_trials(&mut self, p: &Plan) -> Result<bool, RunnerError> {
-        let Some(suggestions) = self.suggestions(p.request as usize).await? else {
-            // Stopped during a call to an external source (plan again), or it is unavailable
-            // (wait for its retry, or anything else that happens first).
-            return Ok(!self.waiting_for_source());
+        let Some(suggestions) = self.suggestions(p.request as usize)? else {
+            // The external source was asked, or its retry is not due: its answer (or the
+            // retry) wakes the driver.
+            return Ok(false);
         };
+        self.launch_suggestions(suggestions, p.request as usize)
+            .await
+    }
+
+    /// Starts a trial for each of the first `request` proposals; true when the driver should
+    /// plan again at once rather than wait.
+    pub(super) async fn launch_suggestions(
+        &mut self,
+        suggestions: Suggestions,
+        request: usize,
+    ) -> Result<bool, RunnerError> {
         let active = self.running.len();
         if vernier_engine::search_ended(&suggestions, active) {
             self.exhausted = true;
@@ -38,7 +46,7 @@ impl Run<'_> {
             self.status.algorithm_state = suggestions.state.clone();
             self.save_status().await?;
         }
-        for proposal in suggestions.proposals.into_iter().take(p.request as usize) {
+        for proposal in suggestions.proposals.into_iter().take(request) {
             // A stop asked for while the batch launches launches no more of it.
             if self.stop_asked() {
                 break;
@@ -53,10 +61,9 @@ impl Run<'_> {
         Ok(launched_any || self.exhausted)
     }
 
-    /// The proposals for `count` trials: enqueued ones first, then the algorithm's or the
-    /// source's. `None` when a stop request ended a call to an external source, or when it is
-    /// unavailable.
-    async fn suggestions(&mut self, count: usize) -> Result<Option<Suggestions>, RunnerError> {
+    /// The proposals for `count` trials: enqueued ones first, then the algorithm's. `None`
+    /// when they come from the external source, which answers later (see [`super::source_call`]).
+    fn suggestions(&mut self, count: usize) -> Result<Option<Suggestions>, RunnerError> {
         let exp = self.shell.exp;
         // Warm-start results come first in the history the algorithm sees; they are not this
         // experiment's trials, so the seed and the planner count only the real ones.
@@ -87,64 +94,8 @@ impl Run<'_> {
                 input,
             )?));
         }
-        self.ask_source(&history, count).await
-    }
-
-    /// Asks the hooks' suggestion source, unless it was unavailable and its retry is not due;
-    /// an unavailable source is asked again after a backoff the driver's loop waits out.
-    async fn ask_source(
-        &mut self,
-        history: &[TrialRecord],
-        count: usize,
-    ) -> Result<Option<Suggestions>, RunnerError> {
-        let Some(source) = self.shell.hooks.suggestion_source.clone() else {
-            unreachable!("a run has a built-in algorithm or a source");
-        };
-        if let Some((at, _)) = self.source_retry
-            && tokio::time::Instant::now() < at
-        {
-            return Ok(None);
-        }
-        let request = SourceRequest {
-            experiment: self.shell.exp,
-            trials: history,
-            count,
-            total: self.trials.len() + count,
-            state: self.status.algorithm_state.as_deref(),
-        };
-        let (exp, trials) = (self.shell.exp, &self.trials);
-        let observer = &mut *self.shell.observer;
-        let mut slow = || {
-            let message = format!(
-                "{} has not answered for {} s; the experiment waits for it up to the call's \
-                 deadline (Ctrl-C stops the run)",
-                source.describe(),
-                SLOW_CALL.as_secs()
-            );
-            observer.on_event(&DriverEvent::Warning(message), &progress_of(exp, trials));
-        };
-        let stop = &mut self.shell.stop;
-        match ask_once(source.as_ref(), request, stop, (SLOW_CALL, &mut slow)).await? {
-            SourceAnswer::Answered(suggestions) => {
-                self.source_retry = None;
-                Ok(Some(suggestions))
-            }
-            SourceAnswer::Stopped => {
-                let level = *self.shell.stop.borrow();
-                self.wind_down(StopReason::Interrupted, level);
-                Ok(None)
-            }
-            SourceAnswer::Unavailable(message) => {
-                let wait = next_backoff(self.source_retry.map(|(_, d)| d));
-                self.source_retry = Some((tokio::time::Instant::now() + wait, wait));
-                self.warn(format!(
-                    "{} is unavailable ({message}); the experiment waits and retries in {:.1} s",
-                    source.describe(),
-                    wait.as_secs_f64()
-                ));
-                Ok(None)
-            }
-        }
+        self.ask_source(history, count);
+        Ok(None)
     }
 
     /// Records a trial for `proposal` and starts its process (or records why it cannot).
