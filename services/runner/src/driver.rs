@@ -11,6 +11,8 @@ mod source_call;
 #[cfg(test)]
 mod source_tests;
 mod step;
+#[cfg(test)]
+mod test_sandbox;
 mod tracked;
 
 use crate::error::RunnerError;

@@ -1,6 +1,6 @@
 //! One run of the driver: the state it keeps between wake-ups, the loop that asks the planner
 //! what to do next, and the wait for whatever happens first (a trial ends, the early-stopping
-//! tick, the lease is lost, a stop request).
+//! tick, the lease is lost, a stop request, the external source answers).
 
 use super::record::{load_trial, set_status};
 use super::source_call::{Answer, PendingCall, answer_of};

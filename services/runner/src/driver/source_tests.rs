@@ -3,53 +3,17 @@
 
 #![allow(clippy::unwrap_used)]
 
-use super::{Observer, Outcome, run_with};
-use crate::experiment::{LocalExperiment, LocalPaths};
+use super::test_sandbox::{Sandbox, Warnings, experiment_yaml};
+use super::{Outcome, run_with};
+use crate::experiment::LocalExperiment;
 use crate::hooks::{RunHooks, SourceError, SourceRequest, SuggestionSource};
-use crate::lease::ExperimentLease;
 use crate::process::StopLevel;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 use tokio::sync::{Notify, watch};
 use vernier_core::{Assignment, ParamValue, Proposal, Suggestions, TrialState};
-use vernier_store::SqlStore;
-
-/// Each trial sleeps `x` seconds, then reports `loss=x`.
-const EXPERIMENT: &str = r#"
-apiVersion: kubeflow.org/v1beta1
-kind: Experiment
-metadata:
-  name: slow-source
-spec:
-  maxTrialCount: 3
-  parallelTrialCount: 2
-  objective:
-    type: minimize
-    objectiveMetricName: loss
-  algorithm:
-    algorithmName: random
-  parameters:
-    - name: x
-      parameterType: double
-      feasibleSpace: {min: "0", max: "5"}
-  trialTemplate:
-    primaryContainerName: main
-    trialParameters:
-      - name: x
-        reference: x
-    trialSpec:
-      apiVersion: batch/v1
-      kind: Job
-      spec:
-        template:
-          spec:
-            restartPolicy: Never
-            containers:
-              - name: main
-                image: none
-                command: ["sh", "-c", "sleep ${trialParameters.x}; echo loss=${trialParameters.x}"]
-"#;
+use vernier_store::{SqlStore, StoreOptions};
 
 /// Answers its first call with the given values of `x`; every later call waits until
 /// `release` is notified (forever if it never is), then proposes `x = 0` as often as asked.
@@ -103,38 +67,12 @@ impl SuggestionSource for Scripted {
     }
 }
 
-struct Quiet;
-
-impl Observer for Quiet {
-    fn on_event(&mut self, _: &super::DriverEvent, _: &super::Progress) {}
-}
-
-struct Sandbox {
-    _dir: tempfile::TempDir,
-    store: SqlStore,
-    exp: LocalExperiment,
-    lease: ExperimentLease,
-}
-
+/// The experiment of these tests: 3 trials, 2 at a time, each sleeping `x` seconds before it
+/// reports `loss=x`.
 async fn sandbox() -> Sandbox {
-    let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}", dir.path().join("v.db").display());
-    let store = SqlStore::connect(&url).await.unwrap();
-    let spec = vernier_spec::parse_experiment(EXPERIMENT).unwrap();
-    let paths = LocalPaths {
-        work_dir: dir.path().to_path_buf(),
-        log_dir: dir.path().join("logs"),
-    };
-    let exp = LocalExperiment::new(spec, paths).unwrap();
-    exp.create_log_dir().unwrap();
-    super::create_experiment(&store, &exp, 1).await.unwrap();
-    let lease = ExperimentLease::acquire(&store, &exp.name).await.unwrap();
-    Sandbox {
-        _dir: dir,
-        store,
-        exp,
-        lease,
-    }
+    let script = "sleep ${trialParameters.x}; echo loss=${trialParameters.x}";
+    let yaml = experiment_yaml("slow-source", 3, 2, script);
+    Sandbox::new(&yaml, StoreOptions::default()).await
 }
 
 async fn states(store: &SqlStore) -> Vec<TrialState> {
@@ -175,7 +113,7 @@ async fn a_trial_that_ends_while_the_source_is_asked_is_recorded_when_it_ends() 
         recorded_during_call
     });
     let (_stop, stop) = watch::channel(StopLevel::Run);
-    let mut quiet = Quiet;
+    let mut quiet = Warnings::default();
     // A guard against a hang, not a measure: without the fix, the second trial is recorded
     // only after the call answers, which waits for it to be recorded.
     let ran = run_with(&sb.store, &sb.exp, 1, stop, &mut quiet, &hooks, &sb.lease);
@@ -209,7 +147,7 @@ async fn a_stop_cancels_a_call_that_never_answers() {
         // Keeps the sender, so the stop is the only way the run ends.
         std::future::pending::<()>().await;
     });
-    let mut quiet = Quiet;
+    let mut quiet = Warnings::default();
     let ran = run_with(&sb.store, &sb.exp, 1, stop, &mut quiet, &hooks, &sb.lease);
     let outcome = tokio::time::timeout(Duration::from_secs(60), ran)
         .await
