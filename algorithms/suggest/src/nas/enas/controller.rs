@@ -161,6 +161,37 @@ pub enum Choose<'a, R: Rng> {
     Forced(&'a Arch),
 }
 
+impl Tape {
+    /// A tape with nothing recorded yet, room made for a pass over `layers` layers.
+    fn empty(layers: usize) -> Self {
+        Tape {
+            steps: Vec::with_capacity(2 * layers),
+            op_decisions: Vec::new(),
+            skip_attention: Vec::new(),
+            hw: Vec::new(),
+            neg_log_prob: 0.0,
+            entropy: 0.0,
+            skip_penalty: 0.0,
+            arch: Arch {
+                ops: Vec::new(),
+                skips: Vec::new(),
+            },
+        }
+    }
+
+    /// Adds a decision's `-log p` and its entropy term to the totals.
+    fn tally(&mut self, d: &Decision) {
+        let nll = -d.probs[d.chosen].ln();
+        self.neg_log_prob += nll;
+        self.entropy += nll * d.probs[d.chosen];
+    }
+}
+
+/// The output of the last taped LSTM step (empty before the first, which no caller asks for).
+fn last_h(tape: &Tape) -> &[f64] {
+    tape.steps.last().map_or(&[], |st| &st.h)
+}
+
 fn sigmoid(x: f64) -> f64 {
     1.0 / (1.0 + (-x).exp())
 }
@@ -274,95 +305,119 @@ impl Params {
     /// Runs the controller once, sampling or replaying an architecture.
     pub fn forward<R: Rng>(&self, mut choose: Choose<'_, R>) -> Tape {
         let s = self.shape;
-        let (h, k, lay) = (s.hidden, s.operations, s.layout());
+        let (h, lay) = (s.hidden, s.layout());
         let g_emb = self.data[lay.g_emb..lay.emb].to_vec();
-        let (mut c, mut hh) = (vec![0.0; h], vec![0.0; h]);
-        let mut tape = Tape {
-            steps: Vec::with_capacity(2 * s.layers),
-            op_decisions: Vec::new(),
-            skip_attention: Vec::new(),
-            hw: Vec::new(),
-            neg_log_prob: 0.0,
-            entropy: 0.0,
-            skip_penalty: 0.0,
-            arch: Arch {
-                ops: Vec::new(),
-                skips: Vec::new(),
-            },
-        };
+        let mut tape = Tape::empty(s.layers);
         let mut input = (g_emb.clone(), Source::Start);
-        let targets = [1.0 - s.skip_target, s.skip_target];
         for l in 0..s.layers {
-            let step = self.lstm(input.0, &c, &hh, input.1);
-            (c, hh) = (step.c.clone(), step.h.clone());
-            tape.steps.push(step);
-            let logits = vec_mat(&hh, &self.data[lay.soft..lay.attn1], k);
-            let forced = match &choose {
-                Choose::Forced(a) => a.ops[l],
-                Choose::Sample(_) => 0,
-            };
-            let d = self.decide(&logits, &mut choose, forced);
-            let nll = -d.probs[d.chosen].ln();
-            tape.neg_log_prob += nll;
-            tape.entropy += nll * d.probs[d.chosen];
-            let op = d.chosen;
-            tape.arch.ops.push(op);
-            tape.op_decisions.push(d);
-
+            let op = self.choose_op(l, input, &mut choose, &mut tape);
             let x = self.data[lay.emb + op * h..lay.emb + (op + 1) * h].to_vec();
-            let step = self.lstm(x, &c, &hh, Source::Embedding(op));
-            (c, hh) = (step.c.clone(), step.h.clone());
-            tape.steps.push(step);
-
-            let mut bits = Vec::with_capacity(l);
-            if l > 0 {
-                let q = vec_mat(&hh, &self.data[lay.attn2..lay.attn_v], h);
-                let v = &self.data[lay.attn_v..lay.len];
-                let mut att = SkipAttention {
-                    u: Vec::with_capacity(l),
-                    decisions: Vec::with_capacity(l),
-                };
-                let mut kl = 0.0;
-                for j in 0..l {
-                    let u: Vec<f64> = (0..h).map(|i| (q[i] + tape.hw[j][i]).tanh()).collect();
-                    let sj: f64 = u.iter().zip(v).map(|(a, b)| a * b).sum();
-                    let forced = match &choose {
-                        Choose::Forced(a) => usize::from(a.skips[l][j]),
-                        Choose::Sample(_) => 0,
-                    };
-                    let d = self.decide(&[-sj, sj], &mut choose, forced);
-                    let nll = -d.probs[d.chosen].ln();
-                    tape.neg_log_prob += nll;
-                    tape.entropy += nll * d.probs[d.chosen];
-                    for (m, t) in targets.iter().enumerate() {
-                        let y = self.shape.squash([-sj, sj][m]).0;
-                        let p = sigmoid(y);
-                        kl += p * (p / t).ln();
-                    }
-                    bits.push(d.chosen == 1);
-                    att.u.push(u);
-                    att.decisions.push(d);
-                }
-                tape.skip_penalty += kl;
-                tape.skip_attention.push(att);
-                let n = bits.iter().filter(|b| **b).count() as f64;
-                let mut x = vec![0.0; h];
-                for (j, _) in bits.iter().enumerate().filter(|(_, b)| **b) {
-                    add_into(&mut x, &tape.steps[2 * j + 1].h);
-                }
-                x.iter_mut().for_each(|v| *v /= 1.0 + n);
-                input = (x, Source::Skips(bits.clone()));
+            self.push_step(x, Source::Embedding(op), &mut tape);
+            let bits = if l > 0 {
+                let bits = self.choose_skips(l, &mut choose, &mut tape);
+                input = (self.skip_input(&bits, &tape), Source::Skips(bits.clone()));
+                bits
             } else {
                 input = (g_emb.clone(), Source::Start);
-            }
+                Vec::new()
+            };
             tape.arch.skips.push(bits);
-            tape.hw
-                .push(vec_mat(&hh, &self.data[lay.attn1..lay.attn2], h));
+            let hw = vec_mat(last_h(&tape), &self.data[lay.attn1..lay.attn2], h);
+            tape.hw.push(hw);
         }
         if s.layers > 1 {
             tape.skip_penalty /= (s.layers - 1) as f64;
         }
         tape
+    }
+
+    /// One LSTM step on `x`, continuing from the last taped step (from zeros at the start).
+    fn push_step(&self, x: Vec<f64>, source: Source, tape: &mut Tape) {
+        let zeros = vec![0.0; self.shape.hidden];
+        let (c, hh) = tape
+            .steps
+            .last()
+            .map_or((&zeros, &zeros), |st| (&st.c, &st.h));
+        let step = self.lstm(x, c, hh, source);
+        tape.steps.push(step);
+    }
+
+    /// Layer `l`'s operation: an LSTM step on `input`, then a decision over the operations'
+    /// logits from its output.
+    fn choose_op<R: Rng>(
+        &self,
+        l: usize,
+        input: (Vec<f64>, Source),
+        choose: &mut Choose<'_, R>,
+        tape: &mut Tape,
+    ) -> usize {
+        let lay = self.shape.layout();
+        self.push_step(input.0, input.1, tape);
+        let k = self.shape.operations;
+        let logits = vec_mat(last_h(tape), &self.data[lay.soft..lay.attn1], k);
+        let forced = match &*choose {
+            Choose::Forced(a) => a.ops[l],
+            Choose::Sample(_) => 0,
+        };
+        let d = self.decide(&logits, choose, forced);
+        tape.tally(&d);
+        let op = d.chosen;
+        tape.arch.ops.push(op);
+        tape.op_decisions.push(d);
+        op
+    }
+
+    /// Layer `l`'s skip bits: one decision per earlier layer, from an attention of the last
+    /// step's output over theirs; adds the decisions' KL to the skip target to the penalty.
+    fn choose_skips<R: Rng>(
+        &self,
+        l: usize,
+        choose: &mut Choose<'_, R>,
+        tape: &mut Tape,
+    ) -> Vec<bool> {
+        let (h, lay) = (self.shape.hidden, self.shape.layout());
+        let targets = [1.0 - self.shape.skip_target, self.shape.skip_target];
+        let q = vec_mat(last_h(tape), &self.data[lay.attn2..lay.attn_v], h);
+        let v = &self.data[lay.attn_v..lay.len];
+        let mut att = SkipAttention {
+            u: Vec::with_capacity(l),
+            decisions: Vec::with_capacity(l),
+        };
+        let mut bits = Vec::with_capacity(l);
+        let mut kl = 0.0;
+        for j in 0..l {
+            let u: Vec<f64> = (0..h).map(|i| (q[i] + tape.hw[j][i]).tanh()).collect();
+            let sj: f64 = u.iter().zip(v).map(|(a, b)| a * b).sum();
+            let forced = match &*choose {
+                Choose::Forced(a) => usize::from(a.skips[l][j]),
+                Choose::Sample(_) => 0,
+            };
+            let d = self.decide(&[-sj, sj], choose, forced);
+            tape.tally(&d);
+            for (m, t) in targets.iter().enumerate() {
+                let y = self.shape.squash([-sj, sj][m]).0;
+                let p = sigmoid(y);
+                kl += p * (p / t).ln();
+            }
+            bits.push(d.chosen == 1);
+            att.u.push(u);
+            att.decisions.push(d);
+        }
+        tape.skip_penalty += kl;
+        tape.skip_attention.push(att);
+        bits
+    }
+
+    /// The input after skip decisions, as Katib computes it: the chosen earlier layers'
+    /// outputs summed and divided by one more than their count.
+    fn skip_input(&self, bits: &[bool], tape: &Tape) -> Vec<f64> {
+        let n = bits.iter().filter(|b| **b).count() as f64;
+        let mut x = vec![0.0; self.shape.hidden];
+        for (j, _) in bits.iter().enumerate().filter(|(_, b)| **b) {
+            add_into(&mut x, &tape.steps[2 * j + 1].h);
+        }
+        x.iter_mut().for_each(|v| *v /= 1.0 + n);
+        x
     }
 
     /// Gradient of `coef_log_prob * neg_log_prob + coef_skip * skip_penalty` for the taped pass.
