@@ -425,87 +425,134 @@ impl Params {
         let s = self.shape;
         let (h, lay) = (s.hidden, s.layout());
         let mut grad = vec![0.0; lay.len];
-        let n_steps = tape.steps.len();
-        let mut extra = vec![vec![0.0; h]; n_steps];
-        let (mut dh_chain, mut dc_chain) = (vec![0.0; h], vec![0.0; h]);
+        // Gradients reaching each step's output from later layers' skip attention and inputs.
+        let mut extra = vec![vec![0.0; h]; tape.steps.len()];
+        // `(dh, dc)` flowing back along the LSTM chain into the step before.
+        let mut chain = (vec![0.0; h], vec![0.0; h]);
         let kl_coef = if s.layers > 1 {
             coef_skip / (s.layers - 1) as f64
         } else {
             0.0
         };
-        let targets = [1.0 - s.skip_target, s.skip_target];
         for l in (0..s.layers).rev() {
             let s2 = 2 * l + 1;
             let mut dh = extra[s2].clone();
-            add_into(&mut dh, &dh_chain);
+            add_into(&mut dh, &chain.0);
             if l > 0 {
-                let att = &tape.skip_attention[l - 1];
-                let v = self.data[lay.attn_v..lay.len].to_vec();
-                let mut dq = vec![0.0; h];
-                for j in 0..l {
-                    let d = &att.decisions[j];
-                    let mut dlogit = [0.0; 2];
-                    for m in 0..2 {
-                        let onehot = if m == d.chosen { 1.0 } else { 0.0 };
-                        let mut dy = coef_log_prob * (d.probs[m] - onehot);
-                        // y = squash(logit); the KL term is taken on sigmoid(y).
-                        let sj: f64 = att.u[j].iter().zip(&v).map(|(a, b)| a * b).sum();
-                        let y = s.squash([-sj, sj][m]).0;
-                        let p = sigmoid(y);
-                        dy += kl_coef * p * (1.0 - p) * ((p / targets[m]).ln() + 1.0);
-                        dlogit[m] = dy * d.dsquash[m];
-                    }
-                    let ds = dlogit[1] - dlogit[0];
-                    let u = &att.u[j];
-                    let mut dhw = vec![0.0; h];
-                    for i in 0..h {
-                        grad[lay.attn_v + i] += ds * u[i];
-                        let dpre = ds * v[i] * (1.0 - u[i] * u[i]);
-                        dq[i] += dpre;
-                        dhw[i] = dpre;
-                    }
-                    let hj = &tape.steps[2 * j + 1].h;
-                    let back = vec_mat_back(
-                        hj,
-                        &self.data[lay.attn1..lay.attn2],
-                        &mut grad[lay.attn1..lay.attn2],
-                        &dhw,
-                    );
-                    add_into(&mut extra[2 * j + 1], &back);
-                }
-                let back = vec_mat_back(
-                    &tape.steps[s2].h,
-                    &self.data[lay.attn2..lay.attn_v],
-                    &mut grad[lay.attn2..lay.attn_v],
-                    &dq,
-                );
+                let coefs = (coef_log_prob, kl_coef);
+                let back = self.skips_back(l, tape, coefs, &mut grad, &mut extra);
                 add_into(&mut dh, &back);
             }
-            let (dx, dh_prev, dc_prev) = self.lstm_back(&tape.steps[s2], &dh, &dc_chain, &mut grad);
-            self.route(&tape.steps[s2].source, &dx, &mut grad, &mut extra);
-            (dh_chain, dc_chain) = (dh_prev, dc_prev);
+            chain = self.step_back(&tape.steps[s2], &dh, &chain.1, &mut grad, &mut extra);
 
             let s1 = 2 * l;
             let d = &tape.op_decisions[l];
-            let dlogits: Vec<f64> = (0..s.operations)
-                .map(|m| {
-                    let onehot = if m == d.chosen { 1.0 } else { 0.0 };
-                    coef_log_prob * (d.probs[m] - onehot) * d.dsquash[m]
-                })
-                .collect();
-            let mut dh = vec_mat_back(
-                &tape.steps[s1].h,
-                &self.data[lay.soft..lay.attn1],
-                &mut grad[lay.soft..lay.attn1],
-                &dlogits,
-            );
-            add_into(&mut dh, &dh_chain);
+            let mut dh = self.op_back(d, &tape.steps[s1], coef_log_prob, &mut grad);
+            add_into(&mut dh, &chain.0);
             add_into(&mut dh, &extra[s1]);
-            let (dx, dh_prev, dc_prev) = self.lstm_back(&tape.steps[s1], &dh, &dc_chain, &mut grad);
-            self.route(&tape.steps[s1].source, &dx, &mut grad, &mut extra);
-            (dh_chain, dc_chain) = (dh_prev, dc_prev);
+            chain = self.step_back(&tape.steps[s1], &dh, &chain.1, &mut grad, &mut extra);
         }
         grad
+    }
+
+    /// Layer `l`'s skip decisions backwards: the attention weights' gradients go into `grad`,
+    /// the earlier layers' outputs' into `extra`; returns the gradient of this layer's output.
+    fn skips_back(
+        &self,
+        l: usize,
+        tape: &Tape,
+        coefs: (f64, f64),
+        grad: &mut [f64],
+        extra: &mut [Vec<f64>],
+    ) -> Vec<f64> {
+        let (h, lay) = (self.shape.hidden, self.shape.layout());
+        let att = &tape.skip_attention[l - 1];
+        let v = self.data[lay.attn_v..lay.len].to_vec();
+        let mut dq = vec![0.0; h];
+        for j in 0..l {
+            let ds = self.skip_score_back(&att.decisions[j], &att.u[j], &v, coefs);
+            let u = &att.u[j];
+            let mut dhw = vec![0.0; h];
+            for i in 0..h {
+                grad[lay.attn_v + i] += ds * u[i];
+                let dpre = ds * v[i] * (1.0 - u[i] * u[i]);
+                dq[i] += dpre;
+                dhw[i] = dpre;
+            }
+            let hj = &tape.steps[2 * j + 1].h;
+            let back = vec_mat_back(
+                hj,
+                &self.data[lay.attn1..lay.attn2],
+                &mut grad[lay.attn1..lay.attn2],
+                &dhw,
+            );
+            add_into(&mut extra[2 * j + 1], &back);
+        }
+        vec_mat_back(
+            &tape.steps[2 * l + 1].h,
+            &self.data[lay.attn2..lay.attn_v],
+            &mut grad[lay.attn2..lay.attn_v],
+            &dq,
+        )
+    }
+
+    /// Gradient of the loss in one skip decision's score `s` (its logits are `[-s, s]`), from
+    /// the log-probability (weighted `coefs.0`) and the KL to the skip target (`coefs.1`).
+    fn skip_score_back(&self, d: &Decision, u: &[f64], v: &[f64], coefs: (f64, f64)) -> f64 {
+        let s = self.shape;
+        let (coef_log_prob, kl_coef) = coefs;
+        let targets = [1.0 - s.skip_target, s.skip_target];
+        let mut dlogit = [0.0; 2];
+        for m in 0..2 {
+            let onehot = if m == d.chosen { 1.0 } else { 0.0 };
+            let mut dy = coef_log_prob * (d.probs[m] - onehot);
+            // y = squash(logit); the KL term is taken on sigmoid(y).
+            let sj: f64 = u.iter().zip(v).map(|(a, b)| a * b).sum();
+            let y = s.squash([-sj, sj][m]).0;
+            let p = sigmoid(y);
+            dy += kl_coef * p * (1.0 - p) * ((p / targets[m]).ln() + 1.0);
+            dlogit[m] = dy * d.dsquash[m];
+        }
+        dlogit[1] - dlogit[0]
+    }
+
+    /// A layer's operation decision backwards: its softmax weights' gradient goes into `grad`;
+    /// returns the gradient of the output of `step`, whose output it read.
+    fn op_back(
+        &self,
+        d: &Decision,
+        step: &LstmStep,
+        coef_log_prob: f64,
+        grad: &mut [f64],
+    ) -> Vec<f64> {
+        let lay = self.shape.layout();
+        let dlogits: Vec<f64> = (0..self.shape.operations)
+            .map(|m| {
+                let onehot = if m == d.chosen { 1.0 } else { 0.0 };
+                coef_log_prob * (d.probs[m] - onehot) * d.dsquash[m]
+            })
+            .collect();
+        vec_mat_back(
+            &step.h,
+            &self.data[lay.soft..lay.attn1],
+            &mut grad[lay.soft..lay.attn1],
+            &dlogits,
+        )
+    }
+
+    /// One taped LSTM step backwards, its input's gradient sent where the input came from;
+    /// returns the gradients of `h_prev` and `c_prev` for the step before.
+    fn step_back(
+        &self,
+        st: &LstmStep,
+        dh: &[f64],
+        dc_next: &[f64],
+        grad: &mut [f64],
+        extra: &mut [Vec<f64>],
+    ) -> (Vec<f64>, Vec<f64>) {
+        let (dx, dh_prev, dc_prev) = self.lstm_back(st, dh, dc_next, grad);
+        self.route(&st.source, &dx, grad, extra);
+        (dh_prev, dc_prev)
     }
 
     /// Sends an LSTM input's gradient to where the input came from.
