@@ -104,34 +104,10 @@ impl<'a> Objective<'a> {
     }
 
     fn compute(&self, theta: &[f64]) -> (f64, Vec<f64>) {
-        let (n, d) = (self.n, self.d);
-        let mut clamped = theta.to_vec();
-        let mut cost = 0.0;
-        let mut grad = vec![0.0; d + 2];
-        for (i, t) in clamped.iter_mut().enumerate() {
-            let (lo, hi) = Hyper::bounds(i, d);
-            let c = t.clamp(lo, hi);
-            cost += 0.5 * OUT_OF_BOX_PENALTY * (*t - c).powi(2);
-            grad[i] += OUT_OF_BOX_PENALTY * (*t - c);
-            *t = c;
-        }
+        let (clamped, mut cost, mut grad) = box_penalty(theta, self.d);
         let h = Hyper::from_theta(&clamped);
         let s2 = h.signal;
-
-        let mut k = DMatrix::<f64>::zeros(n, n);
-        let mut dk = Vec::with_capacity(n * n.saturating_sub(1) / 2);
-        let mut p = 0;
-        for i in 0..n {
-            for j in i + 1..n {
-                let row = &self.diff2[p * d..(p + 1) * d];
-                let r2: f64 = row.iter().zip(&h.inv_ls2).map(|(a, b)| a * b).sum();
-                let (c, dc) = matern52(r2);
-                k[(i, j)] = s2 * c;
-                k[(j, i)] = s2 * c;
-                dk.push(s2 * dc);
-                p += 1;
-            }
-        }
+        let (k, dk) = self.kernel(&h);
         let Some((chol, _)) = factor(k.clone(), s2 + h.noise, s2) else {
             // Unreachable in practice (jitter grows until the factorisation works); a huge
             // cost makes the line search step back.
@@ -149,8 +125,43 @@ impl<'a> Objective<'a> {
         let nll = 0.5 * y.dot(&alpha) + 0.5 * logdet;
         let linv = lower_inverse(chol.l_dirty());
         let kinv = linv.tr_mul(&linv);
+        let lik = self.likelihood_grad(&h, (&k, &dk), &alpha, &kinv);
+        let log_prior = add_priors(&h, &lik, &mut grad);
+        cost += nll - log_prior;
+        (cost, grad)
+    }
 
-        // d(−mll)/dθ = −½ tr((ααᵀ − K⁻¹) ∂K/∂θ).
+    /// The kernel matrix off its diagonal (which [`factor`] fills) and, per pair `i < j`,
+    /// the derivative of its entry in the weighted squared distance.
+    fn kernel(&self, h: &Hyper) -> (DMatrix<f64>, Vec<f64>) {
+        let (n, d, s2) = (self.n, self.d, h.signal);
+        let mut k = DMatrix::<f64>::zeros(n, n);
+        let mut dk = Vec::with_capacity(n * n.saturating_sub(1) / 2);
+        let mut p = 0;
+        for i in 0..n {
+            for j in i + 1..n {
+                let row = &self.diff2[p * d..(p + 1) * d];
+                let r2: f64 = row.iter().zip(&h.inv_ls2).map(|(a, b)| a * b).sum();
+                let (c, dc) = matern52(r2);
+                k[(i, j)] = s2 * c;
+                k[(j, i)] = s2 * c;
+                dk.push(s2 * dc);
+                p += 1;
+            }
+        }
+        (k, dk)
+    }
+
+    /// The negative log marginal likelihood's derivatives in `λ`, `ln s²` and `ln(σ² − σ²_min)`:
+    /// `d(−mll)/dθ = −½ tr((ααᵀ − K⁻¹) ∂K/∂θ)`, up to the factors [`add_priors`] applies.
+    fn likelihood_grad(
+        &self,
+        h: &Hyper,
+        (k, dk): (&DMatrix<f64>, &[f64]),
+        alpha: &DVector<f64>,
+        kinv: &DMatrix<f64>,
+    ) -> LikelihoodGrad {
+        let (n, d) = (self.n, self.d);
         let mut p = 0;
         let mut g_signal = 0.0;
         let mut g_len = vec![0.0; d];
@@ -167,24 +178,54 @@ impl<'a> Objective<'a> {
             }
         }
         let diag_w: f64 = (0..n).map(|i| alpha[i] * alpha[i] - kinv[(i, i)]).sum();
-        g_signal += 0.5 * diag_w * s2;
-        let g_noise = 0.5 * diag_w * (h.noise - MIN_NOISE);
-
-        // Log priors and their θ-derivatives.
-        let mut log_prior = 0.0;
-        for (i, lam) in h.inv_ls2.iter().enumerate() {
-            log_prior -= LENGTH_PRIOR * (lam + 1.0 / lam);
-            grad[i] -= LENGTH_PRIOR * (1.0 / lam - lam) + g_len[i] * lam;
+        g_signal += 0.5 * diag_w * h.signal;
+        LikelihoodGrad {
+            len: g_len,
+            signal: g_signal,
+            noise: 0.5 * diag_w * (h.noise - MIN_NOISE),
         }
-        log_prior += s2.ln() - s2;
-        grad[d] -= (1.0 - s2) + g_signal;
-        let e = h.noise - MIN_NOISE;
-        log_prior += 0.1 * h.noise.ln() - NOISE_RATE * h.noise;
-        grad[d + 1] -= (0.1 / h.noise - NOISE_RATE) * e + g_noise;
-
-        cost += nll - log_prior;
-        (cost, grad)
     }
+}
+
+/// The trace terms of the likelihood's gradient, per group of hyperparameters.
+#[derive(Debug)]
+struct LikelihoodGrad {
+    len: Vec<f64>,
+    signal: f64,
+    noise: f64,
+}
+
+/// `θ` clamped into the box of [`Hyper::bounds`], with the quadratic penalty for the distance
+/// outside it and that penalty's gradient (line searches may step out of the box).
+fn box_penalty(theta: &[f64], d: usize) -> (Vec<f64>, f64, Vec<f64>) {
+    let mut clamped = theta.to_vec();
+    let mut cost = 0.0;
+    let mut grad = vec![0.0; d + 2];
+    for (i, t) in clamped.iter_mut().enumerate() {
+        let (lo, hi) = Hyper::bounds(i, d);
+        let c = t.clamp(lo, hi);
+        cost += 0.5 * OUT_OF_BOX_PENALTY * (*t - c).powi(2);
+        grad[i] += OUT_OF_BOX_PENALTY * (*t - c);
+        *t = c;
+    }
+    (clamped, cost, grad)
+}
+
+/// Returns the log priors and subtracts from `grad` their θ-derivatives plus the likelihood's
+/// (so `grad` is the negative log posterior's).
+fn add_priors(h: &Hyper, lik: &LikelihoodGrad, grad: &mut [f64]) -> f64 {
+    let (d, s2) = (h.inv_ls2.len(), h.signal);
+    let mut log_prior = 0.0;
+    for (i, lam) in h.inv_ls2.iter().enumerate() {
+        log_prior -= LENGTH_PRIOR * (lam + 1.0 / lam);
+        grad[i] -= LENGTH_PRIOR * (1.0 / lam - lam) + lik.len[i] * lam;
+    }
+    log_prior += s2.ln() - s2;
+    grad[d] -= (1.0 - s2) + lik.signal;
+    let e = h.noise - MIN_NOISE;
+    log_prior += 0.1 * h.noise.ln() - NOISE_RATE * h.noise;
+    grad[d + 1] -= (0.1 / h.noise - NOISE_RATE) * e + lik.noise;
+    log_prior
 }
 
 /// The objective as argmin sees it (argmin takes problems by value).
