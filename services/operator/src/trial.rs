@@ -306,24 +306,54 @@ async fn succeeded(mut live: Live<'_>, spec: &TrialSpec, job: (&str, &str)) -> R
         return live.fail(Failure::trial(why)).await;
     };
     live.observe(&objective).await?;
+    let (verdict, by_rule) = judge(&live, spec, &objective).await?;
+    match (verdict, by_rule) {
+        (_, Some((rule, why))) => live.early_stopped(&rule, why.as_deref()),
+        (Verdict::EarlyStopped, None) => live.early_stopped(crate::early_stop::FROZEN_RULE, None),
+        (Verdict::Succeeded, None) => {
+            let base = (TRIAL_SUCCEEDED, TRIAL_SUCCEEDED_MESSAGE);
+            let (reason, message) = decide::with_job(base, job.0, job.1);
+            live.end(TrialState::Succeeded, &reason, &message);
+            let note = format!("Job {} has succeeded", live.name);
+            live.announce(false, "JobSucceeded", note);
+        }
+        (Verdict::MetricsUnavailable(verdict), None) => {
+            let unavailable = Unavailable {
+                spec,
+                objective: &objective,
+                followed,
+                job,
+            };
+            metrics_unavailable(&mut live, unavailable, verdict).await?;
+        }
+    }
+    live.ctx.followers.stop(&follow_key(live.obj));
+    live.save().await?;
+    Ok(Action::await_change())
+}
+
+/// A stop by a rule over the whole history: the rule's name and why, when it said.
+type StoppedByRule = Option<(String, Option<String>)>;
+
+/// What the trial reported, judged: the verdict of the rules frozen into its spec and, when
+/// they let it succeed, a stop by a rule over the whole history (ASHA), which overrides it.
+async fn judge(
+    live: &Live<'_>,
+    spec: &TrialSpec,
+    objective: &Objective,
+) -> Result<(Verdict, StoppedByRule)> {
+    let metric = &objective.metric;
     let observed = vernier_engine::objective_reported(
         live.status
             .observation
             .as_ref()
-            .and_then(|o| latest_of(o, &objective.metric)),
+            .and_then(|o| latest_of(o, metric)),
     );
     let seen = if observed {
         Vec::new()
     } else {
-        let mut names = live.reported_names().await?;
-        for name in live.ctx.followers.seen(&follow_key(live.obj)) {
-            if !names.contains(&name) {
-                names.push(name);
-            }
-        }
-        names
+        seen_names(live).await?
     };
-    let metric = &objective.metric;
     let values = match spec.early_stopping_rules.is_empty() {
         true => Vec::new(),
         false => objective_values(&live.ctx.store, &live.name, metric).await?,
@@ -335,47 +365,62 @@ async fn succeeded(mut live: Live<'_>, spec: &TrialSpec, job: (&str, &str)) -> R
         seen: &seen,
     };
     let verdict = decide::verdict(reported, spec);
-    // A rule over the whole history (ASHA) may stop a trial its frozen rules let succeed.
     let by_rule = match (&verdict, spec.early_stopping_rules.is_empty()) {
         (Verdict::Succeeded, true) => {
-            crate::stop_trials::stopped_at_its_end(live.ctx, live.obj, &objective).await?
+            crate::stop_trials::stopped_at_its_end(live.ctx, live.obj, objective).await?
         }
         _ => None,
     };
-    match (verdict, by_rule) {
-        (_, Some((rule, why))) => live.early_stopped(&rule, why.as_deref()),
-        (Verdict::EarlyStopped, None) => live.early_stopped(crate::early_stop::FROZEN_RULE, None),
-        (Verdict::Succeeded, None) => {
-            let base = (TRIAL_SUCCEEDED, TRIAL_SUCCEEDED_MESSAGE);
-            let (reason, message) = decide::with_job(base, job.0, job.1);
-            live.end(TrialState::Succeeded, &reason, &message);
-            let note = format!("Job {} has succeeded", live.name);
-            live.announce(false, "JobSucceeded", note);
-        }
-        (Verdict::MetricsUnavailable(mut verdict), None) => {
-            // The engine's hint tells how to print the metric; here the log was never found.
-            if followed == Some(FollowState::NoPod) {
-                let target = follow_target(spec, &live.ns, &live.name);
-                verdict.message = format!(
-                    "Metrics are not available: the job succeeded but no pod matched {:?}, so \
-                     no log was read; hint: check spec.trialTemplate.primaryPodLabels against \
-                     the labels of the pods the job creates",
-                    crate::logs::pod_selector(&target)
-                );
-            }
-            if let Some(log) = &verdict.unavailable {
-                live.record(&objective, log).await?;
-            }
-            // Katib's reason names the job's (`MetricsUnavailable. Job reason: ...`); the
-            // message is the engine's, which says what was seen and how to fix it.
-            let (reason, _) = decide::with_job((verdict.reason, ""), job.0, "");
-            live.end(TrialState::MetricsUnavailable, &reason, &verdict.message);
-            live.announce(true, verdict.reason, verdict.message);
+    Ok((verdict, by_rule))
+}
+
+/// Every metric name the trial reported, in the store or seen by its log follower, for the
+/// MetricsUnavailable message.
+async fn seen_names(live: &Live<'_>) -> Result<Vec<String>> {
+    let mut names = live.reported_names().await?;
+    for name in live.ctx.followers.seen(&follow_key(live.obj)) {
+        if !names.contains(&name) {
+            names.push(name);
         }
     }
-    live.ctx.followers.stop(&follow_key(live.obj));
-    live.save().await?;
-    Ok(Action::await_change())
+    Ok(names)
+}
+
+/// What ending a succeeded job's trial MetricsUnavailable needs besides the verdict.
+struct Unavailable<'s> {
+    spec: &'s TrialSpec,
+    objective: &'s Objective,
+    /// How the log follower ended, when the log is followed.
+    followed: Option<FollowState>,
+    /// The job's reason and message.
+    job: (&'s str, &'s str),
+}
+
+/// Ends the trial MetricsUnavailable, recording Katib's `unavailable` observation.
+async fn metrics_unavailable(
+    live: &mut Live<'_>,
+    why: Unavailable<'_>,
+    mut verdict: vernier_engine::Verdict,
+) -> Result<()> {
+    // The engine's hint tells how to print the metric; here the log was never found.
+    if why.followed == Some(FollowState::NoPod) {
+        let target = follow_target(why.spec, &live.ns, &live.name);
+        verdict.message = format!(
+            "Metrics are not available: the job succeeded but no pod matched {:?}, so \
+             no log was read; hint: check spec.trialTemplate.primaryPodLabels against \
+             the labels of the pods the job creates",
+            crate::logs::pod_selector(&target)
+        );
+    }
+    if let Some(log) = &verdict.unavailable {
+        live.record(why.objective, log).await?;
+    }
+    // Katib's reason names the job's (`MetricsUnavailable. Job reason: ...`); the
+    // message is the engine's, which says what was seen and how to fix it.
+    let (reason, _) = decide::with_job((verdict.reason, ""), why.job.0, "");
+    live.end(TrialState::MetricsUnavailable, &reason, &verdict.message);
+    live.announce(true, verdict.reason, verdict.message);
+    Ok(())
 }
 
 fn follow_key(obj: &DynamicObject) -> String {
