@@ -32,8 +32,6 @@ pub async fn run_controllers(
     ctx: Arc<Context>,
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
 ) {
-    let client = ctx.client.clone();
-    let ns = ctx.config.namespace.clone();
     let config = Config::default().concurrency(ctx.config.concurrency);
     let (stop_tx, stop_rx) = watch::channel(false);
     let stopped = |mut rx: watch::Receiver<bool>| async move {
@@ -43,30 +41,10 @@ pub async fn run_controllers(
     // to stop, leaves nothing reconciling: the health endpoints must say so.
     let _panic_guard = StopOnPanic(&ctx.metrics);
     let watched = |name: &'static str| (name, stop_rx.clone(), ctx.metrics.clone());
-    // One watch of all Trials fills the cache the experiment reconciler lists from; each
-    // change, once in the cache, wakes the owning experiment, so a reconcile never sees a
-    // cache older than the change that caused it.
-    let trial_cache = reflector::store::Writer::new(trial_resource());
     let (wake_tx, wake_rx) = mpsc::unbounded_channel();
-    ctx.shared.start(trial_cache.as_reader(), wake_tx);
-    let trial_changes = watcher::watcher(
-        api_for(&client, &ns, &trial_resource()),
-        watcher::Config::default(),
-    )
-    .default_backoff()
-    .reflect(trial_cache)
-    .touched_objects()
-    .filter_map(|t| async move {
-        match t {
-            Ok(trial) => owning_experiment(&trial),
-            Err(e) => {
-                report("trial cache", &e);
-                None
-            }
-        }
-    });
+    let trial_changes = trial_changes(&ctx, wake_tx);
     let experiments = Controller::new_with(
-        api_for(&client, &ns, &experiment_resource()),
+        api_for(&ctx.client, &ctx.config.namespace, &experiment_resource()),
         watcher::Config::default(),
         experiment_resource(),
     );
@@ -112,6 +90,31 @@ pub async fn run_controllers(
         leases
     );
     ctx.shared.stop();
+}
+
+/// One watch of all Trials fills the cache the experiment reconciler lists from; each change,
+/// once in the cache, yields the owning experiment, so a reconcile never sees a cache older
+/// than the change that caused it.
+fn trial_changes(
+    ctx: &Context,
+    wake_tx: mpsc::UnboundedSender<ObjectRef<DynamicObject>>,
+) -> impl futures_util::Stream<Item = ObjectRef<DynamicObject>> + Send + 'static {
+    let trial_cache = reflector::store::Writer::new(trial_resource());
+    ctx.shared.start(trial_cache.as_reader(), wake_tx);
+    let api = api_for(&ctx.client, &ctx.config.namespace, &trial_resource());
+    watcher::watcher(api, watcher::Config::default())
+        .default_backoff()
+        .reflect(trial_cache)
+        .touched_objects()
+        .filter_map(|t| async move {
+            match t {
+                Ok(trial) => owning_experiment(&trial),
+                Err(e) => {
+                    report("trial cache", &e);
+                    None
+                }
+            }
+        })
 }
 
 /// The Trial controller: woken by `wakes` (the experiment reconciler's) and by the jobs of
