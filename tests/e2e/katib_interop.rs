@@ -237,6 +237,25 @@ fn a_plugin_serves_an_algorithm_vernier_does_not_have() {
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(text(&out).contains("\"my-ladder\""), "{}", text(&out));
     let flag = format!("my-ladder=127.0.0.1:{port}");
+    // `validate` takes the plugin as `run` does: runnable locally, refused by the operator,
+    // which calls no plugins.
+    let out = sb.run(&["validate", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let out = sb.run(&[
+        "validate",
+        file.to_str().unwrap(),
+        "--suggestion-plugin",
+        &flag,
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        text(&out).contains("local: runnable")
+            && text(&out).contains(
+                "cluster: refused by `vernier operator`: spec.algorithm.algorithmName: value \"my-ladder\" is served by a suggestion plugin"
+            ),
+        "{}",
+        text(&out)
+    );
     let out = sb.run(&["run", file.to_str().unwrap(), "--suggestion-plugin", &flag]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert_eq!(trials_in(&sb.report("ladder"), "Succeeded").len(), 2);
@@ -302,16 +321,24 @@ fn a_plugin_that_refuses_the_settings_stops_the_run_with_its_reason() {
     );
     let file = sb.write("unsettled.yaml", &yaml);
     let flag = format!("random=127.0.0.1:{port}");
-    let out = sb.run(&["run", file.to_str().unwrap(), "--suggestion-plugin", &flag]);
-    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains(&format!(
-            "spec.algorithm: checking the settings with suggestion plugin random at 127.0.0.1:{port} failed:"
-        )) && err.contains("unknown setting step_size for algorithm random"),
-        "{}",
-        text(&out)
-    );
+    // `validate` asks the plugin too, and says what `run` says.
+    for command in ["validate", "run"] {
+        let out = sb.run(&[
+            command,
+            file.to_str().unwrap(),
+            "--suggestion-plugin",
+            &flag,
+        ]);
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(&format!(
+                "spec.algorithm: checking the settings with suggestion plugin random at 127.0.0.1:{port} failed:"
+            )) && err.contains("unknown setting step_size for algorithm random"),
+            "{command}: {}",
+            text(&out)
+        );
+    }
     // Refused before the experiment was recorded or a suggestion asked for.
     if std::path::Path::new(&sb.db()).exists() {
         let listed = sb.run(&["list"]);

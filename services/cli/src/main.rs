@@ -164,6 +164,8 @@ enum Command {
     Validate {
         /// The experiment file.
         file: PathBuf,
+        #[command(flatten)]
+        plugins: PluginArgs,
     },
     /// Print the completion script for a shell, e.g. `vernier completions bash >
     /// ~/.local/share/bash-completion/completions/vernier`.
@@ -331,7 +333,9 @@ async fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
         }
         Command::Operator(args) => commands::operator::operator(&cli.db, args).await,
         Command::Collect(args) => commands::collect::collect(args).await,
-        Command::Validate { file } => commands::validate::validate(&cli.db, &file).await,
+        Command::Validate { file, plugins } => {
+            commands::validate::validate(&cli.db, &file, &plugins.load()?).await
+        }
         Command::Completions { shell } => commands::completions::completions(shell),
         Command::Benchmark {
             algorithms,

@@ -327,7 +327,7 @@ fn claim_log_dir(logs: &Path, name: &str) -> anyhow::Result<PathBuf> {
 
 /// Whether the algorithm is built in or served by a plugin, whose check of the settings
 /// must pass (or be put off while it does not answer yet).
-async fn algorithm_source(
+pub(crate) async fn algorithm_source(
     exp: &LocalExperiment,
     plugins: &Plugins,
 ) -> anyhow::Result<AlgorithmSource> {

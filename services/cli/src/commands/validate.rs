@@ -3,10 +3,13 @@
 //! (`vernier run`) cannot do with it. Exit codes: 0 valid and runnable locally, 3 valid for a
 //! cluster only, 2 invalid. Beyond the spec's shape it also builds what `run` builds (the
 //! algorithm with its settings, the early-stopping rule and, for a locally runnable spec, the
-//! local experiment and one trial's command), so `validate` never says valid for a file `run`
+//! local experiment and one trial's command, and a plugin's check of the settings when
+//! `--suggestion-plugin` serves the algorithm), so `validate` never says valid for a file `run`
 //! refuses.
 
 use crate::Exit;
+use crate::commands::plugins::Plugins;
+use crate::commands::run::algorithm_source;
 use crate::first_point::first_trial_error;
 use crate::out::{errln, outln};
 use std::path::Path;
@@ -29,22 +32,33 @@ fn local_experiment(file: &Path, exp: &Experiment) -> Option<LocalExperiment> {
 
 /// What `run` would refuse in a spec that passed the shape checks, with the field it is about;
 /// else what the algorithm says of its settings. The algorithm's and early-stopping rule's
-/// settings are checked as the operator checks them (algorithms served by a plugin are
-/// checked by the plugin when `run` starts).
-fn run_would_refuse(
+/// settings are checked as the operator checks them; an algorithm a plugin serves is checked
+/// by the plugin, as `run` has it checked before it records anything.
+async fn run_would_refuse(
     file: &Path,
     exp: &Experiment,
     runnable: bool,
+    plugins: &Plugins,
 ) -> Result<Vec<String>, Vec<String>> {
     let one = |e: &dyn std::fmt::Display| vec![e.to_string()];
     let resolved = ResolvedExperiment::new(exp.clone()).map_err(|e| one(&e))?;
-    let source = AlgorithmSource::by_name(&resolved.algorithm);
+    let served = plugins.address_for(&resolved.algorithm).is_some();
+    let source = if served {
+        AlgorithmSource::External
+    } else {
+        AlgorithmSource::by_name(&resolved.algorithm)
+    };
     let notes = settings_refusals(&resolved, source)?;
     if !runnable {
         // The local verdict already says why `run` cannot take it.
         return Ok(notes);
     }
     let local = LocalExperiment::from_resolved(resolved, local_paths(file)).map_err(|e| one(&e))?;
+    if served {
+        algorithm_source(&local, plugins)
+            .await
+            .map_err(|e| one(&e))?;
+    }
     if let Some(e) = warm_start_file_error(&local) {
         return Err(vec![e]);
     }
@@ -77,6 +91,23 @@ fn settings_refusals(
     Err(problems)
 }
 
+fn algorithm_name(exp: &Experiment) -> Option<&str> {
+    exp.spec.algorithm.as_ref()?.algorithm_name.as_deref()
+}
+
+/// Why the operator refuses an algorithm only a plugin serves: it calls no plugins.
+fn served_only_by_a_plugin(exp: &Experiment) -> Option<String> {
+    let algorithm = algorithm_name(exp)?;
+    match AlgorithmSource::by_name(algorithm) {
+        AlgorithmSource::BuiltIn => None,
+        AlgorithmSource::External => Some(format!(
+            "spec.algorithm.algorithmName: value {algorithm:?} is served by a suggestion plugin, \
+             which `vernier operator` does not call (it runs its built-in algorithms); hint: run \
+             it with `vernier run --suggestion-plugin {algorithm}=HOST:PORT`"
+        )),
+    }
+}
+
 /// What `run` would say of `spec.warmStart.file`: missing, unreadable, or rows that do not
 /// fit the space. (Warm-start experiments live in a database, which `validate` does not open.)
 fn warm_start_file_error(exp: &LocalExperiment) -> Option<String> {
@@ -87,14 +118,17 @@ fn warm_start_file_error(exp: &LocalExperiment) -> Option<String> {
         .map(|e| e.to_string())
 }
 
-pub async fn validate(db: &str, file: &Path) -> anyhow::Result<Exit> {
-    match vernier_spec::parse_experiment_file(file) {
+pub async fn validate(db: &str, file: &Path, plugins: &Plugins) -> anyhow::Result<Exit> {
+    match vernier_spec::parse_experiment_file_served(file, &plugins.algorithms()) {
         Ok(exp) => {
+            if let Some(algorithm) = algorithm_name(&exp) {
+                plugins.check_flags_for(algorithm)?;
+            }
             for w in warm_start_sources_missing(db, &exp).await {
                 outln!("warning: {w}");
             }
             let verdict = vernier_runner::local_verdict(&exp);
-            let notes = match run_would_refuse(file, &exp, verdict.runnable()) {
+            let notes = match run_would_refuse(file, &exp, verdict.runnable(), plugins).await {
                 Ok(notes) => notes,
                 Err(problems) => {
                     errln!("{}: {} problem(s) found", file.display(), problems.len());
@@ -105,7 +139,9 @@ pub async fn validate(db: &str, file: &Path) -> anyhow::Result<Exit> {
                 }
             };
             print_summary(file, &exp)?;
-            let operator_refusal = vernier_operator::experiment_check::operator_refusal(&exp).err();
+            let operator_refusal = vernier_operator::experiment_check::operator_refusal(&exp)
+                .err()
+                .or_else(|| served_only_by_a_plugin(&exp));
             // A warning that is also the cluster's refusal is printed once, as the refusal.
             let warnings = vernier_spec::validate::warnings(&exp).into_iter();
             for w in warnings.filter(|w| operator_refusal.as_ref() != Some(&w.to_string())) {
