@@ -462,6 +462,21 @@ fn mount_env(
     }
 }
 
+/// Variable `e` of container `owner`, copied to the sidecar: a `resourceFieldRef` without a
+/// `containerName` means the container it is written in, so the copy names `owner`, or the
+/// sidecar would read its own requests and limits.
+fn resources_of(owner: &str, e: &Value) -> Value {
+    let mut e = e.clone();
+    if let Some(field) = e
+        .pointer_mut("/valueFrom/resourceFieldRef")
+        .and_then(Value::as_object_mut)
+        && !field.contains_key("containerName")
+    {
+        field.insert("containerName".into(), json!(owner));
+    }
+    e
+}
+
 /// The variables of `container` that expanding `expr` reads (see [`MountEnv`]).
 fn env_for_expression(container: &Value, expr: &str) -> MountEnv {
     let env = container["env"]
@@ -489,8 +504,13 @@ fn env_for_expression(container: &Value, expr: &str) -> MountEnv {
     let undefined = wanted
         .iter()
         .any(|w| !env.iter().any(|e| e["name"] == w.as_str()));
+    let owner = container["name"].as_str().unwrap_or_default();
     MountEnv {
-        env: env.iter().filter(named).cloned().collect(),
+        env: env
+            .iter()
+            .filter(named)
+            .map(|e| resources_of(owner, e))
+            .collect(),
         env_from: match undefined {
             true => container["envFrom"].as_array().cloned().unwrap_or_default(),
             false => Vec::new(),
@@ -848,15 +868,20 @@ mod tests {
         main["env"] = json!([
             {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
             {"name": "UNRELATED", "value": "x"},
-            {"name": "RUN", "value": "run-$(POD_NAME)"},
+            {"name": "MEM", "valueFrom": {"resourceFieldRef": {"resource": "limits.memory"}}},
+            {"name": "RUN", "value": "run-$(POD_NAME)-$(MEM)"},
         ]);
         let out = inject(&config(), &spec, "t", job.clone());
         let sidecar = &out["spec"]["template"]["spec"]["initContainers"][0];
+        // The primary's memory limit, not the sidecar's: its container is named in the copy.
+        let main_name = job["spec"]["template"]["spec"]["containers"][1]["name"].clone();
         assert_eq!(
             sidecar["env"],
             json!([
                 {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
-                {"name": "RUN", "value": "run-$(POD_NAME)"},
+                {"name": "MEM", "valueFrom": {"resourceFieldRef": {
+                    "resource": "limits.memory", "containerName": main_name}}},
+                {"name": "RUN", "value": "run-$(POD_NAME)-$(MEM)"},
             ])
         );
         assert!(sidecar.get("envFrom").is_none(), "{sidecar:#}");
