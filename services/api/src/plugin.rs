@@ -49,35 +49,46 @@ impl CallFailure {
     }
 }
 
+/// Refuses an address a plugin cannot be called at, before anything runs (building a client
+/// needs the async runtime; this does not).
+pub fn check_address(address: &str) -> Result<(), ApiError> {
+    endpoint_of(address).map(|_| ())
+}
+
+fn endpoint_of(address: &str) -> Result<Endpoint, ApiError> {
+    let uri = if address.contains("://") {
+        address.to_string()
+    } else {
+        format!("http://{address}")
+    };
+    let invalid = |reason: String| {
+        ApiError::Request(vernier_proto::ProtoError::Invalid {
+            field: "suggestion plugin address".into(),
+            value: address.into(),
+            reason,
+        })
+    };
+    let endpoint = Endpoint::from_shared(uri).map_err(|e| {
+        invalid(format!(
+            "is not a valid address ({e})\nhint: write host:port, e.g. 127.0.0.1:6789"
+        ))
+    })?;
+    // Without a port, `http://` would dial port 80 and every call would wait and retry.
+    match endpoint.uri().port_u16() {
+        Some(_) => Ok(endpoint),
+        None => Err(invalid(
+            "has no port\nhint: write host:port, e.g. 127.0.0.1:6789".into(),
+        )),
+    }
+}
+
 impl PluginClient {
     /// `address` is `host:port` (or a full `http://` URI); nothing is dialled until the
     /// first call, so a plugin that starts later is picked up then.
     pub fn new(address: &str, deadline: Duration) -> Result<PluginClient, ApiError> {
-        let uri = if address.contains("://") {
-            address.to_string()
-        } else {
-            format!("http://{address}")
-        };
-        let endpoint = Endpoint::from_shared(uri.clone())
-            .map_err(|e| {
-                ApiError::Request(vernier_proto::ProtoError::Invalid {
-                    field: "suggestion plugin address".into(),
-                    value: address.into(),
-                    reason: format!(
-                        "is not a valid address ({e})\nhint: write host:port, e.g. 127.0.0.1:6789"
-                    ),
-                })
-            })?
+        let endpoint = endpoint_of(address)?
             .connect_timeout(deadline.min(Duration::from_secs(5)))
             .timeout(deadline);
-        // Without a port, `http://` would dial port 80 and every call would wait and retry.
-        if endpoint.uri().port_u16().is_none() {
-            return Err(ApiError::Request(vernier_proto::ProtoError::Invalid {
-                field: "suggestion plugin address".into(),
-                value: address.into(),
-                reason: "has no port\nhint: write host:port, e.g. 127.0.0.1:6789".into(),
-            }));
-        }
         Ok(PluginClient {
             address: address.to_string(),
             client: SuggestionClient::new(endpoint.connect_lazy())

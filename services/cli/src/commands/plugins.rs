@@ -22,7 +22,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
-use vernier_api::plugin::{CallFailure, DEFAULT_DEADLINE, PluginClient};
+use vernier_api::plugin::{CallFailure, DEFAULT_DEADLINE, PluginClient, check_address};
 use vernier_api::proto::api::{
     AlgorithmSetting, GetSuggestionsRequest, ValidateAlgorithmSettingsRequest,
 };
@@ -140,6 +140,8 @@ impl Plugins {
                 let deadline = e
                     .timeout_seconds
                     .map_or(DEFAULT_DEADLINE, Duration::from_secs);
+                check_address(&e.address)
+                    .with_context(|| format!("{}: suggestions[{i}].address", path.display()))?;
                 plugins
                     .by_algorithm
                     .insert(e.algorithm_name, (e.address, deadline));
@@ -154,6 +156,8 @@ impl Plugins {
                     "--suggestion-plugin {flag:?} is not NAME=ADDR\nhint: e.g. --suggestion-plugin random=127.0.0.1:7000"
                 );
             };
+            // A bad address is the flag's mistake, said before any file is read.
+            check_address(addr).with_context(|| format!("--suggestion-plugin {flag}"))?;
             plugins
                 .by_algorithm
                 .insert(name.to_string(), (addr.to_string(), DEFAULT_DEADLINE));
@@ -424,6 +428,27 @@ mod tests {
                 "{flag}: {err}"
             );
         }
+    }
+
+    /// An address no plugin can be called at is the flag's or the entry's mistake, said when
+    /// the flags are read, not as a problem of the experiment file.
+    #[test]
+    fn a_bad_address_is_named_by_its_flag_or_entry() {
+        let flags = ["random=nonsense".to_string()];
+        let err = format!("{:#}", Plugins::load(None, &flags).unwrap_err());
+        assert!(
+            err.starts_with("--suggestion-plugin random=nonsense: ")
+                && err.contains("value \"nonsense\" has no port")
+                && err.contains("hint: write host:port"),
+            "{err}"
+        );
+        let err = load_file("suggestions:\n  - algorithmName: random\n    address: \"a b\"\n");
+        let err = format!("{:#}", err.unwrap_err());
+        assert!(
+            err.contains("plugins.yaml: suggestions[0].address: ")
+                && err.contains("value \"a b\" is not a valid address"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -407,6 +407,20 @@ fn unknown_algorithm_lists_known_ones() {
     );
 }
 
+/// Names a plugin serves join the list once, also one that is a built-in name.
+#[test]
+fn unknown_algorithm_lists_served_names_once() {
+    let yaml = mutated(RANDOM, |v| {
+        set(v, "/spec/algorithm/algorithmName", json!("goptuna"))
+    });
+    let e = crate::parse_experiment_served(&yaml, &["random", "my-ladder"]).unwrap_err();
+    assert_error(
+        &e,
+        "spec.algorithm.algorithmName",
+        r#"value "goptuna" is not supported; hint: use one of random, grid, sobol, tpe, multivariate-tpe, bayesianoptimization, cmaes, hyperband, asha, nsga2, pbt, bohb, darts, enas, my-ladder"#,
+    );
+}
+
 #[test]
 fn unknown_early_stopping() {
     let e = err_with(RANDOM, |v| {

@@ -275,7 +275,9 @@ fn check_metric_name_length(path: &str, name: &str, errs: &mut Errors) {
 }
 
 fn check_algorithm(exp: &Experiment, served: &[&str], errs: &mut Errors) {
-    let known: Vec<&str> = ALGORITHM_NAMES.iter().chain(served).copied().collect();
+    // A plugin may serve a built-in name; the hint lists each name once.
+    let mut known: Vec<&str> = ALGORITHM_NAMES.to_vec();
+    known.extend(served.iter().filter(|s| !ALGORITHM_NAMES.contains(s)));
     match &exp.spec.algorithm {
         None => errs.required(
             "spec.algorithm",
