@@ -202,6 +202,7 @@ impl EarlyStoppingService {
                     started_us: None,
                     completed_us: Some(now),
                     attempt: None,
+                    stop_step: None,
                 },
             )
             .await?;

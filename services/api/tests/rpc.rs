@@ -779,6 +779,7 @@ async fn record_trial(store: &SqlStore, name: &str, state: TrialState) {
             completed_us: None,
             attempt: 0,
             early_stopping_rules: None,
+            stop_step: None,
         })
         .await
         .unwrap();

@@ -49,7 +49,9 @@ pub struct Context {
 pub struct Judged {
     counts: std::sync::Mutex<HashMap<String, HashMap<String, usize>>>,
     /// The step each trial a rule ranking by step stopped was stopped at (by experiment, then
-    /// trial UID): the rule is shown that trial's values up to it only.
+    /// trial UID): the rule is shown that trial's values up to it only. The step is also written
+    /// on the Trial (`names::STOP_STEP_ANNOTATION`) for an operator started later; this copy
+    /// covers the moments the trial cache does not show that annotation yet.
     stop_steps: std::sync::Mutex<HashMap<String, HashMap<String, usize>>>,
 }
 

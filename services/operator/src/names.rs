@@ -16,3 +16,7 @@ pub const RENDER_ERROR_ANNOTATION: &str = "vernier/render-error";
 
 /// Annotation on the Experiment holding the algorithm's opaque state between calls.
 pub const ALGORITHM_STATE_ANNOTATION: &str = "vernier/algorithm-state";
+
+/// Annotation on a Trial an early-stopping rule ranking trials by step (ASHA) stopped: the
+/// step it stopped it at, so an operator started later is shown its values up to it only.
+pub const STOP_STEP_ANNOTATION: &str = "vernier/stop-step";

@@ -9,11 +9,12 @@ use crate::error::{OperatorError, Result};
 use crate::events::publish;
 use crate::experiment_check::Resolved;
 use crate::experiment_trials::{Listed, list_trials};
+use crate::names::STOP_STEP_ANNOTATION;
 use crate::objects::{
     experiment_resource, namespaced, now_rfc3339, now_us, replace_status, trial_resource,
 };
 use kube::ResourceExt;
-use kube::api::DynamicObject;
+use kube::api::{DynamicObject, Patch, PatchParams};
 use vernier_core::{EarlyStopper, EarlyStoppingRequest, Objective, TrialProgress, TrialState};
 use vernier_engine::frozen_rules::{breaks, frozen_rules};
 use vernier_engine::reason::{TRIAL_EARLY_STOPPED, early_stopped_message};
@@ -72,9 +73,38 @@ pub async fn stop_trials(
             && let Some(step) = stop.step
         {
             ctx.judged.stopped_at(&key, &uid, step);
+            record_stop_step(ctx, ns, &stop.name, step).await;
         }
     }
     Ok(())
+}
+
+/// Writes on trial `name` the step the rule stopped it at ([`STOP_STEP_ANNOTATION`]), so an
+/// operator started later (a restart, another replica taking over) still shows the rule its
+/// values up to that step only. The status subresource takes no metadata, so this follows the
+/// write that marked the trial EarlyStopped; should it fail, this replica still knows the step
+/// ([`crate::context::Judged`]) and only an operator started later ranks the trial on all its
+/// values, as every operator did before the step was kept on the Trial.
+pub async fn record_stop_step(ctx: &Context, ns: &str, name: &str, step: usize) {
+    let api = namespaced(&ctx.client, &trial_resource(), ns);
+    let patch = serde_json::json!({"metadata": {"annotations": {
+        STOP_STEP_ANNOTATION: step.to_string()
+    }}});
+    let params = PatchParams::default();
+    match api.patch(name, &params, &Patch::Merge(&patch)).await {
+        Ok(_) => {}
+        // Deleted meanwhile: nothing is left to rank.
+        Err(kube::Error::Api(e)) if e.code == 404 => {}
+        Err(e) => tracing::warn!(
+            "trial {ns}/{name}: the step early stopping stopped it at ({step}) was not written \
+             on it ({e}); an operator started later ranks it on all its values"
+        ),
+    }
+}
+
+/// The step a rule stopped `trial` at, as recorded on it ([`record_stop_step`]).
+fn recorded_stop_step(trial: &DynamicObject) -> Option<usize> {
+    trial.annotations().get(STOP_STEP_ANNOTATION)?.parse().ok()
 }
 
 /// A trial a rule stops: why, when it said, and at which step, when it ranks trials by step.
@@ -111,13 +141,14 @@ fn continuous_stops(
 /// Whether the experiment's rule over the whole history stops `trial`, whose job has just
 /// succeeded, on the values it reported since the experiment's last reconcile: a fast trial
 /// passes rungs between two reconciles, and the local driver too asks the rule once more when
-/// a trial ends. `Some` holds the rule's name and why it stopped the trial; the step it
-/// stopped it at is recorded.
+/// a trial ends. `Some` holds the rule's name and the stop; the step it stopped the trial at
+/// is remembered here, and the caller writes it on the trial ([`record_stop_step`]) once the
+/// trial is marked EarlyStopped.
 pub async fn stopped_at_its_end(
     ctx: &Context,
     trial: &DynamicObject,
     objective: &Objective,
-) -> Result<Option<(String, Option<String>)>> {
+) -> Result<Option<(String, Stop)>> {
     let Some((experiment, ns)) = owner_of(ctx, trial).await? else {
         return Ok(None);
     };
@@ -149,7 +180,7 @@ pub async fn stopped_at_its_end(
     if let Some(step) = stop.step {
         ctx.judged.stopped_at(&key, &uid, step);
     }
-    Ok(Some((rule.name().to_string(), stop.why)))
+    Ok(Some((rule.name().to_string(), stop)))
 }
 
 /// The Experiment that owns `trial` and its namespace, if it still exists.
@@ -202,7 +233,8 @@ fn warn_if_unavailable(ctx: &Context, exp: &Resolved, ns: &str) {
 }
 
 /// The objective values each started trial reported so far (a trial not started yet has no
-/// log to read), those of a trial the rule stopped at a step up to that step.
+/// log to read), those of a trial the rule stopped at a step up to that step: the step this
+/// replica remembers, else the one written on the trial (by a replica before it).
 async fn counted_values(
     ctx: &Context,
     experiment: &str,
@@ -211,7 +243,8 @@ async fn counted_values(
 ) -> Result<Vec<Vec<f64>>> {
     let mut values = values_of(ctx, metric, listed, |l| l.state != TrialState::Created).await?;
     for (l, v) in listed.iter().zip(values.iter_mut()) {
-        if let Some(step) = ctx.judged.stop_step(experiment, &uid_of(&l.obj)) {
+        let remembered = ctx.judged.stop_step(experiment, &uid_of(&l.obj));
+        if let Some(step) = remembered.or_else(|| recorded_stop_step(&l.obj)) {
             v.truncate(step);
         }
     }

@@ -307,8 +307,9 @@ async fn succeeded(mut live: Live<'_>, spec: &TrialSpec, job: (&str, &str)) -> R
     };
     live.observe(&objective).await?;
     let (verdict, by_rule) = judge(&live, spec, &objective).await?;
+    let stop_step = by_rule.as_ref().and_then(|(_, stop)| stop.step);
     match (verdict, by_rule) {
-        (_, Some((rule, why))) => live.early_stopped(&rule, why.as_deref()),
+        (_, Some((rule, stop))) => live.early_stopped(&rule, stop.why.as_deref()),
         (Verdict::EarlyStopped, None) => live.early_stopped(crate::early_stop::FROZEN_RULE, None),
         (Verdict::Succeeded, None) => {
             let base = (TRIAL_SUCCEEDED, TRIAL_SUCCEEDED_MESSAGE);
@@ -329,11 +330,14 @@ async fn succeeded(mut live: Live<'_>, spec: &TrialSpec, job: (&str, &str)) -> R
     }
     live.ctx.followers.stop(&follow_key(live.obj));
     live.save().await?;
+    if let Some(step) = stop_step {
+        crate::stop_trials::record_stop_step(live.ctx, &live.ns, &live.name, step).await;
+    }
     Ok(Action::await_change())
 }
 
-/// A stop by a rule over the whole history: the rule's name and why, when it said.
-type StoppedByRule = Option<(String, Option<String>)>;
+/// A stop by a rule over the whole history: the rule's name and the stop.
+type StoppedByRule = Option<(String, crate::stop_trials::Stop)>;
 
 /// What the trial reported, judged: the verdict of the rules frozen into its spec and, when
 /// they let it succeed, a stop by a rule over the whole history (ASHA), which overrides it.

@@ -1872,6 +1872,60 @@ async fn asha_stops_a_trial_whose_job_passed_its_rung_between_reconciles() {
     env.shutdown().await;
 }
 
+/// A trainer for the ASHA restart test: each pod takes the next number `n` as
+/// [`MEDIAN_TRAINER`] does and prints row `n`'s accuracies on one line (recorded together);
+/// pod 2 first waits for the file `go`.
+const ASHA_RESTART_TRAINER: &str = "import os, time\n\
+d = 'DIR'\n\
+n = 0\n\
+while True:\n    try:\n        os.close(os.open(os.path.join(d, str(n)), os.O_CREAT | os.O_EXCL))\n        break\n    except FileExistsError:\n        n += 1\n\
+while n == 2 and not os.path.exists(os.path.join(d, 'go')):\n    time.sleep(0.05)\n\
+rows = [[0.9, 0.1, 0.1], [0.5, 0.95, 0.95], [0.95, 0.5, 0.5]]\n\
+print(' '.join(f'accuracy={v}' for v in rows[n]), flush=True)\n";
+
+/// The step ASHA stopped a trial at outlives the operator that stopped it. ASHA (eta 3, rungs
+/// at steps 1 and 3), one trial at a time. Pod 0 reports accuracy 0.9, 0.1, 0.1; pod 1 0.5,
+/// 0.95, 0.95: ranked 2 of 2 at rung 1, it is stopped at step 1, its 0.95 at step 3 already
+/// recorded. The operator is then replaced, and pod 2, held until then, reports 0.95, 0.5, 0.5:
+/// first at rung 1 and, beside pod 0 alone, at rung 3, so it succeeds, as under an operator
+/// never restarted. An operator that forgot pod 1's stop step would rank pod 2 second of
+/// three at rung 3, behind pod 1's 0.95, and stop it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn asha_stop_steps_outlive_an_operator_restart() {
+    let env = Env::start(SimulationOptions::default()).await;
+    let first = env.operator_with("replica-a", Some(registry_stoppers()));
+    let pods = tempfile::tempdir().expect("tempdir");
+    let trainer = ASHA_RESTART_TRAINER.replace("DIR", &pods.path().display().to_string());
+    let asha = "  earlyStopping:\n    algorithmName: asha\n";
+    let yaml = experiment_yaml_with("asha-restart", "Job", 1, 3, asha, &trainer);
+    env.create(&yaml).await;
+    wait_until(
+        "pod 1's trial early stopped and the third trial created",
+        || env.trials_of("asha-restart"),
+        |t| t.len() == 3 && t.iter().any(|t| has_condition(t, "EarlyStopped")),
+    )
+    .await;
+    first.stop().await;
+    // A new process: nothing carried over in memory, only the API server and the store.
+    let second = env.operator_with("replica-a", Some(registry_stoppers()));
+    std::fs::write(pods.path().join("go"), "").expect("go written");
+    let exp = finished(&env, "asha-restart").await;
+    assert_eq!(exp["status"]["trialsSucceeded"], 2, "{exp:#}");
+    assert_eq!(exp["status"]["trialsEarlyStopped"], 1, "{exp:#}");
+    let stopped: Vec<DynamicObject> = env
+        .trials_of("asha-restart")
+        .await
+        .into_iter()
+        .filter(|t| has_condition(t, "EarlyStopped"))
+        .collect();
+    let seq = stopped[0].annotations().get("vernier/trial-seq").cloned();
+    assert_eq!(seq.as_deref(), Some("1"), "{stopped:#?}");
+    let step = stopped[0].annotations().get("vernier/stop-step").cloned();
+    assert_eq!(step.as_deref(), Some("1"), "{stopped:#?}");
+    second.stop().await;
+    env.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn long_running_experiment_resumes_when_max_trials_is_raised() {
     let env = Env::start(SimulationOptions::default()).await;

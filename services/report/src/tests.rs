@@ -141,6 +141,7 @@ async fn fixture_from(spec_text: &str) -> (tempfile::TempDir, ExperimentReport) 
                 completed_us: Some(start + 1_000_000 + (seq as i64 + 1) * 2_500_000),
                 attempt: 1,
                 early_stopping_rules: None,
+                stop_step: None,
             })
             .await
             .unwrap();

@@ -6,6 +6,8 @@
 #[cfg(test)]
 mod locked_tests;
 mod record;
+#[cfg(test)]
+mod resume_tests;
 mod run;
 mod source_call;
 #[cfg(test)]

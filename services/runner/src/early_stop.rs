@@ -40,7 +40,7 @@ pub struct EarlyStopMonitor {
     stopper: Box<dyn EarlyStopper>,
     /// Medianstop's settings and each trial's frozen rule, when the rule is medianstop.
     median: Option<(MedianStop, BTreeMap<String, Option<MedianRule>>)>,
-    /// Each trial the rule stopped.
+    /// Each trial the rule stopped, in this run or (with its stop step) an earlier one.
     stopped: HashMap<String, Stop>,
     values: TrialValues,
     /// How many values of each trial the previous check showed the rule.
@@ -60,6 +60,22 @@ impl EarlyStopMonitor {
             values: TrialValues::default(),
             judged: HashMap::new(),
         }))
+    }
+
+    /// Takes the stop steps recorded with the trials an earlier run of the experiment ended
+    /// EarlyStopped (`TrialRow::stop_step`), so a resumed run shows the rule their values up
+    /// to those steps only, as the run that stopped them did.
+    pub fn resume(&mut self, rows: &[vernier_store::TrialRow]) {
+        for row in rows.iter().filter(|r| r.state == TrialState::EarlyStopped) {
+            let Some(step) = row.stop_step.and_then(|s| usize::try_from(s).ok()) else {
+                continue;
+            };
+            let stop = Stop {
+                why: None,
+                step: Some(step),
+            };
+            self.stopped.insert(row.name.clone(), stop);
+        }
     }
 
     /// Fixes the medianstop rule of trials created since the last call (see the module doc);
@@ -161,6 +177,12 @@ impl EarlyStopMonitor {
     /// Why the rule stopped `trial`, when it said.
     pub fn why_stopped(&self, trial: &str) -> Option<&str> {
         self.stopped.get(trial)?.why.as_deref()
+    }
+
+    /// The step the rule stopped `trial` at, when it ranks trials by step; the driver records
+    /// it with the trial's EarlyStopped state ([`EarlyStopMonitor::resume`] reads it back).
+    pub fn stop_step(&self, trial: &str) -> Option<usize> {
+        self.stopped.get(trial)?.step
     }
 }
 

@@ -39,6 +39,7 @@ pub(crate) async fn with_trial(store: &SqlStore, state: TrialState) {
         completed_us: None,
         attempt: 0,
         early_stopping_rules: None,
+        stop_step: None,
     };
     store.insert_trial(&trial).await.unwrap();
 }

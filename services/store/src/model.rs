@@ -56,11 +56,14 @@ pub struct TrialRow {
     /// Katib's `spec.earlyStoppingRules` frozen for it, as JSON; opaque to the store. `None`
     /// while no rule is in force for it.
     pub early_stopping_rules: Option<String>,
+    /// The step an early-stopping rule that ranks trials by step (ASHA) stopped it at: the
+    /// rule is shown its values up to that step only. `None` for a trial no such rule stopped.
+    pub stop_step: Option<i64>,
 }
 
 /// A trial state change. `state`, `reason` and `message` always overwrite; `started_us`,
-/// `completed_us` and `attempt` overwrite only when `Some`, so a caller that only knows the new
-/// state cannot erase a start time by accident.
+/// `completed_us`, `attempt` and `stop_step` overwrite only when `Some`, so a caller that only
+/// knows the new state cannot erase a start time by accident.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TrialUpdate {
     pub state: TrialState,
@@ -69,6 +72,8 @@ pub struct TrialUpdate {
     pub started_us: Option<i64>,
     pub completed_us: Option<i64>,
     pub attempt: Option<i64>,
+    /// [`TrialRow::stop_step`], written with the EarlyStopped state it explains.
+    pub stop_step: Option<i64>,
 }
 
 /// One metric of one trial as the store keeps it reduced: Katib's `Metric {name, min, max,

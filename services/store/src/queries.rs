@@ -405,7 +405,8 @@ where
         sqlx::query(D::sql(
             "INSERT INTO trials (experiment, name, seq, assignment_json, labels_json, state, \
              reason, message, created_us, started_us, completed_us, attempt, \
-             early_stopping_rules_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+             early_stopping_rules_json, stop_step) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         ))
         .bind(&t.experiment)
         .bind(&t.name)
@@ -420,6 +421,7 @@ where
         .bind(t.completed_us)
         .bind(t.attempt)
         .bind(&t.early_stopping_rules)
+        .bind(t.stop_step)
         .execute(&self.pool)
         .await
         .map_err(|err| self.trial_insert_error(t, err))?;
@@ -449,7 +451,7 @@ where
         let done = sqlx::query(D::sql(
             "UPDATE trials SET state = ?, reason = ?, message = ?, \
              started_us = COALESCE(?, started_us), completed_us = COALESCE(?, completed_us), \
-             attempt = COALESCE(?, attempt) WHERE name = ?",
+             attempt = COALESCE(?, attempt), stop_step = COALESCE(?, stop_step) WHERE name = ?",
         ))
         .bind(u.state.as_str())
         .bind(&u.reason)
@@ -457,6 +459,7 @@ where
         .bind(u.started_us)
         .bind(u.completed_us)
         .bind(u.attempt)
+        .bind(u.stop_step)
         .bind(name)
         .execute(&self.pool)
         .await

@@ -60,6 +60,7 @@ pub(crate) struct TrialRecord {
     completed_us: Option<i64>,
     attempt: i64,
     early_stopping_rules_json: Option<String>,
+    stop_step: Option<i64>,
 }
 
 impl TryFrom<TrialRecord> for TrialRow {
@@ -80,6 +81,7 @@ impl TryFrom<TrialRecord> for TrialRow {
             completed_us: r.completed_us,
             attempt: r.attempt,
             early_stopping_rules: r.early_stopping_rules_json,
+            stop_step: r.stop_step,
         })
     }
 }
@@ -120,7 +122,8 @@ macro_rules! select_experiment {
 macro_rules! select_trial {
     () => {
         "SELECT experiment, name, seq, assignment_json, labels_json, state, reason, message, \
-         created_us, started_us, completed_us, attempt, early_stopping_rules_json FROM trials"
+         created_us, started_us, completed_us, attempt, early_stopping_rules_json, stop_step \
+         FROM trials"
     };
 }
 

@@ -110,6 +110,7 @@ async fn trials_round_trip_update_and_order_by_seq(db: Arc<TestDb>) {
         started_us: Some(500),
         completed_us: None,
         attempt: None,
+        stop_step: None,
     };
     store.update_trial("exp-aaa", &running).await.unwrap();
     let succeeded = TrialUpdate {
@@ -119,6 +120,7 @@ async fn trials_round_trip_update_and_order_by_seq(db: Arc<TestDb>) {
         started_us: None,
         completed_us: Some(900),
         attempt: Some(2),
+        stop_step: None,
     };
     store.update_trial("exp-aaa", &succeeded).await.unwrap();
     let rules = r#"[{"name":"acc","value":"0.7","comparison":"less","startStep":2}]"#;
@@ -137,6 +139,7 @@ async fn trials_round_trip_update_and_order_by_seq(db: Arc<TestDb>) {
             completed_us: Some(900),
             attempt: 2,
             early_stopping_rules: Some(rules.to_owned()),
+            stop_step: None,
             ..t1.clone()
         }
     );
@@ -148,6 +151,29 @@ async fn trials_round_trip_update_and_order_by_seq(db: Arc<TestDb>) {
         matches!(&err, StoreError::NotFound { kind: "trial", .. }),
         "{err}"
     );
+    // The step a rule stopped a trial at is written with its EarlyStopped state and kept by
+    // an update that does not name one.
+    let stopped = TrialUpdate {
+        state: TrialState::EarlyStopped,
+        reason: "TrialEarlyStopped".to_owned(),
+        message: "Trial is early stopped".to_owned(),
+        stop_step: Some(3),
+        ..succeeded.clone()
+    };
+    store.update_trial("exp-zzz", &stopped).await.unwrap();
+    let again = TrialUpdate {
+        stop_step: None,
+        ..stopped
+    };
+    store.update_trial("exp-zzz", &again).await.unwrap();
+    let got = store.get_trial("exp-zzz").await.unwrap().unwrap();
+    assert_eq!(
+        (got.state, got.stop_step),
+        (TrialState::EarlyStopped, Some(3))
+    );
+    let listed = store.list_trials("exp").await.unwrap();
+    let steps: Vec<Option<i64>> = listed.iter().map(|t| t.stop_step).collect();
+    assert_eq!(steps, [None, Some(3), None]);
 }
 
 async fn trial_conflicts_and_unknown_names_are_named(db: Arc<TestDb>) {
@@ -196,6 +222,7 @@ async fn trial_conflicts_and_unknown_names_are_named(db: Arc<TestDb>) {
         started_us: None,
         completed_us: None,
         attempt: None,
+        stop_step: None,
     };
     let err = store
         .update_trial("ghost-trial", &update)
@@ -529,6 +556,7 @@ async fn write_trial(store: SqlStore, experiment: &'static str, i: i64) -> Resul
                 started_us: Some(batch),
                 completed_us: None,
                 attempt: None,
+                stop_step: None,
             };
             store.update_trial(&name, &running).await?;
         }
@@ -867,6 +895,7 @@ async fn texts_longer_than_a_mysql_text_column_are_kept(db: Arc<TestDb>) {
         started_us: Some(1),
         completed_us: Some(2),
         attempt: None,
+        stop_step: None,
     };
     store.update_trial("l-0", &ended).await.unwrap();
     let got = store.get_trial("l-0").await.unwrap().unwrap();

@@ -570,7 +570,7 @@ async fn older_schemas_are_upgraded_and_newer_ones_named() {
         &path,
         &format!(
             "DELETE FROM _sqlx_migrations WHERE version = {last}; \
-             ALTER TABLE trials DROP COLUMN early_stopping_rules_json;"
+             ALTER TABLE trials DROP COLUMN stop_step;"
         ),
     )
     .await;

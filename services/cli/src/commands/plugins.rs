@@ -537,6 +537,7 @@ mod tests {
             completed_us,
             attempt: 0,
             early_stopping_rules: None,
+            stop_step: None,
         }
     }
 

@@ -94,6 +94,7 @@ pub async fn recover_interrupted(
                             last_output,
                         )),
                         attempt: None,
+                        stop_step: None,
                     },
                 )
                 .await?;
@@ -161,6 +162,7 @@ pub(super) async fn insert_trial(
             completed_us: None,
             attempt: 0,
             early_stopping_rules: None,
+            stop_step: None,
         };
         match store.insert_trial(&row).await {
             Ok(()) => return Ok(row),
@@ -180,6 +182,7 @@ pub(super) async fn mark_running(store: &SqlStore, trial: &str) -> Result<(), Ru
         started_us: Some(now_us()),
         completed_us: None,
         attempt: None,
+        stop_step: None,
     };
     Ok(store.update_trial(trial, &update).await?)
 }
@@ -187,13 +190,15 @@ pub(super) async fn mark_running(store: &SqlStore, trial: &str) -> Result<(), Ru
 /// Records the verdict (with Katib's `unavailable` observation when it has one) and keeps
 /// `observed`, the trial's metrics as read before the verdict, on the tracked trial: recording
 /// the `unavailable` observation of a MetricsUnavailable trial changes none of them. The trial
-/// completed at `ended_us` when its end was seen, else now.
+/// completed at `ended_us` when its end was seen, else now; `stop_step` is the step the
+/// experiment's rule stopped it at, recorded with its state so a resumed run still knows it.
 pub(super) async fn finish_trial(
     store: &SqlStore,
     trial: &mut Tracked,
     verdict: &Verdict,
     observed: TrialMetrics,
     ended_us: Option<i64>,
+    stop_step: Option<usize>,
 ) -> Result<(), RunnerError> {
     let name = &trial.record.name;
     if let Some(unavailable) = &verdict.unavailable {
@@ -208,6 +213,7 @@ pub(super) async fn finish_trial(
         started_us: None,
         completed_us: Some(ended_us.unwrap_or_else(now_us)),
         attempt: None,
+        stop_step: stop_step.and_then(|s| i64::try_from(s).ok()),
     };
     store.update_trial(name, &update).await?;
     trial.record.state = verdict.state;

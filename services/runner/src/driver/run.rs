@@ -105,8 +105,13 @@ impl<'a> Run<'a> {
             .get_experiment(&exp.name)
             .await?
             .ok_or_else(|| RunnerError::ExperimentNotFound(exp.name.clone()))?;
+        let rows = store.list_trials(&exp.name).await?;
+        let mut monitor = EarlyStopMonitor::for_experiment(exp)?;
+        if let Some(m) = monitor.as_mut() {
+            m.resume(&rows);
+        }
         let mut trials = Vec::new();
-        for t in store.list_trials(&exp.name).await? {
+        for t in rows {
             trials.push(load_trial(store, exp, t).await?);
         }
         let mut run = Run {
@@ -118,7 +123,7 @@ impl<'a> Run<'a> {
                 Some(warm) => warm.clone(),
                 None => crate::warm_start::load(store, exp).await?,
             },
-            monitor: EarlyStopMonitor::for_experiment(exp)?,
+            monitor,
             recorded: Default::default(),
             last_rule_check: tokio::time::Instant::now(),
             rule_due: false,
@@ -392,6 +397,11 @@ impl<'a> Run<'a> {
     pub fn why_stopped(&self, trial: &str) -> Option<String> {
         let monitor = self.monitor.as_ref()?;
         monitor.why_stopped(trial).map(str::to_string)
+    }
+
+    /// The step the experiment's rule stopped `trial` at, when it ranks trials by step.
+    pub fn stop_step(&self, trial: &str) -> Option<usize> {
+        self.monitor.as_ref()?.stop_step(trial)
     }
 
     /// Each trial's name and state, in creation order.

@@ -130,6 +130,7 @@ impl Run<'_> {
                     at_us: None,
                     early_stopped: false,
                     stopped_because: None,
+                    stop_step: None,
                 };
                 self.record_end(idx, ended, observed, &[]).await
             }
@@ -222,6 +223,7 @@ impl Run<'_> {
             at_us: report.ended_us,
             early_stopped,
             stopped_because: self.why_stopped(&name),
+            stop_step: self.stop_step(&name),
         };
         self.record_end(idx, ended, observed, &seen).await
     }
@@ -250,7 +252,11 @@ impl Run<'_> {
             self.stopped_trials += 1;
         }
         let trial = &mut self.trials[idx];
-        finish_trial(self.shell.store, trial, &verdict, observed, ended.at_us).await?;
+        let stop_step = ended
+            .stop_step
+            .filter(|_| verdict.state == TrialState::EarlyStopped);
+        let store = self.shell.store;
+        finish_trial(store, trial, &verdict, observed, ended.at_us, stop_step).await?;
         let event = DriverEvent::TrialFinished {
             name: self.trials[idx].record.name.clone(),
             state: verdict.state,
@@ -270,6 +276,8 @@ struct Ended {
     at_us: Option<i64>,
     early_stopped: bool,
     stopped_because: Option<String>,
+    /// The step the experiment's rule stopped it at, when it ranks trials by step.
+    stop_step: Option<usize>,
 }
 
 /// The signals a terminal or a supervisor sends to stop a run.

@@ -48,6 +48,7 @@ pub fn trial(experiment: &str, name: &str, seq: i64) -> TrialRow {
         completed_us: None,
         attempt: 0,
         early_stopping_rules: None,
+        stop_step: None,
     }
 }
 
@@ -60,6 +61,7 @@ pub fn succeeded_at(completed_us: i64) -> TrialUpdate {
         started_us: Some(1),
         completed_us: Some(completed_us),
         attempt: None,
+        stop_step: None,
     }
 }
 
