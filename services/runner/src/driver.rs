@@ -9,6 +9,7 @@ mod record;
 #[cfg(test)]
 mod resume_tests;
 mod run;
+mod source_answer;
 mod source_call;
 #[cfg(test)]
 mod source_tests;

@@ -15,6 +15,7 @@
 //!     timeoutSeconds: 60  # optional per-call deadline, Katib's 60 s by default
 //! ```
 
+use crate::out::errln;
 use anyhow::{Context, bail};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -30,6 +31,7 @@ use vernier_api::proto::convert::{
     ExperimentView, experiment_to_wire, proposals_from_wire, trial_to_wire,
 };
 use vernier_core::{Suggestions, TrialRecord, TrialState};
+use vernier_engine::AlgorithmSource;
 use vernier_runner::{LocalExperiment, SourceError, SourceRequest, SuggestionSource};
 use vernier_store::{SqlStore, TrialRow};
 
@@ -196,6 +198,26 @@ impl Plugins {
     /// The algorithm names the plugins serve: an experiment may name one Vernier lacks.
     pub fn algorithms(&self) -> Vec<&str> {
         self.by_algorithm.keys().map(String::as_str).collect()
+    }
+
+    /// Whether the algorithm is built in or served by a plugin, whose check of the settings
+    /// must pass (or be put off while it does not answer yet).
+    pub async fn algorithm_source(&self, exp: &LocalExperiment) -> anyhow::Result<AlgorithmSource> {
+        let Some(source) = self.source_for(exp, None)? else {
+            return Ok(AlgorithmSource::BuiltIn);
+        };
+        match source.validate(exp).await {
+            Ok(()) => {}
+            Err(SourceError::Rejected(m)) => bail!(
+                "spec.algorithm: checking the settings with {} failed: {m}",
+                source.describe()
+            ),
+            Err(SourceError::Unavailable(m)) => errln!(
+                "warning: {} is not reachable yet ({m}); its settings are not checked before it answers a request for suggestions, which may refuse them",
+                source.describe()
+            ),
+        }
+        Ok(AlgorithmSource::External)
     }
 
     /// The source serving this experiment's algorithm, if a plugin is configured for it;

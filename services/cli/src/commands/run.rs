@@ -8,13 +8,12 @@ use crate::progress::Display;
 use anyhow::Context;
 use std::path::{Path, PathBuf};
 use tokio::sync::watch;
-use vernier_engine::AlgorithmSource;
 use vernier_runner::driver::{self, BestSoFar, Outcome};
 use vernier_runner::extend::NewLimits;
 use vernier_runner::lease::ExperimentLease;
 use vernier_runner::process::StopLevel;
 use vernier_runner::warm_start::WarmStart;
-use vernier_runner::{LocalExperiment, LocalPaths, RunHooks, SourceError, work_dir_of};
+use vernier_runner::{LocalExperiment, LocalPaths, RunHooks, work_dir_of};
 use vernier_spec::plan::Completion;
 use vernier_store::{SqlStore, StoreError};
 
@@ -95,7 +94,7 @@ async fn checked_experiment(
     check_local(&exp)?;
     plugins.check_flags_for(&exp.algorithm)?;
     // Bad algorithm settings are reported before anything is recorded.
-    let algorithm = algorithm_source(&exp, plugins).await?;
+    let algorithm = plugins.algorithm_source(&exp).await?;
     for note in vernier_engine::check_settings(&exp, algorithm)? {
         errln!("warning: {note}");
     }
@@ -323,29 +322,6 @@ fn claim_log_dir(logs: &Path, name: &str) -> anyhow::Result<PathBuf> {
         }
     }
     unreachable!("u32 names run out only after 4 billion directories")
-}
-
-/// Whether the algorithm is built in or served by a plugin, whose check of the settings
-/// must pass (or be put off while it does not answer yet).
-pub(crate) async fn algorithm_source(
-    exp: &LocalExperiment,
-    plugins: &Plugins,
-) -> anyhow::Result<AlgorithmSource> {
-    let Some(source) = plugins.source_for(exp, None)? else {
-        return Ok(AlgorithmSource::BuiltIn);
-    };
-    match source.validate(exp).await {
-        Ok(()) => {}
-        Err(SourceError::Rejected(m)) => anyhow::bail!(
-            "spec.algorithm: checking the settings with {} failed: {m}",
-            source.describe()
-        ),
-        Err(SourceError::Unavailable(m)) => errln!(
-            "warning: {} is not reachable yet ({m}); its settings are not checked before it answers a request for suggestions, which may refuse them",
-            source.describe()
-        ),
-    }
-    Ok(AlgorithmSource::External)
 }
 
 pub async fn resume(

@@ -9,7 +9,6 @@
 
 use crate::Exit;
 use crate::commands::plugins::Plugins;
-use crate::commands::run::algorithm_source;
 use crate::first_point::first_trial_error;
 use crate::out::{errln, outln};
 use std::path::Path;
@@ -55,7 +54,8 @@ async fn run_would_refuse(
     }
     let local = LocalExperiment::from_resolved(resolved, local_paths(file)).map_err(|e| one(&e))?;
     if served {
-        algorithm_source(&local, plugins)
+        plugins
+            .algorithm_source(&local)
             .await
             .map_err(|e| one(&e))?;
     }

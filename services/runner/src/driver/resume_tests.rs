@@ -4,7 +4,8 @@
 
 #![allow(clippy::unwrap_used)]
 
-use super::{Observer, Outcome, Progress, run};
+use super::test_sandbox::Warnings;
+use super::{Outcome, run};
 use crate::experiment::{LocalExperiment, LocalPaths};
 use crate::extend::{NewLimits, extend};
 use crate::lease::ExperimentLease;
@@ -66,13 +67,6 @@ spec:
                     for v in $c; do echo loss=$v; done
 "#;
 
-/// Tells nothing.
-struct Quiet;
-
-impl Observer for Quiet {
-    fn on_event(&mut self, _: &super::DriverEvent, _: &Progress) {}
-}
-
 /// Runs the stored experiment `resumed` to its end, as `vernier resume` does: the spec as
 /// stored, a lease of its own.
 async fn run_stored(store: &SqlStore, paths: &LocalPaths) -> Outcome {
@@ -81,7 +75,9 @@ async fn run_stored(store: &SqlStore, paths: &LocalPaths) -> Outcome {
     let exp = LocalExperiment::new(spec, paths.clone()).unwrap();
     let lease = ExperimentLease::acquire(store, "resumed").await.unwrap();
     let (_stop, stop) = watch::channel(StopLevel::Run);
-    let outcome = run(store, &exp, 1, stop, &mut Quiet, &lease).await.unwrap();
+    let outcome = run(store, &exp, 1, stop, &mut Warnings::default(), &lease)
+        .await
+        .unwrap();
     lease.release().await.unwrap();
     outcome
 }
