@@ -3,11 +3,14 @@
 //! cluster it would be dropped or refused and locally it would be silently ignored. Katib
 //! converts the template to its compiled `batchv1.Job` and refuses any field the conversion
 //! lost; this does the same with `k8s-openapi`'s Job type (Kubernetes 1.33) and
-//! `serde_path_to_error` for the path of a wrongly typed value.
+//! `serde_path_to_error` for the path of a wrongly typed value. Beyond the schema, what
+//! Kubernetes' Job validation refuses and local mode would ignore is refused too: the pod
+//! template's restart policy and images, negative counts, and the `completionMode` rules
+//! (what only an `Indexed` Job takes). The rules every pod template is held to are `pod`'s.
 
 use super::Errors;
 use crate::error::SpecError;
-use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::batch::v1::{Job, JobSpec};
 use serde_json::Value;
 
 const PATH: &str = "spec.trialTemplate.trialSpec";
@@ -36,6 +39,10 @@ pub(super) fn check(spec: &Value, errs: &mut Errors) {
                 );
             }
             check_pod_rules(&job, errs);
+            if let Some(spec) = &job.spec {
+                check_counts(spec, errs);
+                check_completion_mode(spec, errs);
+            }
         }
     }
 }
@@ -84,6 +91,124 @@ fn check_pod_rules(job: &Job, errs: &mut Errors) {
                     ),
                 );
             }
+        }
+    }
+}
+
+/// The Job's counts, which Kubernetes' `validateJobSpec` (`pkg/apis/batch/validation`) holds
+/// non-negative (`ValidateNonnegativeField`); a Job's `activeDeadlineSeconds` may be 0, unlike
+/// a pod's. Local mode reads a negative `backoffLimit` or deadline as unset.
+fn check_counts(spec: &JobSpec, errs: &mut Errors) {
+    let counts = [
+        ("parallelism", spec.parallelism.map(i64::from)),
+        ("completions", spec.completions.map(i64::from)),
+        ("backoffLimit", spec.backoff_limit.map(i64::from)),
+        ("activeDeadlineSeconds", spec.active_deadline_seconds),
+        (
+            "ttlSecondsAfterFinished",
+            spec.ttl_seconds_after_finished.map(i64::from),
+        ),
+        (
+            "backoffLimitPerIndex",
+            spec.backoff_limit_per_index.map(i64::from),
+        ),
+        ("maxFailedIndexes", spec.max_failed_indexes.map(i64::from)),
+    ];
+    for (field, n) in counts {
+        if let Some(n) = n.filter(|n| *n < 0) {
+            errs.add(
+                format!("{PATH}.spec.{field}"),
+                format!(
+                    "value {n} is negative, which Kubernetes refuses for a Job; hint: use 0 or more"
+                ),
+            );
+        }
+    }
+}
+
+/// `completionMode` and what only an `Indexed` Job takes, as `validateJobSpec`,
+/// `validateSuccessPolicy` and `validatePodFailurePolicyRule` hold them: an Indexed Job
+/// counts `completions` indexes; `backoffLimitPerIndex`, `maxFailedIndexes` (with
+/// `backoffLimitPerIndex`, at most `completions`) and `successPolicy` need one, and a
+/// `FailIndex` failure rule needs `backoffLimitPerIndex`. A mode holding a placeholder is
+/// known only once rendered.
+fn check_completion_mode(spec: &JobSpec, errs: &mut Errors) {
+    let at = |field: &str| format!("{PATH}.spec.{field}");
+    let mode = spec.completion_mode.as_deref();
+    if mode.is_some_and(|m| m.contains("${")) {
+        return;
+    }
+    if let Some(m) = mode.filter(|m| !["NonIndexed", "Indexed"].contains(m)) {
+        errs.add(
+            at("completionMode"),
+            format!(
+                "value {m:?} is not a completion mode, which Kubernetes refuses for a Job; hint: \
+                 use NonIndexed (the default) or Indexed"
+            ),
+        );
+        return;
+    }
+    let indexed = mode == Some("Indexed");
+    if indexed && spec.completions.is_none() {
+        errs.required(
+            at("completions"),
+            "completionMode Indexed counts completions indexes, and Kubernetes refuses an \
+             Indexed Job without it; set completions (1 for one trial process)",
+        );
+    }
+    let only_indexed = [
+        (
+            "backoffLimitPerIndex",
+            spec.backoff_limit_per_index.is_some(),
+        ),
+        ("maxFailedIndexes", spec.max_failed_indexes.is_some()),
+        ("successPolicy", spec.success_policy.is_some()),
+    ];
+    for (field, _) in only_indexed.iter().filter(|(_, set)| *set && !indexed) {
+        errs.add(
+            at(field),
+            format!(
+                "is allowed only with completionMode Indexed (this Job's is {}), and Kubernetes \
+                 refuses the Job; hint: set spec.completionMode: Indexed and completions, or \
+                 remove {field}",
+                mode.unwrap_or("NonIndexed")
+            ),
+        );
+    }
+    check_per_index(spec, indexed, errs);
+}
+
+/// What `maxFailedIndexes` and a `FailIndex` rule need of `backoffLimitPerIndex` and
+/// `completions`.
+fn check_per_index(spec: &JobSpec, indexed: bool, errs: &mut Errors) {
+    let per_index = spec.backoff_limit_per_index.is_some();
+    if let Some(max) = spec.max_failed_indexes {
+        if !per_index {
+            errs.required(
+                format!("{PATH}.spec.backoffLimitPerIndex"),
+                "maxFailedIndexes counts the indexes failed after backoffLimitPerIndex retries, \
+                 and Kubernetes refuses it alone; set backoffLimitPerIndex",
+            );
+        }
+        if let Some(completions) = spec.completions.filter(|c| indexed && max > *c) {
+            errs.add(
+                format!("{PATH}.spec.maxFailedIndexes"),
+                format!(
+                    "value {max} is more than completions ({completions}), which Kubernetes \
+                     refuses; hint: use at most {completions}"
+                ),
+            );
+        }
+    }
+    let rules = spec.pod_failure_policy.iter().flat_map(|p| &p.rules);
+    for (i, rule) in rules.enumerate() {
+        if rule.action == "FailIndex" && !per_index {
+            errs.add(
+                format!("{PATH}.spec.podFailurePolicy.rules[{i}].action"),
+                "value \"FailIndex\" needs spec.backoffLimitPerIndex, and Kubernetes refuses the \
+                 Job without it; hint: set backoffLimitPerIndex (with completionMode: Indexed), \
+                 or use FailJob",
+            );
         }
     }
 }
@@ -320,6 +445,96 @@ mod tests {
             }
             crate::tests::assert_problems_with_hints(&problems(&spec), &want);
         }
+    }
+
+    #[test]
+    fn what_kubernetes_refuses_in_a_jobs_counts_and_completion_mode_is_refused() {
+        let s = "spec.trialTemplate.trialSpec.spec";
+        let c = json!({"name": "t", "image": "i", "command": ["t"]});
+        let fail_index = json!({"rules": [
+            {"action": "FailIndex", "onExitCodes": {"operator": "In", "values": [42]}}]});
+        // (job spec refused, its problem's path and words, the nearest job spec accepted)
+        let table: Vec<(Value, String, &str, Value)> = vec![
+            (
+                json!({"parallelism": -1}),
+                format!("{s}.parallelism"),
+                "value -1 is negative, which Kubernetes refuses for a Job; hint: use 0 or more",
+                json!({"parallelism": 0}),
+            ),
+            (
+                json!({"completions": -2}),
+                format!("{s}.completions"),
+                "value -2 is negative",
+                json!({"completions": 0}),
+            ),
+            (
+                json!({"backoffLimit": -1}),
+                format!("{s}.backoffLimit"),
+                "value -1 is negative",
+                json!({"backoffLimit": 0}),
+            ),
+            (
+                json!({"activeDeadlineSeconds": -5}),
+                format!("{s}.activeDeadlineSeconds"),
+                "value -5 is negative",
+                json!({"activeDeadlineSeconds": 0}),
+            ),
+            (
+                json!({"completionMode": "Index"}),
+                format!("{s}.completionMode"),
+                "value \"Index\" is not a completion mode",
+                json!({"completionMode": "NonIndexed"}),
+            ),
+            (
+                json!({"completionMode": "Indexed"}),
+                format!("{s}.completions"),
+                "is required; hint: completionMode Indexed counts completions indexes",
+                json!({"completionMode": "Indexed", "completions": 1}),
+            ),
+            (
+                json!({"backoffLimitPerIndex": 1}),
+                format!("{s}.backoffLimitPerIndex"),
+                "is allowed only with completionMode Indexed (this Job's is NonIndexed)",
+                json!({"backoffLimitPerIndex": 1, "completionMode": "Indexed", "completions": 2}),
+            ),
+            (
+                json!({"completionMode": "NonIndexed", "successPolicy": {"rules": [{"succeededCount": 1}]}}),
+                format!("{s}.successPolicy"),
+                "is allowed only with completionMode Indexed",
+                json!({"completionMode": "Indexed", "completions": 2, "successPolicy": {"rules": [{"succeededCount": 1}]}}),
+            ),
+            (
+                json!({"completionMode": "Indexed", "completions": 2, "maxFailedIndexes": 1}),
+                format!("{s}.backoffLimitPerIndex"),
+                "is required; hint: maxFailedIndexes counts",
+                json!({"completionMode": "Indexed", "completions": 2, "maxFailedIndexes": 1, "backoffLimitPerIndex": 0}),
+            ),
+            (
+                json!({"completionMode": "Indexed", "completions": 2, "maxFailedIndexes": 3, "backoffLimitPerIndex": 1}),
+                format!("{s}.maxFailedIndexes"),
+                "value 3 is more than completions (2)",
+                json!({"completionMode": "Indexed", "completions": 2, "maxFailedIndexes": 2, "backoffLimitPerIndex": 1}),
+            ),
+            (
+                json!({"completionMode": "Indexed", "completions": 2, "podFailurePolicy": fail_index}),
+                format!("{s}.podFailurePolicy.rules[0].action"),
+                "value \"FailIndex\" needs spec.backoffLimitPerIndex",
+                json!({"completionMode": "Indexed", "completions": 2, "backoffLimitPerIndex": 1, "podFailurePolicy": fail_index}),
+            ),
+        ];
+        for (refused, path, words, accepted) in table {
+            let got = problems(&job(c.clone(), refused));
+            crate::tests::assert_problems_with_hints(&got, &[(path, words)]);
+            assert_eq!(
+                problems(&job(c.clone(), accepted.clone())),
+                Vec::<String>::new(),
+                "{accepted}"
+            );
+        }
+        // A mode known only once rendered is not judged.
+        let rendered_later =
+            json!({"completionMode": "${trialParameters.mode}", "backoffLimitPerIndex": 1});
+        assert_eq!(problems(&job(c, rendered_later)), Vec::<String>::new());
     }
 
     #[test]

@@ -5,10 +5,11 @@
 //! written by hand breaks: a mount of a volume the pod does not have, two containers or two
 //! mounts of one container by one name or path, a request above its limit, an extended
 //! resource (a GPU) whose request is not its limit, a volume without exactly one source, and a
-//! variable with both a value and a `valueFrom`. Names and labels are `pod_names`' part. Text holding a `${...}` placeholder is a
-//! value only once rendered, and is not checked.
+//! variable with both a value and a `valueFrom`. Names and labels are `pod_names`' part; ports,
+//! DNS policy, tolerations, `hostPath` types and the pod's deadline are `pod_fields`'. Text
+//! holding a `${...}` placeholder is a value only once rendered, and is not checked.
 
-use super::{Errors, pod_names};
+use super::{Errors, pod_fields, pod_names};
 use crate::quantity::Quantity;
 use crate::template::downward_api::api_server_refusal;
 use serde_json::Value;
@@ -35,6 +36,7 @@ pub(super) fn check(value: &Value, path: &str, errs: &mut Errors) {
             if pod_template && map.get("containers").is_some_and(Value::is_array) {
                 check_pod(value, path, errs);
                 pod_names::check_pod(value, path, errs);
+                pod_fields::check_pod(value, path, errs);
             }
             for (key, child) in map {
                 check(child, &format!("{path}.{key}"), errs);

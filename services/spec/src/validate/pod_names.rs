@@ -156,7 +156,7 @@ fn dns_subdomain(s: &str) -> bool {
 }
 
 /// A label value ([`LABEL_VALUE_RULE`]).
-fn label_value(s: &str) -> bool {
+pub(super) fn label_value(s: &str) -> bool {
     let inner = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.');
     s.is_empty()
         || (s.len() <= 63
@@ -167,7 +167,7 @@ fn label_value(s: &str) -> bool {
 
 /// A label or annotation key: `[prefix/]name`, the prefix a subdomain, the name a non-empty
 /// label value.
-fn qualified_name(s: &str) -> bool {
+pub(super) fn qualified_name(s: &str) -> bool {
     let (prefix, name) = match s.split_once('/') {
         Some((prefix, name)) => (Some(prefix), name),
         None => (None, s),
