@@ -259,7 +259,10 @@ fn katib_trials(
         .filter(|t| t.state != TrialState::MetricsUnavailable)
         .filter_map(|t| {
             let row = by_name.get(t.name.as_str())?;
-            let mut wire = trial_to_wire(t, objective, row.started_us, row.completed_us);
+            // The rows are read while the call is made, after the history was taken: a trial
+            // that ended meanwhile is sent as the history has it, running, without its end.
+            let completed_us = row.completed_us.filter(|_| t.state.is_terminal());
+            let mut wire = trial_to_wire(t, objective, row.started_us, completed_us);
             if let Some(spec) = wire.spec.as_mut() {
                 // Katib's controller sends no labels.
                 spec.labels.clear();
@@ -576,7 +579,8 @@ mod tests {
         let rows = [
             row("e-done", Some(1_000_000), Some(61_000_000)),
             row("e-nometrics", Some(1_000_000), Some(2_000_000)),
-            row("e-running", Some(3_000_000), None),
+            // It ended after the history was taken: it goes out as the history has it.
+            row("e-running", Some(3_000_000), Some(4_000_000)),
             row("e-created", None, None),
         ];
         let wire = katib_trials(&records, &rows, &o);
