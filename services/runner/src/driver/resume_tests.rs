@@ -4,7 +4,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-use super::test_sandbox::Warnings;
+use super::test_sandbox::{Sandbox, Warnings, experiment_yaml_with};
 use super::{Outcome, run};
 use crate::experiment::{LocalExperiment, LocalPaths};
 use crate::extend::{NewLimits, extend};
@@ -12,60 +12,25 @@ use crate::lease::ExperimentLease;
 use crate::process::StopLevel;
 use tokio::sync::watch;
 use vernier_core::TrialState;
-use vernier_store::SqlStore;
+use vernier_store::{SqlStore, StoreOptions};
 
 /// ASHA with eta 2 (rungs at steps 1, 2 and 4), one trial at a time, the three enqueued
 /// trials in order. Each prints its whole loss curve at once: x 0.4 `0.5` four times, x 0.6
 /// `1 0.25 0.1 0.05` (ranked 2 of 2 at rung 1, so stopped at step 1, its better later values
 /// already printed), x 0.8 `0.3` four times.
-const EXPERIMENT: &str = r#"
-apiVersion: kubeflow.org/v1beta1
-kind: Experiment
-metadata:
-  name: resumed
-spec:
-  maxTrialCount: 2
-  parallelTrialCount: 1
-  objective:
-    type: minimize
-    objectiveMetricName: loss
-  algorithm:
-    algorithmName: random
-  earlyStopping:
+const ASHA_AND_QUEUE: &str = "  earlyStopping:
     algorithmName: asha
     algorithmSettings:
-      - {name: eta, value: "2"}
+      - {name: eta, value: \"2\"}
   enqueuedTrials:
-    - parameterAssignments: [{name: x, value: "0.4"}]
-    - parameterAssignments: [{name: x, value: "0.6"}]
-    - parameterAssignments: [{name: x, value: "0.8"}]
-  parameters:
-    - name: x
-      parameterType: double
-      feasibleSpace: {min: "0", max: "1"}
-  trialTemplate:
-    primaryContainerName: main
-    trialParameters:
-      - name: x
-        reference: x
-    trialSpec:
-      apiVersion: batch/v1
-      kind: Job
-      spec:
-        template:
-          spec:
-            restartPolicy: Never
-            containers:
-              - name: main
-                image: none
-                command:
-                  - sh
-                  - -c
-                  - >-
-                    case ${trialParameters.x} in 0.4) c='0.5 0.5 0.5 0.5';;
-                    0.6) c='1 0.25 0.1 0.05';; *) c='0.3 0.3 0.3 0.3';; esac;
-                    for v in $c; do echo loss=$v; done
-"#;
+    - parameterAssignments: [{name: x, value: \"0.4\"}]
+    - parameterAssignments: [{name: x, value: \"0.6\"}]
+    - parameterAssignments: [{name: x, value: \"0.8\"}]
+";
+
+const CURVES: &str = "case ${trialParameters.x} in 0.4) c='0.5 0.5 0.5 0.5';; \
+                      0.6) c='1 0.25 0.1 0.05';; *) c='0.3 0.3 0.3 0.3';; esac; \
+                      for v in $c; do echo loss=$v; done";
 
 /// Runs the stored experiment `resumed` to its end, as `vernier resume` does: the spec as
 /// stored, a lease of its own.
@@ -87,24 +52,18 @@ async fn run_stored(store: &SqlStore, paths: &LocalPaths) -> Outcome {
 /// its stop step (1) were shown to the rule, and it was then stopped there.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_resumed_run_ranks_a_stopped_trial_only_up_to_its_stop_step() {
-    let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}", dir.path().join("v.db").display());
-    let store = SqlStore::connect(&url).await.unwrap();
-    let spec = vernier_spec::parse_experiment(EXPERIMENT).unwrap();
-    let paths = LocalPaths {
-        work_dir: dir.path().to_path_buf(),
-        log_dir: dir.path().join("logs"),
-    };
-    let exp = LocalExperiment::new(spec, paths.clone()).unwrap();
-    exp.create_log_dir().unwrap();
-    super::create_experiment(&store, &exp, 1).await.unwrap();
-    run_stored(&store, &paths).await;
+    let yaml = experiment_yaml_with("resumed", (2, 1), ASHA_AND_QUEUE, CURVES);
+    let sb = Sandbox::new(&yaml, StoreOptions::default()).await;
+    // Each run below takes the lease as `vernier resume` does.
+    sb.lease.release().await.unwrap();
+    let (store, paths) = (&sb.store, &sb.exp.paths);
+    run_stored(store, paths).await;
     let limits = NewLimits {
         max_trial_count: Some(3),
         ..NewLimits::default()
     };
-    assert!(extend(&store, "resumed", limits).await.unwrap().reopened);
-    run_stored(&store, &paths).await;
+    assert!(extend(store, "resumed", limits).await.unwrap().reopened);
+    run_stored(store, paths).await;
 
     let trials = store.list_trials("resumed").await.unwrap();
     let states: Vec<TrialState> = trials.iter().map(|t| t.state).collect();

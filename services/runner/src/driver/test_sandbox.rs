@@ -11,6 +11,16 @@ use vernier_store::{SqlStore, StoreOptions};
 /// The experiment `name` of `max` trials, `parallel` at a time: each runs `sh -c script`
 /// with `${trialParameters.x}` (a double in 0..5) and reports `loss`.
 pub(super) fn experiment_yaml(name: &str, max: u32, parallel: u32, script: &str) -> String {
+    experiment_yaml_with(name, (max, parallel), "", script)
+}
+
+/// [`experiment_yaml`] with `extra`, lines of `spec` (two-space indented), added.
+pub(super) fn experiment_yaml_with(
+    name: &str,
+    (max, parallel): (u32, u32),
+    extra: &str,
+    script: &str,
+) -> String {
     format!(
         r#"
 apiVersion: kubeflow.org/v1beta1
@@ -20,7 +30,7 @@ metadata:
 spec:
   maxTrialCount: {max}
   parallelTrialCount: {parallel}
-  objective:
+{extra}  objective:
     type: minimize
     objectiveMetricName: loss
   algorithm:
