@@ -94,16 +94,31 @@ async fn until_recorded(store: &SqlStore, want: &[TrialState]) {
     }
 }
 
+/// Runs the sandbox's experiment with `source` as its suggestion source until it ends. The
+/// 60 s is a guard against a hang, not a measure.
+async fn run_with_source(
+    sb: &Sandbox,
+    source: &Arc<Scripted>,
+    stop: watch::Receiver<StopLevel>,
+) -> Outcome {
+    let hooks = RunHooks {
+        suggestion_source: Some(source.clone()),
+        ..RunHooks::default()
+    };
+    let mut quiet = Warnings::default();
+    let ran = run_with(&sb.store, &sb.exp, 1, stop, &mut quiet, &hooks, &sb.lease);
+    tokio::time::timeout(Duration::from_secs(60), ran)
+        .await
+        .expect("the run ends")
+        .unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_trial_that_ends_while_the_source_is_asked_is_recorded_when_it_ends() {
     let sb = sandbox().await;
     // The first trial ends at once and the driver asks for its replacement; the second ends
     // about 1.5 s later, while that call is still unanswered.
     let source = Scripted::new(&[0.0, 1.5]);
-    let hooks = RunHooks {
-        suggestion_source: Some(source.clone()),
-        ..RunHooks::default()
-    };
     let (store, watched) = (sb.store.clone(), source.clone());
     let watcher = tokio::spawn(async move {
         until_in_call(&watched).await;
@@ -113,14 +128,9 @@ async fn a_trial_that_ends_while_the_source_is_asked_is_recorded_when_it_ends() 
         recorded_during_call
     });
     let (_stop, stop) = watch::channel(StopLevel::Run);
-    let mut quiet = Warnings::default();
-    // A guard against a hang, not a measure: without the fix, the second trial is recorded
-    // only after the call answers, which waits for it to be recorded.
-    let ran = run_with(&sb.store, &sb.exp, 1, stop, &mut quiet, &hooks, &sb.lease);
-    let outcome = tokio::time::timeout(Duration::from_secs(60), ran)
-        .await
-        .expect("the run ends")
-        .unwrap();
+    // Without the fix the run hangs: the second trial is recorded only after the call
+    // answers, which waits for it to be recorded.
+    let outcome = run_with_source(&sb, &source, stop).await;
     assert!(
         watcher.await.unwrap(),
         "recorded while the call was in flight"
@@ -134,10 +144,6 @@ async fn a_trial_that_ends_while_the_source_is_asked_is_recorded_when_it_ends() 
 async fn a_stop_cancels_a_call_that_never_answers() {
     let sb = sandbox().await;
     let source = Scripted::new(&[0.0]);
-    let hooks = RunHooks {
-        suggestion_source: Some(source.clone()),
-        ..RunHooks::default()
-    };
     let (tx, stop) = watch::channel(StopLevel::Run);
     let (store, watched) = (sb.store.clone(), source.clone());
     tokio::spawn(async move {
@@ -147,12 +153,7 @@ async fn a_stop_cancels_a_call_that_never_answers() {
         // Keeps the sender, so the stop is the only way the run ends.
         std::future::pending::<()>().await;
     });
-    let mut quiet = Warnings::default();
-    let ran = run_with(&sb.store, &sb.exp, 1, stop, &mut quiet, &hooks, &sb.lease);
-    let outcome = tokio::time::timeout(Duration::from_secs(60), ran)
-        .await
-        .expect("the run ends")
-        .unwrap();
+    let outcome = run_with_source(&sb, &source, stop).await;
     assert!(
         matches!(outcome, Outcome::Interrupted { stopped: 0, .. }),
         "{outcome:?}"
