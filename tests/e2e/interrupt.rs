@@ -536,15 +536,6 @@ fn a_trial_ends_when_it_ended_not_when_a_locked_database_let_its_verdict_in() {
 #[test]
 fn a_third_ctrl_c_leaves_a_stop_that_waits_for_a_locked_database() {
     let sb = Sandbox::new();
-    let locker = sb.write(
-        "locker.py",
-        "import sqlite3, sys, time\n\
-         con = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=60)\n\
-         con.execute('BEGIN IMMEDIATE')\n\
-         print('locked', flush=True)\n\
-         sys.stdin.read()\n\
-         con.execute('ROLLBACK')\n",
-    );
     let script = "import time\nfor i in range(600):\n    print(f'loss={1 / (i + 1)}', flush=True)\n    time.sleep(0.05)";
     let yaml = python_experiment(
         "stuck",
@@ -560,17 +551,7 @@ fn a_third_ctrl_c_leaves_a_stop_that_waits_for_a_locked_database() {
         .unwrap();
     wait_for_lines(&mut run, "started", 1);
     std::thread::sleep(Duration::from_millis(500));
-    let mut lock = std::process::Command::new("python3")
-        .args([locker.to_str().unwrap(), &sb.db()])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut said = String::new();
-    BufReader::new(lock.stdout.take().unwrap())
-        .read_line(&mut said)
-        .unwrap();
-    assert_eq!(said.trim(), "locked");
+    let mut lock = lock_database(&sb);
     let pid = Pid::from_raw(run.id() as i32);
     for _ in 0..3 {
         kill(pid, Signal::SIGINT).unwrap();
@@ -590,4 +571,55 @@ fn a_third_ctrl_c_leaves_a_stop_that_waits_for_a_locked_database() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let r = sb.report("stuck");
     assert_eq!(trials_in(&r, "Killed").len(), 1, "{r:#}");
+}
+
+/// Starts a process that holds the sandbox database's write lock until its stdin closes;
+/// returns once the lock is held.
+fn lock_database(sb: &Sandbox) -> std::process::Child {
+    let locker = sb.write(
+        "locker.py",
+        "import sqlite3, sys, time\n\
+         con = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=60)\n\
+         con.execute('BEGIN IMMEDIATE')\n\
+         print('locked', flush=True)\n\
+         sys.stdin.read()\n\
+         con.execute('ROLLBACK')\n",
+    );
+    let mut lock = std::process::Command::new("python3")
+        .args([locker.to_str().unwrap(), &sb.db()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut said = String::new();
+    BufReader::new(lock.stdout.take().unwrap())
+        .read_line(&mut said)
+        .unwrap();
+    assert_eq!(said.trim(), "locked");
+    lock
+}
+
+/// `--lock-timeout` bounds how long a command waits for a database another session holds
+/// locked: the delete gives up naming the wait it was given, and deletes nothing.
+#[test]
+fn the_lock_timeout_bounds_the_wait_for_a_locked_database() {
+    let sb = database_with_one_run();
+    let mut lock = lock_database(&sb);
+    let out = sb.run(&["--lock-timeout", "0.5", "delete", "first"]);
+    drop(lock.stdin.take());
+    lock.wait().unwrap();
+    assert_ne!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        text(&out).contains("stayed locked by another session for more than 500ms"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(trials_in(&sb.report("first"), "Succeeded").len(), 1);
+    let out = sb.run(&["--lock-timeout", "0", "list"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("a lock timeout is a number of seconds above 0"),
+        "{}",
+        text(&out)
+    );
 }

@@ -4,7 +4,7 @@
 
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
-use vernier_store::{OpenMode, SqlStore, StoreError};
+use vernier_store::{OpenMode, SqlStore, StoreError, StoreOptions};
 
 /// Where `--db`'s value came from, set once by `main` from clap's matches. A process-wide
 /// value because every command reads it and none may change it.
@@ -13,6 +13,25 @@ static SOURCE: OnceLock<&'static str> = OnceLock::new();
 /// Records where the database path came from: `--db`, `VERNIER_DB` or the default.
 pub fn set_source(source: &'static str) {
     let _ = SOURCE.set(source);
+}
+
+/// How long a write waits for a lock another session holds (`--lock-timeout`), set once by
+/// `main`; the store's default when unset.
+static LOCK_TIMEOUT: OnceLock<Duration> = OnceLock::new();
+
+/// Records `--lock-timeout`.
+pub fn set_lock_timeout(wait: Duration) {
+    let _ = LOCK_TIMEOUT.set(wait);
+}
+
+/// The store options of every command: `mode`, and the lock timeout given.
+fn options(mode: OpenMode) -> StoreOptions {
+    let defaults = StoreOptions::default();
+    StoreOptions {
+        mode,
+        lock_timeout: LOCK_TIMEOUT.get().copied().unwrap_or(defaults.lock_timeout),
+        ..defaults
+    }
 }
 
 /// Every store opened by this process, closed by [`close_all`] at exit.
@@ -24,7 +43,7 @@ const CLOSE_WAIT: Duration = Duration::from_secs(5);
 /// Opens `db` in `mode`; a missing SQLite file (outside `Create`) names its path and source.
 pub async fn open(db: &str, mode: OpenMode) -> anyhow::Result<SqlStore> {
     refuse_empty(db)?;
-    match SqlStore::open(db, mode).await {
+    match SqlStore::connect_with(db, options(mode)).await {
         Err(StoreError::DatabaseFileMissing { path }) => {
             let source = SOURCE.get().copied().unwrap_or("--db");
             anyhow::bail!(
@@ -75,7 +94,7 @@ pub fn db_flag_anywhere(db: &str) -> String {
 /// Opens or creates `db` ([`SqlStore::connect`]), to be closed by [`close_all`].
 pub async fn connect(db: &str) -> anyhow::Result<SqlStore> {
     refuse_empty(db)?;
-    let store = SqlStore::connect(db).await?;
+    let store = SqlStore::connect_with(db, options(OpenMode::Create)).await?;
     remember(&store);
     Ok(store)
 }

@@ -24,6 +24,10 @@ struct Cli {
     /// Database URL: a SQLite path (`sqlite://vernier.db`, the default) or URL.
     #[arg(long, global = true, env = "VERNIER_DB", default_value = "vernier.db")]
     db: String,
+    /// How long a write waits for a database another session holds locked before it fails
+    /// (seconds, e.g. 5 or 0.5).
+    #[arg(long, global = true, env = "VERNIER_LOCK_TIMEOUT", value_name = "SECS", default_value = "30", value_parser = lock_timeout_value)]
+    lock_timeout: std::time::Duration,
     #[command(subcommand)]
     command: Command,
 }
@@ -237,6 +241,15 @@ fn top_value(text: &str) -> Result<usize, String> {
     }
 }
 
+/// A lock timeout: a positive number of seconds, at most a day.
+fn lock_timeout_value(text: &str) -> Result<std::time::Duration, String> {
+    let secs = text.trim().parse::<f64>().ok();
+    match secs.filter(|s| *s > 0.0 && *s <= 86_400.0) {
+        Some(s) => Ok(std::time::Duration::from_secs_f64(s)),
+        None => Err("a lock timeout is a number of seconds above 0 and at most 86400; hint: e.g. --lock-timeout 5".into()),
+    }
+}
+
 fn main() -> ExitCode {
     logging::init();
     let matches = Cli::command().get_matches();
@@ -256,6 +269,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    db::set_lock_timeout(cli.lock_timeout);
     let db_flag = db::db_flag(&cli.db);
     let result = runtime.block_on(async {
         let result = dispatch(cli).await;
