@@ -70,18 +70,28 @@ impl Errors {
 
     /// `value` is not among `allowed`.
     pub(crate) fn not_one_of(&mut self, path: impl Into<String>, value: &str, allowed: &[&str]) {
-        let meant = match crate::closest::closest_value(value, allowed) {
-            Some(name) => format!("did you mean {name:?}? "),
-            None => String::new(),
-        };
+        let hint = use_one_of(value, allowed);
         self.add(
             path,
-            format!(
-                "value {value:?} is not supported; hint: {meant}use one of {}",
-                allowed.join(", ")
-            ),
+            format!("value {value:?} is not supported; hint: {hint}"),
         );
     }
+}
+
+/// The hint for `value`, which is not among `allowed`: the closest one, then all of them.
+pub(crate) fn use_one_of(value: &str, allowed: &[&str]) -> String {
+    let meant = match crate::closest::closest_value(value, allowed) {
+        Some(name) => format!("did you mean {name:?}? "),
+        None => String::new(),
+    };
+    format!("{meant}use one of {}", allowed.join(", "))
+}
+
+/// A field's text, unless it is missing or holds a `${...}` placeholder (a value only once
+/// rendered, so not checked before).
+pub(crate) fn written_text(v: Option<&serde_json::Value>) -> Option<&str> {
+    v.and_then(serde_json::Value::as_str)
+        .filter(|s| !s.contains("${"))
 }
 
 pub(crate) fn is_blank(s: &Option<String>) -> bool {

@@ -9,7 +9,7 @@
 //! DNS policy, tolerations, `hostPath` types and the pod's deadline are `pod_fields`'. Text
 //! holding a `${...}` placeholder is a value only once rendered, and is not checked.
 
-use super::{Errors, pod_fields, pod_names};
+use super::{Errors, pod_fields, pod_names, written_text as text};
 use crate::quantity::Quantity;
 use crate::template::downward_api::api_server_refusal;
 use serde_json::Value;
@@ -125,11 +125,6 @@ fn check_volume_sources(pod: &Value, path: &str, errs: &mut Errors) {
             ),
         );
     }
-}
-
-/// A field's text, unless it is missing or holds a placeholder.
-fn text(v: Option<&Value>) -> Option<&str> {
-    v.and_then(Value::as_str).filter(|s| !s.contains("${"))
 }
 
 fn check_mounts(c: &Value, volumes: &HashSet<&str>, path: &str, errs: &mut Errors) {

@@ -5,7 +5,7 @@
 //! written literally are checked: text holding a `${...}` placeholder is a value only once
 //! rendered. `pod::check` walks the trial spec and calls [`check_pod`].
 
-use super::{Errors, pod_names};
+use super::{Errors, pod_names, use_one_of, written_text};
 use serde_json::Value;
 use std::collections::HashSet;
 
@@ -44,8 +44,7 @@ pub(super) fn check_pod(pod: &Value, path: &str, errs: &mut Errors) {
 
 /// A field's text, unless it is missing, empty or holds a placeholder.
 fn literal(v: Option<&Value>) -> Option<&str> {
-    v.and_then(Value::as_str)
-        .filter(|s| !s.is_empty() && !s.contains("${"))
+    written_text(v).filter(|s| !s.is_empty())
 }
 
 /// Refuses `value` at `path` unless it is one of `allowed`.
@@ -53,16 +52,12 @@ fn one_of(errs: &mut Errors, path: String, value: &str, allowed: &[&str], also: 
     if allowed.contains(&value) {
         return;
     }
-    let meant = match crate::closest::closest_value(value, allowed) {
-        Some(name) => format!("did you mean {name:?}? "),
-        None => String::new(),
-    };
+    let hint = use_one_of(value, allowed);
     errs.add(
         path,
         format!(
             "value {value:?} is not one the API server takes, so it refuses the pod; hint: \
-             {meant}use one of {}{also}",
-            allowed.join(", ")
+             {hint}{also}"
         ),
     );
 }
