@@ -3,7 +3,7 @@
 //! (min, max, latest), so the report has no learning curves.
 
 use crate::error::OperatorError;
-use crate::names::{SEQ_ANNOTATION, STOP_STEP_ANNOTATION};
+use crate::names::SEQ_ANNOTATION;
 use crate::objects::{experiment_resource, owned_trials, trial_resource};
 use crate::trial_state::{metric_number, state_of, trial_status};
 use kube::api::{Api, DynamicObject};
@@ -180,10 +180,7 @@ fn trial_row(experiment: &str, t: &DynamicObject) -> (TrialRow, Vec<MetricSummar
         early_stopping_rules: (!spec.early_stopping_rules.is_empty())
             .then(|| serde_json::to_string(&spec.early_stopping_rules).ok())
             .flatten(),
-        stop_step: t
-            .annotations()
-            .get(STOP_STEP_ANNOTATION)
-            .and_then(|s| s.parse().ok()),
+        stop_step: crate::stop_trials::recorded_stop_step(t).and_then(|s| i64::try_from(s).ok()),
     };
     let metrics = status
         .observation

@@ -103,7 +103,7 @@ pub async fn record_stop_step(ctx: &Context, ns: &str, name: &str, step: usize) 
 }
 
 /// The step a rule stopped `trial` at, as recorded on it ([`record_stop_step`]).
-fn recorded_stop_step(trial: &DynamicObject) -> Option<usize> {
+pub(crate) fn recorded_stop_step(trial: &DynamicObject) -> Option<usize> {
     trial.annotations().get(STOP_STEP_ANNOTATION)?.parse().ok()
 }
 
