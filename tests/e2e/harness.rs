@@ -2,7 +2,7 @@
 
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 /// The `vernier` binary built by the same `cargo test` invocation (the CLI package has its
@@ -60,6 +60,16 @@ impl Sandbox {
             .env_remove("RUST_LOG")
             .args(args);
         c
+    }
+
+    /// [`Sandbox::cmd`] started in the background, its stdout and stderr piped (for
+    /// [`wait_for_lines`] and the output once it ends).
+    pub fn spawn(&self, args: &[&str]) -> Child {
+        self.cmd(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start vernier")
     }
 
     pub fn run(&self, args: &[&str]) -> Output {

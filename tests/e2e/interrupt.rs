@@ -32,12 +32,7 @@ fn interrupt_kills_running_trials_and_records_them(signal: Signal) {
         "  objective:\n    type: minimize\n    objectiveMetricName: loss\n  parallelTrialCount: 2\n  maxTrialCount: 4",
     );
     let file = sb.write("sigint.yaml", &yaml);
-    let mut child = sb
-        .cmd(&["run", file.to_str().unwrap()])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = sb.spawn(&["run", file.to_str().unwrap()]);
     wait_for_lines(&mut child, "started", 2);
     // Wait until both trials wrote their pid file and metric.
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -174,12 +169,7 @@ fn kill_9_then_resume_finishes_without_losing_or_double_counting() {
         "  objective:\n    type: minimize\n    objectiveMetricName: loss\n  parallelTrialCount: 2\n  maxTrialCount: 8",
     );
     let file = sb.write("crash.yaml", &yaml);
-    let mut child = sb
-        .cmd(&["run", file.to_str().unwrap(), "--seed", "11"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = sb.spawn(&["run", file.to_str().unwrap(), "--seed", "11"]);
     wait_for_lines(&mut child, "Succeeded", 3);
     std::thread::sleep(Duration::from_millis(150));
     kill(Pid::from_raw(child.id() as i32), Signal::SIGKILL).unwrap();
@@ -250,12 +240,7 @@ fn a_second_driver_is_refused_while_the_first_runs() {
         "  objective:\n    type: minimize\n    objectiveMetricName: loss\n  parallelTrialCount: 2\n  maxTrialCount: 2",
     );
     let file = sb.write("leased.yaml", &yaml);
-    let mut child = sb
-        .cmd(&["run", file.to_str().unwrap()])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = sb.spawn(&["run", file.to_str().unwrap()]);
     wait_for_lines(&mut child, "started", 2);
     let holder = format!("pid {}", child.id());
 
@@ -413,12 +398,7 @@ fn an_interruption_that_uses_up_the_budget_names_the_count_that_runs_its_trials_
         "  objective:\n    type: minimize\n    objectiveMetricName: loss\n  parallelTrialCount: 2\n  maxTrialCount: 2",
     );
     let file = sb.write("budget.yaml", &yaml);
-    let child = sb
-        .cmd(&["run", file.to_str().unwrap()])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = sb.spawn(&["run", file.to_str().unwrap()]);
     let logs = sb.path().join("vernier-logs").join("budget");
     let deadline = Instant::now() + Duration::from_secs(60);
     while logged(&logs, "loss=0.5") < 2 {
@@ -543,12 +523,7 @@ fn a_third_ctrl_c_leaves_a_stop_that_waits_for_a_locked_database() {
         "  objective:\n    type: minimize\n    objectiveMetricName: loss\n  parallelTrialCount: 1\n  maxTrialCount: 1",
     );
     let file = sb.write("stuck.yaml", &yaml);
-    let mut run = sb
-        .cmd(&["run", file.to_str().unwrap()])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut run = sb.spawn(&["run", file.to_str().unwrap()]);
     wait_for_lines(&mut run, "started", 1);
     std::thread::sleep(Duration::from_millis(500));
     let mut lock = lock_database(&sb);

@@ -150,12 +150,7 @@ fn a_database_deleted_under_a_run_stops_it_and_says_so() {
         "  objective:\n    type: minimize\n    objectiveMetricName: loss\n  maxTrialCount: 40\n  parallelTrialCount: 2",
     );
     let file = sb.write("vanishing.yaml", &yaml);
-    let run = sb
-        .cmd(&["run", file.to_str().unwrap()])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let run = sb.spawn(&["run", file.to_str().unwrap()]);
     std::thread::sleep(Duration::from_millis(1500));
     for suffix in ["", "-wal", "-shm"] {
         let _ = std::fs::remove_file(format!("{}{suffix}", sb.db()));
@@ -300,12 +295,7 @@ fn a_stored_experiment_that_is_unreadable_is_named_and_left_as_it_is() {
     );
     let file = sb.write("e1.yaml", &yaml);
     // Interrupted while its trial runs, so `resume` and `enqueue` would go on with it.
-    let mut run = sb
-        .cmd(&["run", file.to_str().unwrap()])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut run = sb.spawn(&["run", file.to_str().unwrap()]);
     let seen = wait_for_lines(&mut run, "started", 1).concat();
     kill(Pid::from_raw(run.id() as i32), Signal::SIGINT).unwrap();
     let out = run.wait_with_output().unwrap();
