@@ -43,26 +43,27 @@ fn sdk(args: &[&str]) -> std::process::Output {
         .expect("run python3")
 }
 
-/// Starts `vernier operator` on free ports against `kube_url` and returns it with the address
-/// of its gRPC API, read from the line it prints once it serves.
-fn operator(sb: &Sandbox, kube_url: &str) -> (Guard, String) {
+/// Starts `vernier operator` on free ports against `kube_url`, with `extra` flags, and returns
+/// it with the address of its gRPC API, read from the line it prints once it serves.
+fn operator(sb: &Sandbox, kube_url: &str, extra: &[&str]) -> (Guard, String) {
     let db = sb.db();
+    let flags = [
+        "operator",
+        "--kube-url",
+        kube_url,
+        "--db",
+        &db,
+        "--http-addr",
+        "127.0.0.1:0",
+        "--grpc-listen",
+        "127.0.0.1:0",
+        "--lease-namespace",
+        "default",
+        "--observation-interval",
+        "1",
+    ];
     let mut child = sb
-        .cmd(&[
-            "operator",
-            "--kube-url",
-            kube_url,
-            "--db",
-            &db,
-            "--http-addr",
-            "127.0.0.1:0",
-            "--grpc-listen",
-            "127.0.0.1:0",
-            "--lease-namespace",
-            "default",
-            "--observation-interval",
-            "1",
-        ])
+        .cmd(&[&flags[..], extra].concat())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -82,26 +83,50 @@ fn operator(sb: &Sandbox, kube_url: &str) -> (Guard, String) {
     (guard, addr)
 }
 
+/// The test double as a cluster, with its simulated job runner and Katib's CRDs installed.
+struct Cluster {
+    rt: tokio::runtime::Runtime,
+    double: KubeDouble,
+    sim: SimulatedTrainingOperator,
+}
+
+impl Cluster {
+    fn start() -> Cluster {
+        let rt = tokio::runtime::Runtime::new().expect("runtime");
+        let (double, sim) = rt.block_on(async {
+            let double = KubeDouble::start().await.expect("the double starts");
+            let sim = SimulatedTrainingOperator::spawn(&double, SimulationOptions::default())
+                .await
+                .expect("the simulated job runner starts");
+            (double, sim)
+        });
+        let crds = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/crds");
+        let out = sdk(&["crds", double.url(), crds.to_str().unwrap()]);
+        assert!(out.status.success(), "{}", text(&out));
+        Cluster { rt, double, sim }
+    }
+
+    fn url(&self) -> String {
+        self.double.url().to_string()
+    }
+
+    fn shutdown(self) {
+        self.rt.block_on(async {
+            self.sim.shutdown().await;
+            self.double.shutdown().await;
+        });
+    }
+}
+
 #[test]
 fn katib_client_tunes_a_function_through_the_operator() {
     if !katib_client("katib_client_tunes_a_function_through_the_operator") {
         return;
     }
-    let rt = tokio::runtime::Runtime::new().expect("runtime");
-    let (double, sim) = rt.block_on(async {
-        let double = KubeDouble::start().await.expect("the double starts");
-        let sim = SimulatedTrainingOperator::spawn(&double, SimulationOptions::default())
-            .await
-            .expect("the simulated job runner starts");
-        (double, sim)
-    });
-    let url = double.url().to_string();
-    let crds = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/crds");
-    let out = sdk(&["crds", &url, crds.to_str().unwrap()]);
-    assert!(out.status.success(), "{}", text(&out));
-
+    let cluster = Cluster::start();
+    let url = cluster.url();
     let sb = Sandbox::new();
-    let (op, grpc) = operator(&sb, &url);
+    let (op, grpc) = operator(&sb, &url, &[]);
     let out = sdk(&["tune", &url, &grpc]);
     let all = text(&out);
     assert!(out.status.success(), "{all}");
@@ -114,8 +139,36 @@ fn katib_client_tunes_a_function_through_the_operator() {
     assert_eq!(all.matches("observed what it pushed").count(), 2, "{all}");
 
     drop(op);
-    rt.block_on(async {
-        sim.shutdown().await;
-        double.shutdown().await;
-    });
+    cluster.shutdown();
+}
+
+/// Katib's suggestion services plug into the operator: `--suggestion-plugin` serves an
+/// algorithm Vernier does not have (a Python plugin on Katib's stubs), and an experiment the
+/// SDK creates with it runs on its proposals, asked for as Katib's controller asks.
+#[test]
+fn katib_client_tunes_with_a_suggestion_plugin_through_the_operator() {
+    if !katib_client("katib_client_tunes_with_a_suggestion_plugin_through_the_operator") {
+        return;
+    }
+    let cluster = Cluster::start();
+    let sb = Sandbox::new();
+    let log = sb.path().join("plugin.log");
+    let (_plugin, port) = crate::katib_interop::start_plugin(&log, &[]);
+    let flag = format!("my-ladder=127.0.0.1:{port}");
+    let (op, _grpc) = operator(&sb, &cluster.url(), &["--suggestion-plugin", &flag]);
+    let out = sdk(&["plugin", &cluster.url()]);
+    let all = text(&out);
+    assert!(out.status.success(), "{all}");
+    assert!(
+        all.contains("ok: its trials are the plugin's proposals"),
+        "{all}"
+    );
+    let requests = std::fs::read_to_string(&log).unwrap();
+    // Katib's semantics: the first request has no trials and asks for the parallel count.
+    assert!(
+        requests.starts_with("plugged trials=0 current=2 total=2 names=lr\n"),
+        "{requests}"
+    );
+    drop(op);
+    cluster.shutdown();
 }

@@ -143,7 +143,7 @@ fn katib_sdk_report_metrics_in_a_local_trial_lands_in_the_store() {
 }
 
 /// Starts `suggestion_plugin.py` with `args` after its log path; returns it with its port.
-fn start_plugin(log: &std::path::Path, args: &[&str]) -> (Guard, String) {
+pub(crate) fn start_plugin(log: &std::path::Path, args: &[&str]) -> (Guard, String) {
     let mut child = Command::new("python3")
         .arg(script("suggestion_plugin.py"))
         .arg(log)
@@ -237,8 +237,8 @@ fn a_plugin_serves_an_algorithm_vernier_does_not_have() {
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(text(&out).contains("\"my-ladder\""), "{}", text(&out));
     let flag = format!("my-ladder=127.0.0.1:{port}");
-    // `validate` takes the plugin as `run` does: runnable locally, refused by the operator,
-    // which calls no plugins.
+    // `validate` takes the plugin as `run` does: runnable locally, and on a cluster whose
+    // operator is given a plugin serving the algorithm.
     let out = sb.run(&["validate", file.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     let out = sb.run(&[
@@ -251,7 +251,7 @@ fn a_plugin_serves_an_algorithm_vernier_does_not_have() {
     assert!(
         text(&out).contains("local: runnable")
             && text(&out).contains(
-                "cluster: refused by `vernier operator`: spec.algorithm.algorithmName: value \"my-ladder\" is served by a suggestion plugin"
+                "cluster: valid for `vernier operator --suggestion-plugin my-ladder=HOST:PORT` (a suggestion service serving its algorithm"
             ),
         "{}",
         text(&out)

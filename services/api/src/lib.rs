@@ -9,6 +9,7 @@ mod error;
 mod first_values;
 mod health;
 pub mod plugin;
+mod plugin_request;
 mod remote_logs;
 mod server;
 mod size_refusal;

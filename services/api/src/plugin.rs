@@ -5,12 +5,12 @@
 use std::time::Duration;
 use tonic::transport::{Channel, Endpoint};
 use tonic::{Code, Status};
-use vernier_proto::api::{
-    GetSuggestionsReply, GetSuggestionsRequest, ValidateAlgorithmSettingsRequest,
-    suggestion_client::SuggestionClient,
-};
+use vernier_core::Suggestions;
+use vernier_engine::{ExternalRequest, ResolvedExperiment, SourceError};
+use vernier_proto::api::{ValidateAlgorithmSettingsRequest, suggestion_client::SuggestionClient};
 
 use crate::error::ApiError;
+use crate::plugin_request::{read_reply, request_to_wire, wire_experiment};
 
 /// Katib's per-call deadline for suggestion calls.
 pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(60);
@@ -22,30 +22,21 @@ pub struct PluginClient {
     client: SuggestionClient<Channel>,
 }
 
-/// What a failed call means for the caller.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CallFailure {
-    /// Not reachable, or no answer within the deadline: try again later.
-    Unavailable(String),
-    /// The plugin answered with an error.
-    Rejected(String),
-}
-
-impl CallFailure {
-    fn from_status(address: &str, s: &Status) -> CallFailure {
-        let text = format!("{:?}: {}", s.code(), s.message());
-        match s.code() {
-            Code::Unavailable | Code::DeadlineExceeded | Code::Cancelled => {
-                CallFailure::Unavailable(format!("{address}: {text}"))
-            }
-            // What a listener that is not a gRPC server (an HTTP/1 server, say) makes of a call.
-            Code::Internal | Code::Unknown if s.message().contains("h2 protocol error") => {
-                CallFailure::Rejected(format!(
-                    "{address} does not answer as a gRPC server ({text})"
-                ))
-            }
-            _ => CallFailure::Rejected(format!("it answered with an error: {text}")),
+/// What a failed call means for the caller: a plugin that cannot be reached or does not answer
+/// in time is worth waiting for; an answer that is an error is a refusal.
+fn call_failure(address: &str, s: &Status) -> SourceError {
+    let text = format!("{:?}: {}", s.code(), s.message());
+    match s.code() {
+        Code::Unavailable | Code::DeadlineExceeded | Code::Cancelled => {
+            SourceError::Unavailable(format!("{address}: {text}"))
         }
+        // What a listener that is not a gRPC server (an HTTP/1 server, say) makes of a call.
+        Code::Internal | Code::Unknown if s.message().contains("h2 protocol error") => {
+            SourceError::Rejected(format!(
+                "{address} does not answer as a gRPC server ({text})"
+            ))
+        }
+        _ => SourceError::Rejected(format!("it answered with an error: {text}")),
     }
 }
 
@@ -101,11 +92,11 @@ impl PluginClient {
         &self.address
     }
 
-    /// `ValidateAlgorithmSettings`; `UNIMPLEMENTED` counts as valid, as in Katib.
-    pub async fn validate(
-        &self,
-        request: ValidateAlgorithmSettingsRequest,
-    ) -> Result<(), CallFailure> {
+    /// `ValidateAlgorithmSettings` for `exp`; `UNIMPLEMENTED` counts as valid, as in Katib.
+    pub async fn validate(&self, exp: &ResolvedExperiment) -> Result<(), SourceError> {
+        let request = ValidateAlgorithmSettingsRequest {
+            experiment: Some(wire_experiment(exp, None)),
+        };
         match self
             .client
             .clone()
@@ -114,20 +105,19 @@ impl PluginClient {
         {
             Ok(_) => Ok(()),
             Err(s) if s.code() == Code::Unimplemented => Ok(()),
-            Err(s) => Err(CallFailure::from_status(&self.address, &s)),
+            Err(s) => Err(call_failure(&self.address, &s)),
         }
     }
 
-    pub async fn get_suggestions(
-        &self,
-        request: GetSuggestionsRequest,
-    ) -> Result<GetSuggestionsReply, CallFailure> {
-        self.client
+    /// `GetSuggestions` for `request`, its reply read as Katib's controller reads it.
+    pub async fn suggest(&self, request: &ExternalRequest<'_>) -> Result<Suggestions, SourceError> {
+        let reply = self
+            .client
             .clone()
-            .get_suggestions(request)
+            .get_suggestions(request_to_wire(request))
             .await
-            .map(tonic::Response::into_inner)
-            .map_err(|s| CallFailure::from_status(&self.address, &s))
+            .map_err(|s| call_failure(&self.address, &s))?;
+        read_reply(request, reply.into_inner())
     }
 }
 

@@ -159,7 +159,13 @@ enum Command {
         create_db: bool,
     },
     /// Run the Kubernetes operator: Experiment and Trial controllers with leader election.
-    Operator(commands::operator::OperatorArgs),
+    Operator {
+        #[command(flatten)]
+        args: commands::operator::OperatorArgs,
+        /// Suggestion services (Katib's suggestion images) for the algorithms they serve.
+        #[command(flatten)]
+        plugins: PluginArgs,
+    },
     /// Metrics-collector sidecar: follow a trial's metrics file or event directory and report
     /// what it reads to the DBManager (the operator injects it for File and TensorFlowEvent).
     Collect(commands::collect::CollectArgs),
@@ -345,7 +351,9 @@ async fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
         Command::Serve { listen, create_db } => {
             commands::serve::serve(&cli.db, &listen, create_db).await
         }
-        Command::Operator(args) => commands::operator::operator(&cli.db, args).await,
+        Command::Operator { args, plugins } => {
+            commands::operator::operator(&cli.db, args, &plugins.load()?).await
+        }
         Command::Collect(args) => commands::collect::collect(args).await,
         Command::Validate { file, plugins } => {
             commands::validate::validate(&cli.db, &file, &plugins.load()?).await

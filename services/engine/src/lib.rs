@@ -10,6 +10,7 @@ pub mod reason;
 pub mod resolved;
 pub mod resume;
 pub mod settings;
+pub mod source;
 pub mod suggest;
 pub mod verdict;
 
@@ -27,6 +28,7 @@ pub use resume::ResumePolicy;
 pub use settings::{
     AlgorithmSource, BuiltEarlyStopping, algorithm_refusals, build_early_stopping, check_settings,
 };
+pub use source::{ExternalRequest, SourceError, TimedTrial};
 pub use suggest::{SuggestInput, build_suggester, search_ended, suggest};
 pub use verdict::{
     Finished, How, Place, TrialEnd, Verdict, ZERO_TIME_US, judge, metrics_unavailable,

@@ -7,6 +7,7 @@ use crate::jobs::TrialKind;
 use crate::logs::Followers;
 use crate::metrics::Metrics;
 use crate::shared::Shared;
+use crate::suggestion_services::{Checked, SuggestionServices};
 use kube::Client;
 use kube::runtime::events::{Recorder, Reporter};
 use std::collections::HashMap;
@@ -27,6 +28,13 @@ pub struct Context {
     pub shared: Arc<Shared>,
     /// Builds the early-stopping rule named in an experiment; `None` leaves early stopping off.
     pub early_stopping: Option<EarlyStopperFactory>,
+    /// Suggestion services (Katib's suggestion images) serving algorithms by name; `None`:
+    /// every experiment runs a built-in algorithm.
+    pub suggestion_services: Option<Arc<dyn SuggestionServices>>,
+    /// The algorithm specs the services accepted, per experiment.
+    pub checked: Checked,
+    /// Waits before asking again a service that gave no answer, per experiment.
+    pub service_backoff: Backoff,
     /// The store leases of the experiments this operator drives.
     pub leases: ExperimentLeases,
     /// Trials created and not yet in the cache, per experiment.
@@ -177,6 +185,9 @@ impl Context {
             backoff: Backoff::default(),
             shared: Arc::new(Shared::default()),
             early_stopping: None,
+            suggestion_services: None,
+            checked: Checked::default(),
+            service_backoff: Backoff::default(),
             leases,
             expectations: Default::default(),
             announced: Announced::default(),
@@ -188,6 +199,12 @@ impl Context {
     /// Uses `factory` for experiments that name an early-stopping rule.
     pub fn with_early_stopping(mut self, factory: EarlyStopperFactory) -> Self {
         self.early_stopping = Some(factory);
+        self
+    }
+
+    /// Asks `services` for the proposals of the algorithms they serve.
+    pub fn with_suggestion_services(mut self, services: Arc<dyn SuggestionServices>) -> Self {
+        self.suggestion_services = Some(services);
         self
     }
 
@@ -213,6 +230,7 @@ impl std::fmt::Debug for Context {
         f.debug_struct("Context")
             .field("config", &self.config)
             .field("early_stopping", &self.early_stopping.is_some())
+            .field("suggestion_services", &self.suggestion_services)
             .finish_non_exhaustive()
     }
 }

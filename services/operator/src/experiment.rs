@@ -22,8 +22,12 @@ use crate::context::Context;
 use crate::early_stop::Stopping;
 use crate::error::{OperatorError, Result};
 use crate::events::publish;
-use crate::experiment_check::{Resolved, checked_experiment, experiment_seed, stopping};
-use crate::experiment_trials::{Listed, list_trials, list_trials_as_created, outcomes, records};
+use crate::experiment_check::{
+    Resolved, check_with_service, checked_experiment, experiment_seed, serving, stopping,
+};
+use crate::experiment_trials::{
+    Listed, list_trials, list_trials_as_created, outcomes, records, timed,
+};
 use crate::names::ALGORITHM_STATE_ANNOTATION;
 use crate::objects::{
     experiment_resource, is_conflict, namespaced, now_rfc3339, now_us, patch_status,
@@ -41,7 +45,7 @@ use vernier_engine::reason::{
     EXPERIMENT_CREATED, EXPERIMENT_CREATED_MESSAGE, EXPERIMENT_INVALID, EXPERIMENT_RESTARTING,
     EXPERIMENT_RESTARTING_MESSAGE, EXPERIMENT_RUNNING, EXPERIMENT_RUNNING_MESSAGE,
 };
-use vernier_engine::{SuggestInput, resume, search_ended};
+use vernier_engine::{ExternalRequest, SourceError, SuggestInput, resume, search_ended};
 use vernier_spec::conditions::{set_condition, set_terminal};
 use vernier_spec::plan::{Completion, Limits, Plan, plan};
 use vernier_spec::status::{ExperimentStatus, OptimalTrial};
@@ -73,6 +77,9 @@ const CONFLICT_RETRY: Duration = Duration::from_millis(100);
 
 /// A running experiment is reconciled at least this often (trial changes wake it sooner).
 const RESYNC: Duration = Duration::from_secs(300);
+
+/// What was asked for, or how soon to ask a suggestion service again that gave no answer.
+type Answer<T> = std::result::Result<T, Duration>;
 
 /// Katib's condition reason for an experiment that fails validation.
 pub const INVALID_REASON: &str = EXPERIMENT_INVALID;
@@ -165,16 +172,21 @@ async fn reconcile_experiment(obj: &DynamicObject, ctx: &Context) -> Result<Acti
     }
     stop_trials(ctx, &stopping, &exp, &run.ns, &listed).await?;
     let mut p = plan(&exp.objective, exp.limits, &outcomes(&listed), false);
+    let mut retry = None;
     if p.completion.is_none() && p.request > 0 {
         let active = p.counts.active() as usize;
-        let exhausted = run
+        match run
             .create_requested(&exp, &stopping, &mut listed, (p.request, active))
-            .await?;
-        p = plan(&exp.objective, exp.limits, &outcomes(&listed), exhausted);
+            .await?
+        {
+            Ok(exhausted) => p = plan(&exp.objective, exp.limits, &outcomes(&listed), exhausted),
+            Err(wait) => retry = Some(wait),
+        }
     }
     let running = listed.iter().any(|l| l.state == TrialState::Running);
     let watching = !matches!(stopping, Stopping::Off) && running;
     let again = look_again(watching, ctx.config.observation_interval);
+    let again = retry.map_or(again, |wait| wait.min(again));
     run.finish(&listed, &p, again).await
 }
 
@@ -200,10 +212,14 @@ async fn resolve(
     ctx: &Context,
 ) -> Result<std::result::Result<Resolved, String>> {
     use crate::template_source::{Resolved as Source, resolve};
-    Ok(match resolve(&ctx.client, spec).await? {
+    let exp = match resolve(&ctx.client, spec).await? {
         Source::Spec(spec) => checked_experiment(obj, spec, ctx),
         Source::Invalid(message) => Err(message),
-    })
+    };
+    let Ok(exp) = exp else {
+        return Ok(exp);
+    };
+    Ok(check_with_service(ctx, &key(obj), &exp).await.map(|()| exp))
 }
 
 /// A terminal condition of the experiment: its type and reason.
@@ -434,8 +450,6 @@ impl<'a> Run<'a> {
         })
     }
 
-    /// The proposals for `count` more trials, from the trials so far: enqueued configurations
-    /// first, then the algorithm's.
     /// The spec to run: the stored one, or where an edit is refused the one last accepted
     /// (`kept`), and where a count edit is refused the counts last accepted (`kept_counts`);
     /// each refusal is announced.
@@ -465,16 +479,20 @@ impl<'a> Run<'a> {
     }
 
     /// Asks the algorithm for `request` trials, with `active` trials pending or running, and
-    /// creates them, adding them to `listed`; whether the search has ended.
+    /// creates them, adding them to `listed`; whether the search has ended, or how soon to
+    /// ask again a suggestion service that gave no answer (told with a Warning event).
     async fn create_requested(
         &self,
         exp: &Resolved,
         stopping: &Stopping,
         listed: &mut Vec<Listed>,
         (request, active): (u32, usize),
-    ) -> Result<bool> {
+    ) -> Result<Answer<bool>> {
         let ctx = self.ctx;
-        let suggested = self.suggest(exp, listed, request)?;
+        let suggested = match self.suggest(exp, listed, request).await? {
+            Ok(suggested) => suggested,
+            Err(retry) => return Ok(Err(retry)),
+        };
         let exhausted = search_ended(&suggested, active);
         self.save_algorithm_state(suggested.state).await?;
         let batch = Batch {
@@ -490,10 +508,17 @@ impl<'a> Run<'a> {
         let fresh = listed[known..].iter().map(|l| l.name().to_string());
         ctx.expectations.created(&self.key(), fresh);
         created?;
-        Ok(exhausted)
+        Ok(Ok(exhausted))
     }
 
-    fn suggest(&self, exp: &Resolved, listed: &[Listed], count: u32) -> Result<Suggestions> {
+    /// The proposals for `count` more trials, from the trials so far: enqueued configurations
+    /// first, then the algorithm's, or the suggestion service's.
+    async fn suggest(
+        &self,
+        exp: &Resolved,
+        listed: &[Listed],
+        count: u32,
+    ) -> Result<Answer<Suggestions>> {
         let algorithm_error =
             |e: vernier_engine::EngineError| OperatorError::Algorithm(e.to_string());
         let records = records(&exp.space, listed);
@@ -505,7 +530,18 @@ impl<'a> Run<'a> {
         let seed = experiment_seed(self.obj, exp);
         let queued = vernier_engine::enqueue::enqueued(exp, &records, count as usize, state, seed);
         if let Some(queued) = queued.map_err(algorithm_error)? {
-            return Ok(queued);
+            return Ok(Ok(queued));
+        }
+        if let Some((services, source)) = serving(self.ctx, &exp.algorithm) {
+            let request = ExternalRequest {
+                experiment: exp,
+                trials: timed(&records, listed),
+                count: count as usize,
+                total: listed.len() + count as usize,
+                state,
+            };
+            let answer = services.suggest(request).await;
+            return Ok(self.service_answered(&source, answer).await);
         }
         let suggester = vernier_engine::build_suggester(exp, seed).map_err(algorithm_error)?;
         let input = SuggestInput {
@@ -514,7 +550,38 @@ impl<'a> Run<'a> {
             count: count as usize,
             state,
         };
-        vernier_engine::suggest(suggester.as_ref(), exp, seed, input).map_err(algorithm_error)
+        let suggested = vernier_engine::suggest(suggester.as_ref(), exp, seed, input);
+        suggested.map(Ok).map_err(algorithm_error)
+    }
+
+    /// The service's proposals; a failed call is told with a Warning event, once while it
+    /// fails the same way, and the experiment asks again after a growing wait (Katib's
+    /// controller requeues the Suggestion; neither a refusal nor an outage ends the search).
+    async fn service_answered(
+        &self,
+        source: &str,
+        answer: std::result::Result<Suggestions, SourceError>,
+    ) -> Answer<Suggestions> {
+        let (how, message) = match answer {
+            Ok(suggestions) => {
+                self.ctx.service_backoff.reset(&self.key());
+                self.announce("suggestion", "SuggestionFailed", None).await;
+                return Ok(suggestions);
+            }
+            Err(SourceError::Unavailable(m)) => ("is unavailable", m),
+            Err(SourceError::Rejected(m)) => ("refused the request", m),
+        };
+        let wait = self.ctx.service_backoff.next(&self.key());
+        let note = format!(
+            "{source} {how} ({message}); no trial is created until it answers, asked again in \
+             {:.1} s; hint: check the service's log, and the address the operator was given \
+             (--suggestion-plugin, --suggestion-config)",
+            wait.as_secs_f64()
+        );
+        let about = format!("{source} {how}");
+        self.announce_as("suggestion", "SuggestionFailed", Some((note, about)))
+            .await;
+        Err(wait)
     }
 
     /// Keeps what later edits are checked against, of `spec`, valid and about to run: the

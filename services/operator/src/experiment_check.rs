@@ -6,12 +6,13 @@
 
 use crate::context::Context;
 use crate::early_stop::Stopping;
+use crate::suggestion_services::SuggestionServices;
 use kube::ResourceExt;
 use kube::api::DynamicObject;
 use serde_json::{Value, json};
-use vernier_engine::{AlgorithmSource, Collector, ResolvedExperiment, identity_seed};
+use vernier_engine::{AlgorithmSource, Collector, ResolvedExperiment, SourceError, identity_seed};
 use vernier_spec::types::API_VERSION;
-use vernier_spec::{Experiment, parse_experiment_value};
+use vernier_spec::{Experiment, parse_experiment_value_served};
 
 /// The resolved experiment.
 pub type Resolved = ResolvedExperiment;
@@ -36,12 +37,16 @@ pub fn checked_experiment(
         },
         "spec": spec,
     });
-    let spec: Experiment = parse_experiment_value(&doc).map_err(|e| e.to_string())?;
+    let served = served(ctx);
+    let served: Vec<&str> = served.iter().map(String::as_str).collect();
+    let spec: Experiment =
+        parse_experiment_value_served(&doc, &served).map_err(|e| e.to_string())?;
     check_kind(&spec, ctx)?;
     operator_refusal(&spec)?;
     let exp = ResolvedExperiment::new(spec).map_err(|e| e.to_string())?;
     // The operator has no terminal to say notes on; Katib runs such settings as they are.
-    vernier_engine::check_settings(&exp, AlgorithmSource::BuiltIn).map_err(|e| e.to_string())?;
+    let source = algorithm_source(ctx, &exp.algorithm);
+    vernier_engine::check_settings(&exp, source).map_err(|e| e.to_string())?;
     stopping(&exp, ctx).map_err(|e| format!("spec.earlyStopping: {e}"))?;
     Ok(exp)
 }
@@ -147,6 +152,63 @@ pub fn experiment_seed(obj: &DynamicObject, exp: &Resolved) -> u64 {
         .unwrap_or_else(|| identity_seed(&obj.uid().unwrap_or_else(|| obj.name_any())))
 }
 
+/// The operator's suggestion services and a description of the one serving `algorithm`, when
+/// one does.
+pub fn serving<'a>(
+    ctx: &'a Context,
+    algorithm: &str,
+) -> Option<(&'a dyn SuggestionServices, String)> {
+    let services = ctx.suggestion_services.as_deref()?;
+    Some((services, services.describe(algorithm)?))
+}
+
+/// The algorithm names the operator's services serve, which an experiment may name though
+/// Vernier has no such algorithm.
+fn served(ctx: &Context) -> Vec<String> {
+    ctx.suggestion_services
+        .as_ref()
+        .map(|s| s.algorithms())
+        .unwrap_or_default()
+}
+
+/// Whether a service checks the settings of `algorithm`, or the built-in algorithm does.
+fn algorithm_source(ctx: &Context, algorithm: &str) -> AlgorithmSource {
+    match serving(ctx, algorithm) {
+        Some(_) => AlgorithmSource::External,
+        None => AlgorithmSource::BuiltIn,
+    }
+}
+
+/// Has the service serving the experiment's algorithm check its settings, once per
+/// experiment (`key`) and algorithm spec: a refusal is the message the experiment is refused
+/// with; a service not reachable yet is asked again at the next reconcile (its first request
+/// for proposals may refuse them).
+pub async fn check_with_service(ctx: &Context, key: &str, exp: &Resolved) -> Result<(), String> {
+    let Some((services, source)) = serving(ctx, &exp.algorithm) else {
+        return Ok(());
+    };
+    let algorithm = serde_json::to_string(&exp.spec.spec.algorithm).unwrap_or_default();
+    if ctx.checked.holds(key, &algorithm) {
+        return Ok(());
+    }
+    match services.validate(exp).await {
+        Ok(()) => {
+            ctx.checked.accept(key, algorithm);
+            Ok(())
+        }
+        Err(SourceError::Rejected(m)) => Err(format!(
+            "spec.algorithm: checking the settings with {source} failed: {m}"
+        )),
+        Err(SourceError::Unavailable(m)) => {
+            tracing::warn!(
+                "experiment {key}: {source} is not reachable yet ({m}); its settings are \
+                 checked when it answers"
+            );
+            Ok(())
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -171,7 +233,7 @@ mod tests {
                 }
             }
         });
-        parse_experiment_value(&doc).expect("experiment")
+        vernier_spec::parse_experiment_value(&doc).expect("experiment")
     }
 
     #[test]

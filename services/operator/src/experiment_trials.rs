@@ -5,15 +5,16 @@
 
 use crate::context::Context;
 use crate::names::SEQ_ANNOTATION;
-use crate::objects::{namespaced, owned_by, owned_trials, trial_resource};
+use crate::objects::{namespaced, owned_by, owned_trials, rfc3339_us, trial_resource};
 use crate::trial_spec::objective_of;
 use crate::trial_state::{metric_is_text, metric_value, state_of, trial_status};
 use kube::ResourceExt;
 use kube::api::DynamicObject;
 use serde::Deserialize;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use vernier_core::{Objective, SearchSpace, TrialRecord, TrialState};
+use vernier_engine::TimedTrial;
 use vernier_spec::plan::TrialOutcome;
 use vernier_spec::status::TrialStatus;
 use vernier_spec::trial::{EXPERIMENT_LABEL, TrialSpec};
@@ -198,6 +199,25 @@ pub fn records(space: &SearchSpace, listed: &[Listed]) -> Vec<TrialRecord> {
                 labels: l.obj.labels().clone(),
                 metrics: l.metrics.clone(),
             })
+        })
+        .collect()
+}
+
+/// The records as a suggestion service is told of them, each with its Trial's start and
+/// completion times.
+pub fn timed<'a>(records: &'a [TrialRecord], listed: &[Listed]) -> Vec<TimedTrial<'a>> {
+    let by_name: HashMap<String, &TrialStatus> =
+        listed.iter().map(|l| (l.name(), &l.status)).collect();
+    let time = |t: Option<&String>| t.and_then(|t| rfc3339_us(t));
+    records
+        .iter()
+        .map(|record| {
+            let status = by_name.get(&record.name);
+            TimedTrial {
+                record,
+                started_us: time(status.and_then(|s| s.start_time.as_ref())),
+                completed_us: time(status.and_then(|s| s.completion_time.as_ref())),
+            }
         })
         .collect()
 }

@@ -26,6 +26,13 @@ pub fn now_us() -> i64 {
     chrono::Utc::now().timestamp_micros()
 }
 
+/// A time as Katib writes it (RFC 3339), in microseconds since the epoch.
+pub fn rfc3339_us(text: &str) -> Option<i64> {
+    chrono::DateTime::parse_from_rfc3339(text)
+        .ok()
+        .map(|t| t.timestamp_micros())
+}
+
 /// An API for `resource` in the object's namespace.
 pub fn namespaced(
     client: &Client,

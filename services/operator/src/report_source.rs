@@ -4,6 +4,7 @@
 
 use crate::error::OperatorError;
 use crate::names::SEQ_ANNOTATION;
+use crate::objects::rfc3339_us;
 use crate::objects::{experiment_resource, owned_trials, trial_resource};
 use crate::trial_state::{metric_number, state_of, trial_status};
 use kube::api::{Api, DynamicObject};
@@ -59,7 +60,12 @@ pub async fn load_report(
         },
         "spec": spec,
     });
-    let spec = vernier_spec::parse_experiment_value(&doc).map_err(|e| {
+    // An algorithm only a suggestion service serves is reported as any other.
+    let own = doc
+        .pointer("/spec/algorithm/algorithmName")
+        .and_then(Value::as_str);
+    let served: Vec<&str> = own.into_iter().collect();
+    let spec = vernier_spec::parse_experiment_value_served(&doc, &served).map_err(|e| {
         OperatorError::Malformed {
             object: object.clone(),
             message: format!("{e}; hint: the operator marks such an experiment Failed, see kubectl describe experiment {name}"),
@@ -138,8 +144,8 @@ fn experiment_status_row(status: &ExperimentStatus) -> ExperimentStatusRow {
         phase: phase.to_string(),
         reason: current.map(|c| c.reason.clone()).unwrap_or_default(),
         message: current.map(|c| c.message.clone()).unwrap_or_default(),
-        started_us: status.start_time.as_deref().and_then(parse_time),
-        completed_us: status.completion_time.as_deref().and_then(parse_time),
+        started_us: status.start_time.as_deref().and_then(rfc3339_us),
+        completed_us: status.completion_time.as_deref().and_then(rfc3339_us),
         algorithm_state: None,
         conditions_json: serde_json::to_string(&status.conditions).unwrap_or_default(),
     }
@@ -174,8 +180,8 @@ fn trial_row(experiment: &str, t: &DynamicObject) -> (TrialRow, Vec<MetricSummar
         reason: last.map(|c| c.reason.clone()).unwrap_or_default(),
         message: last.map(|c| c.message.clone()).unwrap_or_default(),
         created_us: t.creation_timestamp().map_or(0, |c| c.0.as_microsecond()),
-        started_us: status.start_time.as_deref().and_then(parse_time),
-        completed_us: status.completion_time.as_deref().and_then(parse_time),
+        started_us: status.start_time.as_deref().and_then(rfc3339_us),
+        completed_us: status.completion_time.as_deref().and_then(rfc3339_us),
         attempt: 0,
         early_stopping_rules: (!spec.early_stopping_rules.is_empty())
             .then(|| serde_json::to_string(&spec.early_stopping_rules).ok())
@@ -221,12 +227,6 @@ fn error_chain(e: &dyn std::error::Error) -> String {
         cause = c.source();
     }
     out
-}
-
-fn parse_time(s: &str) -> Option<i64> {
-    chrono::DateTime::parse_from_rfc3339(s)
-        .ok()
-        .map(|t| t.timestamp_micros())
 }
 
 #[cfg(test)]

@@ -21,6 +21,7 @@ use vernier_kube_double::KubeDouble;
 use vernier_kube_double::training::{Outcome, SimulatedTrainingOperator, SimulationOptions};
 use vernier_operator::metrics::Metrics;
 use vernier_operator::objects::{experiment_resource, trial_resource};
+use vernier_operator::suggestion_services::SuggestionServices;
 use vernier_operator::{Context, EarlyStopperFactory, LeaseConfig, OperatorConfig};
 use vernier_store::SqlStore;
 
@@ -101,6 +102,13 @@ impl Env {
         self.spawn_operator(identity, early_stopping, DEFAULT_LEASE, &[], OBSERVATION)
     }
 
+    /// An operator that asks `services` for the algorithms they serve
+    /// (`--suggestion-plugin`).
+    fn operator_served(&self, identity: &str, services: Arc<dyn SuggestionServices>) -> Operator {
+        let ctx = self.context(identity, None, &[], OBSERVATION);
+        self.spawn(ctx.with_suggestion_services(services), DEFAULT_LEASE)
+    }
+
     /// An operator with early stopping whose experiments look at running trials only every
     /// `interval` (`--observation-interval`), so a short trial ends between two looks.
     fn operator_observing(
@@ -130,6 +138,17 @@ impl Env {
         extra_kinds: &[&str],
         observation_interval: Duration,
     ) -> Operator {
+        let ctx = self.context(identity, early_stopping, extra_kinds, observation_interval);
+        self.spawn(ctx, timing)
+    }
+
+    fn context(
+        &self,
+        identity: &str,
+        early_stopping: Option<EarlyStopperFactory>,
+        extra_kinds: &[&str],
+        observation_interval: Duration,
+    ) -> Context {
         let metrics = Arc::new(Metrics::new());
         let mut config = OperatorConfig {
             concurrency: 4,
@@ -149,11 +168,17 @@ impl Env {
         if let Some(factory) = early_stopping {
             ctx = ctx.with_early_stopping(factory);
         }
+        ctx
+    }
+
+    fn spawn(&self, ctx: Context, timing: LeaseTiming) -> Operator {
+        let identity = ctx.config.identity.clone();
+        let metrics = ctx.metrics.clone();
         let ctx = Arc::new(ctx);
         let lease = LeaseConfig {
             name: "vernier-operator".into(),
             namespace: "default".into(),
-            identity: identity.into(),
+            identity: identity.clone(),
             lease_duration: timing.duration,
             renew_every: timing.renew_every,
         };
@@ -166,7 +191,7 @@ impl Env {
             },
         ));
         Operator {
-            identity: identity.to_string(),
+            identity,
             stop: Some(stop),
             task: Some(task),
             metrics,
@@ -3061,5 +3086,160 @@ async fn trial_kinds_take_their_plural_from_discovery() {
     api.list(&ListParams::default())
         .await
         .expect("analyses listed");
+    env.shutdown().await;
+}
+
+/// A suggestion service serving `ladder`, an algorithm Vernier does not have: it proposes
+/// values on a ladder counted from the trials it is sent, refuses a setting named `bogus`, and
+/// is unavailable while `down`. It keeps what each request held.
+#[derive(Debug, Default)]
+struct Ladder {
+    down: std::sync::atomic::AtomicBool,
+    /// (trials sent, of them with a completion time, current, total) per request.
+    requests: std::sync::Mutex<Vec<(usize, usize, usize, usize)>>,
+}
+
+#[async_trait::async_trait]
+impl SuggestionServices for Ladder {
+    fn algorithms(&self) -> Vec<String> {
+        vec!["ladder".into()]
+    }
+
+    fn describe(&self, algorithm: &str) -> Option<String> {
+        (algorithm == "ladder").then(|| "suggestion plugin ladder at test".into())
+    }
+
+    async fn validate(
+        &self,
+        exp: &vernier_engine::ResolvedExperiment,
+    ) -> Result<(), vernier_engine::SourceError> {
+        match exp.settings.iter().find(|(name, _)| name == "bogus") {
+            Some(_) => Err(vernier_engine::SourceError::Rejected(
+                "InvalidArgument: unknown setting bogus".into(),
+            )),
+            None => Ok(()),
+        }
+    }
+
+    async fn suggest(
+        &self,
+        request: vernier_engine::ExternalRequest<'_>,
+    ) -> Result<vernier_core::Suggestions, vernier_engine::SourceError> {
+        if self.down.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(vernier_engine::SourceError::Unavailable(
+                "test: connection refused".into(),
+            ));
+        }
+        let ended = request.trials.iter().filter(|t| t.completed_us.is_some());
+        let seen = (request.trials.len(), ended.count());
+        let done = request.trials.len();
+        self.requests.lock().expect("not poisoned").push((
+            seen.0,
+            seen.1,
+            request.count,
+            request.total,
+        ));
+        let space = &request.experiment.space;
+        let proposals = (done..done + request.count)
+            .map(|n| {
+                let lr = format!("{:.3}", 0.011 + 0.001 * n as f64);
+                let pairs = [("lr".to_string(), lr), ("batch_size".into(), "100".into())];
+                let assignment = space.parse_assignment(&pairs).expect("in the space");
+                vernier_core::Proposal::new(assignment)
+            })
+            .collect();
+        Ok(vernier_core::Suggestions {
+            proposals,
+            state: None,
+            exhausted: false,
+        })
+    }
+}
+
+fn lr_of(trial: &DynamicObject) -> String {
+    let assignments = trial.data["spec"]["parameterAssignments"].as_array();
+    let lr = assignments
+        .into_iter()
+        .flatten()
+        .find(|a| a["name"] == "lr")
+        .expect("lr assigned");
+    lr["value"].as_str().expect("text").to_string()
+}
+
+/// Katib's suggestion images plug into the operator: an experiment naming an algorithm only a
+/// service serves is accepted, its settings are checked by the service (a refusal fails the
+/// experiment naming it), and its trials are the service's proposals, asked for with Katib's
+/// controller semantics.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_suggestion_service_serves_an_algorithm_vernier_does_not_have() {
+    let env = Env::start(SimulationOptions::default()).await;
+    let ladder = Arc::new(Ladder::default());
+    let op = env.operator_served("replica-a", ladder.clone());
+    let served = experiment_yaml("served", "Job", 2, 4, "")
+        .replace("algorithmName: random", "algorithmName: ladder");
+    env.create(&served).await;
+    let refused = experiment_yaml("refused", "Job", 1, 2, "").replace(
+        "    algorithmName: random\n",
+        "    algorithmName: ladder\n    algorithmSettings:\n      - name: bogus\n        value: \"1\"\n",
+    );
+    env.create(&refused).await;
+    let exp = finished(&env, "served").await;
+    assert!(condition_is(&exp, "Succeeded", "True").is_some(), "{exp:#}");
+    let mut lrs: Vec<String> = env.trials_of("served").await.iter().map(lr_of).collect();
+    lrs.sort();
+    assert_eq!(lrs, ["0.011", "0.012", "0.013", "0.014"]);
+    let requests = ladder.requests.lock().expect("not poisoned").clone();
+    // Katib's semantics: the first request has no trials and asks for the parallel count;
+    // later ones send every trial, the ended ones with their completion times.
+    assert_eq!(requests[0], (0, 0, 2, 2), "{requests:?}");
+    assert!(
+        requests[1..]
+            .iter()
+            .all(|&(sent, ended, current, total)| sent >= 2
+                && ended >= 1
+                && total == sent + current),
+        "{requests:?}"
+    );
+    let exp = finished(&env, "refused").await;
+    let failed = condition(&exp, "Failed").unwrap_or_else(|| panic!("{exp:#}"));
+    assert_eq!(
+        failed["message"],
+        "spec.algorithm: checking the settings with suggestion plugin ladder at test failed: \
+         InvalidArgument: unknown setting bogus"
+    );
+    assert!(env.trials_of("refused").await.is_empty());
+    op.stop().await;
+    env.shutdown().await;
+}
+
+/// A service that does not answer holds the experiment without ending it: a Warning event says
+/// so once, no trial is created, and the experiment runs once the service answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unavailable_suggestion_service_is_told_and_asked_again() {
+    let env = Env::start(SimulationOptions::default()).await;
+    let ladder = Arc::new(Ladder::default());
+    ladder.down.store(true, std::sync::atomic::Ordering::SeqCst);
+    let op = env.operator_served("replica-a", ladder.clone());
+    let yaml = experiment_yaml("waits", "Job", 1, 2, "")
+        .replace("algorithmName: random", "algorithmName: ladder");
+    env.create(&yaml).await;
+    let event = env.event("waits", "SuggestionFailed").await;
+    let note = event.data["note"].as_str().unwrap_or_default();
+    assert!(
+        note.starts_with(
+            "suggestion plugin ladder at test is unavailable (test: connection refused); no trial is created until it answers"
+        ) && note.contains("hint: check the service's log"),
+        "{note}"
+    );
+    assert!(env.trials_of("waits").await.is_empty());
+    let exp = experiment_json(&env, "waits").await;
+    assert!(condition(&exp, "Failed").is_none(), "{exp:#}");
+    ladder
+        .down
+        .store(false, std::sync::atomic::Ordering::SeqCst);
+    let exp = finished(&env, "waits").await;
+    assert!(condition_is(&exp, "Succeeded", "True").is_some(), "{exp:#}");
+    assert_eq!(env.times_published("waits", "SuggestionFailed").await, 1);
+    op.stop().await;
     env.shutdown().await;
 }

@@ -13,6 +13,9 @@ use vernier_core::{Suggestions, TrialRecord};
 use vernier_store::SqlStore;
 
 pub use crate::child::PUSH_ADDRESS_ENV;
+/// Why a source gave no proposals: the driver waits and retries, or stops with
+/// [`RunnerError::SuggestionSource`].
+pub use vernier_engine::SourceError;
 
 /// Optional parts of a local run.
 #[derive(Debug, Clone, Default)]
@@ -41,16 +44,6 @@ pub struct SourceRequest<'a> {
     pub total: usize,
     /// State the source returned last time, if any.
     pub state: Option<&'a str>,
-}
-
-/// Why a source gave no proposals: an outcome the driver acts on (wait, or stop with
-/// [`RunnerError::SuggestionSource`]), not an error of this crate, which has one.
-#[derive(Debug, Clone, PartialEq)]
-pub enum SourceError {
-    /// Down, unreachable or too slow: worth waiting for.
-    Unavailable(String),
-    /// It answered, and the answer is an error (bad settings, bad request, bad reply).
-    Rejected(String),
 }
 
 /// A source of proposals other than the built-in algorithms.

@@ -29,7 +29,7 @@ pub use error::{SpecError, SpecErrors};
 pub use kubectl_yaml11::{Yaml11Readings, kubectl_yaml11};
 pub use parse::{
     parse_experiment, parse_experiment_file, parse_experiment_file_served, parse_experiment_served,
-    parse_experiment_value, parse_stored_experiment,
+    parse_experiment_value, parse_experiment_value_served, parse_stored_experiment,
 };
 pub use template::{ContainerSpec, container_from, primary_container, render_trial_spec};
 #[cfg(feature = "crd")]

@@ -21,7 +21,7 @@ pub fn parse_experiment(text: &str) -> Result<Experiment, SpecErrors> {
 /// suggestion service serves (as Katib accepts any name its katib-config lists).
 pub fn parse_experiment_served(text: &str, served: &[&str]) -> Result<Experiment, SpecErrors> {
     if let Some(merged) = with_merge_keys_applied(text)? {
-        return parse_value_served(&merged, served);
+        return parse_experiment_value_served(&merged, served);
     }
     let mut errors = SpecErrors::default();
     let (parsed, unknown) = deserialize(text)?;
@@ -62,10 +62,12 @@ pub fn parse_stored_experiment(json: &str) -> Result<Experiment, SpecErrors> {
 /// A type error's position ("at line 1 column 292") is dropped: it points into text the user
 /// never wrote; the field path names the place.
 pub fn parse_experiment_value(value: &serde_json::Value) -> Result<Experiment, SpecErrors> {
-    parse_value_served(value, &[])
+    parse_experiment_value_served(value, &[])
 }
 
-fn parse_value_served(
+/// [`parse_experiment_value`] accepting also the algorithm names in `served`, as
+/// [`parse_experiment_served`] does.
+pub fn parse_experiment_value_served(
     value: &serde_json::Value,
     served: &[&str],
 ) -> Result<Experiment, SpecErrors> {

@@ -3,6 +3,8 @@ kubeflow-katib SDK's KatibClient, against a Kubernetes API server (the test doub
 
   katib_client_operator.py crds KUBE_URL CRD_DIR   installs the Experiment and Trial CRDs
   katib_client_operator.py tune KUBE_URL GRPC_ADDR  tunes a function and checks every answer
+  katib_client_operator.py plugin KUBE_URL          tunes with algorithm my-ladder, which only
+                                                    a suggestion plugin (suggestion_plugin.py) serves
 
 Prints one line per check and exits non-zero on the first that fails; exits 3 when the SDK
 cannot be imported."""
@@ -71,12 +73,12 @@ def check(what, ok, detail=""):
     print(f"ok: {what}")
 
 
-def tune_and_wait(kc, name, function, trials, **extra):
-    """Tunes `function` over lr in [0.01, 0.05], `result` maximised, and waits for the end."""
+def tune_and_wait(kc, name, function, trials, lr_max=0.05, **extra):
+    """Tunes `function` over lr in [0.01, lr_max], `result` maximised, and waits for the end."""
     kc.tune(
         name=name,
         objective=function,
-        parameters={"lr": katib.search.double(min=0.01, max=0.05)},
+        parameters={"lr": katib.search.double(min=0.01, max=lr_max)},
         objective_metric_name="result",
         max_trial_count=trials,
         parallel_trial_count=2,
@@ -135,8 +137,20 @@ def tune(url, grpc_addr):
               abs(float(field(result, "latest")) - (1 - abs(lr - 0.03) * 10)) < 1e-9, result)
 
 
+def plugin(url):
+    """An algorithm only a suggestion plugin serves, as a katib-config entry would serve it."""
+    kc = KatibClient(client_configuration=configuration(url), namespace="default")
+    tune_and_wait(kc, "plugged", objective, 3, lr_max=1.0, algorithm_name="my-ladder")
+    check("the plugged experiment succeeded", kc.is_experiment_succeeded("plugged"))
+    lrs = sorted(field(d["parameter_assignments"][0], "value")
+                 for d in kc.get_success_trial_details("plugged"))
+    check("its trials are the plugin's proposals", lrs == ["0.1", "0.2", "0.3"], lrs)
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "crds":
         install_crds(sys.argv[2], sys.argv[3])
+    elif sys.argv[1] == "plugin":
+        plugin(sys.argv[2])
     else:
         tune(sys.argv[2], sys.argv[3])

@@ -1,5 +1,6 @@
-"""A small Katib suggestion plugin built on the kubeflow-katib stubs: proposes lr values on a
-fixed ladder (0.1, 0.2, ...), one per requested trial, counting from the trials it is sent.
+"""A small Katib suggestion plugin built on the kubeflow-katib stubs: proposes values of the
+first parameter on a fixed ladder (0.1, 0.2, ...), one per requested trial, counting from the
+trials it is sent.
 Prints its port on stdout, logs each request to argv[1]. With argv[2] `short-once` its first
 reply holds no assignment, as a plugin having a hiccup would; with `bad-later` every reply after
 the first names a parameter the experiment does not have."""
@@ -26,7 +27,7 @@ class Ladder(pb_grpc.SuggestionServicer):
         if SHORT_ONCE:
             SHORT_ONCE = False
             return pb.GetSuggestionsReply(parameter_assignments=out)
-        name = "bogus" if BAD_LATER and done > 0 else "x"
+        name = "bogus" if BAD_LATER and done > 0 else names[0]
         for k in range(request.current_request_number):
             value = round(0.1 * (done + k + 1), 10)
             out.append(pb.GetSuggestionsReply.ParameterAssignments(

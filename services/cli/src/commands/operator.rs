@@ -2,6 +2,7 @@
 //! election, `/healthz`, `/readyz`, `/metrics`) against a cluster or the `--kube-url` given.
 
 use crate::Exit;
+use crate::commands::plugins::Plugins;
 use crate::out::errln;
 use anyhow::Context as _;
 use std::net::SocketAddr;
@@ -59,7 +60,7 @@ pub struct OperatorArgs {
     pub identity: Option<String>,
 }
 
-pub async fn operator(db: &str, args: OperatorArgs) -> anyhow::Result<Exit> {
+pub async fn operator(db: &str, args: OperatorArgs, plugins: &Plugins) -> anyhow::Result<Exit> {
     let trial_kinds = parse_trial_kinds(&args.trial_resources)?;
     check_db_manager_address(&args.db_manager_address)?;
     let identity = args.identity.clone().unwrap_or_else(|| {
@@ -87,13 +88,19 @@ pub async fn operator(db: &str, args: OperatorArgs) -> anyhow::Result<Exit> {
     };
     let (grpc_addr, grpc_stop, grpc) = serve_grpc(&args.grpc_listen, &store, managed).await?;
     let metrics = Arc::new(vernier_operator::metrics::Metrics::new());
-    let ctx = Arc::new(
-        Context::new(client, store.clone(), config, metrics.clone()).with_early_stopping(Arc::new(
-            |name, settings| {
-                vernier_algorithms::build_early_stopper(name, settings).map_err(|e| e.to_string())
-            },
-        )),
+    let mut ctx = Context::new(client, store.clone(), config, metrics.clone()).with_early_stopping(
+        Arc::new(|name, settings| {
+            vernier_algorithms::build_early_stopper(name, settings).map_err(|e| e.to_string())
+        }),
     );
+    if let Some(services) = plugins.for_operator()? {
+        errln!(
+            "vernier operator {identity}: suggestions for {} come from their plugins",
+            services.algorithms().join(", ")
+        );
+        ctx = ctx.with_suggestion_services(services);
+    }
+    let ctx = Arc::new(ctx);
     let listener = tokio::net::TcpListener::bind(args.http_addr)
         .await
         .with_context(|| format!("cannot listen on --http-addr {}", args.http_addr))?;

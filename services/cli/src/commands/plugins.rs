@@ -1,11 +1,9 @@
-//! External suggestion plugins for local runs: which algorithm is served by which gRPC
-//! address (a file modelled on katib-config's `suggestions` section, and/or
-//! `--suggestion-plugin NAME=ADDR` flags), and the runner's `SuggestionSource` over them.
-//!
-//! Requests are shaped as Katib's controller (`suggestionclient.go`, v0.19) shapes them, so
-//! Katib's own suggestion services accept them: only this experiment's trials (no warm-start
-//! results), MetricsUnavailable ones left out, the start and completion times recorded in the
-//! store (empty while unset), no labels, and the settings the plugin returned merged by name.
+//! External suggestion plugins: which algorithm is served by which gRPC address (a file
+//! modelled on katib-config's `suggestions` section, and/or `--suggestion-plugin NAME=ADDR`
+//! flags), as the runner's `SuggestionSource` for `vernier run` and as the operator's
+//! `SuggestionServices` for `vernier operator`. Both send what Katib's controller sends
+//! (`vernier_api::plugin`): a local run's trials with the times its store recorded, and
+//! no warm-start results.
 //!
 //! The file is YAML or JSON:
 //! ```yaml
@@ -23,15 +21,10 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
-use vernier_api::plugin::{CallFailure, DEFAULT_DEADLINE, PluginClient, check_address};
-use vernier_api::proto::api::{
-    AlgorithmSetting, GetSuggestionsRequest, ValidateAlgorithmSettingsRequest,
-};
-use vernier_api::proto::convert::{
-    ExperimentView, experiment_to_wire, proposals_from_wire, trial_to_wire,
-};
-use vernier_core::{Suggestions, TrialRecord, TrialState};
-use vernier_engine::AlgorithmSource;
+use vernier_api::plugin::{DEFAULT_DEADLINE, PluginClient, check_address};
+use vernier_core::{Suggestions, TrialRecord};
+use vernier_engine::{AlgorithmSource, ExternalRequest, ResolvedExperiment, TimedTrial};
+use vernier_operator::suggestion_services::SuggestionServices;
 use vernier_runner::{LocalExperiment, SourceError, SourceRequest, SuggestionSource};
 use vernier_store::{SqlStore, TrialRow};
 
@@ -236,6 +229,21 @@ impl Plugins {
             store: store.cloned(),
         })))
     }
+
+    /// These plugins as the operator's suggestion services; `None` when there are none.
+    pub fn for_operator(&self) -> anyhow::Result<Option<Arc<dyn SuggestionServices>>> {
+        if self.by_algorithm.is_empty() {
+            return Ok(None);
+        }
+        let clients = self
+            .by_algorithm
+            .iter()
+            .map(|(name, (address, deadline))| {
+                Ok((name.clone(), PluginClient::new(address, *deadline)?))
+            })
+            .collect::<anyhow::Result<_>>()?;
+        Ok(Some(Arc::new(OperatorPlugins { clients })))
+    }
 }
 
 /// A Katib suggestion service used as the experiment's algorithm.
@@ -246,94 +254,36 @@ struct PluginSource {
     store: Option<SqlStore>,
 }
 
-/// Katib's `ConvertTrials` over this experiment's recorded trials: `rows` are the store's rows
-/// of the experiment (a history record without one is a warm-start result from elsewhere).
-fn katib_trials(
-    records: &[TrialRecord],
-    rows: &[TrialRow],
-    objective: &vernier_core::Objective,
-) -> Vec<vernier_api::proto::api::Trial> {
+/// `records` (a run's history) with their times from `rows`, the store's rows of the
+/// experiment: a record without one is a warm-start result from elsewhere, which Katib's
+/// controller would not send.
+fn timed_trials<'a>(records: &'a [TrialRecord], rows: &[TrialRow]) -> Vec<TimedTrial<'a>> {
     let by_name: HashMap<&str, &TrialRow> = rows.iter().map(|r| (r.name.as_str(), r)).collect();
     records
         .iter()
-        .filter(|t| t.state != TrialState::MetricsUnavailable)
-        .filter_map(|t| {
-            let row = by_name.get(t.name.as_str())?;
-            // The rows are read while the call is made, after the history was taken: a trial
-            // that ended meanwhile is sent as the history has it, running, without its end.
-            let completed_us = row.completed_us.filter(|_| t.state.is_terminal());
-            let mut wire = trial_to_wire(t, objective, row.started_us, completed_us);
-            if let Some(spec) = wire.spec.as_mut() {
-                // Katib's controller sends no labels.
-                spec.labels.clear();
-            }
-            Some(wire)
+        .filter_map(|record| {
+            let row = by_name.get(record.name.as_str())?;
+            Some(TimedTrial {
+                record,
+                started_us: row.started_us,
+                completed_us: row.completed_us,
+            })
         })
         .collect()
 }
 
-/// The experiment as Katib's controller sends it, with the settings the plugin returned
-/// earlier (kept as the run's algorithm state) merged over the spec's, as Katib does.
-fn wire_experiment(
-    exp: &LocalExperiment,
-    state: Option<&str>,
-) -> vernier_api::proto::api::Experiment {
-    let mut settings = exp.settings.clone();
-    if let Some(returned) =
-        state.and_then(|s| serde_json::from_str::<Vec<(String, String)>>(s).ok())
-    {
-        for (name, value) in returned {
-            match settings.iter_mut().find(|(n, _)| *n == name) {
-                Some(slot) => slot.1 = value,
-                None => settings.push((name, value)),
-            }
-        }
-    }
-    let early_stopping = exp.spec.spec.early_stopping.as_ref().map(|es| {
-        (
-            es.algorithm_name.clone().unwrap_or_default(),
-            es.algorithm_settings
-                .iter()
-                .map(|s| (s.name.clone(), s.value.clone()))
-                .collect(),
-        )
-    });
-    experiment_to_wire(&ExperimentView {
-        name: exp.name.clone(),
-        space: exp.space.clone(),
-        objective: exp.objective.clone(),
-        algorithm: exp.algorithm.clone(),
-        settings,
-        early_stopping,
-        parallel_trial_count: exp.limits.parallel as i32,
-        max_trial_count: exp.limits.max_trials.map_or(0, |m| m as i32),
-    })
-}
-
-fn source_error(f: CallFailure) -> SourceError {
-    match f {
-        CallFailure::Unavailable(m) => SourceError::Unavailable(m),
-        CallFailure::Rejected(m) => SourceError::Rejected(m),
-    }
+fn describe(algorithm: &str, client: &PluginClient) -> String {
+    format!("suggestion plugin {algorithm} at {}", client.address())
 }
 
 #[async_trait::async_trait]
 impl SuggestionSource for PluginSource {
     fn describe(&self) -> String {
-        format!(
-            "suggestion plugin {} at {}",
-            self.algorithm,
-            self.client.address()
-        )
+        describe(&self.algorithm, &self.client)
     }
 
     async fn validate(&self, exp: &LocalExperiment) -> Result<(), SourceError> {
-        self.client
-            .validate(ValidateAlgorithmSettingsRequest {
-                experiment: Some(wire_experiment(exp, None)),
-            })
-            .await
-            .map_err(source_error)
+        self.client.validate(&exp.resolved).await
     }
 
     async fn suggest(&self, request: SourceRequest<'_>) -> Result<Suggestions, SourceError> {
@@ -345,44 +295,50 @@ impl SuggestionSource for PluginSource {
                 .map_err(|e| SourceError::Unavailable(format!("cannot read the trials: {e}")))?,
             None => Vec::new(),
         };
-        let reply = self
-            .client
-            .get_suggestions(GetSuggestionsRequest {
-                experiment: Some(wire_experiment(exp, request.state)),
-                trials: katib_trials(request.trials, &rows, &exp.objective),
-                current_request_number: request.count as i32,
-                total_request_number: request.total as i32,
-            })
-            .await
-            .map_err(source_error)?;
-        if reply.parameter_assignments.len() != request.count {
-            // Katib's controller refuses such a reply and asks again; it never ends a search.
-            return Err(SourceError::Unavailable(format!(
-                "its reply holds {} assignment(s) where {} were asked for, which Katib's controller refuses",
-                reply.parameter_assignments.len(),
-                request.count
-            )));
-        }
-        let proposals = proposals_from_wire(&reply.parameter_assignments, &exp.space)
-            .map_err(|e| SourceError::Rejected(format!("its reply is refused: {e}")))?;
-        let mut returned: Vec<(String, String)> = request
-            .state
-            .and_then(|s| serde_json::from_str(s).ok())
-            .unwrap_or_default();
-        for AlgorithmSetting { name, value } in reply
-            .algorithm
-            .map(|a| a.algorithm_settings)
-            .unwrap_or_default()
-        {
-            returned.retain(|(n, _)| *n != name);
-            returned.push((name, value));
-        }
-        Ok(Suggestions {
-            proposals,
-            state: (!returned.is_empty())
-                .then(|| serde_json::to_string(&returned).unwrap_or_default()),
-            exhausted: false,
+        let request = ExternalRequest {
+            experiment: &exp.resolved,
+            trials: timed_trials(request.trials, &rows),
+            count: request.count,
+            total: request.total,
+            state: request.state,
+        };
+        self.client.suggest(&request).await
+    }
+}
+
+/// The plugins as `vernier operator`'s suggestion services, each asked for the experiments
+/// that name its algorithm.
+#[derive(Debug)]
+struct OperatorPlugins {
+    clients: BTreeMap<String, PluginClient>,
+}
+
+impl OperatorPlugins {
+    fn client(&self, algorithm: &str) -> Result<&PluginClient, SourceError> {
+        self.clients.get(algorithm).ok_or_else(|| {
+            SourceError::Rejected(format!("no suggestion plugin serves {algorithm:?}"))
         })
+    }
+}
+
+#[async_trait::async_trait]
+impl SuggestionServices for OperatorPlugins {
+    fn algorithms(&self) -> Vec<String> {
+        self.clients.keys().cloned().collect()
+    }
+
+    fn describe(&self, algorithm: &str) -> Option<String> {
+        let client = self.clients.get(algorithm)?;
+        Some(describe(algorithm, client))
+    }
+
+    async fn validate(&self, exp: &ResolvedExperiment) -> Result<(), SourceError> {
+        self.client(&exp.algorithm)?.validate(exp).await
+    }
+
+    async fn suggest(&self, request: ExternalRequest<'_>) -> Result<Suggestions, SourceError> {
+        let client = self.client(&request.experiment.algorithm)?;
+        client.suggest(&request).await
     }
 }
 
@@ -390,7 +346,7 @@ impl SuggestionSource for PluginSource {
 mod tests {
     use super::*;
     use std::collections::BTreeMap;
-    use vernier_core::{Assignment, Direction, Objective, ParamValue};
+    use vernier_core::{Assignment, ParamValue, TrialState};
 
     fn load_file(text: &str) -> anyhow::Result<Plugins> {
         let dir = tempfile::tempdir().unwrap();
@@ -566,55 +522,29 @@ mod tests {
         }
     }
 
+    /// Only the experiment's own trials go out (a warm-start result has no row), each with
+    /// the times its row holds.
     #[test]
-    fn trials_go_out_as_katib_controller_sends_them() {
-        let o = Objective::new("acc", Direction::Maximize);
+    fn a_runs_trials_go_out_with_the_times_its_store_recorded() {
         let records = [
             record("warm-1", TrialState::Succeeded, Some(0.9)),
             record("e-done", TrialState::Succeeded, Some(0.5)),
-            record("e-nometrics", TrialState::MetricsUnavailable, None),
-            record("e-running", TrialState::Running, None),
             record("e-created", TrialState::Created, None),
         ];
         let rows = [
             row("e-done", Some(1_000_000), Some(61_000_000)),
-            row("e-nometrics", Some(1_000_000), Some(2_000_000)),
-            // It ended after the history was taken: it goes out as the history has it.
-            row("e-running", Some(3_000_000), Some(4_000_000)),
             row("e-created", None, None),
         ];
-        let wire = katib_trials(&records, &rows, &o);
-        let names: Vec<&str> = wire.iter().map(|t| t.name.as_str()).collect();
-        assert_eq!(names, ["e-done", "e-running", "e-created"]);
-        let times: Vec<(&str, &str)> = wire
+        let timed: Vec<(&str, Option<i64>, Option<i64>)> = timed_trials(&records, &rows)
             .iter()
-            .map(|t| {
-                let s = t.status.as_ref().unwrap();
-                (s.start_time.as_str(), s.completion_time.as_str())
-            })
+            .map(|t| (t.record.name.as_str(), t.started_us, t.completed_us))
             .collect();
         assert_eq!(
-            times,
+            timed,
             [
-                ("1970-01-01T00:00:01Z", "1970-01-01T00:01:01Z"),
-                ("1970-01-01T00:00:03Z", ""),
-                ("", ""),
+                ("e-done", Some(1_000_000), Some(61_000_000)),
+                ("e-created", None, None)
             ]
-        );
-        assert!(
-            wire.iter()
-                .all(|t| t.spec.as_ref().unwrap().labels.is_empty())
-        );
-        assert!(
-            wire[1]
-                .status
-                .as_ref()
-                .unwrap()
-                .observation
-                .as_ref()
-                .unwrap()
-                .metrics
-                .is_empty()
         );
     }
 }

@@ -95,17 +95,33 @@ fn algorithm_name(exp: &Experiment) -> Option<&str> {
     exp.spec.algorithm.as_ref()?.algorithm_name.as_deref()
 }
 
-/// Why the operator refuses an algorithm only a plugin serves: it calls no plugins.
-fn served_only_by_a_plugin(exp: &Experiment) -> Option<String> {
+/// The `vernier operator` flag a cluster needs to run an algorithm Vernier does not have: a
+/// suggestion service serving it, as Katib's katib-config lists one.
+fn plugin_flag_needed(exp: &Experiment) -> Option<(String, &'static str)> {
     let algorithm = algorithm_name(exp)?;
     match AlgorithmSource::by_name(algorithm) {
         AlgorithmSource::BuiltIn => None,
-        AlgorithmSource::External => Some(format!(
-            "spec.algorithm.algorithmName: value {algorithm:?} is served by a suggestion plugin, \
-             which `vernier operator` does not call (it runs its built-in algorithms); hint: run \
-             it with `vernier run --suggestion-plugin {algorithm}=HOST:PORT`"
+        AlgorithmSource::External => Some((
+            format!("--suggestion-plugin {algorithm}=HOST:PORT"),
+            "a suggestion service serving its algorithm, as Katib's katib-config suggestions \
+             list one",
         )),
     }
+}
+
+/// The `vernier operator` flags beyond its defaults a cluster needs to run `exp`, each with
+/// why: its trial kind, a plugin for its algorithm.
+fn operator_flags_needed(exp: &Experiment) -> Vec<(String, &'static str)> {
+    let kind = resource_beyond_defaults(exp).map(|resource| {
+        (
+            format!(
+                "--trial-resources {},{resource}",
+                DEFAULT_TRIAL_RESOURCES.join(",")
+            ),
+            "its trial kind is not among the defaults, as in Katib's katib-config trialResources",
+        )
+    });
+    kind.into_iter().chain(plugin_flag_needed(exp)).collect()
 }
 
 /// What `run` would say of `spec.warmStart.file`: missing, unreadable, or rows that do not
@@ -139,9 +155,7 @@ pub async fn validate(db: &str, file: &Path, plugins: &Plugins) -> anyhow::Resul
                 }
             };
             print_summary(file, &exp)?;
-            let operator_refusal = vernier_operator::experiment_check::operator_refusal(&exp)
-                .err()
-                .or_else(|| served_only_by_a_plugin(&exp));
+            let operator_refusal = vernier_operator::experiment_check::operator_refusal(&exp).err();
             // A warning that is also the cluster's refusal is printed once, as the refusal.
             let warnings = vernier_spec::validate::warnings(&exp).into_iter();
             for w in warnings.filter(|w| operator_refusal.as_ref() != Some(&w.to_string())) {
@@ -163,15 +177,18 @@ pub async fn validate(db: &str, file: &Path, plugins: &Plugins) -> anyhow::Resul
             }
             match (&operator_refusal, unquoted.is_empty()) {
                 (Some(why), _) => outln!("cluster: refused by `vernier operator`: {why}"),
-                (None, true) => match resource_beyond_defaults(&exp) {
-                    None => outln!("cluster: valid (`vernier operator` accepts it)"),
-                    Some(resource) => outln!(
-                        "cluster: valid for `vernier operator --trial-resources {},{resource}` \
-                         (its trial kind is not among the defaults, as in Katib's \
-                         katib-config trialResources)",
-                        DEFAULT_TRIAL_RESOURCES.join(",")
-                    ),
-                },
+                (None, true) => {
+                    let (flags, why): (Vec<_>, Vec<_>) =
+                        operator_flags_needed(&exp).into_iter().unzip();
+                    match flags.is_empty() {
+                        true => outln!("cluster: valid (`vernier operator` accepts it)"),
+                        false => outln!(
+                            "cluster: valid for `vernier operator {}` ({})",
+                            flags.join(" "),
+                            why.join("; ")
+                        ),
+                    }
+                }
                 (None, false) => outln!(
                     "cluster: refused: {} field(s) a cluster reads as numbers or booleans, where text is wanted (warnings above)",
                     unquoted.len()
