@@ -345,3 +345,52 @@ fn a_stored_experiment_that_is_unreadable_is_named_and_left_as_it_is() {
         text(&listed)
     );
 }
+
+/// A katib-config entry with an image and no address is for `vernier operator`, which deploys
+/// it: `run` and `validate` refuse it naming the entry, before anything is recorded; the
+/// operator refuses a malformed entry the same way, before it talks to any cluster.
+#[test]
+fn an_image_only_suggestion_entry_is_refused_locally_and_named() {
+    let sb = Sandbox::new();
+    let file = quick_experiment(&sb, "imaged");
+    let config = sb.write(
+        "suggestions.yaml",
+        "runtime:\n  suggestions:\n    - algorithmName: random\n      image: docker.io/kubeflowkatib/suggestion-hyperopt:v0.19.0\n",
+    );
+    for command in ["run", "validate"] {
+        let out = sb.run(&[
+            command,
+            file.to_str().unwrap(),
+            "--suggestion-config",
+            config.to_str().unwrap(),
+        ]);
+        let all = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{command}: {all}");
+        assert!(
+            all.contains("suggestions.yaml: suggestions[0].address is missing or empty (image docker.io/kubeflowkatib/suggestion-hyperopt:v0.19.0 cannot run locally; `vernier operator` deploys it)")
+                && all.contains("hint: give the host:port"),
+            "{command}: {all}"
+        );
+    }
+    assert!(
+        !sb.path().join("vernier.db").exists(),
+        "nothing is recorded"
+    );
+    let bad = sb.write(
+        "bad.yaml",
+        "suggestions:\n  - algorithmName: random\n    image: x\n    imagePullPolicys: Always\n",
+    );
+    let out = sb.run(&[
+        "operator",
+        "--kube-url",
+        "http://127.0.0.1:9",
+        "--suggestion-config",
+        bad.to_str().unwrap(),
+    ]);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{all}");
+    assert!(
+        all.contains("suggestions[0].imagePullPolicys is not a field of a suggestion entry"),
+        "{all}"
+    );
+}

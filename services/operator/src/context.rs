@@ -7,10 +7,10 @@ use crate::jobs::TrialKind;
 use crate::logs::Followers;
 use crate::metrics::Metrics;
 use crate::shared::Shared;
-use crate::suggestion_services::{Checked, SuggestionServices};
+use crate::suggestion_services::{Checked, Endpoint, SuggestionServices};
 use kube::Client;
 use kube::runtime::events::{Recorder, Reporter};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 use vernier_store::SqlStore;
@@ -31,6 +31,8 @@ pub struct Context {
     /// Suggestion services (Katib's suggestion images) serving algorithms by name; `None`:
     /// every experiment runs a built-in algorithm.
     pub suggestion_services: Option<Arc<dyn SuggestionServices>>,
+    /// Where each of those services runs, by algorithm name.
+    pub suggestion_endpoints: BTreeMap<String, Endpoint>,
     /// The algorithm specs the services accepted, per experiment.
     pub checked: Checked,
     /// Waits before asking again a service that gave no answer, per experiment.
@@ -186,6 +188,7 @@ impl Context {
             shared: Arc::new(Shared::default()),
             early_stopping: None,
             suggestion_services: None,
+            suggestion_endpoints: BTreeMap::new(),
             checked: Checked::default(),
             service_backoff: Backoff::default(),
             leases,
@@ -204,6 +207,7 @@ impl Context {
 
     /// Asks `services` for the proposals of the algorithms they serve.
     pub fn with_suggestion_services(mut self, services: Arc<dyn SuggestionServices>) -> Self {
+        self.suggestion_endpoints = services.endpoints();
         self.suggestion_services = Some(services);
         self
     }

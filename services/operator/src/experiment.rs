@@ -22,9 +22,7 @@ use crate::context::Context;
 use crate::early_stop::Stopping;
 use crate::error::{OperatorError, Result};
 use crate::events::publish;
-use crate::experiment_check::{
-    Resolved, check_with_service, checked_experiment, experiment_seed, serving, stopping,
-};
+use crate::experiment_check::{Resolved, checked_experiment, experiment_seed, serving, stopping};
 use crate::experiment_trials::{
     Listed, list_trials, list_trials_as_created, outcomes, records, timed,
 };
@@ -127,7 +125,12 @@ async fn reconcile_experiment(obj: &DynamicObject, ctx: &Context) -> Result<Acti
     let kept = kept_json(obj, ACCEPTED_SPEC, "spec");
     let kept_counts = kept_json(obj, COUNTS_ANNOTATION, "counts");
     let spec = run.spec_to_run(kept.as_ref(), kept_counts.as_ref()).await;
-    let (exp, counts_new) = match (resolve(obj, spec.clone(), ctx).await?, &ended) {
+    // A finished experiment's service is not asked (nor deployed again) to check its settings.
+    let check = ended.as_ref().is_none_or(|e| e.reason == INVALID_REASON);
+    let (exp, counts_new) = match (
+        resolve(obj, &run.ns, spec.clone(), ctx, check).await?,
+        &ended,
+    ) {
         (Ok(exp), _) => {
             let counts_new = kept_counts
                 .as_ref()
@@ -155,6 +158,9 @@ async fn reconcile_experiment(obj: &DynamicObject, ctx: &Context) -> Result<Acti
             run.restart().await;
         } else {
             ctx.leases.release(&ctx.store, &run.ns, &run.name).await?;
+            if let Some(service) = serving(ctx, obj, &run.ns, &exp.algorithm) {
+                service.retire(ctx, exp.resume_policy).await?;
+            }
             run.note_unused_raise(&exp, &ended, counts_new).await;
             let listed = list_trials(ctx, obj, &run.ns, &run.name, &exp.objective).await?;
             return run.refresh_ended(&exp, &listed).await;
@@ -205,21 +211,25 @@ fn look_again(watching: bool, observation_interval: Duration) -> Duration {
 /// of refusal ([`Run::announce`]).
 const ANNOUNCED_ANNOTATION: &str = "vernier.kubeflow.org/announced";
 
-/// `spec` (a configMap template read from the cluster) validated and resolved, or why not.
+/// `spec` (a configMap template read from the cluster) validated and resolved, or why not;
+/// with `check`, also by the suggestion service serving its algorithm, if one does.
 async fn resolve(
     obj: &DynamicObject,
+    ns: &str,
     spec: Value,
     ctx: &Context,
+    check: bool,
 ) -> Result<std::result::Result<Resolved, String>> {
     use crate::template_source::{Resolved as Source, resolve};
     let exp = match resolve(&ctx.client, spec).await? {
         Source::Spec(spec) => checked_experiment(obj, spec, ctx),
         Source::Invalid(message) => Err(message),
     };
-    let Ok(exp) = exp else {
-        return Ok(exp);
-    };
-    Ok(check_with_service(ctx, &key(obj), &exp).await.map(|()| exp))
+    let service = serving(ctx, obj, ns, exp.as_ref().map_or("", |e| &e.algorithm));
+    match (exp, service) {
+        (Ok(exp), Some(service)) if check => Ok(service.check(ctx, &exp).await?.map(|()| exp)),
+        (exp, _) => Ok(exp),
+    }
 }
 
 /// A terminal condition of the experiment: its type and reason.
@@ -532,7 +542,8 @@ impl<'a> Run<'a> {
         if let Some(queued) = queued.map_err(algorithm_error)? {
             return Ok(Ok(queued));
         }
-        if let Some((services, source)) = serving(self.ctx, &exp.algorithm) {
+        if let Some(service) = serving(self.ctx, self.obj, &self.ns, &exp.algorithm) {
+            service.ready(self.ctx).await?;
             let request = ExternalRequest {
                 experiment: exp,
                 trials: timed(&records, listed),
@@ -540,8 +551,8 @@ impl<'a> Run<'a> {
                 total: listed.len() + count as usize,
                 state,
             };
-            let answer = services.suggest(request).await;
-            return Ok(self.service_answered(&source, answer).await);
+            let answer = service.services.suggest(&service.address, request).await;
+            return Ok(self.service_answered(&service.describe, answer).await);
         }
         let suggester = vernier_engine::build_suggester(exp, seed).map_err(algorithm_error)?;
         let input = SuggestInput {

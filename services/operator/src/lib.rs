@@ -29,6 +29,7 @@ pub mod set_status;
 pub mod shared;
 pub mod sidecar;
 pub mod stop_trials;
+pub mod suggestion_deployment;
 pub mod suggestion_services;
 pub mod template_source;
 pub mod tenure;

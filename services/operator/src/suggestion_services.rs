@@ -1,34 +1,57 @@
 //! Suggestion services beside the built-in algorithms: Katib's suggestion images, or any
-//! `api.v1.beta1.Suggestion` server, reached at an address the composition root knows (it
-//! speaks gRPC; this crate does not). An experiment whose algorithm a service serves has its
-//! settings checked by that service and its proposals asked of it, as Katib's controller asks
-//! its suggestion Deployment; a built-in algorithm of the same name gives way to it.
+//! `api.v1.beta1.Suggestion` server, plugged in by the composition root, which speaks gRPC
+//! (this crate does not). A service answers at a fixed address, or is an image the operator
+//! deploys per experiment as Katib does ([`crate::suggestion_deployment`]). An experiment
+//! whose algorithm a service serves has its settings checked by that service and its proposals
+//! asked of it, as Katib's controller asks its suggestion Deployment; a built-in algorithm of
+//! the same name gives way to it.
 
-use std::collections::HashMap;
+use serde_json::{Map, Value};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Mutex;
 use vernier_core::Suggestions;
 use vernier_engine::{ExternalRequest, ResolvedExperiment, SourceError};
 
+/// Where the service for an algorithm runs.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Endpoint {
+    /// At a fixed address (`--suggestion-plugin NAME=ADDR`, or an entry's `address`).
+    Address(String),
+    /// A katib-config entry without an address: the operator runs its container (the image
+    /// and any container field) in a Deployment per experiment.
+    Image {
+        container: Map<String, Value>,
+        service_account: Option<String>,
+    },
+}
+
 /// The services an operator was started with, by algorithm name.
 #[async_trait::async_trait]
 pub trait SuggestionServices: Send + Sync + std::fmt::Debug {
-    /// The algorithm names served.
-    fn algorithms(&self) -> Vec<String>;
-    /// Names the service serving `algorithm` in messages (e.g. `suggestion plugin random at
-    /// 10.0.0.5:6789`); `None` when no service serves it.
-    fn describe(&self, algorithm: &str) -> Option<String>;
-    /// Katib's `ValidateAlgorithmSettings` with the service serving the experiment's algorithm.
-    async fn validate(&self, experiment: &ResolvedExperiment) -> Result<(), SourceError>;
-    /// Katib's `GetSuggestions` with the service serving the experiment's algorithm.
-    async fn suggest(&self, request: ExternalRequest<'_>) -> Result<Suggestions, SourceError>;
+    /// Where the service for each algorithm served runs, by algorithm name.
+    fn endpoints(&self) -> BTreeMap<String, Endpoint>;
+    /// Katib's `ValidateAlgorithmSettings`, asked of the service at `address`.
+    async fn validate(
+        &self,
+        address: &str,
+        experiment: &ResolvedExperiment,
+    ) -> Result<(), SourceError>;
+    /// Katib's `GetSuggestions`, asked of the service at `address`.
+    async fn suggest(
+        &self,
+        address: &str,
+        request: ExternalRequest<'_>,
+    ) -> Result<Suggestions, SourceError>;
 }
 
-/// The algorithm spec (name and settings) each experiment's service last accepted, so the
-/// service is asked to check the settings once per experiment and edit, as Katib asks once per
-/// Suggestion, not on every reconcile.
+/// What this replica already did for each experiment (by namespace, name and UID): the
+/// algorithm spec its service accepted, so the settings are checked once per experiment and
+/// edit as Katib checks them once per Suggestion; and whether its suggestion Deployment was
+/// made.
 #[derive(Debug, Default)]
 pub struct Checked {
     accepted: Mutex<HashMap<String, String>>,
+    deployed: Mutex<HashSet<String>>,
 }
 
 impl Checked {
@@ -41,5 +64,19 @@ impl Checked {
     pub fn accept(&self, key: &str, algorithm: String) {
         let mut accepted = self.accepted.lock().unwrap_or_else(|p| p.into_inner());
         accepted.insert(key.to_string(), algorithm);
+    }
+
+    pub fn is_deployed(&self, key: &str) -> bool {
+        let deployed = self.deployed.lock().unwrap_or_else(|p| p.into_inner());
+        deployed.contains(key)
+    }
+
+    /// Records whether the experiment's suggestion Deployment exists.
+    pub fn set_deployed(&self, key: &str, exists: bool) {
+        let mut deployed = self.deployed.lock().unwrap_or_else(|p| p.into_inner());
+        match exists {
+            true => deployed.insert(key.to_string()),
+            false => deployed.remove(key),
+        };
     }
 }

@@ -21,7 +21,7 @@ use vernier_kube_double::KubeDouble;
 use vernier_kube_double::training::{Outcome, SimulatedTrainingOperator, SimulationOptions};
 use vernier_operator::metrics::Metrics;
 use vernier_operator::objects::{experiment_resource, trial_resource};
-use vernier_operator::suggestion_services::SuggestionServices;
+use vernier_operator::suggestion_services::{Endpoint, SuggestionServices};
 use vernier_operator::{Context, EarlyStopperFactory, LeaseConfig, OperatorConfig};
 use vernier_store::SqlStore;
 
@@ -3091,26 +3091,36 @@ async fn trial_kinds_take_their_plural_from_discovery() {
 
 /// A suggestion service serving `ladder`, an algorithm Vernier does not have: it proposes
 /// values on a ladder counted from the trials it is sent, refuses a setting named `bogus`, and
-/// is unavailable while `down`. It keeps what each request held.
+/// is unavailable while `down`. It answers at `test:6789`, or with `image` is an image the
+/// operator deploys. It keeps what each request held and the address it was sent to.
 #[derive(Debug, Default)]
 struct Ladder {
+    image: bool,
     down: std::sync::atomic::AtomicBool,
     /// (trials sent, of them with a completion time, current, total) per request.
     requests: std::sync::Mutex<Vec<(usize, usize, usize, usize)>>,
+    addresses: std::sync::Mutex<BTreeSet<String>>,
 }
 
 #[async_trait::async_trait]
 impl SuggestionServices for Ladder {
-    fn algorithms(&self) -> Vec<String> {
-        vec!["ladder".into()]
-    }
-
-    fn describe(&self, algorithm: &str) -> Option<String> {
-        (algorithm == "ladder").then(|| "suggestion plugin ladder at test".into())
+    fn endpoints(&self) -> std::collections::BTreeMap<String, Endpoint> {
+        let endpoint = match self.image {
+            true => Endpoint::Image {
+                container: json!({"image": "example.com/ladder:1"})
+                    .as_object()
+                    .cloned()
+                    .unwrap_or_default(),
+                service_account: Some("suggester".into()),
+            },
+            false => Endpoint::Address("test:6789".into()),
+        };
+        [("ladder".to_string(), endpoint)].into()
     }
 
     async fn validate(
         &self,
+        _address: &str,
         exp: &vernier_engine::ResolvedExperiment,
     ) -> Result<(), vernier_engine::SourceError> {
         match exp.settings.iter().find(|(name, _)| name == "bogus") {
@@ -3123,8 +3133,12 @@ impl SuggestionServices for Ladder {
 
     async fn suggest(
         &self,
+        address: &str,
         request: vernier_engine::ExternalRequest<'_>,
     ) -> Result<vernier_core::Suggestions, vernier_engine::SourceError> {
+        let mut addresses = self.addresses.lock().expect("not poisoned");
+        addresses.insert(address.to_string());
+        drop(addresses);
         if self.down.load(std::sync::atomic::Ordering::SeqCst) {
             return Err(vernier_engine::SourceError::Unavailable(
                 "test: connection refused".into(),
@@ -3204,8 +3218,8 @@ async fn a_suggestion_service_serves_an_algorithm_vernier_does_not_have() {
     let failed = condition(&exp, "Failed").unwrap_or_else(|| panic!("{exp:#}"));
     assert_eq!(
         failed["message"],
-        "spec.algorithm: checking the settings with suggestion plugin ladder at test failed: \
-         InvalidArgument: unknown setting bogus"
+        "spec.algorithm: checking the settings with suggestion plugin ladder at test:6789 \
+         failed: InvalidArgument: unknown setting bogus"
     );
     assert!(env.trials_of("refused").await.is_empty());
     op.stop().await;
@@ -3227,7 +3241,7 @@ async fn an_unavailable_suggestion_service_is_told_and_asked_again() {
     let note = event.data["note"].as_str().unwrap_or_default();
     assert!(
         note.starts_with(
-            "suggestion plugin ladder at test is unavailable (test: connection refused); no trial is created until it answers"
+            "suggestion plugin ladder at test:6789 is unavailable (test: connection refused); no trial is created until it answers"
         ) && note.contains("hint: check the service's log"),
         "{note}"
     );
@@ -3240,6 +3254,64 @@ async fn an_unavailable_suggestion_service_is_told_and_asked_again() {
     let exp = finished(&env, "waits").await;
     assert!(condition_is(&exp, "Succeeded", "True").is_some(), "{exp:#}");
     assert_eq!(env.times_published("waits", "SuggestionFailed").await, 1);
+    op.stop().await;
+    env.shutdown().await;
+}
+
+/// A katib-config entry with only an image: the operator deploys it per experiment as Katib
+/// does (a Deployment and a Service `<experiment>-<algorithm>`, owned by the Experiment), asks
+/// it at the Service's address, and deletes both when the experiment ends, unless its resume
+/// policy is LongRunning.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_image_served_algorithm_gets_a_suggestion_deployment_per_experiment() {
+    let env = Env::start(SimulationOptions::default()).await;
+    let ladder = Arc::new(Ladder {
+        image: true,
+        ..Ladder::default()
+    });
+    let op = env.operator_served("replica-a", ladder.clone());
+    for (name, policy) in [("kept", "LongRunning"), ("retired", "Never")] {
+        let yaml = experiment_yaml(name, "Job", 1, 2, &format!("  resumePolicy: {policy}\n"))
+            .replace("algorithmName: random", "algorithmName: ladder");
+        env.create(&yaml).await;
+    }
+    for name in ["kept", "retired"] {
+        let exp = finished(&env, name).await;
+        assert!(condition_is(&exp, "Succeeded", "True").is_some(), "{exp:#}");
+    }
+    let addresses = ladder.addresses.lock().expect("not poisoned").clone();
+    let want: BTreeSet<String> = ["kept-ladder.default:6789", "retired-ladder.default:6789"]
+        .map(String::from)
+        .into();
+    assert_eq!(addresses, want);
+    let deployments = env.api("apps", "v1", "Deployment");
+    let kept = deployments.get("kept-ladder").await.expect("kept");
+    let experiment = env.experiments().get("kept").await.expect("experiment");
+    let owner = &kept.metadata.owner_references.as_ref().expect("owned")[0];
+    assert_eq!(
+        (owner.kind.as_str(), Some(owner.uid.as_str())),
+        ("Experiment", experiment.metadata.uid.as_deref())
+    );
+    let pod = &kept.data["spec"]["template"]["spec"];
+    assert_eq!(pod["containers"][0]["image"], "example.com/ladder:1");
+    assert_eq!(pod["containers"][0]["ports"][0]["containerPort"], 6789);
+    assert_eq!(pod["serviceAccountName"], "suggester");
+    let services = env.api("", "v1", "Service");
+    let service = services.get("kept-ladder").await.expect("its service");
+    assert_eq!(
+        service.data["spec"]["selector"]["katib.kubeflow.org/deployment"],
+        "kept-ladder"
+    );
+    wait_until(
+        "the ended experiment's suggestion Deployment and Service to go",
+        || async {
+            let d = deployments.get_opt("retired-ladder").await.expect("read");
+            let s = services.get_opt("retired-ladder").await.expect("read");
+            (d.is_none(), s.is_none())
+        },
+        |gone| *gone == (true, true),
+    )
+    .await;
     op.stop().await;
     env.shutdown().await;
 }

@@ -93,10 +93,11 @@ pub async fn operator(db: &str, args: OperatorArgs, plugins: &Plugins) -> anyhow
             vernier_algorithms::build_early_stopper(name, settings).map_err(|e| e.to_string())
         }),
     );
-    if let Some(services) = plugins.for_operator()? {
+    if let Some(services) = plugins.for_operator() {
+        let served: Vec<String> = services.endpoints().into_keys().collect();
         errln!(
             "vernier operator {identity}: suggestions for {} come from their plugins",
-            services.algorithms().join(", ")
+            served.join(", ")
         );
         ctx = ctx.with_suggestion_services(services);
     }

@@ -16,15 +16,17 @@
 use crate::out::errln;
 use anyhow::{Context, bail};
 use serde::Deserialize;
+use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::Mutex;
 use std::time::Duration;
 use vernier_api::plugin::{DEFAULT_DEADLINE, PluginClient, check_address};
 use vernier_core::{Suggestions, TrialRecord};
 use vernier_engine::{AlgorithmSource, ExternalRequest, ResolvedExperiment, TimedTrial};
-use vernier_operator::suggestion_services::SuggestionServices;
+use vernier_operator::suggestion_services::{Endpoint, SuggestionServices};
 use vernier_runner::{LocalExperiment, SourceError, SourceRequest, SuggestionSource};
 use vernier_store::{SqlStore, TrialRow};
 
@@ -42,8 +44,18 @@ struct PluginEntry {
     /// The rest of a katib-config entry (its container's fields, its volume); checked
     /// against [`KATIB_ENTRY_FIELDS`] so a misspelt field is still refused.
     #[serde(flatten)]
-    katib: BTreeMap<String, serde::de::IgnoredAny>,
+    katib: BTreeMap<String, serde_json::Value>,
 }
+
+/// Fields of a katib-config entry that are not its container's; the rest of
+/// [`KATIB_ENTRY_FIELDS`] is the container the operator deploys the image in.
+const NOT_CONTAINER_FIELDS: [&str; 5] = [
+    "serviceAccountName",
+    "volumeMountPath",
+    "persistentVolumeClaimSpec",
+    "persistentVolumeSpec",
+    "persistentVolumeLabels",
+];
 
 /// What a katib-config `suggestions` entry may hold besides the fields above: Katib's
 /// `SuggestionConfig` and the Kubernetes container it embeds. They mean nothing locally.
@@ -90,6 +102,11 @@ struct PluginFile {
 #[derive(Debug, Clone, Default)]
 pub struct Plugins {
     by_algorithm: BTreeMap<String, (String, Duration)>,
+    /// Entries with an image and no address, which only the operator can run: algorithm
+    /// name → ([`Endpoint::Image`], deadline).
+    images: BTreeMap<String, (Endpoint, Duration)>,
+    /// Why local mode cannot use these plugins: the first entry with an image only.
+    image_only: Option<String>,
     /// Names given with `--suggestion-plugin`, each meant for the experiment at hand.
     flagged: Vec<String>,
 }
@@ -113,33 +130,7 @@ impl Plugins {
                 .into_iter()
                 .chain(parsed.runtime.map(|r| r.suggestions).unwrap_or_default());
             for (i, e) in entries.enumerate() {
-                if let Some(field) = e
-                    .katib
-                    .keys()
-                    .find(|k| !KATIB_ENTRY_FIELDS.contains(&k.as_str()))
-                {
-                    bail!(
-                        "{}: suggestions[{i}].{field} is not a field of a suggestion entry\nhint: an entry holds algorithmName, address and timeoutSeconds (katib-config's image, resources and other container fields are accepted and ignored)",
-                        path.display()
-                    );
-                }
-                if e.address.trim().is_empty() {
-                    bail!(
-                        "{}: suggestions[{i}].address is missing or empty{}\nhint: give the host:port the plugin listens on",
-                        path.display(),
-                        e.image
-                            .map(|img| format!(" (image {img} cannot run locally)"))
-                            .unwrap_or_default()
-                    );
-                }
-                let deadline = e
-                    .timeout_seconds
-                    .map_or(DEFAULT_DEADLINE, Duration::from_secs);
-                check_address(&e.address)
-                    .with_context(|| format!("{}: suggestions[{i}].address", path.display()))?;
-                plugins
-                    .by_algorithm
-                    .insert(e.algorithm_name, (e.address, deadline));
+                plugins.read_entry(&format!("{}: suggestions[{i}]", path.display()), e)?;
             }
         }
         for flag in flags {
@@ -159,6 +150,59 @@ impl Plugins {
             plugins.flagged.push(name.to_string());
         }
         Ok(plugins)
+    }
+
+    /// One file entry, `at` naming it in messages: served at its address or, without one,
+    /// by its image (which only the operator can run).
+    fn read_entry(&mut self, at: &str, e: PluginEntry) -> anyhow::Result<()> {
+        if let Some(field) = e
+            .katib
+            .keys()
+            .find(|k| !KATIB_ENTRY_FIELDS.contains(&k.as_str()))
+        {
+            bail!(
+                "{at}.{field} is not a field of a suggestion entry\nhint: an entry holds algorithmName, address or image, and timeoutSeconds (and katib-config's other fields: resources and other container fields, serviceAccountName)"
+            );
+        }
+        let deadline = e
+            .timeout_seconds
+            .map_or(DEFAULT_DEADLINE, Duration::from_secs);
+        if !e.address.trim().is_empty() {
+            check_address(&e.address).with_context(|| format!("{at}.address"))?;
+            self.by_algorithm
+                .insert(e.algorithm_name, (e.address, deadline));
+            return Ok(());
+        }
+        let Some(image) = e.image else {
+            bail!(
+                "{at}.address is missing or empty\nhint: give the host:port the plugin listens on"
+            );
+        };
+        self.image_only.get_or_insert_with(|| {
+            format!(
+                "{at}.address is missing or empty (image {image} cannot run locally; `vernier operator` deploys it)\nhint: give the host:port the plugin listens on"
+            )
+        });
+        let mut container: Map<String, Value> = e.katib.into_iter().collect();
+        let account = container
+            .remove("serviceAccountName")
+            .and_then(|a| a.as_str().map(str::to_owned));
+        container.retain(|k, _| !NOT_CONTAINER_FIELDS.contains(&k.as_str()));
+        container.insert("image".into(), Value::String(image));
+        let endpoint = Endpoint::Image {
+            container,
+            service_account: account,
+        };
+        self.images.insert(e.algorithm_name, (endpoint, deadline));
+        Ok(())
+    }
+
+    /// These plugins for a local command, which cannot run an entry that has only an image.
+    pub fn for_local(self) -> anyhow::Result<Plugins> {
+        match &self.image_only {
+            Some(refusal) => bail!("{refusal}"),
+            None => Ok(self),
+        }
     }
 
     /// Refuses a `--suggestion-plugin` name that is not `algorithm` (a typo would otherwise
@@ -231,18 +275,20 @@ impl Plugins {
     }
 
     /// These plugins as the operator's suggestion services; `None` when there are none.
-    pub fn for_operator(&self) -> anyhow::Result<Option<Arc<dyn SuggestionServices>>> {
-        if self.by_algorithm.is_empty() {
-            return Ok(None);
-        }
-        let clients = self
-            .by_algorithm
-            .iter()
-            .map(|(name, (address, deadline))| {
-                Ok((name.clone(), PluginClient::new(address, *deadline)?))
-            })
-            .collect::<anyhow::Result<_>>()?;
-        Ok(Some(Arc::new(OperatorPlugins { clients })))
+    pub fn for_operator(&self) -> Option<Arc<dyn SuggestionServices>> {
+        let at = self.by_algorithm.iter().map(|(name, (address, deadline))| {
+            (
+                name.clone(),
+                (Endpoint::Address(address.clone()), *deadline),
+            )
+        });
+        let served: BTreeMap<_, _> = self.images.clone().into_iter().chain(at).collect();
+        (!served.is_empty()).then(|| {
+            Arc::new(OperatorPlugins {
+                served,
+                clients: Mutex::default(),
+            }) as Arc<dyn SuggestionServices>
+        })
     }
 }
 
@@ -306,38 +352,47 @@ impl SuggestionSource for PluginSource {
     }
 }
 
-/// The plugins as `vernier operator`'s suggestion services, each asked for the experiments
-/// that name its algorithm.
+/// The plugins as `vernier operator`'s suggestion services: each algorithm's endpoint and
+/// deadline, and a client per address called (one per experiment for deployed images).
 #[derive(Debug)]
 struct OperatorPlugins {
-    clients: BTreeMap<String, PluginClient>,
+    served: BTreeMap<String, (Endpoint, Duration)>,
+    clients: Mutex<HashMap<String, PluginClient>>,
 }
 
 impl OperatorPlugins {
-    fn client(&self, algorithm: &str) -> Result<&PluginClient, SourceError> {
-        self.clients.get(algorithm).ok_or_else(|| {
-            SourceError::Rejected(format!("no suggestion plugin serves {algorithm:?}"))
-        })
+    fn client(&self, address: &str, algorithm: &str) -> Result<PluginClient, SourceError> {
+        let mut clients = self.clients.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(client) = clients.get(address) {
+            return Ok(client.clone());
+        }
+        let deadline = self.served.get(algorithm).map_or(DEFAULT_DEADLINE, |s| s.1);
+        let client = PluginClient::new(address, deadline)
+            .map_err(|e| SourceError::Rejected(e.to_string()))?;
+        clients.insert(address.to_string(), client.clone());
+        Ok(client)
     }
 }
 
 #[async_trait::async_trait]
 impl SuggestionServices for OperatorPlugins {
-    fn algorithms(&self) -> Vec<String> {
-        self.clients.keys().cloned().collect()
+    fn endpoints(&self) -> BTreeMap<String, Endpoint> {
+        let endpoints = self.served.iter();
+        endpoints
+            .map(|(name, (e, _))| (name.clone(), e.clone()))
+            .collect()
     }
 
-    fn describe(&self, algorithm: &str) -> Option<String> {
-        let client = self.clients.get(algorithm)?;
-        Some(describe(algorithm, client))
+    async fn validate(&self, address: &str, exp: &ResolvedExperiment) -> Result<(), SourceError> {
+        self.client(address, &exp.algorithm)?.validate(exp).await
     }
 
-    async fn validate(&self, exp: &ResolvedExperiment) -> Result<(), SourceError> {
-        self.client(&exp.algorithm)?.validate(exp).await
-    }
-
-    async fn suggest(&self, request: ExternalRequest<'_>) -> Result<Suggestions, SourceError> {
-        let client = self.client(&request.experiment.algorithm)?;
+    async fn suggest(
+        &self,
+        address: &str,
+        request: ExternalRequest<'_>,
+    ) -> Result<Suggestions, SourceError> {
+        let client = self.client(address, &request.experiment.algorithm)?;
         client.suggest(&request).await
     }
 }
@@ -469,13 +524,13 @@ mod tests {
     fn a_katib_entry_with_an_image_and_no_address_says_the_image_cannot_run_locally() {
         // As katib-config has it (no address), and with the address left empty.
         for address in ["", "    address: \"\"\n"] {
-            let err = load_file(&format!(
+            let plugins = load_file(&format!(
                 "suggestions:\n  - algorithmName: random\n    image: docker.io/kubeflowkatib/suggestion-hyperopt\n{address}",
             ))
-            .unwrap_err()
-            .to_string();
+            .unwrap();
+            let err = plugins.for_local().unwrap_err().to_string();
             assert!(
-                err.contains("plugins.yaml: suggestions[0].address is missing or empty (image docker.io/kubeflowkatib/suggestion-hyperopt cannot run locally)")
+                err.contains("plugins.yaml: suggestions[0].address is missing or empty (image docker.io/kubeflowkatib/suggestion-hyperopt cannot run locally; `vernier operator` deploys it)")
                     && err.contains("hint: give the host:port"),
                 "{address}: {err}"
             );
@@ -487,6 +542,36 @@ mod tests {
             err.ends_with("suggestions[0].address is missing or empty\nhint: give the host:port the plugin listens on"),
             "{err}"
         );
+    }
+
+    /// For the operator, an entry with only an image is a service it deploys: the entry's
+    /// container fields go with the image, its service account to the pod; an entry with an
+    /// address is called there.
+    #[test]
+    fn the_operator_deploys_an_image_entry_and_calls_an_address_entry() {
+        let plugins = load_file(
+            "runtime:\n  suggestions:\n    - algorithmName: tpe\n      image: docker.io/kubeflowkatib/suggestion-hyperopt\n      serviceAccountName: suggester\n      volumeMountPath: /opt/katib/data\n      resources: {limits: {memory: 200Mi}}\n    - algorithmName: random\n      address: 10.0.0.5:6789\n",
+        )
+        .unwrap();
+        let services = plugins.for_operator().unwrap();
+        let endpoints = services.endpoints();
+        assert_eq!(
+            endpoints["random"],
+            Endpoint::Address("10.0.0.5:6789".into())
+        );
+        let Endpoint::Image {
+            container,
+            service_account,
+        } = &endpoints["tpe"]
+        else {
+            panic!("{endpoints:?}");
+        };
+        assert_eq!(service_account.as_deref(), Some("suggester"));
+        assert_eq!(
+            Value::Object(container.clone()),
+            serde_json::json!({"image": "docker.io/kubeflowkatib/suggestion-hyperopt", "resources": {"limits": {"memory": "200Mi"}}})
+        );
+        assert!(Plugins::default().for_operator().is_none());
     }
 
     fn record(name: &str, state: TrialState, objective: Option<f64>) -> TrialRecord {
