@@ -169,20 +169,26 @@ async fn reconcile_experiment(obj: &DynamicObject, ctx: &Context) -> Result<Acti
     if let Err(e) = ctx.leases.hold(&ctx.store, &run.ns, &run.name).await {
         return run.wait_for_lease(e).await;
     }
-    let stopping = stopping(&exp, ctx).map_err(OperatorError::Algorithm)?;
+    drive(run, &exp, obj, ctx).await
+}
+
+/// One round of a running experiment: the early-stopping rule stops trials, the trials the
+/// planner asks for are created, and the status is written.
+async fn drive(run: Run<'_>, exp: &Resolved, obj: &DynamicObject, ctx: &Context) -> Result<Action> {
+    let stopping = stopping(exp, ctx).map_err(OperatorError::Algorithm)?;
     let mut listed = list_trials(ctx, obj, &run.ns, &run.name, &exp.objective).await?;
     let names: Vec<String> = listed.iter().map(Listed::name).collect();
     if ctx.expectations.waiting(&run.key(), &names, Instant::now()) {
         // The cache has not shown every trial the last reconcile created: plan from it later.
         return Ok(Action::requeue(Duration::from_millis(100)));
     }
-    stop_trials(ctx, &stopping, &exp, &run.ns, &listed).await?;
+    stop_trials(ctx, &stopping, exp, &run.ns, &listed).await?;
     let mut p = plan(&exp.objective, exp.limits, &outcomes(&listed), false);
     let mut retry = None;
     if p.completion.is_none() && p.request > 0 {
         let active = p.counts.active() as usize;
         match run
-            .create_requested(&exp, &stopping, &mut listed, (p.request, active))
+            .create_requested(exp, &stopping, &mut listed, (p.request, active))
             .await?
         {
             Ok(exhausted) => p = plan(&exp.objective, exp.limits, &outcomes(&listed), exhausted),

@@ -574,17 +574,14 @@ mod tests {
         assert!(Plugins::default().for_operator().is_none());
     }
 
-    fn record(name: &str, state: TrialState, objective: Option<f64>) -> TrialRecord {
+    fn record(name: &str, state: TrialState) -> TrialRecord {
         TrialRecord {
             name: name.into(),
             assignment: Assignment(vec![("x".into(), ParamValue::Int(1))]),
             state,
-            objective,
-            labels: BTreeMap::from([("vernier.hyperband/rung".into(), "0".into())]),
-            metrics: objective
-                .map(|v| ("acc".to_string(), v))
-                .into_iter()
-                .collect(),
+            objective: None,
+            labels: BTreeMap::new(),
+            metrics: BTreeMap::new(),
         }
     }
 
@@ -612,9 +609,9 @@ mod tests {
     #[test]
     fn a_runs_trials_go_out_with_the_times_its_store_recorded() {
         let records = [
-            record("warm-1", TrialState::Succeeded, Some(0.9)),
-            record("e-done", TrialState::Succeeded, Some(0.5)),
-            record("e-created", TrialState::Created, None),
+            record("warm-1", TrialState::Succeeded),
+            record("e-done", TrialState::Succeeded),
+            record("e-created", TrialState::Created),
         ];
         let rows = [
             row("e-done", Some(1_000_000), Some(61_000_000)),
