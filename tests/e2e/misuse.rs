@@ -347,34 +347,50 @@ fn a_stored_experiment_that_is_unreadable_is_named_and_left_as_it_is() {
 }
 
 /// A katib-config entry with an image and no address is for `vernier operator`, which deploys
-/// it: `run` and `validate` refuse it naming the entry, before anything is recorded; the
-/// operator refuses a malformed entry the same way, before it talks to any cluster.
+/// it. Locally, Vernier's own algorithm of that name runs instead, with a warning (so Katib's
+/// whole katib-config may be passed); another name is refused by `run` and `validate` naming the
+/// entry, before anything is recorded. The operator refuses a malformed entry the same way,
+/// before it talks to any cluster.
 #[test]
 fn an_image_only_suggestion_entry_is_refused_locally_and_named() {
     let sb = Sandbox::new();
     let file = quick_experiment(&sb, "imaged");
     let config = sb.write(
         "suggestions.yaml",
-        "runtime:\n  suggestions:\n    - algorithmName: random\n      image: docker.io/kubeflowkatib/suggestion-hyperopt:v0.19.0\n",
+        "runtime:\n  suggestions:\n    - algorithmName: random\n      image: docker.io/kubeflowkatib/suggestion-hyperopt:v0.19.0\n    - algorithmName: my-ladder\n      image: docker.io/example/ladder:1\n",
     );
+    let laddered = std::fs::read_to_string(&file)
+        .unwrap()
+        .replace("algorithmName: random", "algorithmName: my-ladder");
+    let laddered = sb.write("laddered.yaml", &laddered);
     for command in ["run", "validate"] {
         let out = sb.run(&[
             command,
-            file.to_str().unwrap(),
+            laddered.to_str().unwrap(),
             "--suggestion-config",
             config.to_str().unwrap(),
         ]);
         let all = text(&out);
         assert_eq!(out.status.code(), Some(2), "{command}: {all}");
         assert!(
-            all.contains("suggestions.yaml: suggestions[0].address is missing or empty (image docker.io/kubeflowkatib/suggestion-hyperopt:v0.19.0 cannot run locally; `vernier operator` deploys it)")
+            all.contains("suggestions.yaml: suggestions[1].address is missing or empty (image docker.io/example/ladder:1 cannot run locally; `vernier operator` deploys it)")
                 && all.contains("hint: give the host:port"),
             "{command}: {all}"
         );
     }
+    let listed = text(&sb.run(&["list"]));
+    assert!(!listed.contains("imaged"), "nothing is recorded: {listed}");
+    let out = sb.run(&[
+        "run",
+        file.to_str().unwrap(),
+        "--suggestion-config",
+        config.to_str().unwrap(),
+    ]);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{all}");
     assert!(
-        !sb.path().join("vernier.db").exists(),
-        "nothing is recorded"
+        all.contains("warning: the suggestion image for random cannot run locally; Vernier's built-in random runs instead"),
+        "{all}"
     );
     let bad = sb.write(
         "bad.yaml",

@@ -197,13 +197,7 @@ struct PluginArgs {
 }
 
 impl PluginArgs {
-    /// The plugins for a local command (`run`, `resume`, `validate`).
     fn load(&self) -> anyhow::Result<commands::plugins::Plugins> {
-        self.load_all()?.for_local()
-    }
-
-    /// The plugins, also entries with only an image, which `vernier operator` deploys.
-    fn load_all(&self) -> anyhow::Result<commands::plugins::Plugins> {
         commands::plugins::Plugins::load(self.suggestion_config.as_deref(), &self.suggestion_plugin)
     }
 }
@@ -358,7 +352,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
             commands::serve::serve(&cli.db, &listen, create_db).await
         }
         Command::Operator { args, plugins } => {
-            commands::operator::operator(&cli.db, args, &plugins.load_all()?).await
+            commands::operator::operator(&cli.db, args, &plugins.load()?).await
         }
         Command::Collect(args) => commands::collect::collect(args).await,
         Command::Validate { file, plugins } => {

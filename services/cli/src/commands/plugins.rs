@@ -102,11 +102,8 @@ struct PluginFile {
 #[derive(Debug, Clone, Default)]
 pub struct Plugins {
     by_algorithm: BTreeMap<String, (String, Duration)>,
-    /// Entries with an image and no address, which only the operator can run: algorithm
-    /// name → ([`Endpoint::Image`], deadline).
-    images: BTreeMap<String, (Endpoint, Duration)>,
-    /// Why local mode cannot use these plugins: the first entry with an image only.
-    image_only: Option<String>,
+    /// Entries with an image and no address, which only the operator can run.
+    images: BTreeMap<String, ImageEntry>,
     /// Names given with `--suggestion-plugin`, each meant for the experiment at hand.
     flagged: Vec<String>,
 }
@@ -178,11 +175,9 @@ impl Plugins {
                 "{at}.address is missing or empty\nhint: give the host:port the plugin listens on"
             );
         };
-        self.image_only.get_or_insert_with(|| {
-            format!(
-                "{at}.address is missing or empty (image {image} cannot run locally; `vernier operator` deploys it)\nhint: give the host:port the plugin listens on"
-            )
-        });
+        let local_refusal = format!(
+            "{at}.address is missing or empty (image {image} cannot run locally; `vernier operator` deploys it)\nhint: give the host:port the plugin listens on"
+        );
         let mut container: Map<String, Value> = e.katib.into_iter().collect();
         let account = container
             .remove("serviceAccountName")
@@ -193,16 +188,32 @@ impl Plugins {
             container,
             service_account: account,
         };
-        self.images.insert(e.algorithm_name, (endpoint, deadline));
+        let entry = ImageEntry {
+            endpoint,
+            deadline,
+            local_refusal,
+        };
+        self.images.insert(e.algorithm_name, entry);
         Ok(())
     }
 
-    /// These plugins for a local command, which cannot run an entry that has only an image.
-    pub fn for_local(self) -> anyhow::Result<Plugins> {
-        match &self.image_only {
-            Some(refusal) => bail!("{refusal}"),
-            None => Ok(self),
+    /// Whether a local run may take `algorithm`, which an entry with only an image serves:
+    /// Vernier's own algorithm of that name runs instead (katib-config lists an image for each
+    /// of Katib's, so the whole file may be passed); another name is refused, naming the entry.
+    fn image_only_locally(&self, algorithm: &str) -> anyhow::Result<()> {
+        let Some(entry) = self.images.get(algorithm) else {
+            return Ok(());
+        };
+        if self.by_algorithm.contains_key(algorithm) {
+            return Ok(());
         }
+        if AlgorithmSource::by_name(algorithm) == AlgorithmSource::External {
+            bail!("{}", entry.local_refusal);
+        }
+        errln!(
+            "warning: the suggestion image for {algorithm} cannot run locally; Vernier's built-in {algorithm} runs instead"
+        );
+        Ok(())
     }
 
     /// Refuses a `--suggestion-plugin` name that is not `algorithm` (a typo would otherwise
@@ -232,14 +243,20 @@ impl Plugins {
         plugins
     }
 
-    /// The algorithm names the plugins serve: an experiment may name one Vernier lacks.
+    /// The algorithm names the plugins serve: an experiment may name one Vernier lacks (one
+    /// only an image serves is refused by [`Plugins::algorithm_source`], naming the entry).
     pub fn algorithms(&self) -> Vec<&str> {
-        self.by_algorithm.keys().map(String::as_str).collect()
+        let names = self.by_algorithm.keys().chain(self.images.keys());
+        let mut names: Vec<&str> = names.map(String::as_str).collect();
+        names.sort_unstable();
+        names.dedup();
+        names
     }
 
     /// Whether the algorithm is built in or served by a plugin, whose check of the settings
     /// must pass (or be put off while it does not answer yet).
     pub async fn algorithm_source(&self, exp: &LocalExperiment) -> anyhow::Result<AlgorithmSource> {
+        self.image_only_locally(&exp.algorithm)?;
         let Some(source) = self.source_for(exp, None)? else {
             return Ok(AlgorithmSource::BuiltIn);
         };
@@ -282,7 +299,11 @@ impl Plugins {
                 (Endpoint::Address(address.clone()), *deadline),
             )
         });
-        let served: BTreeMap<_, _> = self.images.clone().into_iter().chain(at).collect();
+        let deployed = self
+            .images
+            .iter()
+            .map(|(name, entry)| (name.clone(), (entry.endpoint.clone(), entry.deadline)));
+        let served: BTreeMap<_, _> = deployed.chain(at).collect();
         (!served.is_empty()).then(|| {
             Arc::new(OperatorPlugins {
                 served,
@@ -290,6 +311,16 @@ impl Plugins {
             }) as Arc<dyn SuggestionServices>
         })
     }
+}
+
+/// A file entry with an image and no address.
+#[derive(Debug, Clone)]
+struct ImageEntry {
+    /// [`Endpoint::Image`]: the container the operator deploys.
+    endpoint: Endpoint,
+    deadline: Duration,
+    /// What a local command says when the experiment's algorithm is served by it alone.
+    local_refusal: String,
 }
 
 /// A Katib suggestion service used as the experiment's algorithm.
@@ -525,15 +556,22 @@ mod tests {
         // As katib-config has it (no address), and with the address left empty.
         for address in ["", "    address: \"\"\n"] {
             let plugins = load_file(&format!(
-                "suggestions:\n  - algorithmName: random\n    image: docker.io/kubeflowkatib/suggestion-hyperopt\n{address}",
+                "suggestions:\n  - algorithmName: my-ladder\n    image: docker.io/example/ladder\n{address}  - algorithmName: tpe\n    image: docker.io/kubeflowkatib/suggestion-hyperopt\n",
             ))
             .unwrap();
-            let err = plugins.for_local().unwrap_err().to_string();
+            assert_eq!(plugins.algorithms(), ["my-ladder", "tpe"]);
+            let err = plugins
+                .image_only_locally("my-ladder")
+                .unwrap_err()
+                .to_string();
             assert!(
-                err.contains("plugins.yaml: suggestions[0].address is missing or empty (image docker.io/kubeflowkatib/suggestion-hyperopt cannot run locally; `vernier operator` deploys it)")
+                err.contains("plugins.yaml: suggestions[0].address is missing or empty (image docker.io/example/ladder cannot run locally; `vernier operator` deploys it)")
                     && err.contains("hint: give the host:port"),
                 "{address}: {err}"
             );
+            // Vernier's own tpe runs where katib-config lists Katib's image for it.
+            assert!(plugins.image_only_locally("tpe").is_ok());
+            assert!(plugins.image_only_locally("random").is_ok());
         }
         let err = load_file("suggestions:\n  - algorithmName: random\n")
             .unwrap_err()

@@ -53,12 +53,12 @@ async fn run_would_refuse(
         return Ok(notes);
     }
     let local = LocalExperiment::from_resolved(resolved, local_paths(file)).map_err(|e| one(&e))?;
-    if served {
-        plugins
-            .algorithm_source(&local)
-            .await
-            .map_err(|e| one(&e))?;
-    }
+    // Also for an algorithm no plugin serves: one only an image serves is refused as `run`
+    // refuses it.
+    plugins
+        .algorithm_source(&local)
+        .await
+        .map_err(|e| one(&e))?;
     if let Some(e) = warm_start_file_error(&local) {
         return Err(vec![e]);
     }
