@@ -22,7 +22,7 @@ use crate::context::Context;
 use crate::early_stop::Stopping;
 use crate::error::{OperatorError, Result};
 use crate::events::publish;
-use crate::experiment_check::{Resolved, checked_experiment, experiment_seed, serving, stopping};
+use crate::experiment_check::{Resolved, checked_experiment, experiment_seed, stopping};
 use crate::experiment_trials::{
     Listed, list_trials, list_trials_as_created, outcomes, records, timed,
 };
@@ -30,6 +30,7 @@ use crate::names::ALGORITHM_STATE_ANNOTATION;
 use crate::objects::{
     experiment_resource, is_conflict, namespaced, now_rfc3339, now_us, patch_status,
 };
+use crate::serving::serving;
 use crate::stop_trials::{rules_for_new_trials, stop_trials};
 use crate::trial_create::{Batch, create_trials};
 use kube::api::{Api, DynamicObject, Patch, PatchParams};

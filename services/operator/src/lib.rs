@@ -25,6 +25,7 @@ pub mod names;
 pub mod objects;
 pub mod report_source;
 pub mod run;
+pub mod serving;
 pub mod set_status;
 pub mod shared;
 pub mod sidecar;
