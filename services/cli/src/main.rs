@@ -191,7 +191,8 @@ struct PluginArgs {
     /// Ask the gRPC service at ADDR for algorithm NAME's suggestions (repeatable).
     #[arg(long = "suggestion-plugin", value_name = "NAME=ADDR")]
     suggestion_plugin: Vec<String>,
-    /// A file mapping algorithm names to plugin addresses (katib-config `suggestions` style).
+    /// A file mapping algorithm names to plugin addresses, or to images `vernier operator`
+    /// deploys per experiment (katib-config `suggestions` style).
     #[arg(long = "suggestion-config", value_name = "FILE")]
     suggestion_config: Option<PathBuf>,
 }
