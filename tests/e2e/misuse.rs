@@ -348,8 +348,8 @@ fn a_stored_experiment_that_is_unreadable_is_named_and_left_as_it_is() {
 
 /// A katib-config entry with an image and no address is for `vernier operator`, which deploys
 /// it. Locally, Vernier's own algorithm of that name runs instead, with a warning (so Katib's
-/// whole katib-config may be passed); another name is refused by `run` and `validate` naming the
-/// entry, before anything is recorded. The operator refuses a malformed entry the same way,
+/// whole katib-config may be passed); another name is refused by `run` naming the entry, before
+/// anything is recorded, and `validate` calls it valid for the operator only. The operator refuses a malformed entry the same way,
 /// before it talks to any cluster.
 #[test]
 fn an_image_only_suggestion_entry_is_refused_locally_and_named() {
@@ -363,21 +363,33 @@ fn an_image_only_suggestion_entry_is_refused_locally_and_named() {
         .unwrap()
         .replace("algorithmName: random", "algorithmName: my-ladder");
     let laddered = sb.write("laddered.yaml", &laddered);
-    for command in ["run", "validate"] {
-        let out = sb.run(&[
-            command,
-            laddered.to_str().unwrap(),
-            "--suggestion-config",
-            config.to_str().unwrap(),
-        ]);
-        let all = text(&out);
-        assert_eq!(out.status.code(), Some(2), "{command}: {all}");
-        assert!(
-            all.contains("suggestions.yaml: suggestions[1].address is missing or empty (image docker.io/example/ladder:1 cannot run locally; `vernier operator` deploys it)")
-                && all.contains("hint: give the host:port"),
-            "{command}: {all}"
-        );
-    }
+    let out = sb.run(&[
+        "run",
+        laddered.to_str().unwrap(),
+        "--suggestion-config",
+        config.to_str().unwrap(),
+    ]);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{all}");
+    assert!(
+        all.contains("suggestions.yaml: suggestions[1].address is missing or empty (image docker.io/example/ladder:1 cannot run locally; `vernier operator` deploys it)")
+            && all.contains("hint: give the host:port"),
+        "{all}"
+    );
+    // `validate` says the same as its local verdict, and what the operator needs to run it.
+    let out = sb.run(&[
+        "validate",
+        laddered.to_str().unwrap(),
+        "--suggestion-config",
+        config.to_str().unwrap(),
+    ]);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(3), "{all}");
+    assert!(
+        all.contains("local: `vernier run` cannot run it:\n  spec.algorithm.algorithmName: value \"my-ladder\" is served only by the image docker.io/example/ladder:1 (")
+            && all.contains("cluster: valid for `vernier operator --suggestion-config FILE` (its entry's image, which the operator deploys per experiment as Katib does)"),
+        "{all}"
+    );
     let listed = text(&sb.run(&["list"]));
     assert!(!listed.contains("imaged"), "nothing is recorded: {listed}");
     let out = sb.run(&[

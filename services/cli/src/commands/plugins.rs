@@ -28,6 +28,7 @@ use vernier_core::{Suggestions, TrialRecord};
 use vernier_engine::{AlgorithmSource, ExternalRequest, ResolvedExperiment, TimedTrial};
 use vernier_operator::suggestion_services::{Endpoint, SuggestionServices};
 use vernier_runner::{LocalExperiment, SourceError, SourceRequest, SuggestionSource};
+use vernier_spec::SpecError;
 use vernier_store::{SqlStore, TrialRow};
 
 #[derive(Debug, Deserialize)]
@@ -175,9 +176,7 @@ impl Plugins {
                 "{at}.address is missing or empty\nhint: give the host:port the plugin listens on"
             );
         };
-        let local_refusal = format!(
-            "{at}.address is missing or empty (image {image} cannot run locally; `vernier operator` deploys it)\nhint: give the host:port the plugin listens on"
-        );
+        let local = (at.to_string(), image.clone());
         let mut container: Map<String, Value> = e.katib.into_iter().collect();
         let account = container
             .remove("serviceAccountName")
@@ -191,7 +190,8 @@ impl Plugins {
         let entry = ImageEntry {
             endpoint,
             deadline,
-            local_refusal,
+            at: local.0,
+            image: local.1,
         };
         self.images.insert(e.algorithm_name, entry);
         Ok(())
@@ -201,19 +201,45 @@ impl Plugins {
     /// Vernier's own algorithm of that name runs instead (katib-config lists an image for each
     /// of Katib's, so the whole file may be passed); another name is refused, naming the entry.
     fn image_only_locally(&self, algorithm: &str) -> anyhow::Result<()> {
-        let Some(entry) = self.images.get(algorithm) else {
-            return Ok(());
-        };
-        if self.by_algorithm.contains_key(algorithm) {
-            return Ok(());
+        if let Some(entry) = self.image_only(algorithm) {
+            bail!(
+                "{}.address is missing or empty (image {} cannot run locally; `vernier operator` deploys it)\nhint: give the host:port the plugin listens on",
+                entry.at,
+                entry.image
+            );
         }
-        if AlgorithmSource::by_name(algorithm) == AlgorithmSource::External {
-            bail!("{}", entry.local_refusal);
+        if !self.images.contains_key(algorithm) || self.by_algorithm.contains_key(algorithm) {
+            return Ok(());
         }
         errln!(
             "warning: the suggestion image for {algorithm} cannot run locally; Vernier's built-in {algorithm} runs instead"
         );
         Ok(())
+    }
+
+    /// The entry that alone serves `algorithm`, a name Vernier does not have, with an image.
+    fn image_only(&self, algorithm: &str) -> Option<&ImageEntry> {
+        let entry = self.images.get(algorithm)?;
+        let external = AlgorithmSource::by_name(algorithm) == AlgorithmSource::External;
+        (external && !self.by_algorithm.contains_key(algorithm)).then_some(entry)
+    }
+
+    /// Why local mode cannot run `algorithm`, which only an image serves, as `vernier
+    /// validate`'s local verdict says it.
+    pub fn local_refusal(&self, algorithm: &str) -> Option<SpecError> {
+        let entry = self.image_only(algorithm)?;
+        Some(SpecError::new(
+            "spec.algorithm.algorithmName",
+            format!(
+                "value {algorithm:?} is served only by the image {} ({}), which `vernier operator` deploys and local mode cannot run; hint: give that entry the address where the service listens",
+                entry.image, entry.at
+            ),
+        ))
+    }
+
+    /// Whether an entry with only an image serves `algorithm`: `vernier operator` deploys it.
+    pub fn deploys(&self, algorithm: &str) -> bool {
+        self.images.contains_key(algorithm) && !self.by_algorithm.contains_key(algorithm)
     }
 
     /// Refuses a `--suggestion-plugin` name that is not `algorithm` (a typo would otherwise
@@ -319,8 +345,9 @@ struct ImageEntry {
     /// [`Endpoint::Image`]: the container the operator deploys.
     endpoint: Endpoint,
     deadline: Duration,
-    /// What a local command says when the experiment's algorithm is served by it alone.
-    local_refusal: String,
+    /// The entry in messages (`FILE: suggestions[I]`), and its image.
+    at: String,
+    image: String,
 }
 
 /// A Katib suggestion service used as the experiment's algorithm.

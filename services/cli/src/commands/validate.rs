@@ -96,11 +96,16 @@ fn algorithm_name(exp: &Experiment) -> Option<&str> {
 }
 
 /// The `vernier operator` flag a cluster needs to run an algorithm Vernier does not have: a
-/// suggestion service serving it, as Katib's katib-config lists one.
-fn plugin_flag_needed(exp: &Experiment) -> Option<(String, &'static str)> {
+/// suggestion service serving it, as Katib's katib-config lists one (the file given, when an
+/// entry of it has the service's image).
+fn plugin_flag_needed(exp: &Experiment, plugins: &Plugins) -> Option<(String, &'static str)> {
     let algorithm = algorithm_name(exp)?;
     match AlgorithmSource::by_name(algorithm) {
         AlgorithmSource::BuiltIn => None,
+        AlgorithmSource::External if plugins.deploys(algorithm) => Some((
+            "--suggestion-config FILE".into(),
+            "its entry's image, which the operator deploys per experiment as Katib does",
+        )),
         AlgorithmSource::External => Some((
             format!("--suggestion-plugin {algorithm}=HOST:PORT"),
             "a suggestion service serving its algorithm, as Katib's katib-config suggestions \
@@ -111,7 +116,7 @@ fn plugin_flag_needed(exp: &Experiment) -> Option<(String, &'static str)> {
 
 /// The `vernier operator` flags beyond its defaults a cluster needs to run `exp`, each with
 /// why: its trial kind, a plugin for its algorithm.
-fn operator_flags_needed(exp: &Experiment) -> Vec<(String, &'static str)> {
+fn operator_flags_needed(exp: &Experiment, plugins: &Plugins) -> Vec<(String, &'static str)> {
     let kind = resource_beyond_defaults(exp).map(|resource| {
         (
             format!(
@@ -121,7 +126,9 @@ fn operator_flags_needed(exp: &Experiment) -> Vec<(String, &'static str)> {
             "its trial kind is not among the defaults, as in Katib's katib-config trialResources",
         )
     });
-    kind.into_iter().chain(plugin_flag_needed(exp)).collect()
+    kind.into_iter()
+        .chain(plugin_flag_needed(exp, plugins))
+        .collect()
 }
 
 /// What `run` would say of `spec.warmStart.file`: missing, unreadable, or rows that do not
@@ -143,7 +150,10 @@ pub async fn validate(db: &str, file: &Path, plugins: &Plugins) -> anyhow::Resul
             for w in warm_start_sources_missing(db, &exp).await {
                 outln!("warning: {w}");
             }
-            let verdict = vernier_runner::local_verdict(&exp);
+            let mut verdict = vernier_runner::local_verdict(&exp);
+            if let Some(refusal) = algorithm_name(&exp).and_then(|a| plugins.local_refusal(a)) {
+                verdict.refused.push(refusal);
+            }
             let notes = match run_would_refuse(file, &exp, verdict.runnable(), plugins).await {
                 Ok(notes) => notes,
                 Err(problems) => {
@@ -179,7 +189,7 @@ pub async fn validate(db: &str, file: &Path, plugins: &Plugins) -> anyhow::Resul
                 (Some(why), _) => outln!("cluster: refused by `vernier operator`: {why}"),
                 (None, true) => {
                     let (flags, why): (Vec<_>, Vec<_>) =
-                        operator_flags_needed(&exp).into_iter().unzip();
+                        operator_flags_needed(&exp, plugins).into_iter().unzip();
                     match flags.is_empty() {
                         true => outln!("cluster: valid (`vernier operator` accepts it)"),
                         false => outln!(
