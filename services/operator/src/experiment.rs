@@ -119,6 +119,7 @@ async fn reconcile_experiment(obj: &DynamicObject, ctx: &Context) -> Result<Acti
     let mut run = Run::read(obj, ctx);
     if obj.meta().deletion_timestamp.is_some() {
         // Trials are owned by the experiment: the garbage collector removes them.
+        crate::serving::forget(ctx, obj, &run.ns);
         ctx.leases.release(&ctx.store, &run.ns, &run.name).await?;
         return Ok(Action::await_change());
     }

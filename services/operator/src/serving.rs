@@ -32,7 +32,7 @@ pub fn serving<'a>(
 ) -> Option<Serving<'a>> {
     let services = ctx.suggestion_services.as_deref()?;
     let endpoint = ctx.suggestion_endpoints.get(algorithm)?;
-    let key = format!("{ns}/{}/{}", obj.name_any(), obj.uid().unwrap_or_default());
+    let key = memo_key(obj, ns);
     let (address, describe, deployed) = match endpoint {
         Endpoint::Address(address) => (
             address.clone(),
@@ -72,7 +72,7 @@ impl Serving<'_> {
         else {
             return Ok(());
         };
-        if ctx.checked.is_deployed(&self.key) {
+        if ctx.checked.deployed(&self.key) == Some(true) {
             return Ok(());
         }
         let account = service_account.as_deref();
@@ -87,7 +87,9 @@ impl Serving<'_> {
         let Some((at, _)) = &self.deployed else {
             return Ok(());
         };
-        if suggestion_deployment::kept_after_end(policy) {
+        if suggestion_deployment::kept_after_end(policy)
+            || ctx.checked.deployed(&self.key) == Some(false)
+        {
             return Ok(());
         }
         suggestion_deployment::retire(&ctx.client, at).await?;
@@ -146,4 +148,17 @@ pub fn algorithm_source(ctx: &Context, algorithm: &str) -> AlgorithmSource {
         true => AlgorithmSource::External,
         false => AlgorithmSource::BuiltIn,
     }
+}
+
+/// Forgets what this replica did for a deleted experiment (its objects go with it, by their
+/// owner references).
+pub fn forget(ctx: &Context, obj: &DynamicObject, ns: &str) {
+    ctx.checked.forget(&memo_key(obj, ns));
+    ctx.service_backoff
+        .reset(&format!("{ns}/{}", obj.name_any()));
+}
+
+/// The experiment as this replica's memos know it: namespace, name and UID.
+fn memo_key(obj: &DynamicObject, ns: &str) -> String {
+    format!("{ns}/{}/{}", obj.name_any(), obj.uid().unwrap_or_default())
 }

@@ -7,7 +7,7 @@
 //! the same name gives way to it.
 
 use serde_json::{Map, Value};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 use vernier_core::Suggestions;
 use vernier_engine::{ExternalRequest, ResolvedExperiment, SourceError};
@@ -46,12 +46,12 @@ pub trait SuggestionServices: Send + Sync + std::fmt::Debug {
 
 /// What this replica already did for each experiment (by namespace, name and UID): the
 /// algorithm spec its service accepted, so the settings are checked once per experiment and
-/// edit as Katib checks them once per Suggestion; and whether its suggestion Deployment was
-/// made.
+/// edit as Katib checks them once per Suggestion; and whether it made (`true`) or deleted
+/// (`false`) the experiment's suggestion Deployment, so neither is asked of the API twice.
 #[derive(Debug, Default)]
 pub struct Checked {
     accepted: Mutex<HashMap<String, String>>,
-    deployed: Mutex<HashSet<String>>,
+    deployed: Mutex<HashMap<String, bool>>,
 }
 
 impl Checked {
@@ -66,17 +66,45 @@ impl Checked {
         accepted.insert(key.to_string(), algorithm);
     }
 
-    pub fn is_deployed(&self, key: &str) -> bool {
+    /// Whether this replica made (`Some(true)`) or deleted (`Some(false)`) the experiment's
+    /// suggestion Deployment last; `None` when it did neither.
+    pub fn deployed(&self, key: &str) -> Option<bool> {
         let deployed = self.deployed.lock().unwrap_or_else(|p| p.into_inner());
-        deployed.contains(key)
+        deployed.get(key).copied()
     }
 
-    /// Records whether the experiment's suggestion Deployment exists.
     pub fn set_deployed(&self, key: &str, exists: bool) {
         let mut deployed = self.deployed.lock().unwrap_or_else(|p| p.into_inner());
-        match exists {
-            true => deployed.insert(key.to_string()),
-            false => deployed.remove(key),
-        };
+        deployed.insert(key.to_string(), exists);
+    }
+
+    /// Forgets a deleted experiment.
+    pub fn forget(&self, key: &str) {
+        let mut accepted = self.accepted.lock().unwrap_or_else(|p| p.into_inner());
+        accepted.remove(key);
+        let mut deployed = self.deployed.lock().unwrap_or_else(|p| p.into_inner());
+        deployed.remove(key);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_was_done_is_kept_per_experiment_until_it_is_forgotten() {
+        let c = Checked::default();
+        c.accept("ns/a/u1", "{\"algorithmName\":\"tpe\"}".into());
+        assert!(c.holds("ns/a/u1", "{\"algorithmName\":\"tpe\"}"));
+        assert!(!c.holds("ns/a/u1", "{\"algorithmName\":\"random\"}"));
+        assert!(!c.holds("ns/a/u2", "{\"algorithmName\":\"tpe\"}"));
+        assert_eq!(c.deployed("ns/a/u1"), None);
+        c.set_deployed("ns/a/u1", true);
+        assert_eq!(c.deployed("ns/a/u1"), Some(true));
+        c.set_deployed("ns/a/u1", false);
+        assert_eq!(c.deployed("ns/a/u1"), Some(false));
+        c.forget("ns/a/u1");
+        assert_eq!(c.deployed("ns/a/u1"), None);
+        assert!(!c.holds("ns/a/u1", "{\"algorithmName\":\"tpe\"}"));
     }
 }
