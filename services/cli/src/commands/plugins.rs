@@ -176,7 +176,7 @@ impl Plugins {
                 "{at}.address is missing or empty\nhint: give the host:port the plugin listens on"
             );
         };
-        let local = (at.to_string(), image.clone());
+        let shown = image.clone();
         let mut container: Map<String, Value> = e.katib.into_iter().collect();
         let account = container
             .remove("serviceAccountName")
@@ -190,8 +190,8 @@ impl Plugins {
         let entry = ImageEntry {
             endpoint,
             deadline,
-            at: local.0,
-            image: local.1,
+            at: at.to_string(),
+            image: shown,
         };
         self.images.insert(e.algorithm_name, entry);
         Ok(())
