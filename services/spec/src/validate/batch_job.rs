@@ -5,8 +5,8 @@
 //! lost; this does the same with `k8s-openapi`'s Job type (Kubernetes 1.33) and
 //! `serde_path_to_error` for the path of a wrongly typed value. Beyond the schema, what
 //! Kubernetes' Job validation refuses and local mode would ignore is refused too: the pod
-//! template's restart policy and images, negative counts, and the `completionMode` rules
-//! (what only an `Indexed` Job takes). The rules every pod template is held to are `pod`'s.
+//! template's restart policy and images, negative counts, the `completionMode` rules (what
+//! only an `Indexed` Job takes) and `podReplacementPolicy`. The rules every pod template is held to are `pod`'s.
 
 use super::Errors;
 use crate::error::SpecError;
@@ -42,6 +42,7 @@ pub(super) fn check(spec: &Value, errs: &mut Errors) {
             if let Some(spec) = &job.spec {
                 check_counts(spec, errs);
                 check_completion_mode(spec, errs);
+                check_replacement_policy(spec, errs);
             }
         }
     }
@@ -176,6 +177,35 @@ fn check_completion_mode(spec: &JobSpec, errs: &mut Errors) {
         );
     }
     check_per_index(spec, indexed, errs);
+}
+
+/// `podReplacementPolicy` as `validateJobSpec` holds it: `TerminatingOrFailed` or `Failed`,
+/// and `Failed` beside a `podFailurePolicy`, which judges a pod only once it has failed
+/// (KEP-3939). A policy holding a placeholder is known only once rendered.
+fn check_replacement_policy(spec: &JobSpec, errs: &mut Errors) {
+    let policy = spec.pod_replacement_policy.as_deref();
+    let Some(p) = policy.filter(|p| !p.contains("${")) else {
+        return;
+    };
+    let at = format!("{PATH}.spec.podReplacementPolicy");
+    if !["TerminatingOrFailed", "Failed"].contains(&p) {
+        errs.add(
+            at,
+            format!(
+                "value {p:?} is not a pod replacement policy, which Kubernetes refuses for a \
+                 Job; hint: use TerminatingOrFailed or Failed"
+            ),
+        );
+    } else if p != "Failed" && spec.pod_failure_policy.is_some() {
+        errs.add(
+            at,
+            format!(
+                "value {p:?} is refused by Kubernetes beside spec.podFailurePolicy, which \
+                 judges a pod only once it has failed; hint: use Failed, or leave \
+                 podReplacementPolicy out (it then defaults to Failed)"
+            ),
+        );
+    }
 }
 
 /// What `maxFailedIndexes` and a `FailIndex` rule need of `backoffLimitPerIndex` and
@@ -453,6 +483,8 @@ mod tests {
         let c = json!({"name": "t", "image": "i", "command": ["t"]});
         let fail_index = json!({"rules": [
             {"action": "FailIndex", "onExitCodes": {"operator": "In", "values": [42]}}]});
+        let exit_42 = json!({"rules": [
+            {"action": "FailJob", "onExitCodes": {"operator": "In", "values": [42]}}]});
         // (job spec refused, its problem's path and words, the nearest job spec accepted)
         let table: Vec<(Value, String, &str, Value)> = vec![
             (
@@ -520,6 +552,18 @@ mod tests {
                 format!("{s}.podFailurePolicy.rules[0].action"),
                 "value \"FailIndex\" needs spec.backoffLimitPerIndex",
                 json!({"completionMode": "Indexed", "completions": 2, "backoffLimitPerIndex": 1, "podFailurePolicy": fail_index}),
+            ),
+            (
+                json!({"podReplacementPolicy": "Terminating"}),
+                format!("{s}.podReplacementPolicy"),
+                "value \"Terminating\" is not a pod replacement policy, which Kubernetes refuses for a Job; hint: use TerminatingOrFailed or Failed",
+                json!({"podReplacementPolicy": "TerminatingOrFailed"}),
+            ),
+            (
+                json!({"podReplacementPolicy": "TerminatingOrFailed", "podFailurePolicy": exit_42}),
+                format!("{s}.podReplacementPolicy"),
+                "value \"TerminatingOrFailed\" is refused by Kubernetes beside spec.podFailurePolicy",
+                json!({"podReplacementPolicy": "Failed", "podFailurePolicy": exit_42}),
             ),
         ];
         for (refused, path, words, accepted) in table {
