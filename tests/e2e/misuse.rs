@@ -363,12 +363,16 @@ fn an_image_only_suggestion_entry_is_refused_locally_and_named() {
         .unwrap()
         .replace("algorithmName: random", "algorithmName: my-ladder");
     let laddered = sb.write("laddered.yaml", &laddered);
-    let out = sb.run(&[
-        "run",
-        laddered.to_str().unwrap(),
-        "--suggestion-config",
-        config.to_str().unwrap(),
-    ]);
+    let with_config = |command: &str, file: &std::path::Path| {
+        let config = config.to_str().unwrap();
+        sb.run(&[
+            command,
+            file.to_str().unwrap(),
+            "--suggestion-config",
+            config,
+        ])
+    };
+    let out = with_config("run", &laddered);
     let all = text(&out);
     assert_eq!(out.status.code(), Some(2), "{all}");
     assert!(
@@ -377,12 +381,7 @@ fn an_image_only_suggestion_entry_is_refused_locally_and_named() {
         "{all}"
     );
     // `validate` says the same as its local verdict, and what the operator needs to run it.
-    let out = sb.run(&[
-        "validate",
-        laddered.to_str().unwrap(),
-        "--suggestion-config",
-        config.to_str().unwrap(),
-    ]);
+    let out = with_config("validate", &laddered);
     let all = text(&out);
     assert_eq!(out.status.code(), Some(3), "{all}");
     assert!(
@@ -392,12 +391,7 @@ fn an_image_only_suggestion_entry_is_refused_locally_and_named() {
     );
     let listed = text(&sb.run(&["list"]));
     assert!(!listed.contains("imaged"), "nothing is recorded: {listed}");
-    let out = sb.run(&[
-        "run",
-        file.to_str().unwrap(),
-        "--suggestion-config",
-        config.to_str().unwrap(),
-    ]);
+    let out = with_config("run", &file);
     let all = text(&out);
     assert_eq!(out.status.code(), Some(0), "{all}");
     assert!(

@@ -208,7 +208,7 @@ impl Plugins {
                 entry.image
             );
         }
-        if !self.images.contains_key(algorithm) || self.by_algorithm.contains_key(algorithm) {
+        if !self.deploys(algorithm) {
             return Ok(());
         }
         errln!(
@@ -219,9 +219,10 @@ impl Plugins {
 
     /// The entry that alone serves `algorithm`, a name Vernier does not have, with an image.
     fn image_only(&self, algorithm: &str) -> Option<&ImageEntry> {
-        let entry = self.images.get(algorithm)?;
         let external = AlgorithmSource::by_name(algorithm) == AlgorithmSource::External;
-        (external && !self.by_algorithm.contains_key(algorithm)).then_some(entry)
+        self.images
+            .get(algorithm)
+            .filter(|_| external && self.deploys(algorithm))
     }
 
     /// Why local mode cannot run `algorithm`, which only an image serves, as `vernier
