@@ -40,6 +40,8 @@ pub(crate) struct SqlBackend<D: Dialect> {
     /// of up to 100 ms; with it only writers from other processes ever wait there.
     write_lock: Arc<Mutex<()>>,
     errors: ErrorContext,
+    /// Opened to read only (`report`, `list`): nothing to fold in at close.
+    reads_only: bool,
 }
 
 // By hand: a derive would ask `D: Clone + Debug` of the driver's marker type.
@@ -49,6 +51,7 @@ impl<D: Dialect> Clone for SqlBackend<D> {
             pool: self.pool.clone(),
             write_lock: Arc::clone(&self.write_lock),
             errors: self.errors.clone(),
+            reads_only: self.reads_only,
         }
     }
 }
@@ -68,7 +71,21 @@ impl<D: Dialect> SqlBackend<D> {
             pool,
             write_lock: Arc::new(Mutex::new(())),
             errors: ErrorContext { url, lock_timeout },
+            reads_only: false,
         }
+    }
+
+    /// The same backend on a pool opened to read only.
+    pub(crate) fn reading_only(mut self) -> Self {
+        self.reads_only = true;
+        self
+    }
+
+    /// The statement run before closing: the dialect's, but none on a pool that only reads,
+    /// which cannot do what it does (fold SQLite's `-wal` file in) and would only wait, for
+    /// as long as another session holds the database locked, to be refused.
+    fn on_close(&self) -> Option<&'static str> {
+        D::ON_CLOSE.filter(|_| !self.reads_only)
     }
 
     /// The database's url, password redacted.
@@ -124,7 +141,7 @@ where
 {
     /// Runs the dialect's closing statement (best effort, briefly), then closes the pool.
     pub(crate) async fn close(&self) {
-        if let Some(sql) = D::ON_CLOSE
+        if let Some(sql) = self.on_close()
             && !self.pool.is_closed()
         {
             let done = tokio::time::timeout(ON_CLOSE_WAIT, sqlx::raw_sql(sql).execute(&self.pool));
@@ -816,5 +833,17 @@ mod tests {
             let got: Vec<usize> = insert_chunks(&logs, rows).iter().map(|c| c.len()).collect();
             assert_eq!(got, want);
         }
+    }
+
+    /// A reader does not wait for another session's lock at close to run a checkpoint it
+    /// cannot run.
+    #[tokio::test]
+    async fn only_a_pool_that_writes_runs_the_closing_statement() {
+        let pool = sqlx::sqlite::SqlitePoolOptions::new()
+            .connect_lazy("sqlite::memory:")
+            .expect("a lazy pool");
+        let backend = SqlBackend::<sqlx::Sqlite>::new(pool, "m".into(), Duration::from_secs(1));
+        assert_eq!(backend.on_close(), Some("PRAGMA wal_checkpoint(TRUNCATE)"));
+        assert_eq!(backend.reading_only().on_close(), None);
     }
 }

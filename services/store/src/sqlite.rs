@@ -53,7 +53,7 @@ impl Dialect for Sqlite {
     /// The last connection to close folds the `-wal` file into the database file, but a reader
     /// still open (a dashboard outliving the run, itself unable to fold as it reads only)
     /// leaves it there: a copy of `vernier.db` alone would then hold an older state. A writer
-    /// folds it in itself. On a read-only pool it fails, and is ignored.
+    /// folds it in itself; a pool opened to read only does not try.
     const ON_CLOSE: Option<&'static str> = Some("PRAGMA wal_checkpoint(TRUNCATE)");
 
     fn rows_affected(done: &SqliteQueryResult) -> u64 {
@@ -265,7 +265,9 @@ impl SqliteBackend {
                         path.display()
                     );
                 }
-                Ok(Some(SqlBackend::new(pool, url, lock_timeout)))
+                Ok(Some(
+                    SqlBackend::new(pool, url, lock_timeout).reading_only(),
+                ))
             }
             SchemaState::Behind => Ok(None),
             SchemaState::NotVernier { tables } => {
