@@ -6,7 +6,8 @@
 //! `serde_path_to_error` for the path of a wrongly typed value. Beyond the schema, what
 //! Kubernetes' Job validation refuses and local mode would ignore is refused too: the pod
 //! template's restart policy and images, negative counts, the `completionMode` rules (what
-//! only an `Indexed` Job takes) and `podReplacementPolicy`. The rules every pod template is held to are `pod`'s.
+//! only an `Indexed` Job takes), `podReplacementPolicy` and the `podFailurePolicy` rules
+//! (`pod_failure_policy`). The rules every pod template is held to are `pod`'s.
 
 use super::Errors;
 use crate::error::SpecError;
@@ -43,6 +44,7 @@ pub(super) fn check(spec: &Value, errs: &mut Errors) {
                 check_counts(spec, errs);
                 check_completion_mode(spec, errs);
                 check_replacement_policy(spec, errs);
+                super::pod_failure_policy::check(spec, errs);
             }
         }
     }

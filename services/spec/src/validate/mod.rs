@@ -9,6 +9,7 @@ mod nas;
 mod objectives;
 mod parameters;
 mod pod;
+mod pod_failure_policy;
 mod pod_fields;
 mod pod_names;
 mod quantity;
