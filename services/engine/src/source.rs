@@ -37,3 +37,21 @@ pub struct ExternalRequest<'a> {
     /// What the source returned last time (its settings), if anything.
     pub state: Option<&'a str>,
 }
+
+/// Why an experiment is refused when the service serving its algorithm refused its settings
+/// (`service` as the driver names it): one sentence for both drivers.
+pub fn settings_refused(service: &str, message: &str) -> String {
+    format!("spec.algorithm: checking the settings with {service} failed: {message}")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_settings_refusal_names_the_field_the_service_and_its_words() {
+        assert_eq!(
+            super::settings_refused("suggestion plugin tpe at h:1", "unknown setting x"),
+            "spec.algorithm: checking the settings with suggestion plugin tpe at h:1 failed: \
+             unknown setting x"
+        );
+    }
+}

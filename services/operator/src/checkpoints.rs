@@ -15,7 +15,7 @@ pub const VOLUME_NAME: &str = "suggestion-volume";
 /// Where the copying init container sees the whole volume.
 const COPY_MOUNT: &str = "/vernier-checkpoints";
 /// Katib's default suggestion volume size.
-const STORAGE: &str = "1Gi";
+pub const STORAGE: &str = "1Gi";
 
 /// Katib's `GetSuggestionPersistentVolumeClaimName`: `<suggestion>-<algorithm>`, where the
 /// suggestion is named after the experiment.

@@ -77,6 +77,10 @@ const CONFLICT_RETRY: Duration = Duration::from_millis(100);
 /// A running experiment is reconciled at least this often (trial changes wake it sooner).
 const RESYNC: Duration = Duration::from_secs(300);
 
+/// How often a suggestion Deployment still starting is looked at again (its pod answers only
+/// after its readiness probe's first period, 10 s by Katib's default).
+const SERVICE_STARTING: Duration = Duration::from_secs(2);
+
 /// What was asked for, or how soon to ask a suggestion service again that gave no answer.
 type Answer<T> = std::result::Result<T, Duration>;
 
@@ -551,7 +555,15 @@ impl<'a> Run<'a> {
             return Ok(Ok(queued));
         }
         if let Some(service) = serving(self.ctx, self.obj, &self.ns, &exp.algorithm) {
-            service.ready(self.ctx).await?;
+            if !service.ready(self.ctx, exp.resume_policy).await? {
+                tracing::info!(
+                    "experiment {}/{}: waiting for {} to become available",
+                    self.ns,
+                    self.name,
+                    service.describe
+                );
+                return Ok(Err(SERVICE_STARTING));
+            }
             let request = ExternalRequest {
                 experiment: exp,
                 trials: timed(&records, listed),

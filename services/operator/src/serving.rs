@@ -1,14 +1,16 @@
 //! Which suggestion service serves an experiment on this operator, where it answers, and
-//! what the reconciler does around the calls: deploy an image's service before it is first
-//! asked and retire it when the experiment ends ([`crate::suggestion_deployment`]), and have it
-//! check the settings once per experiment and algorithm spec. The services themselves are the
-//! composition root's ([`crate::suggestion_services`]).
+//! what the reconciler does around the calls: deploy an image's service, ask it only once its
+//! Deployment is available, and retire it when the experiment ends
+//! ([`crate::suggestion_deployment`]); and have it check the settings once per experiment and
+//! algorithm spec. The services themselves are the composition root's
+//! ([`crate::suggestion_services`]).
 
 use crate::context::Context;
-use crate::suggestion_deployment::{self, Placement};
-use crate::suggestion_services::{Endpoint, SuggestionServices};
+use crate::suggestion_deployment::{self, Image, Mount, Placement};
+use crate::suggestion_services::{Deployed, Endpoint, SuggestionServices};
 use kube::ResourceExt;
 use kube::api::DynamicObject;
+use vernier_engine::source::settings_refused;
 use vernier_engine::{AlgorithmSource, ResolvedExperiment, ResumePolicy, SourceError};
 
 /// The service serving an experiment's algorithm: where it answers, and how messages name it.
@@ -59,26 +61,46 @@ pub fn serving<'a>(
 }
 
 impl Serving<'_> {
-    /// Makes the service's Deployment and Service, once per experiment, when the operator
-    /// deploys it; nothing for a service at a fixed address.
-    pub async fn ready(&self, ctx: &Context) -> crate::error::Result<()> {
+    /// Whether the service may be asked: a service at a fixed address always; a deployed one
+    /// once its Deployment is `Available`, as Katib's suggestion controller waits for it
+    /// (until then its pod is starting, and a call would only fail). Makes the Deployment and
+    /// Service first, once per experiment, and again if they were deleted while it ran.
+    pub async fn ready(&self, ctx: &Context, policy: ResumePolicy) -> crate::error::Result<bool> {
         let Some((
             at,
             Endpoint::Image {
                 container,
                 service_account,
+                volume,
             },
         )) = &self.deployed
         else {
-            return Ok(());
+            return Ok(true);
         };
-        if ctx.checked.deployed(&self.key) == Some(true) {
-            return Ok(());
+        let image = Image {
+            container,
+            service_account: service_account.as_deref(),
+            mount: Mount::of(policy, volume),
+        };
+        let state = ctx.checked.deployed(&self.key);
+        if state == Some(Deployed::Available) {
+            return Ok(true);
         }
-        let account = service_account.as_deref();
-        suggestion_deployment::ensure(&ctx.client, at, container, account).await?;
-        ctx.checked.set_deployed(&self.key, true);
-        Ok(())
+        if state != Some(Deployed::Made) {
+            suggestion_deployment::ensure(&ctx.client, at, &image).await?;
+            ctx.checked.set_deployed(&self.key, Deployed::Made);
+        }
+        match suggestion_deployment::availability(&ctx.client, at).await? {
+            Some(true) => {
+                ctx.checked.set_deployed(&self.key, Deployed::Available);
+                Ok(true)
+            }
+            Some(false) => Ok(false),
+            None => {
+                suggestion_deployment::ensure(&ctx.client, at, &image).await?;
+                Ok(false)
+            }
+        }
     }
 
     /// Deletes the Deployment and Service of an experiment that ended, unless its resume
@@ -88,19 +110,20 @@ impl Serving<'_> {
             return Ok(());
         };
         if suggestion_deployment::kept_after_end(policy)
-            || ctx.checked.deployed(&self.key) == Some(false)
+            || ctx.checked.deployed(&self.key) == Some(Deployed::Deleted)
         {
             return Ok(());
         }
         suggestion_deployment::retire(&ctx.client, at).await?;
-        ctx.checked.set_deployed(&self.key, false);
+        ctx.checked.set_deployed(&self.key, Deployed::Deleted);
         Ok(())
     }
 
     /// Has the service check the experiment's settings, once per experiment and algorithm
-    /// spec: a refusal is the message the experiment is refused with; a service not
-    /// reachable yet is asked again at the next reconcile (its first request for proposals
-    /// may refuse them).
+    /// spec: a refusal is the message the experiment is refused with, kept until the spec
+    /// changes (its Deployment is retired meanwhile, as Katib retires a failed experiment's);
+    /// a service not ready or not reachable yet is asked again at the next reconcile (its
+    /// first request for proposals may refuse them).
     pub async fn check(
         &self,
         ctx: &Context,
@@ -110,16 +133,24 @@ impl Serving<'_> {
         if ctx.checked.holds(&self.key, &algorithm) {
             return Ok(Ok(()));
         }
-        self.ready(ctx).await?;
+        let spec = serde_json::to_string(&exp.spec.spec).unwrap_or_default();
+        if let Some(refused) = ctx.checked.refusal(&self.key, &spec) {
+            return Ok(Err(refused));
+        }
+        if !self.ready(ctx, exp.resume_policy).await? {
+            return Ok(Ok(()));
+        }
         Ok(match self.services.validate(&self.address, exp).await {
             Ok(()) => {
                 ctx.checked.accept(&self.key, algorithm);
                 Ok(())
             }
-            Err(SourceError::Rejected(m)) => Err(format!(
-                "spec.algorithm: checking the settings with {} failed: {m}",
-                self.describe
-            )),
+            Err(SourceError::Rejected(m)) => {
+                let refused = settings_refused(&self.describe, &m);
+                ctx.checked.refuse(&self.key, spec, refused.clone());
+                self.retire(ctx, exp.resume_policy).await?;
+                Err(refused)
+            }
             Err(SourceError::Unavailable(m)) => {
                 tracing::warn!(
                     "experiment {}: {} is not reachable yet ({m}); its settings are checked \

@@ -22,7 +22,19 @@ pub enum Endpoint {
     Image {
         container: Map<String, Value>,
         service_account: Option<String>,
+        /// Where a `FromVolume` experiment's service keeps its state.
+        volume: ImageVolume,
     },
+}
+
+/// katib-config's volume fields of an entry: the claim a `FromVolume` experiment's service
+/// gets, and where its container mounts it; Katib's defaults where they are `None`.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ImageVolume {
+    /// `volumeMountPath` (Katib's default `/opt/katib/data`).
+    pub mount_path: Option<String>,
+    /// `persistentVolumeClaimSpec` (Katib's default: `ReadWriteOnce`, 1Gi).
+    pub claim_spec: Option<Map<String, Value>>,
 }
 
 /// The services an operator was started with, by algorithm name.
@@ -46,12 +58,26 @@ pub trait SuggestionServices: Send + Sync + std::fmt::Debug {
 
 /// What this replica already did for each experiment (by namespace, name and UID): the
 /// algorithm spec its service accepted, so the settings are checked once per experiment and
-/// edit as Katib checks them once per Suggestion; and whether it made (`true`) or deleted
-/// (`false`) the experiment's suggestion Deployment, so neither is asked of the API twice.
+/// edit as Katib checks them once per Suggestion, or the spec it refused; and what it did
+/// with or saw of the experiment's suggestion Deployment, so nothing is asked of the API
+/// twice.
 #[derive(Debug, Default)]
 pub struct Checked {
     accepted: Mutex<HashMap<String, String>>,
-    deployed: Mutex<HashMap<String, bool>>,
+    /// The spec (its JSON) the service refused, and the message it was refused with.
+    refused: Mutex<HashMap<String, (String, String)>>,
+    deployed: Mutex<HashMap<String, Deployed>>,
+}
+
+/// What a replica last did with or saw of an experiment's suggestion Deployment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Deployed {
+    /// Created (or found), not yet seen available.
+    Made,
+    /// Seen with its `Available` condition: the service may be asked.
+    Available,
+    /// Deleted when the experiment ended.
+    Deleted,
 }
 
 impl Checked {
@@ -66,22 +92,38 @@ impl Checked {
         accepted.insert(key.to_string(), algorithm);
     }
 
-    /// Whether this replica made (`Some(true)`) or deleted (`Some(false)`) the experiment's
-    /// suggestion Deployment last; `None` when it did neither.
-    pub fn deployed(&self, key: &str) -> Option<bool> {
+    /// Why the service refused `spec` (the experiment spec's JSON) for the experiment `key`,
+    /// if it did: a spec is not sent again until it changes, as Katib's failed Suggestion is
+    /// not asked again.
+    pub fn refusal(&self, key: &str, spec: &str) -> Option<String> {
+        let refused = self.refused.lock().unwrap_or_else(|p| p.into_inner());
+        let (what, why) = refused.get(key)?;
+        (what == spec).then(|| why.clone())
+    }
+
+    pub fn refuse(&self, key: &str, spec: String, message: String) {
+        let mut refused = self.refused.lock().unwrap_or_else(|p| p.into_inner());
+        refused.insert(key.to_string(), (spec, message));
+    }
+
+    /// What this replica last did with or saw of the experiment's suggestion Deployment;
+    /// `None` when nothing.
+    pub fn deployed(&self, key: &str) -> Option<Deployed> {
         let deployed = self.deployed.lock().unwrap_or_else(|p| p.into_inner());
         deployed.get(key).copied()
     }
 
-    pub fn set_deployed(&self, key: &str, exists: bool) {
+    pub fn set_deployed(&self, key: &str, state: Deployed) {
         let mut deployed = self.deployed.lock().unwrap_or_else(|p| p.into_inner());
-        deployed.insert(key.to_string(), exists);
+        deployed.insert(key.to_string(), state);
     }
 
     /// Forgets a deleted experiment.
     pub fn forget(&self, key: &str) {
         let mut accepted = self.accepted.lock().unwrap_or_else(|p| p.into_inner());
         accepted.remove(key);
+        let mut refused = self.refused.lock().unwrap_or_else(|p| p.into_inner());
+        refused.remove(key);
         let mut deployed = self.deployed.lock().unwrap_or_else(|p| p.into_inner());
         deployed.remove(key);
     }
@@ -99,12 +141,16 @@ mod tests {
         assert!(!c.holds("ns/a/u1", "{\"algorithmName\":\"random\"}"));
         assert!(!c.holds("ns/a/u2", "{\"algorithmName\":\"tpe\"}"));
         assert_eq!(c.deployed("ns/a/u1"), None);
-        c.set_deployed("ns/a/u1", true);
-        assert_eq!(c.deployed("ns/a/u1"), Some(true));
-        c.set_deployed("ns/a/u1", false);
-        assert_eq!(c.deployed("ns/a/u1"), Some(false));
+        c.refuse("ns/a/u1", "{\"v\":1}".into(), "bad".into());
+        assert_eq!(c.refusal("ns/a/u1", "{\"v\":1}").as_deref(), Some("bad"));
+        assert_eq!(c.refusal("ns/a/u1", "{\"v\":2}"), None);
+        c.set_deployed("ns/a/u1", Deployed::Made);
+        assert_eq!(c.deployed("ns/a/u1"), Some(Deployed::Made));
+        c.set_deployed("ns/a/u1", Deployed::Deleted);
+        assert_eq!(c.deployed("ns/a/u1"), Some(Deployed::Deleted));
         c.forget("ns/a/u1");
         assert_eq!(c.deployed("ns/a/u1"), None);
         assert!(!c.holds("ns/a/u1", "{\"algorithmName\":\"tpe\"}"));
+        assert_eq!(c.refusal("ns/a/u1", "{\"v\":1}"), None);
     }
 }

@@ -21,7 +21,7 @@ use vernier_kube_double::KubeDouble;
 use vernier_kube_double::training::{Outcome, SimulatedTrainingOperator, SimulationOptions};
 use vernier_operator::metrics::Metrics;
 use vernier_operator::objects::{experiment_resource, trial_resource};
-use vernier_operator::suggestion_services::{Endpoint, SuggestionServices};
+use vernier_operator::suggestion_services::{Endpoint, ImageVolume, SuggestionServices};
 use vernier_operator::{Context, EarlyStopperFactory, LeaseConfig, OperatorConfig};
 use vernier_store::SqlStore;
 
@@ -3100,6 +3100,8 @@ struct Ladder {
     /// (trials sent, of them with a completion time, current, total) per request.
     requests: std::sync::Mutex<Vec<(usize, usize, usize, usize)>>,
     addresses: std::sync::Mutex<BTreeSet<String>>,
+    /// How many times it refused settings.
+    refusals: std::sync::atomic::AtomicUsize,
 }
 
 #[async_trait::async_trait]
@@ -3112,6 +3114,7 @@ impl SuggestionServices for Ladder {
                     .cloned()
                     .unwrap_or_default(),
                 service_account: Some("suggester".into()),
+                volume: ImageVolume::default(),
             },
             false => Endpoint::Address("test:6789".into()),
         };
@@ -3123,12 +3126,14 @@ impl SuggestionServices for Ladder {
         _address: &str,
         exp: &vernier_engine::ResolvedExperiment,
     ) -> Result<(), vernier_engine::SourceError> {
-        match exp.settings.iter().find(|(name, _)| name == "bogus") {
-            Some(_) => Err(vernier_engine::SourceError::Rejected(
-                "InvalidArgument: unknown setting bogus".into(),
-            )),
-            None => Ok(()),
+        if !exp.settings.iter().any(|(name, _)| name == "bogus") {
+            return Ok(());
         }
+        self.refusals
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Err(vernier_engine::SourceError::Rejected(
+            "InvalidArgument: unknown setting bogus".into(),
+        ))
     }
 
     async fn suggest(
@@ -3222,6 +3227,17 @@ async fn a_suggestion_service_serves_an_algorithm_vernier_does_not_have() {
          failed: InvalidArgument: unknown setting bogus"
     );
     assert!(env.trials_of("refused").await.is_empty());
+    // A refused spec is not sent again while it is unchanged.
+    let before = experiment_reconciles(&op.metrics);
+    let touch = json!({"metadata": {"annotations": {"touched": "1"}}});
+    env.experiments()
+        .patch("refused", &PatchParams::default(), &Patch::Merge(touch))
+        .await
+        .expect("touched");
+    let reconciles = || async { experiment_reconciles(&op.metrics) };
+    wait_until("a reconcile after the touch", reconciles, |n| *n > before).await;
+    let refusals = ladder.refusals.load(std::sync::atomic::Ordering::SeqCst);
+    assert_eq!(refusals, 1);
     op.stop().await;
     env.shutdown().await;
 }
@@ -3260,8 +3276,9 @@ async fn an_unavailable_suggestion_service_is_told_and_asked_again() {
 
 /// A katib-config entry with only an image: the operator deploys it per experiment as Katib
 /// does (a Deployment and a Service `<experiment>-<algorithm>`, owned by the Experiment), asks
-/// it at the Service's address, and deletes both when the experiment ends, unless its resume
-/// policy is LongRunning.
+/// it at the Service's address once the Deployment is available (making it again if it was
+/// deleted meanwhile), and deletes both when the experiment ends, unless its resume policy is
+/// LongRunning.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_image_served_algorithm_gets_a_suggestion_deployment_per_experiment() {
     let env = Env::start(SimulationOptions::default()).await;
@@ -3270,21 +3287,86 @@ async fn an_image_served_algorithm_gets_a_suggestion_deployment_per_experiment()
         ..Ladder::default()
     });
     let op = env.operator_served("replica-a", ladder.clone());
-    for (name, policy) in [("kept", "LongRunning"), ("retired", "Never")] {
+    let policies = [
+        ("kept", "LongRunning"),
+        ("retired", "Never"),
+        ("volume", "FromVolume"),
+    ];
+    for (name, policy) in policies {
         let yaml = experiment_yaml(name, "Job", 1, 2, &format!("  resumePolicy: {policy}\n"))
             .replace("algorithmName: random", "algorithmName: ladder");
         env.create(&yaml).await;
     }
-    for name in ["kept", "retired"] {
+    let refused = experiment_yaml("refused", "Job", 1, 2, "").replace(
+        "    algorithmName: random\n",
+        "    algorithmName: ladder\n    algorithmSettings:\n      - name: bogus\n        value: \"1\"\n",
+    );
+    env.create(&refused).await;
+    let deployments = env.api("apps", "v1", "Deployment");
+    let made = || async {
+        let d = deployments
+            .list(&ListParams::default())
+            .await
+            .expect("list");
+        d.items.len()
+    };
+    wait_until("the suggestion Deployments", made, |n| *n == 4).await;
+    let volume = deployments.get("volume-ladder").await.expect("made");
+    let pod = &volume.data["spec"]["template"]["spec"];
+    assert_eq!(
+        pod["volumes"][0]["persistentVolumeClaim"]["claimName"],
+        "volume-ladder"
+    );
+    assert_eq!(
+        pod["containers"][0]["volumeMounts"][0]["mountPath"],
+        "/opt/katib/data"
+    );
+    let uid = |d: Option<DynamicObject>| d.and_then(|d| d.metadata.uid);
+    let first = uid(deployments.get_opt("retired-ladder").await.expect("read"));
+    deployments
+        .delete("retired-ladder", &DeleteParams::default())
+        .await
+        .expect("deleted");
+    wait_until(
+        "the deleted Deployment made again",
+        || async { uid(deployments.get_opt("retired-ladder").await.expect("read")) },
+        |again| again.is_some() && *again != first,
+    )
+    .await;
+    // Two polls of a starting Deployment later: not asked, nothing to warn about.
+    tokio::time::sleep(Duration::from_millis(4500)).await;
+    assert!(ladder.addresses.lock().expect("not poisoned").is_empty());
+    assert_eq!(ladder.refusals.load(std::sync::atomic::Ordering::SeqCst), 0);
+    for name in ["kept", "retired", "volume", "refused"] {
+        assert!(env.trials_of(name).await.is_empty());
+        assert_eq!(env.times_published(name, "SuggestionFailed").await, 0);
+        let available =
+            json!({"status": {"conditions": [{"type": "Available", "status": "True"}]}});
+        let at = format!("{name}-ladder");
+        deployments
+            .patch_status(&at, &PatchParams::default(), &Patch::Merge(available))
+            .await
+            .expect("available");
+    }
+    for name in ["kept", "retired", "volume"] {
         let exp = finished(&env, name).await;
         assert!(condition_is(&exp, "Succeeded", "True").is_some(), "{exp:#}");
     }
+    // Refused once its service answered: failed, and its service retired.
+    let exp = finished(&env, "refused").await;
+    assert!(condition_is(&exp, "Failed", "True").is_some(), "{exp:#}");
+    let gone = || async { deployments.get_opt("refused-ladder").await.expect("read") };
+    wait_until(
+        "the refused experiment's Deployment to go",
+        gone,
+        Option::is_none,
+    )
+    .await;
     let addresses = ladder.addresses.lock().expect("not poisoned").clone();
-    let want: BTreeSet<String> = ["kept-ladder.default:6789", "retired-ladder.default:6789"]
-        .map(String::from)
+    let want: BTreeSet<String> = ["kept", "retired", "volume"]
+        .map(|name| format!("{name}-ladder.default:6789"))
         .into();
     assert_eq!(addresses, want);
-    let deployments = env.api("apps", "v1", "Deployment");
     let kept = deployments.get("kept-ladder").await.expect("kept");
     let experiment = env.experiments().get("kept").await.expect("experiment");
     let owner = &kept.metadata.owner_references.as_ref().expect("owned")[0];
@@ -3301,6 +3383,20 @@ async fn an_image_served_algorithm_gets_a_suggestion_deployment_per_experiment()
     assert_eq!(
         service.data["spec"]["selector"]["katib.kubeflow.org/deployment"],
         "kept-ladder"
+    );
+    // FromVolume: the claim is mounted, and stays when the Deployment goes.
+    let claims = env.api("", "v1", "PersistentVolumeClaim");
+    let claim = claims.get("volume-ladder").await.expect("its claim");
+    assert_eq!(claim.data["spec"]["accessModes"], json!(["ReadWriteOnce"]));
+    assert!(claims.get_opt("kept-ladder").await.expect("read").is_none());
+    let gone = || async { deployments.get_opt("volume-ladder").await.expect("read") };
+    wait_until("the FromVolume Deployment to go", gone, Option::is_none).await;
+    assert!(
+        claims
+            .get_opt("volume-ladder")
+            .await
+            .expect("read")
+            .is_some()
     );
     wait_until(
         "the ended experiment's suggestion Deployment and Service to go",

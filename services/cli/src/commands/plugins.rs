@@ -25,8 +25,9 @@ use std::sync::Mutex;
 use std::time::Duration;
 use vernier_api::plugin::{DEFAULT_DEADLINE, PluginClient, check_address};
 use vernier_core::{Suggestions, TrialRecord};
+use vernier_engine::source::settings_refused;
 use vernier_engine::{AlgorithmSource, ExternalRequest, ResolvedExperiment, TimedTrial};
-use vernier_operator::suggestion_services::{Endpoint, SuggestionServices};
+use vernier_operator::suggestion_services::{Endpoint, ImageVolume, SuggestionServices};
 use vernier_runner::{LocalExperiment, SourceError, SourceRequest, SuggestionSource};
 use vernier_spec::SpecError;
 use vernier_store::{SqlStore, TrialRow};
@@ -181,17 +182,21 @@ impl Plugins {
         let account = container
             .remove("serviceAccountName")
             .and_then(|a| a.as_str().map(str::to_owned));
+        let volume = image_volume(at, &mut container)?;
+        let volume_spec = container.contains_key("persistentVolumeSpec");
         container.retain(|k, _| !NOT_CONTAINER_FIELDS.contains(&k.as_str()));
         container.insert("image".into(), Value::String(image));
         let endpoint = Endpoint::Image {
             container,
             service_account: account,
+            volume,
         };
         let entry = ImageEntry {
             endpoint,
             deadline,
             at: at.to_string(),
             image: shown,
+            volume_spec,
         };
         self.images.insert(e.algorithm_name, entry);
         Ok(())
@@ -289,10 +294,7 @@ impl Plugins {
         };
         match source.validate(exp).await {
             Ok(()) => {}
-            Err(SourceError::Rejected(m)) => bail!(
-                "spec.algorithm: checking the settings with {} failed: {m}",
-                source.describe()
-            ),
+            Err(SourceError::Rejected(m)) => bail!(settings_refused(&source.describe(), &m)),
             Err(SourceError::Unavailable(m)) => errln!(
                 "warning: {} is not reachable yet ({m}); its settings are not checked before it answers a request for suggestions, which may refuse them",
                 source.describe()
@@ -326,6 +328,12 @@ impl Plugins {
                 (Endpoint::Address(address.clone()), *deadline),
             )
         });
+        for entry in self.images.values().filter(|e| e.volume_spec) {
+            errln!(
+                "warning: {}.persistentVolumeSpec: the operator makes no PersistentVolume; a FromVolume experiment's claim binds to one the cluster provides\nhint: create the volume yourself, or let a storage class provision it (persistentVolumeClaimSpec.storageClassName)",
+                entry.at
+            );
+        }
         let deployed = self
             .images
             .iter()
@@ -340,6 +348,30 @@ impl Plugins {
     }
 }
 
+/// katib-config's volume fields of an image entry (`at` in messages), taken out of its
+/// container fields: what a `FromVolume` experiment's service mounts on a cluster.
+fn image_volume(at: &str, fields: &mut Map<String, Value>) -> anyhow::Result<ImageVolume> {
+    let mount_path = match fields.remove("volumeMountPath") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(p)) if p.is_empty() => None,
+        Some(Value::String(p)) if p.starts_with('/') => Some(p),
+        Some(other) => bail!(
+            "{at}.volumeMountPath {other} is not an absolute path\nhint: e.g. volumeMountPath: /opt/katib/data (Katib's default)"
+        ),
+    };
+    let claim_spec = match fields.remove("persistentVolumeClaimSpec") {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(spec)) => Some(spec),
+        Some(other) => bail!(
+            "{at}.persistentVolumeClaimSpec {other} is not a mapping\nhint: a PersistentVolumeClaim's spec, e.g. {{accessModes: [ReadWriteMany], storageClassName: standard}}"
+        ),
+    };
+    Ok(ImageVolume {
+        mount_path,
+        claim_spec,
+    })
+}
+
 /// A file entry with an image and no address.
 #[derive(Debug, Clone)]
 struct ImageEntry {
@@ -349,6 +381,8 @@ struct ImageEntry {
     /// The entry in messages (`FILE: suggestions[I]`), and its image.
     at: String,
     image: String,
+    /// It has a `persistentVolumeSpec`, which the operator does not create.
+    volume_spec: bool,
 }
 
 /// A Katib suggestion service used as the experiment's algorithm.
@@ -496,6 +530,56 @@ mod tests {
     }
 
     #[test]
+    fn an_image_entrys_volume_fields_are_kept_and_bad_ones_named() {
+        let entry = |fields: &str| {
+            let text = format!(
+                "suggestions:\n  - algorithmName: pbt\n    image: example.com/pbt\n{fields}"
+            );
+            load_file(&text).map(|p| p.for_operator().unwrap().endpoints()["pbt"].clone())
+        };
+        let kept = entry(
+            "    volumeMountPath: /data\n    persistentVolumeClaimSpec: {storageClassName: fast}\n",
+        );
+        let Ok(Endpoint::Image {
+            volume, container, ..
+        }) = kept
+        else {
+            panic!("{kept:?}");
+        };
+        assert_eq!(volume.mount_path.as_deref(), Some("/data"));
+        assert_eq!(
+            volume.claim_spec.map(Value::Object),
+            Some(serde_json::json!({"storageClassName": "fast"}))
+        );
+        assert_eq!(container.keys().collect::<Vec<_>>(), ["image"]);
+        let cases = [
+            (
+                "    volumeMountPath: data\n",
+                "suggestions[0].volumeMountPath \"data\" is not an absolute path",
+            ),
+            (
+                "    volumeMountPath: 3\n",
+                "suggestions[0].volumeMountPath 3 is not an absolute path",
+            ),
+            (
+                "    persistentVolumeClaimSpec: [1]\n",
+                "suggestions[0].persistentVolumeClaimSpec [1] is not a mapping",
+            ),
+        ];
+        for (fields, want) in cases {
+            let err = format!("{:#}", entry(fields).unwrap_err());
+            assert!(
+                err.contains(want) && err.contains("hint: "),
+                "{fields}: {err}"
+            );
+        }
+        let default = entry("    volumeMountPath: \"\"\n");
+        assert!(
+            matches!(default, Ok(Endpoint::Image { volume, .. }) if volume == ImageVolume::default())
+        );
+    }
+
+    #[test]
     fn a_flag_for_another_algorithm_than_the_experiments_is_refused() {
         let flags = ["randmo=127.0.0.1:7000".to_string()];
         let plugins = Plugins::load(None, &flags).unwrap();
@@ -628,11 +712,14 @@ mod tests {
         let Endpoint::Image {
             container,
             service_account,
+            volume,
         } = &endpoints["tpe"]
         else {
             panic!("{endpoints:?}");
         };
         assert_eq!(service_account.as_deref(), Some("suggester"));
+        assert_eq!(volume.mount_path.as_deref(), Some("/opt/katib/data"));
+        assert_eq!(volume.claim_spec, None);
         assert_eq!(
             Value::Object(container.clone()),
             serde_json::json!({"image": "docker.io/kubeflowkatib/suggestion-hyperopt", "resources": {"limits": {"memory": "200Mi"}}})
