@@ -6,8 +6,9 @@
 //! `serde_path_to_error` for the path of a wrongly typed value. Beyond the schema, what
 //! Kubernetes' Job validation refuses and local mode would ignore is refused too: the pod
 //! template's restart policy and images, negative counts, the `completionMode` rules (what
-//! only an `Indexed` Job takes), `podReplacementPolicy` and the `podFailurePolicy` rules
-//! (`pod_failure_policy`). The rules every pod template is held to are `pod`'s.
+//! only an `Indexed` Job takes, and its caps), `podReplacementPolicy` and the
+//! `podFailurePolicy` rules (`pod_failure_policy`). The rules every pod template is held to
+//! are `pod`'s.
 
 use super::Errors;
 use crate::error::SpecError;
@@ -179,6 +180,45 @@ fn check_completion_mode(spec: &JobSpec, errs: &mut Errors) {
         );
     }
     check_per_index(spec, indexed, errs);
+    if indexed {
+        check_indexed_limits(spec, errs);
+    }
+}
+
+/// `validateJobSpec`'s caps on an Indexed Job, which keep its status's index lists short:
+/// parallelism and maxFailedIndexes at most 100000, and above 100000 completions with
+/// backoffLimitPerIndex, parallelism and maxFailedIndexes (then required) at most 10000.
+fn check_indexed_limits(spec: &JobSpec, errs: &mut Errors) {
+    const MAX: i32 = 100_000;
+    const HIGH_COMPLETIONS_MAX: i32 = 10_000;
+    let high = spec.completions.is_some_and(|c| c > MAX) && spec.backoff_limit_per_index.is_some();
+    let cap = if high { HIGH_COMPLETIONS_MAX } else { MAX };
+    let when = if high {
+        " with more than 100000 completions and backoffLimitPerIndex"
+    } else {
+        ""
+    };
+    for (field, value) in [
+        ("parallelism", spec.parallelism),
+        ("maxFailedIndexes", spec.max_failed_indexes),
+    ] {
+        if let Some(v) = value.filter(|v| *v > cap) {
+            errs.add(
+                format!("{PATH}.spec.{field}"),
+                format!(
+                    "value {v} is more than Kubernetes takes for an Indexed Job{when} ({cap}); \
+                     hint: use at most {cap}"
+                ),
+            );
+        }
+    }
+    if high && spec.max_failed_indexes.is_none() {
+        errs.required(
+            format!("{PATH}.spec.maxFailedIndexes"),
+            "Kubernetes needs it for an Indexed Job with more than 100000 completions and \
+             backoffLimitPerIndex; set it (at most 10000)",
+        );
+    }
 }
 
 /// `podReplacementPolicy` as `validateJobSpec` holds it: `TerminatingOrFailed` or `Failed`,
@@ -554,6 +594,27 @@ mod tests {
                 format!("{s}.podFailurePolicy.rules[0].action"),
                 "value \"FailIndex\" needs spec.backoffLimitPerIndex",
                 json!({"completionMode": "Indexed", "completions": 2, "backoffLimitPerIndex": 1, "podFailurePolicy": fail_index}),
+            ),
+            (
+                json!({"completionMode": "Indexed", "completions": 10, "parallelism": 100_001}),
+                format!("{s}.parallelism"),
+                "value 100001 is more than Kubernetes takes for an Indexed Job (100000)",
+                json!({"completionMode": "Indexed", "completions": 10, "parallelism": 100_000}),
+            ),
+            (
+                json!({"completionMode": "Indexed", "completions": 200_000, "backoffLimitPerIndex": 1,
+                       "maxFailedIndexes": 10, "parallelism": 20_000}),
+                format!("{s}.parallelism"),
+                "value 20000 is more than Kubernetes takes for an Indexed Job with more than 100000 completions and backoffLimitPerIndex (10000)",
+                json!({"completionMode": "Indexed", "completions": 200_000, "backoffLimitPerIndex": 1,
+                       "maxFailedIndexes": 10, "parallelism": 10_000}),
+            ),
+            (
+                json!({"completionMode": "Indexed", "completions": 200_000, "backoffLimitPerIndex": 1}),
+                format!("{s}.maxFailedIndexes"),
+                "is required; hint: Kubernetes needs it for an Indexed Job with more than 100000 completions",
+                json!({"completionMode": "Indexed", "completions": 200_000, "backoffLimitPerIndex": 1,
+                       "maxFailedIndexes": 5}),
             ),
             (
                 json!({"podReplacementPolicy": "Terminating"}),

@@ -1,7 +1,8 @@
 //! A Job trial's `podFailurePolicy` rules held to what Kubernetes' Job validation takes (at
 //! most 20 rules; each with a known action and exactly one of `onExitCodes` and
 //! `onPodConditions`; exit codes with a known operator, 1 to 255 ordered distinct values, no
-//! `0` under `In`, a `containerName` the pod has; conditions with a type and a known status).
+//! `0` under `In`, a `containerName` the pod has; conditions with a qualified type and a
+//! known status), as `validatePodFailurePolicy` in `pkg/apis/batch/validation` does.
 //! The Job's schema lets all of these through: a cluster then refuses the Job and every trial
 //! fails, while local mode would judge its trials by a rule no cluster would take.
 
@@ -38,7 +39,12 @@ pub(super) fn check(spec: &JobSpec, errs: &mut Errors) {
     let containers = container_names(spec.template.spec.as_ref());
     for (i, rule) in policy.rules.iter().enumerate() {
         let at = format!("{PATH}.rules[{i}]");
-        if !ACTIONS.contains(&rule.action.as_str()) {
+        if rule.action.is_empty() {
+            errs.required(
+                format!("{at}.action"),
+                "use one of FailJob, FailIndex, Ignore, Count",
+            );
+        } else if !ACTIONS.contains(&rule.action.as_str()) {
             errs.not_one_of(format!("{at}.action"), &rule.action, &ACTIONS);
         }
         let conditions = rule.on_pod_conditions.as_deref().unwrap_or_default();
@@ -76,7 +82,9 @@ fn check_exit_codes(
     errs: &mut Errors,
 ) {
     let at = format!("{at}.onExitCodes");
-    if !OPERATORS.contains(&codes.operator.as_str()) {
+    if codes.operator.is_empty() {
+        errs.required(format!("{at}.operator"), "use In or NotIn");
+    } else if !OPERATORS.contains(&codes.operator.as_str()) {
         errs.not_one_of(format!("{at}.operator"), &codes.operator, &OPERATORS);
     }
     if let Some(problem) = exit_values_problem(&codes.operator, &codes.values) {
@@ -145,6 +153,16 @@ fn check_conditions(
             errs.required(
                 format!("{at}[{j}].type"),
                 "name the pod condition, e.g. type: DisruptionTarget",
+            );
+        } else if !super::pod_names::qualified_name(&pattern.type_) {
+            errs.add(
+                format!("{at}[{j}].type"),
+                format!(
+                    "value {:?} is not a condition type Kubernetes takes (a qualified name: \
+                     letters, digits, '-', '_' and '.', with an optional DNS prefix and '/'); \
+                     hint: e.g. DisruptionTarget",
+                    pattern.type_
+                ),
             );
         }
         if !STATUSES.contains(&pattern.status.as_str()) {
@@ -239,6 +257,20 @@ mod tests {
             (
                 json!({"action": "Ignore", "onPodConditions": [{"status": "True"}]}),
                 format!("{rules}[0].onPodConditions[0].type: is required"),
+            ),
+            (
+                json!({"onExitCodes": {"operator": "In", "values": [1]}}),
+                format!("{rules}[0].action: is required"),
+            ),
+            (
+                codes(json!({"values": [1]})),
+                format!("{rules}[0].onExitCodes.operator: is required"),
+            ),
+            (
+                json!({"action": "Ignore", "onPodConditions": [{"type": "Disruption Target"}]}),
+                format!(
+                    "{rules}[0].onPodConditions[0].type: value \"Disruption Target\" is not a condition type"
+                ),
             ),
             (
                 json!({"action": "Ignore", "onPodConditions": [{"type": "X", "status": "true"}]}),

@@ -1,5 +1,5 @@
-//! The API server's rules for a pod template's ports, DNS policy, tolerations, `hostPath`
-//! types and deadline (Kubernetes' `ValidatePodSpec` in `pkg/apis/core/validation`), which
+//! The API server's rules for a pod template's ports, DNS policy and configuration,
+//! tolerations, `hostPath` types and deadline (Kubernetes' `ValidatePodSpec` in `pkg/apis/core/validation`), which
 //! Katib's webhook does not check and local mode does not read: a template breaking one has
 //! its pod refused when each trial starts, so every trial fails on a cluster. Only values
 //! written literally are checked: text holding a `${...}` placeholder is a value only once
@@ -36,7 +36,9 @@ pub(super) fn check_pod(pod: &Value, path: &str, errs: &mut Errors) {
             check_ports(c, &format!("{path}.{list}[{i}]"), errs);
         }
     }
+    check_host_ports(pod, path, errs);
     check_dns(pod, path, errs);
+    check_dns_config(pod, path, errs);
     check_tolerations(pod, path, errs);
     check_host_path_types(pod, path, errs);
     check_deadline(pod, path, errs);
@@ -114,6 +116,51 @@ fn check_ports(c: &Value, path: &str, errs: &mut Errors) {
     }
 }
 
+/// `checkHostPortConflicts` and `validateHostNetwork`: no two ports of the pod's containers
+/// on one host port, protocol (unset is TCP) and host IP; and with `hostNetwork`, a host port
+/// equal to its container port.
+fn check_host_ports(pod: &Value, path: &str, errs: &mut Errors) {
+    let host_network = pod.get("hostNetwork").and_then(Value::as_bool) == Some(true);
+    let mut taken = HashSet::new();
+    let containers = pod.get("containers").and_then(Value::as_array);
+    for (i, c) in containers.into_iter().flatten().enumerate() {
+        let ports = c.get("ports").and_then(Value::as_array);
+        for (j, p) in ports.into_iter().flatten().enumerate() {
+            let Some(host) = p
+                .get("hostPort")
+                .and_then(Value::as_i64)
+                .filter(|n| *n != 0)
+            else {
+                continue;
+            };
+            let at = format!("{path}.containers[{i}].ports[{j}].hostPort");
+            let protocol = literal(p.get("protocol")).unwrap_or("TCP");
+            let ip = literal(p.get("hostIP")).unwrap_or("");
+            if !taken.insert((host, protocol.to_string(), ip.to_string())) {
+                errs.add(
+                    at.clone(),
+                    format!(
+                        "value {host} ({protocol}) is another port's host port in this pod, \
+                         which the API server refuses; hint: give each port its own hostPort"
+                    ),
+                );
+            }
+            let container_port = p.get("containerPort").and_then(Value::as_i64);
+            if host_network && container_port.is_some_and(|c| c != host) {
+                errs.add(
+                    at,
+                    format!(
+                        "value {host} differs from containerPort {}, which the API server \
+                         refuses with hostNetwork; hint: leave hostPort out, or set it to the \
+                         containerPort",
+                        container_port.unwrap_or_default()
+                    ),
+                );
+            }
+        }
+    }
+}
+
 /// `IsValidPortName`.
 fn port_name(s: &str) -> bool {
     let b = s.as_bytes();
@@ -177,6 +224,102 @@ fn check_dns(pod: &Value, path: &str, errs: &mut Errors) {
              least one in dnsConfig.nameservers, or use dnsPolicy ClusterFirst",
         );
     }
+}
+
+/// `validatePodDNSConfig`'s limits (`MaxDNSNameservers`, `MaxDNSSearchPaths`,
+/// `MaxDNSSearchListChars`).
+const MAX_NAMESERVERS: usize = 3;
+const MAX_SEARCHES: usize = 32;
+const MAX_SEARCH_CHARS: usize = 2048;
+
+/// `validatePodDNSConfig`, whatever the policy: at most 3 name servers, each an IP address;
+/// at most 32 search domains of 2048 characters in all (with the spaces between them), each a
+/// DNS subdomain (a trailing dot is taken); every option named.
+fn check_dns_config(pod: &Value, path: &str, errs: &mut Errors) {
+    let Some(config) = pod.get("dnsConfig").filter(|c| !c.is_null()) else {
+        return;
+    };
+    let at = format!("{path}.dnsConfig");
+    let list = |name: &str| config.get(name).and_then(Value::as_array).cloned();
+    let servers = list("nameservers").unwrap_or_default();
+    if servers.len() > MAX_NAMESERVERS {
+        errs.add(
+            format!("{at}.nameservers"),
+            format!(
+                "has {} name servers, and the API server takes at most {MAX_NAMESERVERS}; \
+                 hint: keep the {MAX_NAMESERVERS} to ask first",
+                servers.len()
+            ),
+        );
+    }
+    for (i, server) in servers.iter().enumerate() {
+        if let Some(text) = literal(Some(server)).filter(|t| !ip_address(t)) {
+            errs.add(
+                format!("{at}.nameservers[{i}]"),
+                format!(
+                    "value {text:?} is not an IP address, which the API server refuses; hint: \
+                     write the name server's address, e.g. 10.96.0.10"
+                ),
+            );
+        }
+    }
+    check_searches(&list("searches").unwrap_or_default(), &at, errs);
+    for (i, option) in list("options").unwrap_or_default().iter().enumerate() {
+        if written_text(option.get("name")).is_none_or(str::is_empty) {
+            errs.required(
+                format!("{at}.options[{i}].name"),
+                "name the resolver option, e.g. name: ndots",
+            );
+        }
+    }
+}
+
+fn check_searches(searches: &[Value], at: &str, errs: &mut Errors) {
+    let texts: Vec<&str> = searches.iter().filter_map(Value::as_str).collect();
+    let chars = texts.iter().map(|s| s.len()).sum::<usize>() + texts.len().saturating_sub(1);
+    let too_many = (searches.len() > MAX_SEARCHES)
+        .then(|| format!("has {} search domains", searches.len()))
+        .or_else(|| (chars > MAX_SEARCH_CHARS).then(|| format!("has {chars} characters")));
+    if let Some(found) = too_many {
+        errs.add(
+            format!("{at}.searches"),
+            format!(
+                "{found}, and the API server takes at most {MAX_SEARCHES} domains of \
+                 {MAX_SEARCH_CHARS} characters in all; hint: keep the domains the trial \
+                 resolves names in"
+            ),
+        );
+    }
+    for (i, search) in searches.iter().enumerate() {
+        let Some(text) = literal(Some(search)) else {
+            continue;
+        };
+        let domain = text.strip_suffix('.').unwrap_or(text);
+        if text != "." && !pod_names::dns_subdomain(domain) {
+            errs.add(
+                format!("{at}.searches[{i}]"),
+                format!(
+                    "value {text:?} is not a DNS domain (dot-separated lowercase letters, digits \
+                     and '-'), which the API server refuses; hint: e.g. svc.cluster.local"
+                ),
+            );
+        }
+    }
+}
+
+/// What `ParseIPSloppy` takes: an IPv4 or IPv6 address, IPv4 parts possibly with leading
+/// zeros (read as decimal).
+fn ip_address(s: &str) -> bool {
+    let sloppy_v4 = || {
+        let parts: Vec<&str> = s.split('.').collect();
+        parts.len() == 4
+            && parts.iter().all(|p| {
+                !p.is_empty()
+                    && p.bytes().all(|b| b.is_ascii_digit())
+                    && p.parse::<u32>().is_ok_and(|n| n <= 255)
+            })
+    };
+    s.parse::<std::net::IpAddr>().is_ok() || sloppy_v4()
 }
 
 /// `ValidateTolerations`.
@@ -320,6 +463,11 @@ mod tests {
         pod(json!({"ports": [p]}), json!({}))
     }
 
+    /// A DNS domain of 251 characters: four labels of 62.
+    fn long_domain() -> String {
+        vec!["a".repeat(62); 4].join(".")
+    }
+
     fn toleration(t: Value) -> Value {
         pod(json!({}), json!({"tolerations": [t]}))
     }
@@ -412,6 +560,100 @@ mod tests {
                 ),
             ),
             (
+                json!({"containers": [
+                    {"name": "a", "image": "i", "ports": [{"containerPort": 80, "hostPort": 8080}]},
+                    {"name": "b", "image": "i", "ports": [{"containerPort": 81, "hostPort": 8080, "protocol": "TCP"}]}]}),
+                format!("{p}.containers[1].ports[0].hostPort"),
+                "value 8080 (TCP) is another port's host port in this pod",
+                json!({"containers": [
+                    {"name": "a", "image": "i", "ports": [{"containerPort": 80, "hostPort": 8080}]},
+                    {"name": "b", "image": "i", "ports": [{"containerPort": 81, "hostPort": 8080, "protocol": "UDP"}]}]}),
+            ),
+            (
+                pod(
+                    json!({"ports": [{"containerPort": 80, "hostPort": 8080}]}),
+                    json!({"hostNetwork": true}),
+                ),
+                format!("{c}.ports[0].hostPort"),
+                "value 8080 differs from containerPort 80, which the API server refuses with hostNetwork",
+                pod(
+                    json!({"ports": [{"containerPort": 8080, "hostPort": 8080}]}),
+                    json!({"hostNetwork": true}),
+                ),
+            ),
+            (
+                pod(
+                    json!({}),
+                    json!({"dnsConfig": {"nameservers": ["10.0.0.256"]}}),
+                ),
+                format!("{p}.dnsConfig.nameservers[0]"),
+                "value \"10.0.0.256\" is not an IP address",
+                pod(
+                    json!({}),
+                    json!({"dnsConfig": {"nameservers": ["010.0.0.1", "fd00::a"]}}),
+                ),
+            ),
+            (
+                pod(
+                    json!({}),
+                    json!({"dnsConfig": {"nameservers": ["1.1.1.1", "8.8.8.8", "9.9.9.9", "8.8.4.4"]}}),
+                ),
+                format!("{p}.dnsConfig.nameservers"),
+                "has 4 name servers, and the API server takes at most 3",
+                pod(
+                    json!({}),
+                    json!({"dnsConfig": {"nameservers": ["1.1.1.1", "8.8.8.8", "9.9.9.9"]}}),
+                ),
+            ),
+            (
+                pod(
+                    json!({}),
+                    json!({"dnsConfig": {"searches": ["Corp_Net.example"]}}),
+                ),
+                format!("{p}.dnsConfig.searches[0]"),
+                "value \"Corp_Net.example\" is not a DNS domain",
+                pod(
+                    json!({}),
+                    json!({"dnsConfig": {"searches": ["corp-net.example.", "."]}}),
+                ),
+            ),
+            (
+                pod(
+                    json!({}),
+                    json!({"dnsConfig": {"searches": (0..33).map(|i| format!("d{i}.example")).collect::<Vec<_>>()}}),
+                ),
+                format!("{p}.dnsConfig.searches"),
+                "has 33 search domains",
+                pod(
+                    json!({}),
+                    json!({"dnsConfig": {"searches": (0..32).map(|i| format!("d{i}.example")).collect::<Vec<_>>()}}),
+                ),
+            ),
+            (
+                pod(
+                    json!({}),
+                    json!({"dnsConfig": {"searches": vec![long_domain(); 9]}}),
+                ),
+                format!("{p}.dnsConfig.searches"),
+                "has 2267 characters",
+                pod(
+                    json!({}),
+                    json!({"dnsConfig": {"searches": vec![long_domain(); 8]}}),
+                ),
+            ),
+            (
+                pod(
+                    json!({}),
+                    json!({"dnsConfig": {"options": [{"value": "2"}]}}),
+                ),
+                format!("{p}.dnsConfig.options[0].name"),
+                "is required",
+                pod(
+                    json!({}),
+                    json!({"dnsConfig": {"options": [{"name": "ndots", "value": "2"}]}}),
+                ),
+            ),
+            (
                 toleration(json!({"key": "gpu", "operator": "Exist"})),
                 format!("{p}.tolerations[0].operator"),
                 "did you mean \"Exists\"? use one of Exists, Equal",
@@ -498,6 +740,10 @@ mod tests {
                 {"name": "a", "ports": [{"containerPort": 80, "name": "web", "protocol": ""}]},
                 {"name": "b", "ports": [{"containerPort": 81, "name": "web"}]}]}),
             pod(json!({}), json!({"dnsPolicy": "${trialParameters.dns}"})),
+            pod(
+                json!({}),
+                json!({"dnsConfig": {"nameservers": ["${trialParameters.ns}"], "searches": ["${trialParameters.s}"]}}),
+            ),
             toleration(
                 json!({"key": "${trialParameters.key}", "operator": "${trialParameters.op}", "value": "${trialParameters.v}"}),
             ),

@@ -151,7 +151,7 @@ fn check_sub_path(mount: &Value, path: &str, errs: &mut Errors) {
 }
 
 /// An RFC 1123 subdomain: dot-separated labels, at most 253 characters.
-fn dns_subdomain(s: &str) -> bool {
+pub(super) fn dns_subdomain(s: &str) -> bool {
     s.len() <= 253 && s.split('.').all(is_rfc1123_label)
 }
 
