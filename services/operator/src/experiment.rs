@@ -572,6 +572,9 @@ impl<'a> Run<'a> {
                 state,
             };
             let answer = service.services.suggest(&service.address, request).await;
+            if matches!(answer, Err(SourceError::Unavailable(_))) {
+                service.unanswered(self.ctx);
+            }
             return Ok(self.service_answered(&service.describe, answer).await);
         }
         let suggester = vernier_engine::build_suggester(exp, seed).map_err(algorithm_error)?;

@@ -103,6 +103,14 @@ impl Serving<'_> {
         }
     }
 
+    /// A deployed service that gave no answer is looked at again before it is next asked: its
+    /// Deployment may have been deleted, or its pod be restarting.
+    pub fn unanswered(&self, ctx: &Context) {
+        if self.deployed.is_some() && ctx.checked.deployed(&self.key) == Some(Deployed::Available) {
+            ctx.checked.set_deployed(&self.key, Deployed::Made);
+        }
+    }
+
     /// Deletes the Deployment and Service of an experiment that ended, unless its resume
     /// policy keeps the service running (Katib's `LongRunning`).
     pub async fn retire(&self, ctx: &Context, policy: ResumePolicy) -> crate::error::Result<()> {

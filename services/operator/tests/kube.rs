@@ -3340,13 +3340,7 @@ async fn an_image_served_algorithm_gets_a_suggestion_deployment_per_experiment()
     for name in ["kept", "retired", "volume", "refused"] {
         assert!(env.trials_of(name).await.is_empty());
         assert_eq!(env.times_published(name, "SuggestionFailed").await, 0);
-        let available =
-            json!({"status": {"conditions": [{"type": "Available", "status": "True"}]}});
-        let at = format!("{name}-ladder");
-        deployments
-            .patch_status(&at, &PatchParams::default(), &Patch::Merge(available))
-            .await
-            .expect("available");
+        make_available(&deployments, &format!("{name}-ladder")).await;
     }
     for name in ["kept", "retired", "volume"] {
         let exp = finished(&env, name).await;
@@ -3406,6 +3400,61 @@ async fn an_image_served_algorithm_gets_a_suggestion_deployment_per_experiment()
             (d.is_none(), s.is_none())
         },
         |gone| *gone == (true, true),
+    )
+    .await;
+    op.stop().await;
+    env.shutdown().await;
+}
+
+/// What a Deployment controller writes once the pods answer their readiness probe (the API
+/// double runs no Deployment pods).
+async fn make_available(deployments: &Api<DynamicObject>, name: &str) {
+    let available = json!({"status": {"conditions": [{"type": "Available", "status": "True"}]}});
+    deployments
+        .patch_status(name, &PatchParams::default(), &Patch::Merge(available))
+        .await
+        .expect("available");
+}
+
+/// A LongRunning experiment keeps its service when it ends; if that Deployment is deleted
+/// and the experiment resumes, the service that no longer answers is deployed again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deleted_suggestion_deployment_is_made_again_when_its_service_stops_answering() {
+    let env = Env::start(SimulationOptions::default()).await;
+    let ladder = Arc::new(Ladder {
+        image: true,
+        ..Ladder::default()
+    });
+    let op = env.operator_served("replica-a", ladder.clone());
+    let yaml = experiment_yaml("again", "Job", 1, 2, "  resumePolicy: LongRunning\n")
+        .replace("algorithmName: random", "algorithmName: ladder");
+    env.create(&yaml).await;
+    let deployments = env.api("apps", "v1", "Deployment");
+    let uid = || async {
+        let d = deployments.get_opt("again-ladder").await.expect("read");
+        d.and_then(|d| d.metadata.uid)
+    };
+    let first = wait_until("the Deployment", uid, Option::is_some).await;
+    make_available(&deployments, "again-ladder").await;
+    let exp = finished(&env, "again").await;
+    assert!(condition_is(&exp, "Succeeded", "True").is_some(), "{exp:#}");
+    deployments
+        .delete("again-ladder", &DeleteParams::default())
+        .await
+        .expect("deleted");
+    ladder.down.store(true, std::sync::atomic::Ordering::SeqCst);
+    env.edit("again", json!({"spec": {"maxTrialCount": 3}}))
+        .await;
+    let made = |again: &Option<String>| again.is_some() && *again != first;
+    wait_until("the Deployment made again", uid, made).await;
+    ladder
+        .down
+        .store(false, std::sync::atomic::Ordering::SeqCst);
+    make_available(&deployments, "again-ladder").await;
+    wait_until(
+        "the third trial",
+        || async { env.trials_of("again").await.len() },
+        |n| *n == 3,
     )
     .await;
     op.stop().await;
