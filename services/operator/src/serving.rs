@@ -129,9 +129,9 @@ impl Serving<'_> {
 
     /// Has the service check the experiment's settings, once per experiment and algorithm
     /// spec: a refusal is the message the experiment is refused with, kept until the spec
-    /// changes (its Deployment is retired meanwhile, as Katib retires a failed experiment's);
-    /// a service not ready or not reachable yet is asked again at the next reconcile (its
-    /// first request for proposals may refuse them).
+    /// changes, and its Deployment is retired meanwhile (Katib leaves a failed Suggestion's
+    /// running); a service not ready or not reachable yet is asked again at the next
+    /// reconcile (its first request for proposals may refuse them).
     pub async fn check(
         &self,
         ctx: &Context,
@@ -160,6 +160,7 @@ impl Serving<'_> {
                 Err(refused)
             }
             Err(SourceError::Unavailable(m)) => {
+                self.unanswered(ctx);
                 tracing::warn!(
                     "experiment {}: {} is not reachable yet ({m}); its settings are checked \
                      when it answers",

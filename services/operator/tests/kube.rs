@@ -3282,11 +3282,7 @@ async fn an_unavailable_suggestion_service_is_told_and_asked_again() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_image_served_algorithm_gets_a_suggestion_deployment_per_experiment() {
     let env = Env::start(SimulationOptions::default()).await;
-    let ladder = Arc::new(Ladder {
-        image: true,
-        ..Ladder::default()
-    });
-    let op = env.operator_served("replica-a", ladder.clone());
+    let (ladder, op) = image_served(&env);
     let policies = [
         ("kept", "LongRunning"),
         ("retired", "Never"),
@@ -3406,6 +3402,16 @@ async fn an_image_served_algorithm_gets_a_suggestion_deployment_per_experiment()
     env.shutdown().await;
 }
 
+/// An operator whose `ladder` algorithm is an image it deploys per experiment.
+fn image_served(env: &Env) -> (Arc<Ladder>, Operator) {
+    let ladder = Arc::new(Ladder {
+        image: true,
+        ..Ladder::default()
+    });
+    let op = env.operator_served("replica-a", ladder.clone());
+    (ladder, op)
+}
+
 /// What a Deployment controller writes once the pods answer their readiness probe (the API
 /// double runs no Deployment pods).
 async fn make_available(deployments: &Api<DynamicObject>, name: &str) {
@@ -3421,11 +3427,7 @@ async fn make_available(deployments: &Api<DynamicObject>, name: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_deleted_suggestion_deployment_is_made_again_when_its_service_stops_answering() {
     let env = Env::start(SimulationOptions::default()).await;
-    let ladder = Arc::new(Ladder {
-        image: true,
-        ..Ladder::default()
-    });
-    let op = env.operator_served("replica-a", ladder.clone());
+    let (ladder, op) = image_served(&env);
     let yaml = experiment_yaml("again", "Job", 1, 2, "  resumePolicy: LongRunning\n")
         .replace("algorithmName: random", "algorithmName: ladder");
     env.create(&yaml).await;

@@ -416,11 +416,7 @@ mod tests {
     fn problems(spec: &Value) -> Vec<String> {
         let mut errs = Errors::default();
         check(spec, &mut errs);
-        errs.0
-            .errors()
-            .iter()
-            .map(|e| format!("{}: {}", e.path(), e.message()))
-            .collect()
+        errs.lines()
     }
 
     #[test]

@@ -69,6 +69,15 @@ impl Errors {
         self.add(path, message);
     }
 
+    /// Each problem as `path: message`, for tests to compare.
+    #[cfg(test)]
+    pub(crate) fn lines(&self) -> Vec<String> {
+        let errors = self.0.errors().iter();
+        errors
+            .map(|e| format!("{}: {}", e.path(), e.message()))
+            .collect()
+    }
+
     /// `value` is not among `allowed`.
     pub(crate) fn not_one_of(&mut self, path: impl Into<String>, value: &str, allowed: &[&str]) {
         let hint = use_one_of(value, allowed);

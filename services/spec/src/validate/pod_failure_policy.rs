@@ -187,11 +187,7 @@ mod tests {
         .expect("a Job spec");
         let mut errs = Errors::default();
         check(&spec, &mut errs);
-        errs.0
-            .errors()
-            .iter()
-            .map(|e| format!("{}: {}", e.path(), e.message()))
-            .collect()
+        errs.lines()
     }
 
     #[test]
