@@ -81,6 +81,10 @@ const RESYNC: Duration = Duration::from_secs(300);
 /// after its readiness probe's first period, 10 s by Katib's default).
 const SERVICE_STARTING: Duration = Duration::from_secs(2);
 
+/// The Normal event telling that a deployed suggestion service is not answering yet (Katib
+/// shows the Suggestion's `DeploymentReady` condition `False`, reason `DeploymentNotReady`).
+const DEPLOYMENT_NOT_READY: &str = "SuggestionDeploymentNotReady";
+
 /// What was asked for, or how soon to ask a suggestion service again that gave no answer.
 type Answer<T> = std::result::Result<T, Duration>;
 
@@ -556,14 +560,19 @@ impl<'a> Run<'a> {
         }
         if let Some(service) = serving(self.ctx, self.obj, &self.ns, &exp.algorithm) {
             if !service.ready(self.ctx, exp.resume_policy).await? {
-                tracing::info!(
-                    "experiment {}/{}: waiting for {} to become available",
-                    self.ns,
-                    self.name,
-                    service.describe
+                let note = format!(
+                    "{} is starting: no trial is asked of it until its Deployment is Available \
+                     (looked at again every {} s); hint: `kubectl describe deployment` shows \
+                     why its pod is not ready",
+                    service.describe,
+                    SERVICE_STARTING.as_secs()
                 );
+                self.note_once("deployment", DEPLOYMENT_NOT_READY, Some(note))
+                    .await;
                 return Ok(Err(SERVICE_STARTING));
             }
+            self.note_once("deployment", DEPLOYMENT_NOT_READY, None)
+                .await;
             let request = ExternalRequest {
                 experiment: exp,
                 trials: timed(&records, listed),
@@ -794,6 +803,23 @@ impl<'a> Run<'a> {
     /// [`Run::announce`] of a note whose text may change while the refusal it tells does not:
     /// `about` says what is refused, and only a change of it is told again.
     async fn announce_as(&self, kind: &str, reason: &str, note: Option<(String, String)>) {
+        self.announce_event(true, kind, reason, note).await;
+    }
+
+    /// A passing state of `kind` (`note`; `None` once it is over) told once with a Normal
+    /// event, as [`Run::announce`] tells a refusal.
+    async fn note_once(&self, kind: &str, reason: &str, note: Option<String>) {
+        let note = note.map(|n| (n.clone(), n));
+        self.announce_event(false, kind, reason, note).await;
+    }
+
+    async fn announce_event(
+        &self,
+        warning: bool,
+        kind: &str,
+        reason: &str,
+        note: Option<(String, String)>,
+    ) {
         let (note, about) = note.unzip();
         let key = format!("{}/{}/{kind}", self.ns, self.name);
         let fresh = self.ctx.announced.first(&key, about.as_deref());
@@ -815,7 +841,7 @@ impl<'a> Run<'a> {
         if !fresh || before.as_ref() == Some(&digest) {
             return;
         }
-        self.event(true, reason, note).await;
+        self.event(warning, reason, note).await;
         told.insert(kind.to_string(), digest);
         self.keep_announced(&told).await;
     }

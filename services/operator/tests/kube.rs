@@ -3333,6 +3333,15 @@ async fn an_image_served_algorithm_gets_a_suggestion_deployment_per_experiment()
     tokio::time::sleep(Duration::from_millis(4500)).await;
     assert!(ladder.addresses.lock().expect("not poisoned").is_empty());
     assert_eq!(ladder.refusals.load(std::sync::atomic::Ordering::SeqCst), 0);
+    let event = env.event("kept", "SuggestionDeploymentNotReady").await;
+    assert_eq!(event.data["type"], "Normal");
+    let note = event.data["note"].as_str().unwrap_or_default();
+    assert!(
+        note.starts_with(
+            "suggestion service ladder (Deployment default/kept-ladder) at kept-ladder.default:6789 is starting: no trial is asked of it until its Deployment is Available"
+        ),
+        "{note}"
+    );
     for name in ["kept", "retired", "volume", "refused"] {
         assert!(env.trials_of(name).await.is_empty());
         assert_eq!(env.times_published(name, "SuggestionFailed").await, 0);
@@ -3345,6 +3354,11 @@ async fn an_image_served_algorithm_gets_a_suggestion_deployment_per_experiment()
     // Refused once its service answered: failed, and its service retired.
     let exp = finished(&env, "refused").await;
     assert!(condition_is(&exp, "Failed", "True").is_some(), "{exp:#}");
+    // Told once while the Deployment started, over several looks.
+    let told = env
+        .times_published("kept", "SuggestionDeploymentNotReady")
+        .await;
+    assert_eq!(told, 1);
     let gone = || async { deployments.get_opt("refused-ladder").await.expect("read") };
     wait_until(
         "the refused experiment's Deployment to go",
