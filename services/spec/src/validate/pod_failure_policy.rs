@@ -39,14 +39,7 @@ pub(super) fn check(spec: &JobSpec, errs: &mut Errors) {
     let containers = container_names(spec.template.spec.as_ref());
     for (i, rule) in policy.rules.iter().enumerate() {
         let at = format!("{PATH}.rules[{i}]");
-        if rule.action.is_empty() {
-            errs.required(
-                format!("{at}.action"),
-                "use one of FailJob, FailIndex, Ignore, Count",
-            );
-        } else if !ACTIONS.contains(&rule.action.as_str()) {
-            errs.not_one_of(format!("{at}.action"), &rule.action, &ACTIONS);
-        }
+        check_choice(&rule.action, format!("{at}.action"), &ACTIONS, errs);
         let conditions = rule.on_pod_conditions.as_deref().unwrap_or_default();
         match (&rule.on_exit_codes, conditions.is_empty()) {
             (Some(_), false) => errs.add(
@@ -62,6 +55,21 @@ pub(super) fn check(spec: &JobSpec, errs: &mut Errors) {
             (Some(codes), true) => check_exit_codes(codes, &containers, &at, errs),
             (None, false) => check_conditions(conditions, &at, errs),
         }
+    }
+}
+
+/// Text holding a `${...}` placeholder, a value only once the trial is rendered.
+fn placeholder(text: &str) -> bool {
+    text.contains("${")
+}
+
+/// A required choice among `allowed`, unless a placeholder stands for it.
+fn check_choice(value: &str, at: String, allowed: &[&str], errs: &mut Errors) {
+    match value {
+        v if placeholder(v) => {}
+        "" => errs.required(at, &format!("use one of {}", allowed.join(", "))),
+        v if !allowed.contains(&v) => errs.not_one_of(at, v, allowed),
+        _ => {}
     }
 }
 
@@ -82,15 +90,12 @@ fn check_exit_codes(
     errs: &mut Errors,
 ) {
     let at = format!("{at}.onExitCodes");
-    if codes.operator.is_empty() {
-        errs.required(format!("{at}.operator"), "use In or NotIn");
-    } else if !OPERATORS.contains(&codes.operator.as_str()) {
-        errs.not_one_of(format!("{at}.operator"), &codes.operator, &OPERATORS);
-    }
+    check_choice(&codes.operator, format!("{at}.operator"), &OPERATORS, errs);
     if let Some(problem) = exit_values_problem(&codes.operator, &codes.values) {
         errs.add(format!("{at}.values"), problem);
     }
     if let Some(name) = &codes.container_name
+        && !placeholder(name)
         && !containers.contains(&name.as_str())
     {
         errs.add(
@@ -149,12 +154,13 @@ fn check_conditions(
         );
     }
     for (j, pattern) in patterns.iter().enumerate() {
-        if pattern.type_.trim().is_empty() {
+        let type_ = pattern.type_.trim();
+        if type_.is_empty() {
             errs.required(
                 format!("{at}[{j}].type"),
                 "name the pod condition, e.g. type: DisruptionTarget",
             );
-        } else if !super::pod_names::qualified_name(&pattern.type_) {
+        } else if !placeholder(type_) && !super::pod_names::qualified_name(type_) {
             errs.add(
                 format!("{at}[{j}].type"),
                 format!(
@@ -165,7 +171,7 @@ fn check_conditions(
                 ),
             );
         }
-        if !STATUSES.contains(&pattern.status.as_str()) {
+        if !placeholder(&pattern.status) && !STATUSES.contains(&pattern.status.as_str()) {
             errs.not_one_of(format!("{at}[{j}].status"), &pattern.status, &STATUSES[1..]);
         }
     }
@@ -198,6 +204,11 @@ mod tests {
             {"action": "Count", "onExitCodes": {"containerName": "fetch", "operator": "NotIn",
                                                 "values": [0, 3]}},
             {"action": "FailIndex", "onPodConditions": [{"type": "X", "status": "False"}]},
+            {"action": "${trialParameters.a}", "onExitCodes": {
+                "operator": "${trialParameters.o}", "values": [1],
+                "containerName": "${trialParameters.c}"}},
+            {"action": "Ignore", "onPodConditions": [
+                {"type": "${trialParameters.t}", "status": "${trialParameters.s}"}]},
         ]});
         assert_eq!(problems(policy), Vec::<String>::new());
     }
