@@ -128,6 +128,7 @@ async fn reconcile_experiment(obj: &DynamicObject, ctx: &Context) -> Result<Acti
     if obj.meta().deletion_timestamp.is_some() {
         // Trials are owned by the experiment: the garbage collector removes them.
         crate::serving::forget(ctx, obj, &run.ns);
+        ctx.service_backoff.reset(&run.key());
         ctx.leases.release(&ctx.store, &run.ns, &run.name).await?;
         return Ok(Action::await_change());
     }

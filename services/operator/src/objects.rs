@@ -142,6 +142,39 @@ pub async fn replace_status<S: Serialize>(
     Ok(())
 }
 
+/// Creates `object` (a `K`, as JSON) in `namespace` unless an object of its name is there
+/// already, which is kept as it is.
+pub async fn create_unless_present<K>(
+    client: &Client,
+    namespace: &str,
+    object: Value,
+) -> crate::error::Result<()>
+where
+    K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope>
+        + Clone
+        + std::fmt::Debug
+        + serde::de::DeserializeOwned
+        + Serialize,
+    K::DynamicType: Default,
+{
+    let name = object["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let kind = K::kind(&K::DynamicType::default()).to_lowercase();
+    let malformed = |e: serde_json::Error| crate::error::OperatorError::Malformed {
+        object: format!("{kind} {namespace}/{name}"),
+        message: e.to_string(),
+    };
+    let typed: K = serde_json::from_value(object).map_err(malformed)?;
+    let api: Api<K> = Api::namespaced(client.clone(), namespace);
+    match api.create(&kube::api::PostParams::default(), &typed).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(e)) if e.code == 409 => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// Whether `error` is a 409 Conflict: another writer was first, so read again and retry.
 pub fn is_conflict(error: &crate::error::OperatorError) -> bool {
     matches!(error, crate::error::OperatorError::Kube(kube::Error::Api(e)) if e.code == 409)

@@ -194,8 +194,6 @@ pub fn algorithm_source(ctx: &Context, algorithm: &str) -> AlgorithmSource {
 /// owner references).
 pub fn forget(ctx: &Context, obj: &DynamicObject, ns: &str) {
     ctx.checked.forget(&memo_key(obj, ns));
-    ctx.service_backoff
-        .reset(&format!("{ns}/{}", obj.name_any()));
 }
 
 /// The experiment as this replica's memos know it: namespace, name and UID.

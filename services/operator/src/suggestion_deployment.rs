@@ -10,12 +10,12 @@
 //! `availability` and `retire` are the thin shells that talk to the API.
 
 use crate::checkpoints::{STORAGE, VOLUME_NAME};
-use crate::error::{OperatorError, Result};
-use crate::objects::owner_reference;
+use crate::error::Result;
+use crate::objects::{create_unless_present, owner_reference};
 use crate::suggestion_services::ImageVolume;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Service};
-use kube::api::{Api, DeleteParams, DynamicObject, PostParams};
+use kube::api::{Api, DeleteParams, DynamicObject};
 use serde_json::{Map, Value, json};
 use vernier_spec::types::API_VERSION;
 
@@ -267,33 +267,14 @@ pub struct Image<'a> {
 /// Creates the claim (with a mount), the Deployment and the Service, unless they exist
 /// (existing ones are kept as they are).
 pub async fn ensure(client: &kube::Client, at: &Placement<'_>, image: &Image<'_>) -> Result<()> {
-    let malformed = |kind: &str, e: serde_json::Error| OperatorError::Malformed {
-        object: format!("{kind} {}/{}", at.namespace, at.name),
-        message: e.to_string(),
-    };
-    let params = PostParams::default();
+    let ns = at.namespace;
     if let Some(mount) = &image.mount {
-        let c: PersistentVolumeClaim = serde_json::from_value(claim(at, mount))
-            .map_err(|e| malformed("persistentvolumeclaim", e))?;
-        let claims: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), at.namespace);
-        created(claims.create(&params, &c).await)?;
+        create_unless_present::<PersistentVolumeClaim>(client, ns, claim(at, mount)).await?;
     }
     let container = container(image.container);
     let d = deployment(at, container, image.service_account, image.mount.as_ref());
-    let d: Deployment = serde_json::from_value(d).map_err(|e| malformed("deployment", e))?;
-    let s: Service = serde_json::from_value(service(at)).map_err(|e| malformed("service", e))?;
-    let deployments: Api<Deployment> = Api::namespaced(client.clone(), at.namespace);
-    created(deployments.create(&params, &d).await)?;
-    let services: Api<Service> = Api::namespaced(client.clone(), at.namespace);
-    created(services.create(&params, &s).await)
-}
-
-fn created<T>(result: std::result::Result<T, kube::Error>) -> Result<()> {
-    match result {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(e)) if e.code == 409 => Ok(()),
-        Err(e) => Err(e.into()),
-    }
+    create_unless_present::<Deployment>(client, ns, d).await?;
+    create_unless_present::<Service>(client, ns, service(at)).await
 }
 
 /// Whether the Deployment is available (`None`: it is not there).

@@ -9,7 +9,7 @@ use crate::error::{OperatorError, Result};
 use crate::experiment_check::Resolved;
 use crate::experiment_trials::{Listed, next_seq};
 use crate::names::{FINALIZER, RENDER_ERROR_ANNOTATION, SEQ_ANNOTATION};
-use crate::objects::{namespaced, owner_reference, trial_resource};
+use crate::objects::{create_unless_present, namespaced, owner_reference, trial_resource};
 use futures_util::StreamExt;
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use kube::ResourceExt;
@@ -202,17 +202,8 @@ async fn ensure_checkpoint_claim(batch: &Batch<'_>) -> Result<()> {
     let owner_ref = owner_reference(owner, API_VERSION, "Experiment")
         .and_then(|o| serde_json::to_value(o).ok());
     let claim = crate::checkpoints::claim_object(&name, batch.ns, owner_ref);
-    let claim: PersistentVolumeClaim =
-        serde_json::from_value(claim).map_err(|e| OperatorError::Malformed {
-            object: format!("persistentvolumeclaim {name}"),
-            message: e.to_string(),
-        })?;
-    let api: Api<PersistentVolumeClaim> = Api::namespaced(batch.ctx.client.clone(), batch.ns);
-    match api.create(&PostParams::default(), &claim).await {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(e)) if e.code == 409 => Ok(()),
-        Err(e) => Err(e.into()),
-    }
+    let client = &batch.ctx.client;
+    create_unless_present::<PersistentVolumeClaim>(client, batch.ns, claim).await
 }
 
 /// The rendered job with the trial's checkpoint directory (and its parent's copy) when the
