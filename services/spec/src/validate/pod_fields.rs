@@ -468,6 +468,10 @@ mod tests {
         vec!["a".repeat(62); 4].join(".")
     }
 
+    fn dns_config(config: Value) -> Value {
+        pod(json!({}), json!({"dnsConfig": config}))
+    }
+
     fn toleration(t: Value) -> Value {
         pod(json!({}), json!({"tolerations": [t]}))
     }
@@ -582,76 +586,44 @@ mod tests {
                 ),
             ),
             (
-                pod(
-                    json!({}),
-                    json!({"dnsConfig": {"nameservers": ["10.0.0.256"]}}),
-                ),
+                dns_config(json!({"nameservers": ["10.0.0.256"]})),
                 format!("{p}.dnsConfig.nameservers[0]"),
                 "value \"10.0.0.256\" is not an IP address",
-                pod(
-                    json!({}),
-                    json!({"dnsConfig": {"nameservers": ["010.0.0.1", "fd00::a"]}}),
-                ),
+                dns_config(json!({"nameservers": ["010.0.0.1", "fd00::a"]})),
             ),
             (
-                pod(
-                    json!({}),
-                    json!({"dnsConfig": {"nameservers": ["1.1.1.1", "8.8.8.8", "9.9.9.9", "8.8.4.4"]}}),
-                ),
+                dns_config(json!({"nameservers": ["1.1.1.1", "8.8.8.8", "9.9.9.9", "8.8.4.4"]})),
                 format!("{p}.dnsConfig.nameservers"),
                 "has 4 name servers, and the API server takes at most 3",
-                pod(
-                    json!({}),
-                    json!({"dnsConfig": {"nameservers": ["1.1.1.1", "8.8.8.8", "9.9.9.9"]}}),
-                ),
+                dns_config(json!({"nameservers": ["1.1.1.1", "8.8.8.8", "9.9.9.9"]})),
             ),
             (
-                pod(
-                    json!({}),
-                    json!({"dnsConfig": {"searches": ["Corp_Net.example"]}}),
-                ),
+                dns_config(json!({"searches": ["Corp_Net.example"]})),
                 format!("{p}.dnsConfig.searches[0]"),
                 "value \"Corp_Net.example\" is not a DNS domain",
-                pod(
-                    json!({}),
-                    json!({"dnsConfig": {"searches": ["corp-net.example.", "."]}}),
-                ),
+                dns_config(json!({"searches": ["corp-net.example.", "."]})),
             ),
             (
-                pod(
-                    json!({}),
-                    json!({"dnsConfig": {"searches": (0..33).map(|i| format!("d{i}.example")).collect::<Vec<_>>()}}),
+                dns_config(
+                    json!({"searches": (0..33).map(|i| format!("d{i}.example")).collect::<Vec<_>>()}),
                 ),
                 format!("{p}.dnsConfig.searches"),
                 "has 33 search domains",
-                pod(
-                    json!({}),
-                    json!({"dnsConfig": {"searches": (0..32).map(|i| format!("d{i}.example")).collect::<Vec<_>>()}}),
+                dns_config(
+                    json!({"searches": (0..32).map(|i| format!("d{i}.example")).collect::<Vec<_>>()}),
                 ),
             ),
             (
-                pod(
-                    json!({}),
-                    json!({"dnsConfig": {"searches": vec![long_domain(); 9]}}),
-                ),
+                dns_config(json!({"searches": vec![long_domain(); 9]})),
                 format!("{p}.dnsConfig.searches"),
                 "has 2267 characters",
-                pod(
-                    json!({}),
-                    json!({"dnsConfig": {"searches": vec![long_domain(); 8]}}),
-                ),
+                dns_config(json!({"searches": vec![long_domain(); 8]})),
             ),
             (
-                pod(
-                    json!({}),
-                    json!({"dnsConfig": {"options": [{"value": "2"}]}}),
-                ),
+                dns_config(json!({"options": [{"value": "2"}]})),
                 format!("{p}.dnsConfig.options[0].name"),
                 "is required",
-                pod(
-                    json!({}),
-                    json!({"dnsConfig": {"options": [{"name": "ndots", "value": "2"}]}}),
-                ),
+                dns_config(json!({"options": [{"name": "ndots", "value": "2"}]})),
             ),
             (
                 toleration(json!({"key": "gpu", "operator": "Exist"})),
@@ -740,9 +712,8 @@ mod tests {
                 {"name": "a", "ports": [{"containerPort": 80, "name": "web", "protocol": ""}]},
                 {"name": "b", "ports": [{"containerPort": 81, "name": "web"}]}]}),
             pod(json!({}), json!({"dnsPolicy": "${trialParameters.dns}"})),
-            pod(
-                json!({}),
-                json!({"dnsConfig": {"nameservers": ["${trialParameters.ns}"], "searches": ["${trialParameters.s}"]}}),
+            dns_config(
+                json!({"nameservers": ["${trialParameters.ns}"], "searches": ["${trialParameters.s}"]}),
             ),
             toleration(
                 json!({"key": "${trialParameters.key}", "operator": "${trialParameters.op}", "value": "${trialParameters.v}"}),
