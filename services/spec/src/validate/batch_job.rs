@@ -139,7 +139,7 @@ fn check_counts(spec: &JobSpec, errs: &mut Errors) {
 fn check_completion_mode(spec: &JobSpec, errs: &mut Errors) {
     let at = |field: &str| format!("{PATH}.spec.{field}");
     let mode = spec.completion_mode.as_deref();
-    if mode.is_some_and(|m| m.contains("${")) {
+    if mode.is_some_and(super::holds_placeholder) {
         return;
     }
     if let Some(m) = mode.filter(|m| !["NonIndexed", "Indexed"].contains(m)) {
@@ -226,7 +226,7 @@ fn check_indexed_limits(spec: &JobSpec, errs: &mut Errors) {
 /// (KEP-3939). A policy holding a placeholder is known only once rendered.
 fn check_replacement_policy(spec: &JobSpec, errs: &mut Errors) {
     let policy = spec.pod_replacement_policy.as_deref();
-    let Some(p) = policy.filter(|p| !p.contains("${")) else {
+    let Some(p) = policy.filter(|p| !super::holds_placeholder(p)) else {
         return;
     };
     let at = format!("{PATH}.spec.podReplacementPolicy");

@@ -101,7 +101,12 @@ pub(crate) fn use_one_of(value: &str, allowed: &[&str]) -> String {
 /// rendered, so not checked before).
 pub(crate) fn written_text(v: Option<&serde_json::Value>) -> Option<&str> {
     v.and_then(serde_json::Value::as_str)
-        .filter(|s| !s.contains("${"))
+        .filter(|s| !holds_placeholder(s))
+}
+
+/// Whether `text` holds a `${...}` placeholder: a value only once the trial is rendered.
+pub(crate) fn holds_placeholder(text: &str) -> bool {
+    text.contains("${")
 }
 
 pub(crate) fn is_blank(s: &Option<String>) -> bool {

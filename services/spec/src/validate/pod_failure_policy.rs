@@ -6,7 +6,7 @@
 //! The Job's schema lets all of these through: a cluster then refuses the Job and every trial
 //! fails, while local mode would judge its trials by a rule no cluster would take.
 
-use super::Errors;
+use super::{Errors, holds_placeholder};
 use k8s_openapi::api::batch::v1::{
     JobSpec, PodFailurePolicyOnExitCodesRequirement, PodFailurePolicyOnPodConditionsPattern,
 };
@@ -58,15 +58,10 @@ pub(super) fn check(spec: &JobSpec, errs: &mut Errors) {
     }
 }
 
-/// Text holding a `${...}` placeholder, a value only once the trial is rendered.
-fn placeholder(text: &str) -> bool {
-    text.contains("${")
-}
-
 /// A required choice among `allowed`, unless a placeholder stands for it.
 fn check_choice(value: &str, at: String, allowed: &[&str], errs: &mut Errors) {
     match value {
-        v if placeholder(v) => {}
+        v if holds_placeholder(v) => {}
         "" => errs.required(at, &format!("use one of {}", allowed.join(", "))),
         v if !allowed.contains(&v) => errs.not_one_of(at, v, allowed),
         _ => {}
@@ -95,7 +90,7 @@ fn check_exit_codes(
         errs.add(format!("{at}.values"), problem);
     }
     if let Some(name) = &codes.container_name
-        && !placeholder(name)
+        && !holds_placeholder(name)
         && !containers.contains(&name.as_str())
     {
         errs.add(
@@ -160,7 +155,7 @@ fn check_conditions(
                 format!("{at}[{j}].type"),
                 "name the pod condition, e.g. type: DisruptionTarget",
             );
-        } else if !placeholder(type_) && !super::pod_names::qualified_name(type_) {
+        } else if !holds_placeholder(type_) && !super::pod_names::qualified_name(type_) {
             errs.add(
                 format!("{at}[{j}].type"),
                 format!(
@@ -171,7 +166,7 @@ fn check_conditions(
                 ),
             );
         }
-        if !placeholder(&pattern.status) && !STATUSES.contains(&pattern.status.as_str()) {
+        if !holds_placeholder(&pattern.status) && !STATUSES.contains(&pattern.status.as_str()) {
             errs.not_one_of(format!("{at}[{j}].status"), &pattern.status, &STATUSES[1..]);
         }
     }

@@ -5,7 +5,7 @@
 //! written literally are checked: text holding a `${...}` placeholder is a value only once
 //! rendered. `pod::check` walks the trial spec and calls [`check_pod`].
 
-use super::{Errors, pod_names, use_one_of, written_text};
+use super::{Errors, holds_placeholder, pod_names, use_one_of, written_text};
 use serde_json::Value;
 use std::collections::HashSet;
 
@@ -332,7 +332,7 @@ fn check_tolerations(pod: &Value, path: &str, errs: &mut Errors) {
 
 fn check_toleration(t: &Value, path: &str, errs: &mut Errors) {
     let field = |name: &str| t.get(name).and_then(Value::as_str);
-    let placeholder = |name: &str| field(name).is_some_and(|s| s.contains("${"));
+    let placeholder = |name: &str| field(name).is_some_and(holds_placeholder);
     // An unset operator is Equal.
     let operator = field("operator")
         .filter(|s| !s.is_empty())
@@ -384,7 +384,7 @@ fn check_toleration(t: &Value, path: &str, errs: &mut Errors) {
 /// `NoExecute` (evicting a running pod) reads.
 fn check_effect(t: &Value, path: &str, errs: &mut Errors) {
     let effect = t.get("effect").and_then(Value::as_str).unwrap_or("");
-    if effect.contains("${") {
+    if holds_placeholder(effect) {
         return;
     }
     if !effect.is_empty() {

@@ -6,7 +6,7 @@
 //! cluster. Text holding a `${...}` placeholder is a value only once rendered, and is not
 //! checked. `pod::check` walks the trial spec and calls these.
 
-use super::{Errors, is_rfc1123_label};
+use super::{Errors, holds_placeholder, is_rfc1123_label};
 use serde_json::Value;
 use std::collections::HashSet;
 
@@ -21,7 +21,7 @@ fn entries<'a>(value: &'a Value, field: &str) -> impl Iterator<Item = (&'a str, 
     let map = value.get(field).and_then(Value::as_object);
     map.into_iter()
         .flatten()
-        .filter(|(k, v)| !k.contains("${") && !v.as_str().is_some_and(|s| s.contains("${")))
+        .filter(|(k, v)| !holds_placeholder(k) && !v.as_str().is_some_and(holds_placeholder))
         .map(|(k, v)| (k.as_str(), v))
 }
 
@@ -102,7 +102,7 @@ pub(super) fn check_pod(pod: &Value, path: &str, errs: &mut Errors) {
 }
 
 fn check_dns_label(name: &str, path: &str, what: &str, errs: &mut Errors) {
-    if name.contains("${") || is_rfc1123_label(name) {
+    if holds_placeholder(name) || is_rfc1123_label(name) {
         return;
     }
     errs.add(
@@ -130,7 +130,7 @@ fn check_sub_path(mount: &Value, path: &str, errs: &mut Errors) {
         );
     }
     for field in ["subPath", "subPathExpr"] {
-        let Some(sub) = text(field).filter(|s| !s.contains("${")) else {
+        let Some(sub) = text(field).filter(|s| !holds_placeholder(s)) else {
             continue;
         };
         let why = if sub.starts_with('/') {

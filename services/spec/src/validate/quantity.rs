@@ -20,7 +20,7 @@ static QUANTITY: LazyLock<Regex> = LazyLock::new(|| {
 
 /// Why `text` is not a resource quantity Kubernetes accepts, if it is not.
 fn refusal(text: &str) -> Option<&'static str> {
-    if text.contains("${") {
+    if super::holds_placeholder(text) {
         return None;
     }
     if !QUANTITY.is_match(text) {
