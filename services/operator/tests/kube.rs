@@ -3197,10 +3197,7 @@ async fn a_suggestion_service_serves_an_algorithm_vernier_does_not_have() {
     let served = experiment_yaml("served", "Job", 2, 4, "")
         .replace("algorithmName: random", "algorithmName: ladder");
     env.create(&served).await;
-    let refused = experiment_yaml("refused", "Job", 1, 2, "").replace(
-        "    algorithmName: random\n",
-        "    algorithmName: ladder\n    algorithmSettings:\n      - name: bogus\n        value: \"1\"\n",
-    );
+    let refused = refused_by_ladder("refused");
     env.create(&refused).await;
     let exp = finished(&env, "served").await;
     assert!(condition_is(&exp, "Succeeded", "True").is_some(), "{exp:#}");
@@ -3293,10 +3290,7 @@ async fn an_image_served_algorithm_gets_a_suggestion_deployment_per_experiment()
             .replace("algorithmName: random", "algorithmName: ladder");
         env.create(&yaml).await;
     }
-    let refused = experiment_yaml("refused", "Job", 1, 2, "").replace(
-        "    algorithmName: random\n",
-        "    algorithmName: ladder\n    algorithmSettings:\n      - name: bogus\n        value: \"1\"\n",
-    );
+    let refused = refused_by_ladder("refused");
     env.create(&refused).await;
     let deployments = env.api("apps", "v1", "Deployment");
     let made = || async {
@@ -3414,6 +3408,14 @@ async fn an_image_served_algorithm_gets_a_suggestion_deployment_per_experiment()
     .await;
     op.stop().await;
     env.shutdown().await;
+}
+
+/// An experiment of the `ladder` algorithm with a setting [`Ladder`] refuses.
+fn refused_by_ladder(name: &str) -> String {
+    experiment_yaml(name, "Job", 1, 2, "").replace(
+        "    algorithmName: random\n",
+        "    algorithmName: ladder\n    algorithmSettings:\n      - name: bogus\n        value: \"1\"\n",
+    )
 }
 
 /// An operator whose `ladder` algorithm is an image it deploys per experiment.
